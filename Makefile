@@ -1,0 +1,32 @@
+# Two commands for a newcomer: `make run` (the main job on the example, offline) and `make test`.
+# Both create .venv and install the package with its test tools when missing.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STACK  ?= prod
+OUT    ?= out
+
+.PHONY: run test validate e2e bench schema clean
+.DEFAULT_GOAL := run
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+run: $(VENV)/.installed ## validate every stack of the example
+	$(VENV)/bin/tenants validate
+
+validate: $(VENV)/.installed
+	$(VENV)/bin/tenants validate
+
+test: $(VENV)/.installed ## unit, schema and mock-runtime tests (no cluster needed)
+	$(PY) -m pytest -q -m "not e2e" -p no:cacheprovider
+
+schema: $(VENV)/.installed ## regenerate docs/schema/*.json from the models
+	$(VENV)/bin/tenants schema --kind tenant --out docs/schema/tenant.schema.json
+	$(VENV)/bin/tenants schema --kind stack --out docs/schema/stack.schema.json
+
+clean:
+	rm -rf $(OUT) .pytest_cache

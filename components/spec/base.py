@@ -1,0 +1,46 @@
+"""Shared pydantic configuration and field types of the file formats."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic.alias_generators import to_camel
+
+API_VERSION = "gpu-tenancy.dev/v1alpha1"
+
+DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+DnsLabel = Annotated[
+    str,
+    StringConstraints(pattern=DNS_LABEL_PATTERN, max_length=63),
+    Field(description="DNS-1123 label: lower-case letters, digits and '-', at most 63 characters"),
+]
+# Namespaced object names built from a tenant name need headroom for suffixes such as `-owner`.
+TenantName = Annotated[
+    str,
+    StringConstraints(pattern=DNS_LABEL_PATTERN, max_length=40),
+    Field(description="DNS-1123 label of at most 40 characters (names of generated objects add suffixes)"),
+]
+LabelValue = Annotated[
+    str,
+    StringConstraints(pattern=r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$", max_length=63),
+    Field(description="Kubernetes label value"),
+]
+DnsSubdomain = Annotated[
+    str,
+    StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$", max_length=253),
+]
+NonNegativeInt = Annotated[int, Field(ge=0)]
+
+
+class Model(BaseModel):
+    """Base of every file-format model: camelCase keys, unknown keys rejected."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        alias_generator=to_camel,
+        populate_by_name=True,
+        validate_default=True,
+        str_strip_whitespace=False,
+        regex_engine="python-re",
+    )

@@ -1,0 +1,323 @@
+"""Cross-file checks: what no single model can see (references, uniqueness, capacity, geometry)."""
+
+from __future__ import annotations
+
+import difflib
+from fractions import Fraction
+from pathlib import PurePath
+from typing import Iterable
+
+from . import capacity as cap
+from . import mig
+from .problems import Problem
+from .quantity import Quantity
+from .stack import CONFIG_KEY, Platform
+from .tenant import LimitRangeSpec, ResourceValues, Tenant
+from .yaml_source import SourceDocument
+
+_STRICTNESS = {"privileged": 0, "baseline": 1, "restricted": 2}
+_RESERVED_PREFIXES = ("kube-", "openshift-")
+_RESERVED_NAMES = {"default", "kube-system", "kube-public", "kube-node-lease"}
+
+
+def _hint(value: str, known: Iterable[str]) -> str:
+    known = sorted(known)
+    close = difflib.get_close_matches(value, known, n=1, cutoff=0.6)
+    listing = ", ".join(known) if known else "none defined"
+    return f"; did you mean '{close[0]}'?" if close else f" (known: {listing})"
+
+
+def _platform_path(*parts) -> tuple:
+    return ("config", CONFIG_KEY, *parts)
+
+
+def check_platform(platform: Platform, doc: SourceDocument) -> list[Problem]:
+    """Problems in one stack's inventory: references between classes, pools and MIG layouts."""
+    problems: list[Problem] = []
+    node_owner: dict[str, str] = {}
+    for pool_name, pool in sorted(platform.node_pools.items()):
+        where = _platform_path("nodePools", pool_name)
+        gpu_class = platform.gpu_classes.get(pool.gpu_class)
+        if gpu_class is None:
+            problems.append(doc.problem(where + ("gpuClass",), f"unknown GPU class '{pool.gpu_class}'{_hint(pool.gpu_class, platform.gpu_classes)}"))
+            continue
+        for index, node in enumerate(pool.nodes):
+            if node in node_owner:
+                problems.append(doc.problem(where + ("nodes", index), f"node '{node}' is already in pool '{node_owner[node]}'; a node belongs to one pool"))
+            node_owner.setdefault(node, pool_name)
+        if gpu_class.sharing == "mig":
+            problems.extend(_check_pool_layout(platform, doc, pool_name))
+        elif pool.mig_layout is not None:
+            problems.append(doc.problem(where + ("migLayout",), f"pool's GPU class '{pool.gpu_class}' is not shared by MIG (sharing: {gpu_class.sharing}); remove migLayout or use a MIG class"))
+    for name, layout in sorted(platform.mig_layouts.items()):
+        seen: set[int] = set()
+        for index, group in enumerate(layout):
+            if group.devices == "all" and len(layout) > 1:
+                problems.append(doc.problem(_platform_path("migLayouts", name, index, "devices"), "`devices: all` cannot be combined with other groups in the same layout"))
+            elif group.devices != "all":
+                overlap = seen & set(group.devices)
+                if overlap:
+                    problems.append(doc.problem(_platform_path("migLayouts", name, index, "devices"), f"GPU index(es) {sorted(overlap)} appear in two groups"))
+                seen |= set(group.devices)
+    if sum(1 for pc in platform.priority_classes.values() if pc.global_default) > 1:
+        problems.append(doc.problem(_platform_path("priorityClasses"), "at most one PriorityClass may be globalDefault"))
+    return problems
+
+
+def _check_pool_layout(platform: Platform, doc: SourceDocument, pool_name: str) -> list[Problem]:
+    pool = platform.node_pools[pool_name]
+    gpu_class = platform.gpu_classes[pool.gpu_class]
+    where = _platform_path("nodePools", pool_name, "migLayout")
+    if pool.mig_layout is None:
+        return [doc.problem(_platform_path("nodePools", pool_name), f"pool of MIG class '{pool.gpu_class}' needs `migLayout` (a name from migLayouts, or all-<profile>)")]
+    if gpu_class.model not in mig.geometry():
+        return [doc.problem(_platform_path("gpuClasses", pool.gpu_class, "model"), f"GPU model '{gpu_class.model}' does not support MIG{_hint(gpu_class.model, mig.geometry())}")]
+    if pool.mig_layout in platform.mig_layouts:
+        groups = platform.mig_layouts[pool.mig_layout]
+        problems = []
+        for index, group in enumerate(groups):
+            for reason in mig.layout_problems(gpu_class.model, group.profiles):
+                problems.append(doc.problem(_platform_path("migLayouts", pool.mig_layout, index, "profiles"), f"invalid for pool '{pool_name}' ({gpu_class.model}): {reason}"))
+            if group.devices != "all":
+                beyond = [d for d in group.devices if d >= pool.gpus_per_node]
+                if beyond:
+                    problems.append(doc.problem(_platform_path("migLayouts", pool.mig_layout, index, "devices"), f"GPU index(es) {beyond} do not exist on pool '{pool_name}' ({pool.gpus_per_node} GPUs per node)"))
+        if gpu_class.mig and gpu_class.mig.strategy == "single":
+            profiles = {p for g in groups for p in g.profiles}
+            if len(profiles) > 1:
+                problems.append(doc.problem(where, f"the single MIG strategy needs one profile on every GPU; layout '{pool.mig_layout}' mixes {sorted(profiles)} (use strategy: mixed)"))
+        return problems
+    if mig.expand_named_layout(pool.mig_layout, gpu_class.model) is None:
+        return [doc.problem(where, f"unknown MIG layout '{pool.mig_layout}': define it under migLayouts or use all-<profile> with a profile of {gpu_class.model} ({', '.join(mig.geometry()[gpu_class.model].profiles)})")]
+    return []
+
+
+def _lower_than(low: Quantity | None, high: Quantity | None) -> bool:
+    return low is not None and high is not None and high < low
+
+
+def effective_limits(tenant: Tenant, platform: Platform) -> LimitRangeSpec:
+    """The tenant's LimitRange values, each unset one taken from the stack's defaults."""
+    merged = {}
+    for part in ("default_request", "default", "max", "min"):
+        own: ResourceValues = getattr(tenant.limits, part)
+        fallback: ResourceValues = getattr(platform.limit_range_defaults, part)
+        merged[part] = ResourceValues(**{
+            key: getattr(own, key) if getattr(own, key) is not None else getattr(fallback, key)
+            for key in ("cpu", "memory", "ephemeral_storage")
+        })
+    return LimitRangeSpec(**merged)
+
+
+def check_tenant(tenant: Tenant, doc: SourceDocument, platform: Platform) -> list[Problem]:
+    """Problems of one tenant against its environment's inventory."""
+    problems: list[Problem] = []
+
+    def add(path: tuple, message: str, severity: str = "error") -> None:
+        problems.append(doc.problem(path, message, severity=severity))
+
+    stem = PurePath(doc.file).name.rsplit(".", 1)[0]
+    if stem != tenant.name:
+        add(("name",), f"tenant '{tenant.name}' is in file '{PurePath(doc.file).name}'; name the file {tenant.name}.yaml so that each team has one obvious file")
+    for index, namespace in enumerate(tenant.all_namespaces):
+        path = ("name",) if index == 0 else ("namespaces", index - 1)
+        if namespace in _RESERVED_NAMES or namespace.startswith(_RESERVED_PREFIXES):
+            add(path, f"namespace '{namespace}' is reserved for the cluster (kube-*, default); choose another name")
+        for role, namespaces in platform.platform_namespaces.items():
+            if namespace in namespaces:
+                add(path, f"namespace '{namespace}' is the platform's {role} namespace; choose another name")
+        if namespace == platform.cluster_dns.namespace:
+            add(path, f"namespace '{namespace}' holds the cluster DNS; choose another name")
+    if len(set(tenant.all_namespaces)) != len(tenant.all_namespaces):
+        add(("namespaces",), "lists a namespace twice (the tenant's own namespace is its name and need not be listed)")
+
+    # GPU access and quotas
+    for index, name in enumerate(tenant.gpu.classes):
+        if name not in platform.gpu_classes:
+            add(("gpu", "classes", index), f"unknown GPU class '{name}'{_hint(name, platform.gpu_classes)}")
+    for index, name in enumerate(tenant.gpu.dedicated_pools):
+        if name not in platform.node_pools:
+            add(("gpu", "dedicatedPools", index), f"unknown node pool '{name}'{_hint(name, platform.node_pools)}")
+    allowed = cap.allowed_classes(tenant, platform)
+    quota = tenant.quota.gpu
+    if isinstance(quota, int) and quota > 0 and len(allowed) != 1:
+        add(("quota", "gpu"), f"a plain GPU count needs exactly one allowed GPU class (allowed: {allowed or 'none'}); write it per class, e.g. gpu: {{{(allowed or ['h100'])[0]}: {quota}}}")
+    if isinstance(quota, dict):
+        for name, count in quota.items():
+            if name not in platform.gpu_classes:
+                add(("quota", "gpu", name), f"unknown GPU class '{name}'{_hint(name, platform.gpu_classes)}")
+            elif name not in allowed and count > 0:
+                add(("quota", "gpu", name), f"quota for GPU class '{name}', which the tenant may not use; add it to gpu.classes")
+    for name, count in cap.gpu_quota_by_class(tenant, platform).items():
+        gpu_class = platform.gpu_classes.get(name)
+        if gpu_class is not None and cap.is_mig_mixed(gpu_class) and count > 0:
+            pools = [p for p in platform.node_pools.values() if p.gpu_class == name]
+            whole = sum(p.gpus_per_node - sum(c for c, _ in cap.pool_layout(platform, p)) for p in pools)
+            if whole <= 0:
+                add(("quota", "gpu"), f"GPU class '{name}' is MIG-partitioned (mixed strategy): ask for slices under quota.mig (e.g. mig: {{1g.10gb: 2}})")
+    if tenant.quota.mig:
+        providers = _mig_providers(platform)
+        for profile, count in tenant.quota.mig.items():
+            classes = providers.get(profile, set())
+            if count and not classes:
+                offered = sorted(providers)
+                add(("quota", "mig", profile), f"no node pool provides MIG profile {profile} (offered: {', '.join(offered) or 'none'})")
+            elif count and not classes & set(allowed):
+                add(("quota", "mig", profile), f"MIG profile {profile} is provided by GPU class(es) {sorted(classes)}, which the tenant may not use; add one to gpu.classes")
+
+    # Priority classes
+    for name in tenant.quota.priority_classes:
+        if name not in platform.priority_classes:
+            add(("quota", "priorityClasses", name), f"unknown PriorityClass '{name}'{_hint(name, platform.priority_classes)}")
+
+    # Requests, limits and LimitRange
+    for resource in ("cpu", "memory", "ephemeral_storage"):
+        pair = getattr(tenant.quota, resource)
+        key = {"ephemeral_storage": "ephemeralStorage"}.get(resource, resource)
+        if pair is not None and _lower_than(pair.requests, pair.limits):
+            add(("quota", key, "limits"), f"limits ({pair.limits}) are below requests ({pair.requests}); every pod's limits are >= its requests, so this quota could never be used")
+        for side in ("requests", "limits"):
+            if pair is not None and getattr(pair, side) is not None and getattr(pair, side) < Quantity.parse(0):
+                add(("quota", key, side), f"must be >= 0 (got {getattr(pair, side)})")
+    limits = effective_limits(tenant, platform)
+    for resource, key in (("cpu", "cpu"), ("memory", "memory"), ("ephemeral_storage", "ephemeralStorage")):
+        pair = getattr(tenant.quota, resource)
+        if pair is None:
+            continue
+        if pair.requests is not None and getattr(limits.default_request, resource) is None:
+            add(("quota", key, "requests"), f"a quota on requests.{key} without a LimitRange defaultRequest makes pods that omit {key} requests fail; set limits.defaultRequest.{key} (or the stack's limitRangeDefaults)")
+        if pair.limits is not None and getattr(limits.default, resource) is None:
+            add(("quota", key, "limits"), f"a quota on limits.{key} without a LimitRange default makes pods that omit {key} limits fail; set limits.default.{key} (or the stack's limitRangeDefaults)")
+        if pair.requests is not None and getattr(limits.default_request, resource) is not None and getattr(limits.default_request, resource) > pair.requests:
+            add(("limits", "defaultRequest", key), f"the default request ({getattr(limits.default_request, resource)}) is larger than the whole quota ({pair.requests})")
+    for resource, key in (("cpu", "cpu"), ("memory", "memory"), ("ephemeral_storage", "ephemeralStorage")):
+        request, default, maximum, minimum = (getattr(getattr(limits, part), resource) for part in ("default_request", "default", "max", "min"))
+        if _lower_than(request, default):
+            add(("limits", "default", key), f"default limit ({default}) is below the default request ({request})")
+        if _lower_than(default, maximum) or _lower_than(request, maximum):
+            add(("limits", "max", key), f"max ({maximum}) is below the default ({default or request}); defaulted pods would be rejected")
+        if _lower_than(minimum, request):
+            add(("limits", "min", key), f"min ({minimum}) is above the default request ({request})")
+
+    # Access and network references
+    for index, grant in enumerate(tenant.access.ci_service_accounts):
+        if grant.namespace is not None and grant.namespace not in tenant.all_namespaces:
+            add(("access", "ciServiceAccounts", index, "namespace"), f"'{grant.namespace}' is not one of the tenant's namespaces ({', '.join(tenant.all_namespaces)})")
+    for index, role in enumerate(tenant.network.ingress_from.platform):
+        if role not in platform.platform_namespaces:
+            add(("network", "ingressFrom", "platform", index), f"unknown platform role '{role}'{_hint(role, platform.platform_namespaces)}")
+    if tenant.pod_security is not None and _STRICTNESS[tenant.pod_security] < _STRICTNESS[platform.pod_security.level]:
+        add(("podSecurity",), f"'{tenant.pod_security}' is less strict than the stack's '{platform.pod_security.level}'; a tenant may only tighten Pod Security")
+    return problems
+
+
+def _mig_providers(platform: Platform) -> dict[str, set[str]]:
+    providers: dict[str, set[str]] = {}
+    for pool in platform.node_pools.values():
+        gpu_class = platform.gpu_classes.get(pool.gpu_class)
+        if gpu_class is None or not cap.is_mig_mixed(gpu_class):
+            continue
+        for _, devices in cap.pool_layout(platform, pool):
+            for profile in devices:
+                providers.setdefault(profile, set()).add(pool.gpu_class)
+    return providers
+
+
+def check_fleet(environment, all_tenants) -> list[Problem]:
+    """Problems between tenants: duplicate names and namespaces, shared dedicated pools, capacity."""
+    platform: Platform = environment.platform
+    doc: SourceDocument = environment.platform_doc
+    problems: list[Problem] = []
+    names: dict[str, object] = {}
+    for loaded in sorted(all_tenants, key=lambda t: t.doc.file):
+        if loaded.name in names:
+            first = names[loaded.name]
+            problems.append(loaded.doc.problem(("name",), f"tenant '{loaded.name}' is also defined in {first.doc.file}; tenant names must be unique"))
+        names.setdefault(loaded.name, loaded)
+    namespace_owner: dict[str, object] = {}
+    for loaded in sorted(all_tenants, key=lambda t: t.doc.file):
+        for index, namespace in enumerate(loaded.spec.namespaces):
+            owner = namespace_owner.get(namespace)
+            if owner is not None and owner is not loaded:
+                problems.append(loaded.doc.problem(("namespaces", index), f"namespace '{namespace}' already belongs to tenant '{owner.name}' ({owner.doc.file})"))
+            if namespace in names and names[namespace] is not loaded:
+                problems.append(loaded.doc.problem(("namespaces", index), f"namespace '{namespace}' is the namespace of tenant '{namespace}'"))
+        namespace_owner.setdefault(loaded.name, loaded)
+        for namespace in loaded.spec.namespaces:
+            namespace_owner.setdefault(namespace, loaded)
+        for previous in loaded.spec.previous_names:
+            other = names.get(previous)
+            if other is not None and other is not loaded:
+                problems.append(loaded.doc.problem(("previousNames",), f"previous name '{previous}' is the current name of tenant in {other.doc.file}"))
+
+    enabled = environment.tenants
+    known = {t.name for t in all_tenants}
+    if platform.tenants != "all":
+        for index, name in enumerate(platform.tenants):
+            if name not in known:
+                problems.append(doc.problem(_platform_path("tenants", index), f"no tenant file defines '{name}'{_hint(name, known)}"))
+    pool_owner: dict[str, object] = {}
+    for loaded in enabled:
+        for index, pool in enumerate(loaded.spec.gpu.dedicated_pools):
+            owner = pool_owner.get(pool)
+            if owner is not None:
+                problems.append(loaded.doc.problem(("gpu", "dedicatedPools", index), f"node pool '{pool}' is already dedicated to tenant '{owner.name}' ({owner.doc.file}); a dedicated pool has one tenant"))
+            pool_owner.setdefault(pool, loaded)
+        for index, name in enumerate(loaded.spec.network.ingress_from.tenants):
+            if name not in known:
+                problems.append(loaded.doc.problem(("network", "ingressFrom", "tenants", index), f"unknown tenant '{name}'{_hint(name, known)}"))
+    problems.extend(_capacity_problems(environment))
+    return problems
+
+
+def _capacity_problems(environment) -> list[Problem]:
+    platform: Platform = environment.platform
+    doc: SourceDocument = environment.platform_doc
+    capacity = cap.capacity(platform)
+    problems = []
+    active = [t for t in environment.tenants if t.spec.lifecycle == "active"]
+    demand: dict[str, dict[str, int]] = {}
+    for loaded in active:
+        for name, count in cap.gpu_quota_by_class(loaded.spec, platform).items():
+            if name in platform.gpu_classes and count:
+                demand.setdefault(name, {})[loaded.name] = count
+    for name, by_tenant in sorted(demand.items()):
+        limit = capacity.limit_for_class(platform, name)
+        problems.extend(_over(doc, _platform_path("gpuClasses", name), f"GPU class '{name}'", by_tenant, capacity.per_class.get(name, 0), platform.gpu_classes[name].overcommit, limit, platform))
+    mig_demand: dict[str, dict[str, int]] = {}
+    for loaded in active:
+        for profile, count in loaded.spec.quota.mig.items():
+            if count:
+                mig_demand.setdefault(profile, {})[loaded.name] = count
+    for profile, by_tenant in sorted(mig_demand.items()):
+        if profile not in capacity.per_mig_profile:
+            continue  # reported per tenant
+        limit = capacity.limit_for_profile(platform, profile)
+        classes = capacity.mig_profile_classes[profile]
+        overcommit = min(platform.gpu_classes[c].overcommit for c in classes)
+        problems.extend(_over(doc, _platform_path("gpuClasses", classes[0]), f"MIG profile {profile}", by_tenant, capacity.per_mig_profile[profile], overcommit, limit, platform))
+    return problems
+
+
+def _over(doc, path, subject, by_tenant, capacity, overcommit, limit: Fraction, platform: Platform) -> list[Problem]:
+    total = sum(by_tenant.values())
+    detail = ", ".join(f"{t}: {c}" for t, c in sorted(by_tenant.items()))
+    bound = f"capacity {capacity} x overcommit {cap.ratio_text(overcommit)} = {cap.ratio_text(limit)}"
+    if total > limit:
+        return [doc.problem(path, f"{subject}: tenant quotas add up to {total} ({detail}), above {bound}; lower a quota, add nodes or raise overcommit")]
+    if limit and total >= limit * Fraction(platform.capacity_warning_ratio):
+        return [doc.problem(path, f"{subject}: tenant quotas add up to {total} ({detail}), {float(100 * total / limit):.0f}% of {bound}", severity="warning")]
+    return []
+
+
+def check_environment(environment, all_tenants, known_envs: list[str]) -> list[Problem]:
+    """Every cross-file check for one environment."""
+    problems = check_platform(environment.platform, environment.platform_doc)
+    for loaded in environment.tenants:
+        problems.extend(check_tenant(loaded.spec, loaded.doc, environment.platform))
+    for loaded in all_tenants:
+        for env_name in loaded.spec.environments:
+            if known_envs and env_name not in known_envs:
+                problems.append(loaded.doc.problem(("environments", env_name), f"no stack '{env_name}' (stacks/Pulumi.{env_name}.yaml){_hint(env_name, known_envs)}"))
+    problems.extend(check_fleet(environment, all_tenants))
+    return problems

@@ -1,0 +1,205 @@
+"""Load a project (stack files and tenant files) into validated specs, or every problem at once.
+
+>>> env = load_environment(Path("."), "dev")          # doctest: +SKIP
+>>> [t.name for t in env.tenants]                     # doctest: +SKIP
+['eval', 'inference', 'llm-finetune']
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from .model_errors import model_problems
+from .problems import InvalidInput, Problem, errors_only
+from .stack import CONFIG_KEY, Platform
+from .tenant import Tenant
+from .yaml_source import SourceDocument, parse_yaml, read_text
+
+TENANT_SUFFIXES = (".yaml", ".yml")
+
+
+@dataclass
+class LoadedTenant:
+    """A tenant as it applies to one environment (overrides merged), with its source for locating errors."""
+
+    spec: Tenant
+    doc: SourceDocument
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+
+@dataclass
+class Environment:
+    """Everything one Pulumi stack deploys: the platform inventory and the tenants enabled in it."""
+
+    name: str
+    platform: Platform
+    platform_doc: SourceDocument
+    tenants: list[LoadedTenant]
+    disabled_tenants: list[str] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
+
+    @property
+    def specs(self) -> list[Tenant]:
+        return [t.spec for t in self.tenants]
+
+
+def stack_names(root: Path) -> list[str]:
+    """Environments that have a `stacks/Pulumi.<env>.yaml`."""
+    stacks = root / "stacks"
+    names = []
+    for path in sorted(stacks.glob("Pulumi.*.y*ml")) if stacks.is_dir() else []:
+        name = path.name[len("Pulumi."):].rsplit(".", 1)[0]
+        names.append(name)
+    return names
+
+
+def stack_file(root: Path, env: str) -> Path:
+    for suffix in TENANT_SUFFIXES:
+        candidate = root / "stacks" / f"Pulumi.{env}{suffix}"
+        if candidate.exists() or candidate.is_symlink():
+            return candidate
+    return root / "stacks" / f"Pulumi.{env}.yaml"
+
+
+def _display(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def parse_platform(doc: SourceDocument, env: str) -> Platform:
+    """Validate the `gpu-tenancy:platform` object of a parsed stack file."""
+    config = doc.data.get("config") if isinstance(doc.data, dict) else None
+    if not isinstance(config, dict) or CONFIG_KEY not in config:
+        raise InvalidInput([doc.problem(("config",), f"missing `config: {{{CONFIG_KEY}: ...}}` with the cluster inventory")])
+    data = config[CONFIG_KEY]
+    try:
+        platform = Platform.model_validate(data)
+    except ValidationError as err:
+        raise InvalidInput(model_problems(err, doc, data, Platform, ("config", CONFIG_KEY))) from None
+    if platform.environment is None:
+        platform.environment = env
+    return platform
+
+
+def load_platform(root: Path, env: str) -> tuple[Platform, SourceDocument]:
+    path = stack_file(root, env)
+    display = _display(path, root)
+    if not path.exists():
+        known = ", ".join(stack_names(root)) or "none"
+        raise InvalidInput([Problem(display, 0, 0, "", f"no such stack '{env}' (known stacks: {known})")])
+    doc = parse_yaml(read_text(path, display, root / "stacks"), display)
+    return parse_platform(doc, env), doc
+
+
+def tenant_paths(root: Path) -> list[Path]:
+    directory = root / "tenants"
+    if not directory.is_dir():
+        return []
+    return sorted(p for p in directory.iterdir() if p.name.endswith(TENANT_SUFFIXES) and not p.name.startswith("."))
+
+
+def read_tenant_documents(root: Path) -> tuple[list[SourceDocument], list[Problem]]:
+    """Parse every tenant file; files that cannot be parsed become problems."""
+    docs, problems = [], []
+    for path in tenant_paths(root):
+        display = _display(path, root)
+        try:
+            docs.append(parse_yaml(read_text(path, display, root / "tenants"), display))
+        except InvalidInput as err:
+            problems.extend(err.problems)
+    return docs, problems
+
+
+def _deep_merge(base: Any, override: Any) -> Any:
+    if isinstance(base, dict) and isinstance(override, dict):
+        merged = dict(base)
+        for key, value in override.items():
+            merged[key] = _deep_merge(base.get(key), value) if key in base else value
+        return merged
+    return copy.deepcopy(override)
+
+
+def for_environment(doc: SourceDocument, env: str | None) -> SourceDocument:
+    """The tenant document with `environments.<env>` merged over the base (maps merge, lists replace)."""
+    data = doc.data
+    if not isinstance(data, dict):
+        return doc
+    base = {k: v for k, v in data.items() if k != "environments"}
+    envs = data.get("environments")
+    override = envs.get(env) if isinstance(envs, dict) and env else None
+    if not isinstance(override, dict):
+        return SourceDocument(doc.file, base, doc.positions, dict(doc.origins))
+    merged = _deep_merge(base, override)
+    positions = dict(doc.positions)
+    origins = dict(doc.origins)
+    prefix = ("environments", env)
+    for path, position in doc.positions.items():
+        if path[:2] == prefix and len(path) > 2:
+            positions[path[2:]] = position
+            origins[path[2:]] = path
+    return SourceDocument(doc.file, merged, positions, origins)
+
+
+def validate_tenant(doc: SourceDocument, env: str | None = None) -> Tenant:
+    """Validate one tenant document (for an environment, with its overrides merged)."""
+    merged = for_environment(doc, env)
+    data = merged.data
+    if not isinstance(data, dict):
+        raise InvalidInput([doc.problem((), "a tenant file must be a mapping of fields (apiVersion, kind, name, ...)")])
+    try:
+        tenant = Tenant.model_validate({**data, "environments": doc.data.get("environments", {})})
+    except ValidationError as err:
+        raise InvalidInput(model_problems(err, merged, data, Tenant)) from None
+    return tenant
+
+
+def load_environment(root: Path, env: str, *, strict_warnings: bool = False) -> Environment:
+    """Load and cross-check everything the stack `env` deploys; raise `InvalidInput` with all problems."""
+    from .checks import check_environment
+
+    problems: list[Problem] = []
+    try:
+        platform, platform_doc = load_platform(root, env)
+    except InvalidInput as err:
+        platform, platform_doc = None, None
+        problems.extend(err.problems)
+    docs, read_problems = read_tenant_documents(root)
+    problems.extend(read_problems)
+    tenants: list[LoadedTenant] = []
+    for doc in docs:
+        try:
+            validate_tenant(doc, None)
+        except InvalidInput as err:
+            problems.extend(err.problems)
+            continue
+        try:
+            tenants.append(LoadedTenant(validate_tenant(doc, env), for_environment(doc, env)))
+        except InvalidInput as err:
+            problems.extend(err.problems)
+    if platform is None or errors_only(problems):
+        raise InvalidInput(problems)
+    enabled, disabled = _enabled(platform, tenants)
+    environment = Environment(env, platform, platform_doc, enabled, disabled)
+    problems.extend(check_environment(environment, all_tenants=tenants, known_envs=stack_names(root)))
+    if errors_only(problems) or (strict_warnings and problems):
+        raise InvalidInput(problems)
+    environment.warnings = problems
+    return environment
+
+
+def _enabled(platform: Platform, tenants: list[LoadedTenant]) -> tuple[list[LoadedTenant], list[str]]:
+    ordered = sorted(tenants, key=lambda t: t.name)
+    if platform.tenants == "all":
+        return ordered, []
+    wanted = set(platform.tenants)
+    return [t for t in ordered if t.name in wanted], [t.name for t in ordered if t.name not in wanted]

@@ -1,0 +1,136 @@
+"""Turn pydantic validation errors into located, actionable problems."""
+
+from __future__ import annotations
+
+import difflib
+import typing
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from .problems import Problem
+from .yaml_source import SourceDocument, dotted
+
+
+def _data_path(data: Any, loc: tuple) -> tuple:
+    """Keep only the parts of a pydantic `loc` that walk the data (drops union-member tags)."""
+    path: list = []
+    node = data
+    for part in loc:
+        if isinstance(node, dict) and part in node:
+            path.append(part)
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            path.append(part)
+            node = node[part]
+        elif isinstance(node, dict) and isinstance(part, str) and part not in node and part == loc[-1]:
+            path.append(part)  # a missing or unknown field: name it
+            break
+    return tuple(path)
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    found: list[type[BaseModel]] = []
+    for arg in typing.get_args(annotation):
+        found.extend(_models_in(arg))
+    return found
+
+
+def _model_at(model: type[BaseModel], path: tuple) -> type[BaseModel] | None:
+    current: type[BaseModel] | None = model
+    for part in path:
+        if current is None:
+            return None
+        if isinstance(part, int):
+            continue
+        field = next(
+            (f for name, f in current.model_fields.items() if part in (name, f.alias)),
+            None,
+        )
+        if field is None:
+            # A dict key (e.g. a GPU class name): stay on the value model of the dict.
+            continue
+        models = _models_in(field.annotation)
+        current = models[0] if models else None
+    return current
+
+
+def field_names(model: type[BaseModel]) -> list[str]:
+    return [f.alias or name for name, f in model.model_fields.items()]
+
+
+def _message(error: dict, root_model: type[BaseModel], path: tuple) -> str:
+    kind = error["type"]
+    ctx = error.get("ctx") or {}
+    got = error.get("input")
+    shown = repr(got) if isinstance(got, str) else got
+    if kind == "extra_forbidden":
+        parent = _model_at(root_model, path[:-1])
+        known = field_names(parent) if parent else []
+        close = difflib.get_close_matches(str(path[-1]), known, n=1, cutoff=0.6)
+        hint = f"; did you mean '{close[0]}'?" if close else (f"; known fields: {', '.join(known)}" if known else "")
+        return f"unknown field{hint}"
+    if kind == "missing":
+        return "required field is missing"
+    if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
+        op = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}[kind]
+        bound = next(iter(ctx.values())) if ctx else "?"
+        return f"must be {op} {bound} (got {shown})"
+    if kind == "string_pattern_mismatch":
+        return f"{shown} is not valid here (must match {ctx.get('pattern')})"
+    if kind == "string_too_long":
+        return f"{shown} is too long (at most {ctx.get('max_length')} characters)"
+    if kind == "string_too_short":
+        return "must not be empty"
+    if kind == "literal_error":
+        return f"{shown} is not allowed; expected one of {ctx.get('expected')}"
+    if kind in ("int_type", "int_parsing", "int_from_float"):
+        return f"must be a whole number (got {shown})"
+    if kind in ("string_type",):
+        return f"must be a string (got {shown})"
+    if kind in ("dict_type", "model_type", "model_attributes_type"):
+        return f"must be a mapping of fields (got {type(got).__name__}: {shown})"
+    if kind == "list_type":
+        return f"must be a list (got {type(got).__name__})"
+    if kind in ("bool_type", "bool_parsing"):
+        return f"must be true or false (got {shown})"
+    if kind == "quantity":
+        return error["msg"]
+    if kind == "value_error":
+        return str(ctx.get("error", error["msg"]))
+    return error["msg"]
+
+
+def model_problems(error: ValidationError, doc: SourceDocument, data: Any, model: type[BaseModel], prefix: tuple = ()) -> list[Problem]:
+    """Problems for every error of one pydantic validation, located in `doc`.
+
+    `data` is what was validated and `prefix` its path inside the document (e.g. the stack config key).
+    """
+    problems: list[Problem] = []
+    seen: set[tuple] = set()
+    for item in error.errors(include_url=False):
+        path = _data_path(data, tuple(item["loc"]))
+        message = _message(item, model, path)
+        key = (path, message)
+        if key in seen:
+            continue
+        seen.add(key)
+        problems.append(doc.problem(prefix + path, message, field_name=doc.field_name(prefix + path)))
+    return _collapse_union_noise(problems)
+
+
+def _collapse_union_noise(problems: list[Problem]) -> list[Problem]:
+    by_place: dict[tuple, list[Problem]] = {}
+    for problem in problems:
+        by_place.setdefault((problem.line, problem.column, problem.field), []).append(problem)
+    result = []
+    for group in by_place.values():
+        if len(group) > 1:
+            messages = "; or ".join(dict.fromkeys(p.message for p in group))
+            first = group[0]
+            result.append(Problem(first.file, first.line, first.column, first.field, messages, first.severity))
+        else:
+            result.extend(group)
+    return result

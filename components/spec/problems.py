@@ -1,0 +1,58 @@
+"""Problems found in input files, each located at file, line and column, and the error that carries them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Literal
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True, order=True)
+class Problem:
+    """One thing wrong with the input, printed as `file:line:col: field: message`.
+
+    >>> str(Problem("tenants/a.yaml", 12, 7, "quota.gpu", "must be >= 0 (got -1)"))
+    'tenants/a.yaml:12:7: quota.gpu: must be >= 0 (got -1)'
+    """
+
+    file: str
+    line: int = 0
+    column: int = 0
+    field: str = ""
+    message: str = ""
+    severity: Severity = "error"
+
+    def __str__(self) -> str:
+        where = self.file
+        if self.line:
+            where += f":{self.line}:{self.column or 1}"
+        prefix = "warning: " if self.severity == "warning" else ""
+        subject = f"{self.field}: " if self.field else ""
+        return f"{where}: {prefix}{subject}{self.message}"
+
+
+@dataclass
+class InvalidInput(Exception):
+    """Raised when input files have errors; holds every problem found, not just the first."""
+
+    problems: list[Problem] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        super().__init__(self.summary())
+
+    def summary(self) -> str:
+        errors = [p for p in self.problems if p.severity == "error"]
+        return f"{len(errors)} error(s) in the input"
+
+    def __str__(self) -> str:
+        return "\n".join(str(p) for p in sorted_problems(self.problems))
+
+
+def sorted_problems(problems: Iterable[Problem]) -> list[Problem]:
+    """Problems in file/line order, each reported once."""
+    return sorted(set(problems), key=lambda p: (p.file, p.line, p.column, p.field, p.message))
+
+
+def errors_only(problems: Iterable[Problem]) -> list[Problem]:
+    return [p for p in problems if p.severity == "error"]

@@ -1,0 +1,23 @@
+# shellcheck shell=bash
+# Common environment for building the e2e lane's Go binaries.
+# Sourced by tools/build.sh and tools/gen-replaces.sh; not meant to be run.
+TOOLS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO_ROOT="$(cd "$TOOLS_DIR/.." && pwd)"
+# shellcheck source=versions.env
+. "$TOOLS_DIR/versions.env"
+
+# Find go: PATH first, then the usual install location.
+if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
+  PATH="$PATH:/usr/local/go/bin"
+fi
+export PATH
+
+# Persistent caches inside the repo (ignored by git via .cache/).
+CACHE_DIR="${GPU_TENANCY_CACHE_DIR:-$REPO_ROOT/.cache}"
+export GOMODCACHE="${GOMODCACHE_OVERRIDE:-$CACHE_DIR/go/mod}"
+export GOCACHE="${GOCACHE_OVERRIDE:-$CACHE_DIR/go/build}"
+export GOPATH="$CACHE_DIR/go/path"
+export CGO_ENABLED=0
+export GOTOOLCHAIN=local   # never try to download another toolchain
+export GOFLAGS="-buildvcs=false -trimpath"
+export K8S_BIN_DIR="$CACHE_DIR/k8s/$K8S_VERSION"
