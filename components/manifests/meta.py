@@ -1,0 +1,71 @@
+"""Names, labels and metadata shared by every builder, so all generated objects look alike.
+
+Every builder in this package is a pure function: validated specs in, plain Kubernetes objects
+(JSON-ready dicts with camelCase keys, quantities as strings) out. No Pulumi import here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+GROUP = "gpu-tenancy.dev"
+TENANT_LABEL = f"{GROUP}/tenant"
+ENVIRONMENT_LABEL = f"{GROUP}/environment"
+COST_CENTER_LABEL = f"{GROUP}/cost-center"
+MANAGED_BY = {"app.kubernetes.io/managed-by": "gpu-tenancy"}
+FIELD_MANAGER = "gpu-tenancy"
+
+KubeObject = dict[str, Any]
+
+
+def tenant_labels(tenant: str, environment: str) -> dict[str, str]:
+    """Labels on every object that belongs to a tenant.
+
+    >>> tenant_labels("team-a", "prod")["gpu-tenancy.dev/tenant"]
+    'team-a'
+    """
+    return {**MANAGED_BY, TENANT_LABEL: tenant, ENVIRONMENT_LABEL: environment}
+
+
+def platform_labels(environment: str) -> dict[str, str]:
+    """Labels on cluster-wide objects that belong to no single tenant."""
+    return {**MANAGED_BY, ENVIRONMENT_LABEL: environment}
+
+
+def object_meta(
+    name: str,
+    *,
+    namespace: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """`metadata` with sorted labels and annotations; empty maps are left out."""
+    meta: dict[str, Any] = {"name": name}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    if labels:
+        meta["labels"] = dict(sorted(labels.items()))
+    if annotations:
+        meta["annotations"] = dict(sorted(annotations.items()))
+    return meta
+
+
+def kube_object(api_version: str, kind: str, metadata: dict[str, Any], **fields: Any) -> KubeObject:
+    """A Kubernetes object as a plain dict, fields in the conventional order."""
+    return {"apiVersion": api_version, "kind": kind, "metadata": metadata, **{k: v for k, v in fields.items() if v is not None}}
+
+
+def object_id(obj: Mapping[str, Any]) -> str:
+    """Stable identity of an object: `apiVersion/Kind/namespace/name` (namespace empty for cluster scope).
+
+    >>> object_id({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}})
+    'v1/Namespace//a'
+    """
+    meta = obj["metadata"]
+    return f"{obj['apiVersion']}/{obj['kind']}/{meta.get('namespace', '')}/{meta['name']}"
+
+
+def sort_objects(objects: list[KubeObject]) -> list[KubeObject]:
+    """Deterministic order: namespaces first, then by kind and identity."""
+    first = {"Namespace": 0, "PriorityClass": 1, "ClusterRole": 2}
+    return sorted(objects, key=lambda o: (first.get(o["kind"], 9), o["kind"], object_id(o)))
