@@ -49,6 +49,12 @@ stamp_for() {  # hash of everything that determines the binary
   } | sha256sum | cut -d' ' -f1
 }
 
+go_ok() {  # the wrapper go.mod files say "go 1.26.0"; GOTOOLCHAIN=local forbids upgrading
+  local v
+  v="$(go env GOVERSION 2>/dev/null)"; v="${v#go}"
+  [ "$(printf '%s\n' "1.26" "$v" | sort -V | head -1)" = "1.26" ]
+}
+
 mkdir -p "$K8S_BIN_DIR"
 for name in "${targets[@]}"; do
   case " ${all[*]} " in *" $name "*) ;; *) echo "build.sh: unknown binary '$name'" >&2; exit 2;; esac
@@ -60,6 +66,10 @@ for name in "${targets[@]}"; do
   if ! command -v go >/dev/null 2>&1; then
     echo "build.sh: '$out' is missing and Go is not installed." >&2
     echo "build.sh: install Go >= 1.26 (https://go.dev/dl/, or apt-get install golang-go on a recent Debian) and rerun." >&2
+    exit 1
+  fi
+  if ! go_ok; then
+    echo "build.sh: '$out' is missing and $(go version) is too old; Go >= 1.26 is required." >&2
     exit 1
   fi
   echo "build.sh: building $name ($([ "$name" = etcd ] && echo "$ETCD_VERSION" || echo "$K8S_VERSION")) ..."

@@ -14,10 +14,12 @@ export PATH
 
 # Persistent caches inside the repo (ignored by git via .cache/).
 CACHE_DIR="${GPU_TENANCY_CACHE_DIR:-$REPO_ROOT/.cache}"
-export GOMODCACHE="${GOMODCACHE_OVERRIDE:-$CACHE_DIR/go/mod}"
-export GOCACHE="${GOCACHE_OVERRIDE:-$CACHE_DIR/go/build}"
+export GOMODCACHE="$CACHE_DIR/go/mod"
+export GOCACHE="$CACHE_DIR/go/build"
 export GOPATH="$CACHE_DIR/go/path"
 export CGO_ENABLED=0
 export GOTOOLCHAIN=local   # never try to download another toolchain
 export GOFLAGS="-buildvcs=false -trimpath"
-export K8S_BIN_DIR="$CACHE_DIR/k8s/$K8S_VERSION"
+# Output directory; tests/e2e/conftest.py looks in the same place (and honours
+# the same GPU_TENANCY_K8S_BIN_DIR override).
+export K8S_BIN_DIR="${GPU_TENANCY_K8S_BIN_DIR:-$CACHE_DIR/k8s/$K8S_VERSION}"

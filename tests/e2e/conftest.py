@@ -22,15 +22,17 @@ Fixtures
 
 When the lane cannot run
 ------------------------
-* binaries missing, Go missing   -> whole directory skipped, reason + install hint
-* binaries missing, Go present   -> skipped with "run make e2e" hint, unless
+* binaries missing, `go` not on PATH -> every e2e test skipped, reason + install hint
+* binaries missing, `go` on PATH     -> skipped with "run make e2e" hint, unless
   ``GPU_TENANCY_E2E_BUILD=1`` (then ``tools/build.sh`` runs at collection;
-  a cold build takes ~10 minutes on 2 cores)
+  a cold build takes ~7 minutes on 2 cores)
 * ``GPU_TENANCY_E2E_REQUIRED=1`` (``make e2e`` sets it) turns any skip into
   a collection error, so a CI lane can never pass by skipping.
 
-Other knobs: ``GPU_TENANCY_K8S_BIN_DIR`` (use binaries from this directory),
-``GPU_TENANCY_E2E_KEEP=1`` (keep the temp dir with certs, data and logs).
+Other knobs (shared with tools/build.sh): ``GPU_TENANCY_CACHE_DIR`` (default
+``<repo>/.cache``; binaries in ``$GPU_TENANCY_CACHE_DIR/k8s/<K8S_VERSION>``),
+``GPU_TENANCY_K8S_BIN_DIR`` (use binaries from exactly this directory);
+``GPU_TENANCY_E2E_KEEP=1`` keeps the temp dir with certs, etcd data and logs.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
@@ -67,6 +70,9 @@ CONTROLLERS = (
     "namespace-controller",
     "serviceaccount-controller",
     "serviceaccount-token-controller",
+    # Fills in the aggregated ClusterRoles admin/edit/view (they are created
+    # with empty rules); without it a RoleBinding to "edit" grants nothing.
+    "clusterrole-aggregation-controller",
 )
 
 E2E_MARKER = "e2e: needs a real kube-apiserver (make e2e)"
@@ -77,8 +83,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 # --------------------------------------------------------------------------
-# Locating (or building) the binaries; decided at import time so the whole
-# directory is skipped with a visible reason when the lane cannot run.
+# Can the lane run? Decided without raising at import time (a skip raised
+# while pytest loads this conftest would crash `pytest tests/e2e`); the
+# e2e items are skipped -- or, with GPU_TENANCY_E2E_REQUIRED=1, the session
+# fails -- in pytest_collection_modifyitems below, with the reason.
 # --------------------------------------------------------------------------
 
 
@@ -100,55 +108,77 @@ def _bin_dir() -> Path:
     override = os.environ.get("GPU_TENANCY_K8S_BIN_DIR")
     if override:
         return Path(override)
-    return REPO_ROOT / ".cache" / "k8s" / K8S_VERSION
-
-
-def _missing(bin_dir: Path) -> list[str]:
-    return [b for b in BINARIES if not os.access(bin_dir / b, os.X_OK)]
-
-
-def _find_go() -> str | None:
-    go = shutil.which("go")
-    if go is None and os.access("/usr/local/go/bin/go", os.X_OK):
-        go = "/usr/local/go/bin/go"
-    return go
-
-
-def _not_runnable(reason: str) -> None:
-    if os.environ.get("GPU_TENANCY_E2E_REQUIRED") == "1":
-        pytest.fail(f"e2e lane required but cannot run: {reason}", pytrace=False)
-    pytest.skip(reason, allow_module_level=True)
+    cache = Path(os.environ.get("GPU_TENANCY_CACHE_DIR") or REPO_ROOT / ".cache")
+    return cache / "k8s" / K8S_VERSION
 
 
 BIN_DIR = _bin_dir()
-if _missing(BIN_DIR):
-    _missing_list = ", ".join(_missing(BIN_DIR))
-    if _find_go() is None:
-        _not_runnable(
-            f"real-apiserver e2e lane: {_missing_list} not found in {BIN_DIR} and Go is not "
-            "installed to build them. Install Go >= 1.26 (https://go.dev/dl/ or "
-            "`apt-get install golang-go` on Debian 13+), then run `make e2e` "
-            "(or `tools/build.sh` once, ~10 min cold)."
-        )
-    elif os.environ.get("GPU_TENANCY_E2E_BUILD") == "1":
-        _rc = subprocess.call(["bash", str(TOOLS_DIR / "build.sh")], stdout=sys.stderr)
-        if _rc != 0 or _missing(BIN_DIR):
-            _not_runnable(f"real-apiserver e2e lane: tools/build.sh failed (exit {_rc})")
-    else:
-        _not_runnable(
-            f"real-apiserver e2e lane: {_missing_list} not built in {BIN_DIR}. Run `make e2e` "
-            "(or `tools/build.sh`, ~10 min cold, <1 s warm), or set GPU_TENANCY_E2E_BUILD=1 "
-            "to build from pytest."
-        )
 
-from kubernetes import client as k8s_client  # noqa: E402  (after the skip)
-from kubernetes import dynamic as k8s_dynamic  # noqa: E402
-from kubernetes.client.rest import ApiException  # noqa: E402
 
-from cryptography import x509  # noqa: E402
-from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402
-from cryptography.hazmat.primitives.asymmetric import ec, rsa  # noqa: E402
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID  # noqa: E402
+def _missing() -> list[str]:
+    return [b for b in BINARIES if not os.access(BIN_DIR / b, os.X_OK)]
+
+
+try:
+    from kubernetes import client as k8s_client
+    from kubernetes import dynamic as k8s_dynamic
+    from kubernetes.client.rest import ApiException
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    _IMPORT_ERROR = ""
+except ImportError as _exc:  # pragma: no cover - depends on the environment
+    _IMPORT_ERROR = (
+        f"real-apiserver e2e lane: {_exc}; install the test extras "
+        "(`pip install -e '.[test]'`, or `pip install kubernetes cryptography`)."
+    )
+
+
+def lane_unavailable_reason(build: bool = False) -> str:
+    """Why the lane cannot run here ("" if it can). May run tools/build.sh."""
+    if _IMPORT_ERROR:
+        return _IMPORT_ERROR
+    missing = _missing()
+    if not missing:
+        return ""
+    listed = ", ".join(missing)
+    if shutil.which("go") is None:
+        return (
+            f"real-apiserver e2e lane: {listed} not found in {BIN_DIR} and `go` is not "
+            "on PATH to build them. Install Go >= 1.26 (https://go.dev/dl/, put its bin/ on "
+            "PATH), then run `make e2e` (or `tools/build.sh` once, ~7 min cold on 2 cores)."
+        )
+    if build:
+        rc = subprocess.call(["bash", str(TOOLS_DIR / "build.sh")], stdout=sys.stderr)
+        if rc == 0 and not _missing():
+            return ""
+        return f"real-apiserver e2e lane: tools/build.sh failed (exit {rc}); see its output above"
+    return (
+        f"real-apiserver e2e lane: {listed} not built in {BIN_DIR}. Run `make e2e` "
+        "(or `tools/build.sh`, ~7 min cold, <1 s warm), or set GPU_TENANCY_E2E_BUILD=1 "
+        "to build from pytest."
+    )
+
+
+_HERE = Path(__file__).resolve().parent
+
+
+@pytest.hookimpl(trylast=True)  # after -m/-k deselection: build/skip only if e2e tests remain
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    ours = [it for it in items if _HERE in Path(str(it.path)).resolve().parents]
+    if not ours:
+        return
+    reason = lane_unavailable_reason(build=os.environ.get("GPU_TENANCY_E2E_BUILD") == "1")
+    if not reason:
+        return
+    if os.environ.get("GPU_TENANCY_E2E_REQUIRED") == "1":
+        raise pytest.UsageError(f"GPU_TENANCY_E2E_REQUIRED=1 but the lane cannot run: {reason}")
+    marker = pytest.mark.skip(reason=reason)
+    for item in ours:
+        item.add_marker(marker)
 
 
 # --------------------------------------------------------------------------
@@ -548,21 +578,32 @@ class ControlPlane:
             if not p.alive():
                 self._fail(f"{p.name} exited early")
 
-    def _wait_ready(self, timeout: float) -> None:
+    def _admin_ssl_context(self) -> ssl.SSLContext:
         admin_crt, admin_key = self.mint_client_cert("e2e-admin", ["system:masters"])
         ctx = ssl.create_default_context(cafile=str(self.ca_file))
         ctx.load_cert_chain(str(admin_crt), str(admin_key))
+        return ctx
+
+    def raw_get(self, path: str, timeout: float = 10.0) -> tuple[int, str]:
+        """GET `path` (e.g. "/readyz?verbose") as admin; returns (status, body)."""
+        try:
+            with urllib.request.urlopen(f"{self.url}{path}", context=self._admin_ssl_context(),
+                                        timeout=timeout) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode(errors="replace")
+
+    def _wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         last = ""
         while True:
             self._check_alive()
             try:
-                with urllib.request.urlopen(f"{self.url}/readyz", context=ctx, timeout=5) as r:
-                    body = r.read().decode()
-                    if r.status == 200 and body.strip() == "ok":
-                        return
-                    last = f"{r.status} {body[:200]}"
-            except Exception as exc:  # connection refused, 500 not ready, ...
+                status, body = self.raw_get("/readyz", timeout=5)
+                if status == 200 and body.strip() == "ok":
+                    return
+                last = f"{status} {body[-300:]}"
+            except Exception as exc:  # connection refused while starting, ...
                 last = str(exc)
             if time.monotonic() > deadline:
                 self._fail(f"kube-apiserver not ready after {timeout}s (last: {last})")

@@ -6,7 +6,7 @@ import json
 import uuid
 
 import pytest
-from kubernetes import client
+from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
 pytestmark = pytest.mark.e2e
@@ -31,13 +31,16 @@ def _gpu_pod(name: str, gpus: int = 1) -> dict:
 
 
 def test_server_ready_and_version(apiserver):
-    api = apiserver.api_client
-    resp = api.call_api("/readyz", "GET", auth_settings=[], _preload_content=False,
-                        _return_http_data_only=True)
-    assert resp.status == 200
-    assert resp.data.decode().strip() == "ok"
-    version = client.VersionApi(api).get_code()
+    status, body = apiserver.raw_get("/readyz?verbose")
+    assert status == 200, body
+    assert "readyz check passed" in body
+    version = client.VersionApi(apiserver.api_client).get_code()
     assert version.git_version == apiserver.version
+
+    # The admin kubeconfig works for standard kubeconfig loaders too.
+    with config.new_client_from_config(config_file=str(apiserver.kubeconfig)) as api:
+        names = {ns.metadata.name for ns in client.CoreV1Api(api).list_namespace().items}
+    assert {"default", "kube-system"} <= names
 
 
 def test_namespace_server_side_apply(apiserver):
