@@ -8,7 +8,7 @@ from pathlib import PurePath
 from typing import Iterable
 
 from . import capacity as cap
-from . import mig
+from . import mig, queue_checks, vcluster_checks
 from .problems import Problem
 from .quantity import Quantity
 from .stack import CONFIG_KEY, Platform
@@ -240,7 +240,7 @@ def check_fleet(environment, all_tenants) -> list[Problem]:
             owner = namespace_owner.get(namespace)
             if owner is not None and owner is not loaded:
                 problems.append(loaded.doc.problem(("namespaces", index), f"namespace '{namespace}' already belongs to tenant '{owner.name}' ({owner.doc.file})"))
-            if namespace in names and names[namespace] is not loaded:
+            elif namespace in names and names[namespace] is not loaded:
                 problems.append(loaded.doc.problem(("namespaces", index), f"namespace '{namespace}' is the namespace of tenant '{namespace}'"))
         namespace_owner.setdefault(loaded.name, loaded)
         for namespace in loaded.spec.namespaces:
@@ -320,4 +320,5 @@ def check_environment(environment, all_tenants, known_envs: list[str]) -> list[P
             if known_envs and env_name not in known_envs:
                 problems.append(loaded.doc.problem(("environments", env_name), f"no stack '{env_name}' (stacks/Pulumi.{env_name}.yaml){_hint(env_name, known_envs)}"))
     problems.extend(check_fleet(environment, all_tenants))
+    problems.extend(queue_checks.check_environment_queues(environment) + vcluster_checks.check_environment_vclusters(environment))
     return problems

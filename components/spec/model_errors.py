@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import difflib
+import re
 import typing
+import unicodedata
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -79,6 +81,10 @@ def _message(error: dict, root_model: type[BaseModel], path: tuple) -> str:
         bound = next(iter(ctx.values())) if ctx else "?"
         return f"must be {op} {bound} (got {shown})"
     if kind == "string_pattern_mismatch":
+        foreign = [c for c in str(got) if ord(c) > 127]
+        if foreign:
+            names = ", ".join(f"'{c}' (U+{ord(c):04X} {unicodedata.name(c, 'unknown')})" for c in dict.fromkeys(foreign))
+            return f"{shown} contains non-ASCII character(s) {names}; names must be plain ASCII (look-alike letters are not allowed)"
         return f"{shown} is not valid here (must match {ctx.get('pattern')})"
     if kind == "string_too_long":
         return f"{shown} is too long (at most {ctx.get('max_length')} characters)"
@@ -87,6 +93,9 @@ def _message(error: dict, root_model: type[BaseModel], path: tuple) -> str:
     if kind == "literal_error":
         return f"{shown} is not allowed; expected one of {ctx.get('expected')}"
     if kind in ("int_type", "int_parsing", "int_from_float"):
+        number = re.match(r"^\s*([0-9]+)\s*[A-Za-z]", got) if isinstance(got, str) else None
+        if number:  # "4 GPUs": the count is there, the word is not allowed
+            return f"must be a whole number (got {shown}); write just {number[1]}"
         return f"must be a whole number (got {shown})"
     if kind in ("string_type",):
         return f"must be a string (got {shown})"
@@ -110,7 +119,11 @@ def model_problems(error: ValidationError, doc: SourceDocument, data: Any, model
     """
     problems: list[Problem] = []
     seen: set[tuple] = set()
-    for item in error.errors(include_url=False):
+    items = error.errors(include_url=False)
+    noise = _misshapen_alternatives(items, data)
+    for index, item in enumerate(items):
+        if index in noise:
+            continue
         path = _data_path(data, tuple(item["loc"]))
         message = _message(item, model, path)
         key = (path, message)
@@ -119,6 +132,49 @@ def model_problems(error: ValidationError, doc: SourceDocument, data: Any, model
         seen.add(key)
         problems.append(doc.problem(prefix + path, message, field_name=doc.field_name(prefix + path)))
     return _collapse_union_noise(problems)
+
+
+_CONTAINER_KINDS = {"dict_type", "model_type", "model_attributes_type", "list_type"}
+_SCALAR_KINDS = {
+    "int_type", "int_parsing", "int_from_float", "string_type", "bool_type", "bool_parsing",
+    "float_type", "float_parsing", "decimal_type", "decimal_parsing", "literal_error",
+}
+
+
+def _misshapen_alternatives(items: list[dict], data: Any) -> set[int]:
+    """Errors of union alternatives that expected another shape than the input (a mapping where a
+    number was given, or the reverse), when another alternative did fit: `gpu: -1` should say
+    "must be >= 0", not also "must be a mapping"."""
+    groups: dict[tuple, list[int]] = {}
+    inputs: dict[tuple, Any] = {}
+    for index, item in enumerate(items):
+        if item["type"] == "missing":
+            continue  # a missing field's name is not in the data either, but it is no union member
+        loc, node = tuple(item["loc"]), data
+        for cut, part in enumerate(loc):
+            if isinstance(node, dict) and part in node:
+                node = node[part]
+            elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+                node = node[part]
+            else:  # a union member tag such as 'constrained-int': the union sits at loc[:cut]
+                groups.setdefault(loc[:cut], []).append(index)
+                inputs[loc[:cut]] = node
+                break
+    noise: set[int] = set()
+    for prefix, members in groups.items():
+        if len(members) < 2:
+            continue
+        container = isinstance(inputs[prefix], (dict, list))
+        wrong_shape = {
+            i for i in members
+            if len(items[i]["loc"]) == len(prefix) + 1
+            and items[i]["type"] in (_SCALAR_KINDS if container else _CONTAINER_KINDS)
+        }
+        # A literal mismatch (`tenants: some` where `all` or a list is expected) fits neither better.
+        fitting = [i for i in members if i not in wrong_shape and items[i]["type"] != "literal_error"]
+        if wrong_shape and fitting:
+            noise |= wrong_shape
+    return noise
 
 
 def _collapse_union_noise(problems: list[Problem]) -> list[Problem]:

@@ -42,7 +42,7 @@ _NEAR_MISS_UNITS = {
     "g": "G or Gi", "t": "T or Ti", "ki": "Ki", "mi": "Mi", "gi": "Gi", "ti": "Ti",
     "cpu": "a plain number of CPUs", "cpus": "a plain number of CPUs", "cores": "a plain number of CPUs",
     "core": "a plain number of CPUs", "gpu": "a plain number", "gpus": "a plain number",
-    "millicores": "m (e.g. 500m)",
+    "millicores": "m",
 }
 
 
@@ -63,7 +63,8 @@ def _near_miss_hint(text: str) -> str:
         return f"remove the spaces: {number}{unit}"
     if unit.lower() in _NEAR_MISS_UNITS:
         fix = _NEAR_MISS_UNITS[unit.lower()]
-        return f"'{unit}' is not a Kubernetes unit; use {fix} (e.g. {number}{fix.split()[0]})"
+        suffix = "" if fix.startswith("a plain number") else fix.split()[0]
+        return f"'{unit}' is not a Kubernetes unit; use {fix} (e.g. {number}{suffix})"
     return "suffixes are n u m k M G T P E (powers of 10) or Ki Mi Gi Ti Pi Ei (powers of 2)"
 
 

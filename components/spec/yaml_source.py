@@ -50,9 +50,12 @@ class SourceDocument:
     def field_name(self, path: Path_) -> str:
         """The dotted name of `path` as the author wrote it (overrides keep their `environments.<env>.` prefix)."""
         path = tuple(path)
+        # Name it after the same written part that `position` points at: when an override merges
+        # into a map, the keys it does not mention still come from the base file.
         for cut in range(len(path), 0, -1):
-            if path[:cut] in self.origins:
-                return dotted(self.origins[path[:cut]] + path[cut:])
+            if path[:cut] in self.positions:
+                origin = self.origins.get(path[:cut])
+                return dotted(origin + path[cut:]) if origin is not None else dotted(path)
         return dotted(path)
 
     def position(self, path: Path_) -> tuple[int, int]:
@@ -102,7 +105,7 @@ class _Builder:
             return self.build_mapping(node, path, depth)
         if isinstance(node, yaml.SequenceNode):
             if node.tag != "tag:yaml.org,2002:seq":
-                self.fail(node, dotted(path), f"unsupported YAML tag {node.tag}")
+                self.fail(node, dotted(path), f"unsupported YAML tag {_tag_text(node.tag)}; tenant and stack files are plain data")
                 return None
             items = []
             for index, child in enumerate(node.value):
@@ -113,7 +116,7 @@ class _Builder:
 
     def build_mapping(self, node: yaml.MappingNode, path: Path_, depth: int) -> dict:
         if node.tag not in ("tag:yaml.org,2002:map",):
-            self.fail(node, dotted(path), f"unsupported YAML tag {node.tag}")
+            self.fail(node, dotted(path), f"unsupported YAML tag {_tag_text(node.tag)}; tenant and stack files are plain data")
             return {}
         result: dict[str, Any] = {}
         for key_node, value_node in node.value:
@@ -151,14 +154,21 @@ class _Builder:
             return value if value.is_finite() else float(value)
         if tag in ("tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:binary"):
             return node.value
-        if not tag.startswith("tag:yaml.org,2002:") or tag in ("tag:yaml.org,2002:set", "tag:yaml.org,2002:omap", "tag:yaml.org,2002:pairs"):
-            self.fail(node, dotted(path), f"unsupported YAML tag {tag}; tenant files are plain data")
+        if tag not in _SCALAR_TAGS:
+            self.fail(node, dotted(path), f"unsupported YAML tag {_tag_text(tag)}; tenant and stack files are plain data")
             return None
         try:
             return self.constructor.construct_object(node)
         except yaml.YAMLError as err:
             self.fail(node, dotted(path), f"cannot read value: {getattr(err, 'problem', err)}")
             return None
+
+
+_SCALAR_TAGS = {f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null")}
+
+
+def _short_tag(tag: str) -> str:
+    return tag.replace("tag:yaml.org,2002:", "!!")
 
 
 class _TooLarge(Exception):
@@ -187,7 +197,8 @@ def parse_yaml(text: str, file: str) -> SourceDocument:
         mark = err.problem_mark or err.context_mark
         line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         message = "invalid YAML: " + " ".join(p for p in (err.context, err.problem) if p)
-        if "\t" in text and "tab" in (err.problem or "") + (err.context or ""):
+        # libyaml says "found character that cannot start any token" without naming the tab.
+        if (mark is not None and _indented_with_tab(text, mark.line)) or "tab" in (err.problem or "") + (err.context or ""):
             message += " (YAML does not allow tabs for indentation; use spaces)"
         raise InvalidInput([Problem(file, line, column, "", message)]) from None
     except yaml.YAMLError as err:
@@ -209,6 +220,20 @@ def parse_yaml(text: str, file: str) -> SourceDocument:
         raise InvalidInput(builder.problems)
     builder.positions[()] = (root.start_mark.line + 1, root.start_mark.column + 1)
     return SourceDocument(file, data, builder.positions)
+
+
+def _indented_with_tab(text: str, line_index: int) -> bool:
+    lines = text.split("\n")
+    if not 0 <= line_index < len(lines):
+        return False
+    line = lines[line_index]
+    return "\t" in line[: len(line) - len(line.lstrip(" \t"))]
+
+
+def _tag_text(tag: str) -> str:
+    """`tag:yaml.org,2002:python/object` -> `!!python/object`, as people write it."""
+    prefix = "tag:yaml.org,2002:"
+    return "!!" + tag[len(prefix):] if tag.startswith(prefix) else tag
 
 
 def read_text(path: Path, display: str, root: Path | None = None) -> str:
