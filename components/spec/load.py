@@ -163,13 +163,36 @@ def validate_tenant(doc: SourceDocument, env: str | None = None) -> Tenant:
     return tenant
 
 
-def load_environment(root: Path, env: str, *, strict_warnings: bool = False) -> Environment:
+def load_program_environment(root: Path, env: str, platform_config: Any) -> Environment:
+    """For the Pulumi program: the platform object as Pulumi read it from the stack's config.
+
+    It is normally the same file the offline tools read; if it differs (set outside the file),
+    Pulumi's value wins and errors are located in "pulumi config" instead of the file.
+    """
+    path = stack_file(root, env)
+    doc = None
+    if path.exists():
+        try:
+            doc = parse_yaml(read_text(path, _display(path, root), root / "stacks"), _display(path, root))
+        except InvalidInput:
+            doc = None
+    if doc is None or not isinstance(doc.data, dict) or (doc.data.get("config") or {}).get(CONFIG_KEY) != platform_config:
+        doc = SourceDocument(f"pulumi config of stack {env}", {"config": {CONFIG_KEY: platform_config}})
+    return load_environment(root, env, platform_doc=doc)
+
+
+def load_environment(
+    root: Path, env: str, *, strict_warnings: bool = False, platform_doc: SourceDocument | None = None
+) -> Environment:
     """Load and cross-check everything the stack `env` deploys; raise `InvalidInput` with all problems."""
     from .checks import check_environment
 
     problems: list[Problem] = []
     try:
-        platform, platform_doc = load_platform(root, env)
+        if platform_doc is not None:
+            platform = parse_platform(platform_doc, env)
+        else:
+            platform, platform_doc = load_platform(root, env)
     except InvalidInput as err:
         platform, platform_doc = None, None
         problems.extend(err.problems)

@@ -12,28 +12,31 @@ from typing import Annotated, Literal, Optional, Union
 from pydantic import Field, model_validator
 
 from .base import DnsLabel, DnsSubdomain, LabelValue, Model, NonNegativeInt
+from .quantity import Quantity
 from .tenant import LimitRangeSpec, PodSecurityLevel, PriorityCap, ResourceValues
 
 CONFIG_KEY = "gpu-tenancy:platform"
 
 
 class PodSecurity(Model):
-    level: PodSecurityLevel = "baseline"
-    version: Annotated[str, Field(pattern=r"^(latest|v1\.[0-9]+)$")] = "v1.30"
+    """Pod Security Admission for every tenant namespace."""
+
+    level: PodSecurityLevel = Field("baseline", description="Pod Security Standard enforced on every tenant namespace (tenants may only tighten it)")
+    version: Annotated[str, Field(pattern=r"^(latest|v1\.[0-9]+)$")] = Field("v1.30", description="version of the standard, pinned so that upgrades do not tighten it silently")
 
 
 class TimeSlicing(Model):
     """GPU time-slicing: several pods take turns on one GPU. No memory or fault isolation between them."""
 
-    replicas: Annotated[int, Field(ge=2, le=64)]
+    replicas: Annotated[int, Field(ge=2, le=64)] = Field(description="shares advertised per GPU")
     rename_by_default: bool = Field(False, description="advertise the shares as nvidia.com/gpu.shared")
-    fail_requests_greater_than_one: bool = True
+    fail_requests_greater_than_one: bool = Field(True, description="reject pods that ask for more than one share (more shares would not mean more GPU)")
 
 
 class MigSharing(Model):
     """MIG partitions each GPU into isolated instances (own memory and compute slices)."""
 
-    strategy: Literal["mixed", "single"] = "mixed"
+    strategy: Literal["mixed", "single"] = Field("mixed", description="mixed: each profile is its own resource nvidia.com/mig-<profile> (quota.mig); single: every slice is an nvidia.com/gpu")
 
 
 class GpuClass(Model):
@@ -42,13 +45,13 @@ class GpuClass(Model):
     model: str = Field(description="GPU model, e.g. H100-80GB (a key of the MIG geometry table for MIG classes)")
     product: LabelValue = Field(description="GPU Feature Discovery label nvidia.com/gpu.product, e.g. NVIDIA-H100-80GB-HBM3")
     memory: Annotated[str, Field(pattern=r"^[0-9]+(Gi|G)$")] = Field(description="GPU memory per device, e.g. 80Gi")
-    sharing: Literal["exclusive", "mig", "timeSlicing"] = "exclusive"
+    sharing: Literal["exclusive", "mig", "timeSlicing"] = Field("exclusive", description="exclusive: one pod per GPU; timeSlicing: pods take turns; mig: isolated MIG instances")
     time_slicing: Optional[TimeSlicing] = None
     mig: Optional[MigSharing] = None
     overcommit: Annotated[Decimal, Field(ge=1, le=10)] = Field(
         Decimal(1), description="how far the sum of tenant quotas may exceed capacity (1 = not at all)"
     )
-    description: str = ""
+    description: str = Field("", description="what the class is for, shown to tenants")
 
     @model_validator(mode="after")
     def _sharing_settings(self) -> "GpuClass":
@@ -66,8 +69,8 @@ class GpuClass(Model):
 class NodePool(Model):
     """Nodes of one GPU class: static node names, and/or a selector for an autoscaled group."""
 
-    gpu_class: DnsLabel
-    gpus_per_node: Annotated[int, Field(ge=1, le=64)]
+    gpu_class: DnsLabel = Field(description="the GPU class of every GPU in the pool (a key of gpuClasses)")
+    gpus_per_node: Annotated[int, Field(ge=1, le=64)] = Field(description="GPUs in each node")
     nodes: list[DnsSubdomain] = Field([], description="static nodes; labelled by NodePatch")
     node_selector: dict[str, LabelValue] = Field(
         {}, description="labels that an autoscaled node group carries (its definition must set them)"
@@ -78,7 +81,7 @@ class NodePool(Model):
         description="opt-in: patch taints onto static nodes (spec.taints is one atomic list; see docs)",
     )
     mig_layout: Optional[str] = Field(None, description="MIG layout of every GPU in the pool (MIG classes)")
-    description: str = ""
+    description: str = Field("", description="what the pool is for")
 
     @property
     def node_count(self) -> int:
@@ -96,23 +99,27 @@ class NodePool(Model):
 class MigDeviceGroup(Model):
     """MIG devices for some or all GPUs of a node (the mig-parted `mig-devices` entry)."""
 
-    devices: Union[Literal["all"], list[Annotated[int, Field(ge=0, le=63)]]] = "all"
-    profiles: dict[Annotated[str, Field(pattern=r"^[1-7]g\.[0-9]+gb(\+me)?$")], Annotated[int, Field(ge=1)]]
+    devices: Union[Literal["all"], list[Annotated[int, Field(ge=0, le=63)]]] = Field("all", description="GPU indexes on the node, or all; GPUs no group covers keep MIG disabled")
+    profiles: dict[Annotated[str, Field(pattern=r"^[1-7]g\.[0-9]+gb(\+me)?$")], Annotated[int, Field(ge=1)]] = Field(description="MIG instances per GPU, e.g. {3g.40gb: 2}; checked against the GPU's geometry")
 
 
 class PriorityClassSpec(Model):
-    value: Annotated[int, Field(ge=-2147483648, le=1000000000)]
-    preemption_policy: Literal["PreemptLowerPriority", "Never"] = "PreemptLowerPriority"
-    description: str = Field(min_length=1)
-    global_default: bool = False
+    """A PriorityClass the platform creates."""
+
+    value: Annotated[int, Field(ge=-2147483648, le=1000000000)] = Field(description="priority; higher runs first and may preempt lower")
+    preemption_policy: Literal["PreemptLowerPriority", "Never"] = Field("PreemptLowerPriority", description="whether pods of this class evict lower-priority pods to fit")
+    description: str = Field(min_length=1, description="what the class is for (shown by kubectl get priorityclass)")
+    global_default: bool = Field(False, description="the class of pods that name none (at most one class)")
     default_tenant_cap: Optional[PriorityCap] = Field(
         None, description="cap for tenants that do not list this class (e.g. {pods: 0} to require a grant)"
     )
 
 
 class ClusterDns(Model):
-    namespace: DnsLabel = "kube-system"
-    pod_labels: dict[str, LabelValue] = {"k8s-app": "kube-dns"}
+    """Where the cluster DNS runs, so that every tenant's NetworkPolicy can allow it."""
+
+    namespace: DnsLabel = Field("kube-system", description="namespace of the cluster DNS pods")
+    pod_labels: dict[str, LabelValue] = Field({"k8s-app": "kube-dns"}, description="labels of the cluster DNS pods")
 
 
 def _default_priority_classes() -> dict[str, PriorityClassSpec]:
@@ -141,9 +148,79 @@ def _default_limit_range() -> LimitRangeSpec:
     )
 
 
+class GpuOperator(Model):
+    """Where the NVIDIA GPU Operator runs, and the ConfigMaps we render for it to reference."""
+
+    namespace: DnsLabel = Field("gpu-operator", description="namespace of the GPU Operator (and of our ConfigMaps)")
+    mig_config: DnsSubdomain = Field(
+        "gpu-tenancy-mig-config", description="MIG layouts ConfigMap; set ClusterPolicy migManager.config.name to it"
+    )
+    device_plugin_config: DnsSubdomain = Field(
+        "gpu-tenancy-device-plugin-config",
+        description="time-slicing ConfigMap; set ClusterPolicy devicePlugin.config.name to it",
+    )
+
+
+class KueuePreemption(Model):
+    """How a Kueue ClusterQueue frees quota (the v1beta2 `spec.preemption` fields)."""
+
+    reclaim_within_cohort: Literal["Never", "LowerPriority", "Any"] = Field(
+        "Any", description="preempt other queues' borrowed workloads to get this queue's own quota back"
+    )
+    within_cluster_queue: Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"] = Field(
+        "LowerPriority", description="preempt the tenant's own lower-priority workloads"
+    )
+    borrow_within_cohort: Literal["Never", "LowerPriority"] = Field(
+        "Never", description="preempt others' workloads in order to borrow (needs reclaimWithinCohort != Never)"
+    )
+
+
+class KueueSettings(Model):
+    """Stack-wide settings of the Kueue objects (used when `scheduler: kueue`)."""
+
+    preemption: KueuePreemption = KueuePreemption()
+    queueing_strategy: Literal["BestEffortFIFO", "StrictFIFO"] = Field("BestEffortFIFO", description="ClusterQueue queueingStrategy: BestEffortFIFO lets smaller workloads pass one that does not fit")
+
+
+class KaiDepartment(Model):
+    """A KAI parent queue: the tenants whose `queue.cohort` names it share its quota.
+
+    Unset amounts are the sum of its tenants' quotas. `gpu` is in KAI's units: whole GPUs, a MIG
+    slice counting as its compute slices (1g.10gb = 1, 3g.40gb = 3).
+    """
+
+    display_name: str = Field("", description="name shown for the parent queue")
+    gpu: Optional[Annotated[Decimal, Field(ge=0)]] = Field(None, description="GPU quota of the department in KAI units; unset: its tenants' sum")
+    cpu: Optional[Quantity] = Field(None, description="CPU quota of the department; unset: its tenants' sum")
+    memory: Optional[Quantity] = Field(None, description="memory quota of the department; unset: its tenants' sum")
+    over_quota_weight: Optional[Annotated[int, Field(ge=0)]] = Field(None, description="default 1")
+
+
+class KaiSettings(Model):
+    """Stack-wide settings of the KAI Scheduler queues (used when `scheduler: kai`)."""
+
+    departments: dict[DnsLabel, KaiDepartment] = Field(
+        {}, description="parent queues with explicit quotas, e.g. {research: {gpu: 40}}"
+    )
+
+
+class QueueSettings(Model):
+    """Scheduler queues of the environment: what `scheduler: kueue | kai` builds besides quotas."""
+
+    default_cohort: Optional[DnsLabel] = Field(
+        None,
+        description="cohort (Kueue) or department (KAI) of tenants without queue.cohort; "
+        "unset: Kueue queues borrow from no one, KAI queues go under the department 'tenants' (parent queue dept-tenants)",
+    )
+    kueue: KueueSettings = KueueSettings()
+    kai: KaiSettings = KaiSettings()
+
+
 class VClusterPlatform(Model):
-    chart_version: str = "0.36.1"
-    repository: str = "https://charts.loft.sh"
+    """The vcluster Helm chart used for tenants' virtual clusters."""
+
+    chart_version: str = Field("0.36.1", description="version of the vcluster Helm chart (its values schema checks tenants' values)")
+    repository: str = Field("https://charts.loft.sh", description="Helm repository of the chart")
 
 
 class Platform(Model):
@@ -154,7 +231,7 @@ class Platform(Model):
     protect_namespaces: bool = Field(False, description="Pulumi `protect` on every tenant namespace")
     label_domain: DnsSubdomain = Field(description="prefix of node labels and taints, e.g. gpu.example.com")
     pod_security: PodSecurity = PodSecurity()
-    platform_admin_group: str = "platform-admins"
+    platform_admin_group: str = Field("platform-admins", description="identity-provider group bound to cluster-admin")
     platform_namespaces: dict[DnsLabel, list[DnsLabel]] = Field(
         {}, description="platform roles and their namespaces, e.g. {ingress: [ingress-nginx], monitoring: [monitoring]}"
     )
@@ -164,15 +241,26 @@ class Platform(Model):
     mig_layouts: dict[Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")], list[MigDeviceGroup]] = Field(
         {}, description="custom MIG layouts; `all-<profile>` names are built in"
     )
-    priority_classes: dict[DnsLabel, PriorityClassSpec] = Field(default_factory=_default_priority_classes)
-    limit_range_defaults: LimitRangeSpec = Field(default_factory=_default_limit_range)
+    priority_classes: dict[DnsLabel, PriorityClassSpec] = Field(
+        default_factory=_default_priority_classes,
+        description="PriorityClasses of the cluster; tenants are capped per class (quota.priorityClasses)",
+    )
+    limit_range_defaults: LimitRangeSpec = Field(
+        default_factory=_default_limit_range, description="LimitRange values for tenants that do not set their own"
+    )
     cpu_memory_capacity: dict[Literal["cpu", "memory"], str] = Field(
         {}, description="optional cluster cpu/memory for the capacity report"
     )
-    capacity_warning_ratio: Annotated[Decimal, Field(gt=0, le=1)] = Decimal("0.9")
+    capacity_warning_ratio: Annotated[Decimal, Field(gt=0, le=1)] = Field(
+        Decimal("0.9"), description="warn when a class's quotas reach this share of capacity x overcommit"
+    )
     tenants: Union[Literal["all"], list[DnsLabel]] = Field("all", description="tenants enabled in this environment")
-    scheduler: Literal["none", "kueue", "kai"] = "none"
+    scheduler: Literal["none", "kueue", "kai"] = Field(
+        "none", description="queueing scheduler for per-class GPU quotas and borrowing; none: ResourceQuota only"
+    )
+    queues: QueueSettings = QueueSettings()
     vcluster: VClusterPlatform = VClusterPlatform()
+    gpu_operator: GpuOperator = GpuOperator()
 
 
 class StackConfig(Model):

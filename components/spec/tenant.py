@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from .base import API_VERSION, DnsLabel, DnsSubdomain, LabelValue, Model, NonNegativeInt, TenantName
 from .quantity import Quantity
@@ -17,72 +17,74 @@ Lifecycle = Literal["active", "suspended", "decommissioned"]
 class Contact(Model):
     """A person or channel to reach about this tenant; becomes an annotation on its namespaces."""
 
-    name: Optional[str] = None
-    email: Optional[Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]] = None
+    name: Optional[str] = Field(None, description="person or team name")
+    email: Optional[Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]] = Field(None, description="email address")
     chat: Optional[str] = Field(None, description="chat channel, e.g. #team-llm")
 
 
 class Subjects(Model):
     """Identity-provider groups and users that hold a role in the tenant's namespaces."""
 
-    groups: list[Annotated[str, Field(min_length=1)]] = []
-    users: list[Annotated[str, Field(min_length=1)]] = []
+    groups: list[Annotated[str, Field(min_length=1)]] = Field([], description="group names as the identity provider sends them (RoleBinding subjects of kind Group)")
+    users: list[Annotated[str, Field(min_length=1)]] = Field([], description="user names as the identity provider sends them; prefer groups")
 
 
 class ServiceAccountGrant(Model):
     """A CI service account (created in the tenant's namespace unless `namespace` names another of its namespaces)."""
 
-    name: DnsLabel
-    namespace: Optional[DnsLabel] = None
-    role: Literal["owner", "developer", "viewer"] = "developer"
+    name: DnsLabel = Field(description="ServiceAccount name")
+    namespace: Optional[DnsLabel] = Field(None, description="one of the tenant's namespaces; default: the tenant's own")
+    role: Literal["owner", "developer", "viewer"] = Field("developer", description="the role the account holds in every namespace of the tenant")
 
 
 class Access(Model):
     """Who may do what in the tenant's namespaces. Roles are explicit rules, never the built-in admin."""
 
-    owners: Subjects = Subjects()
-    developers: Subjects = Subjects()
-    viewers: Subjects = Subjects()
-    ci_service_accounts: list[ServiceAccountGrant] = []
+    owners: Subjects = Field(Subjects(), description="manage workloads and secrets and bind developers and viewers; cannot change quota, LimitRange or NetworkPolicy")
+    developers: Subjects = Field(Subjects(), description="create and change workloads")
+    viewers: Subjects = Field(Subjects(), description="read-only, without secrets")
+    ci_service_accounts: list[ServiceAccountGrant] = Field([], description="ServiceAccounts created for CI pipelines, with a role")
 
 
 class RequestsLimits(Model):
     """Total requests and limits allowed across all pods of a namespace."""
 
-    requests: Optional[Quantity] = None
-    limits: Optional[Quantity] = None
+    requests: Optional[Quantity] = Field(None, description="sum of the requests of all pods (requests.<resource>)")
+    limits: Optional[Quantity] = Field(None, description="sum of the limits of all pods (limits.<resource>); at least requests")
 
 
 class StorageClassQuota(Model):
-    requests: Optional[Quantity] = None
-    persistent_volume_claims: Optional[NonNegativeInt] = None
+    """Caps for one StorageClass."""
+
+    requests: Optional[Quantity] = Field(None, description="total storage requested from this StorageClass")
+    persistent_volume_claims: Optional[NonNegativeInt] = Field(None, description="number of PersistentVolumeClaims of this StorageClass")
 
 
 class StorageQuota(Model):
     """Persistent storage: total requested bytes and per-StorageClass caps."""
 
-    requests: Optional[Quantity] = None
-    storage_classes: dict[DnsSubdomain, StorageClassQuota] = {}
+    requests: Optional[Quantity] = Field(None, description="total storage requested by all PersistentVolumeClaims")
+    storage_classes: dict[DnsSubdomain, StorageClassQuota] = Field({}, description="caps per StorageClass name")
 
 
 class ObjectCounts(Model):
     """Caps on object counts (`count/...` style quota keys)."""
 
-    pods: Optional[NonNegativeInt] = None
-    services: Optional[NonNegativeInt] = None
-    services_load_balancers: Optional[NonNegativeInt] = None
-    services_node_ports: Optional[NonNegativeInt] = None
-    persistent_volume_claims: Optional[NonNegativeInt] = None
-    config_maps: Optional[NonNegativeInt] = None
-    secrets: Optional[NonNegativeInt] = None
+    pods: Optional[NonNegativeInt] = Field(None, description="pods that are not finished")
+    services: Optional[NonNegativeInt] = Field(None, description="Services of any type")
+    services_load_balancers: Optional[NonNegativeInt] = Field(None, description="Services of type LoadBalancer (0 forbids them)")
+    services_node_ports: Optional[NonNegativeInt] = Field(None, description="Services of type NodePort (0 forbids them)")
+    persistent_volume_claims: Optional[NonNegativeInt] = Field(None, description="PersistentVolumeClaims")
+    config_maps: Optional[NonNegativeInt] = Field(None, description="ConfigMaps")
+    secrets: Optional[NonNegativeInt] = Field(None, description="Secrets")
 
 
 class PriorityCap(Model):
     """What the tenant may run at one PriorityClass (a ResourceQuota scoped to that class)."""
 
-    pods: Optional[NonNegativeInt] = None
-    cpu: Optional[Quantity] = None
-    memory: Optional[Quantity] = None
+    pods: Optional[NonNegativeInt] = Field(None, description="pods at this priority (0: the class may not be used)")
+    cpu: Optional[Quantity] = Field(None, description="CPU requests at this priority")
+    memory: Optional[Quantity] = Field(None, description="memory requests at this priority")
     gpu: Optional[NonNegativeInt] = Field(None, description="GPUs (all classes) at this priority")
 
 
@@ -92,9 +94,9 @@ GpuQuota = Union[NonNegativeInt, dict[DnsLabel, NonNegativeInt]]
 class Quota(Model):
     """What the tenant may declare (enforced at admission). Not a runtime limit; `memory` is never GPU memory."""
 
-    cpu: Optional[RequestsLimits] = None
-    memory: Optional[RequestsLimits] = None
-    ephemeral_storage: Optional[RequestsLimits] = None
+    cpu: Optional[RequestsLimits] = Field(None, description="CPUs, e.g. {requests: \"8\", limits: \"16\"}; needs a LimitRange default (limits or the stack)")
+    memory: Optional[RequestsLimits] = Field(None, description="container memory, e.g. {requests: 32Gi, limits: 64Gi}; never GPU memory")
+    ephemeral_storage: Optional[RequestsLimits] = Field(None, description="node-local scratch space of the pods")
     gpu: Optional[GpuQuota] = Field(
         None,
         description="Whole GPUs per GPU class ({h100: 8}); a plain number when the tenant may use exactly one class",
@@ -102,7 +104,7 @@ class Quota(Model):
     mig: dict[Annotated[str, Field(pattern=r"^[1-7]g\.[0-9]+gb(\+me)?$")], NonNegativeInt] = Field(
         {}, description="MIG slices per profile, e.g. {1g.10gb: 4}"
     )
-    storage: Optional[StorageQuota] = None
+    storage: Optional[StorageQuota] = Field(None, description="persistent volume storage")
     objects: ObjectCounts = ObjectCounts()
     priority_classes: dict[DnsLabel, PriorityCap] = Field(
         {}, description="caps per PriorityClass; classes not listed get the stack's default cap"
@@ -110,24 +112,28 @@ class Quota(Model):
 
 
 class ResourceValues(Model):
-    cpu: Optional[Quantity] = None
-    memory: Optional[Quantity] = None
-    ephemeral_storage: Optional[Quantity] = None
+    """CPU, memory and ephemeral storage of one container."""
+
+    cpu: Optional[Quantity] = Field(None, description="CPUs per container")
+    memory: Optional[Quantity] = Field(None, description="memory per container")
+    ephemeral_storage: Optional[Quantity] = Field(None, description="ephemeral storage per container")
 
 
 class LimitRangeSpec(Model):
     """Per-container defaults and bounds (a LimitRange). Unset values fall back to the stack's defaults."""
 
-    default_request: ResourceValues = ResourceValues()
-    default: ResourceValues = ResourceValues()
-    max: ResourceValues = ResourceValues()
-    min: ResourceValues = ResourceValues()
+    default_request: ResourceValues = Field(ResourceValues(), description="requests given to containers that set none")
+    default: ResourceValues = Field(ResourceValues(), description="limits given to containers that set none")
+    max: ResourceValues = Field(ResourceValues(), description="largest limits one container may set")
+    min: ResourceValues = Field(ResourceValues(), description="smallest requests one container may set")
 
 
 class Port(Model):
-    port: Annotated[int, Field(ge=1, le=65535)]
-    end_port: Optional[Annotated[int, Field(ge=1, le=65535)]] = None
-    protocol: Literal["TCP", "UDP", "SCTP"] = "TCP"
+    """A port or port range."""
+
+    port: Annotated[int, Field(ge=1, le=65535)] = Field(description="port number (first of the range with endPort)")
+    end_port: Optional[Annotated[int, Field(ge=1, le=65535)]] = Field(None, description="last port of a range")
+    protocol: Literal["TCP", "UDP", "SCTP"] = Field("TCP", description="IP protocol")
 
     @model_validator(mode="after")
     def _range(self) -> "Port":
@@ -139,10 +145,10 @@ class Port(Model):
 class EgressRule(Model):
     """Traffic the tenant's pods may send outside the cluster's default deny."""
 
-    cidr: str
-    except_: list[str] = Field([], alias="except")
+    cidr: str = Field(description="destination network, e.g. 10.20.0.0/16 (host bits must be zero)")
+    except_: list[str] = Field([], alias="except", description="networks inside cidr that stay blocked")
     ports: list[Port] = Field([], description="empty means every port")
-    description: str = ""
+    description: str = Field("", description="why the traffic is needed (kept as an annotation)")
 
     @field_validator("cidr")
     @classmethod
@@ -163,6 +169,8 @@ def _network(value: str) -> str:
 
 
 class IngressFrom(Model):
+    """Who may connect to the tenant's pods, besides the pods of its own namespaces."""
+
     tenants: list[DnsLabel] = Field([], description="other tenants whose pods may connect to this tenant")
     platform: list[DnsLabel] = Field([], description="platform roles from the stack, e.g. ingress, monitoring")
     ports: list[Port] = Field([], description="restrict ingress from other tenants to these ports; empty = all")
@@ -171,31 +179,58 @@ class IngressFrom(Model):
 class Network(Model):
     """Exceptions to the default deny. Same-namespace traffic and cluster DNS are always allowed."""
 
-    ingress_from: IngressFrom = IngressFrom()
-    egress: list[EgressRule] = []
+    ingress_from: IngressFrom = Field(IngressFrom(), description="who else may connect to the tenant's pods")
+    egress: list[EgressRule] = Field([], description="destinations outside the cluster the pods may reach")
 
 
 class GpuAccess(Model):
     """Which GPUs the tenant's pods may land on, enforced by an admission policy (a taint alone is not)."""
 
-    classes: list[DnsLabel] = []
+    classes: list[DnsLabel] = Field([], description="GPU classes of the stack the tenant's pods may use (besides those of its dedicated pools)")
     dedicated_pools: list[DnsLabel] = Field([], description="node pools reserved for this tenant alone")
 
 
 class VClusterSpec(Model):
-    """Optional virtual control plane in the tenant's namespace."""
+    """Optional virtual control plane (the vCluster chart) in the tenant's own namespace.
 
-    enabled: bool = False
-    values: dict[str, Any] = Field({}, description="vCluster chart values merged over the generated ones")
+    Its pods run on the host under the namespace's quota, LimitRange, NetworkPolicies, Pod Security
+    and GPU placement policy; the generated chart values mirror them (docs/queues-and-vclusters.md).
+    """
+
+    enabled: bool = Field(False, description="deploy a vCluster in the tenant's namespace")
+    priority_class_name: Optional[DnsLabel] = Field(
+        None,
+        description="PriorityClass forced on every pod the vCluster runs on the host; "
+        "unset: pods pick one of the platform's classes (synced into the vCluster), else the default",
+    )
+    values: dict[str, Any] = Field(
+        {},
+        description="vCluster chart values merged over the generated ones (checked against the chart's "
+        "values.schema.json; settings that isolate the tenant cannot be overridden)",
+    )
 
 
 class QueueSpec(Model):
-    """Optional scheduler queue settings (used when the stack's scheduler is kueue or kai)."""
+    """Scheduler queue settings, used when the stack's scheduler is kueue or kai.
 
-    cohort: Optional[DnsLabel] = None
-    weight: Optional[Annotated[int, Field(ge=0)]] = None
-    borrowing_limit: Optional[dict[DnsLabel, NonNegativeInt]] = None
-    lending_limit: Optional[dict[DnsLabel, NonNegativeInt]] = None
+    The tenant's nominal queue quota is always its `quota` (per GPU class); these settings only
+    say how it shares with others. Limits are whole GPUs (or time-sliced shares) per GPU class.
+    """
+
+    cohort: Optional[DnsLabel] = Field(
+        None,
+        description="Kueue cohort / KAI department (parent queue) whose members borrow each other's "
+        "unused quota; defaults to the stack's queues.defaultCohort",
+    )
+    weight: Optional[Annotated[int, Field(ge=0)]] = Field(
+        None, description="share of the cohort's unused capacity (Kueue fairSharing.weight, KAI overQuotaWeight); default 1"
+    )
+    borrowing_limit: Optional[dict[DnsLabel, NonNegativeInt]] = Field(
+        None, description="GPUs per class the tenant may borrow above its quota, e.g. {a100: 4}; unset: no limit"
+    )
+    lending_limit: Optional[dict[DnsLabel, NonNegativeInt]] = Field(
+        None, description="GPUs per class of the tenant's quota that others may borrow while idle (Kueue only)"
+    )
 
 
 class Decommission(Model):
@@ -212,16 +247,23 @@ class Tenant(Model):
     'team-a'
     """
 
-    api_version: Literal["gpu-tenancy.dev/v1alpha1"] = Field(alias="apiVersion")
-    kind: Literal["Tenant"]
-    name: TenantName
+    api_version: Literal["gpu-tenancy.dev/v1alpha1"] = Field(alias="apiVersion", description="version of this file format")
+    kind: Literal["Tenant"] = Field(description="always Tenant")
+    name: TenantName = Field(description="the tenant's name, its file name and its own namespace")
     previous_names: list[TenantName] = Field([], description="former names; their resources are adopted (Pulumi aliases)")
-    display_name: str = Field(min_length=1)
-    description: str = ""
-    cost_center: LabelValue
-    contacts: list[Contact] = []
-    lifecycle: Lifecycle = "active"
-    decommission: Optional[Decommission] = None
+    display_name: str = Field(min_length=1, description="human-readable team name")
+    description: str = Field("", description="what the team runs on the cluster")
+    cost_center: LabelValue = Field(description="cost centre, a label on every namespace for chargeback")
+    contacts: list[Contact] = Field([], description="people or channels to reach about the tenant")
+    # `decommission` comes before `lifecycle` so that the lifecycle validator can see it.
+    decommission: Optional[Decommission] = Field(
+        None, description="required with lifecycle 'decommissioned': {confirm: <the tenant's name>}"
+    )
+    lifecycle: Lifecycle = Field(
+        "active",
+        description="active; suspended (running pods keep running, no new pods are admitted); "
+        "decommissioned (namespaces and everything in them are deleted)",
+    )
     namespaces: list[DnsLabel] = Field([], description="extra namespaces besides the one named like the tenant")
     access: Access = Access()
     quota: Quota = Quota()
@@ -240,11 +282,15 @@ class Tenant(Model):
         """The tenant's namespaces, its own first."""
         return [self.name, *self.namespaces]
 
-    @model_validator(mode="after")
-    def _decommission_confirmed(self) -> "Tenant":
-        if self.lifecycle == "decommissioned" and (self.decommission is None or self.decommission.confirm != self.name):
+    @field_validator("lifecycle")
+    @classmethod
+    def _decommission_confirmed(cls, value: str, info: ValidationInfo) -> str:
+        # A field validator (not a model one) so that the error points at the `lifecycle` line.
+        name = info.data.get("name")
+        decommission = info.data.get("decommission")
+        if value == "decommissioned" and name is not None and (decommission is None or decommission.confirm != name):
             raise ValueError(
-                f"lifecycle 'decommissioned' deletes every namespace of the tenant and all data in them; "
-                f"to confirm, add `decommission: {{confirm: {self.name}}}`"
+                f"'decommissioned' deletes every namespace of the tenant and all data in them; "
+                f"to confirm, add `decommission: {{confirm: {name}}}`"
             )
-        return self
+        return value

@@ -73,6 +73,9 @@ CONTROLLERS = (
     # Fills in the aggregated ClusterRoles admin/edit/view (they are created
     # with empty rules); without it a RoleBinding to "edit" grants nothing.
     "clusterrole-aggregation-controller",
+    # Type-checks ValidatingAdmissionPolicies into status.typeChecking (CEL
+    # warnings such as a field that does not exist on the matched kind).
+    "validatingadmissionpolicy-status-controller",
 )
 
 E2E_MARKER = "e2e: needs a real kube-apiserver (make e2e)"
@@ -439,14 +442,53 @@ class ControlPlane:
     # ---- helpers for tests ------------------------------------------------
 
     def apply(self, manifest: dict[str, Any], field_manager: str = "gpu-tenancy-e2e",
-              force: bool = True, api_client: k8s_client.ApiClient | None = None) -> Any:
+              force: bool = True, api_client: k8s_client.ApiClient | None = None,
+              dry_run: bool = False) -> Any:
         """Server-side apply one object (as admin unless api_client given)."""
         dyn = self.dynamic if api_client is None else k8s_dynamic.DynamicClient(api_client)
         res = dyn.resources.get(api_version=manifest["apiVersion"], kind=manifest["kind"])
         return dyn.server_side_apply(
             res, body=manifest, field_manager=field_manager, force_conflicts=force,
             namespace=manifest.get("metadata", {}).get("namespace"),
+            dry_run="All" if dry_run else None,
         )
+
+    def apply_objects(self, objects: Iterable[dict[str, Any]], field_manager: str = "gpu-tenancy",
+                      force: bool = False, dry_run: bool = False,
+                      ) -> list[tuple[dict[str, Any], Any]]:
+        """Server-side apply objects in order (as admin); never raises ApiException.
+
+        Returns ``[(object, result)]`` where result is the applied object (a dict)
+        or the ApiException the server answered with, so a test can report every
+        rejected object at once.
+        """
+        out: list[tuple[dict[str, Any], Any]] = []
+        for obj in objects:
+            try:
+                out.append((obj, self.apply(obj, field_manager=field_manager, force=force,
+                                            dry_run=dry_run).to_dict()))
+            except ApiException as exc:
+                out.append((obj, exc))
+        return out
+
+    def get_object(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        """The live object named by `manifest` (apiVersion, kind, metadata.name/namespace)."""
+        res = self.dynamic.resources.get(api_version=manifest["apiVersion"], kind=manifest["kind"])
+        meta = manifest["metadata"]
+        return self.dynamic.get(res, name=meta["name"], namespace=meta.get("namespace")).to_dict()
+
+    def create_node(self, name: str, labels: dict[str, str] | None = None,
+                    taints: list[dict[str, str]] | None = None,
+                    field_manager: str = "kubelet") -> Any:
+        """Create a Node as a registering kubelet would (an Update under `field_manager`).
+
+        No kubelet runs it: it has no status and no pod is ever scheduled on it.
+        """
+        body: dict[str, Any] = {"apiVersion": "v1", "kind": "Node",
+                                "metadata": {"name": name, "labels": dict(labels or {})}}
+        if taints:
+            body["spec"] = {"taints": taints}
+        return k8s_client.CoreV1Api(self.api_client).create_node(body, field_manager=field_manager)
 
     @staticmethod
     def wait_for(predicate: Callable[[], Any], timeout: float = 30.0, interval: float = 0.2,
@@ -483,6 +525,46 @@ class ControlPlane:
         except ApiException as exc:
             if exc.status != 404:
                 raise
+
+    # ---- the product's objects ---------------------------------------------
+
+    def apply_rendered(self, objects: Iterable[dict[str, Any]], dry_run: bool = False,
+                       ) -> list[tuple[dict[str, Any], Any]]:
+        """Apply rendered objects as the Pulumi program does: field manager `gpu-tenancy`, no
+        force, except node patches, which carry their field manager and force in annotations.
+        Never raises ApiException (see `apply_objects`)."""
+        results: list[tuple[dict[str, Any], Any]] = []
+        for obj in objects:
+            annotations = obj["metadata"].get("annotations", {})
+            if obj["kind"] == "Node" and "pulumi.com/patchFieldManager" in annotations:
+                results += self.apply_objects(
+                    [obj], field_manager=annotations["pulumi.com/patchFieldManager"],
+                    force=annotations.get("pulumi.com/patchForce") == "true", dry_run=dry_run)
+            else:
+                results += self.apply_objects([obj], field_manager=FIELD_MANAGER, dry_run=dry_run)
+        return results
+
+    def wait_quotas(self, namespace: str, timeout: float = 30.0) -> None:
+        """Until the quota controller has filled status.hard/used of every quota in `namespace`
+        (before that, quota admission rejects with "status unknown" or ignores the quota)."""
+        core = k8s_client.CoreV1Api(self.api_client)
+
+        def computed() -> bool:
+            for q in core.list_namespaced_resource_quota(namespace).items:
+                hard, status = set(q.spec.hard or {}), q.status
+                if status is None or set(status.hard or {}) != hard or not hard <= set(status.used or {}):
+                    return False
+            return True
+
+        self.wait_for(computed, timeout=timeout, what=f"quota status in {namespace}")
+
+    def wait_namespaces_ready(self, objects: Iterable[dict[str, Any]]) -> None:
+        """Until every Namespace among `objects` has its default ServiceAccount and computed quotas."""
+        core = k8s_client.CoreV1Api(self.api_client)
+        for ns in [o["metadata"]["name"] for o in objects if o["kind"] == "Namespace"]:
+            self.wait_for(lambda n=ns: core.read_namespaced_service_account("default", n),
+                          what=f"ServiceAccount {ns}/default")
+            self.wait_quotas(ns)
 
     # ---- lifecycle -------------------------------------------------------
 
@@ -637,8 +719,154 @@ def apiserver() -> Iterator[ControlPlane]:
             shutil.rmtree(workdir, ignore_errors=True)
 
 
+_SUMMARY_KEY = pytest.StashKey[list]()
+
+
+@pytest.fixture(scope="session")
+def e2e_summary(request: pytest.FixtureRequest) -> list[str]:
+    """Lines a test appends here are printed in pytest's terminal summary (e.g. matrix sizes)."""
+    return request.config.stash.setdefault(_SUMMARY_KEY, [])
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    lines = config.stash.get(_SUMMARY_KEY, [])
+    if lines:
+        terminalreporter.section("real-apiserver lane summary")
+        for line in lines:
+            terminalreporter.write_line(line)
+
+
 @pytest.fixture
 def namespace(apiserver: ControlPlane) -> Iterator[str]:
     name = apiserver.create_namespace()
     yield name
     apiserver.delete_namespace(name)
+
+
+# --------------------------------------------------------------------------
+# The example project's prod stack, rendered by the pure builders and applied
+# once per session (tests/e2e/test_tenancy_*.py read it)
+# --------------------------------------------------------------------------
+
+FIELD_MANAGER = "gpu-tenancy"
+# Managers that own node labels before we patch: the kubelet registering the
+# node, the GPU Operator's default MIG config, GPU feature discovery.
+KUBELET, GPU_OPERATOR, GFD = "kubelet", "gpu-operator", "gpu-feature-discovery"
+# Custom resources the builders may emit; their CRDs are vendored in components/data.
+CRD_DATA_DIRS = ("kueue", "kai-scheduler")
+
+
+class AppliedStack:
+    """One stack of the example project, applied to the session's control plane."""
+
+    def __init__(self, environment: Any, objects: dict[str, list[dict[str, Any]]],
+                 results: list[tuple[dict[str, Any], Any]], nodes_before: dict[str, dict[str, Any]],
+                 crds: list[str]) -> None:
+        self.environment = environment
+        self.objects = objects              # environment_objects(): {"_platform": [...], tenant: [...]}
+        self.results = results              # [(object, applied dict | ApiException)] of the first apply
+        self.nodes_before = nodes_before    # Node objects as "registered", before our patches
+        self.crds = crds                    # CRDs installed from components/data
+
+    @property
+    def all_objects(self) -> list[dict[str, Any]]:
+        return [o for objs in self.objects.values() for o in objs]
+
+    def of_kind(self, kind: str, owner: str | None = None) -> list[dict[str, Any]]:
+        pool = self.objects[owner] if owner else self.all_objects
+        return [o for o in pool if o["kind"] == kind]
+
+    def find(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any]:
+        for o in self.all_objects:
+            meta = o["metadata"]
+            if o["kind"] == kind and meta["name"] == name and meta.get("namespace") == namespace:
+                return o
+        raise KeyError(f"no rendered {kind} {namespace or ''}/{name}")
+
+    def tenant(self, name: str) -> Any:
+        return next(t.spec for t in self.environment.tenants if t.name == name)
+
+    @staticmethod
+    def render(stack: str, root: Path = REPO_ROOT) -> tuple[Any, dict[str, list[dict[str, Any]]]]:
+        """(Environment, environment_objects) of one stack of a project (offline, pure builders)."""
+        from components.manifests.build import environment_objects
+        from components.spec.load import load_environment
+
+        environment = load_environment(root, stack)
+        return environment, environment_objects(environment)
+
+
+def install_crds(cp: ControlPlane, timeout: float = 30.0) -> list[str]:
+    """Apply the vendored CRDs (components/data/{kueue,kai-scheduler}) and wait until Established."""
+    import yaml
+
+    data = REPO_ROOT / "components" / "data"
+    names = []
+    for sub in CRD_DATA_DIRS:
+        for path in sorted((data / sub).glob("*.yaml")):
+            for doc in yaml.safe_load_all(path.read_text()):
+                if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
+                    cp.apply(doc, field_manager="e2e-crd-install")
+                    names.append(doc["metadata"]["name"])
+    ext = k8s_client.ApiextensionsV1Api(cp.api_client)
+
+    def established(name: str) -> bool:
+        conds = ext.read_custom_resource_definition(name).status.conditions or []
+        return any(c.type == "Established" and c.status == "True" for c in conds)
+
+    for name in names:
+        cp.wait_for(lambda n=name: established(n), timeout=timeout, what=f"CRD {name} Established")
+    cp.dynamic.resources.invalidate_cache()
+    return names
+
+
+def register_nodes(cp: ControlPlane, environment: Any) -> None:
+    """Create the stack's static GPU nodes the way a cluster has them before we patch.
+
+    The kubelet registers each node with its own labels; the GPU Operator sets
+    its default MIG config label and GFD the GPU product, each as its own
+    field manager (Update operations), so the test can see that our patches
+    take over exactly our keys and leave theirs alone.
+    """
+    core = k8s_client.CoreV1Api(cp.api_client)
+    platform = environment.platform
+    for pool in platform.node_pools.values():
+        gpu_class = platform.gpu_classes.get(pool.gpu_class)
+        for node in pool.nodes:
+            cp.create_node(node, {"kubernetes.io/hostname": node, "kubernetes.io/os": "linux",
+                                  "node.kubernetes.io/instance-type": "gpu-e2e"}, field_manager=KUBELET)
+            core.patch_node(node, {"metadata": {"labels": {"nvidia.com/mig.config": "all-disabled"}}},
+                            field_manager=GPU_OPERATOR)
+            if gpu_class is not None:
+                core.patch_node(node, {"metadata": {"labels": {"nvidia.com/gpu.product": gpu_class.product}}},
+                                field_manager=GFD)
+
+
+@pytest.fixture(scope="session")
+def prod_stack(apiserver: ControlPlane) -> AppliedStack:
+    """The example prod stack: CRDs installed, static GPU nodes registered, every rendered object
+    applied once (server-side apply, field manager gpu-tenancy), quotas and policies settled.
+
+    Rejected objects do not fail the fixture: they are in `.results` for
+    test_tenancy_apply.py to report; the other tests then fail on what is missing.
+    """
+    environment, objects = AppliedStack.render("prod")
+    crds = install_crds(apiserver)
+    apiserver.create_namespace("gpu-operator")  # the GPU Operator's namespace (MIG/time-slicing ConfigMaps)
+    register_nodes(apiserver, environment)
+    core = k8s_client.CoreV1Api(apiserver.api_client)
+    nodes_before = {n.metadata.name: apiserver.api_client.sanitize_for_serialization(n)
+                    for n in core.list_node().items}
+    stack = AppliedStack(environment, objects, [], nodes_before, crds)
+    stack.results = apiserver.apply_rendered(stack.all_objects)
+    apiserver.wait_namespaces_ready(stack.all_objects)
+    adm = k8s_client.AdmissionregistrationV1Api(apiserver.api_client)
+
+    def typechecked(name: str) -> bool:
+        p = adm.read_validating_admission_policy(name)
+        return p.status is not None and p.status.observed_generation == p.metadata.generation
+
+    for vap in stack.of_kind("ValidatingAdmissionPolicy"):
+        apiserver.wait_for(lambda n=vap["metadata"]["name"]: typechecked(n),
+                           what=f"type checking of {vap['metadata']['name']}")
+    return stack

@@ -1,0 +1,30 @@
+"""The Pulumi program: read this stack's inventory and the tenant files, build the fleet.
+
+Invalid input stops the program before any resource is registered: nothing is half-applied.
+"""
+
+from pathlib import Path
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.fleet import Fleet
+from components.manifests.gpu_nodes import node_group_requirements
+from components.spec.load import load_program_environment
+from components.spec.problems import InvalidInput
+
+try:
+    environment = load_program_environment(
+        Path(__file__).parent, pulumi.get_stack(), pulumi.Config().require_object("platform")
+    )
+except InvalidInput as err:
+    raise pulumi.RunError(f"invalid tenants or stack configuration:\n{err}") from None
+
+opts = None
+if environment.platform.kube_context:
+    provider = k8s.Provider("cluster", context=environment.platform.kube_context)
+    opts = pulumi.ResourceOptions(providers=[provider])
+fleet = Fleet(environment.name, environment, opts)
+
+pulumi.export("tenants", fleet.summary)
+pulumi.export("nodeGroupRequirements", node_group_requirements(environment))

@@ -1,0 +1,337 @@
+"""The diff document (from `components.diff`) as text for a terminal or Markdown for a PR comment.
+
+Both put warnings first; Markdown adds a summary table and folds each tenant into a `<details>`
+section, and drops field-level object diffs when the comment would exceed GitHub's size limit.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping
+
+# GitHub rejects comments over 65536 characters; leave room for the sticky-comment header.
+MARKDOWN_LIMIT = 60000
+MAX_FIELDS_PER_OBJECT = 12
+
+
+def value_text(value: Any) -> str:
+    """A value as it reads in a change line: `unset` for absent, compact JSON for structures.
+
+    >>> value_text(None), value_text(40), value_text({"a": 1})
+    ('unset', '40', '{"a":1}')
+    """
+    if value is None:
+        return "unset"
+    if isinstance(value, (dict, list)):
+        text = json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+        return text if len(text) <= 100 else text[:97] + "..."
+    if isinstance(value, str) and "\n" in value:
+        first = value.splitlines()[0]
+        return json.dumps(first[:60] + " ...")
+    return str(value)
+
+
+def delta(before: Any, after: Any) -> str:
+    """`40 → 48`, or just the value when one side is absent on purpose.
+
+    >>> delta(40, 48)
+    '40 → 48'
+    """
+    if before is None and isinstance(after, (dict, list)):
+        return f"added {value_text(after)}"
+    if after is None and isinstance(before, (dict, list)):
+        return f"removed {value_text(before)}"
+    return f"{value_text(before)} → {value_text(after)}"
+
+
+def _object_name(obj: Mapping[str, Any]) -> str:
+    return f"{obj['kind']} {obj['namespace'] + '/' if obj.get('namespace') else ''}{obj['name']}"
+
+
+def _object_lines(objects: list[dict[str, Any]], with_fields: bool = True) -> list[str]:
+    sign = {"added": "+", "removed": "-", "changed": "~"}
+    lines = []
+    for obj in objects:
+        lines.append(f"{sign[obj['change']]} {_object_name(obj)}")
+        if not with_fields:
+            continue
+        fields = obj["fields"]
+        for field in fields[:MAX_FIELDS_PER_OBJECT]:
+            lines.append(f"    {field['path']}: {delta(field['from'], field['to'])}")
+        if len(fields) > MAX_FIELDS_PER_OBJECT:
+            lines.append(f"    ... {len(fields) - MAX_FIELDS_PER_OBJECT} more field(s)")
+    return lines
+
+
+def tenant_headline(detail: Mapping[str, Any]) -> str:
+    """What happened to a tenant, in a few words, for summaries.
+
+    >>> tenant_headline({"change": "changed", "renamedFrom": None, "lifecycle": {"from": "active", "to": "active"},
+    ...     "quota": [{"label": "GPUs h100", "from": 40, "to": 48}], "access": [], "network": [], "objects": []})
+    'GPUs h100 40 → 48'
+    """
+    parts = []
+    if detail["change"] in ("added", "removed"):
+        parts.append(detail["change"])
+    if detail.get("renamedFrom"):
+        parts.append(f"renamed from {detail['renamedFrom']}")
+    if detail["change"] == "changed" and detail["lifecycle"]["from"] != detail["lifecycle"]["to"]:
+        parts.append(f"{detail['lifecycle']['from']} → {detail['lifecycle']['to']}")
+    if detail["change"] == "changed":
+        parts += [f"{q['label']} {delta(q['from'], q['to'])}" for q in detail["quota"][:3]]
+        if len(detail["quota"]) > 3:
+            parts.append(f"{len(detail['quota']) - 3} more quota change(s)")
+        if detail["access"]:
+            parts.append(f"{len(detail['access'])} access change(s)")
+        if detail["network"]:
+            parts.append(f"{len(detail['network'])} network change(s)")
+        if not parts and detail["objects"]:
+            parts.append(f"{len(detail['objects'])} object(s) changed")
+    return "; ".join(parts)
+
+
+def _quota_lines(detail: Mapping[str, Any]) -> list[str]:
+    if detail["change"] == "added":
+        return [f"{q['label']}: {value_text(q['to'])}" for q in detail["quota"]]
+    if detail["change"] == "removed":
+        return []
+    return [f"{q['label']}: {delta(q['from'], q['to'])}" for q in detail["quota"]]
+
+
+def _access_lines(detail: Mapping[str, Any]) -> list[str]:
+    verb = {"granted": "+", "revoked": "-"}
+    return [f"{verb[a['change']]} {a['role']}: {a['subject']}" for a in detail["access"]]
+
+
+def _network_lines(detail: Mapping[str, Any]) -> list[str]:
+    lines = []
+    for rule in detail["network"]:
+        extra = f" ({rule['detail']})" if rule["detail"] else ""
+        lines.append(f"{rule['direction']} {rule['change']}: {rule['rule']}{extra}")
+    return lines
+
+
+def _placement_lines(detail: Mapping[str, Any]) -> list[str]:
+    if detail["change"] == "removed":
+        return []
+    lines = []
+    for key, label in (("classes", "GPU classes"), ("dedicatedPools", "dedicated pools")):
+        change = detail["placement"][key]
+        lines += [f"+ {label}: {name}" for name in change["added"]]
+        lines += [f"- {label}: {name}" for name in change["removed"]]
+    if detail["change"] == "changed":
+        lines += [f"+ namespace {n}" for n in detail["namespaces"]["added"]]
+        lines += [f"- namespace {n}" for n in detail["namespaces"]["removed"]]
+    return lines
+
+
+def _objects_title(detail: Mapping[str, Any]) -> str:
+    if detail["change"] != "removed":
+        return "Objects"
+    if detail["lifecycle"]["from"] == "decommissioned":
+        return "Objects (deleted with the namespaces)"
+    return "Objects (dropped from Pulumi; the namespaces and everything in them stay)"
+
+
+def _capacity_subject(row: Mapping[str, Any]) -> str:
+    return f"GPU class {row['name']}" if row["kind"] == "gpuClass" else f"MIG {row['name']}"
+
+
+def _side(row: Mapping[str, Any] | None, key: str) -> str:
+    return "—" if row is None else value_text(row[key])
+
+
+def tenant_shares(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> str:
+    """Per-tenant quota changes behind a capacity row, e.g. `eval 20 → 16, vision 0 → 4`.
+
+    >>> tenant_shares({"byTenant": {"eval": 20}}, {"byTenant": {"eval": 16, "vision": 4}})
+    'eval 20 → 16, vision 0 → 4'
+    """
+    old = before["byTenant"] if before else {}
+    new = after["byTenant"] if after else {}
+    return ", ".join(
+        f"{t} {old.get(t, 0)} → {new.get(t, 0)}" for t in sorted(set(old) | set(new)) if old.get(t, 0) != new.get(t, 0)
+    )
+
+
+def _pair(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None, key: str) -> str:
+    left, right = _side(before, key), _side(after, key)
+    return left if left == right else f"{left} → {right}"
+
+
+def _capacity_line(row: Mapping[str, Any]) -> str:
+    before, after = row["from"], row["to"]
+    shares = tenant_shares(before, after)
+    return (f"{_capacity_subject(row)}: quotas {_pair(before, after, 'requested')}{' (' + shares + ')' if shares else ''} "
+            f"of limit {_pair(before, after, 'limit')} (capacity {_pair(before, after, 'capacity')} "
+            f"x overcommit {_pair(before, after, 'overcommit')}) [{_pair(before, after, 'status')}]")
+
+
+def _node_lines(stack: Mapping[str, Any]) -> list[str]:
+    lines = []
+    for node in stack["nodes"]:
+        if node["change"] != "changed":
+            lines.append(f"{'+' if node['change'] == 'added' else '-'} node {node['node']} ({'now' if node['change'] == 'added' else 'no longer'} labelled by gpu-tenancy)")
+            continue
+        lines.append(f"~ node {node['node']}")
+        lines += [f"    label {label['key']}: {delta(label['from'], label['to'])}" for label in node["labels"]]
+        lines += [f"    + taint {t}" for t in node["taints"]["added"]]
+        lines += [f"    - taint {t}" for t in node["taints"]["removed"]]
+    for group in stack["nodeGroups"]:
+        lines.append(f"~ autoscaled pool {group['pool']} ({group['change']}): its node group must set")
+        lines += [f"    {f['path']}: {delta(f['from'], f['to'])}" for f in group["fields"]]
+    return lines
+
+
+def _stack_summary(stack: Mapping[str, Any]) -> str:
+    tenants = stack["tenants"]
+    totals = stack["objectTotals"]
+    return (f"tenants +{len(tenants['added'])} -{len(tenants['removed'])} ~{len(tenants['changed'])}; "
+            f"objects +{totals['added']} ~{totals['changed']} -{totals['removed']}")
+
+
+def _base_text(document: Mapping[str, Any]) -> str:
+    base = document["base"]
+    commit = (base.get("commit") or "")[:12]
+    how = f", {base['how']}" if base.get("how") else ""
+    return f"{base.get('ref', '?')} ({commit}{how})"
+
+
+# --- text ----------------------------------------------------------------------------------------
+
+
+def format_text(document: Mapping[str, Any]) -> str:
+    """A plain-text diff for the terminal.
+
+    >>> format_text({"base": {"ref": "HEAD", "commit": "abc"}, "head": "working tree", "changed": False,
+    ...     "warnings": [], "notes": [], "stacks": []})
+    'no changes between HEAD (abc) and the working tree\\n'
+    """
+    lines: list[str] = []
+    if not document["changed"]:
+        lines.append(f"no changes between {_base_text(document)} and the {document['head']}")
+        lines += [f"note: {n}" for n in document["notes"]]
+        return "\n".join(lines) + "\n"
+    lines.append(f"tenants diff: {_base_text(document)} → {document['head']}")
+    if document["warnings"]:
+        lines += ["", f"WARNINGS ({len(document['warnings'])})"]
+        lines += [f"  ! {w['stack']}: {w['message']}" for w in document["warnings"]]
+    if document["notes"]:
+        lines += [""] + [f"note: {n}" for n in document["notes"]]
+    for stack in document["stacks"]:
+        lines += ["", f"stack {stack['name']}: {stack['change']}" + ("" if stack["change"] == "unchanged" else f" ({_stack_summary(stack)})")]
+        capacity = [r for r in stack["capacity"] if r["changed"]]
+        if capacity:
+            lines.append("  capacity (quotas of active tenants vs capacity x overcommit):")
+            lines += [f"    {_capacity_line(r)}" for r in capacity]
+        node_lines = _node_lines(stack)
+        if node_lines:
+            lines.append("  nodes:")
+            lines += [f"    {line}" for line in node_lines]
+        if stack["mig"]:
+            lines.append("  MIG layouts:")
+            lines += [f"    {m['path']}: {delta(m['from'], m['to'])}" for m in stack["mig"]]
+        if stack["platformObjects"]:
+            lines.append("  platform objects:")
+            lines += [f"    {line}" for line in _object_lines(stack["platformObjects"])]
+        for detail in stack["tenantDetails"]:
+            lines.append(f"  tenant {detail['tenant']}: {tenant_headline(detail)}")
+            for title, section in (("quota", _quota_lines(detail)), ("access", _access_lines(detail)),
+                                   ("network", _network_lines(detail)), ("placement", _placement_lines(detail)),
+                                   (_objects_title(detail).lower(), _object_lines(detail["objects"], detail["change"] == "changed"))):
+                if section:
+                    lines.append(f"    {title}:")
+                    lines += [f"      {line}" for line in section]
+    return "\n".join(lines) + "\n"
+
+
+# --- markdown ------------------------------------------------------------------------------------
+
+
+def _md_list(items: list[str]) -> str:
+    return ", ".join(f"`{i}`" for i in items) if items else "—"
+
+
+def _changed_names(stack: Mapping[str, Any]) -> list[str]:
+    renamed = {r["to"]: r["from"] for r in stack["tenants"]["renamed"]}
+    return [f"{name} (was {renamed[name]})" if name in renamed else name for name in stack["tenants"]["changed"]]
+
+
+def _md_capacity_table(rows: list[Mapping[str, Any]]) -> list[str]:
+    lines = ["| | Capacity | Overcommit | Limit | Quotas before | Quotas after | Status | Tenants |",
+             "|---|---:|---:|---:|---:|---:|---|---|"]
+    for row in rows:
+        before, after = row["from"], row["to"]
+        status = _pair(before, after, "status")
+        if after and after["status"] in ("over", "warning"):
+            status = f"⚠️ **{status}**"
+        lines.append(f"| {_capacity_subject(row)} | {_pair(before, after, 'capacity')} | {_pair(before, after, 'overcommit')} | "
+                     f"{_pair(before, after, 'limit')} | {_side(before, 'requested')} | {_side(after, 'requested')} | {status} | "
+                     f"{tenant_shares(before, after) or '—'} |")
+    return lines
+
+
+def _md_block(title: str, lines: list[str]) -> list[str]:
+    if not lines:
+        return []
+    return [f"**{title}**", "", "```text", *lines, "```", ""]
+
+
+def _markdown(document: Mapping[str, Any], with_fields: bool) -> str:
+    out: list[str] = ["## `tenants diff`", "", f"Base {_md_base(document)} → {document['head']}", ""]
+    if not document["changed"]:
+        out.append("**no changes** to tenants or stacks.")
+        out += [f"- note: {n}" for n in document["notes"]]
+        return "\n".join(out) + "\n"
+    if document["warnings"]:
+        out += ["> [!WARNING]", f"> **{len(document['warnings'])} warning(s)**"]
+        out += [f"> - **{w['stack']}**{' · `' + w['tenant'] + '`' if w['tenant'] else ''}: {w['message']}" for w in document["warnings"]]
+        out.append("")
+    if document["notes"]:
+        out += [f"- note: {n}" for n in document["notes"]] + [""]
+    out += ["| Stack | Change | Tenants added | Tenants removed | Tenants changed | Objects + / ~ / − |", "|---|---|---|---|---|---|"]
+    for stack in document["stacks"]:
+        totals = stack["objectTotals"]
+        out.append(f"| {stack['name']} | {stack['change']} | {_md_list(stack['tenants']['added'])} | "
+                   f"{_md_list(stack['tenants']['removed'])} | {_md_list(_changed_names(stack))} | "
+                   f"{totals['added']} / {totals['changed']} / {totals['removed']} |")
+    out.append("")
+    for stack in document["stacks"]:
+        if stack["change"] == "unchanged":
+            continue
+        out += [f"### {stack['name']}", ""]
+        capacity = [r for r in stack["capacity"] if r["changed"]]
+        if capacity:
+            out += ["**Capacity** (quotas of active tenants against capacity × overcommit)", ""]
+            out += _md_capacity_table(capacity) + [""]
+        out += _md_block("Nodes", _node_lines(stack))
+        out += _md_block("MIG layouts", [f"{m['path']}: {delta(m['from'], m['to'])}" for m in stack["mig"]])
+        out += _md_block("Platform objects", _object_lines(stack["platformObjects"], with_fields))
+        for detail in stack["tenantDetails"]:
+            out += [f"<details><summary><b>{detail['tenant']}</b>: {tenant_headline(detail)}</summary>", ""]
+            out += _md_block("Quota", _quota_lines(detail))
+            out += _md_block("Access", _access_lines(detail))
+            out += _md_block("Network", _network_lines(detail))
+            out += _md_block("GPU placement and namespaces", _placement_lines(detail))
+            out += _md_block(_objects_title(detail), _object_lines(detail["objects"], with_fields and detail["change"] == "changed"))
+            out += ["</details>", ""]
+    if not with_fields:
+        out.append("_Field-level object changes are left out to fit a comment; run `tenants diff` locally for them._")
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _md_base(document: Mapping[str, Any]) -> str:
+    base = document["base"]
+    how = f" ({base['how']})" if base.get("how") else ""
+    return f"`{base.get('ref', '?')}` at `{(base.get('commit') or '')[:12]}`{how}"
+
+
+def format_markdown(document: Mapping[str, Any]) -> str:
+    """Markdown for a PR comment: warnings first, a summary table, one `<details>` per tenant.
+
+    >>> "no changes" in format_markdown({"base": {"ref": "main", "commit": "abc"}, "head": "working tree",
+    ...     "changed": False, "warnings": [], "notes": [], "stacks": []})
+    True
+    """
+    text = _markdown(document, with_fields=True)
+    return text if len(text) <= MARKDOWN_LIMIT else _markdown(document, with_fields=False)[:MARKDOWN_LIMIT]

@@ -1,0 +1,162 @@
+"""Labels (and, opt-in, taints) of GPU nodes: what the placement policy and pod selectors key on.
+
+Static nodes are patched in place by server-side apply under our field manager: a partial Node
+object carrying only what we own. Nodes of autoscaled groups come and go, so patching them is a
+race; their labels and taints belong in the node group definition instead, and
+`node_group_requirements` says what they must be.
+
+Taints are opt-in per pool (`patchTaints`): `spec.taints` is one atomic list under server-side
+apply, so whoever applies it owns the whole list, and the node lifecycle controller, cordon and
+other tools write the same list.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ..spec.load import Environment
+from ..spec.stack import Platform
+from . import mig_config, time_slicing
+from .meta import FIELD_MANAGER, KubeObject, kube_object
+
+NODE_KIND = "Node"
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+PATCH_FIELD_MANAGER = "pulumi.com/patchFieldManager"
+PATCH_FORCE = "pulumi.com/patchForce"
+TAINT_EFFECT = "NoSchedule"
+
+
+def gpu_class_label(platform: Platform) -> str:
+    """Node label naming a node's GPU class.
+
+    >>> from components.spec.stack import Platform
+    >>> gpu_class_label(Platform.model_validate({"labelDomain": "gpu.example.com"}))
+    'gpu.example.com/gpu-class'
+    """
+    return f"{platform.label_domain}/gpu-class"
+
+
+def pool_label(platform: Platform) -> str:
+    """Node label naming a node's pool, e.g. `gpu.example.com/pool`."""
+    return f"{platform.label_domain}/pool"
+
+
+def tenant_label(platform: Platform) -> str:
+    """Node label and taint key naming the tenant a dedicated node belongs to, e.g. `gpu.example.com/tenant`."""
+    return f"{platform.label_domain}/tenant"
+
+
+def dedicated_pool_owners(environment: Environment) -> dict[str, str]:
+    """Pool name -> the tenant that lists it in `gpu.dedicatedPools` (decommissioned tenants release theirs).
+
+    >>> dedicated_pool_owners(prod)   # doctest: +SKIP
+    {'h100-serve': 'inference', 'h100-train': 'llm-finetune'}
+    """
+    owners: dict[str, str] = {}
+    for loaded in environment.tenants:
+        if loaded.spec.lifecycle == "decommissioned":
+            continue
+        for pool in loaded.spec.gpu.dedicated_pools:
+            if pool in environment.platform.node_pools:
+                owners.setdefault(pool, loaded.name)
+    return dict(sorted(owners.items()))
+
+
+def pool_labels(environment: Environment, pool_name: str) -> dict[str, str]:
+    """Every label a node of the pool must carry.
+
+    >>> pool_labels(prod, "h100-serve")["gpu.acme.dev/tenant"]   # doctest: +SKIP
+    'inference'
+    """
+    platform = environment.platform
+    pool = platform.node_pools[pool_name]
+    labels = {gpu_class_label(platform): pool.gpu_class, pool_label(platform): pool_name}
+    owner = dedicated_pool_owners(environment).get(pool_name)
+    if owner is not None:
+        labels[tenant_label(platform)] = owner
+    labels.update(mig_config.node_labels(platform, pool))
+    labels.update(time_slicing.node_labels(platform, pool))
+    return dict(sorted(labels.items()))
+
+
+def pool_taints(environment: Environment, pool_name: str) -> list[dict[str, str]]:
+    """Taints a node of the pool should carry: `<domain>/tenant=<owner>:NoSchedule` on dedicated pools.
+
+    Shared GPU pools get no taint: a class taint would only keep CPU pods off GPU nodes, every
+    GPU pod would have to tolerate it by hand, and the placement policy already decides which
+    classes a tenant may use.
+
+    >>> pool_taints(prod, "h100-serve")   # doctest: +SKIP
+    [{'effect': 'NoSchedule', 'key': 'gpu.acme.dev/tenant', 'value': 'inference'}]
+    """
+    owner = dedicated_pool_owners(environment).get(pool_name)
+    if owner is None:
+        return []
+    return [{"effect": TAINT_EFFECT, "key": tenant_label(environment.platform), "value": owner}]
+
+
+def node_patch(name: str, labels: Mapping[str, str], taints: list[dict[str, str]]) -> KubeObject:
+    """A partial Node for server-side apply: only the fields we own.
+
+    Label-only patches are forced (we take over our label keys, e.g. the `all-disabled` default the
+    GPU Operator writes); a patch with taints is never forced, because forcing an atomic list would
+    drop taints that other controllers own.
+
+    >>> node_patch("n1", {"a": "b"}, [])["metadata"]["annotations"]["pulumi.com/patchForce"]
+    'true'
+    """
+    annotations = {PATCH_FIELD_MANAGER: FIELD_MANAGER}
+    if not taints:
+        annotations[PATCH_FORCE] = "true"
+    metadata: dict[str, Any] = {"name": name, "labels": dict(sorted(labels.items())), "annotations": dict(sorted(annotations.items()))}
+    spec = {"taints": taints} if taints else None
+    return kube_object("v1", NODE_KIND, metadata, spec=spec)
+
+
+def node_patches(environment: Environment) -> list[KubeObject]:
+    """One partial Node per static node of every pool; taints only where the pool sets `patchTaints`.
+
+    >>> [p["metadata"]["name"] for p in node_patches(dev)]   # doctest: +SKIP
+    ['dev-a100-01', 'dev-l4-01']
+    """
+    patches = []
+    for pool_name, pool in sorted(environment.platform.node_pools.items()):
+        if pool.gpu_class not in environment.platform.gpu_classes:
+            continue
+        labels = pool_labels(environment, pool_name)
+        taints = pool_taints(environment, pool_name) if pool.patch_taints else []
+        patches.extend(node_patch(node, labels, taints) for node in pool.nodes)
+    return sorted(patches, key=lambda p: p["metadata"]["name"])
+
+
+def is_node_patch(obj: Mapping[str, Any]) -> bool:
+    """Whether an object is a partial Node to be applied as a patch (never created or deleted as a whole).
+
+    >>> is_node_patch({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}})
+    True
+    """
+    return obj.get("apiVersion") == "v1" and obj.get("kind") == NODE_KIND
+
+
+def node_group_requirements(environment: Environment) -> dict[str, dict[str, Any]]:
+    """Labels and taints that each autoscaled pool's node group must set on its nodes at creation.
+
+    Exported as a stack output: the group definition (Karpenter NodePool, cluster-autoscaler
+    node group, GKE/EKS node pool) applies them when a node registers, so no patch races the
+    autoscaler. Dedicated pools always list their tenant taint here, as nothing fights over taints
+    that a node is born with.
+
+    >>> node_group_requirements(dev)["l4-shared"]["labels"]["gpu.acme.dev/pool"]   # doctest: +SKIP
+    'l4-shared'
+    """
+    result: dict[str, dict[str, Any]] = {}
+    for pool_name, pool in sorted(environment.platform.node_pools.items()):
+        if pool.max_nodes is None or pool.gpu_class not in environment.platform.gpu_classes:
+            continue
+        result[pool_name] = {
+            "nodeSelector": dict(sorted(pool.node_selector.items())),
+            "maxNodes": pool.max_nodes,
+            "labels": pool_labels(environment, pool_name),
+            "taints": pool_taints(environment, pool_name),
+        }
+    return result

@@ -1,0 +1,187 @@
+"""KAI Scheduler objects: a two-level tree of `scheduling.run.ai/v2` Queues and the policy pinning tenants to theirs.
+
+* one parent Queue `dept-<department>` per department (the tenants' `queue.cohort`, else the
+  stack's `queues.defaultCohort`, else `tenants`): quotas from `queues.kai.departments`, else the
+  sum of its tenants' quotas. The prefix keeps department names apart from tenant names, as both
+  kinds of queue are cluster-scoped Queues;
+* one leaf Queue per tenant, named like the tenant, whose quota is the tenant's `quota` in KAI's
+  units: GPUs (a MIG slice counts as its compute slices, as KAI charges it), CPU millicores and
+  memory in MB (10^6 bytes), both from the quota's requests. `limit` is -1 (no cap beyond the
+  ResourceQuota) unless `queue.borrowingLimit` bounds every GPU class of the tenant;
+* a ValidatingAdmissionPolicy and binding: KAI lets any pod name any queue, so in tenant
+  namespaces a pod's `kai.scheduler/queue` label, and a PodGroup's `spec.queue`, must be the
+  tenant's own leaf queue. The PodGroup rule also catches workloads without the label, which KAI
+  would otherwise put in its default queue.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from ..spec import capacity as cap
+from ..spec.load import Environment
+from ..spec.queue_checks import (
+    KaiAmounts,
+    kai_amounts,
+    kai_declared_amount,
+    kai_department_of,
+    kai_gpu_units,
+    kai_parent_queue,
+)
+from ..spec.stack import Platform
+from ..spec.tenant import Tenant
+from .meta import TENANT_LABEL, KubeObject, kube_object, object_meta, platform_labels
+from .namespace import environment_label, owned_labels
+
+API_VERSION = "scheduling.run.ai/v2"
+QUEUE_LABEL = "kai.scheduler/queue"
+POLICY_NAME = "gpu-tenancy-kai-queue"
+UNLIMITED = -1
+
+
+def _number(value: Fraction | int) -> int | float:
+    """A JSON number: an int when whole (stable output), else a float (fractional GPUs)."""
+    value = Fraction(value)
+    return int(value) if value.denominator == 1 else float(value)
+
+
+def _resource(quota: Fraction | int, limit: Fraction | int, weight: int) -> dict:
+    return {"limit": _number(limit), "overQuotaWeight": weight, "quota": _number(quota)}
+
+
+def gpu_limit(tenant: Tenant, platform: Platform) -> Fraction | int:
+    """The leaf queue's GPU limit: quota plus borrowing when every class is bounded, else -1.
+
+    KAI limits GPUs as one number across classes, so a bound exists only if `borrowingLimit`
+    names each class the tenant may use (an unnamed class may borrow without limit).
+
+    >>> from components.spec.stack import Platform
+    >>> p = Platform.model_validate({"labelDomain": "x.dev", "gpuClasses": {"a100": {
+    ...     "model": "A100-80GB", "product": "NVIDIA-A100-SXM4-80GB", "memory": "80Gi"}}})
+    >>> gpu_limit(Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha1", "kind": "Tenant", "name": "a",
+    ...     "displayName": "A", "costCenter": "cc-1", "gpu": {"classes": ["a100"]}, "quota": {"gpu": 8},
+    ...     "queue": {"borrowingLimit": {"a100": 2}}}), p)
+    Fraction(10, 1)
+    """
+    limits = tenant.queue.borrowing_limit
+    classes = [name for name in cap.allowed_classes(tenant, platform) if name in platform.gpu_classes]
+    if limits is None or any(name not in limits for name in classes):
+        return UNLIMITED
+    quota = kai_amounts(tenant, platform).gpu
+    extra = sum(
+        (kai_gpu_units(cap.class_resource(platform.gpu_classes[name]), limits[name]) for name in classes),
+        Fraction(0),
+    )
+    return quota + extra
+
+
+def leaf_queue(tenant: Tenant, environment: Environment) -> KubeObject:
+    """The tenant's leaf Queue under its department.
+
+    >>> leaf_queue(staging.tenants[0].spec, staging)["spec"]["parentQueue"]   # doctest: +SKIP
+    'dept-research'
+    """
+    platform = environment.platform
+    amounts = kai_amounts(tenant, platform)
+    weight = tenant.queue.weight if tenant.queue.weight is not None else 1
+    spec = {
+        "displayName": tenant.display_name,
+        "parentQueue": kai_parent_queue(kai_department_of(tenant, platform)),
+        "resources": {
+            "cpu": _resource(amounts.cpu, UNLIMITED, weight),
+            "gpu": _resource(amounts.gpu, gpu_limit(tenant, platform), weight),
+            "memory": _resource(amounts.memory, UNLIMITED, weight),
+        },
+    }
+    return kube_object(API_VERSION, "Queue", object_meta(tenant.name, labels=owned_labels(tenant, environment)), spec=spec)
+
+
+def _members(environment: Environment) -> list[Tenant]:
+    return [t.spec for t in environment.tenants if t.spec.lifecycle != "decommissioned"]
+
+
+def department_queues(environment: Environment) -> list[KubeObject]:
+    """One parent Queue per department that has tenants or is declared in the stack.
+
+    >>> [q["metadata"]["name"] for q in department_queues(staging)]   # doctest: +SKIP
+    ['dept-research', 'dept-serving']
+    """
+    platform = environment.platform
+    declared = platform.queues.kai.departments
+    children: dict[str, list[KaiAmounts]] = {name: [] for name in declared}
+    for tenant in _members(environment):
+        children.setdefault(kai_department_of(tenant, platform), []).append(kai_amounts(tenant, platform))
+    labels = platform_labels(environment_label(environment))
+    queues = []
+    for name, amounts in sorted(children.items()):
+        department = declared.get(name)
+        weight = department.over_quota_weight if department and department.over_quota_weight is not None else 1
+        resources = {}
+        for resource in ("cpu", "gpu", "memory"):
+            own = getattr(department, resource) if department else None
+            quota = kai_declared_amount(resource, own) if own is not None else sum((getattr(a, resource) for a in amounts), Fraction(0))
+            resources[resource] = _resource(quota, UNLIMITED, weight)
+        spec: dict = {"displayName": (department.display_name if department and department.display_name else name), "resources": resources}
+        queues.append(kube_object(API_VERSION, "Queue", object_meta(kai_parent_queue(name), labels=labels), spec=spec))
+    return queues
+
+
+def queue_pinning_policy(environment: Environment) -> list[KubeObject]:
+    """ValidatingAdmissionPolicy + binding: in tenant namespaces, only the tenant's own queue.
+
+    The namespace's tenant label names the queue (leaf queues are named like tenants), so one
+    policy serves every tenant; tenants cannot edit their namespace's labels.
+
+    >>> [o["kind"] for o in queue_pinning_policy(staging)]   # doctest: +SKIP
+    ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']
+    """
+    labels = platform_labels(environment_label(environment))
+    queue = (
+        f"request.kind.kind == 'Pod' ? "
+        f"(has(object.metadata.labels) && '{QUEUE_LABEL}' in object.metadata.labels ? object.metadata.labels['{QUEUE_LABEL}'] : '') : "
+        f"(has(object.spec) && has(object.spec.queue) ? object.spec.queue : '')"
+    )
+    policy_spec = {
+        "failurePolicy": "Fail",
+        "matchConstraints": {
+            "namespaceSelector": {"matchExpressions": [{"key": TENANT_LABEL, "operator": "Exists"}]},
+            "resourceRules": [
+                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["pods"]},
+                {"apiGroups": ["scheduling.run.ai"], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"], "resources": ["podgroups"]},
+            ],
+        },
+        "validations": [
+            {
+                "expression": "request.kind.kind == 'Pod' ? (variables.queue == '' || variables.queue == variables.tenant) : variables.queue == variables.tenant",
+                "messageExpression": (
+                    f"'{QUEUE_LABEL} must be ' + variables.tenant + ', the queue of the tenant that owns namespace ' "
+                    f"+ request.namespace + ' (got \\'' + variables.queue + '\\')'"
+                ),
+                "reason": "Forbidden",
+            }
+        ],
+        "variables": [
+            {"expression": f"namespaceObject.metadata.labels['{TENANT_LABEL}']", "name": "tenant"},
+            {"expression": queue, "name": "queue"},
+        ],
+    }
+    policy = kube_object(
+        "admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", object_meta(POLICY_NAME, labels=labels), spec=policy_spec
+    )
+    binding = kube_object(
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicyBinding",
+        object_meta(POLICY_NAME, labels=labels),
+        spec={"policyName": POLICY_NAME, "validationActions": ["Deny"]},
+    )
+    return [policy, binding]
+
+
+def tenant_kai_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]:
+    """The tenant's leaf Queue."""
+    return [leaf_queue(tenant, environment)]
+
+
+def platform_kai_objects(environment: Environment) -> list[KubeObject]:
+    """Department Queues and the queue-pinning admission policy."""
+    return [*department_queues(environment), *queue_pinning_policy(environment)]

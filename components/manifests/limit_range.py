@@ -1,0 +1,64 @@
+"""The LimitRange: per-container defaults and bounds in every tenant namespace.
+
+It is what makes a cpu/memory quota usable: once a ResourceQuota counts cpu or memory, the API
+server rejects pods whose containers do not state them, and the LimitRange defaults fill them in.
+Values are the tenant's `limits`, each unset one taken from the stack's `limitRangeDefaults`.
+"""
+
+from __future__ import annotations
+
+from ..spec.checks import effective_limits
+from ..spec.load import Environment
+from ..spec.tenant import ResourceValues, Tenant
+from .meta import KubeObject, kube_object, object_meta
+from .namespace import owned_labels
+
+LIMIT_RANGE = "tenant-limits"
+
+_SECTIONS = (("default_request", "defaultRequest"), ("default", "default"), ("max", "max"), ("min", "min"))
+_RESOURCES = (("cpu", "cpu"), ("memory", "memory"), ("ephemeral_storage", "ephemeral-storage"))
+
+
+def _values(values: ResourceValues) -> dict[str, str]:
+    return {key: str(getattr(values, field)) for field, key in _RESOURCES if getattr(values, field) is not None}
+
+
+def container_limits(tenant: Tenant, environment: Environment) -> dict:
+    """The `type: Container` limit item, empty sections left out.
+
+    >>> from components.spec.stack import Platform
+    >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
+    >>> container_limits(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
+    ...     displayName="A", costCenter="cc-1"), env)["defaultRequest"]
+    {'cpu': '100m', 'memory': '256Mi'}
+    """
+    limits = effective_limits(tenant, environment.platform)
+    item: dict = {"type": "Container"}
+    for field, key in _SECTIONS:
+        values = _values(getattr(limits, field))
+        if values:
+            item[key] = dict(sorted(values.items()))
+    return item
+
+
+def limit_ranges(tenant: Tenant, environment: Environment) -> list[KubeObject]:
+    """One LimitRange `tenant-limits` per tenant namespace; none when there is nothing to set.
+
+    >>> from components.spec.stack import Platform
+    >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
+    >>> [o["metadata"]["namespace"] for o in limit_ranges(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1",
+    ...     kind="Tenant", name="a", displayName="A", costCenter="cc-1", namespaces=["a-data"]), env)]
+    ['a', 'a-data']
+    """
+    if len(container_limits(tenant, environment)) == 1:
+        return []
+    labels = owned_labels(tenant, environment)
+    return [
+        kube_object(
+            "v1",
+            "LimitRange",
+            object_meta(LIMIT_RANGE, namespace=namespace, labels=labels),
+            spec={"limits": [container_limits(tenant, environment)]},
+        )
+        for namespace in tenant.all_namespaces
+    ]

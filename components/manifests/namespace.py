@@ -1,0 +1,127 @@
+"""The tenant's namespaces: who they belong to, what they cost, and the Pod Security they enforce.
+
+Pod Security Admission reads the `pod-security.kubernetes.io/*` labels of a namespace. All three
+modes (enforce, audit, warn) get the same level, pinned to the stack's policy version so that a
+Kubernetes upgrade never silently changes what is admitted.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ..spec.load import Environment
+from ..spec.stack import Platform
+from ..spec.tenant import Tenant
+from .meta import COST_CENTER_LABEL, GROUP, KubeObject, kube_object, object_meta, tenant_labels
+
+LIFECYCLE_LABEL = f"{GROUP}/lifecycle"
+DISPLAY_NAME_ANNOTATION = f"{GROUP}/display-name"
+DESCRIPTION_ANNOTATION = f"{GROUP}/description"
+OWNERS_ANNOTATION = f"{GROUP}/owners"
+CONTACTS_ANNOTATION = f"{GROUP}/contacts"
+COST_CENTER_ANNOTATION = COST_CENTER_LABEL
+PRIMARY_NAMESPACE_ANNOTATION = f"{GROUP}/primary-namespace"
+POD_SECURITY_PREFIX = "pod-security.kubernetes.io"
+POD_SECURITY_MODES = ("enforce", "audit", "warn")
+
+_STRICTNESS = {"privileged": 0, "baseline": 1, "restricted": 2}
+
+
+def environment_label(environment: Environment) -> str:
+    """The value of the environment label: the stack's `environment`, else the stack name.
+
+    >>> from components.spec.stack import Platform
+    >>> environment_label(Environment("prod", Platform(labelDomain="gpu.example.com"), None, []))
+    'prod'
+    """
+    return environment.platform.environment or environment.name
+
+
+def owned_labels(tenant: Tenant, environment: Environment) -> dict[str, str]:
+    """Labels every object of the tenant carries (namespaced or not).
+
+    >>> from components.spec.stack import Platform
+    >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
+    >>> owned_labels(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
+    ...     displayName="A", costCenter="cc-1"), env)["gpu-tenancy.dev/tenant"]
+    'a'
+    """
+    return tenant_labels(tenant.name, environment_label(environment))
+
+
+def pod_security_level(tenant: Tenant, platform: Platform) -> str:
+    """The tenant's Pod Security level: its own if set, else the stack's; never looser than the stack's.
+
+    >>> from components.spec.stack import Platform
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
+    ...     costCenter="cc-1", podSecurity="restricted")
+    >>> pod_security_level(t, Platform(labelDomain="gpu.example.com"))
+    'restricted'
+    """
+    stack = platform.pod_security.level
+    own = tenant.pod_security or stack
+    # Validation already rejects a looser tenant level; the builder must not loosen it either way.
+    return own if _STRICTNESS[own] >= _STRICTNESS[stack] else stack
+
+
+def pod_security_labels(level: str, version: str) -> dict[str, str]:
+    """The Pod Security Admission labels for one level, every mode pinned to `version`.
+
+    >>> pod_security_labels("baseline", "v1.30")["pod-security.kubernetes.io/enforce-version"]
+    'v1.30'
+    """
+    labels = {}
+    for mode in POD_SECURITY_MODES:
+        labels[f"{POD_SECURITY_PREFIX}/{mode}"] = level
+        labels[f"{POD_SECURITY_PREFIX}/{mode}-version"] = version
+    return labels
+
+
+def _contacts(tenant: Tenant) -> str:
+    entries = [contact.model_dump(exclude_none=True) for contact in tenant.contacts]
+    return json.dumps(entries, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+
+
+def namespace_annotations(tenant: Tenant) -> dict[str, str]:
+    """Human-facing facts about the tenant; annotations, because they are not label values.
+
+    >>> namespace_annotations(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
+    ...     displayName="Team A", costCenter="cc-1"))["gpu-tenancy.dev/display-name"]
+    'Team A'
+    """
+    annotations = {
+        DISPLAY_NAME_ANNOTATION: tenant.display_name,
+        COST_CENTER_ANNOTATION: tenant.cost_center,
+        PRIMARY_NAMESPACE_ANNOTATION: tenant.name,
+    }
+    if tenant.description:
+        annotations[DESCRIPTION_ANNOTATION] = tenant.description
+    if tenant.access.owners.groups or tenant.access.owners.users:
+        annotations[OWNERS_ANNOTATION] = ",".join([*tenant.access.owners.groups, *tenant.access.owners.users])
+    if tenant.contacts:
+        annotations[CONTACTS_ANNOTATION] = _contacts(tenant)
+    return annotations
+
+
+def namespaces(tenant: Tenant, environment: Environment) -> list[KubeObject]:
+    """One Namespace per tenant namespace (its own first), labelled for ownership, cost and Pod Security.
+
+    >>> from components.spec.stack import Platform
+    >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
+    ...     costCenter="cc-1", namespaces=["a-data"])
+    >>> [ns["metadata"]["name"] for ns in namespaces(t, env)]
+    ['a', 'a-data']
+    """
+    platform = environment.platform
+    labels = {
+        **owned_labels(tenant, environment),
+        COST_CENTER_LABEL: tenant.cost_center,
+        LIFECYCLE_LABEL: tenant.lifecycle,
+        **pod_security_labels(pod_security_level(tenant, platform), platform.pod_security.version),
+    }
+    annotations = namespace_annotations(tenant)
+    return [
+        kube_object("v1", "Namespace", object_meta(name, labels=labels, annotations=annotations))
+        for name in tenant.all_namespaces
+    ]

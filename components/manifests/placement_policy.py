@@ -1,0 +1,358 @@
+"""Where a tenant's pods may run on GPUs, enforced at admission (a taint alone is not enforcement).
+
+A taint keeps out pods that do not tolerate it, but any pod may declare any toleration, and a
+GPU pod without a node selector lands on whatever node has a free device (ResourceQuota counts
+`nvidia.com/gpu`, not which class it is). So every tenant gets a ValidatingAdmissionPolicy that
+checks, on pod CREATE and on UPDATEs that change the spec, in the tenant's namespaces:
+
+* `nodeSelector` and required node affinity (`In`) on `<domain>/gpu-class`, `<domain>/pool`,
+  `<domain>/tenant` and `nvidia.com/gpu.product` name only classes and pools the tenant may use;
+  `Exists` on the tenant label (any dedicated node) is refused;
+* no toleration of another tenant's dedicated taint, nor of every value of the tenant taint key,
+  nor the wildcard toleration (empty key, `Exists`) that tolerates every taint;
+* a pod requesting GPUs (`nvidia.com/gpu`, `nvidia.com/gpu.shared`, `nvidia.com/mig-*`) pins
+  itself to nodes the tenant may use: a pool it may use, its own tenant label, or a class (or
+  product) all of whose pools it may use; a class that also has other tenants' dedicated pools
+  does not pin, select the pool;
+* `spec.nodeName` is not set at creation (it bypasses the scheduler, and with it every rule).
+
+Design: one policy and one binding per tenant, with the tenant's allowed values inlined as CEL
+list literals. No params objects to keep in sync, the messages can list what is allowed, and
+onboarding a tenant adds objects without editing anyone else's.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from ..spec import capacity as cap
+from ..spec.load import Environment
+from ..spec.tenant import Tenant
+from .gpu_nodes import GPU_PRODUCT_LABEL, dedicated_pool_owners, gpu_class_label, pool_label, tenant_label
+from .meta import TENANT_LABEL, KubeObject, kube_object, object_meta, tenant_labels
+
+API_VERSION = "admissionregistration.k8s.io/v1"
+NAME_PREFIX = "gpu-tenancy-placement"
+GPU_RESOURCES = ("nvidia.com/gpu", "nvidia.com/gpu.shared")
+MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
+
+
+@dataclass(frozen=True)
+class Placement:
+    """What one tenant may target, as sorted lists (the literals inlined into the policy)."""
+
+    tenant: str
+    classes: list[str]
+    pools: list[str]
+    dedicated_pools: list[str]
+    products: list[str]
+    pinning_classes: list[str]
+    pinning_products: list[str]
+
+
+def placement(tenant: Tenant, environment: Environment) -> Placement:
+    """The classes, pools and products a tenant may select, and which of them pin a pod to allowed nodes.
+
+    A pool is allowed if it is dedicated to the tenant, or shared (dedicated to nobody) and of a
+    class the tenant lists in `gpu.classes`. A class selector pins only if every pool of the class
+    is allowed; otherwise it would also match another tenant's dedicated nodes.
+
+    >>> placement(prod.tenants[1].spec, prod).pools   # doctest: +SKIP
+    ['h100-serve']
+    """
+    platform = environment.platform
+    owners = dedicated_pool_owners(environment)
+    dedicated = sorted(p for p, owner in owners.items() if owner == tenant.name)
+    listed = set(tenant.gpu.classes)
+    pools = sorted(
+        name
+        for name, pool in platform.node_pools.items()
+        if owners.get(name) == tenant.name or (name not in owners and pool.gpu_class in listed)
+    )
+    classes = [c for c in cap.allowed_classes(tenant, platform) if c in platform.gpu_classes]
+
+    def pools_of(predicate) -> list[str]:
+        return [name for name, pool in platform.node_pools.items() if predicate(pool)]
+
+    pinning_classes = [c for c in classes if set(pools_of(lambda p, c=c: p.gpu_class == c)) <= set(pools)]
+    products = sorted({platform.gpu_classes[c].product for c in classes})
+
+    def product_of(pool) -> str | None:
+        gpu_class = platform.gpu_classes.get(pool.gpu_class)
+        return gpu_class.product if gpu_class else None
+
+    pinning_products = [r for r in products if set(pools_of(lambda p, r=r: product_of(p) == r)) <= set(pools)]
+    return Placement(tenant.name, classes, pools, dedicated, products, pinning_classes, pinning_products)
+
+
+def policy_name(tenant: str) -> str:
+    """Name of the tenant's placement policy and of its binding.
+
+    >>> policy_name("eval")
+    'gpu-tenancy-placement-eval'
+    """
+    return f"{NAME_PREFIX}-{tenant}"
+
+
+def _str(value: str) -> str:
+    # JSON string literals are valid CEL string literals (same escapes).
+    return json.dumps(value)
+
+
+def _list(values: Iterable[str]) -> str:
+    return "[" + ", ".join(_str(v) for v in values) + "]"
+
+
+def _text(values: list[str]) -> str:
+    return ", ".join(values) if values else "none"
+
+
+def _selector_ok(key: str, allowed: str) -> str:
+    return f"!({_str(key)} in variables.nodeSelector) || variables.nodeSelector[{_str(key)}] in {allowed}"
+
+
+def _bad_in(key: str, allowed: str) -> str:
+    return f'e.key == {_str(key)} && e.operator == "In" && e.values.exists(v, !(v in {allowed}))'
+
+
+def _bad_terms_variable(name: str, key: str, allowed: str) -> dict[str, str]:
+    """Required-affinity terms that name a disallowed value of `key` with operator In."""
+    return {
+        "name": name,
+        "expression": f"variables.terms.filter(t, has(t.matchExpressions) && t.matchExpressions.exists(e, {_bad_in(key, allowed)}))",
+    }
+
+
+def _first_bad_value(key: str, allowed: str, terms_variable: str) -> str:
+    """The first disallowed value, from nodeSelector or else from required affinity (message only)."""
+    return (
+        f"({_str(key)} in variables.nodeSelector && !(variables.nodeSelector[{_str(key)}] in {allowed}))"
+        f" ? variables.nodeSelector[{_str(key)}]"
+        f" : variables.{terms_variable}[0].matchExpressions.filter(e, {_bad_in(key, allowed)})[0]"
+        f".values.filter(v, !(v in {allowed}))[0]"
+    )
+
+
+def _is_gpu_resource(name: str) -> str:
+    exact = " || ".join(f"{name} == {_str(r)}" for r in GPU_RESOURCES)
+    return f"{exact} || {name}.startsWith({_str(MIG_RESOURCE_PREFIX)})"
+
+
+def _targets(p: Placement, environment: Environment) -> list[tuple[str, str, list[str], str]]:
+    """(variable prefix, node label, allowed values, what) for each label whose values are checked."""
+    platform = environment.platform
+    return [
+        ("class", gpu_class_label(platform), p.classes, "GPU class"),
+        ("pool", pool_label(platform), p.pools, "node pool"),
+        ("product", GPU_PRODUCT_LABEL, p.products, "GPU product"),
+    ]
+
+
+def _foreign_toleration(p: Placement, tenant_key: str) -> str:
+    own = f'(!has(t.operator) || t.operator == "Equal") && has(t.value) && t.value == {_str(p.tenant)}'
+    return f"has(t.key) && t.key == {_str(tenant_key)} && !({own})"
+
+
+def _variables(p: Placement, environment: Environment) -> list[dict[str, str]]:
+    required = "object.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    gpu = _is_gpu_resource("r")
+    variables = [
+        {"name": "nodeSelector", "expression": "has(object.spec.nodeSelector) ? object.spec.nodeSelector : {}"},
+        {
+            "name": "terms",
+            "expression": (
+                "has(object.spec.affinity) && has(object.spec.affinity.nodeAffinity) && "
+                f"has({required}) ? {required}.nodeSelectorTerms : []"
+            ),
+        },
+        {"name": "tolerations", "expression": "has(object.spec.tolerations) ? object.spec.tolerations : []"},
+        {
+            "name": "foreignTolerations",
+            "expression": f"variables.tolerations.filter(t, {_foreign_toleration(p, tenant_label(environment.platform))})",
+        },
+        {
+            "name": "requestsGpu",
+            "expression": (
+                "(object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : []))"
+                ".exists(c, has(c.resources) && ("
+                f"(has(c.resources.limits) && c.resources.limits.exists(r, {gpu})) || "
+                f"(has(c.resources.requests) && c.resources.requests.exists(r, {gpu}))))"
+            ),
+        },
+    ]
+    for prefix, key, values, _ in _targets(p, environment):
+        variables.append(_bad_terms_variable(f"{prefix}TermsNotAllowed", key, _list(values)))
+    return variables
+
+
+def _validations(p: Placement, environment: Environment) -> list[dict[str, str]]:
+    platform = environment.platform
+    class_key, pool_key, tenant_key = gpu_class_label(platform), pool_label(platform), tenant_label(platform)
+    tenant = _str(p.tenant)
+    allowed = f"allowed classes: {_text(p.classes)}; pools: {_text(p.pools)}; dedicated pools: {_text(p.dedicated_pools)}"
+    own = (
+        f"tenant {p.tenant} may only select or tolerate {tenant_key}={p.tenant}"
+        if p.dedicated_pools
+        else f"tenant {p.tenant} has no dedicated pools"
+    )
+    result = [
+        {
+            "expression": 'request.operation != "CREATE" || !has(object.spec.nodeName) || object.spec.nodeName == ""',
+            "message": (
+                f"pods of tenant {p.tenant} may not set spec.nodeName: it bypasses the scheduler and every placement "
+                f"rule; select nodes with nodeSelector {pool_key} or {class_key} instead"
+            ),
+            "reason": "Forbidden",
+        }
+    ]
+    for prefix, key, values, what in _targets(p, environment):
+        literal, terms = _list(values), f"{prefix}TermsNotAllowed"
+        result.append(
+            {
+                "expression": f"({_selector_ok(key, literal)}) && size(variables.{terms}) == 0",
+                "messageExpression": (
+                    f'"{what} \'" + ({_first_bad_value(key, literal, terms)}) + '
+                    f'"\' is not allowed for tenant {p.tenant}; {allowed}"'
+                ),
+                "message": f"a {what} ({key}) that tenant {p.tenant} may not use is selected; {allowed}",
+                "reason": "Forbidden",
+            }
+        )
+    # NotIn and DoesNotExist only narrow; Exists would select every tenant's dedicated nodes.
+    tenant_ops_ok = f'e.operator == "NotIn" || e.operator == "DoesNotExist" || (e.operator == "In" && e.values.all(v, v == {tenant}))'
+    result.append(
+        {
+            "expression": (
+                f"(!({_str(tenant_key)} in variables.nodeSelector) || variables.nodeSelector[{_str(tenant_key)}] == {tenant}) && "
+                f"variables.terms.all(t, !has(t.matchExpressions) || t.matchExpressions.all(e, e.key != {_str(tenant_key)} || {tenant_ops_ok}))"
+            ),
+            "message": f"nodes dedicated to another tenant are selected ({tenant_key}); {own}",
+            "reason": "Forbidden",
+        }
+    )
+    result.append(
+        {
+            "expression": 'variables.tolerations.all(t, (has(t.key) && t.key != "") || !has(t.operator) || t.operator != "Exists")',
+            "message": (
+                "a toleration with operator Exists and no key tolerates every taint, including other tenants' "
+                "dedicated nodes; tolerate specific taint keys"
+            ),
+            "reason": "Forbidden",
+        }
+    )
+    first = "variables.foreignTolerations[0]"
+    result.append(
+        {
+            "expression": "size(variables.foreignTolerations) == 0",
+            "messageExpression": (
+                f'"the toleration of taint {tenant_key}" + '
+                f'((has({first}.operator) && {first}.operator == "Exists") ? " (operator Exists: every tenant)" '
+                f': "=" + (has({first}.value) ? {first}.value : "")) + '
+                f'" would let pods onto nodes dedicated to another tenant; {own}"'
+            ),
+            "message": f"a toleration of taint {tenant_key} lets pods onto nodes dedicated to another tenant; {own}",
+            "reason": "Forbidden",
+        }
+    )
+    result.append(
+        {
+            "expression": f"!variables.requestsGpu || {_pinned(p, class_key, pool_key, tenant_key)}",
+            "message": _pin_message(p, class_key, pool_key, tenant_key),
+            "reason": "Forbidden",
+        }
+    )
+    return result
+
+
+def _pinned(p: Placement, class_key: str, pool_key: str, tenant_key: str) -> str:
+    options = [(pool_key, p.pools), (class_key, p.pinning_classes), (GPU_PRODUCT_LABEL, p.pinning_products)]
+    by_selector = [
+        f"({_str(k)} in variables.nodeSelector && variables.nodeSelector[{_str(k)}] in {_list(v)})" for k, v in options if v
+    ]
+    by_term = [f"(e.key == {_str(k)} && e.values.all(v, v in {_list(vals)}))" for k, vals in options if vals]
+    if p.dedicated_pools:
+        by_selector.append(f"({_str(tenant_key)} in variables.nodeSelector && variables.nodeSelector[{_str(tenant_key)}] == {_str(p.tenant)})")
+        by_term.append(f"(e.key == {_str(tenant_key)} && e.values.all(v, v == {_str(p.tenant)}))")
+    if not by_selector:
+        return "false"
+    # Terms are ORed: the pod is pinned by affinity only if every term pins it.
+    affinity = (
+        "(size(variables.terms) > 0 && variables.terms.all(t, has(t.matchExpressions) && "
+        f't.matchExpressions.exists(e, e.operator == "In" && ({" || ".join(by_term)}))))'
+    )
+    return "(" + " || ".join(by_selector + [affinity]) + ")"
+
+
+def _pin_message(p: Placement, class_key: str, pool_key: str, tenant_key: str) -> str:
+    if not p.pools:
+        return (
+            f"tenant {p.tenant} may not use GPUs in this environment (no usable pool: gpu.classes and "
+            f"gpu.dedicatedPools give none); remove the nvidia.com GPU resources from the pod"
+        )
+    choices = [f"{pool_key} (one of {', '.join(p.pools)})"]
+    if p.pinning_classes:
+        choices.append(f"{class_key} (one of {', '.join(p.pinning_classes)})")
+    if p.dedicated_pools:
+        choices.append(f"{tenant_key}={p.tenant}")
+    return (
+        f"pods of tenant {p.tenant} that request GPUs must select where they run, with nodeSelector or required "
+        f"node affinity (operator In) on " + " or ".join(choices)
+    )
+
+
+def placement_policy(tenant: Tenant, environment: Environment) -> KubeObject:
+    """The tenant's ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1, Kubernetes 1.30+).
+
+    >>> placement_policy(prod.tenants[0].spec, prod)["spec"]["failurePolicy"]   # doctest: +SKIP
+    'Fail'
+    """
+    p = placement(tenant, environment)
+    spec: dict[str, Any] = {
+        "failurePolicy": "Fail",
+        "matchConstraints": {
+            "namespaceSelector": {"matchLabels": {TENANT_LABEL: tenant.name}},
+            "resourceRules": [
+                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["pods"]}
+            ],
+        },
+        # Updates that leave the spec alone (labels, finalizers) must pass even if the tenant's
+        # allowances have shrunk since the pod was created, or its Job could never finish.
+        "matchConditions": [
+            {"name": "create-or-spec-change", "expression": 'request.operation != "UPDATE" || object.spec != oldObject.spec'}
+        ],
+        "variables": _variables(p, environment),
+        "validations": _validations(p, environment),
+    }
+    return kube_object(
+        API_VERSION,
+        "ValidatingAdmissionPolicy",
+        object_meta(policy_name(tenant.name), labels=tenant_labels(tenant.name, environment.name)),
+        spec=spec,
+    )
+
+
+def placement_binding(tenant: Tenant, environment: Environment) -> KubeObject:
+    """The binding that switches the tenant's policy on, denying (not just warning about) violations.
+
+    >>> placement_binding(prod.tenants[0].spec, prod)["spec"]["validationActions"]   # doctest: +SKIP
+    ['Deny']
+    """
+    return kube_object(
+        API_VERSION,
+        "ValidatingAdmissionPolicyBinding",
+        object_meta(policy_name(tenant.name), labels=tenant_labels(tenant.name, environment.name)),
+        spec={"policyName": policy_name(tenant.name), "validationActions": ["Deny"]},
+    )
+
+
+def placement_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]:
+    """Policy and binding of one tenant; none for a decommissioned tenant (its namespaces are going away).
+
+    >>> [o["kind"] for o in placement_objects(prod.tenants[0].spec, prod)]   # doctest: +SKIP
+    ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']
+    """
+    if tenant.lifecycle == "decommissioned":
+        return []
+    return [placement_policy(tenant, environment), placement_binding(tenant, environment)]

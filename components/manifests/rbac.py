@@ -1,0 +1,322 @@
+"""Who may do what: tenant Roles, their bindings, CI ServiceAccounts and the shared cluster read role.
+
+The three tenant Roles (`tenant-owner`, `tenant-developer`, `tenant-viewer`) are explicit rules,
+never the built-in `admin`/`edit` ClusterRoles, whose contents change between Kubernetes releases
+and include writing ResourceQuota-adjacent and policy objects. Invariants the tests pin:
+
+* no `*` in apiGroups, resources or verbs;
+* no tenant role writes resourcequotas, limitranges, networkpolicies or namespaces (reading them
+  is allowed: people need to see why a pod was rejected);
+* owners may create RoleBindings, but `bind` is granted only on the tenant's own three Roles, so
+  the API server's escalation check stops them binding any ClusterRole or any other Role with
+  permissions they do not already hold;
+* tenant subjects are bound cluster-wide only to `gpu-tenancy:cluster-viewer` (read nodes,
+  PriorityClasses, StorageClasses, RuntimeClasses: what a team needs to pick a GPU class).
+
+Limits of namespace RBAC, stated because they cannot be fixed here: anyone who may create pods
+in a namespace may run them as any ServiceAccount of that namespace, so a CI ServiceAccount with
+role `owner` lends owner rights to the namespace's developers. CI ServiceAccounts are bound only
+in their own namespace, and no role may mint ServiceAccount tokens (`serviceaccounts/token`).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from ..spec.load import Environment
+from ..spec.tenant import ServiceAccountGrant, Subjects, Tenant
+from .meta import KubeObject, kube_object, object_meta, platform_labels
+from .namespace import environment_label, owned_labels
+
+RBAC_GROUP = "rbac.authorization.k8s.io"
+RBAC_API = f"{RBAC_GROUP}/v1"
+
+ROLES = ("owner", "developer", "viewer")
+CLUSTER_VIEWER = "gpu-tenancy:cluster-viewer"
+PLATFORM_ADMIN_BINDING = "gpu-tenancy:platform-admins"
+
+READ = ("get", "list", "watch")
+WRITE = (*READ, "create", "update", "patch", "delete", "deletecollection")
+INTERACT = ("create", "get")
+
+# Workloads and their inputs: owners and developers create, change and delete these.
+_MANAGED: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("", ("configmaps", "persistentvolumeclaims", "pods", "secrets", "serviceaccounts", "services")),
+    ("apps", ("deployments", "statefulsets")),
+    ("autoscaling", ("horizontalpodautoscalers",)),
+    ("batch", ("cronjobs", "jobs")),
+    ("jobset.x-k8s.io", ("jobsets",)),
+    ("kubeflow.org", ("jaxjobs", "mpijobs", "paddlejobs", "pytorchjobs", "tfjobs", "xgboostjobs")),
+    ("networking.k8s.io", ("ingresses",)),
+    ("trainer.kubeflow.org", ("trainjobs",)),
+)
+# Visible to every role, written only by controllers or the platform. Quota, LimitRange and
+# NetworkPolicy are here so people can see why something was rejected; PodDisruptionBudgets
+# because one that allows no disruption would block draining GPU nodes for maintenance; Kueue
+# workloads and queues because their admission state belongs to the scheduler.
+_VISIBLE: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("", ("endpoints", "events", "limitranges", "pods/log", "resourcequotas")),
+    ("apps", ("replicasets",)),
+    ("discovery.k8s.io", ("endpointslices",)),
+    ("events.k8s.io", ("events",)),
+    ("kueue.x-k8s.io", ("localqueues", "workloads")),
+    ("networking.k8s.io", ("networkpolicies",)),
+    ("policy", ("poddisruptionbudgets",)),
+    (RBAC_GROUP, ("rolebindings", "roles")),
+)
+# Everything a viewer may not read, although developers may.
+_HIDDEN_FROM_VIEWERS = frozenset({"secrets"})
+
+_CLUSTER_VISIBLE: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("", ("nodes",)),
+    ("node.k8s.io", ("runtimeclasses",)),
+    ("scheduling.k8s.io", ("priorityclasses",)),
+    ("storage.k8s.io", ("storageclasses",)),
+)
+
+
+def role_name(role: str) -> str:
+    """Name of a tenant Role.
+
+    >>> role_name("owner")
+    'tenant-owner'
+    """
+    return f"tenant-{role}"
+
+
+def role_binding_name(role: str) -> str:
+    """Name of the RoleBinding that grants a tenant Role to its subjects.
+
+    >>> role_binding_name("viewer")
+    'tenant-viewers'
+    """
+    return f"tenant-{role}s"
+
+
+def cluster_viewer_binding_name(tenant: str) -> str:
+    """Name of the tenant's ClusterRoleBinding to the shared read-only ClusterRole.
+
+    >>> cluster_viewer_binding_name("team-a")
+    'gpu-tenancy:team-a:cluster-viewer'
+    """
+    return f"gpu-tenancy:{tenant}:cluster-viewer"
+
+
+def rule(api_group: str, resources: Iterable[str], verbs: Iterable[str], resource_names: Iterable[str] = ()) -> dict:
+    """One PolicyRule with sorted lists.
+
+    >>> rule("apps", ["statefulsets", "deployments"], ["get"])
+    {'apiGroups': ['apps'], 'resources': ['deployments', 'statefulsets'], 'verbs': ['get']}
+    """
+    result = {"apiGroups": [api_group], "resources": sorted(resources), "verbs": sorted(verbs)}
+    names = sorted(resource_names)
+    if names:
+        result["resourceNames"] = names
+    return result
+
+
+def role_rules(role: str) -> list[dict]:
+    """The PolicyRules of one tenant role (`owner`, `developer` or `viewer`).
+
+    >>> [r["resources"] for r in role_rules("owner") if "bind" in r["verbs"]]
+    [['roles']]
+    """
+    if role not in ROLES:
+        raise ValueError(f"unknown tenant role '{role}' (known: {', '.join(ROLES)})")
+    rules = []
+    if role == "viewer":
+        for group, resources in _MANAGED:
+            visible = [r for r in resources if r not in _HIDDEN_FROM_VIEWERS]
+            if visible:
+                rules.append(rule(group, visible, READ))
+    else:
+        rules.extend(rule(group, resources, WRITE) for group, resources in _MANAGED)
+        rules.append(rule("", ("pods/attach", "pods/exec", "pods/portforward"), INTERACT))
+        rules.append(rule("apps", ("deployments/scale", "statefulsets/scale"), ("get", "patch", "update")))
+    rules.extend(rule(group, resources, READ) for group, resources in _VISIBLE)
+    rules.append(rule("metrics.k8s.io", ("pods",), ("get", "list")))
+    if role == "owner":
+        # deletecollection left out: one call would remove every binding, the owners' own included.
+        rules.append(rule(RBAC_GROUP, ("rolebindings",), ("create", "delete", "patch", "update")))
+        rules.append(rule(RBAC_GROUP, ("roles",), ("bind",), [role_name(r) for r in ROLES]))
+    return sorted(rules, key=lambda r: (r["apiGroups"], r["resources"], r["verbs"]))
+
+
+def cluster_viewer_rules() -> list[dict]:
+    """Rules of the shared `gpu-tenancy:cluster-viewer` ClusterRole: read cluster-scoped inventory.
+
+    >>> [r["resources"] for r in cluster_viewer_rules()][0]
+    ['nodes']
+    """
+    return [rule(group, resources, READ) for group, resources in _CLUSTER_VISIBLE]
+
+
+def _people(subjects: Subjects) -> list[dict]:
+    groups = [{"kind": "Group", "apiGroup": RBAC_GROUP, "name": name} for name in subjects.groups]
+    users = [{"kind": "User", "apiGroup": RBAC_GROUP, "name": name} for name in subjects.users]
+    return [*groups, *users]
+
+
+def _service_account_subject(grant: ServiceAccountGrant, tenant: Tenant) -> dict:
+    return {"kind": "ServiceAccount", "name": grant.name, "namespace": grant.namespace or tenant.name}
+
+
+def _unique_sorted(subjects: list[dict]) -> list[dict]:
+    unique = {(s["kind"], s.get("namespace", ""), s["name"]): s for s in subjects}
+    return [unique[key] for key in sorted(unique)]
+
+
+def role_subjects(tenant: Tenant, role: str, namespace: str) -> list[dict]:
+    """Subjects holding `role` in `namespace`: its groups and users, and CI ServiceAccounts of that namespace.
+
+    >>> role_subjects(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
+    ...     costCenter="cc-1", access={"viewers": {"groups": ["g"]}}), "viewer", "a")[0]["name"]
+    'g'
+    """
+    people = _people(getattr(tenant.access, f"{role}s"))
+    accounts = [
+        _service_account_subject(grant, tenant)
+        for grant in tenant.access.ci_service_accounts
+        if grant.role == role and (grant.namespace or tenant.name) == namespace
+    ]
+    return _unique_sorted([*people, *accounts])
+
+
+def all_subjects(tenant: Tenant) -> list[dict]:
+    """Every subject with any role in the tenant (people of all roles and every CI ServiceAccount).
+
+    >>> [s["kind"] for s in all_subjects(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant",
+    ...     name="a", displayName="A", costCenter="cc-1", access={"ciServiceAccounts": [{"name": "ci"}]}))]
+    ['ServiceAccount']
+    """
+    people = [s for role in ROLES for s in _people(getattr(tenant.access, f"{role}s"))]
+    accounts = [_service_account_subject(grant, tenant) for grant in tenant.access.ci_service_accounts]
+    return _unique_sorted([*people, *accounts])
+
+
+def roles(tenant: Tenant, environment: Environment) -> list[KubeObject]:
+    """The three tenant Roles in every tenant namespace.
+
+    >>> from components.spec.stack import Platform
+    >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
+    ...     costCenter="cc-1", access={"owners": {"groups": ["a-leads"]}, "ciServiceAccounts": [{"name": "ci"}]})
+    >>> [r["metadata"]["name"] for r in roles(t, env)]
+    ['tenant-owner', 'tenant-developer', 'tenant-viewer']
+    """
+    labels = owned_labels(tenant, environment)
+    return [
+        kube_object(RBAC_API, "Role", object_meta(role_name(role), namespace=namespace, labels=labels), rules=role_rules(role))
+        for namespace in tenant.all_namespaces
+        for role in ROLES
+    ]
+
+
+def role_bindings(tenant: Tenant, environment: Environment) -> list[KubeObject]:
+    """A RoleBinding per tenant role and namespace that has subjects; none for an empty role.
+
+    >>> from components.spec.stack import Platform
+    >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
+    ...     costCenter="cc-1", access={"owners": {"groups": ["a-leads"]}, "ciServiceAccounts": [{"name": "ci"}]})
+    >>> [b["roleRef"]["name"] for b in role_bindings(t, env)]
+    ['tenant-owner', 'tenant-developer']
+    """
+    labels = owned_labels(tenant, environment)
+    bindings = []
+    for namespace in tenant.all_namespaces:
+        for role in ROLES:
+            subjects = role_subjects(tenant, role, namespace)
+            if not subjects:
+                continue
+            bindings.append(
+                kube_object(
+                    RBAC_API,
+                    "RoleBinding",
+                    object_meta(role_binding_name(role), namespace=namespace, labels=labels),
+                    roleRef={"apiGroup": RBAC_GROUP, "kind": "Role", "name": role_name(role)},
+                    subjects=subjects,
+                )
+            )
+    return bindings
+
+
+def service_accounts(tenant: Tenant, environment: Environment) -> list[KubeObject]:
+    """The tenant's CI ServiceAccounts, each in its namespace (the tenant's own unless stated).
+
+    >>> from components.spec.stack import Platform
+    >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
+    ...     costCenter="cc-1", access={"owners": {"groups": ["a-leads"]}, "ciServiceAccounts": [{"name": "ci"}]})
+    >>> [(s["metadata"]["namespace"], s["metadata"]["name"]) for s in service_accounts(t, env)]
+    [('a', 'ci')]
+    """
+    labels = owned_labels(tenant, environment)
+    unique = {(grant.namespace or tenant.name, grant.name) for grant in tenant.access.ci_service_accounts}
+    return [
+        kube_object("v1", "ServiceAccount", object_meta(name, namespace=namespace, labels=labels))
+        for namespace, name in sorted(unique)
+    ]
+
+
+def cluster_viewer_binding(tenant: Tenant, environment: Environment) -> list[KubeObject]:
+    """The tenant's ClusterRoleBinding of every subject to the shared read-only ClusterRole.
+
+    >>> from components.spec.stack import Platform
+    >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
+    ...     costCenter="cc-1", access={"owners": {"groups": ["a-leads"]}, "ciServiceAccounts": [{"name": "ci"}]})
+    >>> cluster_viewer_binding(t, env)[0]["roleRef"]["name"]
+    'gpu-tenancy:cluster-viewer'
+    """
+    subjects = all_subjects(tenant)
+    if not subjects:
+        return []
+    return [
+        kube_object(
+            RBAC_API,
+            "ClusterRoleBinding",
+            object_meta(cluster_viewer_binding_name(tenant.name), labels=owned_labels(tenant, environment)),
+            roleRef={"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": CLUSTER_VIEWER},
+            subjects=subjects,
+        )
+    ]
+
+
+def tenant_rbac_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]:
+    """Roles, RoleBindings, ServiceAccounts and the cluster-viewer binding of one tenant.
+
+    >>> from components.spec.stack import Platform
+    >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
+    ...     costCenter="cc-1", access={"owners": {"groups": ["a-leads"]}, "ciServiceAccounts": [{"name": "ci"}]})
+    >>> sorted({o["kind"] for o in tenant_rbac_objects(t, env)})
+    ['ClusterRoleBinding', 'Role', 'RoleBinding', 'ServiceAccount']
+    """
+    return [
+        *roles(tenant, environment),
+        *role_bindings(tenant, environment),
+        *service_accounts(tenant, environment),
+        *cluster_viewer_binding(tenant, environment),
+    ]
+
+
+def platform_rbac_objects(environment: Environment) -> list[KubeObject]:
+    """The shared read-only ClusterRole and the platform admins' `cluster-admin` binding.
+
+    >>> from components.spec.stack import Platform
+    >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
+    >>> [o["kind"] for o in platform_rbac_objects(env)]
+    ['ClusterRole', 'ClusterRoleBinding']
+    """
+    labels = platform_labels(environment_label(environment))
+    return [
+        kube_object(RBAC_API, "ClusterRole", object_meta(CLUSTER_VIEWER, labels=labels), rules=cluster_viewer_rules()),
+        kube_object(
+            RBAC_API,
+            "ClusterRoleBinding",
+            object_meta(PLATFORM_ADMIN_BINDING, labels=labels),
+            roleRef={"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": "cluster-admin"},
+            subjects=[{"kind": "Group", "apiGroup": RBAC_GROUP, "name": environment.platform.platform_admin_group}],
+        ),
+    ]

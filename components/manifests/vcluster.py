@@ -1,0 +1,218 @@
+"""The optional per-tenant vCluster: a Helm release description with values generated from the spec.
+
+A vCluster is a virtual control plane running as pods in the tenant's own namespace; the pods
+created inside it are synced to that host namespace and run there under the namespace's
+ResourceQuota, LimitRange, NetworkPolicies, Pod Security and GPU placement policy. The values
+below make it say so from the inside too (keys of the chart's values.schema.json, v0.36.1):
+
+* `sync.fromHost.nodes`: real nodes, only from the tenant's pools. The selector labels also
+  become the node selector of every synced pod, which pins all the vCluster's pods (CPU-only ones
+  included) to those nodes: `<labelDomain>/tenant: <tenant>` for a tenant with dedicated pools,
+  else `<labelDomain>/gpu-class: <class>` when it may use exactly one class. A tenant with several
+  shared classes cannot be described by one label set; its nodes are synced only where its pods
+  run, and the host placement policy alone decides. `syncBackChanges` stays off, so nothing in the
+  vCluster can edit host node labels or taints;
+* `sync.toHost.pods.enforceTolerations`: the dedicated-pool taint `<labelDomain>/tenant=<tenant>`;
+* `sync.toHost.pods.priorityClassName`: the tenant's `vcluster.priorityClassName`, if set;
+  otherwise the platform's PriorityClasses are synced in (`sync.fromHost.priorityClasses`), and
+  the host's PriorityClass-scoped quotas still decide which a tenant may use;
+* `sync.toHost.{priorityClasses,namespaces,persistentVolumes,storageClasses}` off: each would let
+  the vCluster create cluster-scoped host objects (a hostPath PersistentVolume reaches the node's
+  disk);
+* `policies.resourceQuota` / `policies.limitRange`: the tenant's own `tenant-quota` and LimitRange,
+  mirrored. Every chart-default key the tenant does not set is `null`, which Helm deletes, so the
+  chart's defaults (`count/pods: 20`, ...) never tighten the tenant's quota. Pulumi drops `None`
+  from map inputs: hand the values to Helm as a file (`values_yaml`) so the nulls arrive;
+* `policies.networkPolicy`: on, with `workload.publicEgress` off. NetworkPolicies add up, so the
+  chart's default public egress would widen the tenant's default-deny; what remains are the
+  rules the control plane and the workloads need to talk to each other and to the API server;
+* `policies.podSecurityStandard`: the namespace's Pod Security level, checked inside the vCluster.
+
+The tenant's `vcluster.values` are merged last (maps merge, lists and scalars replace); overriding
+the isolation keys above (`components.spec.vcluster_checks.GUARDED_PATHS`) is rejected by
+`tenants validate`.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import yaml
+
+from ..spec import capacity as cap
+from ..spec.load import Environment
+from ..spec.tenant import Tenant
+from .gpu_nodes import TAINT_EFFECT, gpu_class_label, tenant_label
+from .limit_range import container_limits
+from .meta import MANAGED_BY
+from .namespace import pod_security_level
+from .quota import compute_hard, gpu_hard, object_count_hard, storage_hard
+
+RELEASE_NAME = "vcluster"
+CHART = "vcluster"
+
+# Keys of the chart's own `policies.resourceQuota.quota` and `policies.limitRange.{default,defaultRequest}`
+# defaults. Helm merges user values over chart defaults, so each one we do not set is nulled.
+CHART_QUOTA_DEFAULT_KEYS = (
+    "count/configmaps", "count/endpoints", "count/persistentvolumeclaims", "count/pods", "count/secrets",
+    "count/services", "limits.cpu", "limits.ephemeral-storage", "limits.memory", "requests.cpu",
+    "requests.ephemeral-storage", "requests.memory", "requests.storage", "services.loadbalancers",
+    "services.nodeports",
+)
+CHART_LIMIT_DEFAULT_KEYS = ("cpu", "ephemeral-storage", "memory")
+
+def node_selector(tenant: Tenant, environment: Environment) -> dict[str, str]:
+    """Node labels the vCluster syncs nodes by (and pins its pods to); {} when no one label set fits.
+
+    >>> node_selector(prod.tenants[1].spec, prod)   # doctest: +SKIP
+    {'gpu.acme.dev/tenant': 'inference'}
+    """
+    platform = environment.platform
+    if any(pool in platform.node_pools for pool in tenant.gpu.dedicated_pools):
+        return {tenant_label(platform): tenant.name}
+    classes = [name for name in cap.allowed_classes(tenant, platform) if name in platform.gpu_classes]
+    if len(classes) == 1:
+        return {gpu_class_label(platform): classes[0]}
+    return {}
+
+
+def enforced_tolerations(tenant: Tenant, environment: Environment) -> list[str]:
+    """Tolerations added to every synced pod, in vCluster's `key=value:Effect` form.
+
+    >>> enforced_tolerations(prod.tenants[1].spec, prod)   # doctest: +SKIP
+    ['gpu.acme.dev/tenant=inference:NoSchedule']
+    """
+    platform = environment.platform
+    if any(pool in platform.node_pools for pool in tenant.gpu.dedicated_pools):
+        return [f"{tenant_label(platform)}={tenant.name}:{TAINT_EFFECT}"]
+    return []
+
+
+def mirrored_quota(tenant: Tenant, environment: Environment) -> dict[str, Any]:
+    """`policies.resourceQuota.quota`: the tenant's `tenant-quota`, chart defaults it leaves open nulled.
+
+    >>> mirrored_quota(dev.tenants[0].spec, dev)["count/pods"] is None   # doctest: +SKIP
+    True
+    """
+    hard: dict[str, Any] = {
+        **storage_hard(tenant),
+        **object_count_hard(tenant),
+        **compute_hard(tenant),
+        **gpu_hard(tenant, environment.platform),
+    }
+    for key in CHART_QUOTA_DEFAULT_KEYS:
+        hard.setdefault(key, None)
+    return dict(sorted(hard.items()))
+
+
+def mirrored_limit_range(tenant: Tenant, environment: Environment) -> dict[str, Any]:
+    """`policies.limitRange` sections from the tenant's effective LimitRange.
+
+    >>> mirrored_limit_range(dev.tenants[0].spec, dev)["defaultRequest"]["ephemeral-storage"] is None   # doctest: +SKIP
+    True
+    """
+    item = container_limits(tenant, environment)
+    sections: dict[str, Any] = {}
+    for section in ("default", "defaultRequest", "max", "min"):
+        values: dict[str, Any] = dict(item.get(section, {}))
+        if section in ("default", "defaultRequest"):
+            for key in CHART_LIMIT_DEFAULT_KEYS:
+                values.setdefault(key, None)
+        sections[section] = dict(sorted(values.items()))
+    return sections
+
+
+def generated_values(tenant: Tenant, environment: Environment) -> dict[str, Any]:
+    """Chart values from the spec alone, before the tenant's overrides (see the module docstring)."""
+    quota = mirrored_quota(tenant, environment)
+    limits = mirrored_limit_range(tenant, environment)
+    pods: dict[str, Any] = {"enabled": True, "enforceTolerations": enforced_tolerations(tenant, environment)}
+    if tenant.vcluster.priority_class_name is not None:
+        pods["priorityClassName"] = tenant.vcluster.priority_class_name
+    return {
+        "policies": {
+            "limitRange": {"enabled": any(v is not None for s in limits.values() for v in s.values()), **limits},
+            "networkPolicy": {"enabled": True, "workload": {"publicEgress": {"enabled": False}}},
+            "podSecurityStandard": pod_security_level(tenant, environment.platform),
+            "resourceQuota": {"enabled": any(v is not None for v in quota.values()), "quota": quota},
+        },
+        "sync": {
+            "fromHost": {
+                "nodes": {"enabled": True, "selector": {"labels": node_selector(tenant, environment)}, "syncBackChanges": False},
+                "priorityClasses": {"enabled": tenant.vcluster.priority_class_name is None, "selector": {"matchLabels": dict(MANAGED_BY)}},
+            },
+            "toHost": {
+                "namespaces": {"enabled": False},
+                "persistentVolumes": {"enabled": False},
+                "pods": pods,
+                "priorityClasses": {"enabled": False},
+                "storageClasses": {"enabled": False},
+            },
+        },
+    }
+
+
+def deep_merge(base: Any, override: Any) -> Any:
+    """`override` over `base`: maps merge key by key, anything else (lists, scalars, null) replaces.
+
+    >>> deep_merge({"a": {"b": 1, "c": [1]}}, {"a": {"c": [2], "d": None}})
+    {'a': {'b': 1, 'c': [2], 'd': None}}
+    """
+    if isinstance(base, dict) and isinstance(override, dict):
+        merged = dict(base)
+        for key, value in override.items():
+            merged[key] = deep_merge(base[key], value) if key in base else copy.deepcopy(value)
+        return merged
+    return copy.deepcopy(override)
+
+
+def _sorted(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _sorted(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(item) for item in value]
+    return value
+
+
+def vcluster_values(tenant: Tenant, environment: Environment) -> dict[str, Any]:
+    """The chart values: generated ones with the tenant's `vcluster.values` merged last, maps sorted.
+
+    >>> vcluster_values(dev.tenants[0].spec, dev)["policies"]["networkPolicy"]["enabled"]   # doctest: +SKIP
+    True
+    """
+    return _sorted(deep_merge(generated_values(tenant, environment), tenant.vcluster.values))
+
+
+def values_yaml(values: dict[str, Any]) -> str:
+    """The values as a YAML document for Helm, keeping the `null`s that delete chart defaults.
+
+    Pulumi drops `None` entries from a resource's map inputs, so a Release given `values=` would
+    keep chart defaults such as `count/pods: 20`; pass this text as a values file instead
+    (`value_yaml_files=[pulumi.StringAsset(values_yaml(release["values"]))]`).
+
+    >>> print(values_yaml({"quota": {"count/pods": None, "pods": "500"}}), end="")
+    quota:
+      count/pods: null
+      pods: '500'
+    """
+    return yaml.safe_dump(values, sort_keys=True, default_flow_style=False, allow_unicode=True)
+
+
+def vcluster_release(tenant: Tenant, environment: Environment) -> dict | None:
+    """The tenant's vCluster as a plain Helm release description, or None when it has none.
+
+    >>> vcluster_release(dev.tenants[0].spec, dev)["chart"]   # doctest: +SKIP
+    'vcluster'
+    """
+    if not tenant.vcluster.enabled or tenant.lifecycle == "decommissioned":
+        return None
+    platform = environment.platform
+    return {
+        "name": RELEASE_NAME,
+        "namespace": tenant.name,
+        "chart": CHART,
+        "repository": platform.vcluster.repository,
+        "version": platform.vcluster.chart_version,
+        "values": vcluster_values(tenant, environment),
+    }

@@ -1,0 +1,273 @@
+"""RBAC of the prod stack on a real kube-apiserver: a SubjectAccessReview matrix
+and real requests by users authenticated with minted client certificates.
+
+Subjects are the example tenants' own: for every tenant and role (owner,
+developer, viewer) one user in the role's first group (or its first user), every
+extra user, and every CI ServiceAccount. For each subject, every tenant
+namespace (its own and the other tenants'), the resources below and the verbs
+get, list, create, update, delete, the server's answer must be EXACTLY what the
+PROMISE table says for the role the tenant files give that subject in the
+namespace's tenant (none: nothing at all). Nodes, cluster-scoped, are readable
+by every tenant subject through the shared `gpu-tenancy:cluster-viewer` role.
+
+Then the same questions are asked for real (writes with dryRun=All, so nothing
+changes) in the tenants' primary namespaces, and each answer must agree with
+the SubjectAccessReview (and so with the table): 403 "cannot <verb> resource"
+for a denial, success otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+
+from components.spec.load import load_environment
+
+pytestmark = pytest.mark.e2e
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+VERBS = ("get", "list", "create", "update", "delete")
+ALL, READ, NONE = frozenset(VERBS), frozenset({"get", "list"}), frozenset()
+
+# What the product promises, per role in a namespace of the tenant
+# (docs: owners/developers write workloads and secrets; viewers read without
+# secrets; nobody writes quota, LimitRange or NetworkPolicy; only owners manage
+# RoleBindings; everybody reads them, to see who has access).
+PROMISE: dict[str, dict[str, frozenset[str]]] = {
+    #              pods  deployments  secrets  resourcequotas  limitranges  networkpolicies  rolebindings
+    "owner":     {"pods": ALL, "deployments": ALL, "secrets": ALL, "resourcequotas": READ,
+                  "limitranges": READ, "networkpolicies": READ, "rolebindings": ALL},
+    "developer": {"pods": ALL, "deployments": ALL, "secrets": ALL, "resourcequotas": READ,
+                  "limitranges": READ, "networkpolicies": READ, "rolebindings": READ},
+    "viewer":    {"pods": READ, "deployments": READ, "secrets": NONE, "resourcequotas": READ,
+                  "limitranges": READ, "networkpolicies": READ, "rolebindings": READ},
+}
+NODES_PROMISE = READ  # any subject of any tenant, through gpu-tenancy:cluster-viewer
+
+# resource -> (API group, REST prefix, probe object name in a primary namespace)
+RESOURCES: dict[str, tuple[str, str, str]] = {
+    "pods": ("", "/api/v1", "e2e-rbac-probe"),
+    "deployments": ("apps", "/apis/apps/v1", "e2e-rbac-probe"),
+    "secrets": ("", "/api/v1", "e2e-rbac-probe"),
+    "resourcequotas": ("", "/api/v1", "tenant-quota"),
+    "limitranges": ("", "/api/v1", "tenant-limits"),
+    "networkpolicies": ("networking.k8s.io", "/apis/networking.k8s.io/v1", "default-deny"),
+    "rolebindings": ("rbac.authorization.k8s.io", "/apis/rbac.authorization.k8s.io/v1", "tenant-owners"),
+}
+RANK = {"viewer": 1, "developer": 2, "owner": 3}
+
+ENV = load_environment(REPO_ROOT, "prod")
+TENANTS = {t.name: t.spec for t in ENV.tenants}
+NAMESPACE_OWNER = {ns: t.name for t in ENV.tenants for ns in t.spec.all_namespaces}
+PRIMARY = [t.name for t in ENV.tenants]
+
+
+@dataclass(frozen=True)
+class Subject:
+    label: str                 # "<tenant>/<role>" or "<tenant>/sa:<ns>/<name>"
+    user: str
+    groups: tuple[str, ...]
+    sa: tuple[str, str] | None = None  # (namespace, name) for a CI ServiceAccount
+
+    def role_in(self, namespace: str) -> str | None:
+        """The role the tenant files give this subject in `namespace` (highest of its memberships)."""
+        tenant = TENANTS[NAMESPACE_OWNER[namespace]]
+        if self.sa is not None:
+            # CI ServiceAccounts are bound in their own namespace only (components/manifests/rbac.py).
+            roles = [g.role for g in tenant.access.ci_service_accounts
+                     if (g.namespace or tenant.name, g.name) == self.sa and self.sa[0] == namespace]
+        else:
+            roles = [role for role in RANK
+                     if set(self.groups) & set(getattr(tenant.access, f"{role}s").groups)
+                     or self.user in getattr(tenant.access, f"{role}s").users]
+        return max(roles, key=RANK.__getitem__) if roles else None
+
+    def expected(self, namespace: str | None, resource: str) -> frozenset[str]:
+        if resource == "nodes":
+            return NODES_PROMISE
+        role = self.role_in(namespace)
+        return PROMISE[role][resource] if role else NONE
+
+
+def _subjects() -> list[Subject]:
+    out: list[Subject] = []
+    for name, spec in TENANTS.items():
+        for role in ("owner", "developer", "viewer"):
+            members = getattr(spec.access, f"{role}s")
+            if members.groups:
+                out.append(Subject(f"{name}/{role}", f"e2e-{role}@{name}", (members.groups[0],)))
+            for user in members.users:
+                out.append(Subject(f"{name}/{role}:{user}", user, ()))
+        for grant in spec.access.ci_service_accounts:
+            ns = grant.namespace or name
+            out.append(Subject(f"{name}/sa:{ns}/{grant.name}", f"system:serviceaccount:{ns}:{grant.name}",
+                               ("system:serviceaccounts", f"system:serviceaccounts:{ns}"), (ns, grant.name)))
+    return sorted(set(out), key=lambda s: s.label)
+
+
+SUBJECTS = _subjects()
+NAMESPACES = sorted(NAMESPACE_OWNER)
+CELLS = [(ns, res, verb) for ns in NAMESPACES for res in RESOURCES for verb in VERBS] + \
+        [(None, "nodes", verb) for verb in VERBS]
+MATRIX_SIZE = len(SUBJECTS) * len(CELLS)
+
+
+def _request(api: client.ApiClient, method: str, path: str, body: dict | None = None,
+             dry_run: bool = False) -> tuple[int, str]:
+    request = api.param_serialize(method, path, query_params=[("dryRun", "All")] if dry_run else [],
+                                  header_params={"Content-Type": "application/json", "Accept": "application/json"},
+                                  body=body, auth_settings=["BearerToken"])
+    response = api.call_api(*request)
+    response.read()
+    return response.status, response.data.decode(errors="replace")
+
+
+def _sar(admin: client.ApiClient, subject: Subject, namespace: str | None, resource: str, verb: str) -> bool:
+    group = "" if resource == "nodes" else RESOURCES[resource][0]
+    attributes = {"verb": verb, "group": group, "resource": resource}
+    if namespace:
+        attributes["namespace"] = namespace
+    status, text = _request(admin, "POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", {
+        "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+        "spec": {"user": subject.user, "groups": list(subject.groups), "resourceAttributes": attributes}})
+    assert status == 201, text
+    return bool(json.loads(text)["status"].get("allowed"))
+
+
+@pytest.fixture(scope="module")
+def sar_answers(apiserver, prod_stack, e2e_summary) -> dict[tuple, bool]:
+    """Every cell of the matrix asked of the server, in parallel (SubjectAccessReview as admin)."""
+    keys = [(s, *cell) for s in SUBJECTS for cell in CELLS]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        answers = list(pool.map(lambda k: _sar(apiserver.api_client, *k), keys))
+    result = dict(zip(keys, answers))
+    ok = sum(result[k] == (k[3] in k[0].expected(k[1], k[2])) for k in keys)
+    e2e_summary.append(f"RBAC SubjectAccessReview matrix: {len(SUBJECTS)} subjects x {len(CELLS)} "
+                       f"(namespace, resource, verb) = {MATRIX_SIZE} checks, {ok} as promised")
+    return result
+
+
+@pytest.mark.parametrize("subject", SUBJECTS, ids=[f"{s.label} ({len(CELLS)} checks)" for s in SUBJECTS])
+def test_access_matrix_matches_promise(sar_answers, subject):
+    wrong = []
+    for namespace, resource, verb in CELLS:
+        want = verb in subject.expected(namespace, resource)
+        got = sar_answers[(subject, namespace, resource, verb)]
+        if got != want:
+            role = subject.role_in(namespace) if namespace else "-"
+            wrong.append(f"{verb} {resource} in {namespace or '(cluster)'} [role there: {role}]: "
+                         f"server says {'allowed' if got else 'denied'}, promise says {'allowed' if want else 'denied'}")
+    assert not wrong, f"{subject.label} ({subject.user}, groups {list(subject.groups)}):\n" + "\n".join(wrong)
+
+
+def test_matrix_covers_every_role_and_namespace_kind():
+    """The matrix is not vacuous: it has owners, developers, viewers and ServiceAccounts, each with
+    some namespace where they hold no role, and a subject with different roles in two tenants."""
+    roles = {s.role_in(ns) for s in SUBJECTS for ns in NAMESPACES}
+    assert {"owner", "developer", "viewer", None} <= roles
+    assert any(s.sa for s in SUBJECTS)
+    assert any(len({s.role_in(ns) for ns in NAMESPACES} - {None}) > 1 for s in SUBJECTS)
+
+
+# --------------------------------------------------------------------------
+# The same questions as real requests by minted users
+# --------------------------------------------------------------------------
+
+_POD_SPEC = {
+    "automountServiceAccountToken": False,
+    "securityContext": {"runAsNonRoot": True, "runAsUser": 1000, "seccompProfile": {"type": "RuntimeDefault"}},
+    "containers": [{"name": "main", "image": "registry.invalid/app:1",
+                    "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}}],
+}
+
+
+def _new_body(resource: str, name: str) -> dict:
+    meta = {"name": name}
+    return {
+        "pods": {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": _POD_SPEC},
+        "deployments": {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": _POD_SPEC}}},
+        "secrets": {"apiVersion": "v1", "kind": "Secret", "metadata": meta, "stringData": {"k": "v"}},
+        "resourcequotas": {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": meta,
+                           "spec": {"hard": {"pods": "1"}}},
+        "limitranges": {"apiVersion": "v1", "kind": "LimitRange", "metadata": meta,
+                        "spec": {"limits": [{"type": "Container", "max": {"cpu": "1"}}]}},
+        "networkpolicies": {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": meta,
+                            "spec": {"podSelector": {}}},
+        "rolebindings": {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": meta,
+                         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "tenant-viewer"},
+                         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "e2e-nobody"}]},
+        "nodes": {"apiVersion": "v1", "kind": "Node", "metadata": meta},
+    }[resource]
+
+
+@pytest.fixture(scope="module")
+def probes(apiserver, prod_stack) -> dict[tuple[str | None, str], dict]:
+    """(namespace, resource) -> the live object that get/update/delete requests target.
+
+    Pods, Deployments and Secrets are created here (as admin) in each primary
+    namespace; the others are the tenant's own rendered objects; for nodes, one
+    of the stack's GPU nodes."""
+    admin = apiserver.api_client
+    out: dict[tuple[str | None, str], dict] = {}
+    for ns in PRIMARY:
+        for resource, (_, prefix, name) in RESOURCES.items():
+            path = f"{prefix}/namespaces/{ns}/{resource}"
+            if resource in ("pods", "deployments", "secrets"):
+                status, text = _request(admin, "POST", path, _new_body(resource, name))
+                assert status in (201, 409), text
+            status, text = _request(admin, "GET", f"{path}/{name}")
+            assert status == 200, text
+            out[(ns, resource)] = json.loads(text)
+    node = prod_stack.of_kind("Node")[0]["metadata"]["name"]
+    status, text = _request(admin, "GET", f"/api/v1/nodes/{node}")
+    assert status == 200, text
+    out[(None, "nodes")] = json.loads(text)
+    return out
+
+
+def _real(api: client.ApiClient, probe: dict, namespace: str | None, resource: str, verb: str) -> tuple[bool, str]:
+    """(allowed, detail) of one real request; writes are dry-run. Any answer other than success
+    or an RBAC denial is a broken test, not a denial."""
+    prefix = "/api/v1" if resource == "nodes" else RESOURCES[resource][1]
+    collection = f"{prefix}/{resource}" if namespace is None else f"{prefix}/namespaces/{namespace}/{resource}"
+    item = f"{collection}/{probe['metadata']['name']}"
+    method, path, body = {
+        "get": ("GET", item, None),
+        "list": ("GET", collection, None),
+        "create": ("POST", collection, _new_body(resource, "e2e-rbac-new")),
+        "update": ("PUT", item, probe),
+        "delete": ("DELETE", item, None),
+    }[verb]
+    status, text = _request(api, method, path, body, dry_run=verb in ("create", "update", "delete"))
+    if 200 <= status < 300:
+        return True, f"{status}"
+    message = json.loads(text).get("message", text) if text.startswith("{") else text
+    if status == 403 and f"cannot {verb} resource" in message:
+        return False, message
+    raise AssertionError(f"{method} {path}: unexpected {status}: {message}")
+
+
+REAL_CELLS = [(ns, res, verb) for ns in PRIMARY for res in RESOURCES for verb in VERBS] + \
+             [(None, "nodes", verb) for verb in VERBS]
+
+
+@pytest.mark.parametrize("subject", SUBJECTS, ids=[f"{s.label} ({len(REAL_CELLS)} requests)" for s in SUBJECTS])
+def test_real_requests_agree_with_access_review(apiserver, sar_answers, probes, subject, e2e_summary):
+    api = apiserver.client_for(subject.user, subject.groups)
+    disagree = []
+    for namespace, resource, verb in REAL_CELLS:
+        allowed, detail = _real(api, probes[(namespace, resource)], namespace, resource, verb)
+        if allowed != sar_answers[(subject, namespace, resource, verb)]:
+            disagree.append(f"{verb} {resource} in {namespace or '(cluster)'}: request "
+                            f"{'succeeded' if allowed else 'denied'} ({detail}), SubjectAccessReview disagrees")
+    if subject == SUBJECTS[-1]:
+        e2e_summary.append(f"RBAC real requests (minted client certs, writes dry-run): {len(SUBJECTS)} subjects x "
+                           f"{len(REAL_CELLS)} = {len(SUBJECTS) * len(REAL_CELLS)} requests compared with the matrix")
+    assert not disagree, f"{subject.label}:\n" + "\n".join(disagree)

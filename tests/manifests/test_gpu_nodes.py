@@ -1,0 +1,122 @@
+"""Node labels and opt-in taints of GPU nodes, and what autoscaled node groups must carry."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import yaml
+
+from components.manifests import gpu_nodes
+from components.manifests.meta import FIELD_MANAGER
+from components.spec.load import load_environment
+
+
+def _by_name(patches):
+    return {p["metadata"]["name"]: p for p in patches}
+
+
+def test_one_patch_per_static_node(prod):
+    patches = gpu_nodes.node_patches(prod)
+    assert [p["metadata"]["name"] for p in patches] == [
+        "gpu-a100-01", "gpu-a100-02", "gpu-a100-03", "gpu-a100-04",
+        *(f"gpu-h100-0{i}" for i in range(1, 9)),
+    ]
+    assert all(gpu_nodes.is_node_patch(p) for p in patches)
+    assert all(p["metadata"]["annotations"]["pulumi.com/patchFieldManager"] == FIELD_MANAGER for p in patches)
+
+
+def test_dedicated_pool_labels_and_opt_in_taints(prod):
+    patches = _by_name(gpu_nodes.node_patches(prod))
+    serve = patches["gpu-h100-06"]
+    assert serve["metadata"]["labels"] == {
+        "gpu.acme.dev/gpu-class": "h100",
+        "gpu.acme.dev/pool": "h100-serve",
+        "gpu.acme.dev/tenant": "inference",
+        "nvidia.com/mig.config": "all-disabled",
+    }
+    assert serve["spec"] == {"taints": [{"effect": "NoSchedule", "key": "gpu.acme.dev/tenant", "value": "inference"}]}
+    # A taint patch is never forced: forcing the atomic list would drop other managers' taints.
+    assert "pulumi.com/patchForce" not in serve["metadata"]["annotations"]
+    train = patches["gpu-h100-01"]  # dedicated, but patchTaints is off
+    assert train["metadata"]["labels"]["gpu.acme.dev/tenant"] == "llm-finetune"
+    assert "spec" not in train
+    assert train["metadata"]["annotations"]["pulumi.com/patchForce"] == "true"
+
+
+def test_shared_and_mig_pools_have_no_tenant_label(prod):
+    patches = _by_name(gpu_nodes.node_patches(prod))
+    assert patches["gpu-a100-03"]["metadata"]["labels"] == {
+        "gpu.acme.dev/gpu-class": "a100-mig",
+        "gpu.acme.dev/pool": "a100-mig",
+        "nvidia.com/mig.config": "eval-mix",
+    }
+    assert "gpu.acme.dev/tenant" not in patches["gpu-a100-01"]["metadata"]["labels"]
+
+
+def test_time_sliced_pool_gets_device_plugin_config_label(dev):
+    patches = _by_name(gpu_nodes.node_patches(dev))
+    assert patches["dev-l4-01"]["metadata"]["labels"] == {
+        "gpu.acme.dev/gpu-class": "l4",
+        "gpu.acme.dev/pool": "l4-shared",
+        "nvidia.com/device-plugin.config": "l4",
+    }
+    assert patches["dev-a100-01"]["metadata"]["labels"]["nvidia.com/mig.config"] == "all-1g.10gb"
+
+
+def test_patch_taints_flag_is_the_only_way_to_taint(prod):
+    environment = replace(prod, platform=prod.platform.model_copy(deep=True))
+    environment.platform.node_pools["h100-serve"].patch_taints = False
+    assert all("spec" not in p for p in gpu_nodes.node_patches(environment))
+
+
+def test_autoscaled_pools_get_requirements_not_patches(project_copy):
+    stack = project_copy / "stacks" / "Pulumi.prod.yaml"
+    data = yaml.safe_load(stack.read_text())
+    pools = data["config"]["gpu-tenancy:platform"]["nodePools"]
+    pools["h100-serve"] = {
+        "gpuClass": "h100", "gpusPerNode": 8, "nodeSelector": {"karpenter.sh/nodepool": "h100-serve"}, "maxNodes": 3,
+    }
+    stack.write_text(yaml.safe_dump(data))
+    environment = load_environment(project_copy, "prod")
+    names = {p["metadata"]["name"] for p in gpu_nodes.node_patches(environment)}
+    assert not names & {"gpu-h100-06", "gpu-h100-07", "gpu-h100-08"}
+    assert gpu_nodes.node_group_requirements(environment) == {
+        "h100-serve": {
+            "nodeSelector": {"karpenter.sh/nodepool": "h100-serve"},
+            "maxNodes": 3,
+            "labels": {
+                "gpu.acme.dev/gpu-class": "h100",
+                "gpu.acme.dev/pool": "h100-serve",
+                "gpu.acme.dev/tenant": "inference",
+                "nvidia.com/mig.config": "all-disabled",
+            },
+            # Taints a node is born with fight no one, so dedicated groups always list theirs.
+            "taints": [{"effect": "NoSchedule", "key": "gpu.acme.dev/tenant", "value": "inference"}],
+        }
+    }
+
+
+def test_dev_mixed_pool_patches_static_node_and_requires_group_labels(dev):
+    assert "dev-l4-01" in _by_name(gpu_nodes.node_patches(dev))
+    requirements = gpu_nodes.node_group_requirements(dev)
+    assert list(requirements) == ["l4-shared"]
+    assert requirements["l4-shared"]["labels"]["nvidia.com/device-plugin.config"] == "l4"
+    assert requirements["l4-shared"]["taints"] == []
+
+
+def test_no_requirements_without_autoscaled_pools(prod):
+    assert gpu_nodes.node_group_requirements(prod) == {}
+
+
+def test_dedicated_owners_skip_decommissioned_tenants(prod):
+    assert gpu_nodes.dedicated_pool_owners(prod) == {"h100-serve": "inference", "h100-train": "llm-finetune"}
+    environment = replace(prod, tenants=[
+        replace(t, spec=t.spec.model_copy(update={"lifecycle": "decommissioned"})) if t.name == "inference" else t
+        for t in prod.tenants
+    ])
+    assert gpu_nodes.dedicated_pool_owners(environment) == {"h100-train": "llm-finetune"}
+
+
+def test_is_node_patch_only_for_nodes():
+    assert gpu_nodes.is_node_patch({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}})
+    assert not gpu_nodes.is_node_patch({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "n"}})

@@ -1,0 +1,152 @@
+"""Kueue objects: flavors per GPU class, a ClusterQueue per tenant with its per-class quota, LocalQueues."""
+
+from __future__ import annotations
+
+import copy
+
+from components.manifests import kueue
+from components.spec.load import Environment
+
+from .test_queues_crds import LAB_PLATFORM, queue_lab
+
+
+def _queue(environment: Environment, name: str) -> dict:
+    loaded = next(t for t in environment.tenants if t.name == name)
+    return kueue.cluster_queue(loaded.spec, environment)
+
+
+def _groups(queue: dict) -> dict[str, dict[str, dict[str, dict]]]:
+    """resource group index -> flavor -> resource -> entry, for reading assertions."""
+    return {
+        index: {f["name"]: {r["name"]: r for r in f["resources"]} for f in group["flavors"]}
+        for index, group in enumerate(queue["spec"]["resourceGroups"])
+    }
+
+
+def test_a_flavor_per_gpu_class_selects_its_nodes_plus_one_for_cpu_and_memory():
+    flavors = {f["metadata"]["name"]: f["spec"] for f in kueue.resource_flavors(queue_lab("kueue"))}
+    assert sorted(flavors) == ["a100", "a100-mig", "default-flavor", "h100", "l4"]
+    assert flavors["default-flavor"] == {}
+    assert flavors["l4"] == {"nodeLabels": {"gpu.example.com/gpu-class": "l4"}}
+    # h100 is split between a dedicated and a shared pool: no single taint to tolerate.
+    assert "tolerations" not in flavors["h100"]
+
+
+def test_a_class_whose_pools_all_belong_to_one_tenant_tolerates_its_taint():
+    platform = copy.deepcopy(LAB_PLATFORM)
+    del platform["nodePools"]["h100-shared"]
+    lab = queue_lab("kueue", nodePools=platform["nodePools"])
+    flavors = {f["metadata"]["name"]: f["spec"] for f in kueue.resource_flavors(lab)}
+    assert flavors["h100"]["tolerations"] == [
+        {"effect": "NoSchedule", "key": "gpu.example.com/tenant", "operator": "Equal", "value": "train"}
+    ]
+
+
+def test_prod_eval_gets_its_classes_and_slices_as_nominal_quotas(prod):
+    queue = _queue(prod, "eval")
+    spec = queue["spec"]
+    assert queue["metadata"]["name"] == "eval"
+    assert spec["namespaceSelector"] == {"matchLabels": {"gpu-tenancy.dev/tenant": "eval"}}
+    assert "cohortName" not in spec and "stopPolicy" not in spec
+    cpu_group, gpu_group = spec["resourceGroups"]
+    assert cpu_group["coveredResources"] == ["cpu", "memory"]
+    assert gpu_group["coveredResources"] == ["nvidia.com/gpu", "nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb"]
+    nominal = {f: {r: e["nominalQuota"] for r, e in rs.items()} for f, rs in _groups(queue)[1].items()}
+    assert nominal == {
+        "a100": {"nvidia.com/gpu": "20", "nvidia.com/mig-1g.10gb": "0", "nvidia.com/mig-3g.40gb": "0"},
+        "a100-mig": {"nvidia.com/gpu": "0", "nvidia.com/mig-1g.10gb": "48", "nvidia.com/mig-3g.40gb": "16"},
+    }
+    assert _groups(queue)[0]["default-flavor"]["memory"]["nominalQuota"] == "768Gi"
+
+
+def test_every_flavor_lists_the_covered_resources_in_order():
+    for loaded in queue_lab("kueue").tenants:
+        for group in kueue.resource_groups(loaded.spec, queue_lab("kueue").platform):
+            for flavor in group["flavors"]:
+                assert [r["name"] for r in flavor["resources"]] == group["coveredResources"]
+
+
+def test_cohort_borrowing_and_lending_limits_per_class():
+    lab = queue_lab("kueue")
+    bench = _groups(_queue(lab, "bench"))[1]
+    assert _queue(lab, "bench")["spec"]["cohortName"] == "research"  # the stack's default cohort
+    assert bench["h100"]["nvidia.com/gpu"]["borrowingLimit"] == "2"
+    assert bench["l4"]["nvidia.com/gpu.shared"] == {"name": "nvidia.com/gpu.shared", "nominalQuota": "4", "borrowingLimit": "2"}
+    assert bench["a100"]["nvidia.com/gpu"]["borrowingLimit"] == "0"
+    # a class without a limit borrows freely, and limits never land on resources of other classes
+    assert "borrowingLimit" not in bench["a100-mig"]["nvidia.com/mig-1g.10gb"]
+    assert "borrowingLimit" not in bench["h100"]["nvidia.com/gpu.shared"]
+    train = _groups(_queue(lab, "train"))[1]
+    assert train["l4"]["nvidia.com/gpu.shared"]["lendingLimit"] == "1"
+
+
+def test_a_dedicated_only_class_is_neither_lent_nor_borrowed():
+    train = _groups(_queue(queue_lab("kueue"), "train"))[1]
+    assert train["h100"]["nvidia.com/gpu"] == {"name": "nvidia.com/gpu", "nominalQuota": "8", "borrowingLimit": "0", "lendingLimit": "0"}
+
+
+def test_without_a_cohort_there_are_no_limits(make_tenant):
+    lab = queue_lab("kueue", queues={"defaultCohort": None})
+    tenant = make_tenant(gpu={"classes": ["h100"]}, quota={"gpu": {"h100": 2}, "cpu": {"requests": "1"}, "memory": {"requests": "1Gi"}},
+                         queue={"borrowingLimit": {"h100": 1}, "lendingLimit": {"h100": 1}})
+    spec = kueue.cluster_queue(tenant, lab)["spec"]
+    assert "cohortName" not in spec
+    assert spec["resourceGroups"][1]["flavors"][0]["resources"] == [{"name": "nvidia.com/gpu", "nominalQuota": "2"}]
+
+
+def test_weight_preemption_and_hold_while_suspended():
+    lab = queue_lab("kueue")
+    assert _queue(lab, "train")["spec"]["fairSharing"] == {"weight": 3}
+    assert "fairSharing" not in _queue(lab, "bench")["spec"]
+    assert _queue(lab, "bench")["spec"]["preemption"] == {
+        "borrowWithinCohort": {"policy": "LowerPriority"}, "reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"
+    }
+    paused = _queue(lab, "paused")["spec"]
+    assert paused["stopPolicy"] == "Hold" and paused["cohortName"] == "solo"
+
+
+def test_cpu_and_memory_fall_back_to_cluster_capacity_or_are_left_out(make_tenant):
+    lab = queue_lab("kueue")
+    paused = _groups(_queue(lab, "paused"))[0]["default-flavor"]
+    assert (paused["cpu"]["nominalQuota"], paused["memory"]["nominalQuota"]) == ("512", "4Ti")
+    bare = queue_lab("kueue", cpuMemoryCapacity={})
+    assert kueue.resource_groups(make_tenant(), bare.platform) == []
+
+
+def test_a_default_local_queue_in_each_namespace(prod):
+    inference = next(t.spec for t in prod.tenants if t.name == "inference")
+    queues = kueue.local_queues(inference, prod)
+    assert [(q["metadata"]["namespace"], q["metadata"]["name"], q["spec"]) for q in queues] == [
+        ("inference", "default", {"clusterQueue": "inference"}),
+        ("inference-canary", "default", {"clusterQueue": "inference"}),
+    ]
+    assert queues[0]["metadata"]["labels"]["gpu-tenancy.dev/tenant"] == "inference"
+
+
+def test_objects_are_deterministic(prod):
+    first = [kueue.tenant_kueue_objects(t.spec, prod) for t in prod.tenants]
+    again = [kueue.tenant_kueue_objects(t.spec, prod) for t in prod.tenants]
+    assert first == again
+    assert list(first[0][0]["spec"]) == sorted(first[0][0]["spec"])
+
+
+def test_mig_slices_go_to_the_first_allowed_class_offering_the_profile(make_tenant):
+    platform = copy.deepcopy(LAB_PLATFORM)
+    platform["gpuClasses"]["b100-mig"] = dict(platform["gpuClasses"]["a100-mig"])
+    platform["nodePools"]["mig2"] = {"gpuClass": "b100-mig", "gpusPerNode": 8, "nodes": ["m2"], "migLayout": "all-1g.10gb"}
+    lab = queue_lab("kueue", gpuClasses=platform["gpuClasses"], nodePools=platform["nodePools"])
+    tenant = make_tenant(gpu={"classes": ["b100-mig", "a100-mig"]}, quota={"mig": {"1g.10gb": 5}})
+    assert kueue.gpu_flavor_quotas(tenant, lab.platform) == {
+        "a100-mig": {"nvidia.com/gpu": 0, "nvidia.com/mig-1g.10gb": 5},
+        "b100-mig": {"nvidia.com/gpu": 0},
+    }
+
+
+def test_a_pool_without_an_owning_tenant_adds_no_toleration():
+    platform = copy.deepcopy(LAB_PLATFORM)
+    del platform["nodePools"]["h100-shared"]
+    lab = queue_lab("kueue", nodePools=platform["nodePools"])
+    # the owner of a dedicated pool is the tenant that lists it; without tenants nobody owns h100-train
+    empty = Environment(lab.name, lab.platform, None, [])
+    assert all("tolerations" not in f["spec"] for f in kueue.resource_flavors(empty))
+    assert any("tolerations" in f["spec"] for f in kueue.resource_flavors(lab))

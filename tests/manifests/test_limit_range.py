@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+from components.manifests.limit_range import LIMIT_RANGE, limit_ranges
+from components.manifests.meta import TENANT_LABEL
+
+from .conftest import tenant_of
+
+
+def _item(objects: list[dict]) -> dict:
+    (item,) = objects[0]["spec"]["limits"]
+    return item
+
+
+def test_one_limit_range_per_namespace(prod):
+    objects = limit_ranges(tenant_of(prod, "llm-finetune"), prod)
+    assert [(o["metadata"]["namespace"], o["metadata"]["name"]) for o in objects] == [
+        ("llm-finetune", LIMIT_RANGE),
+        ("llm-finetune-data", LIMIT_RANGE),
+    ]
+    assert objects[0]["spec"] == objects[1]["spec"]
+    assert all(o["metadata"]["labels"][TENANT_LABEL] == "llm-finetune" for o in objects)
+
+
+def test_tenant_values_win_and_unset_ones_come_from_the_stack(prod):
+    item = _item(limit_ranges(tenant_of(prod, "llm-finetune"), prod))
+    assert item == {
+        "type": "Container",
+        "defaultRequest": {"cpu": "500m", "ephemeral-storage": "1Gi", "memory": "1Gi"},
+        "default": {"cpu": "4", "ephemeral-storage": "20Gi", "memory": "16Gi"},
+        "max": {"cpu": "128", "memory": "1536Gi"},
+    }
+
+
+def test_stack_defaults_only_and_empty_sections_left_out(prod):
+    item = _item(limit_ranges(tenant_of(prod, "eval"), prod))
+    assert item == {
+        "type": "Container",
+        "defaultRequest": {"cpu": "250m", "memory": "512Mi"},
+        "default": {"cpu": "2", "memory": "4Gi"},
+    }
+
+
+def test_min_section_uses_the_kubernetes_resource_names(make_tenant, make_environment):
+    tenant = make_tenant(limits={"min": {"ephemeralStorage": "100Mi", "cpu": "10m"}})
+    item = _item(limit_ranges(tenant, make_environment()))
+    assert item["min"] == {"cpu": "10m", "ephemeral-storage": "100Mi"}
+
+
+def test_nothing_to_set_means_no_limit_range(make_tenant, make_environment):
+    env = make_environment(limitRangeDefaults={})
+    assert limit_ranges(make_tenant(), env) == []

@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+import json
+
+from components.manifests.meta import COST_CENTER_LABEL, ENVIRONMENT_LABEL, TENANT_LABEL
+from components.manifests.namespace import (
+    CONTACTS_ANNOTATION,
+    DISPLAY_NAME_ANNOTATION,
+    LIFECYCLE_LABEL,
+    OWNERS_ANNOTATION,
+    environment_label,
+    namespaces,
+    pod_security_level,
+)
+
+from .conftest import tenant_of
+
+
+def _labels(ns: dict) -> dict:
+    return ns["metadata"]["labels"]
+
+
+def test_one_namespace_per_tenant_namespace_own_first(prod):
+    objects = namespaces(tenant_of(prod, "llm-finetune"), prod)
+    assert [o["metadata"]["name"] for o in objects] == ["llm-finetune", "llm-finetune-data"]
+    assert {(o["apiVersion"], o["kind"]) for o in objects} == {("v1", "Namespace")}
+    assert all("namespace" not in o["metadata"] for o in objects)
+
+
+def test_ownership_cost_and_lifecycle_labels(prod):
+    labels = _labels(namespaces(tenant_of(prod, "eval"), prod)[0])
+    assert labels[TENANT_LABEL] == "eval"
+    assert labels[ENVIRONMENT_LABEL] == "prod"
+    assert labels[COST_CENTER_LABEL] == "cc-4300"
+    assert labels[LIFECYCLE_LABEL] == "active"
+    assert labels["app.kubernetes.io/managed-by"] == "gpu-tenancy"
+
+
+def test_pod_security_defaults_to_the_stack_level_pinned_to_its_version(prod):
+    labels = _labels(namespaces(tenant_of(prod, "eval"), prod)[0])
+    for mode in ("enforce", "audit", "warn"):
+        assert labels[f"pod-security.kubernetes.io/{mode}"] == "baseline"
+        assert labels[f"pod-security.kubernetes.io/{mode}-version"] == "v1.30"
+
+
+def test_tenant_pod_security_level_applies_to_all_its_namespaces(prod):
+    for ns in namespaces(tenant_of(prod, "inference"), prod):
+        assert _labels(ns)["pod-security.kubernetes.io/enforce"] == "restricted"
+        assert _labels(ns)["pod-security.kubernetes.io/warn"] == "restricted"
+
+
+def test_pod_security_never_looser_than_the_stack(make_tenant, make_environment):
+    env = make_environment(podSecurity={"level": "restricted", "version": "v1.31"})
+    tenant = make_tenant(podSecurity="baseline")
+    assert pod_security_level(tenant, env.platform) == "restricted"
+    labels = _labels(namespaces(tenant, env)[0])
+    assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
+    assert labels["pod-security.kubernetes.io/audit-version"] == "v1.31"
+
+
+def test_annotations_carry_display_name_owners_and_compact_contacts(prod):
+    annotations = namespaces(tenant_of(prod, "llm-finetune"), prod)[1]["metadata"]["annotations"]
+    assert annotations[DISPLAY_NAME_ANNOTATION] == "LLM Fine-tuning"
+    assert annotations[OWNERS_ANNOTATION] == "llm-finetune-leads"
+    assert annotations[COST_CENTER_LABEL] == "cc-4100"
+    contacts = annotations[CONTACTS_ANNOTATION]
+    assert " " not in contacts.replace("Ana Ruiz", "")
+    assert json.loads(contacts) == [{"name": "Ana Ruiz", "email": "ana.ruiz@acme.dev", "chat": "#llm-finetune"}]
+
+
+def test_tenant_without_contacts_or_description_has_no_such_annotations(make_tenant, make_environment):
+    annotations = namespaces(make_tenant(), make_environment())[0]["metadata"]["annotations"]
+    assert CONTACTS_ANNOTATION not in annotations
+    assert "gpu-tenancy.dev/description" not in annotations
+    assert OWNERS_ANNOTATION not in annotations
+
+
+def test_suspended_lifecycle_is_labelled(make_tenant, make_environment):
+    labels = _labels(namespaces(make_tenant(lifecycle="suspended"), make_environment())[0])
+    assert labels[LIFECYCLE_LABEL] == "suspended"
+
+
+def test_environment_label_prefers_the_stack_environment_field(make_environment):
+    assert environment_label(make_environment("prod-eu")) == "prod-eu"
+    assert environment_label(make_environment("prod-eu", environment="prod")) == "prod"

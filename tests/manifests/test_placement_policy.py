@@ -1,0 +1,319 @@
+"""The per-tenant placement policy, evaluated with real CEL interpreters against pod manifests.
+
+Each case runs under two independent implementations from PyPI: `common-expression-language`
+(import `cel`, Rust cel-interpreter) and `cel-python` (import `celpy`). Admission is replayed
+the way the API server does it: matchConditions, then variables in order, then every
+validation; a failed validation reports its messageExpression.
+"""
+
+from __future__ import annotations
+
+import copy
+from functools import lru_cache
+from typing import Any
+
+import cel
+import celpy
+import pytest
+
+from components.manifests import placement_policy as pp
+
+CLASS, POOL, TENANT, PRODUCT = "gpu.acme.dev/gpu-class", "gpu.acme.dev/pool", "gpu.acme.dev/tenant", "nvidia.com/gpu.product"
+GPU = {"limits": {"nvidia.com/gpu": "1"}}
+
+
+# ---- a small admission replay on two CEL engines ---------------------------------------------
+
+
+class _RustCel:
+    name = "cel"
+
+    @staticmethod
+    @lru_cache(maxsize=None)
+    def compile(expression: str):
+        return cel.compile(expression)
+
+    def run(self, expression: str, activation: dict[str, Any]) -> Any:
+        return self.compile(expression).execute(activation)
+
+    def variables(self, values: dict[str, Any]) -> Any:
+        return dict(values)
+
+
+class _CelPy:
+    name = "celpy"
+    _env = celpy.Environment()
+
+    @classmethod
+    @lru_cache(maxsize=None)
+    def compile(cls, expression: str):
+        return cls._env.program(cls._env.compile(expression))
+
+    def run(self, expression: str, activation: dict[str, Any]) -> Any:
+        converted = {k: v if k == "variables" else celpy.json_to_cel(v) for k, v in activation.items()}
+        result = self.compile(expression).evaluate(converted)
+        if isinstance(result, celpy.CELEvalError):
+            raise RuntimeError(f"{expression}: {result}")
+        return result
+
+    def variables(self, values: dict[str, Any]) -> Any:
+        return celpy.celtypes.MapType({celpy.celtypes.StringType(k): v for k, v in values.items()})
+
+
+ENGINES = [_RustCel(), _CelPy()]
+
+
+@pytest.fixture(params=ENGINES, ids=lambda e: e.name)
+def engine(request):
+    return request.param
+
+
+def admit(engine, policy: dict, pod: dict, operation: str = "CREATE", old: dict | None = None) -> list[str]:
+    """Messages of the validations the pod fails (empty: admitted)."""
+    spec = policy["spec"]
+    activation: dict[str, Any] = {"object": pod, "oldObject": old, "request": {"operation": operation}}
+    for condition in spec.get("matchConditions", []):
+        if not engine.run(condition["expression"], activation):
+            return []
+    values: dict[str, Any] = {}
+    for variable in spec["variables"]:
+        values[variable["name"]] = engine.run(variable["expression"], {**activation, "variables": engine.variables(values)})
+    activation["variables"] = engine.variables(values)
+    messages = []
+    for validation in spec["validations"]:
+        if not engine.run(validation["expression"], activation):
+            if "messageExpression" in validation:
+                messages.append(str(engine.run(validation["messageExpression"], activation)))
+            else:
+                messages.append(validation["message"])
+    return messages
+
+
+def pod(*, node_selector=None, tolerations=None, resources=None, affinity_terms=None, init_resources=None, **extra):
+    spec: dict[str, Any] = {"containers": [{"name": "main", "image": "registry.invalid/app:1", "resources": resources or {}}]}
+    if node_selector is not None:
+        spec["nodeSelector"] = node_selector
+    if tolerations is not None:
+        spec["tolerations"] = tolerations
+    if affinity_terms is not None:
+        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": affinity_terms}}}
+    if init_resources is not None:
+        spec["initContainers"] = [{"name": "init", "image": "registry.invalid/init:1", "resources": init_resources}]
+    spec.update(extra)
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "x"}, "spec": spec}
+
+
+def term(key, operator, values=None):
+    expression = {"key": key, "operator": operator}
+    if values is not None:
+        expression["values"] = values
+    return {"matchExpressions": [expression]}
+
+
+def policy_for(environment, tenant: str) -> dict:
+    loaded = next(t for t in environment.tenants if t.name == tenant)
+    return pp.placement_policy(loaded.spec, environment)
+
+
+# ---- allowed pods -------------------------------------------------------------------------
+
+
+def test_allowed_pods_are_admitted(engine, prod):
+    eval_policy = policy_for(prod, "eval")
+    assert admit(engine, eval_policy, pod()) == []  # CPU pod, no placement at all
+    assert admit(engine, eval_policy, pod(node_selector={CLASS: "a100-mig"}, resources={"limits": {"nvidia.com/mig-1g.10gb": "1"}})) == []
+    assert admit(engine, eval_policy, pod(node_selector={POOL: "a100-shared"}, resources=GPU)) == []
+    assert admit(engine, eval_policy, pod(affinity_terms=[term(CLASS, "In", ["a100", "a100-mig"])], resources=GPU)) == []
+    assert admit(engine, eval_policy, pod(node_selector={PRODUCT: "NVIDIA-A100-SXM4-80GB"}, resources=GPU)) == []
+    # A toleration of an unrelated taint is fine.
+    assert admit(engine, eval_policy, pod(tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}])) == []
+
+
+def test_dedicated_pool_owner_is_admitted(engine, prod):
+    inference = policy_for(prod, "inference")
+    own = pod(
+        node_selector={TENANT: "inference"},
+        tolerations=[{"key": TENANT, "operator": "Equal", "value": "inference", "effect": "NoSchedule"}],
+        resources=GPU,
+    )
+    assert admit(engine, inference, own) == []
+    assert admit(engine, inference, pod(node_selector={POOL: "h100-serve", CLASS: "h100"}, resources=GPU)) == []
+    assert admit(engine, inference, pod(affinity_terms=[term(TENANT, "In", ["inference"])], resources=GPU)) == []
+
+
+# ---- forbidden pods -----------------------------------------------------------------------
+
+
+def test_other_teams_dedicated_pool_by_node_selector_is_denied(engine, prod):
+    messages = admit(engine, policy_for(prod, "eval"), pod(node_selector={POOL: "h100-train"}, resources=GPU))
+    assert messages[0] == (
+        "node pool 'h100-train' is not allowed for tenant eval; allowed classes: a100, a100-mig; "
+        "pools: a100-mig, a100-shared; dedicated pools: none"
+    )
+
+
+def test_other_teams_tenant_label_is_denied(engine, prod):
+    messages = admit(engine, policy_for(prod, "llm-finetune"), pod(node_selector={TENANT: "inference"}, resources=GPU))
+    assert any("nodes dedicated to another tenant are selected" in m for m in messages)
+
+
+def test_tolerating_another_teams_taint_is_denied(engine, prod):
+    toleration = {"key": TENANT, "operator": "Equal", "value": "inference", "effect": "NoSchedule"}
+    messages = admit(engine, policy_for(prod, "llm-finetune"), pod(tolerations=[toleration]))
+    assert messages == [
+        "the toleration of taint gpu.acme.dev/tenant=inference would let pods onto nodes dedicated to another tenant; "
+        "tenant llm-finetune may only select or tolerate gpu.acme.dev/tenant=llm-finetune"
+    ]
+
+
+def test_tolerating_every_tenant_taint_is_denied(engine, prod):
+    messages = admit(engine, policy_for(prod, "inference"), pod(tolerations=[{"key": TENANT, "operator": "Exists"}]))
+    assert len(messages) == 1 and "(operator Exists: every tenant)" in messages[0]
+
+
+def test_wildcard_toleration_is_denied(engine, prod):
+    messages = admit(engine, policy_for(prod, "eval"), pod(tolerations=[{"operator": "Exists"}]))
+    assert messages == [
+        "a toleration with operator Exists and no key tolerates every taint, including other tenants' dedicated nodes; "
+        "tolerate specific taint keys"
+    ]
+
+
+def test_gpu_class_not_allowed_is_denied(engine, prod):
+    messages = admit(engine, policy_for(prod, "eval"), pod(node_selector={CLASS: "h100"}, resources=GPU))
+    assert messages[0] == (
+        "GPU class 'h100' is not allowed for tenant eval; allowed classes: a100, a100-mig; "
+        "pools: a100-mig, a100-shared; dedicated pools: none"
+    )
+    # It also does not pin the GPU pod to allowed nodes.
+    assert len(messages) == 2 and messages[1].startswith("pods of tenant eval that request GPUs must select")
+
+
+def test_required_node_affinity_to_forbidden_class_is_denied(engine, prod):
+    terms = [term(CLASS, "In", ["a100"]), term(CLASS, "In", ["a100-mig", "h100"])]
+    messages = admit(engine, policy_for(prod, "eval"), pod(affinity_terms=terms, resources=GPU))
+    assert messages and messages[0].startswith("GPU class 'h100' is not allowed for tenant eval")
+
+
+def test_forbidden_product_is_denied(engine, prod):
+    messages = admit(engine, policy_for(prod, "eval"), pod(node_selector={PRODUCT: "NVIDIA-H100-80GB-HBM3"}))
+    assert messages == [
+        "GPU product 'NVIDIA-H100-80GB-HBM3' is not allowed for tenant eval; allowed classes: a100, a100-mig; "
+        "pools: a100-mig, a100-shared; dedicated pools: none"
+    ]
+
+
+def test_tenant_label_exists_is_denied_but_notin_is_allowed(engine, prod):
+    policy = policy_for(prod, "llm-finetune")
+    assert admit(engine, policy, pod(affinity_terms=[term(TENANT, "Exists")])) == [
+        "nodes dedicated to another tenant are selected (gpu.acme.dev/tenant); "
+        "tenant llm-finetune may only select or tolerate gpu.acme.dev/tenant=llm-finetune"
+    ]
+    assert admit(engine, policy, pod(affinity_terms=[term(TENANT, "NotIn", ["inference"])])) == []
+
+
+def test_gpu_pod_must_pin_itself(engine, prod):
+    policy = policy_for(prod, "eval")
+    assert admit(engine, policy, pod(resources=GPU)) == [
+        "pods of tenant eval that request GPUs must select where they run, with nodeSelector or required node "
+        "affinity (operator In) on gpu.acme.dev/pool (one of a100-mig, a100-shared) or gpu.acme.dev/gpu-class "
+        "(one of a100, a100-mig)"
+    ]
+    # GPUs requested by an init container or as requests count too.
+    assert len(admit(engine, policy, pod(init_resources={"requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "1"}}))) == 1
+    assert len(admit(engine, policy, pod(resources={"limits": {"nvidia.com/mig-3g.40gb": "1"}}))) == 1
+    # Affinity terms are ORed: one unpinned term lets the pod go anywhere.
+    loose = [term(POOL, "In", ["a100-shared"]), term("kubernetes.io/arch", "In", ["amd64"])]
+    assert len(admit(engine, policy, pod(affinity_terms=loose, resources=GPU))) == 1
+    tight = [term(POOL, "In", ["a100-shared"]), term(CLASS, "In", ["a100-mig"])]
+    assert admit(engine, policy, pod(affinity_terms=tight, resources=GPU)) == []
+
+
+def test_class_shared_with_other_teams_dedicated_pools_does_not_pin(engine, prod):
+    # h100 also has inference's dedicated pool: selecting the class alone could land there.
+    messages = admit(engine, policy_for(prod, "llm-finetune"), pod(node_selector={CLASS: "h100"}, resources=GPU))
+    assert messages == [
+        "pods of tenant llm-finetune that request GPUs must select where they run, with nodeSelector or required node "
+        "affinity (operator In) on gpu.acme.dev/pool (one of h100-train) or gpu.acme.dev/tenant=llm-finetune"
+    ]
+
+
+def test_node_name_is_denied_on_create_only(engine, prod):
+    policy = policy_for(prod, "eval")
+    bound = pod(nodeName="gpu-h100-01")
+    assert admit(engine, policy, bound) == [
+        "pods of tenant eval may not set spec.nodeName: it bypasses the scheduler and every placement rule; "
+        "select nodes with nodeSelector gpu.acme.dev/pool or gpu.acme.dev/gpu-class instead"
+    ]
+    # Scheduled pods carry nodeName; a spec change on them must not trip this rule.
+    changed = copy.deepcopy(bound)
+    changed["spec"]["containers"][0]["image"] = "registry.invalid/app:2"
+    assert admit(engine, policy, changed, operation="UPDATE", old=bound) == []
+
+
+def test_updates_that_keep_the_spec_pass_but_new_tolerations_are_checked(engine, prod):
+    policy = policy_for(prod, "eval")
+    legacy = pod(resources=GPU)  # created before the policy existed: not pinned
+    relabelled = copy.deepcopy(legacy)
+    relabelled["metadata"]["labels"] = {"done": "true"}
+    assert admit(engine, policy, relabelled, operation="UPDATE", old=legacy) == []
+    tolerating = pod(node_selector={POOL: "a100-shared"}, resources=GPU)
+    widened = copy.deepcopy(tolerating)
+    widened["spec"]["tolerations"] = [{"key": TENANT, "value": "inference", "effect": "NoSchedule"}]
+    messages = admit(engine, policy, widened, operation="UPDATE", old=tolerating)
+    assert len(messages) == 1 and "gpu.acme.dev/tenant=inference" in messages[0]
+
+
+def test_tenant_without_gpu_access_may_not_request_gpus(engine, prod):
+    environment = copy.deepcopy(prod)
+    tenant = next(t for t in environment.tenants if t.name == "eval").spec
+    tenant.gpu.classes = []
+    policy = pp.placement_policy(tenant, environment)
+    messages = admit(engine, policy, pod(resources=GPU))
+    assert messages == [
+        "tenant eval may not use GPUs in this environment (no usable pool: gpu.classes and gpu.dedicatedPools "
+        "give none); remove the nvidia.com GPU resources from the pod"
+    ]
+    assert admit(engine, policy, pod()) == []
+
+
+def test_dev_time_sliced_class_pins_for_every_tenant(engine, dev):
+    for tenant in ("eval", "inference", "llm-finetune"):
+        policy = policy_for(dev, tenant)
+        assert admit(engine, policy, pod(node_selector={CLASS: "l4"}, resources=GPU)) == [], tenant
+    assert len(admit(engine, policy_for(dev, "inference"), pod(node_selector={CLASS: "a100-mig"}))) == 1
+
+
+# ---- the objects ------------------------------------------------------------------------------
+
+
+def test_placement_lists(prod):
+    by_name = {t.name: pp.placement(t.spec, prod) for t in prod.tenants}
+    assert by_name["eval"].pools == ["a100-mig", "a100-shared"] and by_name["eval"].dedicated_pools == []
+    assert by_name["inference"].classes == ["h100"] and by_name["inference"].pools == ["h100-serve"]
+    assert by_name["inference"].pinning_classes == []  # h100 also has llm-finetune's pool
+    assert by_name["llm-finetune"].dedicated_pools == ["h100-train"]
+
+
+def test_policy_and_binding_shape(prod):
+    tenant = next(t for t in prod.tenants if t.name == "eval").spec
+    policy, binding = pp.placement_objects(tenant, prod)
+    assert policy["kind"] == "ValidatingAdmissionPolicy" and binding["kind"] == "ValidatingAdmissionPolicyBinding"
+    assert policy["spec"]["failurePolicy"] == "Fail"
+    assert policy["spec"]["matchConstraints"]["namespaceSelector"] == {"matchLabels": {"gpu-tenancy.dev/tenant": "eval"}}
+    assert policy["spec"]["matchConstraints"]["resourceRules"][0]["operations"] == ["CREATE", "UPDATE"]
+    assert binding["spec"] == {"policyName": "gpu-tenancy-placement-eval", "validationActions": ["Deny"]}
+    assert policy["metadata"]["labels"]["gpu-tenancy.dev/tenant"] == "eval"
+
+
+def test_decommissioned_tenant_gets_no_policy(prod):
+    tenant = next(t for t in prod.tenants if t.name == "eval").spec.model_copy(update={"lifecycle": "decommissioned"})
+    assert pp.placement_objects(tenant, prod) == []
+
+
+def test_policy_objects_match_the_kubernetes_schema(prod, dev, kube_schemas):
+    objects = [o for env in (prod, dev) for t in env.tenants for o in pp.placement_objects(t.spec, env)]
+    assert len(objects) == 12
+    for version in kube_schemas.versions:  # 1.30 (ValidatingAdmissionPolicy v1 is GA) up to the newest
+        for obj in objects:
+            assert kube_schemas.errors(obj, version) == [], (version, obj["metadata"]["name"])

@@ -1,0 +1,120 @@
+"""The queue aggregator, and one invariant across every GPU budget: the namespace ResourceQuota,
+Kueue's nominal quotas, KAI's queue quotas and the capacity all count the same GPUs."""
+
+from __future__ import annotations
+
+from collections import Counter
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from components.manifests import queues
+from components.manifests.quota import TENANT_QUOTA, resource_quotas
+from components.spec import capacity as cap
+from components.spec.load import Environment, load_environment
+from components.spec.queue_checks import kai_gpu_units
+
+from .test_queues_crds import queue_lab
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def examples() -> dict[str, Environment]:
+    return {name: load_environment(REPO, name) for name in ("dev", "prod", "staging")}
+
+
+def _with_scheduler(environment: Environment, scheduler: str) -> Environment:
+    platform = environment.platform.model_copy(update={"scheduler": scheduler})
+    return Environment(environment.name, platform, environment.platform_doc, environment.tenants)
+
+
+def test_the_stack_scheduler_picks_the_builder(examples):
+    prod, staging, dev = examples["prod"], examples["staging"], examples["dev"]
+    eval_prod = next(t.spec for t in prod.tenants if t.name == "eval")
+    assert [o["kind"] for o in queues.tenant_queue_objects(eval_prod, prod)] == ["ClusterQueue", "LocalQueue"]
+    assert {o["kind"] for o in queues.platform_queue_objects(prod)} == {"ResourceFlavor"}
+    eval_staging = next(t.spec for t in staging.tenants if t.name == "eval")
+    assert [o["kind"] for o in queues.tenant_queue_objects(eval_staging, staging)] == ["Queue"]
+    assert Counter(o["kind"] for o in queues.platform_queue_objects(staging)) == Counter(
+        {"Queue": 2, "ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1}
+    )
+    assert queues.platform_queue_objects(dev) == []
+    assert all(queues.tenant_queue_objects(t.spec, dev) == [] for t in dev.tenants)
+
+
+@pytest.mark.parametrize("scheduler", ["kueue", "kai"])
+def test_decommissioned_tenants_get_no_queue_objects(scheduler):
+    lab = queue_lab(scheduler)
+    gone = next(t.spec for t in lab.tenants if t.name == "gone")
+    assert queues.tenant_queue_objects(gone, lab) == []
+
+
+def _resource_quota_gpus(tenant, environment) -> dict[str, int]:
+    quota = next(q for q in resource_quotas(tenant, environment) if q["metadata"]["name"] == TENANT_QUOTA and q["metadata"]["namespace"] == tenant.name)
+    return {k[len("requests."):]: int(v) for k, v in quota["spec"]["hard"].items() if k.startswith("requests.nvidia.com/") and int(v)}
+
+
+def _kueue_nominal(tenant, environment) -> tuple[dict[str, int], dict[tuple[str, str], int]]:
+    queue = next(o for o in queues.tenant_queue_objects(tenant, environment) if o["kind"] == "ClusterQueue")
+    per_resource: Counter = Counter()
+    per_flavor: dict[tuple[str, str], int] = {}
+    for group in queue["spec"]["resourceGroups"]:
+        for flavor in group["flavors"]:
+            for resource in flavor["resources"]:
+                if resource["name"].startswith("nvidia.com/"):
+                    per_resource[resource["name"]] += int(resource["nominalQuota"])
+                    per_flavor[(flavor["name"], resource["name"])] = int(resource["nominalQuota"])
+    return {k: v for k, v in per_resource.items() if v}, per_flavor
+
+
+def _kai_gpu(tenant, environment) -> Fraction:
+    leaf = next(o for o in queues.tenant_queue_objects(tenant, environment) if o["kind"] == "Queue")
+    return Fraction(leaf["spec"]["resources"]["gpu"]["quota"])
+
+
+@pytest.mark.parametrize("case", ["dev", "prod", "staging", "lab"])
+def test_gpu_quotas_agree_across_resource_quota_kueue_kai_and_capacity(examples, case):
+    environment = examples[case] if case != "lab" else queue_lab("none")
+    platform = environment.platform
+    kueue_env, kai_env = _with_scheduler(environment, "kueue"), _with_scheduler(environment, "kai")
+    capacity = cap.capacity(platform)
+    class_totals: Counter = Counter()
+    profile_totals: Counter = Counter()
+    checked = 0
+    for loaded in environment.tenants:
+        tenant = loaded.spec
+        if tenant.lifecycle == "decommissioned":
+            continue
+        by_resource = {r: c for r, c in cap.gpu_quota_by_resource(tenant, platform).items() if c}
+        # 1. the namespace ResourceQuota enforces exactly the per-resource sums of the class quotas
+        assert _resource_quota_gpus(tenant, environment) == by_resource
+        # 2. Kueue: nominal quotas summed over flavors are the same per resource ...
+        per_resource, per_flavor = _kueue_nominal(tenant, kueue_env)
+        assert per_resource == by_resource
+        # ... and each class's flavor holds that class's quota
+        for name, count in cap.gpu_quota_by_class(tenant, platform).items():
+            assert per_flavor[(name, cap.class_resource(platform.gpu_classes[name]))] == count
+            class_totals[name] += count
+        # 3. KAI: one GPU number, each resource weighted the way KAI charges it
+        assert _kai_gpu(tenant, kai_env) == sum((kai_gpu_units(r, c) for r, c in by_resource.items()), Fraction(0))
+        for profile, count in tenant.quota.mig.items():
+            profile_totals[profile] += count
+        checked += 1
+    assert checked >= 3
+    # 4. capacity: what the queues hand out per class and per MIG profile fits the cluster
+    for name, total in class_totals.items():
+        assert total <= capacity.limit_for_class(platform, name), name
+    for profile, total in profile_totals.items():
+        assert total <= capacity.limit_for_profile(platform, profile), profile
+
+
+def test_ceiling_adds_borrowing_where_the_scheduler_allows_it():
+    lab = queue_lab("kueue")
+    bench = next(t.spec for t in lab.tenants if t.name == "bench")
+    # h100 +2 and a100 +0 land on nvidia.com/gpu, l4 +2 on the renamed shares
+    assert queues.gpu_ceiling_by_resource(bench, lab) == {"nvidia.com/gpu": 14, "nvidia.com/gpu.shared": 6, "nvidia.com/mig-1g.10gb": 7}
+    assert queues.gpu_ceiling_by_resource(bench, queue_lab("none")) == cap.gpu_quota_by_resource(bench, lab.platform)
+    no_cohort = queue_lab("kueue", queues={"defaultCohort": None})
+    assert queues.gpu_ceiling_by_resource(bench, no_cohort) == cap.gpu_quota_by_resource(bench, lab.platform)

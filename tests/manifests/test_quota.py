@@ -1,0 +1,179 @@
+from __future__ import annotations
+
+import pytest
+
+from components.manifests.meta import TENANT_LABEL
+from components.manifests.quota import (
+    SUSPENDED_QUOTA,
+    TENANT_QUOTA,
+    cluster_gpu_resources,
+    gpu_hard,
+    resource_quotas,
+)
+
+from .conftest import tenant_of
+
+H100 = {"model": "H100-80GB", "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi"}
+L4_SHARED = {
+    "model": "L4",
+    "product": "NVIDIA-L4",
+    "memory": "24Gi",
+    "sharing": "timeSlicing",
+    "timeSlicing": {"replicas": 4, "renameByDefault": True},
+}
+
+
+def _by_place(quotas: list[dict]) -> dict[tuple[str, str], dict]:
+    return {(q["metadata"]["namespace"], q["metadata"]["name"]): q for q in quotas}
+
+
+def _hard(quotas: list[dict], namespace: str, name: str) -> dict[str, str]:
+    return _by_place(quotas)[(namespace, name)]["spec"]["hard"]
+
+
+def test_primary_namespace_quota_of_the_finetuning_tenant(prod):
+    quotas = resource_quotas(tenant_of(prod, "llm-finetune"), prod)
+    assert _hard(quotas, "llm-finetune", TENANT_QUOTA) == {
+        "fast-nvme.storageclass.storage.k8s.io/persistentvolumeclaims": "20",
+        "fast-nvme.storageclass.storage.k8s.io/requests.storage": "50Ti",
+        "limits.cpu": "640",
+        "limits.ephemeral-storage": "4Ti",
+        "limits.memory": "4Ti",
+        "persistentvolumeclaims": "100",
+        "pods": "400",
+        "requests.cpu": "320",
+        "requests.ephemeral-storage": "2Ti",
+        "requests.memory": "2560Gi",
+        "requests.nvidia.com/gpu": "40",
+        "requests.nvidia.com/mig-1g.10gb": "0",
+        "requests.nvidia.com/mig-3g.40gb": "0",
+        "requests.storage": "200Ti",
+        "services": "20",
+        "services.loadbalancers": "0",
+    }
+
+
+def test_extra_namespaces_get_no_compute_or_gpu_budget_but_keep_guard_rails(prod):
+    quotas = resource_quotas(tenant_of(prod, "llm-finetune"), prod)
+    primary = _hard(quotas, "llm-finetune", TENANT_QUOTA)
+    extra = _hard(quotas, "llm-finetune-data", TENANT_QUOTA)
+    assert set(extra) == set(primary)
+    for key, value in extra.items():
+        budget = key.startswith(("requests.cpu", "limits.", "requests.memory", "requests.ephemeral-storage", "requests.nvidia.com/"))
+        assert value == ("0" if budget else primary[key]), key
+    assert extra["requests.storage"] == "200Ti"
+    assert extra["pods"] == "400"
+
+
+def test_tenant_wide_gpu_total_equals_its_quota_across_namespaces(prod):
+    tenant = tenant_of(prod, "inference")
+    quotas = [q for q in resource_quotas(tenant, prod) if q["metadata"]["name"] == TENANT_QUOTA]
+    assert len(quotas) == len(tenant.all_namespaces) == 2
+    assert sum(int(q["spec"]["hard"]["requests.nvidia.com/gpu"]) for q in quotas) == 24
+
+
+def test_quantities_keep_the_spelling_of_the_tenant_file(prod):
+    hard = _hard(resource_quotas(tenant_of(prod, "inference"), prod), "inference", TENANT_QUOTA)
+    assert hard["requests.memory"] == "1Ti"
+    assert hard["limits.memory"] == "1536Gi"
+    assert all(isinstance(value, str) for value in hard.values())
+
+
+def test_mig_slices_are_quota_per_profile_resource(prod):
+    hard = _hard(resource_quotas(tenant_of(prod, "eval"), prod), "eval", TENANT_QUOTA)
+    assert hard["requests.nvidia.com/gpu"] == "20"
+    assert hard["requests.nvidia.com/mig-1g.10gb"] == "48"
+    assert hard["requests.nvidia.com/mig-3g.40gb"] == "16"
+
+
+def test_gpu_keys_are_requests_only(environments):
+    for env in environments.values():
+        for loaded in env.tenants:
+            for quota in resource_quotas(loaded.spec, env):
+                for key in quota["spec"]["hard"]:
+                    assert not key.startswith(("limits.nvidia.com/", "nvidia.com/")), key
+
+
+def test_gpus_are_granted_never_implied(make_tenant, make_environment):
+    env = make_environment(gpuClasses={"h100": H100, "l4": L4_SHARED})
+    assert cluster_gpu_resources(env.platform) == ["nvidia.com/gpu", "nvidia.com/gpu.shared"]
+    cpu_only = make_tenant(quota={"cpu": {"requests": "4"}})
+    assert gpu_hard(cpu_only, env.platform) == {"requests.nvidia.com/gpu": "0", "requests.nvidia.com/gpu.shared": "0"}
+    shared = make_tenant(gpu={"classes": ["l4"]}, quota={"gpu": 3})
+    assert gpu_hard(shared, env.platform) == {"requests.nvidia.com/gpu": "0", "requests.nvidia.com/gpu.shared": "3"}
+
+
+def test_platform_without_gpus_and_tenant_without_quota_gets_no_main_quota(make_tenant, make_environment):
+    quotas = resource_quotas(make_tenant(), make_environment())
+    assert [q["metadata"]["name"] for q in quotas] == ["priority-online-inference"]
+
+
+def test_objects_counts_use_the_core_quota_keys(make_tenant, make_environment):
+    tenant = make_tenant(
+        quota={"objects": {"pods": 1, "services": 2, "servicesLoadBalancers": 3, "servicesNodePorts": 4,
+                           "persistentVolumeClaims": 5, "configMaps": 6, "secrets": 7}}
+    )
+    hard = _hard(resource_quotas(tenant, make_environment()), "team-a", TENANT_QUOTA)
+    assert hard == {"pods": "1", "services": "2", "services.loadbalancers": "3", "services.nodeports": "4",
+                    "persistentvolumeclaims": "5", "configmaps": "6", "secrets": "7"}
+
+
+def test_unlisted_priority_class_gets_the_stack_default_cap(prod):
+    quotas = resource_quotas(tenant_of(prod, "eval"), prod)
+    online = _by_place(quotas)[("eval", "priority-online-inference")]
+    assert online["spec"]["hard"] == {"pods": "0"}
+    assert online["spec"]["scopeSelector"] == {
+        "matchExpressions": [{"scopeName": "PriorityClass", "operator": "In", "values": ["online-inference"]}]
+    }
+
+
+def test_priority_classes_without_any_cap_get_no_scoped_quota(prod):
+    names = {q["metadata"]["name"] for q in resource_quotas(tenant_of(prod, "eval"), prod)}
+    assert names == {TENANT_QUOTA, "priority-batch", "priority-online-inference"}
+
+
+def test_granted_priority_class_uses_the_tenant_cap(prod):
+    quotas = resource_quotas(tenant_of(prod, "inference"), prod)
+    assert _hard(quotas, "inference", "priority-online-inference") == {"pods": "200", "requests.nvidia.com/gpu": "24"}
+    # Outside the primary namespace the GPU part of a cap is zero, like the main budget.
+    assert _hard(quotas, "inference-canary", "priority-online-inference") == {"pods": "200", "requests.nvidia.com/gpu": "0"}
+
+
+def test_priority_gpu_cap_applies_per_resource_and_never_above_the_quota(make_tenant, make_environment):
+    env = make_environment(gpuClasses={"h100": H100, "l4": L4_SHARED})
+    tenant = make_tenant(
+        gpu={"classes": ["h100", "l4"]},
+        quota={"gpu": {"h100": 2, "l4": 8}, "priorityClasses": {"training": {"gpu": 4, "cpu": "500m", "memory": "8Gi"}}},
+    )
+    assert _hard(resource_quotas(tenant, env), "team-a", "priority-training") == {
+        "requests.cpu": "500m",
+        "requests.memory": "8Gi",
+        "requests.nvidia.com/gpu": "2",
+        "requests.nvidia.com/gpu.shared": "4",
+    }
+
+
+def test_tenant_cap_overrides_the_default_cap(make_tenant, make_environment):
+    tenant = make_tenant(quota={"priorityClasses": {"online-inference": {"pods": 5}}})
+    assert _hard(resource_quotas(tenant, make_environment()), "team-a", "priority-online-inference") == {"pods": "5"}
+
+
+@pytest.mark.parametrize("lifecycle", ["suspended", "decommissioned"])
+def test_suspended_tenant_admits_no_new_pods_in_any_namespace(make_tenant, make_environment, lifecycle):
+    extra = {"decommission": {"confirm": "team-a"}} if lifecycle == "decommissioned" else {}
+    tenant = make_tenant(lifecycle=lifecycle, namespaces=["team-a-data"], **extra)
+    quotas = _by_place(resource_quotas(tenant, make_environment()))
+    for namespace in ("team-a", "team-a-data"):
+        assert quotas[(namespace, SUSPENDED_QUOTA)]["spec"] == {"hard": {"pods": "0"}}
+
+
+def test_active_tenant_has_no_suspended_quota(prod):
+    for loaded in prod.tenants:
+        assert all(q["metadata"]["name"] != SUSPENDED_QUOTA for q in resource_quotas(loaded.spec, prod))
+
+
+def test_every_quota_is_labelled_for_its_tenant(prod):
+    for loaded in prod.tenants:
+        for quota in resource_quotas(loaded.spec, prod):
+            assert quota["metadata"]["labels"][TENANT_LABEL] == loaded.name
+            assert quota["metadata"]["namespace"] in loaded.spec.all_namespaces

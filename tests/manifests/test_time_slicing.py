@@ -1,0 +1,93 @@
+"""Time-slicing: the device-plugin ConfigMap, the node label that selects an entry, and capacity."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import yaml
+
+from components.manifests import time_slicing
+from components.spec.capacity import GPU_SHARED, capacity, class_resource, gpu_quota_by_resource
+from components.spec.stack import Platform
+from components.spec.tenant import Tenant
+
+# Byte-for-byte copies of NVIDIA's files (see SOURCES.md next to them).
+REFERENCE = Path("/work/shared/reference/gpu-operator")
+
+
+def _platform(**time_slicing) -> Platform:
+    return Platform.model_validate({
+        "labelDomain": "gpu.example.com",
+        "gpuClasses": {
+            "t4": {"model": "T4", "product": "Tesla-T4", "memory": "16Gi", "sharing": "timeSlicing",
+                   "timeSlicing": {"replicas": 8, **time_slicing}},
+            "h100": {"model": "H100-80GB", "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi"},
+        },
+        "nodePools": {"t4": {"gpuClass": "t4", "gpusPerNode": 4, "nodes": ["n1", "n2", "n3"]},
+                      "h100": {"gpuClass": "h100", "gpusPerNode": 8, "nodes": ["n4"]}},
+    })
+
+
+def test_dev_config_map(dev):
+    config_map = time_slicing.device_plugin_config_map(dev)
+    assert config_map["metadata"]["name"] == "gpu-tenancy-device-plugin-config"
+    assert config_map["metadata"]["namespace"] == "gpu-operator"
+    assert list(config_map["data"]) == ["l4"]  # one entry per time-sliced class, keyed by class
+    assert yaml.safe_load(config_map["data"]["l4"]) == {
+        "version": "v1",
+        "flags": {"migStrategy": "none"},
+        "sharing": {"timeSlicing": {
+            "renameByDefault": False,
+            "failRequestsGreaterThanOne": True,
+            "resources": [{"name": "nvidia.com/gpu", "replicas": 4}],
+        }},
+    }
+
+
+def test_same_schema_as_nvidia_examples(dev):
+    sample = yaml.safe_load((REFERENCE / "time-slicing-config-sample.yaml").read_text())
+    reference = yaml.safe_load(next(iter(sample["data"].values())))
+    ours = yaml.safe_load(time_slicing.device_plugin_config_map(dev)["data"]["l4"])
+    assert set(ours) == set(reference)
+    assert ours["version"] == reference["version"] and ours["flags"] == reference["flags"]
+    assert set(ours["sharing"]["timeSlicing"]) == set(reference["sharing"]["timeSlicing"])
+    assert set(ours["sharing"]["timeSlicing"]["resources"][0]) == set(reference["sharing"]["timeSlicing"]["resources"][0])
+
+
+def test_node_label_selects_the_class_entry(dev):
+    platform = dev.platform
+    assert time_slicing.node_labels(platform, platform.node_pools["l4-shared"]) == {"nvidia.com/device-plugin.config": "l4"}
+    assert time_slicing.node_labels(platform, platform.node_pools["a100-mig"]) == {}
+
+
+def test_capacity_counts_replicas(dev):
+    # dev l4-shared: 1 static node + up to 1 autoscaled node, 2 GPUs each, 4 replicas per GPU.
+    assert capacity(dev.platform).per_class["l4"] == (1 + 1) * 2 * 4 == 16
+
+
+def test_renamed_shares_are_a_separate_resource():
+    platform = _platform(renameByDefault=True, failRequestsGreaterThanOne=False)
+    entry = time_slicing.sharing_config(platform.gpu_classes["t4"])["sharing"]["timeSlicing"]
+    assert entry["renameByDefault"] is True and entry["failRequestsGreaterThanOne"] is False
+    assert entry["resources"] == [{"name": "nvidia.com/gpu", "replicas": 8}]
+    assert class_resource(platform.gpu_classes["t4"]) == GPU_SHARED == "nvidia.com/gpu.shared"
+    result = capacity(platform)
+    assert result.per_class == {"t4": 3 * 4 * 8, "h100": 8}
+    tenant = Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha1", "kind": "Tenant", "name": "a",
+                                    "displayName": "A", "costCenter": "c", "gpu": {"classes": ["t4", "h100"]},
+                                    "quota": {"gpu": {"t4": 10, "h100": 2}}})
+    assert gpu_quota_by_resource(tenant, platform) == {"nvidia.com/gpu": 2, "nvidia.com/gpu.shared": 10}
+
+
+def test_no_config_map_without_time_sliced_classes(dev):
+    platform = dev.platform.model_copy(deep=True)
+    del platform.gpu_classes["l4"]
+    platform.node_pools.pop("l4-shared")
+    assert time_slicing.device_plugin_config_map(replace(dev, platform=platform)) is None
+
+
+def test_sharing_config_refuses_other_classes():
+    with pytest.raises(ValueError, match="not time-sliced"):
+        time_slicing.sharing_config(_platform().gpu_classes["h100"])

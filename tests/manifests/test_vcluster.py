@@ -1,0 +1,170 @@
+"""The optional vCluster: a plain Helm release description whose values mirror the tenant's host limits
+and pass the chart's own values.schema.json (v0.36.1)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from components.manifests import vcluster
+from components.manifests.limit_range import container_limits
+from components.manifests.quota import TENANT_QUOTA, resource_quotas
+from components.spec.load import Environment, load_environment
+from components.spec.vcluster_checks import schema_errors
+
+from .test_queues_crds import queue_lab
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def examples() -> dict[str, Environment]:
+    return {name: load_environment(REPO, name) for name in ("dev", "prod", "staging")}
+
+
+def _spec(environment: Environment, name: str):
+    return next(t.spec for t in environment.tenants if t.name == name)
+
+
+def _enabled(tenant, **vcluster):
+    return tenant.model_copy(update={"vcluster": tenant.vcluster.model_copy(update={"enabled": True, **vcluster})})
+
+
+def test_the_dev_example_release(examples):
+    dev = examples["dev"]
+    release = vcluster.vcluster_release(_spec(dev, "llm-finetune"), dev)
+    assert {k: v for k, v in release.items() if k != "values"} == {
+        "name": "vcluster", "namespace": "llm-finetune", "chart": "vcluster",
+        "repository": "https://charts.loft.sh", "version": "0.36.1",
+    }
+    # the tenant's override is merged over the generated values
+    assert release["values"]["controlPlane"]["statefulSet"]["resources"]["requests"] == {"cpu": "200m", "memory": "512Mi"}
+    assert release["values"]["sync"]["fromHost"]["nodes"]["selector"]["labels"] == {"gpu.acme.dev/gpu-class": "l4"}
+
+
+def test_no_release_when_disabled_or_decommissioned(examples):
+    prod = examples["prod"]
+    assert vcluster.vcluster_release(_spec(prod, "llm-finetune"), prod) is None
+    lab = queue_lab("none")
+    gone = _enabled(_spec(lab, "gone"))
+    assert vcluster.vcluster_release(gone, lab) is None
+
+
+@pytest.mark.parametrize("case", ["dev", "prod", "staging", "lab"])
+def test_generated_values_pass_the_chart_schema_for_every_tenant(examples, case):
+    environment = examples[case] if case != "lab" else queue_lab("none")
+    for loaded in environment.tenants:
+        values = vcluster.vcluster_values(_enabled(loaded.spec, priority_class_name="batch"), environment)
+        assert schema_errors(values) == [], loaded.name
+        assert schema_errors(vcluster.vcluster_values(_enabled(loaded.spec), environment)) == []
+
+
+def test_the_schema_check_is_not_vacuous(examples):
+    dev = examples["dev"]
+    values = vcluster.vcluster_values(_spec(dev, "llm-finetune"), dev)
+    values["sync"]["toHost"]["pods"]["enforceTolerations"] = "not-a-list"
+    values["policies"]["networkPolicy"]["enabeld"] = True
+    assert [path for path, _ in schema_errors(values)] == [
+        ("policies", "networkPolicy", "enabeld"), ("sync", "toHost", "pods", "enforceTolerations")
+    ]
+
+
+def test_pods_are_pinned_to_the_tenants_pools(examples):
+    prod, dev = examples["prod"], examples["dev"]
+    inference = vcluster.generated_values(_enabled(_spec(prod, "inference")), prod)["sync"]
+    assert inference["fromHost"]["nodes"] == {"enabled": True, "selector": {"labels": {"gpu.acme.dev/tenant": "inference"}}, "syncBackChanges": False}
+    assert inference["toHost"]["pods"]["enforceTolerations"] == ["gpu.acme.dev/tenant=inference:NoSchedule"]
+    single = vcluster.generated_values(_enabled(_spec(dev, "inference")), dev)["sync"]
+    assert single["fromHost"]["nodes"]["selector"]["labels"] == {"gpu.acme.dev/gpu-class": "l4"}
+    assert single["toHost"]["pods"]["enforceTolerations"] == []
+    # eval may use l4 and a100-mig in dev: no one label set selects both
+    several = vcluster.node_selector(_spec(dev, "eval"), dev)
+    assert several == {}
+
+
+def test_quota_and_limit_range_mirror_the_tenants_own(examples):
+    prod = examples["prod"]
+    tenant = _spec(prod, "eval")
+    values = vcluster.generated_values(_enabled(tenant), prod)["policies"]
+    host = next(q for q in resource_quotas(tenant, prod) if q["metadata"]["name"] == TENANT_QUOTA and q["metadata"]["namespace"] == "eval")
+    mirrored = {k: v for k, v in values["resourceQuota"]["quota"].items() if v is not None}
+    assert values["resourceQuota"]["enabled"] is True
+    assert mirrored == host["spec"]["hard"]
+    # chart defaults the tenant leaves open are nulled (Helm deletes them) instead of limiting it
+    assert values["resourceQuota"]["quota"]["count/pods"] is None
+    assert values["resourceQuota"]["quota"]["requests.storage"] is None
+    limits = container_limits(tenant, prod)
+    assert {k: v for k, v in values["limitRange"]["default"].items() if v is not None} == limits["default"]
+    assert {k: v for k, v in values["limitRange"]["defaultRequest"].items() if v is not None} == limits["defaultRequest"]
+    assert values["limitRange"]["defaultRequest"]["ephemeral-storage"] is None
+
+
+def test_nothing_to_mirror_disables_the_charts_quota(make_tenant, make_environment):
+    environment = make_environment()
+    values = vcluster.generated_values(make_tenant(vcluster={"enabled": True}), environment)["policies"]
+    assert values["resourceQuota"]["enabled"] is False
+    assert values["limitRange"]["enabled"] is True  # the stack's LimitRange defaults still apply
+
+
+def test_network_policy_adds_no_public_egress_and_pod_security_matches(examples):
+    prod = examples["prod"]
+    policies = vcluster.generated_values(_enabled(_spec(prod, "inference")), prod)["policies"]
+    assert policies["networkPolicy"] == {"enabled": True, "workload": {"publicEgress": {"enabled": False}}}
+    assert policies["podSecurityStandard"] == "restricted"
+
+
+def test_no_cluster_scoped_objects_are_synced_to_the_host(examples):
+    dev = examples["dev"]
+    to_host = vcluster.vcluster_values(_spec(dev, "llm-finetune"), dev)["sync"]["toHost"]
+    for kind in ("namespaces", "persistentVolumes", "priorityClasses", "storageClasses"):
+        assert to_host[kind] == {"enabled": False}
+
+
+def test_priority_class_forced_or_synced_from_the_host(examples):
+    dev = examples["dev"]
+    tenant = _spec(dev, "llm-finetune")
+    synced = vcluster.generated_values(tenant, dev)["sync"]
+    assert synced["fromHost"]["priorityClasses"] == {"enabled": True, "selector": {"matchLabels": {"app.kubernetes.io/managed-by": "gpu-tenancy"}}}
+    assert "priorityClassName" not in synced["toHost"]["pods"]
+    forced = vcluster.generated_values(_enabled(tenant, priority_class_name="training"), dev)["sync"]
+    assert forced["toHost"]["pods"]["priorityClassName"] == "training"
+    assert forced["fromHost"]["priorityClasses"]["enabled"] is False
+
+
+def test_overrides_merge_maps_replace_lists_and_keep_nulls(make_tenant, make_environment):
+    tenant = make_tenant(vcluster={"enabled": True, "values": {
+        "sync": {"toHost": {"pods": {"translateImage": {"a": "b"}}}},
+        "controlPlane": {"statefulSet": {"env": [{"name": "X", "value": "1"}]}},
+        "exportKubeConfig": {"context": None},
+    }})
+    values = vcluster.vcluster_values(tenant, make_environment())
+    assert values["sync"]["toHost"]["pods"]["translateImage"] == {"a": "b"}
+    assert values["sync"]["toHost"]["pods"]["enabled"] is True  # generated sibling kept
+    assert values["controlPlane"]["statefulSet"]["env"] == [{"name": "X", "value": "1"}]
+    assert values["exportKubeConfig"] == {"context": None}
+
+
+def test_values_are_deterministic_with_sorted_maps(examples):
+    dev = examples["dev"]
+    first = vcluster.vcluster_values(_spec(dev, "llm-finetune"), dev)
+    assert first == vcluster.vcluster_values(_spec(dev, "llm-finetune"), dev)
+
+    def sorted_everywhere(value) -> bool:
+        if isinstance(value, dict):
+            return list(value) == sorted(value) and all(sorted_everywhere(v) for v in value.values())
+        if isinstance(value, list):
+            return all(sorted_everywhere(v) for v in value)
+        return True
+
+    assert sorted_everywhere(first)
+
+
+def test_values_yaml_keeps_the_nulls_that_delete_chart_defaults(examples):
+    import yaml
+
+    dev = examples["dev"]
+    values = vcluster.vcluster_values(_spec(dev, "llm-finetune"), dev)
+    text = vcluster.values_yaml(values)
+    assert "      count/pods: null\n" in text
+    assert yaml.safe_load(text) == values

@@ -1,0 +1,207 @@
+"""The CI workflows and pre-commit hooks: linted by real tools, and checked to do what the docs say.
+
+Linters: check-jsonschema's GitHub-workflow schema (offline, from the test extras) and actionlint,
+built from its pinned Go module into .cache/go/bin on first use (15-60 s the first time on a
+machine, ~5 s after a clean checkout thanks to Go's own caches; set ACTIONLINT to a binary to skip
+the build). Each linter is also shown a broken workflow, so a linter that accepts anything fails.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from components.spec.load import stack_names
+
+REPO = Path(__file__).resolve().parent.parent
+WORKFLOWS = REPO / ".github" / "workflows"
+BIN = Path(sys.executable).parent
+ACTIONLINT_MODULE = "github.com/rhysd/actionlint/cmd/actionlint@v1.7.12"
+
+BROKEN_FOR_SCHEMA = """\
+name: broken
+on: [push]
+jobs:
+  build:
+    steps:
+      - run: echo "no runs-on, and steps must be a list of mappings"
+      - just-a-string
+"""
+# Valid against the schema, wrong on inspection: an unknown `needs` and an undefined context.
+BROKEN_FOR_ACTIONLINT = """\
+name: broken
+on: [push]
+jobs:
+  build:
+    runs-on: ubuntu-latest
+    needs: no-such-job
+    steps:
+      - run: echo "${{ github.no_such_property_anywhere }}"
+"""
+
+
+def workflow(name: str) -> dict:
+    data = yaml.safe_load((WORKFLOWS / name).read_text())
+    data["on"] = data.pop(True, data.get("on"))  # YAML 1.1 reads the key `on` as a boolean
+    return data
+
+
+def steps(job: dict) -> list[dict]:
+    return job["steps"]
+
+
+def run_lines(job: dict) -> str:
+    return "\n".join(step.get("run", "") for step in steps(job))
+
+
+def uses(job: dict, action: str) -> list[dict]:
+    return [step for step in steps(job) if step.get("uses", "").startswith(action)]
+
+
+def check_jsonschema(*args: str | Path) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "check-jsonschema"), *map(str, args)], capture_output=True, text=True)
+
+
+# --- linters ------------------------------------------------------------------------------------------
+
+
+def workflow_files() -> list[Path]:
+    return sorted(WORKFLOWS.glob("*.yml"))
+
+
+def test_there_are_workflows_to_lint():
+    assert [p.name for p in workflow_files()] == ["deploy.yml", "pr-preview.yml"]
+
+
+@pytest.mark.parametrize("schema", ["vendor.github-workflows", "custom.github-workflows-require-timeout"])
+def test_workflows_pass_the_schema(schema):
+    done = check_jsonschema("--builtin-schema", schema, *workflow_files())
+
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_schema_linter_rejects_a_broken_workflow(tmp_path):
+    broken = tmp_path / "broken.yml"
+    broken.write_text(BROKEN_FOR_SCHEMA)
+
+    done = check_jsonschema("--builtin-schema", "vendor.github-workflows", broken)
+
+    assert done.returncode == 1
+    assert "broken.yml" in done.stdout + done.stderr
+
+
+@pytest.fixture(scope="session")
+def actionlint() -> str:
+    """Path of an actionlint binary: $ACTIONLINT, else built once from the pinned module with Go."""
+    if os.environ.get("ACTIONLINT"):
+        return os.environ["ACTIONLINT"]
+    cache = Path(os.environ.get("GPU_TENANCY_CACHE_DIR", REPO / ".cache")) / "go"
+    binary = cache / "bin" / "actionlint"
+    if binary.exists():
+        return str(binary)
+    go = shutil.which("go") or ("/usr/local/go/bin/go" if Path("/usr/local/go/bin/go").exists() else None)
+    assert go, "actionlint needs Go to build (or set ACTIONLINT=/path/to/actionlint)"
+    # The user's own module and build caches, not the repo's: they outlive clean checkouts, so a
+    # rebuild after one takes seconds (the first build on a machine takes ~15-60 s).
+    env = {**os.environ, "GOBIN": str(cache / "bin"), "GOTOOLCHAIN": "local", "CGO_ENABLED": "0", "GOFLAGS": "-trimpath"}
+    done = subprocess.run([go, "install", ACTIONLINT_MODULE], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, f"building actionlint failed:\n{done.stderr}"
+    return str(binary)
+
+
+def test_workflows_pass_actionlint(actionlint):
+    done = subprocess.run([actionlint, "-no-color", *map(str, workflow_files())], capture_output=True, text=True, cwd=REPO)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_actionlint_rejects_a_broken_workflow(actionlint, tmp_path):
+    broken = tmp_path / "broken.yml"
+    broken.write_text(BROKEN_FOR_ACTIONLINT)
+    assert check_jsonschema("--builtin-schema", "vendor.github-workflows", broken).returncode == 0
+
+    done = subprocess.run([actionlint, "-no-color", str(broken)], capture_output=True, text=True)
+
+    assert done.returncode == 1
+    assert "no-such-job" in done.stdout and "no_such_property_anywhere" in done.stdout
+
+
+# --- what the workflows do ---------------------------------------------------------------------------
+
+
+def test_pr_preview_validates_tests_and_comments_the_offline_diff():
+    data = workflow("pr-preview.yml")
+    check = data["jobs"]["check"]
+
+    assert "pull_request" in data["on"]
+    checkout = uses(check, "actions/checkout@")[0]
+    assert checkout["with"]["fetch-depth"] == 0
+    assert uses(check, "actions/setup-python@")
+    commands = run_lines(check)
+    assert "make .venv/.installed" in commands  # the Makefile's install: pip install -e '.[test]'
+    assert commands.index("tenants validate") < commands.index("make test") < commands.index("tenants diff")
+    assert 'tenants diff --base "origin/$BASE_REF" --format markdown > diff.md' in commands
+    diff_step = next(s for s in steps(check) if "tenants diff" in s.get("run", ""))
+    assert diff_step["env"]["BASE_REF"] == "${{ github.base_ref }}"
+    comment = uses(check, "marocchino/sticky-pull-request-comment@")[0]
+    assert comment["with"]["path"] == "diff.md"
+    assert check["permissions"]["pull-requests"] == "write"
+
+
+def test_pr_preview_runs_pulumi_preview_per_stack():
+    data = workflow("pr-preview.yml")
+    preview = data["jobs"]["preview"]
+
+    assert preview["needs"] == "check"
+    assert preview["strategy"]["matrix"]["stack"] == "${{ fromJSON(needs.check.outputs.stacks) }}"
+    assert "stack_names" in run_lines(data["jobs"]["check"])
+    pulumi = uses(preview, "pulumi/actions@v6")[0]
+    assert pulumi["with"]["command"] == "preview"
+    assert pulumi["with"]["comment-on-pr"] is True and pulumi["with"]["diff"] is True
+    assert pulumi["with"]["stack-name"] == "${{ matrix.stack }}"
+    assert pulumi["env"]["PULUMI_ACCESS_TOKEN"] == "${{ secrets.PULUMI_ACCESS_TOKEN }}"
+    assert "KUBECONFIG" in str(preview["steps"])
+
+
+def test_deploy_runs_every_stack_in_order_behind_an_environment():
+    data = workflow("deploy.yml")
+    jobs = data["jobs"]
+
+    assert data["on"]["push"]["branches"] == ["main"]
+    assert data["concurrency"]["cancel-in-progress"] is False
+    order = ["dev", "staging", "prod"]
+    assert sorted(order) == sorted(stack_names(REPO)), "every stack needs a deploy job, in promotion order"
+    previous = "check"
+    for stack in order:
+        job = jobs[f"up-{stack}"]
+        assert job["needs"] == previous
+        assert job["environment"] == stack
+        pulumi = uses(job, "pulumi/actions@v6")[0]
+        assert pulumi["with"]["command"] == "up" and pulumi["with"]["stack-name"] == stack
+        assert "secrets.KUBECONFIG" in str(job["steps"])
+        previous = f"up-{stack}"
+    assert "tenants validate" in run_lines(jobs["check"]) and "make test" in run_lines(jobs["check"])
+
+
+def test_pre_commit_hooks_run_tenants_validate():
+    config = yaml.safe_load((REPO / ".pre-commit-config.yaml").read_text())
+    manifest = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
+
+    local = {hook["id"]: hook for repo in config["repos"] for hook in repo["hooks"]}
+    assert local["tenants-validate"]["entry"] == ".venv/bin/tenants validate"
+    assert local["tenants-validate"]["pass_filenames"] is False
+    offered = {hook["id"]: hook for hook in manifest}
+    assert offered["tenants-validate"]["entry"] == "tenants validate"
+    assert offered["tenants-validate"]["language"] == "python"
+    for hook in (local["tenants-validate"], offered["tenants-validate"]):
+        pattern = re.compile(hook["files"])
+        assert pattern.search("tenants/llm-finetune.yaml") and pattern.search("stacks/Pulumi.prod.yaml")
+        assert not pattern.search("docs/onboarding.md")
+
