@@ -15,8 +15,8 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[test]'
 	touch $@
 
-run: $(VENV)/.installed ## validate every stack of the example
-	$(VENV)/bin/tenants validate
+run: $(VENV)/.installed ## render the example prod stack to out/prod (offline, no cluster)
+	$(VENV)/bin/tenants render --stack $(STACK) --out $(OUT)/$(STACK)
 
 validate: $(VENV)/.installed
 	$(VENV)/bin/tenants validate

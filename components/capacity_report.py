@@ -193,7 +193,11 @@ def _aligned(header: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def format_text(table: dict[str, Any]) -> str:
-    """Aligned columns for a terminal."""
+    """Aligned columns for a terminal.
+
+    >>> format_text(capacity_table(prod)).splitlines()[0]   # doctest: +SKIP
+    'GPU capacity of stack prod'
+    """
     out = [f"GPU capacity of stack {table['environment']}", _LEGEND, ""]
     out += _aligned(_CLASS_COLUMNS, _class_rows(table))
     if table["migProfiles"]:
@@ -215,7 +219,11 @@ def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def format_markdown(table: dict[str, Any]) -> str:
-    """Tables for a pull-request comment."""
+    """Tables for a pull-request comment.
+
+    >>> format_markdown(capacity_table(prod)).splitlines()[0]   # doctest: +SKIP
+    '### GPU capacity of stack `prod`'
+    """
     out = [f"### GPU capacity of stack `{table['environment']}`", "", f"_{_LEGEND}_", ""]
     class_header = _CLASS_COLUMNS + ["by tenant"]
     class_rows = [r + [_split(row["byTenant"])] for r, row in zip(_class_rows(table), table["gpuClasses"].values())]
@@ -231,7 +239,11 @@ def format_markdown(table: dict[str, Any]) -> str:
 
 
 def format_json(table: dict[str, Any]) -> str:
-    """The table itself, for tools."""
+    """The table itself, for tools.
+
+    >>> json.loads(format_json(capacity_table(prod)))["environment"]   # doctest: +SKIP
+    'prod'
+    """
     return json.dumps(table, indent=2) + "\n"
 
 

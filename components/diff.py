@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any, Callable, Mapping
 
-from .manifests.build import PLATFORM, environment_objects
+from .manifests.build import PLATFORM, environment_objects, helm_releases
 from .manifests.meta import KubeObject
+from .capacity_report import capacity_table
 from .diff_objects import field_changes, object_changes
-from .spec import capacity as cap
 from .spec.load import Environment
 from .spec.tenant import Tenant
 from .diff_tenant import set_change, tenant_changes
@@ -40,66 +39,31 @@ class Side:
 # --- capacity ----------------------------------------------------------------------------------
 
 
-def _number(value: Fraction | int) -> int | float:
-    value = Fraction(value)
-    return int(value) if value.denominator == 1 else float(value)
-
-
-def _status(requested: int, limit: Fraction, ratio: Fraction) -> str:
-    if requested > limit:
-        return "over"
-    if limit and requested >= limit * ratio:
-        return "warning"
-    return "ok"
+_CAPACITY_KEYS = ("capacity", "overcommit", "limit", "requested", "status", "byTenant")
 
 
 def capacity_rows(environment: Environment) -> dict[tuple[str, str], dict[str, Any]]:
     """Per GPU class and MIG profile: capacity, overcommit, limit, quotas of active tenants, status.
 
-    The same arithmetic as `tenants validate` (capacity x overcommit; warning from the stack's
-    `capacityWarningRatio`), so the diff and the validation never disagree.
+    Taken from `tenants capacity` (the arithmetic of `tenants validate`), so the three never disagree.
+
+    >>> capacity_rows(prod)[("gpuClass", "h100")]["status"]   # doctest: +SKIP
+    'warning'
     """
-    platform = environment.platform
-    capacity = cap.capacity(platform)
-    ratio = Fraction(platform.capacity_warning_ratio)
-    active = [t for t in environment.tenants if t.spec.lifecycle == "active"]
-    rows: dict[tuple[str, str], dict[str, Any]] = {}
-    for name, gpu_class in sorted(platform.gpu_classes.items()):
-        by_tenant = {}
-        for loaded in active:
-            count = cap.gpu_quota_by_class(loaded.spec, platform).get(name, 0)
-            if count:
-                by_tenant[loaded.name] = count
-        limit = capacity.limit_for_class(platform, name)
-        requested = sum(by_tenant.values())
-        rows[("gpuClass", name)] = {
-            "capacity": capacity.per_class.get(name, 0),
-            "overcommit": _number(Fraction(gpu_class.overcommit)),
-            "limit": _number(limit),
-            "requested": requested,
-            "status": _status(requested, limit, ratio),
-            "byTenant": dict(sorted(by_tenant.items())),
-        }
-    profiles = set(capacity.per_mig_profile) | {p for t in active for p, c in t.spec.quota.mig.items() if c}
-    for profile in sorted(profiles):
-        by_tenant = {t.name: t.spec.quota.mig[profile] for t in active if t.spec.quota.mig.get(profile)}
-        classes = capacity.mig_profile_classes.get(profile, [])
-        overcommit = min((Fraction(platform.gpu_classes[c].overcommit) for c in classes), default=Fraction(1))
-        limit = capacity.limit_for_profile(platform, profile)
-        requested = sum(by_tenant.values())
-        rows[("migProfile", profile)] = {
-            "capacity": capacity.per_mig_profile.get(profile, 0),
-            "overcommit": _number(overcommit),
-            "limit": _number(limit),
-            "requested": requested,
-            "status": _status(requested, limit, ratio),
-            "byTenant": dict(sorted(by_tenant.items())),
-        }
+    table = capacity_table(environment)
+    rows = {}
+    for kind, section in (("gpuClass", "gpuClasses"), ("migProfile", "migProfiles")):
+        for name, row in table[section].items():
+            rows[(kind, name)] = {key: row[key] for key in _CAPACITY_KEYS}
     return rows
 
 
 def capacity_changes(before: Environment | None, after: Environment | None) -> list[dict[str, Any]]:
-    """Every GPU class and MIG profile on either side, with both sides' figures and whether they differ."""
+    """Every GPU class and MIG profile on either side, with both sides' figures and whether they differ.
+
+    >>> [(r["name"], r["from"], r["to"]["capacity"]) for r in capacity_changes(None, prod)][:1]   # doctest: +SKIP
+    [('a100', None, 16)]
+    """
     old = capacity_rows(before) if before else {}
     new = capacity_rows(after) if after else {}
     result = []
@@ -118,7 +82,11 @@ def _is_node(obj: Mapping[str, Any]) -> bool:
 
 
 def mig_config_names(*environments: Environment | None) -> set[str]:
-    """Names of the MIG Manager ConfigMap (stack setting `gpuOperator.migConfig`) on either side."""
+    """Names of the MIG Manager ConfigMap (stack setting `gpuOperator.migConfig`) on either side.
+
+    >>> mig_config_names(dev, None)   # doctest: +SKIP
+    {'gpu-tenancy-mig-config'}
+    """
     return {e.platform.gpu_operator.mig_config for e in environments if e is not None}
 
 
@@ -180,7 +148,11 @@ def mig_changes(before: list[KubeObject], after: list[KubeObject], names: set[st
 
 def node_group_changes(before: Environment | None, after: Environment | None) -> list[dict[str, Any]]:
     """Autoscaled pools whose required node labels or taints change: their node group definition
-    (outside this project) must be updated by hand."""
+    (outside this project) must be updated by hand.
+
+    >>> node_group_changes(None, dev)[0]["change"]   # doctest: +SKIP
+    'added'
+    """
     from .manifests.gpu_nodes import node_group_requirements
 
     old = node_group_requirements(before) if before else {}
@@ -288,6 +260,31 @@ def _capacity_warnings(stack: str, capacity: list[dict[str, Any]]) -> list[dict[
     return warnings
 
 
+def release_objects(environment: Environment) -> dict[str, list[KubeObject]]:
+    """Each tenant's Helm releases (its vCluster) as pseudo-objects of kind `HelmRelease`, so they diff
+    like the rest; they are not Kubernetes objects (`tenants render` writes them to `<tenant>.helm.yaml`).
+
+    >>> release_objects(dev)["llm-finetune"][0]["kind"]   # doctest: +SKIP
+    'HelmRelease'
+    """
+    result = {}
+    for loaded in environment.tenants:
+        result[loaded.name] = [
+            {"apiVersion": "helm", "kind": "HelmRelease",
+             "metadata": {"name": release["name"], "namespace": release["namespace"]},
+             "spec": {key: value for key, value in release.items() if key not in ("name", "namespace")}}
+            for release in helm_releases(loaded.spec, environment)
+        ]
+    return result
+
+
+def _objects(environment: Environment) -> dict[str, list[KubeObject]]:
+    objects = environment_objects(environment)
+    for owner, releases in release_objects(environment).items():
+        objects[owner] = [*objects.get(owner, []), *releases]
+    return objects
+
+
 def _pairs(old: dict[str, Tenant], new: dict[str, Tenant]) -> list[tuple[str | None, str | None]]:
     """(base name, head name) per tenant; a head tenant listing a vanished name in previousNames pairs with it."""
     vanished = set(old) - set(new)
@@ -318,8 +315,8 @@ def compare_stack(name: str, base: Side, head: Side) -> dict[str, Any]:
     """
     notes = [f"stack {name}: {p}" for p in base.problems]
     before_env, after_env = base.environment, head.environment
-    old_objects = _safe(lambda: environment_objects(before_env), {}, notes, f"the base objects of stack {name}") if before_env else {}
-    new_objects = environment_objects(after_env) if after_env else {}
+    old_objects = _safe(lambda: _objects(before_env), {}, notes, f"the base objects of stack {name}") if before_env else {}
+    new_objects = _objects(after_env) if after_env else {}
     old_tenants = {t.name: t.spec for t in before_env.tenants} if before_env else {}
     new_tenants = {t.name: t.spec for t in after_env.tenants} if after_env else {}
 
@@ -420,5 +417,9 @@ def report(stacks: list[dict[str, Any]], base: Mapping[str, Any], head: str = "w
 
 
 def to_json(document: Mapping[str, Any]) -> str:
-    """The document as indented JSON, keys sorted, so equal diffs print equal bytes."""
+    """The document as indented JSON, keys sorted, so equal diffs print equal bytes.
+
+    >>> to_json({"b": 1, "a": [2]})
+    '{\\n  "a": [\\n    2\\n  ],\\n  "b": 1\\n}\\n'
+    """
     return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n"

@@ -18,7 +18,16 @@ from pathlib import Path, PurePosixPath
 from . import cli
 from .diff import Side, compare_stack, report, to_json
 from .diff_format import format_markdown, format_text
-from .spec.load import Environment, load_environment, load_platform, read_tenant_documents, stack_names, validate_tenant, LoadedTenant, for_environment
+from .spec.load import (
+    Environment,
+    LoadedTenant,
+    for_environment,
+    load_environment,
+    load_platform,
+    read_tenant_documents,
+    stack_names,
+    validate_tenant,
+)
 from .spec.problems import InvalidInput, errors_only, sorted_problems
 
 DEFAULT_UPSTREAM = "origin/main"
@@ -38,25 +47,25 @@ Exit codes:
 """
 
 
-class GitError(Exception):
-    """A git command failed or a ref does not exist; the message is for the user."""
+class UsageError(Exception):
+    """Exit 2: a git command failed, a ref or stack does not exist; the message is for the user."""
 
 
 def _git(root: Path, *args: str, stdin: bytes | None = None) -> bytes:
     try:
         done = subprocess.run(["git", "-C", str(root), *args], input=stdin, capture_output=True, check=False)
     except FileNotFoundError:
-        raise GitError("git is not installed (tenants diff reads the base from git)") from None
+        raise UsageError("git is not installed (tenants diff reads the base from git)") from None
     if done.returncode != 0:
         message = done.stderr.decode(errors="replace").strip().splitlines()
-        raise GitError(f"git {' '.join(args[:2])} failed: {message[-1] if message else 'exit ' + str(done.returncode)}")
+        raise UsageError(f"git {' '.join(args[:2])} failed: {message[-1] if message else 'exit ' + str(done.returncode)}")
     return done.stdout
 
 
 def _verify(root: Path, ref: str) -> str | None:
     try:
         return _git(root, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}").decode().strip()
-    except GitError:
+    except UsageError:
         return None
 
 
@@ -68,14 +77,14 @@ def resolve_base(root: Path, ref: str | None) -> dict[str, str]:
     """
     try:
         _git(root, "rev-parse", "--git-dir")
-    except GitError:
-        raise GitError(f"{root} is not inside a git repository; tenants diff compares with a git ref") from None
+    except UsageError:
+        raise UsageError(f"{root} is not inside a git repository; tenants diff compares with a git ref") from None
     if ref is not None:
         if ref.startswith("-") or not ref.strip():
-            raise GitError(f"'{ref}' is not a git ref")
+            raise UsageError(f"'{ref}' is not a git ref")
         commit = _verify(root, ref)
         if commit is None:
-            raise GitError(f"unknown git ref '{ref}' (fetch it first, e.g. git fetch origin main)")
+            raise UsageError(f"unknown git ref '{ref}' (fetch it first, e.g. git fetch origin main)")
         return {"ref": ref, "commit": commit, "how": "given with --base"}
     upstream = _verify(root, DEFAULT_UPSTREAM)
     if upstream is not None:
@@ -83,7 +92,7 @@ def resolve_base(root: Path, ref: str | None) -> dict[str, str]:
         return {"ref": DEFAULT_UPSTREAM, "commit": commit, "how": f"merge base of HEAD and {DEFAULT_UPSTREAM}"}
     head = _verify(root, "HEAD")
     if head is None:
-        raise GitError("the repository has no commits yet; pass --base REF")
+        raise UsageError("the repository has no commits yet; pass --base REF")
     print(f"tenants diff: no {DEFAULT_UPSTREAM} in this repository; comparing with HEAD, so only uncommitted "
           f"changes show (pass --base REF to choose)", file=sys.stderr)
     return {"ref": "HEAD", "commit": head, "how": f"no {DEFAULT_UPSTREAM}; uncommitted changes only"}
@@ -127,7 +136,11 @@ def export_tree(root: Path, commit: str, dest: Path) -> None:
 
 
 def load_lenient(root: Path, env: str) -> Side:
-    """The base stack as far as it loads: invalid tenant files left out, cross-file checks skipped."""
+    """The base stack as far as it loads: invalid tenant files left out, cross-file checks skipped.
+
+    >>> load_lenient(Path("/tmp/base"), "prod").problems   # doctest: +SKIP
+    []
+    """
     try:
         environment = load_environment(root, env)
         return Side(environment)
@@ -157,14 +170,17 @@ def load_lenient(root: Path, env: str) -> Side:
 def diff_document(root: Path, base: dict[str, str], stacks: list[str] | None, base_root: Path) -> dict:
     """Compare the exported base under `base_root` with the working tree at `root`.
 
-    Raises `InvalidInput` for an invalid working tree and `GitError` (exit 2) for a stack on neither side.
+    Raises `InvalidInput` for an invalid working tree and `UsageError` (exit 2) for a stack on neither side.
+
+    >>> diff_document(Path("."), base, None, Path("/tmp/base"))["changed"]   # doctest: +SKIP
+    False
     """
     head_names, base_names = stack_names(root), stack_names(base_root)
     names = sorted(set(head_names) | set(base_names))
     if stacks:
         unknown = [s for s in stacks if s not in names]
         if unknown:
-            raise GitError(f"no such stack {', '.join(unknown)} on either side (known: {', '.join(names) or 'none'})")
+            raise UsageError(f"no such stack {', '.join(unknown)} on either side (known: {', '.join(names) or 'none'})")
         names = [n for n in names if n in stacks]
     heads: dict[str, Environment | None] = {}
     problems = []
@@ -214,7 +230,7 @@ def _diff(args: argparse.Namespace) -> int:
             base_root = Path(scratch)
             export_tree(root, base["commit"], base_root)
             document = diff_document(root, base, args.stack, base_root)
-    except GitError as err:
+    except UsageError as err:
         print(f"tenants diff: {err}", file=sys.stderr)
         return cli.EXIT_USAGE
     formatter = {"text": format_text, "markdown": format_markdown, "json": to_json}[args.format]

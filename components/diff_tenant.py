@@ -29,6 +29,9 @@ def quota_values(tenant: Tenant, environment: Environment) -> dict[str, Any]:
 
     A plain GPU count is attributed to the tenant's single allowed class, so `gpu: 40` and
     `gpu: {h100: 40}` read the same.
+
+    >>> quota_values(llm_finetune, prod)["gpu.h100"]   # doctest: +SKIP
+    40
     """
     dumped = tenant.quota.model_dump(mode="json", by_alias=True, exclude_none=True, exclude={"gpu", "mig"})
     values = {key: value for key, value in _flatten(dumped).items() if value != {}}
@@ -94,7 +97,12 @@ def access_grants(tenant: Tenant) -> set[tuple[str, str]]:
 
 
 def access_changes(before: Tenant | None, after: Tenant | None) -> list[dict[str, str]]:
-    """Who gains or loses which role, sorted by role then subject."""
+    """Who gains or loses which role, sorted by role then subject.
+
+    >>> access_changes(None, Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
+    ...     displayName="A", costCenter="c", access={"viewers": {"users": ["jo"]}}))
+    [{'role': 'viewer', 'subject': 'user:jo', 'change': 'granted'}]
+    """
     old = access_grants(before) if before else set()
     new = access_grants(after) if after else set()
     changes = [{"role": r, "subject": s, "change": "granted"} for r, s in new - old]
@@ -157,7 +165,13 @@ def _why_wider(rule: EgressRule, base_rules: list[EgressRule]) -> str:
 
 def network_changes(before: Tenant | None, after: Tenant | None) -> list[dict[str, Any]]:
     """Egress rules added (flagged `widened` when they allow traffic the base did not), removed, and
-    ingress sources added or removed."""
+    ingress sources added or removed.
+
+    >>> t = lambda cidr: Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
+    ...     displayName="A", costCenter="c", network={"egress": [{"cidr": cidr}]})
+    >>> [c["change"] for c in network_changes(t("10.1.0.0/16"), t("10.0.0.0/8"))]
+    ['widened', 'removed']
+    """
     old_rules = list(before.network.egress) if before else []
     new_rules = list(after.network.egress) if after else []
     changes: list[dict[str, Any]] = []

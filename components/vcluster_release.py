@@ -5,6 +5,8 @@ from __future__ import annotations
 import pulumi
 import pulumi_kubernetes as k8s
 
+from .manifests.vcluster import values_yaml
+
 
 def register_vcluster(name: str, release: dict, opts: pulumi.ResourceOptions) -> pulumi.Resource:
     """A `helm.v3.Release` of the vcluster chart with the generated values.
@@ -21,7 +23,9 @@ def register_vcluster(name: str, release: dict, opts: pulumi.ResourceOptions) ->
         chart=release["chart"],
         version=release["version"],
         repository_opts={"repo": release["repository"]},
-        values=release["values"],
+        # A values file, not `values=`: Pulumi drops None entries from map inputs, and the nulls
+        # are what delete chart defaults (e.g. count/pods: 20) that would tighten the tenant's quota.
+        value_yaml_files=[pulumi.StringAsset(values_yaml(release["values"]))],
         skip_await=False,
         opts=opts,
     )

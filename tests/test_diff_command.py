@@ -288,6 +288,16 @@ def test_new_owner_group_warns_and_access_lists_the_grant(repo_with_vision, caps
     assert len(owners) == 1 and "group:contractors" in owners[0]["message"]
 
 
+def test_enabling_a_vcluster_shows_its_helm_release(repo_with_vision, capsys):
+    path = repo_with_vision / "tenants" / "vision.yaml"
+    path.write_text(path.read_text() + "vcluster: {enabled: true}\n")
+
+    prod = stack(run_json(repo_with_vision, capsys, "--base", "HEAD", "--stack", "prod"), "prod")
+
+    releases = [o for o in detail(prod, "vision")["objects"] if o["kind"] == "HelmRelease"]
+    assert [(r["namespace"], r["change"]) for r in releases] == [("vision", "added")]
+
+
 # --- platform: nodes, MIG -----------------------------------------------------------------------------
 
 

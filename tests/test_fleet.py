@@ -10,10 +10,10 @@ import yaml
 
 from components.manifests.build import environment_objects
 from components.manifests.meta import object_id
-from components.spec.load import load_environment
+from components.spec.load import load_environment, stack_names
 from tests.pulumi_harness import REPO, normalise, run_program
 
-STACKS = ["dev", "prod"]
+STACKS = stack_names(REPO)
 
 
 def _registered_objects(registrations):
@@ -129,3 +129,31 @@ def test_adding_a_tenant_changes_no_other_tenants_urns_or_inputs(tmp_path):
         assert new_[urn] == inputs, urn
     added = {r.urn for r in after if "newcomer" in r.urn}
     assert any("gpu-tenancy:index:Tenant::newcomer" in u for u in added)
+
+
+def test_vcluster_release_gets_the_rendered_values_including_nulls():
+    registrations, _ = run_program("dev")
+    releases = [r for r in registrations if r.type == "kubernetes:helm.sh/v3:Release"]
+    env = load_environment(REPO, "dev")
+    enabled = [t for t in env.tenants if t.spec.vcluster.enabled]
+    assert [r.name for r in releases] == [f"{t.name}-vcluster" for t in enabled]
+    from components.manifests.build import helm_releases
+
+    for release, loaded in zip(releases, enabled):
+        (expected,) = helm_releases(loaded.spec, env)
+        assert release.inputs["chart"] == "vcluster" and release.inputs["version"] == expected["version"]
+        assert release.inputs["namespace"] == loaded.name
+        assert "values" not in release.inputs  # Pulumi would drop the nulls that delete chart defaults
+        (asset,) = release.inputs["valueYamlFiles"]
+        values = yaml.safe_load(asset.text)
+        assert values == expected["values"]
+        assert None in _leaves(values)
+        assert release.options["deletedWith"], "the release goes with its namespace"
+
+
+def _leaves(value):
+    if isinstance(value, dict):
+        return [leaf for v in value.values() for leaf in _leaves(v)]
+    if isinstance(value, list):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [value]

@@ -9,10 +9,11 @@ import yaml
 
 from components.cli import main
 from components.manifests.meta import object_id
+from components.spec.load import stack_names
 from tests.pulumi_harness import REPO, normalise, run_program
 from tests.test_fleet import _registered_objects
 
-STACKS = ["dev", "prod"]
+STACKS = stack_names(REPO)
 
 
 @pytest.mark.parametrize("stack", STACKS)

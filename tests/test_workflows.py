@@ -77,7 +77,7 @@ def workflow_files() -> list[Path]:
 
 
 def test_there_are_workflows_to_lint():
-    assert [p.name for p in workflow_files()] == ["deploy.yml", "pr-preview.yml"]
+    assert {"deploy.yml", "pr-preview.yml"} <= {p.name for p in workflow_files()}
 
 
 @pytest.mark.parametrize("schema", ["vendor.github-workflows", "custom.github-workflows-require-timeout"])

@@ -37,12 +37,22 @@ def gpu_class_label(platform: Platform) -> str:
 
 
 def pool_label(platform: Platform) -> str:
-    """Node label naming a node's pool, e.g. `gpu.example.com/pool`."""
+    """Node label naming a node's pool.
+
+    >>> from components.spec.stack import Platform
+    >>> pool_label(Platform.model_validate({"labelDomain": "gpu.example.com"}))
+    'gpu.example.com/pool'
+    """
     return f"{platform.label_domain}/pool"
 
 
 def tenant_label(platform: Platform) -> str:
-    """Node label and taint key naming the tenant a dedicated node belongs to, e.g. `gpu.example.com/tenant`."""
+    """Node label and taint key naming the tenant a dedicated node belongs to.
+
+    >>> from components.spec.stack import Platform
+    >>> tenant_label(Platform.model_validate({"labelDomain": "gpu.example.com"}))
+    'gpu.example.com/tenant'
+    """
     return f"{platform.label_domain}/tenant"
 
 

@@ -147,7 +147,12 @@ def config_text(document: dict[str, Any]) -> str:
 
 
 def uses_mig_manager(platform: Platform) -> bool:
-    """Whether any pool gets an `nvidia.com/mig.config` label (so the MIG Manager needs our ConfigMap)."""
+    """Whether any pool gets an `nvidia.com/mig.config` label (so the MIG Manager needs our ConfigMap).
+
+    >>> from components.spec.stack import Platform
+    >>> uses_mig_manager(Platform.model_validate({"labelDomain": "gpu.example.com"}))
+    False
+    """
     return any(node_mig_config(platform, pool) for pool in platform.node_pools.values())
 
 

@@ -14,13 +14,17 @@ Tenants with several namespaces. A ResourceQuota counts one namespace, and Kuber
 quota across namespaces. Copying the tenant's quota into every namespace would let a tenant with
 N namespaces declare N times its budget, and the capacity check (which counts each tenant once)
 would be wrong. So the budgets that the capacity check sums, compute (cpu, memory,
-ephemeral-storage) and GPUs, belong to the tenant's own namespace only; its extra namespaces get
-the same keys at "0". Extra namespaces therefore hold data and configuration (PVCs, Secrets,
-ConfigMaps, Services); while the tenant has a cpu or memory quota they admit no pods at all,
-because the LimitRange gives every container requests that a zero quota refuses. Storage and object
-counts are per-namespace guard rails, not capacity budgets, so every namespace gets them as
-written (a tenant with N namespaces may hold up to N times each). A per-namespace split of the
-compute budget would need a new field in the tenant file.
+ephemeral-storage) and GPUs, are split: `namespaceQuotas` carves parts out for extra namespaces
+(e.g. a canary namespace with 8 CPUs and 1 GPU) and the tenant's own namespace keeps the rest.
+An extra namespace without an entry gets the same keys at "0": it holds data and configuration
+(PVCs, Secrets, ConfigMaps, Services) and, while the tenant has a cpu or memory quota, admits no
+pods, because the LimitRange gives every container requests that a zero quota refuses. Storage and
+object counts are per-namespace guard rails, not capacity budgets, so every namespace gets them as
+written (a tenant with N namespaces may hold up to N times each).
+
+Queues. With Kueue or KAI, a tenant may borrow idle GPUs from its cohort; the GPU keys of the
+tenant's quota are then its nominal quota plus its borrowing limit (`gpu_ceiling_by_resource`), or
+the ResourceQuota would reject the very pods the queue admitted on borrowed capacity.
 
 GPU resources. Only `requests.<extended-resource>` keys are enforced for extended resources
 (there is no overcommit for devices, so `limits.` keys are never written, nor bare
@@ -37,6 +41,7 @@ from __future__ import annotations
 
 from ..spec import capacity as cap
 from ..spec import mig
+from ..spec.quantity import Quantity, format_quantity
 from ..spec.load import Environment
 from ..spec.stack import Platform, PriorityClassSpec
 from ..spec.tenant import PriorityCap, Tenant
@@ -81,7 +86,7 @@ def cluster_gpu_resources(platform: Platform) -> list[str]:
     return sorted(resources)
 
 
-def gpu_hard(tenant: Tenant, platform: Platform) -> dict[str, str]:
+def gpu_hard(tenant: Tenant, platform: Platform, granted: dict[str, int] | None = None) -> dict[str, str]:
     """`requests.<resource>` quota keys for GPUs: the tenant's quota, "0" for every other cluster GPU resource.
 
     >>> from components.spec.stack import Platform
@@ -91,7 +96,7 @@ def gpu_hard(tenant: Tenant, platform: Platform) -> dict[str, str]:
     ...     costCenter="cc-1", gpu={"classes": ["h100"]}, quota={"gpu": 8}), p)
     {'requests.nvidia.com/gpu': '8'}
     """
-    granted = cap.gpu_quota_by_resource(tenant, platform)
+    granted = cap.gpu_quota_by_resource(tenant, platform) if granted is None else granted
     counts = {resource: 0 for resource in cluster_gpu_resources(platform)}
     counts.update(granted)
     return {f"requests.{resource}": str(count) for resource, count in sorted(counts.items())}
@@ -175,12 +180,12 @@ def priority_cap(tenant: Tenant, name: str, priority_class: PriorityClassSpec) -
     return own if own is not None else priority_class.default_tenant_cap
 
 
-def priority_hard(tenant: Tenant, platform: Platform, priority: PriorityCap, primary: bool) -> dict[str, str]:
-    """Quota keys of one PriorityClass cap; compute and GPUs at "0" outside the primary namespace.
+def priority_hard(tenant: Tenant, platform: Platform, priority: PriorityCap, budget: dict[str, str]) -> dict[str, str]:
+    """Quota keys of one PriorityClass cap, never above the namespace's own budget for a key.
 
     >>> from components.spec.stack import Platform
     >>> priority_hard(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
-    ...     displayName="A", costCenter="cc-1"), Platform(labelDomain="x.dev"), PriorityCap(pods=0), True)
+    ...     displayName="A", costCenter="cc-1"), Platform(labelDomain="x.dev"), PriorityCap(pods=0), {})
     {'pods': '0'}
     """
     hard: dict[str, str] = {}
@@ -194,9 +199,51 @@ def priority_hard(tenant: Tenant, platform: Platform, priority: PriorityCap, pri
     if priority.gpu is not None:
         for resource, count in cap.gpu_quota_by_resource(tenant, platform).items():
             if count > 0:
-                compute[f"requests.{resource}"] = str(min(priority.gpu, count))
-    hard.update(compute if primary else _zeroed(compute))
+                compute[f"requests.{resource}"] = str(priority.gpu)
+    for key, value in compute.items():
+        if key in budget and Quantity.parse(budget[key]) < Quantity.parse(value):
+            value = budget[key]
+        hard[key] = value
     return hard
+
+
+def namespace_slices(tenant: Tenant, platform: Platform) -> dict[str, dict[str, str]]:
+    """Budget keys carved out for each extra namespace listed in `namespaceQuotas`.
+
+    >>> from components.spec.stack import Platform
+    >>> namespace_slices(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
+    ...     displayName="A", costCenter="cc-1", namespaces=["a-canary"], quota={"cpu": {"requests": "8"}},
+    ...     namespaceQuotas={"a-canary": {"cpu": {"requests": "2"}}}), Platform(labelDomain="x.dev"))
+    {'a-canary': {'requests.cpu': '2'}}
+    """
+    slices = {}
+    for namespace, part in sorted(tenant.namespace_quotas.items()):
+        as_tenant = tenant.model_copy(
+            update={"quota": tenant.quota.model_copy(update={
+                "cpu": part.cpu, "memory": part.memory, "ephemeral_storage": part.ephemeral_storage,
+                "gpu": part.gpu, "mig": part.mig,
+            })}
+        )
+        gpus = {f"requests.{r}": str(c) for r, c in cap.gpu_quota_by_resource(as_tenant, platform).items()}
+        slices[namespace] = {**compute_hard(as_tenant), **gpus}
+    return slices
+
+
+def split_budget(total: dict[str, str], slices: dict[str, dict[str, str]]) -> dict[str, str]:
+    """What the tenant's own namespace keeps: the total minus every slice (exact arithmetic).
+
+    >>> split_budget({"requests.cpu": "8", "requests.memory": "64Gi"}, {"canary": {"requests.cpu": "500m"}})
+    {'requests.cpu': '7500m', 'requests.memory': '64Gi'}
+    """
+    kept = {}
+    for key, value in total.items():
+        taken = [part[key] for part in slices.values() if key in part]
+        if not taken:
+            kept[key] = value
+            continue
+        remaining = Quantity.parse(value).value - sum(Quantity.parse(t).value for t in taken)
+        kept[key] = format_quantity(max(remaining, 0))
+    return kept
 
 
 def resource_quotas(tenant: Tenant, environment: Environment) -> list[KubeObject]:
@@ -211,19 +258,26 @@ def resource_quotas(tenant: Tenant, environment: Environment) -> list[KubeObject
     """
     platform = environment.platform
     labels = owned_labels(tenant, environment)
-    budgets = {**compute_hard(tenant), **gpu_hard(tenant, platform)}
+    from .queues import gpu_ceiling_by_resource  # queues build on quotas' neighbours; import late
+
+    budgets = {**compute_hard(tenant), **gpu_hard(tenant, platform, gpu_ceiling_by_resource(tenant, environment))}
+    slices = namespace_slices(tenant, platform)
     guard_rails = {**storage_hard(tenant), **object_count_hard(tenant)}
     objects = []
     for namespace in tenant.all_namespaces:
         primary = namespace == tenant.name
-        hard = {**guard_rails, **(budgets if primary else _zeroed(budgets))}
+        if primary:
+            budget = split_budget(budgets, slices)
+        else:
+            budget = {**_zeroed(budgets), **{k: v for k, v in slices.get(namespace, {}).items() if k in budgets}}
+        hard = {**guard_rails, **budget}
         if hard:
             objects.append(_quota(TENANT_QUOTA, namespace, labels, hard))
         for name, priority_class in sorted(platform.priority_classes.items()):
             priority = priority_cap(tenant, name, priority_class)
             if priority is None:
                 continue
-            scoped = priority_hard(tenant, platform, priority, primary)
+            scoped = priority_hard(tenant, platform, priority, budget)
             if scoped:
                 objects.append(_quota(priority_quota_name(name), namespace, labels, scoped, scope_class=name))
         if tenant.lifecycle in ("suspended", "decommissioned"):

@@ -36,6 +36,7 @@ the isolation keys above (`components.spec.vcluster_checks.GUARDED_PATHS`) is re
 from __future__ import annotations
 
 import copy
+from decimal import Decimal
 from typing import Any
 
 import yaml
@@ -167,11 +168,14 @@ def deep_merge(base: Any, override: Any) -> Any:
     return copy.deepcopy(override)
 
 
-def _sorted(value: Any) -> Any:
+def _plain(value: Any) -> Any:
+    """Maps sorted by key; YAML decimals (the loader keeps `0.5` exact) as JSON numbers for Helm."""
     if isinstance(value, dict):
-        return {key: _sorted(value[key]) for key in sorted(value)}
+        return {key: _plain(value[key]) for key in sorted(value)}
     if isinstance(value, list):
-        return [_sorted(item) for item in value]
+        return [_plain(item) for item in value]
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
     return value
 
 
@@ -181,7 +185,7 @@ def vcluster_values(tenant: Tenant, environment: Environment) -> dict[str, Any]:
     >>> vcluster_values(dev.tenants[0].spec, dev)["policies"]["networkPolicy"]["enabled"]   # doctest: +SKIP
     True
     """
-    return _sorted(deep_merge(generated_values(tenant, environment), tenant.vcluster.values))
+    return _plain(deep_merge(generated_values(tenant, environment), tenant.vcluster.values))
 
 
 def values_yaml(values: dict[str, Any]) -> str:

@@ -165,6 +165,8 @@ def check_tenant(tenant: Tenant, doc: SourceDocument, platform: Platform) -> lis
             elif count and not classes & set(allowed):
                 add(("quota", "mig", profile), f"MIG profile {profile} is provided by GPU class(es) {sorted(classes)}, which the tenant may not use; add one to gpu.classes")
 
+    problems.extend(_namespace_quota_problems(tenant, doc, platform))
+
     # Priority classes
     for name in tenant.quota.priority_classes:
         if name not in platform.priority_classes:
@@ -208,6 +210,32 @@ def check_tenant(tenant: Tenant, doc: SourceDocument, platform: Platform) -> lis
             add(("network", "ingressFrom", "platform", index), f"unknown platform role '{role}'{_hint(role, platform.platform_namespaces)}")
     if tenant.pod_security is not None and _STRICTNESS[tenant.pod_security] < _STRICTNESS[platform.pod_security.level]:
         add(("podSecurity",), f"'{tenant.pod_security}' is less strict than the stack's '{platform.pod_security.level}'; a tenant may only tighten Pod Security")
+    return problems
+
+
+def _namespace_quota_problems(tenant: Tenant, doc: SourceDocument, platform: Platform) -> list[Problem]:
+    """Slices for extra namespaces must name one, come out of an existing budget and fit in it."""
+    from ..manifests.quota import compute_hard, namespace_slices
+
+    problems = []
+    for namespace in tenant.namespace_quotas:
+        if namespace not in tenant.namespaces:
+            where = "the tenant's own namespace keeps what the slices leave" if namespace == tenant.name else f"the tenant's extra namespaces are: {', '.join(tenant.namespaces) or 'none'}"
+            problems.append(doc.problem(("namespaceQuotas", namespace), f"'{namespace}' is not an extra namespace of this tenant ({where})"))
+    if problems:
+        return problems
+    total = {**compute_hard(tenant), **{f"requests.{r}": str(c) for r, c in cap.gpu_quota_by_resource(tenant, platform).items()}}
+    slices = namespace_slices(tenant, platform)
+    for namespace, part in slices.items():
+        for key in part:
+            if key not in total:
+                problems.append(doc.problem(("namespaceQuotas", namespace), f"{key} is carved out for {namespace}, but the tenant's quota has no {key} to carve it from"))
+    for key, value in total.items():
+        taken = {ns: part[key] for ns, part in slices.items() if key in part}
+        if taken and sum(Quantity.parse(v).value for v in taken.values()) > Quantity.parse(value).value:
+            detail = ", ".join(f"{ns}: {v}" for ns, v in sorted(taken.items()))
+            first = sorted(taken)[0]
+            problems.append(doc.problem(("namespaceQuotas", first), f"slices of {key} add up to more than the tenant's quota of {value} ({detail})"))
     return problems
 
 

@@ -111,6 +111,21 @@ class Quota(Model):
     )
 
 
+class NamespaceQuota(Model):
+    """Part of the tenant's compute and GPU budget given to one of its extra namespaces.
+
+    The tenant's own namespace keeps the rest, so the tenant-wide total stays what `quota` says.
+    """
+
+    cpu: Optional[RequestsLimits] = None
+    memory: Optional[RequestsLimits] = None
+    ephemeral_storage: Optional[RequestsLimits] = None
+    gpu: Optional[GpuQuota] = Field(None, description="GPUs per class, as in quota.gpu")
+    mig: dict[Annotated[str, Field(pattern=r"^[1-7]g\.[0-9]+gb(\+me)?$")], NonNegativeInt] = Field(
+        {}, description="MIG slices per profile, as in quota.mig"
+    )
+
+
 class ResourceValues(Model):
     """CPU, memory and ephemeral storage of one container."""
 
@@ -267,6 +282,11 @@ class Tenant(Model):
     namespaces: list[DnsLabel] = Field([], description="extra namespaces besides the one named like the tenant")
     access: Access = Access()
     quota: Quota = Quota()
+    namespace_quotas: dict[DnsLabel, NamespaceQuota] = Field(
+        {},
+        description="compute/GPU budget carved out of quota for extra namespaces; without an entry an extra "
+        "namespace gets none (it holds data: PVCs, Secrets, ConfigMaps)",
+    )
     limits: LimitRangeSpec = LimitRangeSpec()
     network: Network = Network()
     gpu: GpuAccess = GpuAccess()

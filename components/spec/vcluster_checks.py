@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from decimal import Decimal
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -70,6 +71,15 @@ def _resolve(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
+def _show(value: Any) -> str:
+    """A value as the tenant wrote it: strings quoted, YAML decimals as numbers."""
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, Decimal):
+        return str(value)
+    return json.dumps(value, default=str)
+
+
 def schema_errors(values: dict[str, Any]) -> list[tuple[tuple, str]]:
     """(path in the values, message) for every way `values` break the chart's schema, in path order.
 
@@ -87,7 +97,10 @@ def schema_errors(values: dict[str, Any]) -> list[tuple[tuple, str]]:
                 found.append((path + (key,), f"unknown key '{key}'{hint}"))
         elif error.validator in ("oneOf", "anyOf"):
             kinds = [s.get("type") or s.get("enum") for s in error.validator_value]
-            found.append((path, f"{json.dumps(error.instance)} is not valid here (expected one of: {', '.join(map(str, kinds))})"))
+            found.append((path, f"{_show(error.instance)} is not valid here (expected one of: {', '.join(map(str, kinds))})"))
+        elif error.validator == "type":
+            expected = error.validator_value if isinstance(error.validator_value, str) else " or ".join(error.validator_value)
+            found.append((path, f"{_show(error.instance)} is not of type '{expected}'"))
         else:
             found.append((path, error.message))
     return sorted(set(found), key=lambda item: ([str(p) for p in item[0]], item[1]))

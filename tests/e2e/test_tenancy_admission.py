@@ -161,6 +161,19 @@ def test_pod_without_requests_gets_limitrange_defaults(core, prod_stack, created
     assert quantities(resources.limits) == quantities(item["default"])
 
 
+def test_extra_namespaces_hold_data_not_compute_pods(core, prod_stack):
+    """Documented in components/manifests/quota.py: a tenant's compute and GPU budgets belong to its
+    own namespace; its extra namespaces get those keys at "0", so a pod (which the LimitRange gives
+    cpu/memory requests) is rejected there, while data objects are admitted."""
+    for tenant in ("llm-finetune", "inference"):
+        for namespace in prod_stack.tenant(tenant).namespaces:
+            assert hard(prod_stack, namespace, "tenant-quota")["requests.cpu"] == "0"
+            message = rejected(core, namespace, pod())
+            assert "exceeded quota: tenant-quota" in message and "requests.cpu=0" in message, message
+            core.create_namespaced_secret(namespace, {"metadata": {"name": "e2e-data"}, "stringData": {"k": "v"}},
+                                          dry_run="All")
+
+
 def test_priority_class_without_grant_is_rejected(core, prod_stack, created):
     """online-inference is reserved (`pods: 0` unless granted): llm-finetune and eval may not use it."""
     for tenant in ("llm-finetune", "eval"):
@@ -272,6 +285,9 @@ def _placement_cases(stack_labels: tuple[str, str, str]):
          dict(limits={MIG_1G: "1"}, node_selector={gpu_class: "a100-mig"},
               tolerations=[{"key": tenant_key, "operator": "Exists"}]),
          f"the toleration of taint {tenant_key} (operator Exists: every tenant)"),
+        ("eval", "disallowed GPU product",
+         dict(limits={GPU: "1"}, node_selector={"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}),
+         "GPU product 'NVIDIA-H100-80GB-HBM3' is not allowed for tenant eval"),
         ("eval", "another tenant's nodes by tenant label",
          dict(node_selector={tenant_key: "inference"}),
          f"nodes dedicated to another tenant are selected ({tenant_key})"),
@@ -308,8 +324,25 @@ def test_allowed_placements_are_admitted(core, prod_stack, placement_active, cre
     created("eval", pod(limits={MIG_1G: "1"}, node_selector={gpu_class: "a100-mig"}))
     created("eval", pod(limits={GPU: "1"}, affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
         "nodeSelectorTerms": [{"matchExpressions": [{"key": pool, "operator": "In", "values": ["a100-shared"]}]}]}}}))
+    # eval: a whole A100 by GPU product (every pool with that product is one eval may use).
+    created("eval", pod(limits={GPU: "1"}, node_selector={"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}))
     # CPU-only pods need no placement at all.
     created("eval", pod())
+
+
+def test_placement_checks_spec_updates_but_not_metadata_updates(core, prod_stack, placement_active, created):
+    """UPDATEs are checked only when the spec changes (matchConditions): relabelling an admitted pod
+    passes; adding a wildcard toleration to it is denied like at creation."""
+    made = created("llm-finetune", pod(limits={GPU: "1"}, **on_own_pool(prod_stack, "llm-finetune")))
+    name = made.metadata.name
+    core.patch_namespaced_pod(name, "llm-finetune", {"metadata": {"labels": {"e2e": "relabelled"}}})
+    tolerations = [t.to_dict() for t in core.read_namespaced_pod(name, "llm-finetune").spec.tolerations]
+    tolerations = [{k: v for k, v in t.items() if v is not None} for t in tolerations]
+    with pytest.raises(ApiException) as err:
+        core.patch_namespaced_pod(name, "llm-finetune",
+                                  {"spec": {"tolerations": [*tolerations, {"operator": "Exists"}]}})
+    assert err.value.status == 403, message_of(err.value)
+    assert "a toleration with operator Exists and no key tolerates every taint" in message_of(err.value)
 
 
 # --------------------------------------------------------------------------

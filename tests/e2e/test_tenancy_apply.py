@@ -64,11 +64,15 @@ def test_prod_custom_resources_validated_by_their_crds(apiserver, prod_stack):
     crd_groups = {crd.split(".", 1)[1] for crd in prod_stack.crds}
     custom = [o for o in prod_stack.all_objects if o["apiVersion"].split("/")[0] in crd_groups]
     assert custom, "prod renders no custom resources (expected Kueue queues: scheduler kueue)"
-    # Their CRD schemas are enforced: each kind rejects a rendered object whose spec is mistyped.
+    # Their CRD schemas are enforced: each kind rejects (422) a copy of a rendered object whose spec
+    # is mistyped. (A plain dry-run create: server-side apply answers a type mismatch with a 500.)
     for kind in sorted({o["kind"] for o in custom}):
         sample = next(o for o in custom if o["kind"] == kind)
-        [(_, result)] = apiserver.apply_objects([{**sample, "spec": "not-an-object"}], dry_run=True)
-        assert isinstance(result, ApiException) and result.status == 422, (kind, result)
+        res = apiserver.dynamic.resources.get(api_version=sample["apiVersion"], kind=kind)
+        bad = {**sample, "metadata": {**sample["metadata"], "name": "e2e-mistyped"}, "spec": "not-an-object"}
+        with pytest.raises(ApiException) as err:
+            apiserver.dynamic.create(res, body=bad, namespace=sample["metadata"].get("namespace"), dry_run="All")
+        assert err.value.status == 422 and "spec" in err.value.body, (kind, err.value.body)
 
 
 def _entries(obj: dict) -> list[tuple]:
@@ -78,40 +82,44 @@ def _entries(obj: dict) -> list[tuple]:
 
 
 def _content(obj: dict) -> str:
-    """The object without resourceVersion and managedFields timestamps/order."""
+    """What an apply could change: everything but status, resourceVersion and managedFields
+    timestamps/order (status belongs to controllers, which may write it at any time)."""
     meta = {k: v for k, v in obj["metadata"].items() if k not in ("resourceVersion", "managedFields")}
-    return json.dumps({**obj, "metadata": meta, "managedFields": sorted(_entries(obj))}, sort_keys=True)
+    body = {k: v for k, v in obj.items() if k != "status"}
+    ours = sorted(e for e in _entries(obj) if e[0] == "gpu-tenancy")
+    return json.dumps({**body, "metadata": meta, "ours": ours}, sort_keys=True)
 
 
 def test_prod_reapply_changes_nothing(apiserver, prod_stack, e2e_summary):
-    """A second apply of the same objects changes nothing: same content, same managedFields.
+    """A second apply of the same objects changes nothing: same content, same gpu-tenancy
+    managedFields, and (but for two pinned server artifacts, retried) the same resourceVersion.
 
-    One API-server artifact is tolerated and pinned: when another manager wrote a
-    status subresource after our apply (the VAP type checker), the server re-sorts
-    managedFields on our next apply and stores that (a new resourceVersion, same
-    content, same entries). The third apply must then be a complete no-op.
+    The artifacts: a controller may write status between our GET and our apply (quota usage);
+    and when another manager wrote a status subresource after our apply (the VAP type checker),
+    the server re-sorts managedFields on our next apply and stores that once. Either way the
+    content is unchanged and the next attempt must be a complete no-op.
     """
-    changed, reordered, total = [], [], 0
+    changed, retried, total = [], [], 0
     for obj, first in prod_stack.results:
         if isinstance(first, ApiException):
             continue
         total += 1
-        before = apiserver.get_object(obj)
-        [(_, after)] = apiserver.apply_rendered([obj])
-        assert not isinstance(after, ApiException), f"{_oid(obj)}: re-apply rejected: {after}"
-        rv_before, rv_after = before["metadata"]["resourceVersion"], after["metadata"]["resourceVersion"]
-        if _content(after) != _content(before):
-            changed.append(f"{_oid(obj)}: content or managedFields changed (resourceVersion {rv_before} -> {rv_after})")
-        elif rv_after != rv_before:
-            if _entries(after) == _entries(before):
-                changed.append(f"{_oid(obj)}: resourceVersion {rv_before} -> {rv_after} with nothing changed")
-                continue
-            reordered.append(_oid(obj))
-            [(_, third)] = apiserver.apply_rendered([obj])
-            if third["metadata"]["resourceVersion"] != rv_after:
-                changed.append(f"{_oid(obj)}: third apply still writes ({rv_after} -> {third['metadata']['resourceVersion']})")
+        for attempt in range(3):
+            before = apiserver.get_object(obj)
+            [(_, after)] = apiserver.apply_rendered([obj])
+            assert not isinstance(after, ApiException), f"{_oid(obj)}: re-apply rejected: {after}"
+            rv_before, rv_after = before["metadata"]["resourceVersion"], after["metadata"]["resourceVersion"]
+            if _content(after) != _content(before):
+                changed.append(f"{_oid(obj)}: content or our managedFields changed ({rv_before} -> {rv_after})")
+                break
+            if rv_after == rv_before:
+                break
+            if attempt == 0:
+                retried.append(_oid(obj))
+        else:
+            changed.append(f"{_oid(obj)}: every apply writes a new resourceVersion")
     e2e_summary.append(f"prod re-apply: {total - len(changed)}/{total} objects unchanged "
-                       f"({len(reordered)} with managedFields re-sorted once after a status writer: {', '.join(reordered) or '-'})")
+                       f"({len(retried)} needed a second look: {', '.join(retried) or '-'})")
     assert not changed, "re-applying changed:\n" + "\n".join(changed)
 
 

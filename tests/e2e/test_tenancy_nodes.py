@@ -41,7 +41,8 @@ def _merge(into: dict, other: dict) -> None:
 
 
 def _owned_labels(node: dict, manager: str, operation: str | None = None) -> set[str]:
-    return {k[2:] for k in _owned(node, manager, operation).get("f:metadata", {}).get("f:labels", {})}
+    labels = _owned(node, manager, operation).get("f:metadata", {}).get("f:labels", {})
+    return {k[2:] for k in labels if k.startswith("f:")}
 
 
 def _patches(prod_stack) -> list[dict]:

@@ -152,7 +152,20 @@ def sar_answers(apiserver, prod_stack, e2e_summary) -> dict[tuple, bool]:
     return result
 
 
-@pytest.mark.parametrize("subject", SUBJECTS, ids=[f"{s.label} ({len(CELLS)} checks)" for s in SUBJECTS])
+_TALLY: dict[str, list[int]] = {}
+
+
+def _tally(key: str, checks: int, passed: int, subject: Subject, summary: list[str], what: str) -> None:
+    """Add one subject's counts; after the last subject, one summary line for the lane."""
+    counts = _TALLY.setdefault(key, [0, 0, 0])
+    counts[0] += 1
+    counts[1] += checks
+    counts[2] += passed
+    if subject == SUBJECTS[-1]:
+        summary.append(f"{what}: {counts[2]}/{counts[1]} over {counts[0]} subjects")
+
+
+@pytest.mark.parametrize("subject", SUBJECTS, ids=[f"{s.label}:{len(CELLS)}-checks" for s in SUBJECTS])
 def test_access_matrix_matches_promise(sar_answers, subject):
     wrong = []
     for namespace, resource, verb in CELLS:
@@ -258,7 +271,7 @@ REAL_CELLS = [(ns, res, verb) for ns in PRIMARY for res in RESOURCES for verb in
              [(None, "nodes", verb) for verb in VERBS]
 
 
-@pytest.mark.parametrize("subject", SUBJECTS, ids=[f"{s.label} ({len(REAL_CELLS)} requests)" for s in SUBJECTS])
+@pytest.mark.parametrize("subject", SUBJECTS, ids=[f"{s.label}:{len(REAL_CELLS)}-requests" for s in SUBJECTS])
 def test_real_requests_agree_with_access_review(apiserver, sar_answers, probes, subject, e2e_summary):
     api = apiserver.client_for(subject.user, subject.groups)
     disagree = []
@@ -267,7 +280,93 @@ def test_real_requests_agree_with_access_review(apiserver, sar_answers, probes, 
         if allowed != sar_answers[(subject, namespace, resource, verb)]:
             disagree.append(f"{verb} {resource} in {namespace or '(cluster)'}: request "
                             f"{'succeeded' if allowed else 'denied'} ({detail}), SubjectAccessReview disagrees")
-    if subject == SUBJECTS[-1]:
-        e2e_summary.append(f"RBAC real requests (minted client certs, writes dry-run): {len(SUBJECTS)} subjects x "
-                           f"{len(REAL_CELLS)} = {len(SUBJECTS) * len(REAL_CELLS)} requests compared with the matrix")
+    _tally("real", len(REAL_CELLS), len(REAL_CELLS) - len(disagree), subject, e2e_summary,
+           "RBAC real requests (minted client certs, writes dry-run) agreeing with the SubjectAccessReview")
     assert not disagree, f"{subject.label}:\n" + "\n".join(disagree)
+
+
+# --------------------------------------------------------------------------
+# Escalation paths: denied to every tenant subject, even in its own namespaces
+# --------------------------------------------------------------------------
+
+# (API group, resource, subresource, verb, scope): scope "own" = each namespace where the subject
+# holds a role (object name = the namespace for `namespaces`), "cluster" = cluster-scoped.
+NEVER: list[tuple[str, str, str, str, str]] = [
+    ("", "namespaces", "", "patch", "own"),             # relabel: Pod Security level, tenant label (VAP scope)
+    ("", "namespaces", "", "delete", "own"),
+    ("", "resourcequotas", "status", "update", "own"),
+    ("", "limitranges", "", "patch", "own"),
+    ("networking.k8s.io", "networkpolicies", "", "patch", "own"),
+    ("", "serviceaccounts", "token", "create", "own"),   # mint tokens of CI accounts
+    ("", "pods", "binding", "create", "own"),            # set nodeName past the scheduler and the VAP
+    ("", "bindings", "", "create", "own"),
+    ("", "pods", "ephemeralcontainers", "patch", "own"),
+    ("rbac.authorization.k8s.io", "roles", "", "create", "own"),
+    ("rbac.authorization.k8s.io", "roles", "", "escalate", "own"),
+    ("rbac.authorization.k8s.io", "clusterroles", "", "bind", "own"),
+    ("rbac.authorization.k8s.io", "rolebindings", "", "deletecollection", "own"),
+    ("kueue.x-k8s.io", "localqueues", "", "update", "own"),
+    ("kueue.x-k8s.io", "workloads", "status", "update", "own"),
+    ("", "nodes", "", "patch", "cluster"),
+    ("", "persistentvolumes", "", "create", "cluster"),
+    ("scheduling.k8s.io", "priorityclasses", "", "create", "cluster"),
+    ("admissionregistration.k8s.io", "validatingadmissionpolicybindings", "", "delete", "cluster"),
+    ("rbac.authorization.k8s.io", "clusterrolebindings", "", "create", "cluster"),
+    ("kueue.x-k8s.io", "clusterqueues", "", "update", "cluster"),
+]
+
+
+def _never_cells(subject: Subject) -> list[dict]:
+    own = [ns for ns in NAMESPACES if subject.role_in(ns)]
+    cells = []
+    for group, resource, sub, verb, scope in NEVER:
+        for ns in own if scope == "own" else [None]:
+            attrs = {"group": group, "resource": resource, "verb": verb}
+            if sub:
+                attrs["subresource"] = sub
+            if ns:
+                attrs["namespace"] = ns
+                if resource == "namespaces":
+                    attrs["name"] = ns
+            cells.append(attrs)
+    return cells
+
+
+@pytest.mark.parametrize("subject", SUBJECTS, ids=[s.label for s in SUBJECTS])
+def test_no_escalation_paths(apiserver, prod_stack, subject, e2e_summary):
+    allowed = []
+    cells = _never_cells(subject)
+    for attrs in cells:
+        status, text = _request(apiserver.api_client, "POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", {
+            "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+            "spec": {"user": subject.user, "groups": list(subject.groups), "resourceAttributes": attrs}})
+        assert status == 201, text
+        if json.loads(text)["status"].get("allowed"):
+            allowed.append(attrs)
+    _tally("never", len(cells), len(cells) - len(allowed), subject, e2e_summary,
+           "RBAC escalation paths (SubjectAccessReviews) denied as promised")
+    assert not allowed, f"{subject.label} may: " + json.dumps(allowed, indent=1)
+
+
+def test_owner_cannot_bind_beyond_tenant_roles(apiserver, prod_stack):
+    """Owners may create RoleBindings, but the API server's escalation check stops a binding to any
+    built-in ClusterRole (admin, edit, even view) since they do not hold all its permissions; binding
+    the tenant's own roles works. (A ClusterRole they fully hold, like gpu-tenancy:cluster-viewer, may
+    be bound: that grants nothing new.)"""
+    for tenant in PRIMARY:
+        owner = next(s for s in SUBJECTS if s.label == f"{tenant}/owner")
+        api = apiserver.client_for(owner.user, owner.groups)
+        path = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{tenant}/rolebindings"
+        for kind, role in (("ClusterRole", "admin"), ("ClusterRole", "edit"), ("ClusterRole", "view"),
+                           ("ClusterRole", "cluster-admin")):
+            body = _new_body("rolebindings", "e2e-escalate")
+            body["roleRef"] = {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": role}
+            status, text = _request(api, "POST", path, body, dry_run=True)
+            message = json.loads(text).get("message", "")
+            assert status == 403 and "is attempting to grant RBAC permissions not currently held" in message, \
+                f"{tenant} owner binding {kind} {role}: {status} {message}"
+        for role in ("tenant-owner", "tenant-developer", "tenant-viewer"):
+            body = _new_body("rolebindings", "e2e-escalate")
+            body["roleRef"]["name"] = role
+            status, text = _request(api, "POST", path, body, dry_run=True)
+            assert status == 201, f"{tenant} owner binding {role}: {status} {text}"

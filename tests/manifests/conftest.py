@@ -11,12 +11,12 @@ from typing import Any, Callable
 
 import pytest
 
-from components.spec.load import Environment, load_environment
+from components.spec.load import Environment, load_environment, stack_names
 from components.spec.stack import Platform
 from components.spec.tenant import Tenant
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE_ENVIRONMENTS = ("dev", "prod")
+EXAMPLE_ENVIRONMENTS = tuple(stack_names(REPO_ROOT))
 
 
 def _merge(base: dict, override: dict) -> dict:

@@ -52,8 +52,14 @@ def test_decommissioned_tenants_get_no_queue_objects(scheduler):
 
 
 def _resource_quota_gpus(tenant, environment) -> dict[str, int]:
-    quota = next(q for q in resource_quotas(tenant, environment) if q["metadata"]["name"] == TENANT_QUOTA and q["metadata"]["namespace"] == tenant.name)
-    return {k[len("requests."):]: int(v) for k, v in quota["spec"]["hard"].items() if k.startswith("requests.nvidia.com/") and int(v)}
+    """GPUs the tenant's ResourceQuotas admit, summed over its namespaces (namespaceQuotas split them)."""
+    totals: Counter = Counter()
+    for quota in resource_quotas(tenant, environment):
+        if quota["metadata"]["name"] == TENANT_QUOTA:
+            for key, value in quota["spec"]["hard"].items():
+                if key.startswith("requests.nvidia.com/") and int(value):
+                    totals[key[len("requests."):]] += int(value)
+    return dict(totals)
 
 
 def _kueue_nominal(tenant, environment) -> tuple[dict[str, int], dict[tuple[str, str], int]]:

@@ -73,9 +73,9 @@ def test_tenant_wide_gpu_total_equals_its_quota_across_namespaces(prod):
 
 
 def test_quantities_keep_the_spelling_of_the_tenant_file(prod):
-    hard = _hard(resource_quotas(tenant_of(prod, "inference"), prod), "inference", TENANT_QUOTA)
-    assert hard["requests.memory"] == "1Ti"
-    assert hard["limits.memory"] == "1536Gi"
+    hard = _hard(resource_quotas(tenant_of(prod, "llm-finetune"), prod), "llm-finetune", TENANT_QUOTA)
+    assert hard["requests.memory"] == "2560Gi"
+    assert hard["limits.memory"] == "4Ti"
     assert all(isinstance(value, str) for value in hard.values())
 
 
@@ -134,9 +134,9 @@ def test_priority_classes_without_any_cap_get_no_scoped_quota(prod):
 
 def test_granted_priority_class_uses_the_tenant_cap(prod):
     quotas = resource_quotas(tenant_of(prod, "inference"), prod)
-    assert _hard(quotas, "inference", "priority-online-inference") == {"pods": "200", "requests.nvidia.com/gpu": "24"}
-    # Outside the primary namespace the GPU part of a cap is zero, like the main budget.
-    assert _hard(quotas, "inference-canary", "priority-online-inference") == {"pods": "200", "requests.nvidia.com/gpu": "0"}
+    # The cap (24 GPUs) is clamped to what each namespace holds: 22 kept, 2 carved out for the canary.
+    assert _hard(quotas, "inference", "priority-online-inference") == {"pods": "200", "requests.nvidia.com/gpu": "22"}
+    assert _hard(quotas, "inference-canary", "priority-online-inference") == {"pods": "200", "requests.nvidia.com/gpu": "2"}
 
 
 def test_priority_gpu_cap_applies_per_resource_and_never_above_the_quota(make_tenant, make_environment):

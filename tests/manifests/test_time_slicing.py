@@ -14,7 +14,7 @@ from components.spec.stack import Platform
 from components.spec.tenant import Tenant
 
 # Byte-for-byte copies of NVIDIA's files (see SOURCES.md next to them).
-REFERENCE = Path("/work/shared/reference/gpu-operator")
+REFERENCE = Path(__file__).parents[1] / "fixtures" / "gpu-operator"  # upstream copies, see SOURCES.md there
 
 
 def _platform(**time_slicing) -> Platform:

@@ -168,3 +168,14 @@ def test_values_yaml_keeps_the_nulls_that_delete_chart_defaults(examples):
     text = vcluster.values_yaml(values)
     assert "      count/pods: null\n" in text
     assert yaml.safe_load(text) == values
+
+
+def test_yaml_decimals_become_plain_numbers(make_tenant, make_environment):
+    from decimal import Decimal
+
+    tenant = make_tenant(vcluster={"enabled": True, "values": {"controlPlane": {"statefulSet": {"scheduling": {"priorityClassName": "x"}}},
+                                                               "telemetry": {"enabled": False}, "x": {"ratio": Decimal("0.5"), "count": Decimal("2.0")}}})
+    values = vcluster.vcluster_values(tenant, make_environment())
+    assert values["x"] == {"count": 2, "ratio": 0.5}
+    assert type(values["x"]["count"]) is int
+    assert "ratio: 0.5" in vcluster.values_yaml(values)

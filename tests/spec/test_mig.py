@@ -11,7 +11,7 @@ from components.spec import mig
 from components.spec.mig import GpuGeometry, MigProfile
 
 REFERENCE = Path(__file__).resolve().parents[2] / "components" / "data" / "nvidia" / "mig-profiles.yaml"
-OPERATOR_CONFIG = Path(__file__).parent / "fixtures" / "default-mig-parted-config.configmap.yaml"  # see fixtures/SOURCES.md
+OPERATOR_CONFIG = Path(__file__).parents[1] / "fixtures" / "gpu-operator" / "default-mig-parted-config.configmap.yaml"  # see SOURCES.md there
 
 
 @pytest.mark.parametrize(

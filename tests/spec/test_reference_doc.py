@@ -57,7 +57,7 @@ def test_rows_show_type_default_and_description():
     assert "| `name` | DNS label (at most 40 characters) | **required** | the tenant's name" in sections["Tenant"]
     assert "| `overcommit` | number from 1 to 10 | `1` | how far the sum of tenant quotas may exceed capacity" in sections["GpuClass"]
     assert "| `requests` | [quantity](#quantities) | unset |" in sections["RequestsLimits"]
-    assert "Used at `quota.cpu`, `quota.memory`, `quota.ephemeralStorage`." in sections["RequestsLimits"]
+    assert "Used at `quota.cpu`, `quota.memory`, `quota.ephemeralStorage`, `namespaceQuotas.<name>.cpu`" in sections["RequestsLimits"]
     assert "| `port` | integer from 1 to 65535 | **required** |" in sections["Port"]
     # long defaults are spelled out as YAML under the table
     assert "Default of `priorityClasses`:" in sections["Platform"]

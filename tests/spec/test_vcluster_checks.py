@@ -110,3 +110,11 @@ def test_guarded_paths_exist_in_the_chart_schema():
         for part in path:
             assert part in schema.get("properties", {}), path
             schema = resolve(schema["properties"][part])
+
+
+def test_yaml_numbers_are_shown_as_written():
+    from decimal import Decimal
+
+    assert schema_errors({"exportKubeConfig": {"context": Decimal("1.5")}}) == [
+        (("exportKubeConfig", "context"), "1.5 is not of type 'string'")
+    ]
