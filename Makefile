@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STACK  ?= prod
 OUT    ?= out
 
-.PHONY: run test validate e2e bench schema clean
+.PHONY: run test lint validate e2e bench schema clean
 .DEFAULT_GOAL := run
 
 $(VENV)/.installed: pyproject.toml
@@ -22,7 +22,10 @@ validate: $(VENV)/.installed
 	$(VENV)/bin/tenants validate
 
 test: $(VENV)/.installed ## unit, schema and mock-runtime tests (no cluster needed)
-	$(PY) -m pytest -q -m "not e2e" -p no:cacheprovider
+	$(PY) -m pytest -q -m "not e2e and not go" -p no:cacheprovider
+
+lint: $(VENV)/.installed ## workflows through actionlint (built from its Go module, cached)
+	$(PY) -m pytest -q -m go -p no:cacheprovider tests/test_workflows.py
 
 # The real-apiserver lane: builds kube-apiserver, kube-controller-manager and etcd from Go modules
 # (cached outside git, ~7 min cold, seconds warm) and runs tests/e2e against them.

@@ -116,12 +116,14 @@ def actionlint() -> str:
     return str(binary)
 
 
+@pytest.mark.go
 def test_workflows_pass_actionlint(actionlint):
     done = subprocess.run([actionlint, "-no-color", *map(str, workflow_files())], capture_output=True, text=True, cwd=REPO)
 
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.go
 def test_actionlint_rejects_a_broken_workflow(actionlint, tmp_path):
     broken = tmp_path / "broken.yml"
     broken.write_text(BROKEN_FOR_ACTIONLINT)

@@ -161,17 +161,28 @@ def test_pod_without_requests_gets_limitrange_defaults(core, prod_stack, created
     assert quantities(resources.limits) == quantities(item["default"])
 
 
-def test_extra_namespaces_hold_data_not_compute_pods(core, prod_stack):
-    """Documented in components/manifests/quota.py: a tenant's compute and GPU budgets belong to its
-    own namespace; its extra namespaces get those keys at "0", so a pod (which the LimitRange gives
-    cpu/memory requests) is rejected there, while data objects are admitted."""
-    for tenant in ("llm-finetune", "inference"):
-        for namespace in prod_stack.tenant(tenant).namespaces:
-            assert hard(prod_stack, namespace, "tenant-quota")["requests.cpu"] == "0"
-            message = rejected(core, namespace, pod())
-            assert "exceeded quota: tenant-quota" in message and "requests.cpu=0" in message, message
-            core.create_namespaced_secret(namespace, {"metadata": {"name": "e2e-data"}, "stringData": {"k": "v"}},
-                                          dry_run="All")
+def test_extra_namespaces_get_only_their_carved_budget(core, prod_stack, placement_active):
+    """components/manifests/quota.py: `namespaceQuotas` carves compute/GPU budget out for an extra
+    namespace (inference-canary), enforced there; an extra namespace without an entry
+    (llm-finetune-data) gets those keys at "0" and holds data, not pods (the LimitRange gives every
+    container requests that a zero quota refuses)."""
+    data_ns = "llm-finetune-data"
+    assert data_ns in prod_stack.tenant("llm-finetune").namespaces
+    assert hard(prod_stack, data_ns, "tenant-quota")["requests.cpu"] == "0"
+    message = rejected(core, data_ns, pod())
+    assert "exceeded quota: tenant-quota" in message and "requests.cpu=0" in message, message
+    core.create_namespaced_secret(data_ns, {"metadata": {"name": "e2e-data"}, "stringData": {"k": "v"}}, dry_run="All")
+
+    canary = "inference-canary"
+    assert canary in prod_stack.tenant("inference").namespaces
+    gpus = int(hard(prod_stack, canary, "tenant-quota")[f"requests.{GPU}"])
+    assert gpus > 0
+    _, _, tenant_key = labels(prod_stack)
+    on_inference = {"node_selector": {tenant_key: "inference"},
+                    "tolerations": [{"key": tenant_key, "operator": "Equal", "value": "inference", "effect": "NoSchedule"}]}
+    core.create_namespaced_pod(canary, pod(limits={GPU: str(gpus)}, **on_inference), dry_run="All")
+    message = rejected(core, canary, pod(limits={GPU: str(gpus + 1)}, **on_inference))
+    assert "exceeded quota: tenant-quota" in message and f"limited: requests.{GPU}={gpus}" in message, message
 
 
 def test_priority_class_without_grant_is_rejected(core, prod_stack, created):
