@@ -60,6 +60,8 @@ _PLAIN, _SINGLE, _DOUBLE = 0, 1, 2
 # Bounded so that a long-lived process does not grow without end.
 _STYLES: dict[str, tuple[int, str, bool] | None] = {}
 _STYLES_MAX = 500_000
+# (indent, *strings) -> the text of that list as the value of a key
+_STRING_LISTS: dict[tuple, str] = {}
 
 
 class _NotPlainData(Exception):
@@ -110,31 +112,33 @@ def _learn_styles(strings: list[str]) -> None:
 def _folded(text: str, style: int, column: int, indent: int) -> str:
     """libyaml's `write_plain` / `write_single_quoted` line breaking for a scalar starting at `column`.
 
-    It breaks at a space that has no space on either side, once the line is past the width;
-    a single-quoted scalar never breaks at its first or last character.
+    It breaks at a space with no space on either side once the line is past the width (a
+    single-quoted scalar never at its first or last character); the space becomes the line break
+    and the next line starts at `indent`. Doubling quotes adds no spaces, so the escaped text can
+    be scanned directly.
     """
-    chunks = _LONE_SPACE.split(text)
-    single = style == _SINGLE
-    if single:
-        chunks = [chunk.replace("'", "''") for chunk in chunks]
-        column += 1
-    out = ["'"] if single else []
-    last = len(chunks) - 1
-    for number, chunk in enumerate(chunks):
-        if number:
-            # The space before `chunk`: first or last character of the text when a chunk is empty.
-            edge = single and ((number == 1 and not chunks[0]) or (number == last and not chunk))
-            if column > _WIDTH and not edge:
-                out.append("\n" + " " * indent)
-                column = indent
-            else:
-                out.append(" ")
-                column += 1
-        out.append(chunk)
-        column += len(chunk)
-    if single:
-        out.append("'")
-    return "".join(out)
+    if style == _SINGLE:
+        body = text.replace("'", "''")
+        column += 1  # the opening quote
+        edges = (0, len(body) - 1)
+    else:
+        body, edges = text, ()
+    lines = []
+    line_start = 0  # index in `body` of the first character of the current line
+    while True:
+        # The column before body[i] is column + (i - line_start); a break needs it past the width.
+        earliest = line_start + max(_WIDTH + 1 - column, 0)
+        match = _LONE_SPACE.search(body, earliest)
+        while match is not None and match.start() in edges:
+            match = _LONE_SPACE.search(body, match.start() + 1)
+        if match is None:
+            lines.append(body[line_start:])
+            break
+        lines.append(body[line_start:match.start()])
+        line_start = match.start() + 1
+        column = indent
+    folded = ("\n" + " " * indent).join(lines)
+    return "'" + folded + "'" if style == _SINGLE else folded
 
 
 def _scalar(value: Any, column: int, indent: int, missing: list) -> str:
@@ -206,11 +210,33 @@ def _mapping(value: dict, indent: int, out: list, inline: bool, seen: set, missi
         elif kind is list:
             if item:
                 out.append(prefix + ":\n")
-                _sequence(item, indent, out, False, seen, missing)
+                _value_list(item, indent, out, seen, missing)
             else:
                 out.append(prefix + ": []\n")
         else:
             out.append(prefix + ": " + _scalar(item, indent + len(key_text) + 2, indent + 2, missing) + "\n")
+
+
+def _value_list(value: list, indent: int, out: list, seen: set, missing: list) -> None:
+    """A list that is the value of a key; lists of strings (verbs, resources, groups...) come back
+    by the thousand, so their text is cached."""
+    try:
+        key = (indent, *value)
+        text = _STRING_LISTS.get(key)
+    except TypeError:  # a dict or list inside: not a list of strings
+        key = text = None
+    if text is not None:  # only lists of strings are stored, and no string equals a non-string
+        if id(value) in seen:
+            raise _NotPlainData
+        seen.add(id(value))
+        out.append(text)
+        return
+    start, known = len(out), len(missing)
+    _sequence(value, indent, out, False, seen, missing)
+    if key is not None and len(missing) == known and all(type(item) is str for item in value):
+        if len(_STRING_LISTS) > _STYLES_MAX:
+            _STRING_LISTS.clear()
+        _STRING_LISTS[key] = "".join(out[start:])
 
 
 def _sequence(value: list, indent: int, out: list, inline: bool, seen: set, missing: list) -> None:

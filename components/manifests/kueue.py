@@ -32,19 +32,6 @@ LOCAL_QUEUE = "default"
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 
 
-def _mig_classes(platform: Platform) -> dict[str, list[str]]:
-    """MIG profile -> the mixed-strategy classes whose pools offer it."""
-    providers: dict[str, set[str]] = {}
-    for pool in platform.node_pools.values():
-        gpu_class = platform.gpu_classes.get(pool.gpu_class)
-        if gpu_class is None or not cap.is_mig_mixed(gpu_class):
-            continue
-        for _, devices in cap.pool_layout(platform, pool):
-            for profile in devices:
-                providers.setdefault(profile, set()).add(pool.gpu_class)
-    return {profile: sorted(classes) for profile, classes in providers.items()}
-
-
 def gpu_flavor_quotas(tenant: Tenant, platform: Platform) -> dict[str, dict[str, int]]:
     """Nominal quota per GPU class (flavor) and extended resource of the tenant's ClusterQueue.
 
@@ -64,7 +51,7 @@ def gpu_flavor_quotas(tenant: Tenant, platform: Platform) -> dict[str, dict[str,
     result: dict[str, dict[str, int]] = {
         name: {cap.class_resource(platform.gpu_classes[name]): by_class.get(name, 0)} for name in allowed
     }
-    providers = _mig_classes(platform)
+    providers = {profile: sorted(classes) for profile, classes in cap.capacity(platform).mig_profile_classes.items()}
     for profile, count in sorted(tenant.quota.mig.items()):
         offering = [name for name in providers.get(profile, []) if name in result]
         if offering:

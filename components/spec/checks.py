@@ -156,7 +156,7 @@ def check_tenant(tenant: Tenant, doc: SourceDocument, platform: Platform) -> lis
             if whole <= 0:
                 add(("quota", "gpu"), f"GPU class '{name}' is MIG-partitioned (mixed strategy): ask for slices under quota.mig (e.g. mig: {{1g.10gb: 2}})")
     if tenant.quota.mig:
-        providers = _mig_providers(platform)
+        providers = {profile: set(classes) for profile, classes in cap.capacity(platform).mig_profile_classes.items()}
         for profile, count in tenant.quota.mig.items():
             classes = providers.get(profile, set())
             if count and not classes:
@@ -237,18 +237,6 @@ def _namespace_quota_problems(tenant: Tenant, doc: SourceDocument, platform: Pla
             first = sorted(taken)[0]
             problems.append(doc.problem(("namespaceQuotas", first), f"slices of {key} add up to more than the tenant's quota of {value} ({detail})"))
     return problems
-
-
-def _mig_providers(platform: Platform) -> dict[str, set[str]]:
-    providers: dict[str, set[str]] = {}
-    for pool in platform.node_pools.values():
-        gpu_class = platform.gpu_classes.get(pool.gpu_class)
-        if gpu_class is None or not cap.is_mig_mixed(gpu_class):
-            continue
-        for _, devices in cap.pool_layout(platform, pool):
-            for profile in devices:
-                providers.setdefault(profile, set()).add(pool.gpu_class)
-    return providers
 
 
 def check_fleet(environment, all_tenants) -> list[Problem]:

@@ -152,7 +152,15 @@ def for_environment(doc: SourceDocument, env: str | None) -> SourceDocument:
 
 def validate_tenant(doc: SourceDocument, env: str | None = None) -> Tenant:
     """Validate one tenant document (for an environment, with its overrides merged)."""
-    merged = for_environment(doc, env)
+    return _validate_merged(doc, for_environment(doc, env))
+
+
+def _has_override(doc: SourceDocument, env: str) -> bool:
+    envs = doc.data.get("environments") if isinstance(doc.data, dict) else None
+    return isinstance(envs, dict) and isinstance(envs.get(env), dict)
+
+
+def _validate_merged(doc: SourceDocument, merged: SourceDocument) -> Tenant:
     data = merged.data
     if not isinstance(data, dict):
         raise InvalidInput([doc.problem((), "a tenant file must be a mapping of fields (apiVersion, kind, name, ...)")])
@@ -200,15 +208,24 @@ def load_environment(
     problems.extend(read_problems)
     tenants: list[LoadedTenant] = []
     for doc in docs:
+        # The file as written must be valid in every environment; then with this one's overrides.
+        # Without an override for `env` the two are the same document: validated once.
+        base = for_environment(doc, None)
         try:
-            validate_tenant(doc, None)
+            spec = _validate_merged(doc, base)
         except InvalidInput as err:
             problems.extend(err.problems)
             continue
-        try:
-            tenants.append(LoadedTenant(validate_tenant(doc, env), for_environment(doc, env)))
-        except InvalidInput as err:
-            problems.extend(err.problems)
+        if _has_override(doc, env):
+            merged = for_environment(doc, env)
+            try:
+                spec = _validate_merged(doc, merged)
+            except InvalidInput as err:
+                problems.extend(err.problems)
+                continue
+        else:
+            merged = base
+        tenants.append(LoadedTenant(spec, merged))
     if platform is None or errors_only(problems):
         raise InvalidInput(problems)
     enabled, disabled = _enabled(platform, tenants)

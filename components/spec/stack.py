@@ -129,7 +129,11 @@ def _default_priority_classes() -> dict[str, PriorityClassSpec]:
             description="Online inference serving users; preempts lower classes. Tenants need a grant.",
             default_tenant_cap=PriorityCap(pods=0),
         ),
-        "training": PriorityClassSpec(value=50000, description="Training and fine-tuning jobs."),
+        "training": PriorityClassSpec(
+            value=50000,
+            description="Training and fine-tuning jobs; preempts batch. Tenants need a grant.",
+            default_tenant_cap=PriorityCap(pods=0),
+        ),
         "interactive": PriorityClassSpec(
             value=40000,
             preemption_policy="Never",

@@ -34,7 +34,7 @@ class ServiceAccountGrant(Model):
 
     name: DnsLabel = Field(description="ServiceAccount name")
     namespace: Optional[DnsLabel] = Field(None, description="one of the tenant's namespaces; default: the tenant's own")
-    role: Literal["owner", "developer", "viewer"] = Field("developer", description="the role the account holds in every namespace of the tenant")
+    role: Literal["owner", "developer", "viewer"] = Field("developer", description="the role the account holds in its own namespace (CI accounts are bound nowhere else)")
 
 
 class Access(Model):

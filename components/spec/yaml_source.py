@@ -145,6 +145,8 @@ class _Builder:
 
     def build_scalar(self, node: yaml.Node, path: Path_) -> Any:
         tag = node.tag
+        if tag == "tag:yaml.org,2002:str":
+            return node.value  # what SafeConstructor.construct_yaml_str returns, without its bookkeeping
         if tag == "tag:yaml.org,2002:float":
             text = node.value.replace("_", "")
             try:

@@ -105,7 +105,9 @@ def test_gpus_are_granted_never_implied(make_tenant, make_environment):
 
 def test_platform_without_gpus_and_tenant_without_quota_gets_no_main_quota(make_tenant, make_environment):
     quotas = resource_quotas(make_tenant(), make_environment())
-    assert [q["metadata"]["name"] for q in quotas] == ["priority-online-inference"]
+    # only the classes that need a grant (online-inference, training) get a scoped quota: pods 0
+    assert [q["metadata"]["name"] for q in quotas] == ["priority-online-inference", "priority-training"]
+    assert all(q["spec"]["hard"] == {"pods": "0"} for q in quotas)
 
 
 def test_objects_counts_use_the_core_quota_keys(make_tenant, make_environment):
@@ -129,7 +131,8 @@ def test_unlisted_priority_class_gets_the_stack_default_cap(prod):
 
 def test_priority_classes_without_any_cap_get_no_scoped_quota(prod):
     names = {q["metadata"]["name"] for q in resource_quotas(tenant_of(prod, "eval"), prod)}
-    assert names == {TENANT_QUOTA, "priority-batch", "priority-online-inference"}
+    # eval lists only batch; online-inference and training need a grant it does not have
+    assert names == {TENANT_QUOTA, "priority-batch", "priority-online-inference", "priority-training"}
 
 
 def test_granted_priority_class_uses_the_tenant_cap(prod):
