@@ -34,6 +34,9 @@ e2e: $(VENV)/.installed
 	tools/build.sh
 	GPU_TENANCY_E2E_REQUIRED=1 $(PY) -m pytest -q tests/e2e -m e2e -ra -p no:cacheprovider
 
+bench: $(VENV)/.installed ## benchmarks at 10, 100 and 1000 tenants (docs/performance.md; ~10 min)
+	$(PY) bench/run.py --sizes 10,100,1000
+
 schema: $(VENV)/.installed ## regenerate docs/schema/*.json from the models
 	$(VENV)/bin/tenants schema --kind tenant --out docs/schema/tenant.schema.json
 	$(VENV)/bin/tenants schema --kind stack --out docs/schema/stack.schema.json

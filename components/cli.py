@@ -165,8 +165,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    from .spec.load import fewer_gc_passes
+
     try:
-        return _COMMANDS[args.command](args)
+        with fewer_gc_passes():  # commands build many long-lived objects (docs/performance.md)
+            return _COMMANDS[args.command](args)
     except InvalidInput as err:
         report(err.problems)
         return EXIT_INVALID

@@ -251,9 +251,12 @@ def read_text(path: Path, display: str, root: Path | None = None) -> str:
     except OSError as err:
         raise fail(f"cannot read: {err.strerror}") from None
     if stat.S_ISLNK(info.st_mode):
-        target = path.resolve()
+        try:
+            target = path.resolve()
+        except (OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
+            raise fail("is a symbolic link that cannot be followed (a loop?)") from None
         if root is not None and not target.is_relative_to(root.resolve()):
-            raise fail(f"is a symbolic link to {target}, outside {root}; tenant files must live in the directory itself")
+            raise fail(f"is a symbolic link to {target}, outside {root}; tenant and stack files must live in the directory itself")
         try:
             info = os.stat(path)
         except OSError as err:

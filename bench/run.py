@@ -1,0 +1,288 @@
+"""Benchmarks at N synthetic tenants, each phase against its floor, measured in the same run.
+
+    .venv/bin/python bench/run.py [--sizes 10,100,1000] [--repeat 3] [--pulumi-sizes 10,100,1000]
+
+Per N (bench/synthetic.py: N tenant files, a stack whose capacity grows with N) it prints:
+
+- render: `tenants render` in-process (load, validate, build, write YAML) against the floor:
+  reading the same YAML files with `yaml.CSafeLoader` and writing the same output bytes with
+  `yaml.CSafeDumper`, no logic (the floor's output is checked to be byte-identical);
+- Pulumi: the program's Fleet component under the mock runtime (tests/pulumi_harness.py) against
+  registering the same objects as bare pulumi_kubernetes resources (no components, no options);
+- peak memory (ru_maxrss) of the render process and of the Fleet process;
+- `tenants diff --base HEAD` for a one-tenant change in the N-tenant fleet (a git repository made
+  for the purpose).
+
+Each phase runs in its own process (so each peak-memory figure is that phase's), `--repeat` times
+for render, floor and diff (the best time counts; phases alternate so that load on the machine
+hits both sides of a ratio alike), once for the Pulumi phases. Times are wall-clock seconds of the
+work itself, imports excluded. Targets (N = 1000): render < 3x floor and < 2 s, Fleet < 1.3x bare,
+peak memory < 500 MB, diff < 2 s. Exit code 0 whatever the figures: this measures, it does not gate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from bench.synthetic import STACK, tenant_name, write_project  # noqa: E402
+
+TARGETS = {"render_ratio": 3.0, "render_seconds": 2.0, "pulumi_ratio": 1.3, "peak_mb": 500.0, "diff_seconds": 2.0}
+
+
+# --- phases (each run in a child process: `run.py --phase NAME --root DIR`) ----------------------------
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _quiet(func, *args):
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()) as err:
+        result = func(*args)
+    return result, err.getvalue()
+
+
+def phase_render(root: Path, out: Path, repeat: int) -> dict:
+    from components.cli import main
+
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        code, err = _quiet(main, ["--root", str(root), "render", "--stack", STACK, "--out", str(out)])
+        times.append(time.perf_counter() - started)
+        if code != 0:
+            raise SystemExit(f"render failed: {err}")
+    objects = sum(p.read_text().count("\n---\n") for p in out.glob("*.yaml"))  # each file starts with a comment
+    return {"seconds": min(times), "objects": objects}
+
+
+def phase_floor(root: Path, out: Path, repeat: int) -> dict:
+    """Read the inputs with the C loader and write the rendered bytes with the C dumper, no logic."""
+    import yaml
+
+    from components.render import HEADER
+
+    inputs = sorted([*(root / "tenants").glob("*.yaml"), *(root / "stacks").glob("*.yaml")])
+    expected = {p.name: p.read_text() for p in sorted(out.glob("*.yaml"))}
+    documents = {name: list(yaml.load_all(text, Loader=yaml.CSafeLoader)) for name, text in expected.items()}
+    options = dict(sort_keys=True, default_flow_style=False, explicit_start=True, width=120, allow_unicode=True)
+    times = []
+    for attempt in range(repeat):
+        target = out.parent / f"floor-{attempt}"
+        started = time.perf_counter()
+        for path in inputs:
+            yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader)
+        target.mkdir()
+        for name, docs in documents.items():
+            (target / name).write_text(HEADER + yaml.dump_all(docs, Dumper=yaml.CSafeDumper, **options), encoding="utf-8")
+        times.append(time.perf_counter() - started)
+        written = {p.name: p.read_text() for p in sorted(target.glob("*.yaml"))}
+        if written != expected:
+            raise SystemExit("the floor did not write the same bytes as tenants render")
+        shutil.rmtree(target)
+    return {"seconds": min(times)}
+
+
+def _pulumi_run(body) -> tuple[float, int]:
+    from tests.pulumi_harness import run_body
+
+    started = time.perf_counter()
+    registrations, _ = run_body(STACK, {}, body)
+    seconds = time.perf_counter() - started
+    return seconds, sum(1 for r in registrations if not r.type.startswith("gpu-tenancy:"))
+
+
+def phase_fleet(root: Path) -> dict:
+    from components.fleet import Fleet
+    from components.spec.load import load_environment
+
+    environment = load_environment(root, STACK)
+    seconds, resources = _pulumi_run(lambda: Fleet(environment.name, environment))
+    return {"seconds": seconds, "resources": resources}
+
+
+def phase_bare(root: Path) -> dict:
+    import pulumi
+
+    from components.manifests.build import environment_objects
+    from components.manifests.meta import object_id
+    from components.resources import register
+    from components.spec.load import load_environment
+
+    environment = load_environment(root, STACK)
+    objects = [obj for items in environment_objects(environment).values() for obj in items]
+
+    def body() -> None:
+        for obj in objects:
+            register(object_id(obj).replace("/", "-").replace(":", "-"), obj, pulumi.ResourceOptions())
+
+    seconds, resources = _pulumi_run(body)
+    return {"seconds": seconds, "resources": resources}
+
+
+def phase_diff(root: Path, repeat: int) -> dict:
+    from components.cli import main
+
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        code, err = _quiet(main, ["--root", str(root), "diff", "--base", "HEAD", "--stack", STACK, "--format", "json"])
+        times.append(time.perf_counter() - started)
+        if code != 0:
+            raise SystemExit(f"diff failed ({code}): {err}")
+    return {"seconds": min(times)}
+
+
+def child(args: argparse.Namespace) -> None:
+    root, out = Path(args.root), Path(args.out) if args.out else None
+    if args.phase == "render":
+        result = phase_render(root, out, args.repeat)
+    elif args.phase == "floor":
+        result = phase_floor(root, out, args.repeat)
+    elif args.phase == "fleet":
+        result = phase_fleet(root)
+    elif args.phase == "bare":
+        result = phase_bare(root)
+    elif args.phase == "diff":
+        result = phase_diff(root, args.repeat)
+    else:
+        raise SystemExit(f"unknown phase {args.phase}")
+    result["peak_mb"] = _peak_mb()
+    print(json.dumps(result))
+
+
+# --- the driver -------------------------------------------------------------------------------------
+
+
+def run_phase(phase: str, root: Path, out: Path | None = None, repeat: int = 1) -> dict:
+    command = [sys.executable, str(Path(__file__).resolve()), "--phase", phase, "--root", str(root), "--repeat", str(repeat)]
+    if out is not None:
+        command += ["--out", str(out)]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=REPO, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"phase {phase} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def git(root: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.com", "-c", "commit.gpgsign=false", *args],
+        cwd=root, check=True, capture_output=True,
+    )
+
+
+def measure(count: int, scratch: Path, repeat: int, pulumi: bool, log) -> dict:
+    root = write_project(scratch / f"n{count}", count)
+    out = scratch / f"out{count}"
+    row: dict = {"n": count}
+    renders, floors = [], []
+    for _ in range(repeat):  # alternate, so that machine load hits both sides alike
+        renders.append(run_phase("render", root, out, 1))
+        floors.append(run_phase("floor", root, out, 1))
+    row["render"] = min(r["seconds"] for r in renders)
+    row["floor"] = min(f["seconds"] for f in floors)
+    row["objects"] = renders[0]["objects"]
+    row["render_mb"] = max(r["peak_mb"] for r in renders)
+    log(f"  N={count}: render {row['render']:.2f} s, floor {row['floor']:.2f} s")
+    if pulumi:
+        fleet, bare = run_phase("fleet", root), run_phase("bare", root)
+        row["bare_mb"] = bare["peak_mb"]
+        if fleet["resources"] != bare["resources"]:
+            raise SystemExit(f"Fleet registered {fleet['resources']} resources, bare {bare['resources']}")
+        row.update(fleet=fleet["seconds"], bare=bare["seconds"], fleet_mb=fleet["peak_mb"], resources=fleet["resources"])
+        log(f"  N={count}: Fleet {row['fleet']:.1f} s, bare {row['bare']:.1f} s ({row['resources']} resources)")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "base")
+    changed = root / "tenants" / f"{tenant_name(count // 2)}.yaml"
+    changed.write_text(changed.read_text().replace("gpu: {h100: 2, l4: 1}", "gpu: {h100: 1, l4: 1}"))
+    diff = run_phase("diff", root, None, repeat)
+    row.update(diff=diff["seconds"], diff_mb=diff["peak_mb"])
+    log(f"  N={count}: diff {row['diff']:.2f} s")
+    return row
+
+
+def table(rows: list[dict]) -> str:
+    def fmt(value, spec=".2f", unit=""):
+        return "n/a" if value is None else f"{value:{spec}}{unit}"
+
+    lines = [
+        "| N | objects | render | floor | render / floor | Fleet | bare | Fleet / bare | diff | peak MB: render, diff, Fleet, bare |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        fleet_ratio = r["fleet"] / r["bare"] if r.get("fleet") else None
+        lines.append(
+            f"| {r['n']} | {r['objects']} | {fmt(r['render'], unit=' s')} | {fmt(r['floor'], unit=' s')} "
+            f"| {fmt(r['render'] / r['floor'], unit='x')} | {fmt(r.get('fleet'), '.1f', ' s')} | {fmt(r.get('bare'), '.1f', ' s')} "
+            f"| {fmt(fleet_ratio, unit='x')} | {fmt(r['diff'], unit=' s')} "
+            f"| {r['render_mb']:.0f}, {r['diff_mb']:.0f}, {fmt(r.get('fleet_mb'), '.0f')}, {fmt(r.get('bare_mb'), '.0f')} |"
+        )
+    return "\n".join(lines)
+
+
+def verdicts(rows: list[dict]) -> list[str]:
+    row = next((r for r in rows if r["n"] == 1000), None)
+    if row is None:
+        return ["(targets are stated for N = 1000, which was not measured)"]
+    checks = [
+        ("render within 3x the floor", row["render"] / row["floor"] <= TARGETS["render_ratio"]),
+        ("render under 2 s", row["render"] < TARGETS["render_seconds"]),
+        ("diff under 2 s", row["diff"] < TARGETS["diff_seconds"]),
+        ("peak memory of render and diff under 500 MB", max(row["render_mb"], row["diff_mb"]) < TARGETS["peak_mb"]),
+    ]
+    if row.get("fleet"):
+        checks.append(("Fleet within 1.3x bare registration", row["fleet"] / row["bare"] <= TARGETS["pulumi_ratio"]))
+        checks.append(("peak memory of the Pulumi program under 500 MB", row["fleet_mb"] < TARGETS["peak_mb"]))
+    return [f"{'met   ' if ok else 'MISSED'} {name}" for name, ok in checks]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="10,100,1000", help="tenant counts (default 10,100,1000)")
+    parser.add_argument("--pulumi-sizes", default=None, help="counts at which to run the Pulumi phases (default: --sizes)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of render, floor and diff; the best counts")
+    parser.add_argument("--phase", help=argparse.SUPPRESS)
+    parser.add_argument("--root", help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.phase:
+        child(args)
+        return 0
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    pulumi_sizes = set(sizes if args.pulumi_sizes is None else [int(s) for s in args.pulumi_sizes.split(",") if s])
+    log = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
+    load_before = os.getloadavg()
+    started = time.time()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="gpu-tenancy-bench-") as scratch:
+        for count in sizes:
+            rows.append(measure(count, Path(scratch), args.repeat, count in pulumi_sizes, log))
+    print(f"machine: {os.cpu_count()} cores, Python {platform.python_version()}, {platform.machine()}; "
+          f"load average {load_before[0]:.1f} before, {os.getloadavg()[0]:.1f} after; {time.time() - started:.0f} s in all")
+    print(f"command: {' '.join([Path(sys.executable).name, 'bench/run.py', *sys.argv[1:]])}")
+    print()
+    print(table(rows))
+    print()
+    print("\n".join(verdicts(rows)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
