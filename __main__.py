@@ -10,7 +10,7 @@ import pulumi_kubernetes as k8s
 
 from components.fleet import Fleet
 from components.manifests.gpu_nodes import node_group_requirements
-from components.spec.load import load_program_environment
+from components.spec.load import fewer_gc_passes, load_program_environment
 from components.spec.problems import InvalidInput
 
 try:
@@ -24,7 +24,8 @@ opts = None
 if environment.platform.kube_context:
     provider = k8s.Provider("cluster", context=environment.platform.kube_context)
     opts = pulumi.ResourceOptions(providers=[provider])
-fleet = Fleet(environment.name, environment, opts)
+with fewer_gc_passes():  # building a large fleet makes millions of long-lived objects
+    fleet = Fleet(environment.name, environment, opts)
 
 pulumi.export("tenants", fleet.summary)
 pulumi.export("nodeGroupRequirements", node_group_requirements(environment))

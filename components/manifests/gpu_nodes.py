@@ -62,14 +62,19 @@ def dedicated_pool_owners(environment: Environment) -> dict[str, str]:
     >>> dedicated_pool_owners(prod)   # doctest: +SKIP
     {'h100-serve': 'inference', 'h100-train': 'llm-finetune'}
     """
-    owners: dict[str, str] = {}
-    for loaded in environment.tenants:
-        if loaded.spec.lifecycle == "decommissioned":
-            continue
-        for pool in loaded.spec.gpu.dedicated_pools:
-            if pool in environment.platform.node_pools:
-                owners.setdefault(pool, loaded.name)
-    return dict(sorted(owners.items()))
+    # Every tenant's placement policy asks; computing it once per fleet keeps building linear.
+    key = ("dedicated_pool_owners", id(environment.tenants), len(environment.tenants))
+    cached = environment.derived.get(key)
+    if cached is None:
+        owners: dict[str, str] = {}
+        for loaded in environment.tenants:
+            if loaded.spec.lifecycle == "decommissioned":
+                continue
+            for pool in loaded.spec.gpu.dedicated_pools:
+                if pool in environment.platform.node_pools:
+                    owners.setdefault(pool, loaded.name)
+        cached = environment.derived[key] = dict(sorted(owners.items()))
+    return dict(cached)
 
 
 def pool_labels(environment: Environment, pool_name: str) -> dict[str, str]:

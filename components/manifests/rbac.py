@@ -21,6 +21,8 @@ in their own namespace, and no role may mint ServiceAccount tokens (`serviceacco
 
 from __future__ import annotations
 
+import functools
+
 from typing import Iterable
 
 from ..spec.load import Environment
@@ -116,13 +118,20 @@ def rule(api_group: str, resources: Iterable[str], verbs: Iterable[str], resourc
 
 
 def role_rules(role: str) -> list[dict]:
-    """The PolicyRules of one tenant role (`owner`, `developer` or `viewer`).
+    """The PolicyRules of one tenant role (`owner`, `developer` or `viewer`), as a fresh copy.
 
     >>> [r["resources"] for r in role_rules("owner") if "bind" in r["verbs"]]
     [['roles']]
     """
     if role not in ROLES:
         raise ValueError(f"unknown tenant role '{role}' (known: {', '.join(ROLES)})")
+    # The rules are the same for every tenant: build them once, hand out copies (objects must
+    # not share mutable parts).
+    return [{key: list(value) for key, value in entry.items()} for entry in _role_rules(role)]
+
+
+@functools.lru_cache(maxsize=None)
+def _role_rules(role: str) -> tuple[dict, ...]:
     rules = []
     if role == "viewer":
         for group, resources in _MANAGED:
@@ -139,7 +148,7 @@ def role_rules(role: str) -> list[dict]:
         # deletecollection left out: one call would remove every binding, the owners' own included.
         rules.append(rule(RBAC_GROUP, ("rolebindings",), ("create", "delete", "patch", "update")))
         rules.append(rule(RBAC_GROUP, ("roles",), ("bind",), [role_name(r) for r in ROLES]))
-    return sorted(rules, key=lambda r: (r["apiGroups"], r["resources"], r["verbs"]))
+    return tuple(sorted(rules, key=lambda r: (r["apiGroups"], r["resources"], r["verbs"])))
 
 
 def cluster_viewer_rules() -> list[dict]:

@@ -47,6 +47,8 @@ class Environment:
     tenants: list[LoadedTenant]
     disabled_tenants: list[str] = field(default_factory=list)
     warnings: list[Problem] = field(default_factory=list)
+    # Facts derived from the whole fleet that every tenant's builders need (computed once).
+    derived: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def specs(self) -> list[Tenant]:

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from bench.synthetic import write_project
 from components.manifests.build import environment_objects, helm_releases
-from components.render import dump_objects, dump_objects_pyyaml
+from components.yaml_output import dump_objects, dump_objects_pyyaml
 from components.spec.load import load_environment, stack_names
 from tests.hardening.support import EXAMPLES
 
