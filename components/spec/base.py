@@ -30,7 +30,7 @@ DnsSubdomain = Annotated[
     str,
     StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$", max_length=253),
 ]
-NonNegativeInt = Annotated[int, Field(ge=0)]
+NonNegativeInt = Annotated[int, Field(ge=0, strict=True)]  # strict: YAML `yes` must not become 1
 
 
 class Model(BaseModel):
