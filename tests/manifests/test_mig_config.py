@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 import yaml
 
+from tests.project_edits import line_of, validation_errors
 from components.manifests import mig_config
 from components.spec.capacity import capacity
-from components.spec.load import load_environment
-from components.spec.problems import InvalidInput
 from components.spec.stack import Platform
 
 # Byte-for-byte copies of NVIDIA's files (see SOURCES.md next to them).
@@ -135,14 +133,8 @@ def _edit_prod(root: Path, *replacements: tuple[str, str]) -> str:
     return text
 
 
-def _line_of(text: str, needle: str) -> int:
-    return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
 
 
-def _errors(root: Path, env: str) -> list[str]:
-    with pytest.raises(InvalidInput) as err:
-        load_environment(root, env)
-    return [str(p) for p in err.value.problems if p.severity == "error"]
 
 
 H100_MIG = ("      a100-mig:\n        model: A100-80GB", "      a100-mig:\n        model: H100-80GB")
@@ -150,25 +142,25 @@ H100_MIG = ("      a100-mig:\n        model: A100-80GB", "      a100-mig:\n     
 
 def test_two_4g_40gb_on_an_h100_is_rejected(project_copy):
     text = _edit_prod(project_copy, H100_MIG, ("profiles: {3g.40gb: 2}", "profiles: {4g.40gb: 2}"))
-    line = _line_of(text, "profiles: {4g.40gb: 2}")
+    line = line_of(text, "profiles: {4g.40gb: 2}")
     assert (
         f"stacks/Pulumi.prod.yaml:{line}:11: config.gpu-tenancy:platform.migLayouts.eval-mix[1].profiles: "
         "invalid for pool 'a100-mig' (H100-80GB): 4g.40gb: at most 1 per H100-80GB GPU (asked for 2)"
-    ) in _errors(project_copy, "prod")
+    ) in validation_errors(project_copy, "prod")
 
 
 def test_4g_plus_3g_fits_but_two_4g_do_not_even_by_placement(project_copy):
     # 4g.40gb + 3g.40gb uses all 7 compute and 8 memory slices and fits; the geometry check must not
     # reject it (a pure slice-count check would accept 4g + 4g too, which does not fit).
     _edit_prod(project_copy, H100_MIG, ("profiles: {3g.40gb: 2}", "profiles: {4g.40gb: 1, 3g.40gb: 1}"))
-    errors = _errors(project_copy, "prod")
+    errors = validation_errors(project_copy, "prod")
     assert not any("migLayouts" in e for e in errors)
 
 
 def test_profile_of_another_gpu_is_rejected(project_copy):
     text = _edit_prod(project_copy, H100_MIG, ("profiles: {1g.10gb: 7}", "profiles: {1g.5gb: 7}"))
-    line = _line_of(text, "profiles: {1g.5gb: 7}")
-    errors = _errors(project_copy, "prod")
+    line = line_of(text, "profiles: {1g.5gb: 7}")
+    errors = validation_errors(project_copy, "prod")
     assert any(
         e.startswith(f"stacks/Pulumi.prod.yaml:{line}:11: config.gpu-tenancy:platform.migLayouts.eval-mix[0].profiles: ")
         and "profile 1g.5gb does not exist on H100-80GB" in e
@@ -178,19 +170,19 @@ def test_profile_of_another_gpu_is_rejected(project_copy):
 
 def test_eight_1g_10gb_are_rejected(project_copy):
     text = _edit_prod(project_copy, ("profiles: {1g.10gb: 7}", "profiles: {1g.10gb: 8}"))
-    line = _line_of(text, "profiles: {1g.10gb: 8}")
+    line = line_of(text, "profiles: {1g.10gb: 8}")
     assert (
         f"stacks/Pulumi.prod.yaml:{line}:11: config.gpu-tenancy:platform.migLayouts.eval-mix[0].profiles: "
         "invalid for pool 'a100-mig' (A100-80GB): 1g.10gb: at most 7 per A100-80GB GPU (asked for 8)"
-    ) in _errors(project_copy, "prod")
+    ) in validation_errors(project_copy, "prod")
 
 
 def test_unknown_named_layout_is_rejected(project_copy):
     path = project_copy / "stacks" / "Pulumi.dev.yaml"
     text = path.read_text().replace("migLayout: all-1g.10gb", "migLayout: all-1g.5gb")
     path.write_text(text)
-    line = _line_of(text, "migLayout: all-1g.5gb")
-    errors = _errors(project_copy, "dev")
+    line = line_of(text, "migLayout: all-1g.5gb")
+    errors = validation_errors(project_copy, "dev")
     assert any(
         e.startswith(f"stacks/Pulumi.dev.yaml:{line}:") and "unknown MIG layout 'all-1g.5gb'" in e for e in errors
     ), errors

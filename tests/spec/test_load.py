@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.project_edits import line_of
 from components.spec.load import (
     for_environment,
     load_environment,
@@ -21,12 +22,6 @@ from components.spec.yaml_source import parse_yaml
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _line_of(path: Path, text: str) -> int:
-    """1-based line of the first line of `path` containing `text` (so tests survive example edits)."""
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
-        if text in line:
-            return number
-    raise AssertionError(f"{text!r} not in {path}")
 
 
 @pytest.mark.parametrize("env", ["dev", "prod"])
@@ -176,8 +171,8 @@ def test_removing_the_stack_limit_range_defaults_breaks_cpu_and_memory_quotas(pr
 
     found = {(p.file, p.line, p.field) for p in caught.value.problems if p.severity == "error"}
     eval_file = project_copy / "tenants" / "eval.yaml"
-    cpu_line = _line_of(eval_file, "cpu: {requests:")
-    memory_line = _line_of(eval_file, "memory: {requests:")
+    cpu_line = line_of(eval_file, "cpu: {requests:")
+    memory_line = line_of(eval_file, "memory: {requests:")
     assert ("tenants/eval.yaml", cpu_line, "quota.cpu.requests") in found
     assert ("tenants/eval.yaml", cpu_line, "quota.cpu.limits") in found
     assert ("tenants/eval.yaml", memory_line, "quota.memory.requests") in found

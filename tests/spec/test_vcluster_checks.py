@@ -3,29 +3,17 @@ warnings about settings that cannot work as written."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
-import pytest
 
+from tests.project_edits import line_of, replace_once, validation_errors
 from components.spec.load import load_environment
-from components.spec.problems import InvalidInput
 from components.spec.vcluster_checks import GUARDED_PATHS, schema_errors, values_schema
 
 
-def _replace(path: Path, old: str, new: str) -> None:
-    content = path.read_text()
-    assert content.count(old) == 1, old
-    path.write_text(content.replace(old, new))
 
 
-def _line_of(path: Path, text: str) -> int:
-    return next(i for i, line in enumerate(path.read_text().splitlines(), start=1) if text in line)
 
 
-def _errors(root: Path, env: str) -> list[str]:
-    with pytest.raises(InvalidInput) as caught:
-        load_environment(root, env)
-    return [str(p) for p in caught.value.problems if p.severity == "error"]
 
 
 OVERRIDE = "              requests: {cpu: 200m, memory: 512Mi}\n"
@@ -33,43 +21,43 @@ OVERRIDE = "              requests: {cpu: 200m, memory: 512Mi}\n"
 
 def test_an_unknown_key_is_located_in_the_environment_override(project_copy):
     finetune = project_copy / "tenants" / "llm-finetune.yaml"
-    _replace(finetune, "            resources:\n" + OVERRIDE, "            resourcez:\n" + OVERRIDE)
-    line = _line_of(finetune, "resourcez:")
+    replace_once(finetune, "            resources:\n" + OVERRIDE, "            resourcez:\n" + OVERRIDE)
+    line = line_of(finetune, "resourcez:")
     assert (
         f"tenants/llm-finetune.yaml:{line}:13: environments.dev.vcluster.values.controlPlane.statefulSet.resourcez: "
         "rejected by the vCluster 0.36.1 chart schema: unknown key 'resourcez'; did you mean 'resources'?"
-    ) in _errors(project_copy, "dev")
+    ) in validation_errors(project_copy, "dev")
 
 
 def test_a_wrong_type_is_located_at_its_value(project_copy):
     finetune = project_copy / "tenants" / "llm-finetune.yaml"
-    _replace(finetune, "        controlPlane:\n", "        sync:\n          toHost:\n            ingresses: {enabled: sure}\n        controlPlane:\n")
-    line = _line_of(finetune, "ingresses:")
+    replace_once(finetune, "        controlPlane:\n", "        sync:\n          toHost:\n            ingresses: {enabled: sure}\n        controlPlane:\n")
+    line = line_of(finetune, "ingresses:")
     assert (
         f"tenants/llm-finetune.yaml:{line}:25: environments.dev.vcluster.values.sync.toHost.ingresses.enabled: "
         "rejected by the vCluster 0.36.1 chart schema: 'sure' is not of type 'boolean'"
-    ) in _errors(project_copy, "dev")
+    ) in validation_errors(project_copy, "dev")
 
 
 def test_isolation_settings_cannot_be_overridden(project_copy):
     finetune = project_copy / "tenants" / "llm-finetune.yaml"
-    _replace(
+    replace_once(
         finetune,
         "        controlPlane:\n",
         "        policies:\n          networkPolicy: {enabled: false}\n        sync:\n          fromHost:\n            nodes:\n              selector: {all: true}\n        controlPlane:\n",
     )
-    errors = _errors(project_copy, "dev")
-    assert any(e.startswith(f"tenants/llm-finetune.yaml:{_line_of(finetune, 'policies:')}:9: environments.dev.vcluster.values.policies: set by the platform: it mirrors the tenant's quota") for e in errors)
-    assert any(e.startswith(f"tenants/llm-finetune.yaml:{_line_of(finetune, 'selector:')}:15: environments.dev.vcluster.values.sync.fromHost.nodes.selector: set by the platform: it pins") for e in errors)
+    errors = validation_errors(project_copy, "dev")
+    assert any(e.startswith(f"tenants/llm-finetune.yaml:{line_of(finetune, 'policies:')}:9: environments.dev.vcluster.values.policies: set by the platform: it mirrors the tenant's quota") for e in errors)
+    assert any(e.startswith(f"tenants/llm-finetune.yaml:{line_of(finetune, 'selector:')}:15: environments.dev.vcluster.values.sync.fromHost.nodes.selector: set by the platform: it pins") for e in errors)
 
 
 def test_priority_class_must_exist_and_be_granted(project_copy):
     finetune = project_copy / "tenants" / "llm-finetune.yaml"
-    _replace(finetune, "      enabled: true\n", "      enabled: true\n      priorityClassName: trainin\n")
-    assert any("vcluster.priorityClassName: unknown PriorityClass 'trainin'; did you mean 'training'?" in e for e in _errors(project_copy, "dev"))
-    _replace(finetune, "priorityClassName: trainin\n", "priorityClassName: online-inference\n")
-    assert any("the tenant may run no pods at PriorityClass 'online-inference'" in e for e in _errors(project_copy, "dev"))
-    _replace(finetune, "priorityClassName: online-inference\n", "priorityClassName: training\n")
+    replace_once(finetune, "      enabled: true\n", "      enabled: true\n      priorityClassName: trainin\n")
+    assert any("vcluster.priorityClassName: unknown PriorityClass 'trainin'; did you mean 'training'?" in e for e in validation_errors(project_copy, "dev"))
+    replace_once(finetune, "priorityClassName: trainin\n", "priorityClassName: online-inference\n")
+    assert any("the tenant may run no pods at PriorityClass 'online-inference'" in e for e in validation_errors(project_copy, "dev"))
+    replace_once(finetune, "priorityClassName: online-inference\n", "priorityClassName: training\n")
     assert load_environment(project_copy, "dev").tenants
 
 
@@ -77,7 +65,7 @@ def test_warnings_for_settings_that_cannot_work_as_written(project_copy):
     eval_file = project_copy / "tenants" / "eval.yaml"
     eval_file.write_text(eval_file.read_text() + "vcluster:\n  values: {exportKubeConfig: {context: x}}\n")
     prod = [str(p) for p in load_environment(project_copy, "prod").warnings]
-    assert f"tenants/eval.yaml:{_line_of(eval_file, 'vcluster:')}:1: warning: vcluster: vCluster settings have no effect while `enabled` is false" in prod
+    assert f"tenants/eval.yaml:{line_of(eval_file, 'vcluster:')}:1: warning: vcluster: vCluster settings have no effect while `enabled` is false" in prod
     eval_file.write_text(eval_file.read_text() + "  enabled: true\n")
     dev = [str(p) for p in load_environment(project_copy, "dev").warnings]
     assert any("vcluster.enabled: one node-label set cannot select several GPU classes (a100-mig, l4)" in w for w in dev)

@@ -1,0 +1,44 @@
+"""Helpers for tests that edit a copy of the example project and expect located errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from components.spec.load import load_environment
+from components.spec.problems import InvalidInput
+
+
+def append_to(path: Path, text: str) -> None:
+    path.write_text(path.read_text() + text)
+
+
+def replace_once(path: Path, old: str, new: str) -> str:
+    """Replace `old`, which must occur exactly once, and return the new text."""
+    content = path.read_text()
+    assert content.count(old) == 1, old
+    content = content.replace(old, new)
+    path.write_text(content)
+    return content
+
+
+def line_of(source: Path | str, needle: str, after: str | None = None) -> int:
+    """1-based line of the first line containing `needle` (after the first line containing `after`).
+
+    `source` is a file or its text. Tests look lines up instead of hard-coding them, so that they
+    survive edits of the examples.
+    """
+    lines = (source.read_text() if isinstance(source, Path) else source).splitlines()
+    start = next(i for i, line in enumerate(lines) if after in line) if after else 0
+    for number, line in enumerate(lines[start:], start=start + 1):
+        if needle in line:
+            return number
+    raise AssertionError(f"{needle!r} not found")
+
+
+def validation_errors(root: Path, env: str) -> list[str]:
+    """Error lines (warnings left out) of loading `env` from `root`, which must fail."""
+    with pytest.raises(InvalidInput) as caught:
+        load_environment(root, env)
+    return [str(p) for p in caught.value.problems if p.severity == "error"]
