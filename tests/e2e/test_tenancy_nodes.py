@@ -131,8 +131,7 @@ def test_unforced_taint_patch_conflicts_instead_of_dropping_foreign_taints(apise
     controller, `kubectl taint`), our unforced re-apply is refused with a conflict naming that
     manager, and their taint stays; forcing would have dropped it."""
     patch = next((p for p in _patches(prod_stack) if p.get("spec", {}).get("taints")), None)
-    if patch is None:
-        pytest.skip("the prod stack patches no taints (no pool sets patchTaints)")
+    assert patch is not None, "the prod example must keep a pool with patchTaints: true (h100-serve) for this test"
     assert patch["metadata"]["annotations"].get("pulumi.com/patchForce") != "true"
     name = patch["metadata"]["name"]
     core = client.CoreV1Api(apiserver.api_client)
