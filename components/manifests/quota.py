@@ -47,6 +47,7 @@ from ..spec.stack import Platform, PriorityClassSpec
 from ..spec.tenant import PriorityCap, Tenant
 from .meta import KubeObject, kube_object, object_meta
 from .namespace import owned_labels
+from .queues import gpu_ceiling_by_resource
 
 TENANT_QUOTA = "tenant-quota"
 SUSPENDED_QUOTA = "suspended"
@@ -258,8 +259,6 @@ def resource_quotas(tenant: Tenant, environment: Environment) -> list[KubeObject
     """
     platform = environment.platform
     labels = owned_labels(tenant, environment)
-    from .queues import gpu_ceiling_by_resource  # queues build on quotas' neighbours; import late
-
     budgets = {**compute_hard(tenant), **gpu_hard(tenant, platform, gpu_ceiling_by_resource(tenant, environment))}
     slices = namespace_slices(tenant, platform)
     guard_rails = {**storage_hard(tenant), **object_count_hard(tenant)}
