@@ -155,6 +155,10 @@ def test_pr_preview_validates_tests_and_comments_the_offline_diff():
     comment = uses(check, "marocchino/sticky-pull-request-comment@")[0]
     assert comment["with"]["path"] == "diff.md"
     assert check["permissions"]["pull-requests"] == "write"
+    # invalid files: the located errors become the comment (the step runs even after the failure)
+    validate_step = next(s for s in steps(check) if "tenants validate" in s.get("run", ""))
+    assert "> diff.md" in validate_step["run"] and "exit 1" in validate_step["run"]
+    assert comment["if"].startswith("always()") and "hashFiles('diff.md')" in comment["if"]
 
 
 def test_pr_preview_runs_pulumi_preview_per_stack():
