@@ -133,15 +133,27 @@ def _folded(text: str, style: int, column: int, indent: int) -> str:
     return "'" + folded + "'" if style == _SINGLE else folded
 
 
+_UNKNOWN = object()
+
+
+def _style_of(text: str, missing: list):
+    """The cached style entry of a string; `_UNKNOWN` (and `text` queued in `missing`) when it
+    still has to be asked of PyYAML; None when PyYAML cannot write it as plain data."""
+    entry = _STYLES.get(text, False)
+    if entry is False:
+        entry = _quick_style(text)
+        if entry is None:
+            missing.append(text)
+            return _UNKNOWN
+    return entry
+
+
 def _scalar(value: Any, column: int, indent: int, missing: list) -> str:
     kind = type(value)
     if kind is str:
-        entry = _STYLES.get(value, False)
-        if entry is False:
-            entry = _quick_style(value)
-            if entry is None:
-                missing.append(value)
-                return ""
+        entry = _style_of(value, missing)
+        if entry is _UNKNOWN:
+            return ""
         if entry is None:
             raise _NotPlainData
         style, written, _ = entry
@@ -162,12 +174,9 @@ def _scalar(value: Any, column: int, indent: int, missing: list) -> str:
 def _key(key: Any, missing: list) -> str:
     if type(key) is not str:
         raise _NotPlainData
-    entry = _STYLES.get(key, False)
-    if entry is False:
-        entry = _quick_style(key)
-        if entry is None:
-            missing.append(key)
-            return ""
+    entry = _style_of(key, missing)
+    if entry is _UNKNOWN:
+        return ""
     if entry is None or not entry[2]:
         raise _NotPlainData  # not writable as a simple key
     return entry[1]  # simple keys are never folded
