@@ -41,7 +41,8 @@ from __future__ import annotations
 
 from ..spec import capacity as cap
 from ..spec import mig
-from ..spec.quantity import Quantity, format_quantity
+from ..spec.budget import compute_hard, namespace_slices, split_budget  # noqa: F401  (part of this module's API)
+from ..spec.quantity import Quantity
 from ..spec.load import Environment
 from ..spec.stack import Platform, PriorityClassSpec
 from ..spec.tenant import PriorityCap, Tenant
@@ -53,7 +54,6 @@ TENANT_QUOTA = "tenant-quota"
 SUSPENDED_QUOTA = "suspended"
 PRIORITY_QUOTA_PREFIX = "priority-"
 
-_COMPUTE = (("cpu", "cpu"), ("memory", "memory"), ("ephemeral_storage", "ephemeral-storage"))
 _OBJECTS = (
     ("pods", "pods"),
     ("services", "services"),
@@ -101,25 +101,6 @@ def gpu_hard(tenant: Tenant, platform: Platform, granted: dict[str, int] | None 
     counts = {resource: 0 for resource in cluster_gpu_resources(platform)}
     counts.update(granted)
     return {f"requests.{resource}": str(count) for resource, count in sorted(counts.items())}
-
-
-def compute_hard(tenant: Tenant) -> dict[str, str]:
-    """`requests.*`/`limits.*` keys for cpu, memory and ephemeral-storage, as the tenant wrote them.
-
-    >>> compute_hard(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
-    ...     displayName="A", costCenter="cc-1", quota={"cpu": {"requests": "8"}}))
-    {'requests.cpu': '8'}
-    """
-    hard = {}
-    for field, resource in _COMPUTE:
-        pair = getattr(tenant.quota, field)
-        if pair is None:
-            continue
-        for side in ("requests", "limits"):
-            value = getattr(pair, side)
-            if value is not None:
-                hard[f"{side}.{resource}"] = str(value)
-    return hard
 
 
 def storage_hard(tenant: Tenant) -> dict[str, str]:
@@ -206,45 +187,6 @@ def priority_hard(tenant: Tenant, platform: Platform, priority: PriorityCap, bud
             value = budget[key]
         hard[key] = value
     return hard
-
-
-def namespace_slices(tenant: Tenant, platform: Platform) -> dict[str, dict[str, str]]:
-    """Budget keys carved out for each extra namespace listed in `namespaceQuotas`.
-
-    >>> from components.spec.stack import Platform
-    >>> namespace_slices(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
-    ...     displayName="A", costCenter="cc-1", namespaces=["a-canary"], quota={"cpu": {"requests": "8"}},
-    ...     namespaceQuotas={"a-canary": {"cpu": {"requests": "2"}}}), Platform(labelDomain="x.dev"))
-    {'a-canary': {'requests.cpu': '2'}}
-    """
-    slices = {}
-    for namespace, part in sorted(tenant.namespace_quotas.items()):
-        as_tenant = tenant.model_copy(
-            update={"quota": tenant.quota.model_copy(update={
-                "cpu": part.cpu, "memory": part.memory, "ephemeral_storage": part.ephemeral_storage,
-                "gpu": part.gpu, "mig": part.mig,
-            })}
-        )
-        gpus = {f"requests.{r}": str(c) for r, c in cap.gpu_quota_by_resource(as_tenant, platform).items()}
-        slices[namespace] = {**compute_hard(as_tenant), **gpus}
-    return slices
-
-
-def split_budget(total: dict[str, str], slices: dict[str, dict[str, str]]) -> dict[str, str]:
-    """What the tenant's own namespace keeps: the total minus every slice (exact arithmetic).
-
-    >>> split_budget({"requests.cpu": "8", "requests.memory": "64Gi"}, {"canary": {"requests.cpu": "500m"}})
-    {'requests.cpu': '7500m', 'requests.memory': '64Gi'}
-    """
-    kept = {}
-    for key, value in total.items():
-        taken = [part[key] for part in slices.values() if key in part]
-        if not taken:
-            kept[key] = value
-            continue
-        remaining = Quantity.parse(value).value - sum(Quantity.parse(t).value for t in taken)
-        kept[key] = format_quantity(max(remaining, 0))
-    return kept
 
 
 def resource_quotas(tenant: Tenant, environment: Environment) -> list[KubeObject]:

@@ -8,6 +8,7 @@ from pathlib import PurePath
 from typing import Iterable
 
 from . import capacity as cap
+from .budget import compute_hard, namespace_slices
 from . import mig, queue_checks, vcluster_checks
 from .problems import Problem
 from .quantity import Quantity
@@ -215,8 +216,6 @@ def check_tenant(tenant: Tenant, doc: SourceDocument, platform: Platform) -> lis
 
 def _namespace_quota_problems(tenant: Tenant, doc: SourceDocument, platform: Platform) -> list[Problem]:
     """Slices for extra namespaces must name one, come out of an existing budget and fit in it."""
-    from ..manifests.quota import compute_hard, namespace_slices
-
     problems = []
     for namespace in tenant.namespace_quotas:
         if namespace not in tenant.namespaces:
