@@ -8,10 +8,10 @@ from pathlib import Path
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.fleet import Fleet
+from components.resources.fleet import Fleet
 from components.manifests.gpu_nodes import node_group_requirements
-from components.spec.load import fewer_gc_passes, load_program_environment
-from components.spec.problems import InvalidInput
+from components.model.load import fewer_gc_passes, load_program_environment
+from components.model.problems import InvalidInput
 
 try:
     environment = load_program_environment(

@@ -76,7 +76,7 @@ def phase_floor(root: Path, out: Path, repeat: int) -> dict:
     """Read the inputs with the C loader and write the rendered bytes with the C dumper, no logic."""
     import yaml
 
-    from components.render import HEADER
+    from components.output.render import HEADER
 
     inputs = sorted([*(root / "tenants").glob("*.yaml"), *(root / "stacks").glob("*.yaml")])
     expected = {p.name: p.read_text() for p in sorted(out.glob("*.yaml"))}
@@ -109,8 +109,8 @@ def _pulumi_run(body) -> tuple[float, int]:
 
 
 def phase_fleet(root: Path) -> dict:
-    from components.fleet import Fleet
-    from components.spec.load import load_environment
+    from components.resources.fleet import Fleet
+    from components.model.load import load_environment
 
     environment = load_environment(root, STACK)
     seconds, resources = _pulumi_run(lambda: Fleet(environment.name, environment))
@@ -122,8 +122,8 @@ def phase_bare(root: Path) -> dict:
 
     from components.manifests.build import environment_objects
     from components.manifests.meta import object_id
-    from components.resources import register
-    from components.spec.load import load_environment
+    from components.resources.kubernetes import register
+    from components.model.load import load_environment
 
     environment = load_environment(root, STACK)
     objects = [obj for items in environment_objects(environment).values() for obj in items]

@@ -11,7 +11,7 @@ from typing import Any, Callable
 import pulumi
 import yaml
 
-from components.spec.stack import CONFIG_KEY
+from components.model.stack import CONFIG_KEY
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -64,10 +64,12 @@ class RecordingMonitor(pulumi.runtime.mocks.MockMonitor):
         self.urns: dict[tuple, str] = {}
 
 
-def _run(stack: str, config: dict[str, Any], body: Callable[[], Any]) -> tuple[list[Registration], RecordingMonitor]:
+def _run(
+    stack: str, config: dict[str, Any], body: Callable[[], Any], project: str = "gpu-tenancy"
+) -> tuple[list[Registration], RecordingMonitor]:
     mocks = RecordingMocks()
     monitor = RecordingMonitor(mocks)
-    pulumi.runtime.set_mocks(mocks, project="gpu-tenancy", stack=stack, preview=False, monitor=monitor)
+    pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=False, monitor=monitor)
     pulumi.runtime.set_all_config({k: json.dumps(v) if not isinstance(v, str) else v for k, v in config.items()})
 
     @pulumi.runtime.test
@@ -94,9 +96,9 @@ def run_program(stack: str, root: Path = REPO) -> tuple[list[Registration], Reco
     return _run(stack, stack_config(root, stack), lambda: runpy.run_path(str(root / "__main__.py"), run_name="__main__"))
 
 
-def run_body(stack: str, config: dict[str, Any], body: Callable[[], Any]):
-    """Run arbitrary component code under mocks (for component-level tests)."""
-    return _run(stack, config, body)
+def run_body(stack: str, config: dict[str, Any], body: Callable[[], Any], project: str = "gpu-tenancy"):
+    """Run arbitrary component code (or another program, with its `project`) under mocks."""
+    return _run(stack, config, body, project)
 
 
 def normalise(value: Any) -> Any:

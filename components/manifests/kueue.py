@@ -17,12 +17,12 @@ ResourceQuota still rejects pods beyond the namespace's quota (see docs/queues-a
 
 from __future__ import annotations
 
-from ..spec import capacity as cap
-from ..spec import mig
-from ..spec.load import Environment
-from ..spec.queue_checks import KUEUE_CPU_FLAVOR, cohort_of, dedicated_only_classes, kueue_compute_nominal
-from ..spec.stack import Platform
-from ..spec.tenant import Tenant
+from ..model import capacity as cap
+from ..model import mig
+from ..model.load import Environment
+from ..model.queue_checks import KUEUE_CPU_FLAVOR, cohort_of, dedicated_only_classes, kueue_compute_nominal
+from ..model.stack import Platform
+from ..model.tenant import Tenant
 from .gpu_nodes import dedicated_pool_owners, gpu_class_label, pool_taints
 from .meta import TENANT_LABEL, KubeObject, kube_object, object_meta, platform_labels
 from .namespace import environment_label, owned_labels
@@ -38,7 +38,7 @@ def gpu_flavor_quotas(tenant: Tenant, platform: Platform) -> dict[str, dict[str,
     Every allowed class gets its whole-GPU resource (0 when the tenant has no quota there, so that
     it may still borrow); MIG slices go to the first allowed mixed-strategy class offering the profile.
 
-    >>> from components.spec.stack import Platform
+    >>> from components.model.stack import Platform
     >>> p = Platform.model_validate({"labelDomain": "x.dev", "gpuClasses": {"a100": {
     ...     "model": "A100-80GB", "product": "NVIDIA-A100-SXM4-80GB", "memory": "80Gi"}}})
     >>> gpu_flavor_quotas(Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha1", "kind": "Tenant",
@@ -108,7 +108,7 @@ def resource_groups(tenant: Tenant, platform: Platform) -> list[dict]:
 
     Every flavor of a group lists every covered resource, in the group's order (Kueue requires it).
 
-    >>> from components.spec.stack import Platform
+    >>> from components.model.stack import Platform
     >>> resource_groups(Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha1", "kind": "Tenant",
     ...     "name": "a", "displayName": "A", "costCenter": "cc-1", "quota": {"cpu": {"requests": "8"},
     ...     "memory": {"requests": "32Gi"}}}), Platform.model_validate({"labelDomain": "x.dev"}))[0]["coveredResources"]

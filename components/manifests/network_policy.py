@@ -19,8 +19,8 @@ can change.
 
 from __future__ import annotations
 
-from ..spec.load import Environment
-from ..spec.tenant import Port, Tenant
+from ..model.load import Environment
+from ..model.tenant import Port, Tenant
 from .meta import TENANT_LABEL, KubeObject, kube_object, object_meta
 from .namespace import owned_labels
 
@@ -59,7 +59,7 @@ def _policy(name: str, namespace: str, labels: dict[str, str], types: list[str],
 def policy_specs(tenant: Tenant, environment: Environment) -> list[tuple[str, list[str], dict]]:
     """(name, policyTypes, rules) of every policy a tenant namespace gets, in a fixed order.
 
-    >>> from components.spec.stack import Platform
+    >>> from components.model.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> [name for name, _, _ in policy_specs(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant",
     ...     name="a", displayName="A", costCenter="cc-1"), env)]
@@ -113,7 +113,7 @@ def policy_specs(tenant: Tenant, environment: Environment) -> list[tuple[str, li
 def network_policies(tenant: Tenant, environment: Environment) -> list[KubeObject]:
     """Every NetworkPolicy of the tenant, the same set in each of its namespaces.
 
-    >>> from components.spec.stack import Platform
+    >>> from components.model.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> len(network_policies(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
     ...     displayName="A", costCenter="cc-1", namespaces=["a-data"]), env))

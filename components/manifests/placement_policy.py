@@ -27,9 +27,9 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from ..spec import capacity as cap
-from ..spec.load import Environment
-from ..spec.tenant import Tenant
+from ..model import capacity as cap
+from ..model.load import Environment
+from ..model.tenant import Tenant
 from .gpu_nodes import GPU_PRODUCT_LABEL, dedicated_pool_owners, gpu_class_label, pool_label, tenant_label
 from .meta import TENANT_LABEL, KubeObject, kube_object, object_meta, tenant_labels
 

@@ -6,7 +6,7 @@ quotas); the classes themselves are cluster-wide.
 
 from __future__ import annotations
 
-from ..spec.load import Environment
+from ..model.load import Environment
 from .meta import KubeObject, kube_object, object_meta, platform_labels
 
 

@@ -5,10 +5,10 @@ With `none`, the namespace ResourceQuota is the only GPU budget and nothing is b
 
 from __future__ import annotations
 
-from ..spec import capacity as cap
-from ..spec.load import Environment
-from ..spec.queue_checks import cohort_of
-from ..spec.tenant import Tenant
+from ..model import capacity as cap
+from ..model.load import Environment
+from ..model.queue_checks import cohort_of
+from ..model.tenant import Tenant
 from . import kai, kueue
 from .meta import KubeObject, sort_objects
 

@@ -25,8 +25,8 @@ import functools
 
 from typing import Iterable
 
-from ..spec.load import Environment
-from ..spec.tenant import ServiceAccountGrant, Subjects, Tenant
+from ..model.load import Environment
+from ..model.tenant import ServiceAccountGrant, Subjects, Tenant
 from .meta import KubeObject, kube_object, object_meta, platform_labels
 from .namespace import environment_label, owned_labels
 
@@ -206,7 +206,7 @@ def all_subjects(tenant: Tenant) -> list[dict]:
 def roles(tenant: Tenant, environment: Environment) -> list[KubeObject]:
     """The three tenant Roles in every tenant namespace.
 
-    >>> from components.spec.stack import Platform
+    >>> from components.model.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", access={"owners": {"groups": ["a-leads"]}, "ciServiceAccounts": [{"name": "ci"}]})
@@ -224,7 +224,7 @@ def roles(tenant: Tenant, environment: Environment) -> list[KubeObject]:
 def role_bindings(tenant: Tenant, environment: Environment) -> list[KubeObject]:
     """A RoleBinding per tenant role and namespace that has subjects; none for an empty role.
 
-    >>> from components.spec.stack import Platform
+    >>> from components.model.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", access={"owners": {"groups": ["a-leads"]}, "ciServiceAccounts": [{"name": "ci"}]})
@@ -253,7 +253,7 @@ def role_bindings(tenant: Tenant, environment: Environment) -> list[KubeObject]:
 def service_accounts(tenant: Tenant, environment: Environment) -> list[KubeObject]:
     """The tenant's CI ServiceAccounts, each in its namespace (the tenant's own unless stated).
 
-    >>> from components.spec.stack import Platform
+    >>> from components.model.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", access={"owners": {"groups": ["a-leads"]}, "ciServiceAccounts": [{"name": "ci"}]})
@@ -271,7 +271,7 @@ def service_accounts(tenant: Tenant, environment: Environment) -> list[KubeObjec
 def cluster_viewer_binding(tenant: Tenant, environment: Environment) -> list[KubeObject]:
     """The tenant's ClusterRoleBinding of every subject to the shared read-only ClusterRole.
 
-    >>> from components.spec.stack import Platform
+    >>> from components.model.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", access={"owners": {"groups": ["a-leads"]}, "ciServiceAccounts": [{"name": "ci"}]})
@@ -295,7 +295,7 @@ def cluster_viewer_binding(tenant: Tenant, environment: Environment) -> list[Kub
 def tenant_rbac_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]:
     """Roles, RoleBindings, ServiceAccounts and the cluster-viewer binding of one tenant.
 
-    >>> from components.spec.stack import Platform
+    >>> from components.model.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", access={"owners": {"groups": ["a-leads"]}, "ciServiceAccounts": [{"name": "ci"}]})
@@ -313,7 +313,7 @@ def tenant_rbac_objects(tenant: Tenant, environment: Environment) -> list[KubeOb
 def platform_rbac_objects(environment: Environment) -> list[KubeObject]:
     """The shared read-only ClusterRole and the platform admins' `cluster-admin` binding.
 
-    >>> from components.spec.stack import Platform
+    >>> from components.model.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> [o["kind"] for o in platform_rbac_objects(env)]
     ['ClusterRole', 'ClusterRoleBinding']

@@ -4,14 +4,14 @@ Object names derive only from the tenant and the concept (`tenant-quota`, `tenan
 `gpu-tenancy:<tenant>:cluster-viewer`), so adding or removing a tenant never renames another's
 objects. Lifecycle is data here, not control flow: a suspended or decommissioned tenant still
 gets all its objects (labelled with the lifecycle, plus a quota admitting no new pods); deleting
-them is the deployment's decision (`components/tenant.py` lifts retain/protect for a confirmed
+them is the deployment's decision (`components/resources/tenant.py` lifts retain/protect for a confirmed
 decommission), never a side effect of a builder returning less.
 """
 
 from __future__ import annotations
 
-from ..spec.load import Environment
-from ..spec.tenant import Tenant
+from ..model.load import Environment
+from ..model.tenant import Tenant
 from .limit_range import limit_ranges
 from .meta import KubeObject, sort_objects
 from .namespace import namespaces
@@ -23,7 +23,7 @@ from .rbac import platform_rbac_objects, tenant_rbac_objects
 def tenant_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]:
     """The tenant's core objects in deterministic order.
 
-    >>> from components.spec.stack import Platform
+    >>> from components.model.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> tenant_objects(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
     ...     displayName="A", costCenter="cc-1"), env)[0]["kind"]
@@ -43,7 +43,7 @@ def tenant_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]
 def platform_core_objects(environment: Environment) -> list[KubeObject]:
     """Cluster-wide objects the tenants' access relies on: the read-only ClusterRole and the admin binding.
 
-    >>> from components.spec.stack import Platform
+    >>> from components.model.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> [o["metadata"]["name"] for o in platform_core_objects(env)]
     ['gpu-tenancy:cluster-viewer', 'gpu-tenancy:platform-admins']

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from components.spec.load import load_environment
+from components.model.load import load_environment
 
 pytestmark = pytest.mark.e2e
 

@@ -11,9 +11,9 @@ from typing import Any, Callable
 
 import pytest
 
-from components.spec.load import Environment, load_environment, stack_names
-from components.spec.stack import Platform
-from components.spec.tenant import Tenant
+from components.model.load import Environment, load_environment, stack_names
+from components.model.stack import Platform
+from components.model.tenant import Tenant
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_ENVIRONMENTS = tuple(stack_names(REPO_ROOT))

@@ -14,8 +14,8 @@ import celpy
 import pytest
 
 from components.manifests import kai, queues
-from components.spec.load import load_environment
-from components.spec.queue_checks import kai_amounts
+from components.model.load import load_environment
+from components.model.queue_checks import kai_amounts
 
 from .test_queues_crds import queue_lab
 

@@ -11,9 +11,9 @@ import pytest
 
 from components.manifests import queues
 from components.manifests.quota import TENANT_QUOTA, resource_quotas
-from components.spec import capacity as cap
-from components.spec.load import Environment, load_environment
-from components.spec.queue_checks import kai_gpu_units
+from components.model import capacity as cap
+from components.model.load import Environment, load_environment
+from components.model.queue_checks import kai_gpu_units
 
 from .test_queues_crds import queue_lab
 

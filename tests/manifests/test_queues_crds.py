@@ -21,9 +21,9 @@ import pytest
 import yaml
 
 from components.manifests import kai, kueue, queues
-from components.spec.load import Environment, LoadedTenant, load_environment
-from components.spec.stack import Platform
-from components.spec.tenant import Tenant
+from components.model.load import Environment, LoadedTenant, load_environment
+from components.model.stack import Platform
+from components.model.tenant import Tenant
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -10,8 +10,8 @@ import pytest
 from components.manifests import vcluster
 from components.manifests.limit_range import container_limits
 from components.manifests.quota import TENANT_QUOTA, resource_quotas
-from components.spec.load import Environment, load_environment
-from components.spec.vcluster_checks import schema_errors
+from components.model.load import Environment, load_environment
+from components.model.vcluster_checks import schema_errors
 
 from .test_queues_crds import queue_lab
 

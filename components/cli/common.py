@@ -1,0 +1,32 @@
+"""What every `tenants` command shares: exit codes and how problems are printed."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from ..model.problems import sorted_problems
+
+EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+
+
+def stacks(root: Path, wanted: Sequence[str] | None) -> list[str]:
+    """The environments a command works on: those asked for, else every stack file under `root`.
+
+    >>> stacks(Path("."), ["dev"])
+    ['dev']
+    """
+    from ..model.load import stack_names
+
+    return list(wanted) if wanted else stack_names(root)
+
+
+def report(problems, stream=None) -> None:
+    """Print each problem on its own line, in file/line order, to stderr (or `stream`).
+
+    >>> report([])
+    """
+    stream = stream or sys.stderr
+    for problem in sorted_problems(problems):
+        print(problem, file=stream)

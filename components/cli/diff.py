@@ -1,0 +1,234 @@
+"""`tenants diff`: what a change to tenants/ and stacks/ does, compared with a git ref (offline).
+
+The base side is read from git objects into a temporary directory (`git ls-tree` + `git cat-file`):
+the user's checkout, index and stash are never touched. The head side is the working tree as it
+is, uncommitted edits included. Invalid head input fails like `tenants validate` (exit 1); an
+invalid base is diffed as far as it loads, with a note, because the PR may be the fix.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path, PurePosixPath
+
+from ..review.diff import Side, compare_stack, report, to_json
+from ..review.diff_format import format_markdown, format_text
+from ..model.load import (
+    Environment,
+    LoadedTenant,
+    for_environment,
+    load_environment,
+    load_platform,
+    read_tenant_documents,
+    stack_names,
+    validate_tenant,
+)
+from ..model.problems import InvalidInput, errors_only, sorted_problems
+from . import common
+
+DEFAULT_UPSTREAM = "origin/main"
+PROJECT_DIRS = ("tenants", "stacks")
+
+EPILOG = """\
+Base: --base REF (a branch, tag or commit); default: the merge base of HEAD and origin/main, or
+HEAD when there is no origin/main (then only uncommitted changes show; a note says so on stderr).
+
+Output: text (terminal), markdown (a PR comment: warnings, summary table, <details> per tenant),
+json (formatVersion 1, documented in docs/diff.md).
+
+Exit codes:
+  0  the diff was printed (whether or not anything changed)
+  1  the working tree has invalid tenant or stack files (located errors on stderr, no diff)
+  2  usage or git error (unknown ref, not a git repository, no such stack)
+"""
+
+
+class UsageError(Exception):
+    """Exit 2: a git command failed, a ref or stack does not exist; the message is for the user."""
+
+
+def _git(root: Path, *args: str, stdin: bytes | None = None) -> bytes:
+    try:
+        done = subprocess.run(["git", "-C", str(root), *args], input=stdin, capture_output=True, check=False)
+    except FileNotFoundError:
+        raise UsageError("git is not installed (tenants diff reads the base from git)") from None
+    if done.returncode != 0:
+        message = done.stderr.decode(errors="replace").strip().splitlines()
+        raise UsageError(f"git {' '.join(args[:2])} failed: {message[-1] if message else 'exit ' + str(done.returncode)}")
+    return done.stdout
+
+
+def _verify(root: Path, ref: str) -> str | None:
+    try:
+        return _git(root, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}").decode().strip()
+    except UsageError:
+        return None
+
+
+def resolve_base(root: Path, ref: str | None) -> dict[str, str]:
+    """The base commit as `{ref, commit, how}`; the default is the merge base with origin/main.
+
+    >>> resolve_base(Path("."), "HEAD")["ref"]   # doctest: +SKIP
+    'HEAD'
+    """
+    try:
+        _git(root, "rev-parse", "--git-dir")
+    except UsageError:
+        raise UsageError(f"{root} is not inside a git repository; tenants diff compares with a git ref") from None
+    if ref is not None:
+        if ref.startswith("-") or not ref.strip():
+            raise UsageError(f"'{ref}' is not a git ref")
+        commit = _verify(root, ref)
+        if commit is None:
+            raise UsageError(f"unknown git ref '{ref}' (fetch it first, e.g. git fetch origin main)")
+        return {"ref": ref, "commit": commit, "how": "given with --base"}
+    upstream = _verify(root, DEFAULT_UPSTREAM)
+    if upstream is not None:
+        commit = _git(root, "merge-base", "HEAD", upstream).decode().strip()
+        return {"ref": DEFAULT_UPSTREAM, "commit": commit, "how": f"merge base of HEAD and {DEFAULT_UPSTREAM}"}
+    head = _verify(root, "HEAD")
+    if head is None:
+        raise UsageError("the repository has no commits yet; pass --base REF")
+    print(f"tenants diff: no {DEFAULT_UPSTREAM} in this repository; comparing with HEAD, so only uncommitted "
+          f"changes show (pass --base REF to choose)", file=sys.stderr)
+    return {"ref": "HEAD", "commit": head, "how": f"no {DEFAULT_UPSTREAM}; uncommitted changes only"}
+
+
+def export_tree(root: Path, commit: str, dest: Path) -> None:
+    """Write the commit's tenants/ and stacks/ (of the project at `root`) under `dest`, checkout-free.
+
+    >>> export_tree(Path("."), "HEAD", Path("/tmp/base"))   # doctest: +SKIP
+    """
+    prefix = _git(root, "rev-parse", "--show-prefix").decode().strip()
+    paths = [f"{prefix}{part}" for part in PROJECT_DIRS]
+    listing = _git(root, "ls-tree", "-r", "-z", "--full-tree", commit, "--", *paths)
+    entries = []
+    for record in listing.split(b"\0"):
+        if not record:
+            continue
+        meta, _, raw_path = record.partition(b"\t")
+        mode, kind, sha = meta.decode().split()
+        if kind != "blob":
+            continue  # submodules hold no tenant files
+        relative = PurePosixPath(raw_path.decode("utf-8", errors="surrogateescape")).relative_to(prefix or ".")
+        if ".." in relative.parts:
+            continue
+        entries.append((mode, sha, relative))
+    if not entries:
+        return
+    blobs = _git(root, "cat-file", "--batch", stdin="".join(f"{sha}\n" for _, sha, _ in entries).encode())
+    offset = 0
+    for mode, sha, relative in entries:
+        header_end = blobs.index(b"\n", offset)
+        size = int(blobs[offset:header_end].split()[2])
+        content = blobs[header_end + 1:header_end + 1 + size]
+        offset = header_end + 1 + size + 1
+        target = dest.joinpath(*relative.parts)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if mode == "120000":
+            os.symlink(content.decode("utf-8", errors="surrogateescape"), target)
+        else:
+            target.write_bytes(content)
+
+
+def load_lenient(root: Path, env: str) -> Side:
+    """The base stack as far as it loads: invalid tenant files left out, cross-file checks skipped.
+
+    >>> load_lenient(Path("/tmp/base"), "prod").problems   # doctest: +SKIP
+    []
+    """
+    try:
+        environment = load_environment(root, env)
+        return Side(environment)
+    except InvalidInput as err:
+        problems = [str(p) for p in sorted_problems(errors_only(err.problems))]
+    try:
+        platform, platform_doc = load_platform(root, env)
+    except InvalidInput:
+        return Side(None, [f"the base stack file does not load, so every tenant shows as added ({len(problems)} error(s), first: {problems[0] if problems else '?'})"])
+    docs, _ = read_tenant_documents(root)
+    tenants = []
+    for doc in docs:
+        try:
+            validate_tenant(doc, None)
+            tenants.append(LoadedTenant(validate_tenant(doc, env), for_environment(doc, env)))
+        except InvalidInput:
+            continue
+    ordered = sorted(tenants, key=lambda t: t.name)
+    wanted = None if platform.tenants == "all" else set(platform.tenants)
+    enabled = [t for t in ordered if wanted is None or t.name in wanted]
+    disabled = [t.name for t in ordered if wanted is not None and t.name not in wanted]
+    shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
+    return Side(Environment(env, platform, platform_doc, enabled, disabled),
+                [f"the base is invalid ({len(problems)} error(s)); diffed as far as it loads: {shown}"])
+
+
+def diff_document(root: Path, base: dict[str, str], stacks: list[str] | None, base_root: Path) -> dict:
+    """Compare the exported base under `base_root` with the working tree at `root`.
+
+    Raises `InvalidInput` for an invalid working tree and `UsageError` (exit 2) for a stack on neither side.
+
+    >>> diff_document(Path("."), base, None, Path("/tmp/base"))["changed"]   # doctest: +SKIP
+    False
+    """
+    head_names, base_names = stack_names(root), stack_names(base_root)
+    names = sorted(set(head_names) | set(base_names))
+    if stacks:
+        unknown = [s for s in stacks if s not in names]
+        if unknown:
+            raise UsageError(f"no such stack {', '.join(unknown)} on either side (known: {', '.join(names) or 'none'})")
+        names = [n for n in names if n in stacks]
+    heads: dict[str, Environment | None] = {}
+    problems = []
+    for name in names:
+        if name not in head_names:
+            heads[name] = None
+            continue
+        try:
+            heads[name] = load_environment(root, name)
+        except InvalidInput as err:
+            problems.extend(err.problems)
+    if errors_only(problems):
+        raise InvalidInput(problems)
+    for environment in heads.values():
+        if environment is not None:
+            common.report(environment.warnings)
+    results = []
+    for name in names:
+        base_side = load_lenient(base_root, name) if name in base_names else Side(None)
+        results.append(compare_stack(name, base_side, Side(heads[name])))
+    return report(results, base)
+
+
+def add_parser(sub) -> None:
+    parser = sub.add_parser(
+        "diff",
+        help="what a change to tenants/ and stacks/ does, compared with a git ref (offline)",
+        description="Compare tenants/ and stacks/ at a git ref with the working tree: tenants added and\n"
+        "removed, quotas and capacity, access, network, nodes and MIG layouts, every generated object.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--base", metavar="GIT_REF", help=f"git ref to compare with (default: merge base with {DEFAULT_UPSTREAM})")
+    parser.add_argument("--stack", action="append", metavar="ENV", help="environment(s) to compare (default: every stack on either side)")
+    parser.add_argument("--format", choices=["text", "markdown", "json"], default="text", help="output format (default: text)")
+
+
+def run(args: argparse.Namespace) -> int:
+    root = args.root.resolve()
+    try:
+        base = resolve_base(root, args.base)
+        with tempfile.TemporaryDirectory(prefix="tenants-diff-") as scratch:
+            base_root = Path(scratch)
+            export_tree(root, base["commit"], base_root)
+            document = diff_document(root, base, args.stack, base_root)
+    except UsageError as err:
+        print(f"tenants diff: {err}", file=sys.stderr)
+        return common.EXIT_USAGE
+    formatter = {"text": format_text, "markdown": format_markdown, "json": to_json}[args.format]
+    sys.stdout.write(formatter(document))
+    return common.EXIT_OK

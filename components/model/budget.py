@@ -1,0 +1,72 @@
+"""A tenant's compute and GPU budget as ResourceQuota keys, and how `namespaceQuotas` split it.
+
+The validation (the slices must fit) and the quota builder (the primary namespace keeps the rest)
+both need these; they live here so that spec checks do not depend on the builders.
+"""
+
+from __future__ import annotations
+
+from . import capacity as cap
+from .quantity import Quantity, format_quantity
+from .stack import Platform
+from .tenant import Tenant
+
+_COMPUTE = (("cpu", "cpu"), ("memory", "memory"), ("ephemeral_storage", "ephemeral-storage"))
+
+
+def compute_hard(tenant: Tenant) -> dict[str, str]:
+    """`requests.*`/`limits.*` keys for cpu, memory and ephemeral-storage, as the tenant wrote them.
+
+    >>> compute_hard(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
+    ...     displayName="A", costCenter="cc-1", quota={"cpu": {"requests": "8"}}))
+    {'requests.cpu': '8'}
+    """
+    hard = {}
+    for field, resource in _COMPUTE:
+        pair = getattr(tenant.quota, field)
+        if pair is None:
+            continue
+        for side in ("requests", "limits"):
+            value = getattr(pair, side)
+            if value is not None:
+                hard[f"{side}.{resource}"] = str(value)
+    return hard
+
+
+def namespace_slices(tenant: Tenant, platform: Platform) -> dict[str, dict[str, str]]:
+    """Budget keys carved out for each extra namespace listed in `namespaceQuotas`.
+
+    >>> from components.model.stack import Platform
+    >>> namespace_slices(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
+    ...     displayName="A", costCenter="cc-1", namespaces=["a-canary"], quota={"cpu": {"requests": "8"}},
+    ...     namespaceQuotas={"a-canary": {"cpu": {"requests": "2"}}}), Platform(labelDomain="x.dev"))
+    {'a-canary': {'requests.cpu': '2'}}
+    """
+    slices = {}
+    for namespace, part in sorted(tenant.namespace_quotas.items()):
+        as_tenant = tenant.model_copy(
+            update={"quota": tenant.quota.model_copy(update={
+                "cpu": part.cpu, "memory": part.memory, "ephemeral_storage": part.ephemeral_storage,
+                "gpu": part.gpu, "mig": part.mig,
+            })}
+        )
+        gpus = {f"requests.{r}": str(c) for r, c in cap.gpu_quota_by_resource(as_tenant, platform).items()}
+        slices[namespace] = {**compute_hard(as_tenant), **gpus}
+    return slices
+
+
+def split_budget(total: dict[str, str], slices: dict[str, dict[str, str]]) -> dict[str, str]:
+    """What the tenant's own namespace keeps: the total minus every slice (exact arithmetic).
+
+    >>> split_budget({"requests.cpu": "8", "requests.memory": "64Gi"}, {"canary": {"requests.cpu": "500m"}})
+    {'requests.cpu': '7500m', 'requests.memory': '64Gi'}
+    """
+    kept = {}
+    for key, value in total.items():
+        taken = [part[key] for part in slices.values() if key in part]
+        if not taken:
+            kept[key] = value
+            continue
+        remaining = Quantity.parse(value).value - sum(Quantity.parse(t).value for t in taken)
+        kept[key] = format_quantity(max(remaining, 0))
+    return kept

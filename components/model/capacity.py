@@ -1,0 +1,156 @@
+"""GPU capacity of an environment and how tenant quotas map onto it.
+
+Vocabulary: a *GPU class* is a kind of device tenants ask for; a *resource* is the extended
+resource the device plugin advertises (`nvidia.com/gpu`, `nvidia.com/gpu.shared`,
+`nvidia.com/mig-1g.10gb`). ResourceQuota can only count resources, so per-class GPU quotas are
+summed per resource for the namespace quota; per-class limits are enforced only by the placement
+policy (which classes) and, when enabled, by Kueue or KAI queues (how many per class).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+from fractions import Fraction
+
+from . import mig
+from .stack import GpuClass, NodePool, Platform
+from .tenant import Tenant
+
+GPU = "nvidia.com/gpu"
+GPU_SHARED = "nvidia.com/gpu.shared"
+
+
+def class_resource(gpu_class: GpuClass) -> str:
+    """The extended resource a pod requests to get a device of this class (whole-GPU classes).
+
+    >>> from components.model.stack import GpuClass
+    >>> class_resource(GpuClass(model="L4", product="NVIDIA-L4", memory="24Gi", sharing="timeSlicing",
+    ...     time_slicing={"replicas": 4, "renameByDefault": True}))
+    'nvidia.com/gpu.shared'
+    """
+    if gpu_class.sharing == "timeSlicing" and gpu_class.time_slicing and gpu_class.time_slicing.rename_by_default:
+        return GPU_SHARED
+    return GPU
+
+
+def is_mig_mixed(gpu_class: GpuClass) -> bool:
+    return gpu_class.sharing == "mig" and gpu_class.mig is not None and gpu_class.mig.strategy == "mixed"
+
+
+def pool_layout(platform: Platform, pool: NodePool) -> list[tuple[int, dict[str, int]]]:
+    """MIG devices of one node of the pool as (number of GPUs, profile -> count per GPU) groups.
+
+    GPUs not covered by the layout stay whole (MIG disabled) and are not part of the result.
+    Returns [] when the pool has no valid layout (validation reports why).
+    """
+    if pool.mig_layout is None:
+        return []
+    gpu_class = platform.gpu_classes.get(pool.gpu_class)
+    if gpu_class is None:
+        return []
+    named = mig.expand_named_layout(pool.mig_layout, gpu_class.model)
+    if pool.mig_layout in platform.mig_layouts:
+        groups = []
+        for group in platform.mig_layouts[pool.mig_layout]:
+            count = pool.gpus_per_node if group.devices == "all" else len([d for d in group.devices if d < pool.gpus_per_node])
+            groups.append((count, dict(group.profiles)))
+        return groups
+    if named is not None:
+        return [(pool.gpus_per_node, named)]
+    return []
+
+
+@dataclass
+class Capacity:
+    """Devices per GPU class and per MIG profile (mixed strategy), in the units quotas use."""
+
+    per_class: dict[str, int] = field(default_factory=dict)
+    per_mig_profile: dict[str, int] = field(default_factory=dict)
+    mig_profile_classes: dict[str, list[str]] = field(default_factory=dict)
+
+    def limit_for_class(self, platform: Platform, name: str) -> Fraction:
+        overcommit = Fraction(platform.gpu_classes[name].overcommit)
+        return self.per_class.get(name, 0) * overcommit
+
+    def limit_for_profile(self, platform: Platform, profile: str) -> Fraction:
+        classes = self.mig_profile_classes.get(profile, [])
+        overcommit = min((Fraction(platform.gpu_classes[c].overcommit) for c in classes), default=Fraction(1))
+        return self.per_mig_profile.get(profile, 0) * overcommit
+
+
+def capacity(platform: Platform) -> Capacity:
+    """Hand-checkable capacity: nodes x GPUs per node, x replicas for time-slicing, x slices for MIG.
+
+    >>> from components.model.stack import Platform
+    >>> p = Platform.model_validate({"labelDomain": "gpu.example.com",
+    ...     "gpuClasses": {"h100": {"model": "H100-80GB", "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi"}},
+    ...     "nodePools": {"train": {"gpuClass": "h100", "gpusPerNode": 8, "nodes": ["n1", "n2"]}}})
+    >>> capacity(p).per_class
+    {'h100': 16}
+    """
+    result = Capacity(per_class={name: 0 for name in platform.gpu_classes})
+    for pool_name, pool in sorted(platform.node_pools.items()):
+        gpu_class = platform.gpu_classes.get(pool.gpu_class)
+        if gpu_class is None:
+            continue
+        gpus = pool.node_count * pool.gpus_per_node
+        if gpu_class.sharing == "timeSlicing" and gpu_class.time_slicing:
+            result.per_class[pool.gpu_class] += gpus * gpu_class.time_slicing.replicas
+        elif gpu_class.sharing == "mig":
+            groups = pool_layout(platform, pool)
+            covered = sum(count for count, _ in groups)
+            if is_mig_mixed(gpu_class):
+                for count, devices in groups:
+                    for profile, per_gpu in devices.items():
+                        result.per_mig_profile[profile] = result.per_mig_profile.get(profile, 0) + pool.node_count * count * per_gpu
+                        classes = result.mig_profile_classes.setdefault(profile, [])
+                        if pool.gpu_class not in classes:
+                            classes.append(pool.gpu_class)
+                # GPUs the layout leaves whole still serve nvidia.com/gpu requests.
+                result.per_class[pool.gpu_class] += pool.node_count * max(pool.gpus_per_node - covered, 0)
+            else:
+                slices = sum(count * sum(devices.values()) for count, devices in groups)
+                result.per_class[pool.gpu_class] += pool.node_count * (slices + max(pool.gpus_per_node - covered, 0))
+        else:
+            result.per_class[pool.gpu_class] += gpus
+    return result
+
+
+def allowed_classes(tenant: Tenant, platform: Platform) -> list[str]:
+    """GPU classes the tenant may use: listed ones plus those of its dedicated pools."""
+    names = set(tenant.gpu.classes)
+    for pool in tenant.gpu.dedicated_pools:
+        if pool in platform.node_pools:
+            names.add(platform.node_pools[pool].gpu_class)
+    return sorted(names)
+
+
+def gpu_quota_by_class(tenant: Tenant, platform: Platform) -> dict[str, int]:
+    """The tenant's whole-GPU quota per class; a plain number applies to its single allowed class."""
+    quota = tenant.quota.gpu
+    if quota is None:
+        return {}
+    if isinstance(quota, int):
+        classes = allowed_classes(tenant, platform)
+        if len(classes) == 1:
+            return {classes[0]: quota}
+        return {} if quota == 0 else {"": quota}
+    return dict(sorted(quota.items()))
+
+
+def gpu_quota_by_resource(tenant: Tenant, platform: Platform) -> dict[str, int]:
+    """What the namespace ResourceQuota enforces: requested devices per extended resource."""
+    totals: dict[str, int] = {}
+    for name, count in gpu_quota_by_class(tenant, platform).items():
+        gpu_class = platform.gpu_classes.get(name)
+        resource = class_resource(gpu_class) if gpu_class else GPU
+        totals[resource] = totals.get(resource, 0) + count
+    for profile, count in sorted(tenant.quota.mig.items()):
+        resource = mig.resource_name(profile)
+        totals[resource] = totals.get(resource, 0) + count
+    return dict(sorted(totals.items()))
+
+
+def ratio_text(value: Decimal | Fraction) -> str:
+    return f"{float(value):g}"

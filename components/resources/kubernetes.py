@@ -1,0 +1,74 @@
+"""Map plain Kubernetes objects to typed `pulumi_kubernetes` resources (the thin shell).
+
+Built-in kinds become their typed class (`core.v1.Namespace`, `rbac.v1.Role`, ...); a partial
+`Node` becomes a `core.v1.NodePatch` (server-side apply with our field manager); custom
+resources (Kueue, KAI) become `apiextensions.CustomResource`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from ..manifests.meta import KubeObject
+
+_GROUP_MODULES = {
+    "": "core",
+    "apps": "apps",
+    "batch": "batch",
+    "rbac.authorization.k8s.io": "rbac",
+    "networking.k8s.io": "networking",
+    "scheduling.k8s.io": "scheduling",
+    "storage.k8s.io": "storage",
+    "policy": "policy",
+    "admissionregistration.k8s.io": "admissionregistration",
+}
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def resource_class(api_version: str, kind: str) -> type[pulumi.CustomResource] | None:
+    """The typed pulumi_kubernetes class for a built-in kind, or None for custom resources.
+
+    >>> resource_class("v1", "Node").__name__
+    'NodePatch'
+    """
+    group, _, version = api_version.rpartition("/")
+    module_name = _GROUP_MODULES.get(group)
+    if module_name is None:
+        return None
+    module = getattr(getattr(k8s, module_name), version, None)
+    if kind == "Node":
+        return getattr(module, "NodePatch", None)
+    return getattr(module, kind, None)
+
+
+def logical_name(prefix: str, obj: Mapping[str, Any]) -> str:
+    """Stable Pulumi name from the owner, kind, namespace and name of an object.
+
+    >>> logical_name("team-a", {"kind": "Role", "metadata": {"name": "tenant-owner", "namespace": "team-a"}})
+    'team-a-role-team-a-tenant-owner'
+    """
+    meta = obj["metadata"]
+    parts = [prefix, obj["kind"].lower(), meta.get("namespace"), meta["name"]]
+    return "-".join(p for p in parts if p)
+
+
+def register(name: str, obj: KubeObject, opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
+    """Create the typed resource for one object."""
+    cls = resource_class(obj["apiVersion"], obj["kind"])
+    fields = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
+    if cls is None:
+        spec = fields.pop("spec", None)
+        metadata = fields.pop("metadata")
+        if fields:
+            raise ValueError(f"custom resource {obj['kind']} has top-level fields besides spec: {sorted(fields)}")
+        return k8s.apiextensions.CustomResource(
+            name, api_version=obj["apiVersion"], kind=obj["kind"], metadata=metadata, spec=spec, opts=opts
+        )
+    return cls(name, opts=opts, **{_snake(k): v for k, v in fields.items()})

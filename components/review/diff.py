@@ -1,0 +1,425 @@
+"""What changes between two versions of the tenants and stacks: the report a reviewer reads on a PR.
+
+Pure: `compare_stack` takes one stack's loaded environment on each side (None where the stack is
+absent) and returns plain, JSON-ready data with the warnings a reviewer must not miss; `report`
+assembles stacks into the document `tenants diff --format json` prints (docs/diff.md describes
+it). Per-tenant interpretation lives in `tenant_changes`, object field diffs in `object_changes`,
+formatting in `diff_format`, git plumbing in `components.cli.diff`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from ..manifests.build import PLATFORM, environment_objects, helm_releases
+from ..manifests.meta import KubeObject
+from .capacity import capacity_table
+from .object_changes import field_changes, object_changes
+from ..model.load import Environment
+from ..model.tenant import Tenant
+from .tenant_changes import set_change, tenant_changes
+
+FORMAT_VERSION = 1
+
+
+@dataclass
+class Side:
+    """One stack on one side of the comparison.
+
+    `environment` is None when the stack does not exist on that side (or its stack file could not
+    be loaded); `problems` says why parts of the side are missing (only ever set for the base).
+    """
+
+    environment: Environment | None
+    problems: list[str] = field(default_factory=list)
+
+
+# --- capacity ----------------------------------------------------------------------------------
+
+
+_CAPACITY_KEYS = ("capacity", "overcommit", "limit", "requested", "status", "byTenant")
+
+
+def capacity_rows(environment: Environment) -> dict[tuple[str, str], dict[str, Any]]:
+    """Per GPU class and MIG profile: capacity, overcommit, limit, quotas of active tenants, status.
+
+    Taken from `tenants capacity` (the arithmetic of `tenants validate`), so the three never disagree.
+
+    >>> capacity_rows(prod)[("gpuClass", "h100")]["status"]   # doctest: +SKIP
+    'warning'
+    """
+    table = capacity_table(environment)
+    rows = {}
+    for kind, section in (("gpuClass", "gpuClasses"), ("migProfile", "migProfiles")):
+        for name, row in table[section].items():
+            rows[(kind, name)] = {key: row[key] for key in _CAPACITY_KEYS}
+    return rows
+
+
+def capacity_changes(before: Environment | None, after: Environment | None) -> list[dict[str, Any]]:
+    """Every GPU class and MIG profile on either side, with both sides' figures and whether they differ.
+
+    >>> [(r["name"], r["from"], r["to"]["capacity"]) for r in capacity_changes(None, prod)][:1]   # doctest: +SKIP
+    [('a100', None, 16)]
+    """
+    old = capacity_rows(before) if before else {}
+    new = capacity_rows(after) if after else {}
+    result = []
+    order = {"gpuClass": 0, "migProfile": 1}
+    for kind, name in sorted(set(old) | set(new), key=lambda k: (order[k[0]], k[1])):
+        left, right = old.get((kind, name)), new.get((kind, name))
+        result.append({"kind": kind, "name": name, "from": left, "to": right, "changed": left != right})
+    return result
+
+
+# --- nodes and MIG -----------------------------------------------------------------------------
+
+
+def _is_node(obj: Mapping[str, Any]) -> bool:
+    return obj.get("apiVersion") == "v1" and obj.get("kind") == "Node"
+
+
+def mig_config_names(*environments: Environment | None) -> set[str]:
+    """Names of the MIG Manager ConfigMap (stack setting `gpuOperator.migConfig`) on either side.
+
+    >>> mig_config_names(dev, None)   # doctest: +SKIP
+    {'gpu-tenancy-mig-config'}
+    """
+    return {e.platform.gpu_operator.mig_config for e in environments if e is not None}
+
+
+def _is_mig_config(obj: Mapping[str, Any], names: set[str]) -> bool:
+    return obj.get("kind") == "ConfigMap" and obj["metadata"]["name"] in names
+
+
+def _taint_text(taint: Mapping[str, Any]) -> str:
+    value = f"={taint['value']}" if taint.get("value") else ""
+    return f"{taint['key']}{value}:{taint.get('effect', '')}"
+
+
+def node_changes(before: list[KubeObject], after: list[KubeObject]) -> list[dict[str, Any]]:
+    """Per static node: whether we start or stop patching it, and which labels and taints change.
+
+    >>> node = lambda v: {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "labels": {"pool": v}}}
+    >>> node_changes([node("a")], [node("b")])[0]["labels"]
+    [{'key': 'pool', 'from': 'a', 'to': 'b'}]
+    """
+    old = {o["metadata"]["name"]: o for o in before if _is_node(o)}
+    new = {o["metadata"]["name"]: o for o in after if _is_node(o)}
+    changes = []
+    for name in sorted(set(old) | set(new)):
+        left, right = old.get(name, {}), new.get(name, {})
+        left_labels = (left.get("metadata") or {}).get("labels") or {}
+        right_labels = (right.get("metadata") or {}).get("labels") or {}
+        labels = [
+            {"key": key, "from": left_labels.get(key), "to": right_labels.get(key)}
+            for key in sorted(set(left_labels) | set(right_labels))
+            if left_labels.get(key) != right_labels.get(key)
+        ]
+        left_taints = {_taint_text(t) for t in (left.get("spec") or {}).get("taints") or []}
+        right_taints = {_taint_text(t) for t in (right.get("spec") or {}).get("taints") or []}
+        taints = set_change(left_taints, right_taints)
+        if not left or not right or labels or taints["added"] or taints["removed"]:
+            change = "added" if not left else "removed" if not right else "changed"
+            changes.append({"node": name, "change": change, "labels": labels, "taints": taints})
+    return changes
+
+
+def mig_changes(before: list[KubeObject], after: list[KubeObject], names: set[str]) -> list[dict[str, Any]]:
+    """Field changes inside the mig-parted ConfigMap `names` (layouts added, removed or re-cut).
+
+    >>> cm = lambda text: {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "m"}, "data": {"config.yaml": text}}
+    >>> mig_changes([cm("a:\\n  b: 1\\n")], [cm("a:\\n  b: 2\\n")], {"m"})
+    [{'path': 'data.config.yaml.a.b', 'from': 1, 'to': 2}]
+    """
+    old = [o for o in before if _is_mig_config(o, names)]
+    new = [o for o in after if _is_mig_config(o, names)]
+    changes = []
+    for entry in object_changes(old, new):
+        if entry["change"] == "changed":
+            changes.extend(f for f in entry["fields"] if f["path"].startswith("data."))
+        else:
+            present = {"from": "absent", "to": "present"} if entry["change"] == "added" else {"from": "present", "to": "absent"}
+            changes.append({"path": entry["id"], **present})
+    return changes
+
+
+def node_group_changes(before: Environment | None, after: Environment | None) -> list[dict[str, Any]]:
+    """Autoscaled pools whose required node labels or taints change: their node group definition
+    (outside this project) must be updated by hand.
+
+    >>> node_group_changes(None, dev)[0]["change"]   # doctest: +SKIP
+    'added'
+    """
+    from ..manifests.gpu_nodes import node_group_requirements
+
+    old = node_group_requirements(before) if before else {}
+    new = node_group_requirements(after) if after else {}
+    return [
+        {"pool": pool, "fields": field_changes(old.get(pool), new.get(pool)) if pool in old and pool in new else [],
+         "change": "added" if pool not in old else "removed" if pool not in new else "changed"}
+        for pool in sorted(set(old) | set(new))
+        if old.get(pool) != new.get(pool)
+    ]
+
+
+# --- one stack -----------------------------------------------------------------------------------
+
+
+def _warn(warnings: list, stack: str, tenant: str | None, kind: str, message: str) -> None:
+    warnings.append({"stack": stack, "tenant": tenant, "kind": kind, "message": message})
+
+
+def _removal_warning(name: str, spec: Tenant, environment: Environment | None, file_kept: bool) -> tuple[str, str]:
+    namespaces = ", ".join(spec.all_namespaces)
+    if spec.lifecycle == "decommissioned":
+        return "tenant-deleted", (
+            f"tenant {name} was decommissioned and is now removed: `pulumi up` DELETES its namespaces "
+            f"({namespaces}) and everything in them, including data in volumes"
+        )
+    why = "is disabled in this stack (stack `tenants` list)" if file_kept else "file is removed"
+    message = (
+        f"tenant {name} {why}, but its namespaces ({namespaces}) are RETAINED, not deleted: they keep running "
+        f"with their data and Pulumi stops managing them. To delete them, keep the file with "
+        f"`lifecycle: decommissioned` and `decommission: {{confirm: {name}}}`, merge and deploy, then remove "
+        f"the file (docs/offboarding.md)"
+    )
+    if environment is not None and environment.platform.protect_namespaces:
+        message += (
+            "; this stack protects namespaces (protectNamespaces), so `pulumi up` will refuse to drop them "
+            "until they are decommissioned or unprotected with `pulumi state unprotect`"
+        )
+    return "tenant-removed", message
+
+
+def _egress_warnings(stack: str, detail: dict[str, Any]) -> list[dict[str, Any]]:
+    warnings: list[dict[str, Any]] = []
+    tenant = detail["tenant"]
+    for rule in detail["network"]:
+        if rule["direction"] != "egress":
+            continue
+        if rule["change"] == "widened":
+            _warn(warnings, stack, tenant, "egress-widened", f"tenant {tenant} egress widened: {rule['detail']} ({rule['rule']})")
+        elif rule["change"] == "added" and rule["rule"].split(" ", 1)[0].endswith("/0"):
+            _warn(warnings, stack, tenant, "egress-widened", f"new tenant {tenant} may send traffic to every address ({rule['rule']})")
+    return warnings
+
+
+def _tenant_warnings(stack: str, detail: dict[str, Any], before: Tenant | None, after: Tenant | None,
+                     before_env: Environment | None, after_env: Environment | None) -> list[dict[str, Any]]:
+    warnings: list[dict[str, Any]] = []
+    tenant = detail["tenant"]
+    if detail["change"] == "removed" and after_env is not None:
+        kind, message = _removal_warning(tenant, before, before_env, tenant in after_env.disabled_tenants)
+        _warn(warnings, stack, tenant, kind, message)
+    if detail["renamedFrom"]:
+        old = detail["renamedFrom"]
+        kept = old in after.namespaces
+        _warn(warnings, stack, tenant, "tenant-renamed", (
+            f"tenant {old} is renamed to {tenant} (previousNames): Pulumi adopts its resources, but Kubernetes cannot "
+            f"rename a namespace, so namespace {tenant} is created"
+            + (f" and {old} stays one of its namespaces" if kept else
+               f" and namespace {old} is RETAINED with its workloads and data, no longer managed; move them, or keep "
+               f"it by listing `namespaces: [{old}]`")
+            + ("; this stack protects namespaces, so `pulumi up` refuses to replace the protected namespace until it "
+               "is unprotected (`pulumi state unprotect`)" if after_env is not None and after_env.platform.protect_namespaces
+               and not kept else "")
+        ))
+    if after is not None and after.lifecycle == "decommissioned" and (before is None or before.lifecycle != "decommissioned"):
+        _warn(warnings, stack, tenant, "tenant-decommissioned", (
+            f"tenant {tenant} is decommissioned: `pulumi up` lifts retain and protect on its namespaces "
+            f"({', '.join(after.all_namespaces)}); removing its file afterwards DELETES them and all data in them"
+        ))
+    for grant in detail["access"]:
+        if grant["role"] == "owner" and grant["change"] == "granted" and before is not None:
+            _warn(warnings, stack, tenant, "owner-granted", (
+                f"{grant['subject']} becomes owner of tenant {tenant} (manages workloads, secrets and role bindings "
+                f"in {', '.join(after.all_namespaces)})"
+            ))
+    return warnings + _egress_warnings(stack, detail)
+
+
+def _capacity_warnings(stack: str, capacity: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    warnings: list[dict[str, Any]] = []
+    for row in capacity:
+        before, after = row["from"], row["to"]
+        if not after or after["status"] == "ok":
+            continue
+        worse = (before is None or before["status"] == "ok" or after["requested"] > before["requested"]
+                 or after["limit"] < before["limit"])
+        if not worse:
+            continue
+        subject = f"GPU class {row['name']}" if row["kind"] == "gpuClass" else f"MIG profile {row['name']}"
+        state = "exceeds" if after["status"] == "over" else "is in the warning band (capacityWarningRatio) of"
+        _warn(warnings, stack, None, "capacity", (
+            f"{subject}: quotas add up to {after['requested']}, which {state} the limit {after['limit']} "
+            f"(capacity {after['capacity']} x overcommit {after['overcommit']})"
+        ))
+    return warnings
+
+
+def release_objects(environment: Environment) -> dict[str, list[KubeObject]]:
+    """Each tenant's Helm releases (its vCluster) as pseudo-objects of kind `HelmRelease`, so they diff
+    like the rest; they are not Kubernetes objects (`tenants render` writes them to `<tenant>.helm.yaml`).
+
+    >>> release_objects(dev)["llm-finetune"][0]["kind"]   # doctest: +SKIP
+    'HelmRelease'
+    """
+    result = {}
+    for loaded in environment.tenants:
+        result[loaded.name] = [
+            {"apiVersion": "helm", "kind": "HelmRelease",
+             "metadata": {"name": release["name"], "namespace": release["namespace"]},
+             "spec": {key: value for key, value in release.items() if key not in ("name", "namespace")}}
+            for release in helm_releases(loaded.spec, environment)
+        ]
+    return result
+
+
+def _objects(environment: Environment) -> dict[str, list[KubeObject]]:
+    objects = environment_objects(environment)
+    for owner, releases in release_objects(environment).items():
+        objects[owner] = [*objects.get(owner, []), *releases]
+    return objects
+
+
+def _pairs(old: dict[str, Tenant], new: dict[str, Tenant]) -> list[tuple[str | None, str | None]]:
+    """(base name, head name) per tenant; a head tenant listing a vanished name in previousNames pairs with it."""
+    vanished = set(old) - set(new)
+    renamed = {}
+    for name in sorted(set(new) - set(old)):
+        match = next((p for p in new[name].previous_names if p in vanished and p not in renamed), None)
+        if match:
+            renamed[match] = name
+    pairs = [(name if name in old else None, name if name in new else None) for name in sorted(set(old) | set(new))
+             if name not in renamed and name not in renamed.values()]
+    pairs += list(renamed.items())
+    return sorted(pairs, key=lambda p: p[1] or p[0])
+
+
+def _safe(compute: Callable[[], Any], fallback: Any, notes: list[str], what: str) -> Any:
+    try:
+        return compute()
+    except Exception as err:  # the lenient base may hold what the builders cannot take
+        notes.append(f"could not compute {what} ({type(err).__name__}: {err}); that part of the diff is incomplete")
+        return fallback
+
+
+def compare_stack(name: str, base: Side, head: Side) -> dict[str, Any]:
+    """Everything that changes in one stack, with the warnings a reviewer must not miss.
+
+    >>> compare_stack("dev", Side(env), Side(env))["change"]   # doctest: +SKIP
+    'unchanged'
+    """
+    notes = [f"stack {name}: {p}" for p in base.problems]
+    before_env, after_env = base.environment, head.environment
+    old_objects = _safe(lambda: _objects(before_env), {}, notes, f"the base objects of stack {name}") if before_env else {}
+    new_objects = _objects(after_env) if after_env else {}
+    old_tenants = {t.name: t.spec for t in before_env.tenants} if before_env else {}
+    new_tenants = {t.name: t.spec for t in after_env.tenants} if after_env else {}
+
+    warnings: list[dict[str, Any]] = []
+    details = []
+    for old_name, new_name in _pairs(old_tenants, new_tenants):
+        before, after = old_tenants.get(old_name), new_tenants.get(new_name)
+        objects = object_changes(old_objects.get(old_name, []), new_objects.get(new_name, []))
+        detail = tenant_changes(before, before_env, after, after_env, objects)
+        if detail is not None:
+            details.append(detail)
+            warnings += _tenant_warnings(name, detail, before, after, before_env, after_env)
+    added = [d["tenant"] for d in details if d["change"] == "added"]
+    removed = [d["tenant"] for d in details if d["change"] == "removed"]
+    if added and after_env is not None:
+        for old in removed:
+            _warn(warnings, name, old, "possible-rename", (
+                f"tenant {old} disappears while {', '.join(added)} appears: if this is a rename, add "
+                f"`previousNames: [{old}]` to the new tenant's file so its resources are adopted, instead of "
+                f"{old}'s namespaces being retained and new ones created"
+            ))
+
+    capacity = _safe(lambda: capacity_changes(before_env, after_env), [], notes, f"capacity of stack {name}")
+    warnings += _capacity_warnings(name, capacity)
+    old_platform, new_platform = old_objects.get(PLATFORM, []), new_objects.get(PLATFORM, [])
+    nodes = node_changes(old_platform, new_platform)
+    mig_names = mig_config_names(before_env, after_env)
+    mig = mig_changes(old_platform, new_platform, mig_names)
+    platform_objects = [
+        c for c in object_changes(old_platform, new_platform)
+        if not (c["kind"] == "Node" and c["id"].startswith("v1/")) and not (c["kind"] == "ConfigMap" and c["name"] in mig_names)
+    ]
+    node_groups = _safe(lambda: node_group_changes(before_env, after_env), [], notes, f"node groups of stack {name}")
+    for group in node_groups:
+        _warn(warnings, name, None, "node-group", (
+            f"autoscaled pool {group['pool']}: the labels or taints its node group must set change; update the "
+            f"node group definition outside this project (see the nodeGroupRequirements stack output)"
+        ))
+
+    if after_env is None:
+        stack_change = "removed"
+        warnings = [w for w in warnings if w["kind"] not in ("capacity",)]
+        _warn(warnings, name, None, "stack-removed", (
+            f"the stack file of {name} is removed: nothing changes on that cluster until someone runs "
+            f"`pulumi destroy` or `pulumi stack rm` (tenant namespaces are retained either way)"
+        ))
+    elif before_env is None and not base.problems:
+        stack_change = "added"
+    elif details or nodes or mig or platform_objects or node_groups or any(r["changed"] for r in capacity):
+        stack_change = "changed"
+    else:
+        stack_change = "unchanged"
+    totals = {"added": 0, "changed": 0, "removed": 0}
+    for change in [*(o for d in details for o in d["objects"]), *platform_objects, *nodes]:
+        totals[change["change"]] += 1
+    return {
+        "name": name,
+        "change": stack_change,
+        "tenants": {
+            "added": added,
+            "removed": removed,
+            "renamed": [{"from": d["renamedFrom"], "to": d["tenant"]} for d in details if d["renamedFrom"]],
+            "changed": [d["tenant"] for d in details if d["change"] == "changed"],
+            "lifecycle": [
+                {"tenant": d["tenant"], **d["lifecycle"]}
+                for d in details if d["change"] == "changed" and d["lifecycle"]["from"] != d["lifecycle"]["to"]
+            ],
+        },
+        "objectTotals": totals,
+        "capacity": capacity,
+        "nodes": nodes,
+        "nodeGroups": node_groups,
+        "mig": mig,
+        "platformObjects": platform_objects,
+        "tenantDetails": details,
+        "warnings": warnings,
+        "notes": notes,
+    }
+
+
+def report(stacks: list[dict[str, Any]], base: Mapping[str, Any], head: str = "working tree") -> dict[str, Any]:
+    """The whole diff document (`tenants diff --format json`), stable key order, version 1.
+
+    >>> report([], {"ref": "HEAD", "commit": "0" * 40})["changed"]
+    False
+    """
+    warnings = [w for s in stacks for w in s["warnings"]]
+    notes = [n for s in stacks for n in s["notes"]]
+    return {
+        "formatVersion": FORMAT_VERSION,
+        "base": dict(base),
+        "head": head,
+        "changed": any(s["change"] != "unchanged" for s in stacks),
+        "warnings": warnings,
+        "notes": notes,
+        "stacks": stacks,
+    }
+
+
+def to_json(document: Mapping[str, Any]) -> str:
+    """The document as indented JSON, keys sorted, so equal diffs print equal bytes.
+
+    >>> to_json({"b": 1, "a": [2]})
+    '{\\n  "a": [\\n    2\\n  ],\\n  "b": 1\\n}\\n'
+    """
+    return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n"

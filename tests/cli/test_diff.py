@@ -1,0 +1,472 @@
+"""`tenants diff` end to end: throwaway git repositories built from a copy of the example project.
+
+The base commit adds a GPU class of its own (`l40s`, one node of 8 GPUs) to every stack, so the
+tests' quota changes never depend on how full the example's classes happen to be.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from components.cli import main
+from components.model.stack import CONFIG_KEY
+
+VISION = """\
+apiVersion: gpu-tenancy.dev/v1alpha1
+kind: Tenant
+name: vision
+displayName: Vision
+costCenter: cc-7
+access:
+  owners:
+    groups: [vision-leads]
+quota:
+  cpu: {{requests: "8", limits: "16"}}
+  memory: {{requests: 32Gi, limits: 64Gi}}
+  gpu: {gpus}
+network:
+  egress:
+{egress}
+gpu:
+  classes: [l40s]
+"""
+NARROW_EGRESS = "    - cidr: 10.20.0.0/16\n      ports: [{port: 443}]"
+
+
+def vision(gpus: int = 4, egress: str = NARROW_EGRESS) -> str:
+    return VISION.format(gpus=gpus, egress=egress)
+
+
+def git(root: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.name=test", "-c", "user.email=test@example.com", "-c", "commit.gpgsign=false", *args],
+        cwd=root, capture_output=True, text=True, check=True,
+    )
+    return done.stdout.strip()
+
+
+def add_l40s(stack_file: Path) -> None:
+    data = yaml.safe_load(stack_file.read_text())
+    platform = data["config"][CONFIG_KEY]
+    platform["gpuClasses"]["l40s"] = {"model": "L40S", "product": "NVIDIA-L40S", "memory": "48Gi"}
+    stem = stack_file.name.split(".")[1]
+    platform["nodePools"]["l40s-pool"] = {"gpuClass": "l40s", "gpusPerNode": 8, "nodes": [f"{stem}-l40s-01"]}
+    stack_file.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def commit_all(root: Path, message: str) -> str:
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", message)
+    return git(root, "rev-parse", "HEAD")
+
+
+@pytest.fixture
+def repo(project_copy: Path) -> Path:
+    """A git repository whose HEAD is the example plus the l40s pool and no `vision` tenant yet."""
+    for stack_file in sorted((project_copy / "stacks").glob("Pulumi.*.yaml")):
+        add_l40s(stack_file)
+    git(project_copy, "init", "-q", "-b", "main")
+    commit_all(project_copy, "base")
+    return project_copy
+
+
+@pytest.fixture
+def repo_with_vision(repo: Path) -> Path:
+    (repo / "tenants" / "vision.yaml").write_text(vision())
+    commit_all(repo, "add vision")
+    return repo
+
+
+def run(root: Path, capsys, *args: str) -> tuple[int, str, str]:
+    code = main(["--root", str(root), "diff", *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def run_json(root: Path, capsys, *args: str) -> dict:
+    code, out, err = run(root, capsys, "--format", "json", *args)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def stack(document: dict, name: str) -> dict:
+    return next(s for s in document["stacks"] if s["name"] == name)
+
+
+def detail(stack_report: dict, tenant: str) -> dict:
+    return next(d for d in stack_report["tenantDetails"] if d["tenant"] == tenant)
+
+
+# --- adding and removing tenants ---------------------------------------------------------------------
+
+
+def test_added_tenant_is_named_with_its_quota_and_capacity_and_nothing_else_changes(repo, capsys):
+    (repo / "tenants" / "vision.yaml").write_text(vision(gpus=4))
+
+    document = run_json(repo, capsys, "--base", "HEAD", "--stack", "prod")
+
+    prod = stack(document, "prod")
+    assert prod["tenants"]["added"] == ["vision"]
+    assert prod["tenants"]["changed"] == [] and prod["tenants"]["removed"] == []
+    assert [d["tenant"] for d in prod["tenantDetails"]] == ["vision"]
+    quota = {q["key"]: q for q in detail(prod, "vision")["quota"]}
+    assert quota["gpu.l40s"]["from"] is None and quota["gpu.l40s"]["to"] == 4
+    row = next(r for r in prod["capacity"] if r["name"] == "l40s")
+    assert row["changed"] and row["from"]["requested"] == 0 and row["to"]["requested"] == 4
+    assert row["to"]["byTenant"] == {"vision": 4} and row["to"]["capacity"] == 8
+    assert [r["name"] for r in prod["capacity"] if r["changed"]] == ["l40s"]
+    kinds = {o["kind"] for o in detail(prod, "vision")["objects"]}
+    assert {"Namespace", "ResourceQuota"} <= kinds
+    assert all(o["change"] == "added" for o in detail(prod, "vision")["objects"])
+
+
+def test_added_tenant_in_text_and_markdown(repo, capsys):
+    (repo / "tenants" / "vision.yaml").write_text(vision(gpus=4))
+
+    code, text, _ = run(repo, capsys, "--base", "HEAD", "--stack", "prod")
+    assert code == 0
+    assert "tenant vision: added" in text
+    assert "GPUs l40s: 4" in text
+    assert "GPU class l40s: quotas 0 → 4 (vision 0 → 4) of limit 8" in text
+    assert "tenant llm-finetune" not in text and "tenant inference" not in text
+
+    code, markdown, _ = run(repo, capsys, "--base", "HEAD", "--stack", "prod", "--format", "markdown")
+    assert code == 0
+    assert "| prod | changed | `vision` | — | — |" in markdown
+    assert "<details><summary><b>vision</b>: added</summary>" in markdown
+    assert markdown.count("<details>") == 1
+    assert "| GPU class l40s | 8 | 1 | 8 | 0 | 4 | ok | vision 0 → 4 |" in markdown
+
+
+def test_removed_tenant_warns_that_its_namespaces_are_retained(repo_with_vision, capsys):
+    (repo_with_vision / "tenants" / "vision.yaml").unlink()
+
+    document = run_json(repo_with_vision, capsys, "--base", "HEAD", "--stack", "prod")
+
+    prod = stack(document, "prod")
+    assert prod["tenants"]["removed"] == ["vision"]
+    removal = [w for w in document["warnings"] if w["kind"] == "tenant-removed"]
+    assert [(w["stack"], w["tenant"]) for w in removal] == [("prod", "vision")]
+    assert "RETAINED" in removal[0]["message"] and "lifecycle: decommissioned" in removal[0]["message"]
+    assert "decommission: {confirm: vision}" in removal[0]["message"]
+    assert "pulumi state unprotect" in removal[0]["message"]  # prod protects namespaces
+    row = next(r for r in prod["capacity"] if r["name"] == "l40s")
+    assert (row["from"]["requested"], row["to"]["requested"]) == (4, 0)
+
+    code, markdown, _ = run(repo_with_vision, capsys, "--base", "HEAD", "--stack", "prod", "--format", "markdown")
+    assert code == 0
+    warning_at = markdown.index("> [!WARNING]")
+    assert warning_at < markdown.index("| Stack |")
+    assert "RETAINED" in markdown[warning_at:markdown.index("| Stack |")]
+    assert "Objects (dropped from Pulumi; the namespaces and everything in them stay)" in markdown
+
+
+def test_removing_a_decommissioned_tenant_warns_that_it_is_deleted(repo, capsys):
+    (repo / "tenants" / "vision.yaml").write_text(vision() + "lifecycle: decommissioned\ndecommission: {confirm: vision}\n")
+    commit_all(repo, "decommission vision")
+    (repo / "tenants" / "vision.yaml").unlink()
+
+    document = run_json(repo, capsys, "--base", "HEAD", "--stack", "prod")
+
+    kinds = {w["kind"]: w["message"] for w in document["warnings"]}
+    assert "tenant-removed" not in kinds
+    assert "DELETES its namespaces (vision)" in kinds["tenant-deleted"]
+
+
+def test_decommissioning_warns_before_anything_is_deleted(repo_with_vision, capsys):
+    path = repo_with_vision / "tenants" / "vision.yaml"
+    path.write_text(path.read_text() + "lifecycle: decommissioned\ndecommission: {confirm: vision}\n")
+
+    document = run_json(repo_with_vision, capsys, "--base", "HEAD", "--stack", "prod")
+
+    prod = stack(document, "prod")
+    assert prod["tenants"]["lifecycle"] == [{"tenant": "vision", "from": "active", "to": "decommissioned"}]
+    assert any(w["kind"] == "tenant-decommissioned" for w in prod["warnings"])
+
+
+def test_a_vanishing_and_a_new_tenant_suggest_previous_names(repo_with_vision, capsys):
+    text = (repo_with_vision / "tenants" / "vision.yaml").read_text()
+    (repo_with_vision / "tenants" / "vision.yaml").unlink()
+    (repo_with_vision / "tenants" / "sight.yaml").write_text(text.replace("name: vision", "name: sight"))
+
+    document = run_json(repo_with_vision, capsys, "--base", "HEAD", "--stack", "prod")
+
+    rename = [w for w in document["warnings"] if w["kind"] == "possible-rename"]
+    assert len(rename) == 1 and "previousNames: [vision]" in rename[0]["message"]
+
+
+def test_a_rename_with_previous_names_is_one_tenant_diff(repo_with_vision, capsys):
+    text = (repo_with_vision / "tenants" / "vision.yaml").read_text()
+    (repo_with_vision / "tenants" / "vision.yaml").unlink()
+    renamed = text.replace("name: vision", "name: sight\npreviousNames: [vision]").replace("gpu: 4", "gpu: 5")
+    (repo_with_vision / "tenants" / "sight.yaml").write_text(renamed)
+
+    document = run_json(repo_with_vision, capsys, "--base", "HEAD", "--stack", "prod")
+
+    prod = stack(document, "prod")
+    assert prod["tenants"]["renamed"] == [{"from": "vision", "to": "sight"}]
+    assert prod["tenants"]["added"] == [] and prod["tenants"]["removed"] == []
+    sight = detail(prod, "sight")
+    assert sight["quota"] == [{"key": "gpu.l40s", "label": "GPUs l40s", "from": 4, "to": 5}]
+    kinds = {w["kind"] for w in prod["warnings"]}
+    assert "tenant-renamed" in kinds and "possible-rename" not in kinds and "tenant-removed" not in kinds
+
+
+# --- changes to an existing tenant -------------------------------------------------------------------
+
+
+def test_quota_delta_reads_old_to_new_in_every_format(repo_with_vision, capsys):
+    (repo_with_vision / "tenants" / "vision.yaml").write_text(vision(gpus=6))
+
+    code, text, _ = run(repo_with_vision, capsys, "--base", "HEAD", "--stack", "prod")
+    assert code == 0
+    assert "tenant vision: GPUs l40s 4 → 6" in text
+    assert "spec.hard.requests.nvidia.com/gpu: 4 → 6" in text
+
+    document = run_json(repo_with_vision, capsys, "--base", "HEAD", "--stack", "prod")
+    prod = stack(document, "prod")
+    assert prod["tenants"]["changed"] == ["vision"]
+    assert detail(prod, "vision")["quota"] == [{"key": "gpu.l40s", "label": "GPUs l40s", "from": 4, "to": 6}]
+    quota_objects = [o for o in detail(prod, "vision")["objects"] if o["kind"] == "ResourceQuota" and o["change"] == "changed"]
+    assert {"path": "spec.hard.requests.nvidia.com/gpu", "from": "4", "to": "6"} in quota_objects[0]["fields"]
+
+    code, markdown, _ = run(repo_with_vision, capsys, "--base", "HEAD", "--stack", "prod", "--format", "markdown")
+    assert "<details><summary><b>vision</b>: GPUs l40s 4 → 6</summary>" in markdown
+
+
+def test_quota_near_capacity_warns(repo_with_vision, capsys):
+    (repo_with_vision / "tenants" / "vision.yaml").write_text(vision(gpus=8))
+
+    document = run_json(repo_with_vision, capsys, "--base", "HEAD", "--stack", "prod")
+
+    capacity = [w for w in document["warnings"] if w["kind"] == "capacity"]
+    assert len(capacity) == 1 and "GPU class l40s" in capacity[0]["message"] and "warning band" in capacity[0]["message"]
+
+
+@pytest.mark.parametrize(
+    ("egress", "reason"),
+    [
+        ("    - cidr: 10.0.0.0/8\n      ports: [{port: 443}]", "broader CIDR 10.0.0.0/8"),
+        ("    - cidr: 10.20.0.0/16", "ports removed: now every port to 10.20.0.0/16"),
+        ("    - cidr: 192.168.0.0/24\n      ports: [{port: 443}]", "new destination 192.168.0.0/24"),
+        ("    - cidr: 0.0.0.0/0\n      ports: [{port: 443}]", "every address"),
+    ],
+)
+def test_egress_widening_warns(repo_with_vision, capsys, egress, reason):
+    (repo_with_vision / "tenants" / "vision.yaml").write_text(vision(egress=egress))
+
+    document = run_json(repo_with_vision, capsys, "--base", "HEAD", "--stack", "prod")
+
+    widened = [w for w in document["warnings"] if w["kind"] == "egress-widened"]
+    assert len(widened) == 1 and reason in widened[0]["message"]
+
+
+def test_narrower_egress_does_not_warn(repo_with_vision, capsys):
+    (repo_with_vision / "tenants" / "vision.yaml").write_text(vision(egress="    - cidr: 10.20.1.0/24\n      ports: [{port: 443}]"))
+
+    document = run_json(repo_with_vision, capsys, "--base", "HEAD", "--stack", "prod")
+
+    vision_network = detail(stack(document, "prod"), "vision")["network"]
+    assert {n["change"] for n in vision_network} == {"added", "removed"}
+    assert not [w for w in document["warnings"] if w["kind"] == "egress-widened"]
+
+
+def test_new_owner_group_warns_and_access_lists_the_grant(repo_with_vision, capsys):
+    path = repo_with_vision / "tenants" / "vision.yaml"
+    path.write_text(path.read_text().replace("groups: [vision-leads]", "groups: [vision-leads, contractors]"))
+
+    document = run_json(repo_with_vision, capsys, "--base", "HEAD", "--stack", "prod")
+
+    assert detail(stack(document, "prod"), "vision")["access"] == [{"role": "owner", "subject": "group:contractors", "change": "granted"}]
+    owners = [w for w in document["warnings"] if w["kind"] == "owner-granted"]
+    assert len(owners) == 1 and "group:contractors" in owners[0]["message"]
+
+
+def test_enabling_a_vcluster_shows_its_helm_release(repo_with_vision, capsys):
+    path = repo_with_vision / "tenants" / "vision.yaml"
+    path.write_text(path.read_text() + "vcluster: {enabled: true}\n")
+
+    prod = stack(run_json(repo_with_vision, capsys, "--base", "HEAD", "--stack", "prod"), "prod")
+
+    releases = [o for o in detail(prod, "vision")["objects"] if o["kind"] == "HelmRelease"]
+    assert [(r["namespace"], r["change"]) for r in releases] == [("vision", "added")]
+
+
+# --- platform: nodes, MIG -----------------------------------------------------------------------------
+
+
+def test_node_added_and_dedicated_pool_relabels_nodes(repo_with_vision, capsys):
+    stack_file = repo_with_vision / "stacks" / "Pulumi.prod.yaml"
+    data = yaml.safe_load(stack_file.read_text())
+    data["config"][CONFIG_KEY]["nodePools"]["l40s-pool"]["nodes"].append("prod-l40s-02")
+    stack_file.write_text(yaml.safe_dump(data, sort_keys=False))
+    path = repo_with_vision / "tenants" / "vision.yaml"
+    path.write_text(path.read_text().replace("classes: [l40s]", "classes: [l40s]\n  dedicatedPools: [l40s-pool]"))
+
+    prod = stack(run_json(repo_with_vision, capsys, "--base", "HEAD", "--stack", "prod"), "prod")
+
+    nodes = {n["node"]: n for n in prod["nodes"]}
+    assert nodes["prod-l40s-02"]["change"] == "added"
+    assert {"key": "gpu.acme.dev/tenant", "from": None, "to": "vision"} in nodes["prod-l40s-01"]["labels"]
+    row = next(r for r in prod["capacity"] if r["name"] == "l40s")
+    assert (row["from"]["capacity"], row["to"]["capacity"]) == (8, 16)
+
+
+def test_mig_layout_change_shows_in_the_mig_section(repo, capsys):
+    stack_file = repo / "stacks" / "Pulumi.prod.yaml"
+    data = yaml.safe_load(stack_file.read_text())
+    platform = data["config"][CONFIG_KEY]
+    platform["gpuClasses"]["mig-test"] = {"model": "A100-80GB", "product": "NVIDIA-A100-SXM4-80GB", "memory": "80Gi", "sharing": "mig"}
+    platform["nodePools"]["mig-test"] = {"gpuClass": "mig-test", "gpusPerNode": 8, "nodes": ["mig-test-01"], "migLayout": "all-1g.10gb"}
+    stack_file.write_text(yaml.safe_dump(data, sort_keys=False))
+    commit_all(repo, "mig pool")
+    platform["nodePools"]["mig-test"]["migLayout"] = "all-3g.40gb"
+    stack_file.write_text(yaml.safe_dump(data, sort_keys=False))
+
+    code, text, err = run(repo, capsys, "--base", "HEAD", "--stack", "prod")
+    assert code == 0, err
+    document = run_json(repo, capsys, "--base", "HEAD", "--stack", "prod")
+    prod = stack(document, "prod")
+    paths = " ".join(m["path"] for m in prod["mig"])
+    assert "all-3g.40gb" in paths and "all-1g.10gb" in paths
+    label = next(n for n in prod["nodes"] if n["node"] == "mig-test-01")["labels"]
+    assert {"key": "nvidia.com/mig.config", "from": "all-1g.10gb", "to": "all-3g.40gb"} in label
+    assert "MIG layouts:" in text
+
+
+# --- no changes, bases, exit codes -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("output", ["text", "markdown", "json"])
+def test_identical_trees_print_no_changes_and_exit_0(repo, capsys, output):
+    code, out, _ = run(repo, capsys, "--base", "HEAD", "--format", output)
+
+    assert code == 0
+    if output == "json":
+        document = json.loads(out)
+        assert document["changed"] is False and document["formatVersion"] == 1
+        assert all(s["change"] == "unchanged" for s in document["stacks"])
+    else:
+        assert "no changes" in out
+
+
+def test_json_is_byte_stable(repo_with_vision, capsys):
+    (repo_with_vision / "tenants" / "vision.yaml").write_text(vision(gpus=6))
+
+    first = run(repo_with_vision, capsys, "--base", "HEAD", "--format", "json")[1]
+    second = run(repo_with_vision, capsys, "--base", "HEAD", "--format", "json")[1]
+
+    assert first == second
+    assert sorted(json.loads(first)) == ["base", "changed", "formatVersion", "head", "notes", "stacks", "warnings"]
+
+
+def test_bad_ref_exits_2(repo, capsys):
+    code, out, err = run(repo, capsys, "--base", "no-such-branch")
+
+    assert code == 2 and out == ""
+    assert "unknown git ref 'no-such-branch'" in err
+
+
+def test_option_like_ref_is_refused(repo, capsys):
+    code, _, err = run(repo, capsys, "--base=--output=/tmp/x")
+
+    assert code == 2 and "is not a git ref" in err
+
+
+def test_outside_a_git_repository_exits_2(project_copy, capsys):
+    code, _, err = run(project_copy, capsys, "--base", "HEAD")
+
+    assert code == 2 and "not inside a git repository" in err
+
+
+def test_unknown_stack_exits_2(repo, capsys):
+    code, _, err = run(repo, capsys, "--base", "HEAD", "--stack", "nope")
+
+    assert code == 2 and "no such stack nope" in err
+
+
+def test_invalid_working_tree_exits_1_with_located_errors(repo, capsys):
+    (repo / "tenants" / "vision.yaml").write_text(vision().replace("gpu: 4", "gpu: -4"))
+
+    code, out, err = run(repo, capsys, "--base", "HEAD")
+
+    assert code == 1 and out == ""
+    line = vision().splitlines().index("  gpu: 4") + 1
+    assert f"tenants/vision.yaml:{line}:3: quota.gpu: must be >= 0" in err
+
+
+def test_invalid_base_is_diffed_as_far_as_it_loads(repo, capsys):
+    (repo / "tenants" / "vision.yaml").write_text(vision().replace("gpu: 4", "gpu: four"))
+    commit_all(repo, "broken vision")
+    (repo / "tenants" / "vision.yaml").write_text(vision())
+
+    document = run_json(repo, capsys, "--base", "HEAD", "--stack", "prod")
+
+    assert any("the base is invalid (1 error(s))" in n and "tenants/vision.yaml" in n for n in document["notes"])
+    prod = stack(document, "prod")
+    assert prod["tenants"]["added"] == ["vision"]
+    assert prod["tenants"]["changed"] == []
+
+
+def test_default_base_is_the_merge_base_with_origin_main(repo, capsys):
+    upstream = git(repo, "rev-parse", "HEAD")
+    git(repo, "update-ref", "refs/remotes/origin/main", upstream)
+    git(repo, "checkout", "-q", "-b", "feature")
+    (repo / "tenants" / "vision.yaml").write_text(vision())
+    commit_all(repo, "add vision on a branch")
+
+    document = run_json(repo, capsys)
+
+    assert document["base"] == {"ref": "origin/main", "commit": upstream, "how": "merge base of HEAD and origin/main"}
+    assert stack(document, "prod")["tenants"]["added"] == ["vision"]
+
+
+def test_default_base_without_origin_falls_back_to_head_and_says_so(repo, capsys):
+    (repo / "tenants" / "vision.yaml").write_text(vision())
+
+    code, out, err = run(repo, capsys, "--format", "json")
+
+    assert code == 0
+    assert "no origin/main" in err
+    assert json.loads(out)["base"]["ref"] == "HEAD"
+
+
+def test_stack_only_in_the_working_tree_is_added(repo, capsys):
+    shutil.copy(repo / "stacks" / "Pulumi.prod.yaml", repo / "stacks" / "Pulumi.qa.yaml")
+
+    document = run_json(repo, capsys, "--base", "HEAD", "--stack", "qa")
+
+    qa = stack(document, "qa")
+    assert qa["change"] == "added"
+    assert "vision" not in qa["tenants"]["added"] and "llm-finetune" in qa["tenants"]["added"]
+
+
+def test_removed_stack_warns_without_per_tenant_noise(repo, capsys):
+    (repo / "stacks" / "Pulumi.prod.yaml").unlink()
+
+    document = run_json(repo, capsys, "--base", "HEAD", "--stack", "prod")
+
+    assert stack(document, "prod")["change"] == "removed"
+    assert [w["kind"] for w in document["warnings"]] == ["stack-removed"]
+
+
+def test_project_in_a_subdirectory_of_the_repository(tmp_path, project_copy, capsys):
+    outer = tmp_path / "monorepo"
+    shutil.copytree(project_copy, outer / "platform" / "gpu")
+    for stack_file in sorted((outer / "platform" / "gpu" / "stacks").glob("Pulumi.*.yaml")):
+        add_l40s(stack_file)
+    git(outer, "init", "-q", "-b", "main")
+    commit_all(outer, "base")
+    root = outer / "platform" / "gpu"
+    (root / "tenants" / "vision.yaml").write_text(vision())
+
+    document = run_json(root, capsys, "--base", "HEAD", "--stack", "prod")
+
+    assert stack(document, "prod")["tenants"]["added"] == ["vision"]
+    assert stack(document, "prod")["tenants"]["removed"] == []

@@ -1,0 +1,159 @@
+"""The Pulumi program under Pulumi's mock runtime registers exactly what the builders produce."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from components.manifests.build import environment_objects
+from components.manifests.meta import object_id
+from components.model.load import load_environment, stack_names
+from tests.pulumi_harness import REPO, normalise, run_program
+
+STACKS = stack_names(REPO)
+
+
+def _registered_objects(registrations):
+    objects = {}
+    for registration in registrations:
+        if not registration.type.startswith("kubernetes:") or registration.type.startswith("kubernetes:helm"):
+            continue
+        if registration.type == "pulumi:providers:kubernetes":
+            continue
+        obj = dict(registration.inputs)
+        objects[object_id(obj)] = normalise(obj)
+    return objects
+
+
+@pytest.fixture(scope="module", params=STACKS)
+def program(request):
+    registrations, monitor = run_program(request.param)
+    return request.param, registrations, monitor
+
+
+def test_program_registers_exactly_the_built_objects(program):
+    stack, registrations, _ = program
+    built = environment_objects(load_environment(REPO, stack))
+    expected = {object_id(o): normalise(o) for objects in built.values() for o in objects}
+    registered = _registered_objects(registrations)
+    assert sorted(registered) == sorted(expected)
+    for key, obj in expected.items():
+        assert registered[key] == obj, key
+
+
+def test_every_tenant_child_has_its_tenant_component_as_parent(program):
+    stack, registrations, monitor = program
+    tenants = {r.name: r.urn for r in registrations if r.type == "gpu-tenancy:index:Tenant"}
+    assert tenants, "no Tenant components registered"
+    env = load_environment(REPO, stack)
+    assert sorted(tenants) == sorted(t.name for t in env.tenants)
+    for registration in registrations:
+        owner = next((t for t in tenants if registration.name.startswith(f"{t}-")), None)
+        if registration.type.startswith("kubernetes:") and owner and registration.parent in tenants.values():
+            assert registration.parent == tenants[owner], registration.name
+    tenant_children = [r for r in registrations if r.parent in tenants.values()]
+    assert len(tenant_children) == sum(len(v) for k, v in environment_objects(env).items() if k != "_platform") + sum(
+        1 for t in env.tenants if t.spec.vcluster.enabled
+    )
+
+
+def test_every_namespace_is_retained_on_delete(program):
+    stack, registrations, _ = program
+    namespaces = [r for r in registrations if r.type == "kubernetes:core/v1:Namespace"]
+    assert namespaces
+    protect = load_environment(REPO, stack).platform.protect_namespaces
+    for registration in namespaces:
+        assert registration.options["retainOnDelete"] is True, registration.name
+        assert registration.options["protect"] is protect, registration.name
+
+
+def test_namespaced_children_are_deleted_with_their_namespace(program):
+    _, registrations, _ = program
+    namespace_urns = {r.inputs["metadata"]["name"]: r.urn for r in registrations if r.type == "kubernetes:core/v1:Namespace"}
+    namespaced = [
+        r for r in registrations
+        if r.type.startswith("kubernetes:") and isinstance(r.inputs.get("metadata"), dict) and r.inputs["metadata"].get("namespace") in namespace_urns
+    ]
+    assert namespaced
+    for registration in namespaced:
+        assert registration.options["deletedWith"] == namespace_urns[registration.inputs["metadata"]["namespace"]], registration.name
+
+
+def test_node_patches_carry_the_fixed_field_manager():
+    registrations, _ = run_program("prod")
+    patches = [r for r in registrations if r.type == "kubernetes:core/v1:NodePatch"]
+    assert len(patches) == 12  # 5 + 3 H100 nodes, 2 + 2 A100 nodes in the prod example
+    for patch in patches:
+        assert patch.inputs["metadata"]["annotations"]["pulumi.com/patchFieldManager"] == "gpu-tenancy"
+
+
+def test_component_types_and_names():
+    registrations, _ = run_program("prod")
+    types = {r.type for r in registrations if r.type.startswith("gpu-tenancy:")}
+    assert types == {"gpu-tenancy:index:Fleet", "gpu-tenancy:index:GpuPlatform", "gpu-tenancy:index:Tenant"}
+    for registration in registrations:
+        if registration.type.startswith("kubernetes:") and registration.type != "pulumi:providers:kubernetes":
+            owner = registration.name.split("-")[0]
+            assert registration.name.startswith(("prod-platform-", "eval-", "inference-", "llm-finetune-")), registration.name
+
+
+def _copy_project(tmp_path: Path) -> Path:
+    for part in ("tenants", "stacks"):
+        shutil.copytree(REPO / part, tmp_path / part)
+    shutil.copy(REPO / "__main__.py", tmp_path / "__main__.py")
+    return tmp_path
+
+
+def test_adding_a_tenant_changes_no_other_tenants_urns_or_inputs(tmp_path):
+    root = _copy_project(tmp_path)
+    before, _ = run_program("prod", root)
+    new = yaml.safe_load((root / "tenants" / "eval.yaml").read_text())
+    new.update(name="newcomer", displayName="Newcomer", environments={}, namespaces=[])
+    new["network"]["ingressFrom"]["tenants"] = []
+    (root / "tenants" / "newcomer.yaml").write_text(yaml.safe_dump(new))
+    after, _ = run_program("prod", root)
+
+    def by_urn(registrations):
+        return {r.urn: normalise(r.inputs) for r in registrations if "newcomer" not in r.urn}
+
+    old, new_ = by_urn(before), by_urn(after)
+    unchanged_tenant_urns = {u for u in old if "gpu-tenancy:index:Tenant" in u}
+    assert unchanged_tenant_urns and unchanged_tenant_urns <= set(new_)
+    for urn, inputs in old.items():
+        if "index:GpuPlatform" in urn or "$gpu-tenancy:index:GpuPlatform" in urn:
+            continue  # platform objects (e.g. the placement policy) may list the new tenant
+        assert urn in new_, urn
+        assert new_[urn] == inputs, urn
+    added = {r.urn for r in after if "newcomer" in r.urn}
+    assert any("gpu-tenancy:index:Tenant::newcomer" in u for u in added)
+
+
+def test_vcluster_release_gets_the_rendered_values_including_nulls():
+    registrations, _ = run_program("dev")
+    releases = [r for r in registrations if r.type == "kubernetes:helm.sh/v3:Release"]
+    env = load_environment(REPO, "dev")
+    enabled = [t for t in env.tenants if t.spec.vcluster.enabled]
+    assert [r.name for r in releases] == [f"{t.name}-vcluster" for t in enabled]
+    from components.manifests.build import helm_releases
+
+    for release, loaded in zip(releases, enabled):
+        (expected,) = helm_releases(loaded.spec, env)
+        assert release.inputs["chart"] == "vcluster" and release.inputs["version"] == expected["version"]
+        assert release.inputs["namespace"] == loaded.name
+        assert "values" not in release.inputs  # Pulumi would drop the nulls that delete chart defaults
+        (asset,) = release.inputs["valueYamlFiles"]
+        values = yaml.safe_load(asset.text)
+        assert values == expected["values"]
+        assert None in _leaves(values)
+        assert release.options["deletedWith"], "the release goes with its namespace"
+
+
+def _leaves(value):
+    if isinstance(value, dict):
+        return [leaf for v in value.values() for leaf in _leaves(v)]
+    if isinstance(value, list):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [value]
