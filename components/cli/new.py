@@ -126,6 +126,8 @@ def _value_of(option: str, args: argparse.Namespace, field: str) -> str:
 def _say(problem: Problem, args: argparse.Namespace, stack: str | None = None) -> str:
     """A problem of the generated (unwritten) file in terms of the option that caused it."""
     option = _option_of(problem)
+    if option == "--gpu-class" and not args.gpu_class:
+        option = "--gpu"  # the class came from a --gpu quota
     where = f" (stack {stack})" if stack else ""
     if problem.file != f"tenants/{args.name}.yaml":  # on a stack or another tenant: say where, as validate will
         return f"{PROG}: with {args.name} added, {problem}{where}"
