@@ -151,6 +151,41 @@ def _role_rules(role: str) -> tuple[dict, ...]:
     return tuple(sorted(rules, key=lambda r: (r["apiGroups"], r["resources"], r["verbs"])))
 
 
+# --------------------------------------------------------------------------------------------
+# Role bundles (components/model/role_bundles.py): extra rules a tenant adds to one of its roles.
+# They are appended after the role's own rules; the stack's validation has already refused any
+# bundle rule that breaks the guard rails (RBAC, quota, LimitRange, NetworkPolicy, namespaces,
+# wildcards, escalate/bind/impersonate), and viewers keep only the read verbs.
+# --------------------------------------------------------------------------------------------
+
+
+def bundle_rules(tenant: Tenant, role: str, platform) -> list[dict]:
+    """The rules of the bundles `tenant` opts into for `role`, in bundle-name order; for viewers
+    only their read verbs (and never secrets).
+
+    >>> from components.model.stack import Platform
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
+    ...     costCenter="cc-1", access={"viewers": {"groups": ["g"], "bundles": ["ray"]}})
+    >>> bundle_rules(t, "viewer", Platform(labelDomain="gpu.example.com"))[0]["verbs"]
+    ['get', 'list', 'watch']
+    """
+    from ..model.role_bundles import READ_VERBS, effective_bundles
+
+    names = sorted(set(getattr(tenant.access, f"{role}s").bundles))
+    if not names:
+        return []
+    offered = effective_bundles(platform)
+    rules = []
+    for name in names:
+        for entry in offered[name].rules:
+            verbs = [v for v in entry.verbs if role != "viewer" or v in READ_VERBS]
+            resources = [r for r in entry.resources if role != "viewer" or r.split("/", 1)[0] not in _HIDDEN_FROM_VIEWERS]
+            if verbs and resources:
+                rules.append({"apiGroups": sorted(entry.api_groups), "resources": sorted(resources), "verbs": sorted(verbs)})
+    unique = {repr(r): r for r in rules}
+    return list(unique.values())
+
+
 def cluster_viewer_rules() -> list[dict]:
     """Rules of the shared `gpu-tenancy:cluster-viewer` ClusterRole: read cluster-scoped inventory.
 
@@ -215,7 +250,12 @@ def roles(tenant: Tenant, environment: Environment) -> list[KubeObject]:
     """
     labels = owned_labels(tenant, environment)
     return [
-        kube_object(RBAC_API, "Role", object_meta(role_name(role), namespace=namespace, labels=labels), rules=role_rules(role))
+        kube_object(
+            RBAC_API,
+            "Role",
+            object_meta(role_name(role), namespace=namespace, labels=labels),
+            rules=[*role_rules(role), *bundle_rules(tenant, role, environment.platform)],
+        )
         for namespace in tenant.all_namespaces
         for role in ROLES
     ]

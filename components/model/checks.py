@@ -9,7 +9,7 @@ from typing import Iterable
 
 from . import capacity as cap
 from .budget import compute_hard, namespace_slices
-from . import mig, queue_checks, vcluster_checks
+from . import mig, queue_checks, role_bundles, vcluster_checks
 from .problems import Problem
 from .quantity import Quantity
 from .stack import CONFIG_KEY, Platform
@@ -336,4 +336,5 @@ def check_environment(environment, all_tenants, known_envs: list[str]) -> list[P
                 problems.append(loaded.doc.problem(("environments", env_name), f"no stack '{env_name}' (stacks/Pulumi.{env_name}.yaml){_hint(env_name, known_envs)}"))
     problems.extend(check_fleet(environment, all_tenants))
     problems.extend(queue_checks.check_environment_queues(environment) + vcluster_checks.check_environment_vclusters(environment))
+    problems.extend(role_bundles.check_environment_bundles(environment))
     return problems

@@ -13,6 +13,7 @@ from pydantic import Field, model_validator
 
 from .base import DnsLabel, DnsSubdomain, LabelValue, Model, NonNegativeInt
 from .quantity import Quantity
+from .role_bundles import RoleBundle
 from .tenant import LimitRangeSpec, PodSecurityLevel, PriorityCap, ResourceValues
 
 CONFIG_KEY = "gpu-tenancy:platform"
@@ -265,6 +266,12 @@ class Platform(Model):
     queues: QueueSettings = QueueSettings()
     vcluster: VClusterPlatform = VClusterPlatform()
     gpu_operator: GpuOperator = GpuOperator()
+    role_bundles: dict[DnsLabel, RoleBundle] = Field(
+        {},
+        description="named RBAC rule bundles tenants may add to a role (access.<role>.bundles), besides the shipped "
+        "ones (kubeflow-notebooks, kubeflow-pipelines, ray, kserve, leaderworkersets, pod-disruption-budgets, leases; "
+        "an entry of the same name replaces one); never RBAC, quota, LimitRange, NetworkPolicy, namespace writes or wildcards",
+    )
 
 
 class StackConfig(Model):

@@ -27,6 +27,9 @@ class Subjects(Model):
 
     groups: list[Annotated[str, Field(min_length=1)]] = Field([], description="group names as the identity provider sends them (RoleBinding subjects of kind Group)")
     users: list[Annotated[str, Field(min_length=1)]] = Field([], description="user names as the identity provider sends them; prefer groups")
+    bundles: list[DnsLabel] = Field(
+        [], description="role bundles of the stack this role also gets, e.g. [ray, kserve] (viewers: their read verbs only)"
+    )
 
 
 class ServiceAccountGrant(Model):

@@ -1,5 +1,5 @@
 """RBAC of the prod stack on a real kube-apiserver: a SubjectAccessReview matrix
-and real requests by users authenticated with minted client certificates.
+(also over every shipped role bundle, see BUNDLE_PROBES) and real requests by users authenticated with minted client certificates.
 
 Subjects are the example tenants' own: for every tenant and role (owner,
 developer, viewer) one user in the role's first group (or its first user), every
@@ -185,6 +185,102 @@ def test_matrix_covers_every_role_and_namespace_kind():
     assert {"owner", "developer", "viewer", None} <= roles
     assert any(s.sa for s in SUBJECTS)
     assert any(len({s.role_in(ns) for ns in NAMESPACES} - {None}) > 1 for s in SUBJECTS)
+
+
+# --------------------------------------------------------------------------
+# Role bundles: every shipped bundle, for every subject and namespace
+# --------------------------------------------------------------------------
+
+# One resource of each shipped bundle (components/model/role_bundles.py). The example tenants opt
+# roles into bundles (tenants/*.yaml, access.<role>.bundles). The promise: a subject may use a
+# bundle's resource in a namespace only through a role it holds there whose tenant opted that role
+# into the bundle (every verb; viewers get/list only); nobody else, in no other tenant's namespace.
+# The API server needs no CRD for this: RBAC answers for any group and resource.
+BUNDLE_PROBES: dict[str, tuple[str, str]] = {
+    "kubeflow-notebooks": ("kubeflow.org", "notebooks"),
+    "kubeflow-pipelines": ("pipelines.kubeflow.org", "runs"),
+    "ray": ("ray.io", "rayclusters"),
+    "kserve": ("serving.kserve.io", "inferenceservices"),
+    "leaderworkersets": ("leaderworkerset.x-k8s.io", "leaderworkersets"),
+    "pod-disruption-budgets": ("policy", "poddisruptionbudgets"),
+    "leases": ("coordination.k8s.io", "leases"),
+}
+# What every role of a tenant holds on a probe without any bundle: everybody reads PodDisruptionBudgets.
+BUNDLE_BASE = {"pod-disruption-budgets": READ}
+
+
+def _roles_in(subject: Subject, namespace: str) -> set[str]:
+    """Every role (not only the highest) the tenant files give `subject` in `namespace`."""
+    tenant = TENANTS[NAMESPACE_OWNER[namespace]]
+    if subject.sa is not None:
+        return {g.role for g in tenant.access.ci_service_accounts
+                if (g.namespace or tenant.name, g.name) == subject.sa and subject.sa[0] == namespace}
+    return {role for role in RANK
+            if set(subject.groups) & set(getattr(tenant.access, f"{role}s").groups)
+            or subject.user in getattr(tenant.access, f"{role}s").users}
+
+
+def bundle_expected(subject: Subject, namespace: str, bundle: str) -> frozenset[str]:
+    roles = _roles_in(subject, namespace)
+    tenant = TENANTS[NAMESPACE_OWNER[namespace]]
+    allowed = set(BUNDLE_BASE.get(bundle, NONE)) if roles else set()
+    for role in roles:
+        if bundle in getattr(tenant.access, f"{role}s").bundles:
+            allowed |= READ if role == "viewer" else ALL
+    return frozenset(allowed)
+
+
+BUNDLE_CELLS = [(ns, bundle, verb) for ns in NAMESPACES for bundle in BUNDLE_PROBES for verb in VERBS]
+
+
+def test_bundle_matrix_covers_every_shipped_bundle_both_ways():
+    """Every shipped bundle has a probe, is opted into by some role of the prod tenants, and the
+    matrix expects it allowed for some subject and denied (beyond the base) for others."""
+    from components.model.role_bundles import SHIPPED_BUNDLES
+
+    assert set(BUNDLE_PROBES) == set(SHIPPED_BUNDLES)
+    for bundle in BUNDLE_PROBES:
+        answers = {bundle_expected(s, ns, bundle) for s in SUBJECTS for ns in NAMESPACES}
+        assert ALL in answers, f"no subject may write {bundle}: opt a role of a prod tenant into it"
+        assert BUNDLE_BASE.get(bundle, NONE) in answers and NONE in answers, bundle
+    assert any(bundle_expected(s, ns, b) == READ and b not in BUNDLE_BASE
+               for s in SUBJECTS for ns in NAMESPACES for b in BUNDLE_PROBES), "no viewer opted into a bundle"
+
+
+@pytest.fixture(scope="module")
+def bundle_answers(apiserver, prod_stack, e2e_summary) -> dict[tuple, bool]:
+    def ask(key):
+        subject, namespace, bundle, verb = key
+        group, resource = BUNDLE_PROBES[bundle]
+        status, text = _request(apiserver.api_client, "POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", {
+            "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+            "spec": {"user": subject.user, "groups": list(subject.groups), "resourceAttributes": {
+                "namespace": namespace, "verb": verb, "group": group, "resource": resource}}})
+        assert status == 201, text
+        return bool(json.loads(text)["status"].get("allowed"))
+
+    keys = [(s, *cell) for s in SUBJECTS for cell in BUNDLE_CELLS]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        result = dict(zip(keys, pool.map(ask, keys)))
+    ok = sum(result[k] == (k[3] in bundle_expected(k[0], k[1], k[2])) for k in keys)
+    allowed = sum(result.values())
+    e2e_summary.append(f"RBAC role bundles SubjectAccessReview matrix: {len(SUBJECTS)} subjects x {len(BUNDLE_CELLS)} "
+                       f"(namespace, bundle, verb) = {len(keys)} checks over {len(BUNDLE_PROBES)} shipped bundles, "
+                       f"{ok} as promised ({allowed} allowed)")
+    return result
+
+
+@pytest.mark.parametrize("subject", SUBJECTS, ids=[f"{s.label}:{len(BUNDLE_CELLS)}-bundle-checks" for s in SUBJECTS])
+def test_bundle_matrix_matches_promise(bundle_answers, subject):
+    wrong = []
+    for namespace, bundle, verb in BUNDLE_CELLS:
+        want = verb in bundle_expected(subject, namespace, bundle)
+        got = bundle_answers[(subject, namespace, bundle, verb)]
+        if got != want:
+            wrong.append(f"{verb} {'/'.join(BUNDLE_PROBES[bundle])} ({bundle}) in {namespace} "
+                         f"[roles there: {sorted(_roles_in(subject, namespace)) or '-'}]: server says "
+                         f"{'allowed' if got else 'denied'}, promise says {'allowed' if want else 'denied'}")
+    assert not wrong, f"{subject.label} ({subject.user}, groups {list(subject.groups)}):\n" + "\n".join(wrong)
 
 
 # --------------------------------------------------------------------------
