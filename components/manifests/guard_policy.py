@@ -302,12 +302,11 @@ def guard_policy(tenant: Tenant, environment: Environment) -> KubeObject:
     ...     costCenter="cc-1"), env)["spec"]["matchConstraints"]["namespaceSelector"]
     {'matchLabels': {'gpu-tenancy.dev/tenant': 'a'}}
     """
-    write = ["CREATE", "UPDATE"]
     rules = [
         {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]},
-        {"apiGroups": [""], "apiVersions": ["v1"], "operations": write, "resources": ["secrets", "services"]},
-        {"apiGroups": ["networking.k8s.io"], "apiVersions": ["v1"], "operations": write, "resources": ["ingresses"]},
-        {"apiGroups": ["rbac.authorization.k8s.io"], "apiVersions": ["v1"], "operations": [*write, "DELETE"], "resources": ["rolebindings"]},
+        {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["secrets", "services"]},
+        {"apiGroups": ["networking.k8s.io"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["ingresses"]},
+        {"apiGroups": ["rbac.authorization.k8s.io"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE", "DELETE"], "resources": ["rolebindings"]},
     ]
     spec: dict[str, Any] = {
         "failurePolicy": "Fail",

@@ -155,7 +155,7 @@ def policy_specs(tenant: Tenant, environment: Environment) -> list[tuple[str, li
         dns_peers.append({"ipBlock": {"cidr": _host(platform.cluster_dns.node_local)}})
     specs: list[tuple[str, list[str], dict]] = [
         (DEFAULT_DENY, ["Ingress", "Egress"], {}),
-        (ALLOW_SAME_TENANT, ["Ingress", "Egress"], {"ingress": [{"from": [own]}], "egress": [{"to": [own]}]}),
+        (ALLOW_SAME_TENANT, ["Ingress", "Egress"], {"ingress": [{"from": [own]}], "egress": [{"to": [copy.deepcopy(own)]}]}),
         (ALLOW_DNS, ["Egress"], {"egress": [{"to": dns_peers, "ports": list(DNS_PORTS)}]}),
     ]
     from_platform = []
@@ -211,7 +211,7 @@ def network_policies(tenant: Tenant, environment: Environment) -> list[KubeObjec
     labels = owned_labels(tenant, environment)
     specs = policy_specs(tenant, environment)
     return [
-        _policy(name, namespace, labels, types, **copy.deepcopy(rules))
+        _policy(name, namespace, labels, list(types), **copy.deepcopy(rules))
         for namespace in tenant.all_namespaces
         for name, types, rules in specs
     ]
