@@ -121,14 +121,14 @@ def _variables(tenant: Tenant, environment: Environment) -> list[dict[str, str]]
             "expression": (
                 'request.userInfo.username.startsWith("system:serviceaccount:kube-system:") || '
                 'request.userInfo.username == "system:kube-controller-manager" || '
-                "(namespaceObject != null && has(namespaceObject.metadata.deletionTimestamp)) || "
+                "has(namespaceObject.metadata.deletionTimestamp) || "
                 'authorizer.group("admissionregistration.k8s.io").resource("validatingadmissionpolicies")'
                 f'.name({_str(policy_name(tenant.name))}).check("update").allowed()'
             ),
         },
         {
             "name": "containers",
-            "expression": f'{_is("pods")} && object != null ? {containers} : []',
+            "expression": f'{_is("pods")} ? {containers} : []',  # pods are matched on CREATE only: object is set
         },
         {
             "name": "requestsGpu",
