@@ -293,6 +293,20 @@ def _validations(tenant: Tenant, environment: Environment) -> list[dict[str, str
     ]
 
 
+def _dynamic(entries: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The same expressions with `object`/`oldObject` as dyn: the policy matches five kinds, and the
+    server type-checks every expression against each of them, so a Service rule must not be checked
+    against the Pod schema (it is guarded by request.resource at run time)."""
+    import re
+
+    def fix(text: str) -> str:
+        text = re.sub(r"(?<![\w.])object\.", "dyn(object).", text)
+        text = re.sub(r"(?<![\w.])oldObject\.", "dyn(oldObject).", text)
+        return text.replace("? object : oldObject)", "? dyn(object) : dyn(oldObject))")
+
+    return [{k: fix(v) if k in ("expression", "messageExpression") else v for k, v in entry.items()} for entry in entries]
+
+
 def guard_policy(tenant: Tenant, environment: Environment) -> KubeObject:
     """The tenant's guard ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1).
 
@@ -311,8 +325,8 @@ def guard_policy(tenant: Tenant, environment: Environment) -> KubeObject:
     spec: dict[str, Any] = {
         "failurePolicy": "Fail",
         "matchConstraints": {"namespaceSelector": {"matchLabels": {TENANT_LABEL: tenant.name}}, "resourceRules": rules},
-        "variables": _variables(tenant, environment),
-        "validations": _validations(tenant, environment),
+        "variables": _dynamic(_variables(tenant, environment)),
+        "validations": _dynamic(_validations(tenant, environment)),
     }
     return kube_object(
         API_VERSION,
