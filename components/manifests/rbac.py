@@ -10,8 +10,13 @@ and include writing ResourceQuota-adjacent and policy objects. Invariants the te
 * owners may create RoleBindings, but `bind` is granted only on the tenant's own three Roles, so
   the API server's escalation check stops them binding any ClusterRole or any other Role with
   permissions they do not already hold;
-* tenant subjects are bound cluster-wide only to `gpu-tenancy:cluster-viewer` (read nodes,
-  PriorityClasses, StorageClasses, RuntimeClasses: what a team needs to pick a GPU class).
+* tenant subjects are bound cluster-wide only to `gpu-tenancy:cluster-viewer` (read
+  PriorityClasses, StorageClasses, RuntimeClasses; Nodes only when the stack sets
+  `tenantAccess.nodeRead`, because a Node shows every tenant's labels, taints, capacity,
+  addresses and the images its pods run).
+
+What RBAC cannot say (which subjects a RoleBinding names, which RoleBindings are ours) the guard
+admission policy enforces (`guard_policy.py`).
 
 Limits of namespace RBAC, stated because they cannot be fixed here: anyone who may create pods
 in a namespace may run them as any ServiceAccount of that namespace, so a CI ServiceAccount with
@@ -70,7 +75,6 @@ _VISIBLE: tuple[tuple[str, tuple[str, ...]], ...] = (
 _HIDDEN_FROM_VIEWERS = frozenset({"secrets"})
 
 _CLUSTER_VISIBLE: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("", ("nodes",)),
     ("node.k8s.io", ("runtimeclasses",)),
     ("scheduling.k8s.io", ("priorityclasses",)),
     ("storage.k8s.io", ("storageclasses",)),
@@ -186,13 +190,16 @@ def bundle_rules(tenant: Tenant, role: str, platform) -> list[dict]:
     return list(unique.values())
 
 
-def cluster_viewer_rules() -> list[dict]:
+def cluster_viewer_rules(node_read: bool = False) -> list[dict]:
     """Rules of the shared `gpu-tenancy:cluster-viewer` ClusterRole: read cluster-scoped inventory.
 
     >>> [r["resources"] for r in cluster_viewer_rules()][0]
+    ['runtimeclasses']
+    >>> [r["resources"] for r in cluster_viewer_rules(node_read=True)][0]
     ['nodes']
     """
-    return [rule(group, resources, READ) for group, resources in _CLUSTER_VISIBLE]
+    visible = ((("", ("nodes",)),) if node_read else ()) + _CLUSTER_VISIBLE
+    return [rule(group, resources, READ) for group, resources in visible]
 
 
 def _people(subjects: Subjects) -> list[dict]:
@@ -360,7 +367,7 @@ def platform_rbac_objects(environment: Environment) -> list[KubeObject]:
     """
     labels = platform_labels(environment_label(environment))
     return [
-        kube_object(RBAC_API, "ClusterRole", object_meta(CLUSTER_VIEWER, labels=labels), rules=cluster_viewer_rules()),
+        kube_object(RBAC_API, "ClusterRole", object_meta(CLUSTER_VIEWER, labels=labels), rules=cluster_viewer_rules(environment.platform.tenant_access.node_read)),
         kube_object(
             RBAC_API,
             "ClusterRoleBinding",

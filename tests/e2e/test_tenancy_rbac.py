@@ -8,7 +8,7 @@ namespace (its own and the other tenants'), the resources below and the verbs
 get, list, create, update, delete, the server's answer must be EXACTLY what the
 PROMISE table says for the role the tenant files give that subject in the
 namespace's tenant (none: nothing at all). Nodes, cluster-scoped, are readable
-by every tenant subject through the shared `gpu-tenancy:cluster-viewer` role.
+by tenant subjects only if the stack opts in (`tenantAccess.nodeRead`; prod does not).
 
 Then the same questions are asked for real (writes with dryRun=All, so nothing
 changes) in the tenants' primary namespaces, and each answer must agree with
@@ -47,7 +47,9 @@ PROMISE: dict[str, dict[str, frozenset[str]]] = {
     "viewer":    {"pods": READ, "deployments": READ, "secrets": NONE, "resourcequotas": READ,
                   "limitranges": READ, "networkpolicies": READ, "rolebindings": READ},
 }
-NODES_PROMISE = READ  # any subject of any tenant, through gpu-tenancy:cluster-viewer
+ENV = load_environment(REPO_ROOT, "prod")
+# Through gpu-tenancy:cluster-viewer, only when the stack opts in to node read.
+NODES_PROMISE = READ if ENV.platform.tenant_access.node_read else NONE
 
 # resource -> (API group, REST prefix, probe object name in a primary namespace)
 RESOURCES: dict[str, tuple[str, str, str]] = {
@@ -57,11 +59,11 @@ RESOURCES: dict[str, tuple[str, str, str]] = {
     "resourcequotas": ("", "/api/v1", "tenant-quota"),
     "limitranges": ("", "/api/v1", "tenant-limits"),
     "networkpolicies": ("networking.k8s.io", "/apis/networking.k8s.io/v1", "default-deny"),
-    "rolebindings": ("rbac.authorization.k8s.io", "/apis/rbac.authorization.k8s.io/v1", "tenant-owners"),
+    # Not the managed tenant-owners: the guard policy keeps tenants from changing that one at all.
+    "rolebindings": ("rbac.authorization.k8s.io", "/apis/rbac.authorization.k8s.io/v1", "e2e-rbac-probe"),
 }
 RANK = {"viewer": 1, "developer": 2, "owner": 3}
 
-ENV = load_environment(REPO_ROOT, "prod")
 TENANTS = {t.name: t.spec for t in ENV.tenants}
 NAMESPACE_OWNER = {ns: t.name for t in ENV.tenants for ns in t.spec.all_namespaces}
 PRIMARY = [t.name for t in ENV.tenants]
@@ -295,7 +297,13 @@ _POD_SPEC = {
 }
 
 
-def _new_body(resource: str, name: str) -> dict:
+def _own_group(namespace: str | None) -> str:
+    """A group of the namespace's tenant: the guard policy refuses RoleBinding subjects from outside it."""
+    access = TENANTS[NAMESPACE_OWNER[namespace]].access if namespace else None
+    return next((g for role in ("viewers", "developers", "owners") for g in getattr(access, role).groups), "e2e-nobody") if access else "e2e-nobody"
+
+
+def _new_body(resource: str, name: str, namespace: str | None = None) -> dict:
     meta = {"name": name}
     return {
         "pods": {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": _POD_SPEC},
@@ -311,7 +319,7 @@ def _new_body(resource: str, name: str) -> dict:
                             "spec": {"podSelector": {}}},
         "rolebindings": {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": meta,
                          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "tenant-viewer"},
-                         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "e2e-nobody"}]},
+                         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": _own_group(namespace)}]},
         "nodes": {"apiVersion": "v1", "kind": "Node", "metadata": meta},
     }[resource]
 
@@ -328,8 +336,8 @@ def probes(apiserver, prod_stack) -> dict[tuple[str | None, str], dict]:
     for ns in PRIMARY:
         for resource, (_, prefix, name) in RESOURCES.items():
             path = f"{prefix}/namespaces/{ns}/{resource}"
-            if resource in ("pods", "deployments", "secrets"):
-                status, text = _request(admin, "POST", path, _new_body(resource, name))
+            if resource in ("pods", "deployments", "secrets", "rolebindings"):
+                status, text = _request(admin, "POST", path, _new_body(resource, name, ns))
                 assert status in (201, 409), text
             status, text = _request(admin, "GET", f"{path}/{name}")
             assert status == 200, text
@@ -350,7 +358,7 @@ def _real(api: client.ApiClient, probe: dict, namespace: str | None, resource: s
     method, path, body = {
         "get": ("GET", item, None),
         "list": ("GET", collection, None),
-        "create": ("POST", collection, _new_body(resource, "e2e-rbac-new")),
+        "create": ("POST", collection, _new_body(resource, "e2e-rbac-new", namespace)),
         "update": ("PUT", item, probe),
         "delete": ("DELETE", item, None),
     }[verb]
@@ -455,14 +463,14 @@ def test_owner_cannot_bind_beyond_tenant_roles(apiserver, prod_stack):
         path = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{tenant}/rolebindings"
         for kind, role in (("ClusterRole", "admin"), ("ClusterRole", "edit"), ("ClusterRole", "view"),
                            ("ClusterRole", "cluster-admin")):
-            body = _new_body("rolebindings", "e2e-escalate")
+            body = _new_body("rolebindings", "e2e-escalate", tenant)
             body["roleRef"] = {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": role}
             status, text = _request(api, "POST", path, body, dry_run=True)
             message = json.loads(text).get("message", "")
             assert status == 403 and "is attempting to grant RBAC permissions not currently held" in message, \
                 f"{tenant} owner binding {kind} {role}: {status} {message}"
         for role in ("tenant-owner", "tenant-developer", "tenant-viewer"):
-            body = _new_body("rolebindings", "e2e-escalate")
+            body = _new_body("rolebindings", "e2e-escalate", tenant)
             body["roleRef"]["name"] = role
             status, text = _request(api, "POST", path, body, dry_run=True)
             assert status == 201, f"{tenant} owner binding {role}: {status} {text}"
