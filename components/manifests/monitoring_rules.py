@@ -445,24 +445,23 @@ def alert_rules(environment: Environment, exporters: frozenset[str], monitoring:
 
 
 def rule_groups(environment: Environment) -> list[dict[str, Any]]:
-    """The `groups:` of the rule file (the PrometheusRule's spec); [] when monitoring is off."""
+    """The `groups:` of the rule file (the PrometheusRule's spec); [] when monitoring is off.
+
+    One group, in dependency order: rules of a group run one after the other at the same evaluation
+    time, so every rule (and alert) sees the series the rules before it recorded at that instant.
+    Separate groups run independently, and a chain of them would lag one interval per step (an idle
+    alert would fire one interval late per hop).
+    """
     monitoring = enabled_monitoring(environment.platform)
     if monitoring is None:
         return []
     exporters = monitoring.exporters_for(environment.platform.scheduler)
-    prefix = f"gpu-tenancy.{environment_label(environment)}"
-    groups = [
-        {"name": f"{prefix}.mapping", "rules": mapping_rules(environment.platform)},
-        {"name": f"{prefix}.stack", "rules": stack_rules(environment)},
-        {"name": f"{prefix}.allocation", "rules": allocation_rules(environment)},
-    ]
+    rules = [*mapping_rules(environment.platform), *stack_rules(environment), *allocation_rules(environment)]
     if "dcgm" in exporters:
-        groups.append({"name": f"{prefix}.utilisation", "rules": utilisation_rules(monitoring)})
-    queue = queue_rules(environment, exporters, monitoring)
-    if queue:
-        groups.append({"name": f"{prefix}.queues", "rules": queue})
-    groups.append({"name": f"{prefix}.alerts", "rules": alert_rules(environment, exporters, monitoring)})
-    return groups
+        rules += utilisation_rules(monitoring)
+    rules += queue_rules(environment, exporters, monitoring)
+    rules += alert_rules(environment, exporters, monitoring)
+    return [{"name": f"gpu-tenancy.{environment_label(environment)}", "rules": rules}]
 
 
 def prometheus_rule(environment: Environment) -> KubeObject | None:
