@@ -24,6 +24,7 @@ from grafana_foundation_sdk.builders import dashboard as gd
 from grafana_foundation_sdk.builders import prometheus as gp
 from grafana_foundation_sdk.builders import table, timeseries
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
+from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models import dashboard as dm
 from grafana_foundation_sdk.models import prometheus as pm
 
@@ -266,7 +267,9 @@ def _panel(spec: PanelSpec, panel_id: int, height: int = 8) -> Any:
             target = target.instant().format(pm.PromQueryFormat.TABLE)
         builder = builder.with_target(target)
     if spec.kind == "timeseries":
-        builder = builder.min(0)
+        builder = builder.min(0).line_width(1).fill_opacity(10)
+    else:
+        builder = builder.align(common.FieldTextAlignment.AUTO).inspect(False)
     return builder
 
 
