@@ -267,3 +267,34 @@ def test_active_alerts_at_the_end_of_the_data(prometheus):
         ("GpuTenantNearQuota", "alpha"), ("GpuTenantPodPendingTooLong", "alpha"), ("GpuTenantWorkloadsPendingTooLong", "beta"),
         ("GpuMigReconfigurationFailed", "m1"), ("GpuAllocatedIdle", "alpha"), ("GpuQuotaOverCapacity", "h100"),
     }
+
+
+# --- the pictures in docs/monitoring/ ------------------------------------------------------------
+
+PICTURES = {"fleet": "fleet-overview.png", "alpha": "tenant-alpha.png", "beta": "tenant-beta.png"}
+
+
+def test_pictures_show_what_the_dashboards_answer(answers, lab):
+    """docs/monitoring/*.png are drawn from these answers; GPU_TENANCY_WRITE_PICTURES=1 redraws them."""
+    import os
+
+    from . import pictures
+
+    text = pictures.data_text(answers)
+    data_digest = pictures.digest(text)
+    data_path = pictures.DOCS / pictures.DATA_FILE
+    if os.environ.get("GPU_TENANCY_WRITE_PICTURES") == "1":
+        boards = md.dashboards(lab)
+        data_path.parent.mkdir(parents=True, exist_ok=True)
+        data_path.write_text(text)
+        pictures.render(boards[md.FLEET], answers["fleet"], boards[md.FLEET]["title"] + " - synthetic test data",
+                        pictures.DOCS / PICTURES["fleet"], data_digest)
+        for tenant in ("alpha", "beta"):
+            pictures.render(boards[md.TENANT], answers["tenant"][tenant], boards[md.TENANT]["title"] + f" - tenant {tenant}",
+                            pictures.DOCS / PICTURES[tenant], data_digest)
+    hint = "regenerate with `make monitoring-pictures`"
+    assert data_path.exists() and data_path.read_text() == text, f"{data_path} differs from what Prometheus answers; {hint}"
+    for name in PICTURES.values():
+        path = pictures.DOCS / name
+        assert path.exists(), f"{path} missing; {hint}"
+        assert pictures.png_description(path) == f"data sha256 {data_digest}", f"{path} was drawn from other data; {hint}"
