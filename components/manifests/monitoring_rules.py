@@ -312,6 +312,7 @@ def utilisation_rules(monitoring: Monitoring) -> list[dict[str, Any]]:
 
 
 def _tenant_names(environment: Environment) -> str:
+    # "none^" can never match (nothing follows the start of text after "none"): no tenants, no series.
     return _alternatives([loaded.name for loaded in environment.tenants]) or "none^"
 
 
@@ -339,11 +340,6 @@ def queue_rules(environment: Environment, exporters: frozenset[str], monitoring:
                 _record(record, f'max by (tenant) (label_replace({metric}{{queue_name=~"{tenants}"}}, "tenant", "$1", "queue_name", "(.+)"))')
             )
     return rules
-
-
-def _seconds(duration: str) -> int:
-    units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
-    return int(sum(int(n) * units[u] for n, u in re.findall(r"([0-9]+)(ms|s|m|h|d|w|y)", duration)))
 
 
 def alert_rules(environment: Environment, exporters: frozenset[str], monitoring: Monitoring) -> list[dict[str, Any]]:
