@@ -35,7 +35,7 @@ class MonitoringThresholds(Model):
         Decimal(5), description="a GPU whose engine activity stays below this percentage counts as idle"
     )
     idle_for: PromDuration = Field("2h", description="GpuAllocatedIdle fires after a pod's GPUs have been idle this long")
-    pending_for: PromDuration = Field("30m", description="GpuPodPendingTooLong / GpuWorkloadsPendingTooLong fire after this long")
+    pending_for: PromDuration = Field("30m", description="GpuTenantPodPendingTooLong / GpuTenantWorkloadsPendingTooLong fire after this long")
     mig_config_for: PromDuration = Field(
         "15m", description="GpuMigReconfigurationFailed fires when nvidia.com/mig.config.state is not success this long"
     )
