@@ -34,8 +34,8 @@ e2e: $(VENV)/.installed
 	tools/build.sh
 	GPU_TENANCY_E2E_REQUIRED=1 $(PY) -m pytest -q tests/e2e -m e2e -ra -p no:cacheprovider
 
-# The monitoring lane: promtool and prometheus built from the Prometheus Go module (cached, ~10 min
-# cold per binary on 2 busy cores, <1 s warm); promtool check/test rules, then a real Prometheus.
+# The monitoring lane: promtool and prometheus built from the Prometheus Go module (cached, ~16 min
+# cold for both on 2 busy cores, <1 s warm); promtool check/test rules, then a real Prometheus.
 e2e-monitoring: $(VENV)/.installed
 	tools/build.sh monitoring
 	GPU_TENANCY_MONITORING_REQUIRED=1 $(PY) -m pytest -q tests/monitoring -m monitoring -ra -p no:cacheprovider
