@@ -325,7 +325,8 @@ class Tenant(Model):
     namespace_quotas: dict[DnsLabel, NamespaceQuota] = Field(
         {},
         description="compute/GPU budget carved out of quota for extra namespaces; without an entry an extra "
-        "namespace gets none (it holds data: PVCs, Secrets, ConfigMaps)",
+        "namespace gets none (it holds data: PVCs, Secrets, ConfigMaps), except a previous name of the tenant, "
+        "which keeps the budget until the team moves (docs/renaming.md)",
     )
     limits: LimitRangeSpec = LimitRangeSpec()
     network: Network = Network()
