@@ -28,6 +28,7 @@ from ..model.load import (
     validate_tenant,
 )
 from ..model.problems import InvalidInput, errors_only, sorted_problems
+from ..model.queue_checks import expand_queue_limits
 from . import common
 
 DEFAULT_UPSTREAM = "origin/main"
@@ -158,6 +159,8 @@ def load_lenient(root: Path, env: str) -> Side:
             tenants.append(LoadedTenant(validate_tenant(doc, env), for_environment(doc, env)))
         except InvalidInput:
             continue
+    for loaded in tenants:
+        expand_queue_limits(loaded.spec, platform)
     ordered = sorted(tenants, key=lambda t: t.name)
     wanted = None if platform.tenants == "all" else set(platform.tenants)
     enabled = [t for t in ordered if wanted is None or t.name in wanted]

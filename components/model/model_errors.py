@@ -186,7 +186,7 @@ def _collapse_union_noise(problems: list[Problem]) -> list[Problem]:
         if len(group) > 1:
             messages = "; or ".join(dict.fromkeys(p.message for p in group))
             first = group[0]
-            result.append(Problem(first.file, first.line, first.column, first.field, messages, first.severity))
+            result.append(Problem(first.file, first.line, first.column, first.field, messages, first.severity, first.stack))
         else:
             result.extend(group)
     return result

@@ -84,6 +84,31 @@ def dedicated_only_classes(tenant: Tenant, platform: Platform) -> set[str]:
     return dedicated - set(tenant.gpu.classes)
 
 
+def expand_queue_limits(tenant: Tenant, platform: Platform) -> None:
+    """Turn a plain-number `borrowingLimit` / `lendingLimit` into the same number per GPU class the
+    tenant has quota for (whole-GPU classes; MIG slices take no per-class limit), so that checks
+    and builders only ever see maps.
+
+    >>> from components.model.stack import Platform
+    >>> p = Platform.model_validate({"labelDomain": "x.dev", "gpuClasses": {c: {
+    ...     "model": "A100-80GB", "product": "NVIDIA-A100-SXM4-80GB", "memory": "80Gi"} for c in ("a100", "b")}})
+    >>> t = Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha1", "kind": "Tenant", "name": "a",
+    ...     "displayName": "A", "costCenter": "cc-1", "gpu": {"classes": ["a100", "b"]}, "quota": {"gpu": {"a100": 8, "b": 2}},
+    ...     "queue": {"borrowingLimit": 4}})
+    >>> expand_queue_limits(t, p); t.queue.borrowing_limit
+    {'a100': 4, 'b': 4}
+    """
+    classes = [
+        name for name in cap.gpu_quota_by_class(tenant, platform)
+        if name in platform.gpu_classes and not cap.is_mig_mixed(platform.gpu_classes[name])
+    ]
+    dedicated = dedicated_only_classes(tenant, platform)
+    if isinstance(tenant.queue.borrowing_limit, int):
+        tenant.queue.borrowing_limit = {name: tenant.queue.borrowing_limit for name in classes if name not in dedicated}
+    if isinstance(tenant.queue.lending_limit, int):
+        tenant.queue.lending_limit = {name: tenant.queue.lending_limit for name in classes}
+
+
 def lendable_by_class(tenant: Tenant, platform: Platform) -> dict[str, int]:
     """GPUs per class the tenant's queue lets its cohort borrow while idle.
 

@@ -92,6 +92,9 @@ class PriorityCap(Model):
 
 
 GpuQuota = Union[NonNegativeInt, dict[DnsLabel, NonNegativeInt]]
+# Queue limits per GPU class; a plain number means the same for each class the tenant has quota for
+# (made a map per class when the environment loads: `queue_checks.expand_queue_limits`).
+QueueLimit = Union[NonNegativeInt, dict[DnsLabel, NonNegativeInt]]
 
 
 class Quota(Model):
@@ -280,11 +283,15 @@ class QueueSpec(Model):
     weight: Optional[Annotated[int, Field(ge=0)]] = Field(
         None, description="share of the cohort's unused capacity (Kueue fairSharing.weight, KAI overQuotaWeight); default 1"
     )
-    borrowing_limit: Optional[dict[DnsLabel, NonNegativeInt]] = Field(
-        None, description="GPUs per class the tenant may borrow above its quota, e.g. {a100: 4}; unset: no limit"
+    borrowing_limit: Optional[QueueLimit] = Field(
+        None,
+        description="GPUs per class the tenant may borrow above its quota, e.g. {a100: 4}; a plain number is the "
+        "same for every GPU class the tenant has quota for; unset: no limit",
     )
-    lending_limit: Optional[dict[DnsLabel, NonNegativeInt]] = Field(
-        None, description="GPUs per class of the tenant's quota that others may borrow while idle (Kueue only)"
+    lending_limit: Optional[QueueLimit] = Field(
+        None,
+        description="GPUs per class of the tenant's quota that others may borrow while idle (Kueue only); a plain "
+        "number is the same for every GPU class the tenant has quota for",
     )
 
 

@@ -46,6 +46,8 @@ class SourceDocument:
     positions: dict[Path_, tuple[int, int]] = field(default_factory=dict)
     # Paths whose values came from elsewhere in the file (environment overrides) -> the written path.
     origins: dict[Path_, Path_] = field(default_factory=dict)
+    # The stack whose override is merged in (environments.<stack>); its problems name it.
+    stack: str | None = None
 
     def field_name(self, path: Path_) -> str:
         """The dotted name of `path` as the author wrote it (overrides keep their `environments.<env>.` prefix)."""
@@ -69,7 +71,7 @@ class SourceDocument:
     def problem(self, path: Path_, message: str, *, severity: str = "error", field_name: str | None = None) -> Problem:
         line, column = self.position(path)
         name = field_name if field_name is not None else self.field_name(path)
-        return Problem(self.file, line, column, name, message, severity)  # type: ignore[arg-type]
+        return Problem(self.file, line, column, name, message, severity, self.stack or "")  # type: ignore[arg-type]
 
 
 def dotted(path: Path_) -> str:
