@@ -316,9 +316,20 @@ def check_fleet(environment, all_tenants) -> list[Problem]:
     enabled = environment.tenants
     known = {t.name for t in all_tenants}
     if platform.tenants != "all":
+        renamed = {previous: t for t in all_tenants for previous in t.spec.previous_names}
         for index, name in enumerate(platform.tenants):
-            if name not in known:
+            if name in renamed and name not in known:
+                now = renamed[name]
+                problems.append(doc.problem(_platform_path("tenants", index), f"'{name}' is a previous name of tenant '{now.name}' ({now.doc.file}); list '{now.name}' instead"))
+            elif name not in known:
                 problems.append(doc.problem(_platform_path("tenants", index), f"no tenant file defines '{name}'{_hint(name, known)}"))
+        for name in environment.disabled_tenants:
+            loaded = names.get(name)
+            if loaded is not None and loaded.spec.lifecycle != "decommissioned":
+                problems.append(doc.problem(_platform_path("tenants"), (
+                    f"tenant '{name}' ({loaded.doc.file}) is not deployed in stack {environment.name}: this list names "
+                    f"the tenants the stack deploys; add '{name}' to it to deploy the tenant there"
+                ), severity="warning"))
     pool_owner: dict[str, object] = {}
     for loaded in enabled:
         for index, pool in enumerate(loaded.spec.gpu.dedicated_pools):

@@ -401,6 +401,14 @@ def compare_stack(name: str, base: Side, head: Side) -> dict[str, Any]:
 
     # Lowered namespace quotas first: the change most likely to break running teams unnoticed.
     warnings = quota_lowered_warnings(name, old_objects, new_objects) + warnings
+    # Tenant files the stack's `tenants` list leaves out, that the base did not leave out already
+    # (those deployed in the base show as removed, with their own warning).
+    not_deployed = sorted(set(after_env.disabled_tenants) - set(before_env.disabled_tenants if before_env else [])) if after_env else []
+    for tenant in not_deployed:
+        _warn(warnings, name, tenant, "not-deployed", (
+            f"tenant {tenant} is not deployed in {name}: the stack lists its tenants (`tenants:` in "
+            f"stacks/Pulumi.{name}.yaml) and {tenant} is not among them; add it there to deploy it"
+        ))
     capacity = _safe(lambda: capacity_changes(before_env, after_env), [], notes, f"capacity of stack {name}")
     warnings += _capacity_warnings(name, capacity)
     old_platform, new_platform = old_objects.get(PLATFORM, []), new_objects.get(PLATFORM, [])
@@ -442,6 +450,7 @@ def compare_stack(name: str, base: Side, head: Side) -> dict[str, Any]:
             "removed": removed,
             "renamed": [{"from": d["renamedFrom"], "to": d["tenant"]} for d in details if d["renamedFrom"]],
             "changed": [d["tenant"] for d in details if d["change"] == "changed"],
+            "notDeployed": not_deployed,
             "lifecycle": [
                 {"tenant": d["tenant"], **d["lifecycle"]}
                 for d in details if d["change"] == "changed" and d["lifecycle"]["from"] != d["lifecycle"]["to"]
