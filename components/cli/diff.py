@@ -170,6 +170,22 @@ def load_lenient(root: Path, env: str) -> Side:
                 [f"the base is invalid ({len(problems)} error(s)); diffed as far as it loads: {shown}"])
 
 
+def edited_files(root: Path, base_root: Path) -> list[str]:
+    """Project files (as problems name them, e.g. `tenants/a.yaml`) added or changed since the base.
+
+    >>> edited_files(Path("."), Path("/tmp/base"))   # doctest: +SKIP
+    ['tenants/vision.yaml']
+    """
+    edited = []
+    for part in PROJECT_DIRS:
+        for path in sorted((root / part).rglob("*")) if (root / part).is_dir() else []:
+            relative = path.relative_to(root)
+            before = base_root / relative
+            if path.is_file() and (not before.is_file() or before.read_bytes() != path.read_bytes()):
+                edited.append(relative.as_posix())
+    return edited
+
+
 def diff_document(root: Path, base: dict[str, str], stacks: list[str] | None, base_root: Path) -> dict:
     """Compare the exported base under `base_root` with the working tree at `root`.
 
@@ -196,7 +212,7 @@ def diff_document(root: Path, base: dict[str, str], stacks: list[str] | None, ba
         except InvalidInput as err:
             problems.extend(err.problems)
     if errors_only(problems):
-        raise InvalidInput(problems)
+        raise InvalidInput(problems, first_files=edited_files(root, base_root))
     for environment in heads.values():
         if environment is not None:
             common.report(environment.warnings)

@@ -291,27 +291,40 @@ def check_fleet(environment, all_tenants) -> list[Problem]:
     platform: Platform = environment.platform
     doc: SourceDocument = environment.platform_doc
     problems: list[Problem] = []
+    # Clashes between files are reported on every file involved: the one a pull request edited may
+    # sort either way (`tenants diff` prints the edited files' problems first).
+    by_file = sorted(all_tenants, key=lambda t: t.doc.file)
     names: dict[str, object] = {}
-    for loaded in sorted(all_tenants, key=lambda t: t.doc.file):
-        if loaded.name in names:
-            first = names[loaded.name]
-            problems.append(loaded.doc.problem(("name",), f"tenant '{loaded.name}' is also defined in {first.doc.file}; tenant names must be unique"))
+    for loaded in by_file:
         names.setdefault(loaded.name, loaded)
-    namespace_owner: dict[str, object] = {}
-    for loaded in sorted(all_tenants, key=lambda t: t.doc.file):
+    for loaded in by_file:
+        others = [o for o in by_file if o.name == loaded.name and o is not loaded]
+        if others:
+            problems.append(loaded.doc.problem(("name",), f"tenant '{loaded.name}' is also defined in {', '.join(o.doc.file for o in others)}; tenant names must be unique"))
+    claims: dict[str, list[tuple[object, tuple]]] = {}
+    for loaded in by_file:
+        claims.setdefault(loaded.name, []).append((loaded, ("name",)))
         for index, namespace in enumerate(loaded.spec.namespaces):
-            owner = namespace_owner.get(namespace)
-            if owner is not None and owner is not loaded:
-                problems.append(loaded.doc.problem(("namespaces", index), f"namespace '{namespace}' already belongs to tenant '{owner.name}' ({owner.doc.file})"))
-            elif namespace in names and names[namespace] is not loaded:
-                problems.append(loaded.doc.problem(("namespaces", index), f"namespace '{namespace}' is the namespace of tenant '{namespace}'"))
-        namespace_owner.setdefault(loaded.name, loaded)
-        for namespace in loaded.spec.namespaces:
-            namespace_owner.setdefault(namespace, loaded)
+            claims.setdefault(namespace, []).append((loaded, ("namespaces", index)))
+    for namespace, claimants in claims.items():
+        if len({loaded.name for loaded, _ in claimants}) < 2:
+            continue  # one tenant (or one name defined twice, reported above)
+        owner = next((loaded for loaded, path in claimants if path == ("name",)), None)
+        for loaded, path in claimants:
+            others = ", ".join(f"'{o.name}' ({o.doc.file})" for o, _ in claimants if o.name != loaded.name)
+            if owner is not None and owner.name != loaded.name:
+                message = f"namespace '{namespace}' already belongs to tenant '{owner.name}' ({owner.doc.file}): it is that tenant's own namespace"
+            elif path == ("name",):
+                message = f"this tenant's own namespace '{namespace}' is also claimed by tenant {others} under namespaces; a namespace has one tenant"
+            else:
+                message = f"namespace '{namespace}' is also claimed by tenant {others}; a namespace has one tenant"
+            problems.append(loaded.doc.problem(path, message))
+    for loaded in by_file:
         for previous in loaded.spec.previous_names:
             other = names.get(previous)
             if other is not None and other is not loaded:
                 problems.append(loaded.doc.problem(("previousNames",), f"previous name '{previous}' is the current name of tenant in {other.doc.file}"))
+                problems.append(other.doc.problem(("name",), f"tenant '{loaded.name}' ({loaded.doc.file}) lists '{previous}' under previousNames, but it is this tenant's name"))
 
     enabled = environment.tenants
     known = {t.name for t in all_tenants}
@@ -330,13 +343,15 @@ def check_fleet(environment, all_tenants) -> list[Problem]:
                     f"tenant '{name}' ({loaded.doc.file}) is not deployed in stack {environment.name}: this list names "
                     f"the tenants the stack deploys; add '{name}' to it to deploy the tenant there"
                 ), severity="warning"))
-    pool_owner: dict[str, object] = {}
+    dedicating: dict[str, list[tuple[object, int]]] = {}
     for loaded in enabled:
         for index, pool in enumerate(loaded.spec.gpu.dedicated_pools):
-            owner = pool_owner.get(pool)
-            if owner is not None:
-                problems.append(loaded.doc.problem(("gpu", "dedicatedPools", index), f"node pool '{pool}' is already dedicated to tenant '{owner.name}' ({owner.doc.file}); a dedicated pool has one tenant"))
-            pool_owner.setdefault(pool, loaded)
+            dedicating.setdefault(pool, []).append((loaded, index))
+    for pool, claims in dedicating.items():
+        for loaded, index in claims if len({id(c[0]) for c in claims}) > 1 else []:
+            others = ", ".join(f"'{o.name}' ({o.doc.file})" for o, _ in claims if o is not loaded)
+            problems.append(loaded.doc.problem(("gpu", "dedicatedPools", index), f"node pool '{pool}' is already dedicated to tenant {others}; a dedicated pool has one tenant"))
+    for loaded in enabled:
         for index, name in enumerate(loaded.spec.network.ingress_from.tenants):
             if name not in known:
                 problems.append(loaded.doc.problem(("network", "ingressFrom", "tenants", index), f"unknown tenant '{name}'{_hint(name, known)}"))

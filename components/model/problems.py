@@ -43,6 +43,8 @@ class InvalidInput(Exception):
     """Raised when input files have errors; holds every problem found, not just the first."""
 
     problems: list[Problem] = field(default_factory=list)
+    # Files to report first (those a change edited: `tenants diff` knows them from its base).
+    first_files: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         super().__init__(self.summary())

@@ -255,13 +255,50 @@ def check_queues(environment) -> list[Problem]:
             problems.append(doc.problem(_platform_path("queues", "kueue", "preemption", "borrowWithinCohort"), "borrowWithinCohort needs reclaimWithinCohort other than Never (Kueue rejects the ClusterQueue otherwise)"))
         if KUEUE_CPU_FLAVOR in platform.gpu_classes:
             problems.append(doc.problem(_platform_path("gpuClasses", KUEUE_CPU_FLAVOR), f"'{KUEUE_CPU_FLAVOR}' is the name of the Kueue ResourceFlavor for cpu and memory; rename the GPU class"))
-        problems.extend(_borrowing_problems(active, platform))
+    lookalikes = _lookalike_cohorts(active, platform)
+    if platform.scheduler == "kueue":
+        problems.extend(_borrowing_problems(active, platform, lookalikes))
     if platform.scheduler == "kai":
         problems.extend(_kai_problems(active, platform, doc))
+    erred = {(p.file, p.stack) for p in problems if p.field.endswith("queue.cohort") and p.severity == "error"}
+    typos = {cohort for loaded, cohort, _, _ in lookalikes if (loaded.doc.file, loaded.doc.stack or "") in erred}
+    for loaded, cohort, meant, members in lookalikes:
+        if cohort in typos or meant in typos:
+            continue  # already an error on the typo, which names this tenant's cohort as meant
+        word = "department" if platform.scheduler == "kai" else "cohort"
+        problems.append(loaded.doc.problem(("queue", "cohort"), (
+            f"{word} '{cohort}' has no other member, while '{meant}' has {', '.join(members) or 'the stack settings'}; "
+            f"did you mean '{meant}'?"
+        ), severity="warning"))
     return problems
 
 
-def _borrowing_problems(active, platform: Platform) -> list[Problem]:
+def _lookalike_cohorts(active, platform: Platform) -> list[tuple]:
+    """Tenants alone in a cohort (KAI department) whose name is close to another cohort's (or one
+    the stack declares): most likely a typo, which otherwise shows only as the others' borrowing
+    errors.
+    Returns (tenant, its cohort, the close cohort, that cohort's members) tuples."""
+    if platform.scheduler == "none":
+        return []
+    of = (lambda t: kai_department_of(t, platform)) if platform.scheduler == "kai" else (lambda t: cohort_of(t, platform))
+    members: dict[str, list] = {}
+    for loaded in active:
+        cohort = of(loaded.spec)
+        if cohort is not None:
+            members.setdefault(cohort, []).append(loaded)
+    declared = {platform.queues.default_cohort, *platform.queues.kai.departments} - {None}
+    shared = sorted(set(members) | declared)
+    result = []
+    for cohort, alone in sorted(members.items()):
+        if len(alone) != 1 or cohort in declared or alone[0].spec.queue.cohort is None:
+            continue
+        close = difflib.get_close_matches(cohort, [c for c in shared if c != cohort], n=1, cutoff=0.8)
+        if close:
+            result.append((alone[0], cohort, close[0], sorted(m.name for m in members.get(close[0], []))))
+    return result
+
+
+def _borrowing_problems(active, platform: Platform, lookalikes: list[tuple]) -> list[Problem]:
     members: dict[str, list] = {}
     for loaded in active:
         cohort = cohort_of(loaded.spec, platform)
@@ -281,7 +318,14 @@ def _borrowing_problems(active, platform: Platform) -> list[Problem]:
             total = sum(held.values())
             if limit > total:
                 detail = ", ".join(f"{t}: {c}" for t, c in sorted(held.items()) if c) or "no other member lends any"
-                problems.append(loaded.doc.problem(("queue", "borrowingLimit", name), f"borrowing limit {limit} is above what the rest of cohort '{cohort}' can lend of GPU class '{name}' ({total}; {detail}); lower it or add lenders to the cohort"))
+                typos = [(t, c) for t, c, meant, _ in lookalikes if meant == cohort]
+                hint = "".join(f"; tenant '{t.name}' ({t.doc.file}) is in cohort '{c}': a typo of '{cohort}'?" for t, c in typos)
+                problems.append(loaded.doc.problem(("queue", "borrowingLimit", name), f"borrowing limit {limit} is above what the rest of cohort '{cohort}' can lend of GPU class '{name}' ({total}; {detail}); lower it or add lenders to the cohort{hint}"))
+                for typo, typed in typos:  # the file that most likely needs the fix hears of it too
+                    problems.append(typo.doc.problem(("queue", "cohort"), (
+                        f"cohort '{typed}' looks like a typo of '{cohort}': tenant '{loaded.name}' ({loaded.doc.file}) borrows "
+                        f"up to {limit} GPUs of class '{name}' in '{cohort}', more than its members can lend ({total})"
+                    )))
     return problems
 
 
