@@ -15,7 +15,7 @@ from .problems import Problem
 from .quantity import Quantity
 from .stack import CONFIG_KEY, Platform
 from .tenant import LimitRangeSpec, ResourceValues, Tenant
-from .yaml_source import SourceDocument
+from .yaml_source import SourceDocument, yaml_text
 
 _STRICTNESS = {"privileged": 0, "baseline": 1, "restricted": 2}
 _RESERVED_PREFIXES = ("kube-", "openshift-")
@@ -62,7 +62,7 @@ def check_platform(platform: Platform, doc: SourceDocument) -> list[Problem]:
             elif group.devices != "all":
                 overlap = seen & set(group.devices)
                 if overlap:
-                    problems.append(doc.problem(_platform_path("migLayouts", name, index, "devices"), f"GPU index(es) {sorted(overlap)} appear in two groups"))
+                    problems.append(doc.problem(_platform_path("migLayouts", name, index, "devices"), f"GPU index(es) {yaml_text(sorted(overlap))} appear in two groups"))
                 seen |= set(group.devices)
     if sum(1 for pc in platform.priority_classes.values() if pc.global_default) > 1:
         problems.append(doc.problem(_platform_path("priorityClasses"), "at most one PriorityClass may be globalDefault"))
@@ -113,11 +113,11 @@ def _check_pool_layout(platform: Platform, doc: SourceDocument, pool_name: str) 
             if group.devices != "all":
                 beyond = [d for d in group.devices if d >= pool.gpus_per_node]
                 if beyond:
-                    problems.append(doc.problem(_platform_path("migLayouts", pool.mig_layout, index, "devices"), f"GPU index(es) {beyond} do not exist on pool '{pool_name}' ({pool.gpus_per_node} GPUs per node)"))
+                    problems.append(doc.problem(_platform_path("migLayouts", pool.mig_layout, index, "devices"), f"GPU index(es) {yaml_text(beyond)} do not exist on pool '{pool_name}' ({pool.gpus_per_node} GPUs per node)"))
         if gpu_class.mig and gpu_class.mig.strategy == "single":
             profiles = {p for g in groups for p in g.profiles}
             if len(profiles) > 1:
-                problems.append(doc.problem(where, f"the single MIG strategy needs one profile on every GPU; layout '{pool.mig_layout}' mixes {sorted(profiles)} (use strategy: mixed)"))
+                problems.append(doc.problem(where, f"the single MIG strategy needs one profile on every GPU; layout '{pool.mig_layout}' mixes {yaml_text(sorted(profiles))} (use strategy: mixed)"))
         return problems
     if mig.expand_named_layout(pool.mig_layout, gpu_class.model) is None:
         return [doc.problem(where, f"unknown MIG layout '{pool.mig_layout}': define it under migLayouts or use all-<profile> with a profile of {gpu_class.model} ({', '.join(mig.geometry()[gpu_class.model].profiles)})")]
@@ -173,7 +173,7 @@ def check_tenant(tenant: Tenant, doc: SourceDocument, platform: Platform) -> lis
     allowed = cap.allowed_classes(tenant, platform)
     quota = tenant.quota.gpu
     if isinstance(quota, int) and quota > 0 and len(allowed) != 1:
-        add(("quota", "gpu"), f"a plain GPU count needs exactly one allowed GPU class (allowed: {allowed or 'none'}); write it per class, e.g. gpu: {{{(allowed or ['h100'])[0]}: {quota}}}")
+        add(("quota", "gpu"), f"a plain GPU count needs exactly one allowed GPU class (allowed: {yaml_text(allowed) if allowed else 'none'}); write it per class, e.g. gpu: {{{(allowed or ['h100'])[0]}: {quota}}}")
     if isinstance(quota, dict):
         for name, count in quota.items():
             if name not in platform.gpu_classes:
@@ -195,7 +195,7 @@ def check_tenant(tenant: Tenant, doc: SourceDocument, platform: Platform) -> lis
                 offered = sorted(providers)
                 add(("quota", "mig", profile), f"no node pool provides MIG profile {profile} (offered: {', '.join(offered) or 'none'})")
             elif count and not classes & set(allowed):
-                add(("quota", "mig", profile), f"MIG profile {profile} is provided by GPU class(es) {sorted(classes)}, which the tenant may not use; add one to gpu.classes")
+                add(("quota", "mig", profile), f"MIG profile {profile} is provided by GPU class(es) {yaml_text(sorted(classes))}, which the tenant may not use; add one to gpu.classes")
 
     problems.extend(_namespace_quota_problems(tenant, doc, platform))
 

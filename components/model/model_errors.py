@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from .problems import Problem
-from .yaml_source import SourceDocument, dotted
+from .yaml_source import SourceDocument, dotted, yaml_kind, yaml_text
 
 
 def _data_path(data: Any, loc: tuple) -> tuple:
@@ -67,7 +67,7 @@ def _message(error: dict, root_model: type[BaseModel], path: tuple) -> str:
     kind = error["type"]
     ctx = error.get("ctx") or {}
     got = error.get("input")
-    shown = repr(got) if isinstance(got, str) else got
+    shown = yaml_text(got)
     if kind == "extra_forbidden":
         parent = _model_at(root_model, path[:-1])
         known = field_names(parent) if parent else []
@@ -100,9 +100,9 @@ def _message(error: dict, root_model: type[BaseModel], path: tuple) -> str:
     if kind in ("string_type",):
         return f"must be a string (got {shown})"
     if kind in ("dict_type", "model_type", "model_attributes_type"):
-        return f"must be a mapping of fields (got {type(got).__name__}: {shown})"
+        return f"must be a mapping of fields (got {yaml_kind(got)}: {shown})" if got is not None else "must be a mapping of fields (got null)"
     if kind == "list_type":
-        return f"must be a list (got {type(got).__name__})"
+        return f"must be a list (got {yaml_kind(got)}: {shown})" if got is not None else "must be a list (got null)"
     if kind in ("bool_type", "bool_parsing"):
         return f"must be true or false (got {shown})"
     if kind == "quantity":

@@ -9,21 +9,26 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
+from ..model.yaml_source import yaml_text
+
 # GitHub rejects comments over 65536 characters; leave room for the sticky-comment header.
 MARKDOWN_LIMIT = 60000
 MAX_FIELDS_PER_OBJECT = 12
 
 
 def value_text(value: Any) -> str:
-    """A value as it reads in a change line: `unset` for absent, compact JSON for structures.
+    """A value as it reads in a change line, spelled as in YAML: `unset` for absent, `true`, flow
+    style for structures.
 
-    >>> value_text(None), value_text(40), value_text({"a": 1})
-    ('unset', '40', '{"a":1}')
+    >>> value_text(None), value_text(40), value_text({"a": 1}), value_text(True), value_text(["h100", "l4"])
+    ('unset', '40', '{a: 1}', 'true', '[h100, l4]')
     """
     if value is None:
         return "unset"
-    if isinstance(value, (dict, list)):
-        text = json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    if isinstance(value, dict):
+        value = dict(sorted(value.items()))
+    if isinstance(value, (dict, list, bool)):
+        text = yaml_text(value)
         return text if len(text) <= 100 else text[:97] + "..."
     if isinstance(value, str) and "\n" in value:
         first = value.splitlines()[0]
