@@ -29,6 +29,23 @@ def _hint(value: str, known: Iterable[str]) -> str:
     return f"; did you mean '{close[0]}'?" if close else f" (known: {listing})"
 
 
+def _tenant_hint(value: str, known: Iterable[str]) -> str:
+    """Like `_hint` for tenant names, stricter: teams often share a prefix or a word (llm-eval and
+    eval are two teams), so only a near-identical name is suggested.
+
+    >>> _tenant_hint("llm-eval", ["eval", "inference"]), _tenant_hint("inferense", ["eval", "inference"])
+    (' (no tenant file has a close name; tenant files define: eval, inference)', "; did you mean 'inference'?")
+    """
+    known = sorted(known)
+    if not known:
+        return " (known: none defined)"
+    close = difflib.get_close_matches(value, known, n=1, cutoff=0.8)
+    if close:
+        return f"; did you mean '{close[0]}'?"
+    listing = f"; tenant files define: {', '.join(known)}" if 0 < len(known) <= 12 else ""
+    return f" (no tenant file has a close name{listing})"
+
+
 def _platform_path(*parts) -> tuple:
     return ("config", CONFIG_KEY, *parts)
 
@@ -335,7 +352,7 @@ def check_fleet(environment, all_tenants) -> list[Problem]:
                 now = renamed[name]
                 problems.append(doc.problem(_platform_path("tenants", index), f"'{name}' is a previous name of tenant '{now.name}' ({now.doc.file}); list '{now.name}' instead"))
             elif name not in known:
-                problems.append(doc.problem(_platform_path("tenants", index), f"no tenant file defines '{name}'{_hint(name, known)}"))
+                problems.append(doc.problem(_platform_path("tenants", index), f"no tenant file defines '{name}'{_tenant_hint(name, known)}"))
         for name in environment.disabled_tenants:
             loaded = names.get(name)
             if loaded is not None and loaded.spec.lifecycle != "decommissioned":
@@ -354,7 +371,7 @@ def check_fleet(environment, all_tenants) -> list[Problem]:
     for loaded in enabled:
         for index, name in enumerate(loaded.spec.network.ingress_from.tenants):
             if name not in known:
-                problems.append(loaded.doc.problem(("network", "ingressFrom", "tenants", index), f"unknown tenant '{name}'{_hint(name, known)}"))
+                problems.append(loaded.doc.problem(("network", "ingressFrom", "tenants", index), f"unknown tenant '{name}'{_tenant_hint(name, known)}"))
     problems.extend(_capacity_problems(environment))
     return problems
 

@@ -6,6 +6,7 @@ import difflib
 import re
 import typing
 import unicodedata
+from decimal import Decimal
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -98,6 +99,11 @@ def _message(error: dict, root_model: type[BaseModel], path: tuple) -> str:
             return f"must be a whole number (got {shown}); write just {number[1]}"
         return f"must be a whole number (got {shown})"
     if kind in ("string_type",):
+        if isinstance(got, bool):
+            return (f"must be a string (got {shown}: YAML reads unquoted yes/no, on/off and true/false as "
+                    f"booleans); quote it, e.g. \"{'yes' if got else 'no'}\"")
+        if isinstance(got, (int, float, Decimal)):
+            return f"must be a string (got the number {shown}); quote it: \"{shown}\""
         return f"must be a string (got {shown})"
     if kind in ("dict_type", "model_type", "model_attributes_type"):
         return f"must be a mapping of fields (got {yaml_kind(got)}: {shown})" if got is not None else "must be a mapping of fields (got null)"

@@ -191,7 +191,16 @@ def _network(value: str) -> str:
     try:
         return str(ipaddress.ip_network(value, strict=True))
     except ValueError as err:
-        raise ValueError(f"'{value}' is not a CIDR such as 10.0.0.0/8 ({err})") from None
+        try:
+            meant = ipaddress.ip_network(value, strict=False)
+        except ValueError:
+            raise ValueError(f"'{value}' is not a CIDR such as 10.0.0.0/8 ({err})") from None
+        address = value.split("/", 1)[0]
+        single = f"{address}/{meant.max_prefixlen}"
+        raise ValueError(
+            f"'{value}' is not a CIDR: it has host bits set; write the network {meant} "
+            f"(every address of the /{meant.prefixlen}), or {single} for the one address"
+        ) from None
 
 
 class PlatformIngress(Model):
@@ -356,9 +365,15 @@ class Tenant(Model):
         # A field validator (not a model one) so that the error points at the `lifecycle` line.
         name = info.data.get("name")
         decommission = info.data.get("decommission")
-        if value == "decommissioned" and name is not None and (decommission is None or decommission.confirm != name):
+        if value == "decommissioned" and name is not None and decommission is None:
             raise ValueError(
                 f"'decommissioned' deletes every namespace of the tenant and all data in them; "
                 f"to confirm, add `decommission: {{confirm: {name}}}`"
+            )
+        if value == "decommissioned" and name is not None and decommission.confirm != name:
+            raise ValueError(
+                f"'decommissioned' deletes every namespace of the tenant and all data in them, but the confirmation "
+                f"does not match: decommission.confirm is '{decommission.confirm}', the tenant's name is '{name}'; "
+                f"repeat the name exactly"
             )
         return value
