@@ -360,6 +360,8 @@ def check_fleet(environment, all_tenants) -> list[Problem]:
                     f"tenant '{name}' ({loaded.doc.file}) is not deployed in stack {environment.name}: this list names "
                     f"the tenants the stack deploys; add '{name}' to it to deploy the tenant there"
                 ), severity="warning"))
+    renamed_to = {previous: t for t in all_tenants for previous in t.spec.previous_names}
+    deployed = {t.name for t in enabled}
     dedicating: dict[str, list[tuple[object, int]]] = {}
     for loaded in enabled:
         for index, pool in enumerate(loaded.spec.gpu.dedicated_pools):
@@ -370,8 +372,21 @@ def check_fleet(environment, all_tenants) -> list[Problem]:
             problems.append(loaded.doc.problem(("gpu", "dedicatedPools", index), f"node pool '{pool}' is already dedicated to tenant {others}; a dedicated pool has one tenant"))
     for loaded in enabled:
         for index, name in enumerate(loaded.spec.network.ingress_from.tenants):
-            if name not in known:
-                problems.append(loaded.doc.problem(("network", "ingressFrom", "tenants", index), f"unknown tenant '{name}'{_tenant_hint(name, known)}"))
+            where = ("network", "ingressFrom", "tenants", index)
+            source = names.get(name)
+            if source is None and name in renamed_to:
+                problems.append(loaded.doc.problem(where, f"'{name}' is a previous name of tenant '{renamed_to[name].name}' ({renamed_to[name].doc.file}); grant '{renamed_to[name].name}' instead"))
+            elif source is None:
+                problems.append(loaded.doc.problem(where, f"unknown tenant '{name}'{_tenant_hint(name, known)}"))
+            elif name not in deployed:
+                problems.append(loaded.doc.problem(where, (
+                    f"tenant '{name}' is not deployed in stack {environment.name} (the stack's `tenants` list leaves it out), "
+                    f"so this grant lets nothing in there; remove it or deploy '{name}'"
+                ), severity="warning"))
+            elif source.spec.lifecycle == "decommissioned":
+                problems.append(loaded.doc.problem(where, (
+                    f"tenant '{name}' is decommissioned: its namespaces are about to be deleted; remove the grant"
+                ), severity="warning"))
     problems.extend(_capacity_problems(environment))
     return problems
 
