@@ -93,7 +93,9 @@ def schema_errors(values: dict[str, Any]) -> list[tuple[tuple, str]]:
                 found.append((path + (key,), f"unknown key '{key}'{hint}"))
         elif error.validator in ("oneOf", "anyOf"):
             kinds = [s.get("type") or s.get("enum") for s in error.validator_value]
-            found.append((path, f"{_show(error.instance)} is not valid here (expected one of: {', '.join(map(str, kinds))})"))
+            found.append((path, f"{_show(error.instance)} is not valid here (expected one of: {', '.join(k if isinstance(k, str) else yaml_text(k) for k in kinds)})"))
+        elif error.validator == "enum":
+            found.append((path, f"{_show(error.instance)} is not one of {yaml_text(error.validator_value)}"))
         elif error.validator == "type":
             expected = error.validator_value if isinstance(error.validator_value, str) else " or ".join(error.validator_value)
             found.append((path, f"{_show(error.instance)} is not of type '{expected}'"))
