@@ -77,7 +77,7 @@ def test_a_namespace_quota_going_to_zero_is_the_first_warning_of_the_pr_comment(
     start = lines.index("> [!WARNING]")
     assert lines[start + 2] == (
         "> - **dev** · `inference`: namespace inference-canary: ResourceQuota goes DOWN TO ZERO (tenant-quota "
-        "limits.cpu 8 → 0, limits.memory 32Gi → 0, requests.cpu 4 → 0, requests.memory 16Gi → 0, "
+        "limits.cpu 8 → 0, limits.memory 32Gi → 0, pods 300 → 0, requests.cpu 4 → 0, requests.memory 16Gi → 0, "
         "requests.nvidia.com/gpu 1 → 0; priority-online-inference requests.nvidia.com/gpu 1 → 0); pods that run "
         "there keep running, but new pods beyond the quota are refused"
     )
