@@ -92,7 +92,7 @@ class LocalCluster:
     def start(self) -> "LocalCluster":
         from kubernetes import client
 
-        from components.spec.load import load_environment
+        from components.model.load import load_environment
 
         e2e = self._e2e
         environment = load_environment(self.project, self.stack)
@@ -316,10 +316,10 @@ def names_of(urns: Iterable[str]) -> set[str]:
 
 def rendered_by_name(project: Path, stack: str) -> dict[str, dict[str, Any]]:
     """Every object (and Helm release) the program registers, by the resource name the shell gives it."""
-    from components.diff import release_objects
+    from components.review.diff import release_objects
     from components.manifests.build import PLATFORM, environment_objects
-    from components.resources import logical_name
-    from components.spec.load import load_environment
+    from components.resources.kubernetes import logical_name
+    from components.model.load import load_environment
 
     environment = load_environment(project, stack)
     out: dict[str, dict[str, Any]] = {}
@@ -348,9 +348,9 @@ def offline_changes(base: Path, head: Path, stack: str) -> dict[str, dict[str, s
     Objects are named as the program names its resources (tenant or `<env>-platform` prefix), a
     renamed tenant's objects by their new name (Pulumi adopts the old ones through aliases).
     """
-    from components.diff import Side, compare_stack
-    from components.resources import logical_name
-    from components.spec.load import load_environment
+    from components.review.diff import Side, compare_stack
+    from components.resources.kubernetes import logical_name
+    from components.model.load import load_environment
 
     before, after = load_environment(base, stack), load_environment(head, stack)
     document = compare_stack(stack, Side(before), Side(after))

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from kubernetes.client.rest import ApiException
 
-from tests.e2e.pulumi_engine.harness import kubernetes_resources, rendered_by_name
+from tests.e2e.pulumi_engine.harness import kubernetes_resources, rendered_by_name, write_local_vcluster_chart
+from tests.project_edits import replace_once
 
 pytestmark = pytest.mark.pulumi
 
@@ -16,6 +17,11 @@ def test_stack_up_creates_every_rendered_object_and_a_second_up_changes_nothing(
     stack, scenario_factory, timed, e2e_summary
 ):
     s = scenario_factory(stack)
+    if stack == "dev":
+        # Bug 5: dev's vClusters come from a local chart (offline), whose values schema is the real one.
+        chart = write_local_vcluster_chart(s.project)
+        replace_once(s.project / "stacks" / "Pulumi.dev.yaml", "    labelDomain: gpu.acme.dev\n",
+                     f"    labelDomain: gpu.acme.dev\n    vcluster:\n      chart: {chart}\n")
     rendered = rendered_by_name(s.project, stack)
 
     first = timed("first up", s.engine.up)
@@ -33,6 +39,16 @@ def test_stack_up_creates_every_rendered_object_and_a_second_up_changes_nothing(
         except ApiException as err:
             missing.append(f"{name}: {err.status}")
     assert not missing, missing
+
+    if stack == "dev":
+        releases = [n for n, o in rendered.items() if o["kind"] == "HelmRelease"]
+        assert releases
+        for name in releases:
+            tenant = name.removesuffix("-vcluster")
+            from kubernetes import client
+
+            cm = client.CoreV1Api(s.api).read_namespaced_config_map("vcluster-values", tenant)
+            assert "resourceQuota" in cm.data["values.yaml"], "the chart got our generated values"
 
     second = timed("second up", s.engine.up)
     assert second.changes == {}, second.ops("create", "update", "delete", "replace")

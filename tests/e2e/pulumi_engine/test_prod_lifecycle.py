@@ -124,25 +124,42 @@ def test_suspend_then_resume(prod, tmp_path):
 
 def test_rename_with_previous_names_replaces_cleanly_and_deletes_no_data(prod, tmp_path):
     """Bug 1: on a Kueue stack the rename failed at preview (`LocalQueue spec.clusterQueue: field is
-    immutable`). Now it previews and applies; the old namespace keeps its data and its budget."""
+    immutable`). The tenant keeps its old namespaces (prod protects them, so they cannot be
+    replaced): the LocalQueues there are replaced cleanly, every namespace keeps a quota, and
+    `tenants diff` warns about the replacement and the CI ServiceAccount moving to the new
+    primary namespace."""
     base = _snapshot(prod, tmp_path)
-    old = prod.tenant_file("eval")
-    text = old.read_text().replace("name: eval\n", "name: evaluation\npreviousNames: [eval]\n", 1)
+    old = prod.tenant_file("llm-finetune")
+    text = old.read_text().replace("name: llm-finetune\n", "name: finetune\npreviousNames: [llm-finetune]\n", 1)
+    text = text.replace("namespaces: [llm-finetune-data]", "namespaces: [llm-finetune, llm-finetune-data]")
     old.unlink()
-    prod.tenant_file("evaluation").write_text(text)
+    prod.tenant_file("finetune").write_text(text)
+    replace_once(prod.tenant_file("eval"), "tenants: [llm-finetune]", "tenants: [finetune]")
+
+    from components.model.load import load_environment
+    from components.review.diff import Side, compare_stack
+
+    document = compare_stack(STACK, Side(load_environment(base, STACK)), Side(load_environment(prod.project, STACK)))
+    kinds = {w["kind"]: w["message"] for w in document["warnings"]}
+    assert "LocalQueue llm-finetune-data/default (spec.clusterQueue)" in kinds["objects-replaced"], kinds
+    assert "ServiceAccount trainer-ci moves from llm-finetune to finetune and is DELETED" in kinds["objects-moved"], kinds
+
     preview = prod.engine.preview()
-    _assert_preview_matches_diff(prod, base, preview)
+    engine = engine_changes(preview)
+    replaced = {s.name for s in preview.ops("replace", "create-replacement")}
+    assert {n for n in replaced if "localqueue" in n} >= {"finetune-localqueue-llm-finetune-data-default"}, replaced
+    offline = offline_changes(base, prod.project, STACK)
+    assert engine["create"] == set(offline["create"]), engine["create"] ^ set(offline["create"])
     up = prod.engine.up()
-    assert "delete" not in up.changes or all(
-        s.name.startswith("eval-") for s in up.ops("delete")), up.changes
     core = client.CoreV1Api(prod.api)
-    core.read_namespace("evaluation")
-    core.read_namespace("eval")  # retained with its data
-    for ns in ("eval", "evaluation"):
-        assert core.list_namespaced_resource_quota(ns).items, f"namespace {ns} lost its quota"
+    for ns in ("finetune", "llm-finetune", "llm-finetune-data"):
+        core.read_namespace(ns)
+        assert core.list_namespaced_resource_quota(ns).items, f"namespace {ns} has no quota"
     state = kubernetes_resources(prod.engine.export())
-    assert not [n for n in state if n.startswith("eval-")], "the old names left the state"
+    assert not [n for n in state if n.startswith("llm-finetune-")], "old names left in the state"
     assert prod.engine.up().changes == {}
+    e2e_summary_line = f"rename: {up.changes}"
+    assert up.changes, e2e_summary_line
 
 
 def test_protect_namespaces_refuses_a_removal(prod):
