@@ -20,18 +20,19 @@ class Tenant(pulumi.ComponentResource):
     Removing the tenant file (or disabling the tenant in an environment) leaves the whole tenant on
     the cluster as it was, unmanaged:
 
-    * its Namespaces and its cluster-scoped objects (placement policy and binding,
-      ClusterRoleBinding, queues) carry `retain_on_delete`, so running pods keep their admission
-      checks and their queue; Namespaces are also `protect`ed when the stack asks for it;
-    * namespaced children are `deleted_with` their Namespace: while the Namespace is retained the
-      engine skips their delete too, and a real decommission does not issue one delete per object.
-      (They do not carry `retain_on_delete` themselves: a replacement in place, e.g. a RoleBinding's
-      `roleRef` or a LocalQueue's `clusterQueue` after a rename, must really delete the old object.)
+    * its Namespaces carry `retain_on_delete` (and `protect` when the stack asks for it);
+    * everything else is `deleted_with` a Namespace: namespaced objects with their own, the
+      cluster-scoped ones (placement policy and binding, ClusterRoleBinding, queues) with the
+      tenant's primary Namespace. While that Namespace is only retained, the engine skips their
+      delete too, so running pods keep their admission checks and their queue. (Not
+      `retain_on_delete` on them: the engine would then also keep every object that merely stops
+      being generated, e.g. a queue after a scheduler change, and a replacement in place, such as a
+      LocalQueue's `clusterQueue` after a rename, must really delete the old object.)
 
-    Only `lifecycle: decommissioned` with a confirmation lifts retain and protect; removing the file
-    afterwards deletes the tenant, Namespaces first (they depend on the tenant's cluster-scoped
-    objects, so the engine deletes them in reverse order and waits for each): no pod ever runs
-    without its policies.
+    Only `lifecycle: decommissioned` with a confirmation lifts retain and protect, and unties the
+    cluster-scoped objects from the Namespace; removing the file afterwards deletes the tenant,
+    Namespaces first (they depend on the tenant's cluster-scoped objects, so the engine deletes
+    them in reverse order and waits for each): no pod ever runs without its policies.
 
     >>> Tenant("team-a", spec, environment)   # doctest: +SKIP
     """
@@ -60,17 +61,24 @@ class Tenant(pulumi.ComponentResource):
             self.resources[child] = resource
             return resource
 
+        namespace_objects = [o for o in objects if o["kind"] == "Namespace"]
         cluster_scoped = [o for o in objects if o["kind"] != "Namespace" and not o["metadata"].get("namespace")]
-        guards = [add(obj, retain_on_delete=retain) for obj in cluster_scoped]
         namespace_resources: dict[str, pulumi.Resource] = {}
-        for obj in objects:
-            if obj["kind"] == "Namespace":
-                namespace_resources[obj["metadata"]["name"]] = add(
-                    obj,
-                    retain_on_delete=retain,
-                    protect=environment.platform.protect_namespaces and retain,
-                    depends_on=guards or None,
-                )
+        # Decommissioned: the cluster-scoped objects come first and the Namespaces depend on them,
+        # so on delete the Namespaces (and their pods) go first. Otherwise they are deleted_with the
+        # primary Namespace, which therefore has to exist first.
+        guards = [add(obj) for obj in cluster_scoped] if not retain else []
+        for obj in namespace_objects:
+            namespace_resources[obj["metadata"]["name"]] = add(
+                obj,
+                retain_on_delete=retain,
+                protect=environment.platform.protect_namespaces and retain,
+                depends_on=guards or None,
+            )
+        if retain:
+            primary = namespace_resources.get(spec.all_namespaces[0]) or next(iter(namespace_resources.values()), None)
+            for obj in cluster_scoped:
+                add(obj, deleted_with=primary)
         for obj in objects:
             if obj["kind"] == "Namespace" or not obj["metadata"].get("namespace"):
                 continue

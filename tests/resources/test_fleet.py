@@ -66,13 +66,12 @@ def test_every_tenant_child_has_its_tenant_component_as_parent(program):
 
 
 def test_every_object_of_a_tenant_outlives_the_removal_of_its_file(program):
-    """Removing a tenant file keeps the whole tenant: namespaces and cluster-scoped objects are
-    retained (only a decommissioned tenant's are deletable), namespaced children go only with their
-    namespace (deleted_with), and namespaces are also protected where the stack asks for it."""
+    """Removing a tenant file keeps the whole tenant: namespaces are retained (and protected where
+    the stack asks for it), everything else goes only with a namespace (deleted_with): namespaced
+    objects with their own, cluster-scoped ones with the tenant's primary namespace."""
     stack, registrations, _ = program
     tenants = {r.urn: r.name for r in registrations if r.type == "gpu-tenancy:index:Tenant"}
     env = load_environment(REPO, stack)
-    lifecycle = {t.name: t.spec.lifecycle for t in env.tenants}
     children = [r for r in registrations if r.parent in tenants and r.type.startswith("kubernetes:")]
     namespaces = {r.inputs["metadata"]["name"]: r.urn for r in children if r.type == "kubernetes:core/v1:Namespace"}
     cluster_scoped = [r for r in children if r.type != "kubernetes:core/v1:Namespace" and "helm" not in r.type
@@ -80,26 +79,35 @@ def test_every_object_of_a_tenant_outlives_the_removal_of_its_file(program):
     assert cluster_scoped, "no cluster-scoped tenant objects to check"
     protect = env.platform.protect_namespaces
     for registration in children:
-        retained = lifecycle[tenants[registration.parent]] != "decommissioned"
-        if registration.type == "kubernetes:core/v1:Namespace" or registration in cluster_scoped:
-            assert registration.options["retainOnDelete"] is retained, registration.name
+        if registration.type == "kubernetes:core/v1:Namespace":
+            assert registration.options["retainOnDelete"] is True, registration.name
+            assert registration.options["protect"] is protect, registration.name
+        elif registration in cluster_scoped:
+            assert registration.options["deletedWith"] == namespaces[tenants[registration.parent]], registration.name
         else:
             namespace = registration.inputs.get("namespace") or registration.inputs["metadata"]["namespace"]
             assert registration.options["deletedWith"] == namespaces[namespace], registration.name
+
+
+def test_a_decommissioned_tenant_deletes_its_namespaces_before_its_policies(tmp_path):
+    """Decommissioned: nothing retained or protected, and the namespaces depend on the tenant's
+    cluster-scoped objects, so the engine deletes them first and no pod runs without its policy."""
+    root = _copy_project(tmp_path)
+    path = root / "tenants" / "eval.yaml"
+    path.write_text(path.read_text().replace("kind: Tenant\n", "kind: Tenant\nlifecycle: decommissioned\ndecommission: {confirm: eval}\n", 1))
+    registrations, _ = run_program("prod", root)
+    (tenant,) = [r.urn for r in registrations if r.type == "gpu-tenancy:index:Tenant" and r.name == "eval"]
+    children = [r for r in registrations if r.parent == tenant and r.type.startswith("kubernetes:")]
+    guards = {r.urn for r in children if r.type != "kubernetes:core/v1:Namespace"
+              and not r.inputs["metadata"].get("namespace")}
+    assert any("ValidatingAdmissionPolicy" in u for u in guards), guards
+    for registration in children:
+        assert registration.options["retainOnDelete"] in (False, None), registration.name
+        assert not registration.options["protect"], registration.name
+        if registration.urn in guards:
+            assert not registration.options["deletedWith"], registration.name
         if registration.type == "kubernetes:core/v1:Namespace":
-            assert registration.options["protect"] is (protect and retained), registration.name
-
-
-def test_namespaces_depend_on_their_tenants_cluster_scoped_objects(program):
-    """So a decommissioned tenant's namespaces (and pods) are deleted before its policies and queues."""
-    _, registrations, _ = program
-    tenants = {r.urn for r in registrations if r.type == "gpu-tenancy:index:Tenant"}
-    for tenant in tenants:
-        children = [r for r in registrations if r.parent == tenant and r.type.startswith("kubernetes:")]
-        guards = {r.urn for r in children if r.type != "kubernetes:core/v1:Namespace"
-                  and not r.inputs.get("metadata", {}).get("namespace") and "helm" not in r.type}
-        for namespace in (r for r in children if r.type == "kubernetes:core/v1:Namespace"):
-            assert guards <= set(namespace.options["dependencies"]), (namespace.name, guards)
+            assert guards <= set(registration.options["dependencies"]), registration.name
 
 
 def test_the_cluster_provider_does_not_store_the_kubeconfig_path(monkeypatch):

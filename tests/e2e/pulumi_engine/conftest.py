@@ -10,6 +10,11 @@ GPU_TENANCY_PULUMI_REQUIRED=1, which turns that skip into an error.
 from __future__ import annotations
 
 import os
+
+# The Automation API runs gRPC in this process, and the control planes are started afterwards with
+# fork + exec. gRPC's fork support restarts its poller thread in the child, where closing the
+# inherited descriptors before exec makes it abort (etcd "exited" with SIGABRT). Off, before grpc loads.
+os.environ["GRPC_ENABLE_FORK_SUPPORT"] = "false"
 import shutil
 import tempfile
 import time
