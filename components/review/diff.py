@@ -183,8 +183,8 @@ def _removal_warning(name: str, spec: Tenant, environment: Environment | None, f
     message = (
         f"tenant {name} {why}, but NOTHING of it is deleted: its namespaces ({namespaces}) with everything in "
         f"them, and its cluster-wide objects (placement policy, role bindings, queues), stay on the cluster as "
-        f"they are, and Pulumi stops managing them (`pulumi preview` lists them as deletes; they are "
-        f"retainOnDelete, so the engine only forgets them). To delete them, keep the file with "
+        f"they are, and Pulumi stops managing them (`pulumi preview` lists them as deletes; the namespaces "
+        f"are retainOnDelete and the rest goes only with them, so the engine only forgets them). To delete them, keep the file with "
         f"`lifecycle: decommissioned` and `decommission: {{confirm: {name}}}`, merge and deploy, then remove "
         f"the file (docs/offboarding.md)"
     )
