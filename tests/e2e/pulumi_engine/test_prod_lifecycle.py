@@ -75,13 +75,12 @@ def test_quota_edit_updates_only_quota_objects(prod, tmp_path):
     engine = _assert_preview_matches_diff(prod, base, preview)
     kinds = {s.type.rsplit(":", 1)[-1] for s in preview.ops("update", "replace", "create", "delete")
              if s.type.startswith("kubernetes:")}
-    assert kinds <= {"ResourceQuota", "CustomResource"}, kinds
+    assert kinds == {"ResourceQuota", "ClusterQueue"}, kinds
     assert engine["update"] and not engine["create"] and not engine["delete"] and not engine["replace"]
     up = prod.engine.up()
     assert set(up.changes) == {"update"}, up.changes
     quota = client.CoreV1Api(prod.api).read_namespaced_resource_quota("tenant-quota", "eval")
-    assert quota.spec.hard["requests.nvidia.com/gpu"] == "16" or any(
-        v == "16" for k, v in quota.spec.hard.items() if "gpu" in k), quota.spec.hard
+    assert quota.spec.hard["requests.nvidia.com/gpu"] == "16", quota.spec.hard
 
 
 def test_onboarding_with_tenants_new_previews_only_the_new_tenants_creates(prod, tmp_path):
@@ -110,15 +109,15 @@ def test_suspend_then_resume(prod, tmp_path):
     _assert_preview_matches_diff(prod, base, preview)
     prod.engine.up()
     core = client.CoreV1Api(prod.api)
-    suspended = [q for q in core.list_namespaced_resource_quota("eval").items if q.spec.hard.get("pods") == "0"]
-    assert suspended, "a suspended tenant gets a pods: 0 quota"
+    suspended = core.read_namespaced_resource_quota("suspended", "eval")
+    assert suspended.spec.hard == {"pods": "0"}, "a suspended tenant gets a pods: 0 quota"
 
     base = _snapshot(prod, tmp_path / "resume")
     replace_once(path, "kind: Tenant\nlifecycle: suspended\n", "kind: Tenant\n")
     preview = prod.engine.preview()
     _assert_preview_matches_diff(prod, base, preview)
     prod.engine.up()
-    assert not [q for q in core.list_namespaced_resource_quota("eval").items if q.spec.hard.get("pods") == "0"]
+    assert "suspended" not in {q.metadata.name for q in core.list_namespaced_resource_quota("eval").items}
     assert prod.engine.up().changes == {}
 
 
@@ -180,11 +179,11 @@ def test_protect_namespaces_refuses_a_removal(prod):
 def test_invalid_input_fails_before_any_resource_is_registered(prod):
     """A broken tenant file stops the program before it registers anything: the engine plans no
     step besides the stack itself, reports the located errors, and the state stays as it was."""
-    path = prod.tenant_file("llm-finetune")
+    path = prod.tenant_file("inference")
     saved = path.read_text()
     before = prod.engine.urns()
-    replace_once(path, "  gpu: 40\n", "  gpu: forty\n")
-    line = line_of(path, "  gpu: forty")
+    replace_once(path, "  gpu: 24\n", "  gpu: twenty\n")
+    line = line_of(path, "  gpu: twenty")
     try:
         for operation in ("preview", "up"):
             err, steps, diags = prod.engine.failing(operation)
@@ -192,7 +191,7 @@ def test_invalid_input_fails_before_any_resource_is_registered(prod):
             assert not registered, [s.urn for s in registered]
             text = str(err) + "\n".join(m for _, _, m in diags)
             assert "invalid tenants or stack configuration" in text, text[-3000:]
-            assert f"tenants/llm-finetune.yaml:{line}:" in text, text[-3000:]
+            assert f"tenants/inference.yaml:{line}:" in text, text[-3000:]
         assert prod.engine.urns() == before
     finally:
         path.write_text(saved)
