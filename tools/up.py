@@ -33,7 +33,13 @@ def main() -> int:
     parser.add_argument("--exit", action="store_true", help="stop the control plane after the up instead of waiting")
     args = parser.parse_args()
 
-    from tests.e2e.pulumi_engine.harness import Engine, LocalCluster, copy_project, missing_pulumi_tools
+    from tests.e2e.pulumi_engine.harness import (
+        Engine,
+        LocalCluster,
+        copy_project,
+        missing_pulumi_tools,
+        pulumi_bin_dirs,
+    )
 
     missing = missing_pulumi_tools()
     if missing:
@@ -55,7 +61,7 @@ def main() -> int:
         print(f"  kubeconfig   {cluster.kubeconfig}   (context {cluster.context})")
         print(f"               KUBECONFIG={cluster.kubeconfig} kubectl get namespaces")
         print(f"  state        {engine.state_dir / 'backend'}   (file backend, stack {args.stack})")
-        print(f"               cd {project} && {env} pulumi stack export")
+        print(f"               cd {project} && {env} {pulumi_bin_dirs()['pulumi'] / 'pulumi'} stack export")
         print(f"  project copy {project}")
         print(f"  logs         {cluster.cp.log_dir}")
         if args.exit:
