@@ -35,8 +35,8 @@ e2e: $(VENV)/.installed
 	GPU_TENANCY_E2E_REQUIRED=1 $(PY) -m pytest -q tests/e2e -m e2e -ra -p no:cacheprovider
 
 # The real Pulumi engine: the CLI and the Kubernetes provider built from their Go modules (cached like
-# the control plane, ~25 min cold, seconds warm), the program run by the Automation API on a local
-# control plane; scenarios of tests/e2e/pulumi_engine (tools/README.md).
+# the control plane: 52 + 71 min cold measured on a loaded 2-core machine, seconds warm), the program
+# run by the Automation API on a local control plane; scenarios of tests/e2e/pulumi_engine (tools/README.md).
 E2E_BINARIES := etcd kube-apiserver kube-controller-manager pulumi pulumi-resource-kubernetes
 e2e-pulumi: $(VENV)/.installed
 	tools/build.sh $(E2E_BINARIES)

@@ -47,7 +47,7 @@ def _reason() -> str:
     where = ", ".join(f"{m} in {dirs[m]}" for m in missing)
     if shutil.which("go") is None:
         return (f"real-engine lane: {where} not built and `go` is not on PATH. Install Go >= 1.26, "
-                "then run `make e2e-pulumi` (builds the Pulumi CLI and provider, ~20 min cold).")
+                "then run `make e2e-pulumi` (builds the Pulumi CLI and provider: 52 and 71 min cold measured on a loaded 2-core machine, seconds warm).")
     return f"real-engine lane: {where} not built. Run `make e2e-pulumi` (or `tools/build.sh pulumi pulumi-resource-kubernetes`)."
 
 
