@@ -72,6 +72,9 @@ def _run(
 ) -> tuple[list[Registration], RecordingMonitor]:
     mocks = RecordingMocks()
     monitor = RecordingMonitor(mocks)
+    # set_mocks keeps the root Stack of an earlier run (another project or stack): top-level
+    # components would get that stack's URN as parent, so start from no root.
+    pulumi.runtime.settings.ROOT.set(None)
     pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=False, monitor=monitor)
     pulumi.runtime.set_all_config({k: json.dumps(v) if not isinstance(v, str) else v for k, v in config.items()})
 
