@@ -6,9 +6,9 @@ Invalid input stops the program before any resource is registered: nothing is ha
 from pathlib import Path
 
 import pulumi
-import pulumi_kubernetes as k8s
 
 from components.resources.fleet import Fleet
+from components.resources.kubernetes import cluster_provider
 from components.manifests.gpu_nodes import node_group_requirements
 from components.model.load import fewer_gc_passes, load_program_environment
 from components.model.problems import InvalidInput
@@ -22,7 +22,7 @@ except InvalidInput as err:
 
 opts = None
 if environment.platform.kube_context:
-    provider = k8s.Provider("cluster", context=environment.platform.kube_context)
+    provider = cluster_provider(environment.platform.kube_context)
     opts = pulumi.ResourceOptions(providers=[provider])
 with fewer_gc_passes():  # building a large fleet makes millions of long-lived objects
     fleet = Fleet(environment.name, environment, opts)

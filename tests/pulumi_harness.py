@@ -53,6 +53,9 @@ class RecordingMonitor(pulumi.runtime.mocks.MockMonitor):
                 "deletedWith": request.deletedWith,
                 "aliases": [a for a in request.aliases] if hasattr(request, "aliases") else [],
                 "provider": request.provider,
+                "dependencies": sorted(request.dependencies),
+                "replaceOnChanges": list(request.replaceOnChanges),
+                "deleteBeforeReplace": request.deleteBeforeReplace,
             }
             self.options[(request.type, request.name)] = options
             self.urns[(request.type, request.name)] = response.urn

@@ -1,39 +1,59 @@
 #!/usr/bin/env bash
-# Build the real Go binaries of the test lanes (see tools/README.md):
-#   e2e lane:        etcd, kube-apiserver, kube-controller-manager -> .cache/k8s/<K8S_VERSION>/
-#   monitoring lane: promtool, prometheus                          -> .cache/prometheus/<PROMETHEUS_VERSION>/
+# Build the real Go binaries of the test lanes (see tools/README.md), one cache per version:
+#   e2e lane:        etcd, kube-apiserver, kube-controller-manager -> $CACHE_DIR/k8s/<K8S_VERSION>/
+#   monitoring lane: promtool, prometheus                          -> $CACHE_DIR/prometheus/<PROMETHEUS_VERSION>/
+#   engine lane:     pulumi (the CLI)                              -> $CACHE_DIR/pulumi/<PULUMI_VERSION>/
+#                    pulumi-resource-kubernetes (the provider)     -> $CACHE_DIR/pulumi-kubernetes/<PULUMI_KUBERNETES_VERSION>/
 #
 # Idempotent: a binary is rebuilt only when it is missing or its inputs
 # (go.mod, go.sum, main.go, tags, ldflags) changed; with everything present this
 # takes well under a second. Module and build caches live in .cache/go/.
 #
-# Usage: tools/build.sh [--print-dir [monitoring]] [binary|group...]
-#   --print-dir   print the output directory (of the monitoring binaries with `monitoring`) and exit
+# Usage: tools/build.sh [--print-dir [binary|group]] [binary|group...]
+#   --print-dir   print the output directory (of a binary or group; default the e2e binaries) and exit
 #   binary        any of: etcd kube-apiserver kube-controller-manager promtool prometheus
-#   group         k8s (the default: the three e2e binaries), monitoring (promtool prometheus), all
+#                 pulumi pulumi-resource-kubernetes
+#   group         k8s (the default: the three e2e binaries), monitoring (promtool prometheus),
+#                 pulumi (the CLI and the provider), all
 set -euo pipefail
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/go-env.sh"
 
-if [ "${1:-}" = "--print-dir" ]; then
-  if [ "${2:-}" = "monitoring" ]; then echo "$PROM_BIN_DIR"; else echo "$K8S_BIN_DIR"; fi
-  exit 0
-fi
-
 k8s_bins=(etcd kube-apiserver kube-controller-manager)
 prom_bins=(promtool prometheus)
-all=("${k8s_bins[@]}" "${prom_bins[@]}")
+pulumi_bins=(pulumi pulumi-resource-kubernetes)
+all=("${k8s_bins[@]}" "${prom_bins[@]}" "${pulumi_bins[@]}")
+
+is_prom() { case "$1" in promtool|prometheus) return 0;; *) return 1;; esac; }
+out_dir_for() {
+  case "$1" in
+    promtool|prometheus|monitoring) echo "$PROM_BIN_DIR" ;;
+    pulumi) echo "$PULUMI_BIN_DIR" ;;
+    pulumi-resource-kubernetes) echo "$PULUMI_K8S_BIN_DIR" ;;
+    *) echo "$K8S_BIN_DIR" ;;
+  esac
+}
+version_for() {
+  case "$1" in
+    etcd) echo "$ETCD_VERSION" ;;
+    promtool|prometheus) echo "$PROMETHEUS_VERSION" ;;
+    pulumi) echo "$PULUMI_VERSION" ;;
+    pulumi-resource-kubernetes) echo "$PULUMI_KUBERNETES_VERSION ($PULUMI_KUBERNETES_MODULE_VERSION)" ;;
+    *) echo "$K8S_VERSION" ;;
+  esac
+}
+
+if [ "${1:-}" = "--print-dir" ]; then out_dir_for "${2:-k8s}"; exit 0; fi
+
 targets=()
 for arg in "${@:-k8s}"; do
   case "$arg" in
     k8s) targets+=("${k8s_bins[@]}") ;;
     monitoring) targets+=("${prom_bins[@]}") ;;
+    pulumi) targets+=("${pulumi_bins[@]}") ;;
     all) targets+=("${all[@]}") ;;
     *) targets+=("$arg") ;;
   esac
 done
-
-is_prom() { case "$1" in promtool|prometheus) return 0;; *) return 1;; esac; }
-out_dir_for() { if is_prom "$1"; then echo "$PROM_BIN_DIR"; else echo "$K8S_BIN_DIR"; fi; }
 module_dir_for() { if is_prom "$1"; then echo "$TOOLS_DIR/prometheus"; else echo "$TOOLS_DIR/$1"; fi; }
 package_for() { if is_prom "$1"; then echo "github.com/prometheus/prometheus/cmd/$1"; else echo "."; fi; }
 tags_for() { if is_prom "$1"; then echo "$PROMETHEUS_TAGS"; else echo ""; fi; }
@@ -48,6 +68,14 @@ ldflags_for() {
     date="$(echo "${date:-1970-01-01T00:00:00Z}" | sed 's/^\(....\)-\(..\)-\(..\)T\(..:..:..\).*/\1\2\3-\4/')"
     local v=github.com/prometheus/common/version
     echo "-s -w -X $v.Version=$PROMETHEUS_RELEASE -X $v.Revision=github.com/prometheus/prometheus@$PROMETHEUS_VERSION -X $v.Branch=HEAD -X $v.BuildUser=gpu-tenancy -X $v.BuildDate=$date"
+    return
+  fi
+  if [ "$name" = pulumi ]; then  # what `pulumi version` prints and the engine compares plugins with
+    echo "-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION"
+    return
+  fi
+  if [ "$name" = pulumi-resource-kubernetes ]; then  # the provider's version and its schema's version
+    echo "-s -w -X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=${PULUMI_KUBERNETES_VERSION#v}"
     return
   fi
   if [ "$name" = etcd ]; then
@@ -80,10 +108,30 @@ stamp_for() {  # hash of everything that determines the binary
     } | sha256sum | cut -d' ' -f1
     return
   fi
-  { cat "$TOOLS_DIR/$name/go.mod" "$TOOLS_DIR/$name/go.sum" "$TOOLS_DIR/$name/main.go"
-    echo "$K8S_VERSION $ETCD_VERSION"
-    if [ "$name" = etcd ]; then ldflags_for etcd; else echo "k8s-ldflags-v1"; fi
+  { cat "$TOOLS_DIR/$name/go.mod" "$TOOLS_DIR/$name/go.sum"
+    if [ -f "$TOOLS_DIR/$name/main.go" ]; then cat "$TOOLS_DIR/$name/main.go"; fi  # tools/pulumi has none
+    case "$name" in
+      etcd|kube-*) echo "$K8S_VERSION $ETCD_VERSION" ;;
+      *) version_for "$name" ;;
+    esac
+    case "$name" in
+      kube-*) echo "k8s-ldflags-v1" ;;
+      *) ldflags_for "$name" ;;
+    esac
   } | sha256sum | cut -d' ' -f1
+}
+
+# The provider's upstream main.go embeds files that `go generate` writes and the module
+# lacks; ours embeds their sources from the module (schema.json, terraform-mapping.json),
+# copied next to our main.go in a staging directory outside git.
+stage_provider() {
+  local stage="$1" src
+  (cd "$TOOLS_DIR/pulumi-resource-kubernetes" && go mod download "github.com/pulumi/pulumi-kubernetes/provider/v4@$PULUMI_KUBERNETES_MODULE_VERSION")
+  src="$GOMODCACHE/github.com/pulumi/pulumi-kubernetes/provider/v4@$PULUMI_KUBERNETES_MODULE_VERSION/cmd/pulumi-resource-kubernetes"
+  mkdir -p "$stage"
+  cp "$TOOLS_DIR/pulumi-resource-kubernetes/"{go.mod,go.sum,main.go} "$stage/"
+  cp "$src/schema.json" "$src/terraform-mapping.json" "$stage/"
+  chmod -R u+w "$stage"
 }
 
 go_ok() {  # the wrapper go.mod files say "go 1.26.0"; GOTOOLCHAIN=local forbids upgrading
@@ -109,13 +157,22 @@ for name in "${targets[@]}"; do
     echo "build.sh: '$out' is missing and $(go version) is too old; Go >= 1.26 is required." >&2
     exit 1
   fi
-  case "$name" in etcd) ver="$ETCD_VERSION";; promtool|prometheus) ver="$PROMETHEUS_VERSION";; *) ver="$K8S_VERSION";; esac
-  echo "build.sh: building $name ($ver) ..."
+  echo "build.sh: building $name ($(version_for "$name")) ..."
   start=$SECONDS
-  mdir="$(module_dir_for "$name")"
-  # Make sure the module sources (and the .info used for the build date) exist.
-  (cd "$mdir" && go mod download)
-  (cd "$mdir" && go build -tags "$(tags_for "$name")" -ldflags "$(ldflags_for "$name")" -o "$out.tmp.$$" "$(package_for "$name")")
+  case "$name" in
+    pulumi)
+      (cd "$TOOLS_DIR/pulumi" && go build -ldflags "$(ldflags_for pulumi)" -o "$out.tmp.$$" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi) ;;
+    pulumi-resource-kubernetes)
+      stage="$CACHE_DIR/pulumi-kubernetes/.stage.$$"
+      rm -rf "$stage"; stage_provider "$stage"
+      (cd "$stage" && go build -ldflags "$(ldflags_for "$name")" -o "$out.tmp.$$" .)
+      rm -rf "$stage" ;;
+    *)
+      mdir="$(module_dir_for "$name")"
+      # Make sure the module sources (and the .info used for the build date) exist.
+      (cd "$mdir" && go mod download)
+      (cd "$mdir" && go build -tags "$(tags_for "$name")" -ldflags "$(ldflags_for "$name")" -o "$out.tmp.$$" "$(package_for "$name")") ;;
+  esac
   mv -f "$out.tmp.$$" "$out"
   echo "$want" > "$stampf"
   echo "build.sh: built $name in $((SECONDS - start))s"
@@ -124,8 +181,8 @@ done
 for name in "${targets[@]}"; do
   dir="$(out_dir_for "$name")"
   if [ -x "$dir/$name" ]; then
-    printf '  %-26s %6s MiB  %s\n' "$name" "$(( $(stat -c %s "$dir/$name") / 1048576 ))" "$dir"
+    printf '  %-28s %6s MiB  %s\n' "$name" "$(( $(stat -c %s "$dir/$name") / 1048576 ))" "$dir"
   else
-    printf '  %-26s %s\n' "$name" "(missing)"
+    printf '  %-28s %s\n' "$name" "(missing)"
   fi
 done

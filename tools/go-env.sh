@@ -25,3 +25,6 @@ export GOFLAGS="-buildvcs=false -trimpath"
 export K8S_BIN_DIR="${GPU_TENANCY_K8S_BIN_DIR:-$CACHE_DIR/k8s/$K8S_VERSION}"
 # promtool and prometheus (monitoring lane; tests/monitoring looks in the same place).
 export PROM_BIN_DIR="${GPU_TENANCY_PROM_BIN_DIR:-$CACHE_DIR/prometheus/$PROMETHEUS_VERSION}"
+# The Pulumi CLI and the Kubernetes provider (make e2e-pulumi, make up), one directory per version.
+export PULUMI_BIN_DIR="${GPU_TENANCY_PULUMI_BIN_DIR:-$CACHE_DIR/pulumi/$PULUMI_VERSION}"
+export PULUMI_K8S_BIN_DIR="${GPU_TENANCY_PULUMI_K8S_BIN_DIR:-$CACHE_DIR/pulumi-kubernetes/$PULUMI_KUBERNETES_VERSION}"

@@ -17,6 +17,25 @@ FIELD_MANAGER = "gpu-tenancy"
 
 KubeObject = dict[str, Any]
 
+# Fields the API server refuses to change in place, by (API group, kind): a change replaces the
+# object (deleted, then created again with the same name). The provider knows the built-in ones;
+# for our custom resources they come from the vendored CRDs (CEL `self == oldSelf`, checked by
+# tests/resources). The Pulumi shell marks them `replace_on_changes`; `tenants diff` warns.
+IMMUTABLE_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("kueue.x-k8s.io", "LocalQueue"): ("spec.clusterQueue",),
+    ("rbac.authorization.k8s.io", "RoleBinding"): ("roleRef",),
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): ("roleRef",),
+}
+
+
+def immutable_fields(obj: Mapping[str, Any]) -> tuple[str, ...]:
+    """The fields of `obj` that cannot change in place (dotted paths).
+
+    >>> immutable_fields({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue"})
+    ('spec.clusterQueue',)
+    """
+    return IMMUTABLE_FIELDS.get((obj["apiVersion"].rpartition("/")[0], obj["kind"]), ())
+
 
 def tenant_labels(tenant: str, environment: str) -> dict[str, str]:
     """Labels on every object that belongs to a tenant.

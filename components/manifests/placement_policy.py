@@ -447,11 +447,10 @@ def placement_binding(tenant: Tenant, environment: Environment) -> KubeObject:
 
 
 def placement_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]:
-    """Policy and binding of one tenant; none for a decommissioned tenant (its namespaces are going away).
+    """Policy and binding of one tenant, also while it is decommissioned: its pods may still run
+    until its namespaces are deleted, and the program deletes the policy only after them.
 
     >>> [o["kind"] for o in placement_objects(prod.tenants[0].spec, prod)]   # doctest: +SKIP
     ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']
     """
-    if tenant.lifecycle == "decommissioned":
-        return []
     return [placement_policy(tenant, environment), placement_binding(tenant, environment)]

@@ -215,8 +215,9 @@ def vcluster_release(tenant: Tenant, environment: Environment) -> dict | None:
     return {
         "name": RELEASE_NAME,
         "namespace": tenant.name,
-        "chart": CHART,
-        "repository": platform.vcluster.repository,
+        # A local copy (directory or .tgz, relative to the project root) replaces the repository.
+        "chart": platform.vcluster.chart or CHART,
+        "repository": None if platform.vcluster.chart else platform.vcluster.repository,
         "version": platform.vcluster.chart_version,
         "values": vcluster_values(tenant, environment),
     }

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from . import vcluster_checks
 from .model_errors import model_problems
 from .problems import InvalidInput, Problem, errors_only
 from .queue_checks import expand_queue_limits
@@ -243,9 +244,13 @@ def _load_environment(
         problems.extend(err.problems)
     docs, read_problems = read_tenant_documents(root)
     problems.extend(read_problems)
-    return environment_from_documents(
+    environment = environment_from_documents(
         env, platform_doc, docs, problems, known_envs=stack_names(root), strict_warnings=strict_warnings
     )
+    chart_problems = vcluster_checks.check_local_chart(environment, root)
+    if chart_problems:
+        raise InvalidInput(chart_problems)
+    return environment
 
 
 def environment_from_data(

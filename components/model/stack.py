@@ -337,6 +337,12 @@ class VClusterPlatform(Model):
 
     chart_version: str = Field("0.36.1", description="version of the vcluster Helm chart (its values schema checks tenants' values)")
     repository: str = Field("https://charts.loft.sh", description="Helm repository of the chart")
+    chart: Optional[str] = Field(
+        None,
+        description="a local copy of the chart instead of the repository: a chart directory or a packaged "
+        "`.tgz`, relative to the project root, whose version is `chartVersion` (air-gapped clusters, "
+        "previews without network)",
+    )
 
 
 class Platform(Model):

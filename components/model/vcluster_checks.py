@@ -14,6 +14,7 @@ import difflib
 import json
 from functools import lru_cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from . import capacity as cap
@@ -164,3 +165,44 @@ def check_environment_vclusters(environment) -> list[Problem]:
         if loaded.spec.lifecycle != "decommissioned":
             problems.extend(check_tenant_vcluster(loaded.spec, loaded.doc, environment.platform))
     return problems
+
+
+def _chart_version(path: Path) -> str | None:
+    """`version` of a chart directory's or packaged chart's Chart.yaml (None when unreadable)."""
+    import tarfile
+
+    import yaml
+
+    try:
+        if path.is_dir():
+            text = (path / "Chart.yaml").read_text("utf-8")
+        else:
+            with tarfile.open(path) as archive:
+                member = next(m for m in archive.getmembers() if m.name.count("/") == 1 and m.name.endswith("/Chart.yaml"))
+                text = archive.extractfile(member).read().decode("utf-8")  # type: ignore[union-attr]
+        version = (yaml.safe_load(text) or {}).get("version")
+        return str(version) if version is not None else None
+    except (OSError, StopIteration, tarfile.TarError, yaml.YAMLError, AttributeError):
+        return None
+
+
+def check_local_chart(environment, root: Path) -> list[Problem]:
+    """`vcluster.chart`: the local chart must exist under the project and be `chartVersion`.
+
+    Checked before anything is registered, so a wrong path is a located error, not a failed release.
+    """
+    platform: Platform = environment.platform
+    chart = platform.vcluster.chart
+    if chart is None or not any(t.spec.vcluster.enabled for t in environment.tenants):
+        return []
+    where = ("config", CONFIG_KEY, "vcluster", "chart")
+    doc = environment.platform_doc
+    path = root / chart
+    if Path(chart).is_absolute() or ".." in Path(chart).parts:
+        return [doc.problem(where, f"'{chart}' must be a path inside the project, relative to its root (it is part of every deployment's inputs)")]
+    if not (path.is_dir() and (path / "Chart.yaml").is_file()) and not (path.is_file() and chart.endswith((".tgz", ".tar.gz"))):
+        return [doc.problem(where, f"no chart at '{chart}': give a chart directory (with Chart.yaml) or a packaged .tgz, relative to the project root")]
+    version = _chart_version(path)
+    if version != platform.vcluster.chart_version:
+        return [doc.problem(where, f"the chart at '{chart}' has version {version or 'unknown'}, but vcluster.chartVersion is {platform.vcluster.chart_version}")]
+    return []

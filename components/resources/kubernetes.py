@@ -3,6 +3,11 @@
 Built-in kinds become their typed class (`core.v1.Namespace`, `rbac.v1.Role`, ...); a partial
 `Node` becomes a `core.v1.NodePatch` (server-side apply with our field manager); custom
 resources (Kueue, KAI) become `apiextensions.CustomResource`.
+
+Every object is applied under one stable field manager, `gpu-tenancy` (the provider's
+`pulumi.com/patchFieldManager` annotation). The provider's default is a random manager per resource
+(`pulumi-kubernetes-<hex>`), so re-adopting an object Pulumi had let go of (a retained tenant whose
+file is restored) conflicted with the manager of its own earlier deployment.
 """
 
 from __future__ import annotations
@@ -13,7 +18,8 @@ from typing import Any, Mapping
 import pulumi
 import pulumi_kubernetes as k8s
 
-from ..manifests.meta import KubeObject
+from ..manifests.gpu_nodes import PATCH_FIELD_MANAGER
+from ..manifests.meta import FIELD_MANAGER, KubeObject, immutable_fields
 
 _GROUP_MODULES = {
     "": "core",
@@ -59,10 +65,40 @@ def logical_name(prefix: str, obj: Mapping[str, Any]) -> str:
     return "-".join(p for p in parts if p)
 
 
+def with_field_manager(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """The object's metadata with our stable server-side apply field manager (kept if already set).
+
+    >>> with_field_manager({"name": "a"})["annotations"]
+    {'pulumi.com/patchFieldManager': 'gpu-tenancy'}
+    """
+    annotations = {PATCH_FIELD_MANAGER: FIELD_MANAGER, **(metadata.get("annotations") or {})}
+    return {**metadata, "annotations": annotations}
+
+
+def cluster_provider(context: str) -> k8s.Provider:
+    """The explicit provider of a stack's `kubeContext`.
+
+    `kubeconfig=""`: the SDK would otherwise store `$KUBECONFIG` (a path on the deploying machine)
+    as a provider input, so the same stack previewed from another checkout or CI runner showed a
+    provider change. With an empty value the provider loads the kubeconfig the usual way
+    (`$KUBECONFIG`, then `~/.kube/config`) without remembering where it was.
+    """
+    return k8s.Provider("cluster", context=context, kubeconfig="")
+
+
 def register(name: str, obj: KubeObject, opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
-    """Create the typed resource for one object."""
+    """Create the typed resource for one object, applied under our stable field manager."""
     cls = resource_class(obj["apiVersion"], obj["kind"])
     fields = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
+    fields["metadata"] = with_field_manager(fields["metadata"])
+    immutable = immutable_fields(obj)
+    if immutable:
+        # The provider knows the built-in ones, not those of CRDs (a renamed tenant's LocalQueue in a
+        # namespace it keeps points at its new ClusterQueue: "field is immutable" at preview). The
+        # new object has the same name, so the old one is deleted first.
+        opts = pulumi.ResourceOptions.merge(
+            opts, pulumi.ResourceOptions(replace_on_changes=list(immutable), delete_before_replace=True)
+        )
     if cls is None:
         spec = fields.pop("spec", None)
         metadata = fields.pop("metadata")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 import pulumi
 
@@ -15,12 +15,24 @@ from .vcluster_release import register_vcluster
 
 
 class Tenant(pulumi.ComponentResource):
-    """A tenant's objects as typed resources; its Namespaces are never deleted by accident.
+    """A tenant's objects as typed resources; nothing of a tenant is ever deleted by accident.
 
-    Namespaces carry `retain_on_delete` (removing the tenant file, or disabling the tenant in an
-    environment, leaves them and their data alone) and `protect` when the stack asks for it.
-    Only `lifecycle: decommissioned` with a confirmation makes them deletable. Namespaced children
-    are `deleted_with` their Namespace, so a real decommission does not issue one delete per object.
+    Removing the tenant file (or disabling the tenant in an environment) leaves the whole tenant on
+    the cluster as it was, unmanaged:
+
+    * its Namespaces carry `retain_on_delete` (and `protect` when the stack asks for it);
+    * everything else is `deleted_with` a Namespace: namespaced objects with their own, the
+      cluster-scoped ones (placement policy and binding, ClusterRoleBinding, queues) with the
+      tenant's primary Namespace. While that Namespace is only retained, the engine skips their
+      delete too, so running pods keep their admission checks and their queue. (Not
+      `retain_on_delete` on them: the engine would then also keep every object that merely stops
+      being generated, e.g. a queue after a scheduler change, and a replacement in place, such as a
+      LocalQueue's `clusterQueue` after a rename, must really delete the old object.)
+
+    Only `lifecycle: decommissioned` with a confirmation lifts retain and protect, and unties the
+    cluster-scoped objects from the Namespace; removing the file afterwards deletes the tenant,
+    Namespaces first (they depend on the tenant's cluster-scoped objects, so the engine deletes
+    them in reverse order and waits for each): no pod ever runs without its policies.
 
     >>> Tenant("team-a", spec, environment)   # doctest: +SKIP
     """
@@ -39,32 +51,39 @@ class Tenant(pulumi.ComponentResource):
         opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(aliases=aliases)) if aliases else opts
         super().__init__("gpu-tenancy:index:Tenant", name, None, opts)
         objects = objects if objects is not None else tenant_objects(spec, environment)
-        decommissioned = spec.lifecycle == "decommissioned"
-        namespace_resources: dict[str, pulumi.Resource] = {}
+        retain = spec.lifecycle != "decommissioned"
         self.resources: dict[str, pulumi.Resource] = {}
-        for obj in objects:
+
+        def add(obj: KubeObject, **options: Any) -> pulumi.Resource:
             child = logical_name(name, obj)
-            old_names = [logical_name(old, obj) for old in spec.previous_names]
-            child_aliases = [pulumi.Alias(name=old) for old in old_names]
-            if obj["kind"] == "Namespace":
-                child_opts = pulumi.ResourceOptions(
-                    parent=self,
-                    retain_on_delete=not decommissioned,
-                    protect=environment.platform.protect_namespaces and not decommissioned,
-                    aliases=child_aliases,
-                )
-                resource = register(child, obj, child_opts)
-                namespace_resources[obj["metadata"]["name"]] = resource
-            else:
-                owner_namespace = namespace_resources.get(obj["metadata"].get("namespace", ""))
-                child_opts = pulumi.ResourceOptions(
-                    parent=self,
-                    deleted_with=owner_namespace,
-                    depends_on=[owner_namespace] if owner_namespace is not None else None,
-                    aliases=child_aliases,
-                )
-                resource = register(child, obj, child_opts)
+            aliases = [pulumi.Alias(name=logical_name(old, obj)) for old in spec.previous_names]
+            resource = register(child, obj, pulumi.ResourceOptions(parent=self, aliases=aliases, **options))
             self.resources[child] = resource
+            return resource
+
+        namespace_objects = [o for o in objects if o["kind"] == "Namespace"]
+        cluster_scoped = [o for o in objects if o["kind"] != "Namespace" and not o["metadata"].get("namespace")]
+        namespace_resources: dict[str, pulumi.Resource] = {}
+        # Decommissioned: the cluster-scoped objects come first and the Namespaces depend on them,
+        # so on delete the Namespaces (and their pods) go first. Otherwise they are deleted_with the
+        # primary Namespace, which therefore has to exist first.
+        guards = [add(obj) for obj in cluster_scoped] if not retain else []
+        for obj in namespace_objects:
+            namespace_resources[obj["metadata"]["name"]] = add(
+                obj,
+                retain_on_delete=retain,
+                protect=environment.platform.protect_namespaces and retain,
+                depends_on=guards or None,
+            )
+        if retain:
+            primary = namespace_resources.get(spec.all_namespaces[0]) or next(iter(namespace_resources.values()), None)
+            for obj in cluster_scoped:
+                add(obj, deleted_with=primary)
+        for obj in objects:
+            if obj["kind"] == "Namespace" or not obj["metadata"].get("namespace"):
+                continue
+            owner_namespace = namespace_resources.get(obj["metadata"]["namespace"])
+            add(obj, deleted_with=owner_namespace, depends_on=[owner_namespace] if owner_namespace is not None else None)
         for release in helm_releases(spec, environment):
             namespace = namespace_resources.get(release["namespace"])
             self.resources[f"{name}-vcluster"] = register_vcluster(

@@ -16,13 +16,16 @@ def register_vcluster(name: str, release: dict, opts: pulumi.ResourceOptions) ->
 
     >>> register_vcluster("team-a-vcluster", {"name": "vcluster", ...}, opts)   # doctest: +SKIP
     """
+    # A local chart (`vcluster.chart` in the stack) has no repository; its path is relative to the
+    # project root, which is the working directory of `pulumi` and of the provider it starts.
+    repository = {"repository_opts": {"repo": release["repository"]}} if release.get("repository") else {}
     return k8s.helm.v3.Release(
         name,
         name=release["name"],
         namespace=release["namespace"],
         chart=release["chart"],
         version=release["version"],
-        repository_opts={"repo": release["repository"]},
+        **repository,
         # A values file, not `values=`: Pulumi drops None entries from map inputs, and the nulls
         # are what delete chart defaults (e.g. count/pods: 20) that would tighten the tenant's quota.
         value_yaml_files=[pulumi.StringAsset(values_yaml(release["values"]))],

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from ..manifests.build import PLATFORM, environment_objects, helm_releases
-from ..manifests.meta import KubeObject
+from ..manifests.meta import KubeObject, immutable_fields
 from .capacity import capacity_table
 from .object_changes import field_changes, object_changes
 from ..model.budget import budget_home
@@ -183,8 +183,10 @@ def _removal_warning(name: str, spec: Tenant, environment: Environment | None, f
         )
     why = "is disabled in this stack (stack `tenants` list)" if file_kept else "file is removed"
     message = (
-        f"tenant {name} {why}, but its namespaces ({namespaces}) are RETAINED, not deleted: they keep running "
-        f"with their data and Pulumi stops managing them. To delete them, keep the file with "
+        f"tenant {name} {why}, but NOTHING of it is deleted: its namespaces ({namespaces}) with everything in "
+        f"them, and its cluster-wide objects (placement policy, role bindings, queues), stay on the cluster as "
+        f"they are, and Pulumi stops managing them (`pulumi preview` lists them as deletes; the namespaces "
+        f"are retainOnDelete and the rest goes only with them, so the engine only forgets them). To delete them, keep the file with "
         f"`lifecycle: decommissioned` and `decommission: {{confirm: {name}}}`, merge and deploy, then remove "
         f"the file (docs/offboarding.md)"
     )
@@ -206,6 +208,47 @@ def _egress_warnings(stack: str, detail: dict[str, Any]) -> list[dict[str, Any]]
             _warn(warnings, stack, tenant, "egress-widened", f"tenant {tenant} egress widened: {rule['detail']} ({rule['rule']})")
         elif rule["change"] == "added" and rule["rule"].split(" ", 1)[0].endswith("/0"):
             _warn(warnings, stack, tenant, "egress-widened", f"new tenant {tenant} may send traffic to every address ({rule['rule']})")
+    return warnings
+
+
+def _object_warnings(stack: str, detail: dict[str, Any], after: Tenant | None) -> list[dict[str, Any]]:
+    """Objects replaced because a field cannot change in place, and objects that move namespace."""
+    warnings: list[dict[str, Any]] = []
+    tenant = detail["tenant"]
+    replaced = []
+    for change in detail["objects"]:
+        if change["change"] != "changed":
+            continue
+        api_version = change["id"].rsplit("/", 3)[0]
+        fields = immutable_fields({"apiVersion": api_version, "kind": change["kind"]})
+        hit = sorted({f["path"] for f in change["fields"] if any(f["path"] == p or f["path"].startswith(p + ".") for p in fields)})
+        if hit:
+            where = f"{change['namespace']}/" if change["namespace"] else ""
+            replaced.append(f"{change['kind']} {where}{change['name']} ({', '.join(hit)})")
+    if replaced:
+        _warn(warnings, stack, tenant, "objects-replaced", (
+            f"tenant {tenant}: {len(replaced)} object(s) change a field Kubernetes cannot change in place, so "
+            f"`pulumi up` deletes and re-creates them (briefly absent): {'; '.join(replaced)}"
+        ))
+    removed = {(c["kind"], c["name"]): c["namespace"] for c in detail["objects"] if c["change"] == "removed" and c["namespace"]}
+    added = {(c["kind"], c["name"]): c["namespace"] for c in detail["objects"] if c["change"] == "added" and c["namespace"]}
+    kept = set(after.all_namespaces) if after is not None else set()
+    listed, others = [], 0
+    for kind, name in sorted(set(removed) & set(added)):
+        source, target = removed[(kind, name)], added[(kind, name)]
+        if source in kept:
+            listed.append(f"{kind} {name} moves from {source} to {target} and is DELETED from {source}, "
+                          f"which stays a namespace of the tenant")
+        elif kind == "ServiceAccount":
+            listed.append(f"{kind} {name} moves from {source} to {target} (the old one stays in the retained {source})")
+        else:
+            others += 1
+    if listed:
+        more = f"; {others} more object(s) move with the namespace" if others else ""
+        _warn(warnings, stack, tenant, "objects-moved", (
+            f"tenant {tenant}: objects move to another namespace; whatever uses them (a CI system's "
+            f"ServiceAccount token, a Secret reference) must follow: {'; '.join(listed)}{more}"
+        ))
     return warnings
 
 
@@ -243,7 +286,7 @@ def _tenant_warnings(stack: str, detail: dict[str, Any], before: Tenant | None, 
                 f"{grant['subject']} becomes owner of tenant {tenant} (manages workloads, secrets and role bindings "
                 f"in {', '.join(after.all_namespaces)})"
             ))
-    return warnings + _egress_warnings(stack, detail)
+    return warnings + _object_warnings(stack, detail, after) + _egress_warnings(stack, detail)
 
 
 def _capacity_warnings(stack: str, capacity: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -135,7 +135,7 @@ def _objects_title(detail: Mapping[str, Any]) -> str:
         return "Objects"
     if detail["lifecycle"]["from"] == "decommissioned":
         return "Objects (deleted with the namespaces)"
-    return "Objects (dropped from Pulumi; the namespaces and everything in them stay)"
+    return "Objects (dropped from Pulumi, none deleted: the namespaces, everything in them and the cluster-wide objects stay)"
 
 
 def _capacity_subject(row: Mapping[str, Any]) -> str:

@@ -153,7 +153,8 @@ def test_removed_tenant_warns_that_its_namespaces_are_retained(repo_with_vision,
     assert prod["tenants"]["removed"] == ["vision"]
     removal = [w for w in document["warnings"] if w["kind"] == "tenant-removed"]
     assert [(w["stack"], w["tenant"]) for w in removal] == [("prod", "vision")]
-    assert "RETAINED" in removal[0]["message"] and "lifecycle: decommissioned" in removal[0]["message"]
+    assert "NOTHING of it is deleted" in removal[0]["message"] and "lifecycle: decommissioned" in removal[0]["message"]
+    assert "cluster-wide objects (placement policy, role bindings, queues)" in removal[0]["message"]
     assert "decommission: {confirm: vision}" in removal[0]["message"]
     assert "pulumi state unprotect" in removal[0]["message"]  # prod protects namespaces
     row = next(r for r in prod["capacity"] if r["name"] == "l40s")
@@ -163,8 +164,8 @@ def test_removed_tenant_warns_that_its_namespaces_are_retained(repo_with_vision,
     assert code == 0
     warning_at = markdown.index("> [!WARNING]")
     assert warning_at < markdown.index("| Stack |")
-    assert "RETAINED" in markdown[warning_at:markdown.index("| Stack |")]
-    assert "Objects (dropped from Pulumi; the namespaces and everything in them stay)" in markdown
+    assert "NOTHING of it is deleted" in markdown[warning_at:markdown.index("| Stack |")]
+    assert "Objects (dropped from Pulumi, none deleted: the namespaces, everything in them and the cluster-wide objects stay)" in markdown
 
 
 def test_removing_a_decommissioned_tenant_warns_that_it_is_deleted(repo, capsys):

@@ -76,6 +76,10 @@ CONTROLLERS = (
     # Type-checks ValidatingAdmissionPolicies into status.typeChecking (CEL
     # warnings such as a field that does not exist on the matched kind).
     "validatingadmissionpolicy-status-controller",
+    # The Pulumi Kubernetes provider deletes with foreground propagation: the object keeps a
+    # foregroundDeletion finalizer that only the garbage collector removes (without it, deleting
+    # a cluster-scoped object waits for the provider's 10-minute timeout). tests/e2e/pulumi_engine.
+    "garbage-collector-controller",
 )
 
 E2E_MARKER = "e2e: needs a real kube-apiserver (make e2e)"

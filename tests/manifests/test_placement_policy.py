@@ -323,9 +323,12 @@ def test_policy_and_binding_shape(prod):
     assert policy["metadata"]["labels"]["gpu-tenancy.dev/tenant"] == "eval"
 
 
-def test_decommissioned_tenant_gets_no_policy(prod):
+def test_decommissioned_tenant_keeps_its_policy_until_its_namespaces_are_gone(prod):
+    """Its pods may run until the namespaces are deleted; the program deletes the policy after them."""
     tenant = next(t for t in prod.tenants if t.name == "eval").spec.model_copy(update={"lifecycle": "decommissioned"})
-    assert pp.placement_objects(tenant, prod) == []
+    active = next(t for t in prod.tenants if t.name == "eval").spec
+    assert [o["kind"] for o in pp.placement_objects(tenant, prod)] == ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]
+    assert pp.placement_objects(tenant, prod)[1] == pp.placement_objects(active, prod)[1]
 
 
 def test_policy_objects_match_the_kubernetes_schema(prod, dev, kube_schemas):

@@ -106,3 +106,45 @@ def test_yaml_numbers_are_shown_as_written():
     assert schema_errors({"exportKubeConfig": {"context": Decimal("1.5")}}) == [
         (("exportKubeConfig", "context"), "1.5 is not of type 'string'")
     ]
+
+
+def _local_chart(project, relative, version="0.36.1"):
+    chart = project / relative
+    chart.mkdir(parents=True)
+    (chart / "Chart.yaml").write_text(f"apiVersion: v2\nname: vcluster\nversion: {version}\n")
+    return chart
+
+
+def _use_chart(project, path):
+    dev = project / "stacks" / "Pulumi.dev.yaml"
+    replace_once(dev, "    labelDomain: gpu.acme.dev\n", f"    labelDomain: gpu.acme.dev\n    vcluster:\n      chart: {path}\n")
+    return dev
+
+
+def test_a_local_chart_directory_or_package_replaces_the_repository(project_copy):
+    import tarfile
+
+    from components.manifests.build import helm_releases
+
+    _local_chart(project_copy, "charts/vcluster")
+    _use_chart(project_copy, "charts/vcluster")
+    env = load_environment(project_copy, "dev")
+    (release,) = [r for t in env.tenants for r in helm_releases(t.spec, env)]
+    assert release["chart"] == "charts/vcluster" and release["repository"] is None
+
+    with tarfile.open(project_copy / "vcluster-0.36.1.tgz", "w:gz") as archive:
+        archive.add(project_copy / "charts" / "vcluster", arcname="vcluster")
+    replace_once(project_copy / "stacks" / "Pulumi.dev.yaml", "chart: charts/vcluster", "chart: vcluster-0.36.1.tgz")
+    env = load_environment(project_copy, "dev")
+    assert env.platform.vcluster.chart == "vcluster-0.36.1.tgz"
+
+
+def test_a_missing_or_wrong_local_chart_is_located_at_the_stack_key(project_copy):
+    dev = _use_chart(project_copy, "charts/nowhere")
+    line = line_of(dev, "chart: charts/nowhere")
+    (error,) = validation_errors(project_copy, "dev")
+    assert error.startswith(f"stacks/Pulumi.dev.yaml:{line}:7: config.gpu-tenancy:platform.vcluster.chart: ") and "no chart at 'charts/nowhere'" in error, error
+
+    _local_chart(project_copy, "charts/nowhere", version="0.30.0")
+    (error,) = validation_errors(project_copy, "dev")
+    assert "has version 0.30.0, but vcluster.chartVersion is 0.36.1" in error, error

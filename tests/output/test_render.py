@@ -10,6 +10,7 @@ import yaml
 from components.cli import main
 from components.manifests.meta import object_id
 from components.model.load import stack_names
+from components.resources.kubernetes import with_field_manager
 from tests.pulumi_harness import REPO, normalise, run_program
 from tests.resources.test_fleet import _registered_objects
 
@@ -40,7 +41,8 @@ def test_render_equals_mock_runtime_registrations(stack, tmp_path):
         if path.name.endswith(".helm.yaml"):
             continue
         for obj in yaml.safe_load_all(path.read_text()):
-            rendered[object_id(obj)] = normalise(obj)
+            # The Pulumi shell adds one annotation: its stable server-side apply field manager.
+            rendered[object_id(obj)] = normalise({**obj, "metadata": with_field_manager(obj["metadata"])})
     registrations, _ = run_program(stack)
     assert _registered_objects(registrations) == rendered
 

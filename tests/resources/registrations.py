@@ -35,7 +35,8 @@ def registrations_by_urn(stack: str, root: Path = REPO) -> dict[str, dict[str, s
     registrations, _ = run_program(stack, root)
     table = {}
     for registration in registrations:
-        options = {k: v for k, v in registration.options.items() if k != "provider"}
+        # Dependencies are checked by tests/resources/test_fleet.py; they are not options a diff shows.
+        options = {k: v for k, v in registration.options.items() if k not in ("provider", "dependencies")}
         table[registration.urn] = {
             "type": registration.type,
             "inputs": _digest(normalise(registration.inputs)),

@@ -10,6 +10,7 @@ import yaml
 
 from components.manifests.build import environment_objects
 from components.manifests.meta import object_id
+from components.resources.kubernetes import with_field_manager
 from components.model.load import load_environment, stack_names
 from tests.pulumi_harness import REPO, normalise, run_program
 
@@ -37,7 +38,11 @@ def program(request):
 def test_program_registers_exactly_the_built_objects(program):
     stack, registrations, _ = program
     built = environment_objects(load_environment(REPO, stack))
-    expected = {object_id(o): normalise(o) for objects in built.values() for o in objects}
+    # The shell adds one thing: the stable server-side apply field manager (with_field_manager).
+    expected = {
+        object_id(o): normalise({**o, "metadata": with_field_manager(o["metadata"])})
+        for objects in built.values() for o in objects
+    }
     registered = _registered_objects(registrations)
     assert sorted(registered) == sorted(expected)
     for key, obj in expected.items():
@@ -60,14 +65,58 @@ def test_every_tenant_child_has_its_tenant_component_as_parent(program):
     )
 
 
-def test_every_namespace_is_retained_on_delete(program):
+def test_every_object_of_a_tenant_outlives_the_removal_of_its_file(program):
+    """Removing a tenant file keeps the whole tenant: namespaces are retained (and protected where
+    the stack asks for it), everything else goes only with a namespace (deleted_with): namespaced
+    objects with their own, cluster-scoped ones with the tenant's primary namespace."""
     stack, registrations, _ = program
-    namespaces = [r for r in registrations if r.type == "kubernetes:core/v1:Namespace"]
-    assert namespaces
-    protect = load_environment(REPO, stack).platform.protect_namespaces
-    for registration in namespaces:
-        assert registration.options["retainOnDelete"] is True, registration.name
-        assert registration.options["protect"] is protect, registration.name
+    tenants = {r.urn: r.name for r in registrations if r.type == "gpu-tenancy:index:Tenant"}
+    env = load_environment(REPO, stack)
+    children = [r for r in registrations if r.parent in tenants and r.type.startswith("kubernetes:")]
+    namespaces = {r.inputs["metadata"]["name"]: r.urn for r in children if r.type == "kubernetes:core/v1:Namespace"}
+    cluster_scoped = [r for r in children if r.type != "kubernetes:core/v1:Namespace" and "helm" not in r.type
+                      and not r.inputs["metadata"].get("namespace")]
+    assert cluster_scoped, "no cluster-scoped tenant objects to check"
+    protect = env.platform.protect_namespaces
+    for registration in children:
+        if registration.type == "kubernetes:core/v1:Namespace":
+            assert registration.options["retainOnDelete"] is True, registration.name
+            assert registration.options["protect"] is protect, registration.name
+        elif registration in cluster_scoped:
+            assert registration.options["deletedWith"] == namespaces[tenants[registration.parent]], registration.name
+        else:
+            namespace = registration.inputs.get("namespace") or registration.inputs["metadata"]["namespace"]
+            assert registration.options["deletedWith"] == namespaces[namespace], registration.name
+
+
+def test_a_decommissioned_tenant_deletes_its_namespaces_before_its_policies(tmp_path):
+    """Decommissioned: nothing retained or protected, and the namespaces depend on the tenant's
+    cluster-scoped objects, so the engine deletes them first and no pod runs without its policy."""
+    root = _copy_project(tmp_path)
+    path = root / "tenants" / "eval.yaml"
+    path.write_text(path.read_text().replace("kind: Tenant\n", "kind: Tenant\nlifecycle: decommissioned\ndecommission: {confirm: eval}\n", 1))
+    registrations, _ = run_program("prod", root)
+    (tenant,) = [r.urn for r in registrations if r.type == "gpu-tenancy:index:Tenant" and r.name == "eval"]
+    children = [r for r in registrations if r.parent == tenant and r.type.startswith("kubernetes:")]
+    guards = {r.urn for r in children if r.type != "kubernetes:core/v1:Namespace"
+              and not r.inputs["metadata"].get("namespace")}
+    assert any("ValidatingAdmissionPolicy" in u for u in guards), guards
+    for registration in children:
+        assert registration.options["retainOnDelete"] in (False, None), registration.name
+        assert not registration.options["protect"], registration.name
+        if registration.urn in guards:
+            assert not registration.options["deletedWith"], registration.name
+        if registration.type == "kubernetes:core/v1:Namespace":
+            assert guards <= set(registration.options["dependencies"]), registration.name
+
+
+def test_the_cluster_provider_does_not_store_the_kubeconfig_path(monkeypatch):
+    """The SDK defaults the provider's `kubeconfig` input to $KUBECONFIG: a path that differs per
+    machine made every preview from another checkout show a provider change."""
+    monkeypatch.setenv("KUBECONFIG", "/home/someone/.kube/elsewhere")
+    registrations, _ = run_program("prod")
+    providers = [r for r in registrations if r.type == "pulumi:providers:kubernetes"]
+    assert providers and all(r.inputs.get("kubeconfig") in ("", None) for r in providers), providers
 
 
 def test_namespaced_children_are_deleted_with_their_namespace(program):
@@ -157,3 +206,38 @@ def _leaves(value):
     if isinstance(value, list):
         return [leaf for v in value for leaf in _leaves(v)]
     return [value]
+
+
+def test_immutable_fields_of_custom_resources_replace_them():
+    """Kueue refuses to change a LocalQueue's clusterQueue (a renamed tenant's queue in a namespace
+    it keeps): the program replaces it, deleting first, instead of failing at preview."""
+    registrations, _ = run_program("prod")
+    local_queues = [r for r in registrations if r.inputs.get("kind") == "LocalQueue"]
+    assert local_queues
+    for registration in local_queues:
+        assert registration.options["replaceOnChanges"] == ["spec.clusterQueue"], registration.name
+        assert registration.options["deleteBeforeReplace"] is True, registration.name
+
+
+def test_the_immutable_fields_table_matches_the_vendored_crds():
+    from importlib import resources
+
+    from components.manifests.meta import IMMUTABLE_FIELDS
+
+    data = resources.files("components.data")
+    for (group, kind), paths in IMMUTABLE_FIELDS.items():
+        if group == "rbac.authorization.k8s.io":
+            continue  # built in: RoleBinding and ClusterRoleBinding roleRef
+        crd = next(
+            doc for sub in ("kueue", "kai-scheduler") for f in data.joinpath(sub).iterdir() if f.name.endswith(".yaml")
+            for doc in yaml.safe_load_all(f.read_text()) if isinstance(doc, dict)
+            and doc.get("kind") == "CustomResourceDefinition" and doc["spec"]["group"] == group
+            and doc["spec"]["names"]["kind"] == kind
+        )
+        for version in crd["spec"]["versions"]:
+            for path in paths:
+                node = version["schema"]["openAPIV3Schema"]
+                for part in path.split("."):
+                    node = node["properties"][part]
+                rules = [v["rule"] for v in node.get("x-kubernetes-validations", [])]
+                assert "self == oldSelf" in rules, (kind, version["name"], path)

@@ -1,0 +1,404 @@
+"""The real Pulumi engine on a real control plane: the CLI and the Kubernetes provider built by
+tools/build.sh, the program (`__main__.py`, unchanged) run inline by the Automation API.
+
+Used by the `make e2e-pulumi` lane (tests/e2e/pulumi_engine/) and by `make up` (tools/up.py).
+
+* `LocalCluster`: etcd + kube-apiserver + kube-controller-manager (tests/e2e/conftest.py's
+  ControlPlane, with the garbage collector the provider's foreground deletes need), the stack's
+  GPU Nodes as a kubelet would register them, the vendored Kueue/KAI CRDs, the GPU Operator's
+  namespace, and a kubeconfig whose context is the stack's `kubeContext`.
+* `Engine`: one stack of a project directory on a local file backend, with `up`/`preview`
+  results reduced to what tests assert on (the engine's change summary and one step per URN).
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import shutil
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+PROJECT_PARTS = ("Pulumi.yaml", "__main__.py", "stacks", "tenants")
+
+
+def _versions() -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in (REPO_ROOT / "tools" / "versions.env").read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#") and "=" in line:
+            key, _, val = line.partition("=")
+            out[key.strip()] = val.strip().strip("\"'")
+    return out
+
+
+VERSIONS = _versions()
+
+
+def _cache_dir() -> Path:
+    return Path(os.environ.get("GPU_TENANCY_CACHE_DIR") or REPO_ROOT / ".cache")
+
+
+def pulumi_bin_dirs() -> dict[str, Path]:
+    """Where tools/build.sh puts the CLI and the provider (same overrides as tools/go-env.sh)."""
+    cache = _cache_dir()
+    return {
+        "pulumi": Path(os.environ.get("GPU_TENANCY_PULUMI_BIN_DIR") or cache / "pulumi" / VERSIONS["PULUMI_VERSION"]),
+        "pulumi-resource-kubernetes": Path(
+            os.environ.get("GPU_TENANCY_PULUMI_K8S_BIN_DIR")
+            or cache / "pulumi-kubernetes" / VERSIONS["PULUMI_KUBERNETES_VERSION"]
+        ),
+    }
+
+
+def missing_pulumi_tools() -> list[str]:
+    return [name for name, d in pulumi_bin_dirs().items() if not os.access(d / name, os.X_OK)]
+
+
+def copy_project(dest: Path, source: Path = REPO_ROOT) -> Path:
+    """A writable copy of the Pulumi project (program, stack files, tenant files)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for part in PROJECT_PARTS:
+        src = source / part
+        if src.is_dir():
+            shutil.copytree(src, dest / part, dirs_exist_ok=True)
+        else:
+            shutil.copy2(src, dest / part)
+    return dest
+
+
+# ---------------------------------------------------------------------------
+# The cluster
+# ---------------------------------------------------------------------------
+
+
+class LocalCluster:
+    """A throw-away control plane prepared the way a real cluster is before the first `pulumi up`."""
+
+    def __init__(self, workdir: Path, project: Path, stack: str) -> None:
+        from tests.e2e import conftest as e2e  # the real-apiserver lane's control plane
+
+        self._e2e = e2e
+        self.workdir = workdir
+        self.project = project
+        self.stack = stack
+        self.cp = e2e.ControlPlane(e2e.BIN_DIR, workdir / "control-plane")
+        self.kubeconfig: Path = workdir / "kubeconfig"
+        self.context = ""
+
+    def start(self) -> "LocalCluster":
+        from kubernetes import client
+
+        from components.model.load import load_environment
+
+        e2e = self._e2e
+        environment = load_environment(self.project, self.stack)
+        self.cp.start()
+        e2e.install_crds(self.cp)
+        core = client.CoreV1Api(self.cp.api_client)
+        for ns in ("gpu-operator",):  # the GPU Operator's namespace: MIG / time-slicing ConfigMaps
+            core.create_namespace({"metadata": {"name": ns}})
+        e2e.register_nodes(self.cp, environment)
+        self.context = environment.platform.kube_context or "default"
+        self.write_kubeconfig(self.kubeconfig)
+        return self
+
+    def write_kubeconfig(self, path: Path) -> Path:
+        """A kubeconfig whose (current) context is the stack's `kubeContext`, as admin."""
+        cert, key = self.cp.mint_client_cert("pulumi-admin", ["system:masters"])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(
+            "apiVersion: v1\nkind: Config\n"
+            f"clusters:\n- name: local\n  cluster:\n    server: {self.cp.url}\n"
+            f"    certificate-authority: {self.cp.ca_file}\n"
+            f"users:\n- name: admin\n  user:\n    client-certificate: {cert}\n    client-key: {key}\n"
+            f"contexts:\n- name: {self.context}\n  context: {{cluster: local, user: admin}}\n"
+            f"current-context: {self.context}\n"
+        )
+        path.chmod(0o600)
+        return path
+
+    @property
+    def api_client(self) -> Any:
+        return self.cp.api_client
+
+    def stop(self) -> None:
+        self.cp.stop()
+
+
+# ---------------------------------------------------------------------------
+# The engine
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class Step:
+    op: str
+    urn: str
+    type: str
+    diffs: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.urn.rsplit("::", 1)[-1]
+
+
+@dataclass
+class Outcome:
+    """What one `up`/`preview` did, from the engine's own events and summary."""
+
+    kind: str
+    summary: dict[str, int]            # the engine's change summary: op -> count
+    steps: list[Step]                  # one resource_pre event per step
+    diagnostics: list[tuple[str, str, str]]  # (severity, urn, message)
+    stdout: str = ""
+    outputs: dict[str, Any] = field(default_factory=dict)
+    done: list[Step] = field(default_factory=list)  # res_outputs events: steps in completion order
+
+    def ops(self, *ops: str) -> list[Step]:
+        return [s for s in self.steps if s.op in ops]
+
+    def names(self, *ops: str) -> set[str]:
+        return {s.name for s in self.ops(*ops)}
+
+    @property
+    def changes(self) -> dict[str, int]:
+        return {op: n for op, n in self.summary.items() if op != "same" and n}
+
+    def messages(self, severity: str | None = None) -> list[str]:
+        return [m for sev, _, m in self.diagnostics if severity is None or sev == severity]
+
+
+_PROGRAM_LOCK = threading.Lock()
+
+
+def program_for(project: Path):
+    """The inline program: the project's `__main__.py`, unchanged, as `pulumi up` would run it."""
+    main = project / "__main__.py"
+
+    def program() -> None:
+        runpy.run_path(str(main), run_name="__main__")
+
+    return program
+
+
+class Engine:
+    """One stack of `project` on a local file backend in `state_dir`, talking to `kubeconfig`."""
+
+    def __init__(self, project: Path, stack: str, state_dir: Path, kubeconfig: Path,
+                 env: dict[str, str] | None = None) -> None:
+        from pulumi import automation as auto
+
+        self.project = project
+        self.stack_name = stack
+        self.state_dir = state_dir
+        (state_dir / "backend").mkdir(parents=True, exist_ok=True)
+        (state_dir / "home").mkdir(parents=True, exist_ok=True)
+        dirs = pulumi_bin_dirs()
+        self.env = {
+            "PULUMI_BACKEND_URL": f"file://{state_dir / 'backend'}",
+            "PULUMI_HOME": str(state_dir / "home"),
+            "PULUMI_CONFIG_PASSPHRASE": "",
+            "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+            "PULUMI_SKIP_UPDATE_CHECK": "true",
+            "PULUMI_SKIP_CONFIRMATIONS": "true",
+            "PULUMI_SKIP_CHECKPOINTS": "true",
+            "KUBECONFIG": str(kubeconfig),
+            "PATH": os.pathsep.join(
+                [str(dirs["pulumi"]), str(dirs["pulumi-resource-kubernetes"]), os.environ.get("PATH", "")]
+            ),
+            **(env or {}),
+        }
+        # The Automation API looks `pulumi` up on this process's PATH.
+        os.environ["PATH"] = self.env["PATH"]
+        self._auto = auto
+        self.stack = auto.create_or_select_stack(
+            stack_name=stack,
+            project_name="gpu-tenancy",
+            program=program_for(project),
+            opts=auto.LocalWorkspaceOptions(work_dir=str(project), env_vars=self.env),
+        )
+
+    def set_env(self, **env: str) -> None:
+        """Change environment variables of later operations (e.g. KUBECONFIG)."""
+        self.env.update(env)
+        self.stack.workspace.env_vars.update(env)
+
+    def _collect(self) -> tuple[list[Step], list[tuple[str, str, str]], Any]:
+        steps: list[Step] = []
+        diags: list[tuple[str, str, str]] = []
+        self._done: list[Step] = []
+
+        def step_of(meta: Any) -> Step:
+            op = meta.op.value if hasattr(meta.op, "value") else str(meta.op)
+            return Step(op, meta.urn, meta.type, list(meta.diffs or []))
+
+        def on_event(event: Any) -> None:
+            if event.resource_pre_event is not None:
+                steps.append(step_of(event.resource_pre_event.metadata))
+            if event.res_outputs_event is not None:
+                self._done.append(step_of(event.res_outputs_event.metadata))
+            diag = event.diagnostic_event
+            if diag is not None:
+                diags.append((diag.severity, diag.urn or "", diag.message))
+
+        return steps, diags, on_event
+
+    def _env_for_program(self) -> Any:
+        """The inline program runs in this process: give it the same KUBECONFIG etc. as the CLI."""
+        saved = {k: os.environ.get(k) for k in self.env}
+        os.environ.update(self.env)
+        return saved
+
+    @staticmethod
+    def _restore(saved: dict[str, str | None]) -> None:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+    def up(self, **kwargs: Any) -> Outcome:
+        steps, diags, on_event = self._collect()
+        with _PROGRAM_LOCK:
+            saved = self._env_for_program()
+            try:
+                result = self.stack.up(on_event=on_event, color="never", **kwargs)
+            finally:
+                self._restore(saved)
+        summary = dict(result.summary.resource_changes or {})
+        outputs = {k: v.value for k, v in (result.outputs or {}).items()}
+        return Outcome("up", summary, steps, diags, result.stdout, outputs, list(self._done))
+
+    def preview(self, **kwargs: Any) -> Outcome:
+        steps, diags, on_event = self._collect()
+        with _PROGRAM_LOCK:
+            saved = self._env_for_program()
+            try:
+                result = self.stack.preview(on_event=on_event, color="never", **kwargs)
+            finally:
+                self._restore(saved)
+        summary = {(k.value if hasattr(k, "value") else str(k)): v for k, v in (result.change_summary or {}).items()}
+        return Outcome("preview", summary, steps, diags, result.stdout)
+
+    def failing(self, operation: str = "preview", **kwargs: Any) -> tuple[Exception, list[Step], list]:
+        """Run an operation that must fail; returns (error, steps seen, diagnostics)."""
+        steps, diags, on_event = self._collect()
+        with _PROGRAM_LOCK:
+            saved = self._env_for_program()
+            try:
+                getattr(self.stack, operation)(on_event=on_event, color="never", **kwargs)
+            except self._auto.CommandError as err:
+                return err, steps, diags
+            finally:
+                self._restore(saved)
+        raise AssertionError(f"`pulumi {operation}` succeeded but was expected to fail")
+
+    def export(self) -> list[dict[str, Any]]:
+        """The resources of `pulumi stack export`."""
+        return list(self.stack.export_stack().deployment.get("resources") or [])
+
+    def urns(self) -> set[str]:
+        return {r["urn"] for r in self.export()}
+
+
+def names_of(urns: Iterable[str]) -> set[str]:
+    return {u.rsplit("::", 1)[-1] for u in urns}
+
+
+# ---------------------------------------------------------------------------
+# The offline side: what the builders render and what `tenants diff` says, by Pulumi name
+# ---------------------------------------------------------------------------
+
+
+def rendered_by_name(project: Path, stack: str) -> dict[str, dict[str, Any]]:
+    """Every object (and Helm release) the program registers, by the resource name the shell gives it."""
+    from components.review.diff import release_objects
+    from components.manifests.build import PLATFORM, environment_objects
+    from components.resources.kubernetes import logical_name
+    from components.model.load import load_environment
+
+    environment = load_environment(project, stack)
+    out: dict[str, dict[str, Any]] = {}
+    for owner, objects in environment_objects(environment).items():
+        prefix = f"{environment.name}-platform" if owner == PLATFORM else owner
+        for obj in objects:
+            out[logical_name(prefix, obj)] = obj
+    for owner, releases in release_objects(environment).items():
+        for release in releases:
+            out[f"{owner}-vcluster"] = release
+    return out
+
+
+def kubernetes_resources(resources: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """`stack export` resources managed by the Kubernetes provider (not providers, not components)."""
+    return {
+        r["urn"].rsplit("::", 1)[-1]: r
+        for r in resources
+        if r["type"].startswith("kubernetes:") and r.get("custom")
+    }
+
+
+def offline_changes(base: Path, head: Path, stack: str) -> dict[str, dict[str, str]]:
+    """`tenants diff` of one stack between two project copies, as {"create"|"update"|"delete": {name: kind}}.
+
+    Objects are named as the program names its resources (tenant or `<env>-platform` prefix), a
+    renamed tenant's objects by their new name (Pulumi adopts the old ones through aliases).
+    """
+    from components.review.diff import Side, compare_stack
+    from components.resources.kubernetes import logical_name
+    from components.model.load import load_environment
+
+    before, after = load_environment(base, stack), load_environment(head, stack)
+    document = compare_stack(stack, Side(before), Side(after))
+    ops = {"added": "create", "changed": "update", "removed": "delete"}
+    out: dict[str, dict[str, str]] = {"create": {}, "update": {}, "delete": {}}
+
+    def name_of(prefix: str, change: dict[str, Any]) -> str:
+        if change["kind"] == "HelmRelease":
+            return f"{prefix}-vcluster"
+        meta = {"name": change["name"], **({"namespace": change["namespace"]} if change["namespace"] else {})}
+        return logical_name(prefix, {"kind": change["kind"], "metadata": meta})
+
+    for detail in document["tenantDetails"]:
+        for change in detail["objects"]:
+            # A removed tenant's objects are named after it; a renamed one's after its new name.
+            out[ops[change["change"]]][name_of(detail["tenant"], change)] = change["kind"]
+    for change in document["platformObjects"] + [
+        {**n, "kind": "Node", "namespace": None, "name": n["node"]} for n in document["nodes"]
+    ]:
+        out[ops[change["change"]]][name_of(f"{stack}-platform", change)] = change["kind"]
+    return out
+
+
+def engine_changes(outcome: Outcome) -> dict[str, set[str]]:
+    """The engine's steps on Kubernetes resources, grouped like `offline_changes`."""
+    groups = {"create": {"create"}, "update": {"update"}, "delete": {"delete"},
+              "replace": {"replace", "create-replacement", "delete-replaced"}}
+    return {
+        key: {s.name for s in outcome.steps if s.op in ops and s.type.startswith("kubernetes:")}
+        for key, ops in groups.items()
+    }
+
+
+def write_local_vcluster_chart(project: Path, version: str = "0.36.1", relative: str = "charts/vcluster") -> str:
+    """A minimal vcluster chart in the project (as an air-gapped mirror would hold one): the real
+    chart's values.schema.json (components/data/vcluster), so Helm checks the values we generate
+    exactly as the real chart would, and one ConfigMap as its only template (no workload that a
+    control plane without kubelets could never make ready). Returns its path relative to `project`."""
+    chart = project / relative
+    (chart / "templates").mkdir(parents=True, exist_ok=True)
+    (chart / "Chart.yaml").write_text(
+        f"apiVersion: v2\nname: vcluster\nversion: {version}\nappVersion: {version}\n"
+        "description: test stand-in for the vcluster chart (real values schema, no workloads)\n"
+    )
+    shutil.copy2(REPO_ROOT / "components" / "data" / "vcluster" / "values.schema.json", chart / "values.schema.json")
+    (chart / "values.yaml").write_text("{}\n")
+    (chart / "templates" / "values.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-values\n"
+        "  namespace: {{ .Release.Namespace }}\ndata:\n  values.yaml: |\n{{ toYaml .Values | indent 4 }}\n"
+    )
+    return relative

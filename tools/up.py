@@ -1,0 +1,84 @@
+"""`make up [STACK=prod]`: a real `pulumi up` of the example on a throw-away local control plane.
+
+Starts etcd, kube-apiserver and kube-controller-manager on loopback (tests/e2e's control plane),
+registers the stack's GPU Nodes and installs the Kueue/KAI CRDs the way a cluster has them before
+the first deployment, writes a kubeconfig whose context is the stack's `kubeContext`, and runs
+`__main__.py` through the real engine (the Pulumi CLI and the Kubernetes provider built by
+tools/build.sh; the Automation API serves the Python program) on a local file backend.
+Then it prints where everything is and keeps the control plane running until Ctrl-C.
+
+Nothing here touches a real cluster, and nothing is written to the repository: the project is
+copied into the run directory (the file backend writes a secrets salt into the stack file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+os.environ["GRPC_ENABLE_FORK_SUPPORT"] = "false"  # see tests/e2e/pulumi_engine/conftest.py
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stack", default="prod")
+    parser.add_argument("--dir", type=Path, default=REPO / "out" / "up", help="run directory (default: out/up/<stack>)")
+    parser.add_argument("--exit", action="store_true", help="stop the control plane after the up instead of waiting")
+    args = parser.parse_args()
+
+    from tests.e2e.pulumi_engine.harness import (
+        Engine,
+        LocalCluster,
+        copy_project,
+        missing_pulumi_tools,
+        pulumi_bin_dirs,
+    )
+
+    missing = missing_pulumi_tools()
+    if missing:
+        print(f"make up: {', '.join(missing)} not built; run `tools/build.sh pulumi pulumi-resource-kubernetes`", file=sys.stderr)
+        return 2
+    run = (args.dir / args.stack).resolve()
+    if run.exists():
+        shutil.rmtree(run)
+    project = copy_project(run / "project")
+    print(f"make up: starting a local control plane for stack {args.stack} in {run} ...", flush=True)
+    cluster = LocalCluster(run / "cluster", project, args.stack)
+    try:
+        cluster.start()
+        engine = Engine(project, args.stack, run / "state", cluster.kubeconfig)
+        start = time.monotonic()
+        result = engine.up(on_output=lambda line: print(line, end="" if line.endswith("\n") else "\n", flush=True))
+        print(f"\nmake up: `pulumi up` of {args.stack}: {result.summary} in {time.monotonic() - start:.1f}s\n")
+        env = " ".join(f"{k}={engine.env[k]}" for k in ("PULUMI_BACKEND_URL", "PULUMI_CONFIG_PASSPHRASE", "PULUMI_HOME"))
+        print(f"  kubeconfig   {cluster.kubeconfig}   (context {cluster.context})")
+        print(f"               KUBECONFIG={cluster.kubeconfig} kubectl get namespaces")
+        print(f"  state        {engine.state_dir / 'backend'}   (file backend, stack {args.stack})")
+        print(f"               cd {project} && {env} {pulumi_bin_dirs()['pulumi'] / 'pulumi'} stack export")
+        print(f"  project copy {project}")
+        print(f"  logs         {cluster.cp.log_dir}")
+        if args.exit:
+            return 0
+        print(f"\nThe control plane runs until you stop it: Ctrl-C here (or `kill {os.getpid()}`).", flush=True)
+        stop = []
+        signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+        try:
+            while not stop:
+                time.sleep(1)
+        except KeyboardInterrupt:
+            pass
+        return 0
+    finally:
+        cluster.stop()
+        print("make up: control plane stopped (run directory kept; it is removed by the next `make up`).")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
