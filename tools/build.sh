@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build the real etcd / kube-apiserver / kube-controller-manager binaries for
-# the e2e lane into .cache/k8s/<K8S_VERSION>/ (see tools/README.md).
+# the e2e lane, and kube-scheduler / kueue for the scheduling lane, into
+# .cache/k8s/<K8S_VERSION>/ (see tools/README.md).
 #
 # Idempotent: a binary is rebuilt only when it is missing or its inputs
 # (go.mod, go.sum, main.go, ldflags) changed; with everything present this
@@ -9,18 +10,28 @@
 # Usage: tools/build.sh [--print-dir] [binary...]
 #   --print-dir   print the output directory and exit
 #   binary        subset of: etcd kube-apiserver kube-controller-manager
+#                 kube-scheduler kueue (default: all five)
 set -euo pipefail
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/go-env.sh"
 
 if [ "${1:-}" = "--print-dir" ]; then echo "$K8S_BIN_DIR"; exit 0; fi
 
-all=(etcd kube-apiserver kube-controller-manager)
+all=(etcd kube-apiserver kube-controller-manager kube-scheduler kueue)
 targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 
 ldflags_for() {
   local name="$1" mod_info date
   if [ "$name" = etcd ]; then
     echo "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=go.etcd.io/etcd/server/v3@$ETCD_VERSION"
+    return
+  fi
+  if [ "$name" = kueue ]; then  # what Kueue's Makefile sets (pkg/version)
+    mod_info="$GOMODCACHE/cache/download/sigs.k8s.io/kueue/@v/$KUEUE_VERSION.info"
+    date="$(sed -n 's/.*"Time":"\([^"]*\)".*/\1/p' "$mod_info" 2>/dev/null || true)"
+    [ -n "$date" ] || date="1970-01-01T00:00:00Z"
+    echo "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION" \
+         "-X sigs.k8s.io/kueue/pkg/version.GitCommit=sigs.k8s.io/kueue@$KUEUE_VERSION" \
+         "-X sigs.k8s.io/kueue/pkg/version.BuildDate=$date"
     return
   fi
   # Same variables hack/lib/version.sh sets, so `--version` and /version
@@ -43,9 +54,14 @@ ldflags_for() {
 
 stamp_for() {  # hash of everything that determines the binary
   local name="$1"
-  { cat "$TOOLS_DIR/$name/go.mod" "$TOOLS_DIR/$name/go.sum" "$TOOLS_DIR/$name/main.go"
+  { cat "$TOOLS_DIR/$name/go.mod" "$TOOLS_DIR/$name/go.sum"
+    [ ! -f "$TOOLS_DIR/$name/main.go" ] || cat "$TOOLS_DIR/$name/main.go"
     echo "$K8S_VERSION $ETCD_VERSION"
-    if [ "$name" = etcd ]; then ldflags_for etcd; else echo "k8s-ldflags-v1"; fi
+    case "$name" in
+      etcd) ldflags_for etcd ;;
+      kueue) echo "$KUEUE_VERSION kueue-ldflags-v1" ;;
+      *) echo "k8s-ldflags-v1" ;;
+    esac
   } | sha256sum | cut -d' ' -f1
 }
 
@@ -72,11 +88,16 @@ for name in "${targets[@]}"; do
     echo "build.sh: '$out' is missing and $(go version) is too old; Go >= 1.26 is required." >&2
     exit 1
   fi
-  echo "build.sh: building $name ($([ "$name" = etcd ] && echo "$ETCD_VERSION" || echo "$K8S_VERSION")) ..."
+  case "$name" in
+    etcd) version="$ETCD_VERSION" pkg=. ;;
+    kueue) version="$KUEUE_VERSION" pkg=sigs.k8s.io/kueue/cmd/kueue ;;  # the go.mod `tool`: upstream's main
+    *) version="$K8S_VERSION" pkg=. ;;
+  esac
+  echo "build.sh: building $name ($version) ..."
   start=$SECONDS
   # Make sure the module sources (and the .info used for buildDate) exist.
   (cd "$TOOLS_DIR/$name" && go mod download)
-  (cd "$TOOLS_DIR/$name" && go build -ldflags "$(ldflags_for "$name")" -o "$out.tmp.$$" .)
+  (cd "$TOOLS_DIR/$name" && go build -ldflags "$(ldflags_for "$name")" -o "$out.tmp.$$" "$pkg")
   mv -f "$out.tmp.$$" "$out"
   echo "$want" > "$stampf"
   echo "build.sh: built $name in $((SECONDS - start))s"
