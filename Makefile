@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STACK  ?= prod
 OUT    ?= out
 
-.PHONY: run test lint validate e2e bench schema clean
+.PHONY: run test lint validate e2e e2e-scheduling bench schema clean
 .DEFAULT_GOAL := run
 
 $(VENV)/.installed: pyproject.toml
@@ -31,8 +31,15 @@ lint: $(VENV)/.installed ## workflows through actionlint (built from its Go modu
 # (cached outside git, ~7 min cold, seconds warm) and runs tests/e2e against them.
 export GPU_TENANCY_CACHE_DIR ?= $(HOME)/.cache/gpu-tenancy
 e2e: $(VENV)/.installed
+	tools/build.sh etcd kube-apiserver kube-controller-manager
+	GPU_TENANCY_E2E_REQUIRED=1 $(PY) -m pytest -q tests/e2e -m "e2e and not scheduling" -ra -p no:cacheprovider
+
+# The scheduling lane: the same control plane plus kube-scheduler and the Kueue controller manager
+# (built from Go modules into the same cache; see tools/README.md) and the job controller.
+e2e-scheduling: $(VENV)/.installed
 	tools/build.sh
-	GPU_TENANCY_E2E_REQUIRED=1 $(PY) -m pytest -q tests/e2e -m e2e -ra -p no:cacheprovider
+	GPU_TENANCY_E2E_REQUIRED=1 GPU_TENANCY_SCHEDULING_REQUIRED=1 \
+	  $(PY) -m pytest -q tests/e2e/scheduling -m scheduling -ra -p no:cacheprovider
 
 bench: $(VENV)/.installed ## benchmarks at 10, 100 and 1000 tenants (docs/performance.md; ~10 min)
 	$(PY) bench/run.py --sizes 10,100,1000
