@@ -228,8 +228,8 @@ def check_queues(environment) -> list[Problem]:
     if platform.scheduler == "kueue":
         if platform.queues.kueue.preemption.borrow_within_cohort != "Never" and platform.queues.kueue.preemption.reclaim_within_cohort == "Never":
             problems.append(doc.problem(_platform_path("queues", "kueue", "preemption", "borrowWithinCohort"), "borrowWithinCohort needs reclaimWithinCohort other than Never (Kueue rejects the ClusterQueue otherwise)"))
-        if KUEUE_CPU_FLAVOR in platform.gpu_classes:
-            problems.append(doc.problem(_platform_path("gpuClasses", KUEUE_CPU_FLAVOR), f"'{KUEUE_CPU_FLAVOR}' is the name of the Kueue ResourceFlavor for cpu and memory; rename the GPU class"))
+        if KUEUE_CPU_FLAVOR in platform.node_pools:
+            problems.append(doc.problem(_platform_path("nodePools", KUEUE_CPU_FLAVOR), f"'{KUEUE_CPU_FLAVOR}' is the name of the Kueue ResourceFlavor for cpu and memory (GPU flavors are named after their node pools); rename the node pool"))
         problems.extend(_borrowing_problems(active, platform))
     if platform.scheduler == "kai":
         problems.extend(_kai_problems(active, platform, doc))
