@@ -23,8 +23,10 @@ object counts are per-namespace guard rails, not capacity budgets, so every name
 written (a tenant with N namespaces may hold up to N times each).
 
 Queues. With Kueue or KAI, a tenant may borrow idle GPUs from its cohort; the GPU keys of the
-tenant's quota are then its nominal quota plus its borrowing limit (`gpu_ceiling_by_resource`), or
-the ResourceQuota would reject the very pods the queue admitted on borrowed capacity.
+tenant's quota are then its nominal quota plus what its queue can borrow: its `borrowingLimit`
+per class, never more than the rest of the cohort lends on the pools it may reach, and with no
+limit all of that (`gpu_ceiling_by_resource`). Otherwise the ResourceQuota would reject the very
+pods the queue admitted on borrowed capacity.
 
 GPU resources. Only `requests.<extended-resource>` keys are enforced for extended resources
 (there is no overcommit for devices, so `limits.` keys are never written, nor bare

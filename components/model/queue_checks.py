@@ -5,9 +5,11 @@ it shares: which cohort (Kueue) or department (KAI parent queue) it borrows with
 may borrow or lend per GPU class, and its weight. The arithmetic here is shared with the builders
 (`components.manifests.kueue`, `components.manifests.kai`) so that checks and objects agree.
 
-Lending: a tenant never lends GPUs of a class that only its dedicated pools provide (nobody else
-can be placed on those nodes), so what a cohort "holds" for borrowing is, per member, its quota
-for the class capped by its `lendingLimit`, and 0 for dedicated-only classes.
+Lending and borrowing happen pool by pool (a Kueue flavor is a node pool): a member lends its
+nominal quota on each pool, capped by its `lendingLimit`, and never a class only its dedicated
+pools provide; a tenant can borrow only what is lent on pools it may reach (`lenders`,
+`borrowable`). The ResourceQuota under a queue is nominal + `borrowable` (the one rule, see
+`components.manifests.queues.gpu_ceiling_by_resource`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from fractions import Fraction
 from typing import Iterable
 
 from . import capacity as cap
+from . import feasibility as feas
 from .problems import Problem
 from .stack import CONFIG_KEY, Platform
 from .tenant import Tenant
@@ -84,25 +87,82 @@ def dedicated_only_classes(tenant: Tenant, platform: Platform) -> set[str]:
     return dedicated - set(tenant.gpu.classes)
 
 
-def lendable_by_class(tenant: Tenant, platform: Platform) -> dict[str, int]:
-    """GPUs per class the tenant's queue lets its cohort borrow while idle.
+def _queue_group(tenant: Tenant, platform: Platform) -> str | None:
+    """Whom the tenant's queue borrows from: its Kueue cohort, or its KAI department (always one)."""
+    if platform.scheduler == "kueue":
+        return cohort_of(tenant, platform)
+    if platform.scheduler == "kai":
+        return kai_department_of(tenant, platform)
+    return None
 
-    >>> from components.model.stack import Platform
-    >>> p = Platform.model_validate({"labelDomain": "x.dev", "gpuClasses": {"a100": {
-    ...     "model": "A100-80GB", "product": "NVIDIA-A100-SXM4-80GB", "memory": "80Gi"}}})
-    >>> t = Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha1", "kind": "Tenant", "name": "a",
-    ...     "displayName": "A", "costCenter": "cc-1", "gpu": {"classes": ["a100"]}, "quota": {"gpu": 8},
-    ...     "queue": {"lendingLimit": {"a100": 2}}})
-    >>> lendable_by_class(t, p)
-    {'a100': 2}
+
+def lendable_on_pools(tenant: Tenant, environment) -> dict[feas.Commodity, dict[str, int]]:
+    """What the tenant's queue lends while idle, per commodity and pool (its flavors).
+
+    Its nominal quota on each pool (the split of `feasibility.quota_split`), capped per flavor by
+    `lendingLimit` (Kueue; KAI lends all idle quota), and nothing of a class it reaches only through
+    its dedicated pools (nobody else can be placed there).
     """
+    platform = environment.platform
+    split = feas.quota_split(environment).get(tenant.name, {})
     dedicated = dedicated_only_classes(tenant, platform)
-    limits = tenant.queue.lending_limit or {}
-    result = {}
-    for name, count in cap.gpu_quota_by_class(tenant, platform).items():
-        if name not in platform.gpu_classes:
+    limits = (tenant.queue.lending_limit or {}) if platform.scheduler == "kueue" else {}
+    result: dict[feas.Commodity, dict[str, int]] = {}
+    for commodity, by_pool in split.items():
+        kind, name = commodity
+        if kind == "class" and name in dedicated:
             continue
-        result[name] = 0 if name in dedicated else min(count, limits.get(name, count))
+        cap_ = limits.get(name) if kind == "class" else None
+        result[commodity] = {p: (n if cap_ is None else min(cap_, n)) for p, n in by_pool.items()}
+    return result
+
+
+def lenders(tenant: Tenant, environment) -> dict[str, dict[feas.Commodity, int]]:
+    """Per other member of the tenant's cohort (KAI: department): what it lends on pools the tenant may reach.
+
+    Borrowing happens flavor by flavor, and a flavor is a pool: quota lent on a pool the tenant
+    cannot reach is no use to it.
+    """
+    platform = environment.platform
+    group = _queue_group(tenant, platform)
+    if group is None:
+        return {}
+    owners = feas.pool_owners([(t.name, t.spec) for t in environment.tenants], platform)
+    reach = set(feas.reachable_pools(tenant.name, tenant, platform, owners))
+    result: dict[str, dict[feas.Commodity, int]] = {}
+    for member in environment.tenants:
+        if member.name == tenant.name or member.spec.lifecycle == "decommissioned":
+            continue
+        if _queue_group(member.spec, platform) != group:
+            continue
+        for commodity, by_pool in lendable_on_pools(member.spec, environment).items():
+            units = sum(n for p, n in by_pool.items() if p in reach)
+            if units:
+                result.setdefault(member.name, {})[commodity] = units
+    return result
+
+
+def borrowable(tenant: Tenant, environment, apply_limits: bool = True) -> dict[feas.Commodity, int]:
+    """GPUs per commodity the tenant's queue can actually borrow: what `lenders` lend it, capped by
+    `borrowingLimit` (unless `apply_limits` is false). A class reached only through dedicated pools
+    borrows nothing."""
+    platform = environment.platform
+    totals: dict[feas.Commodity, int] = {}
+    for lent in lenders(tenant, environment).values():
+        for commodity, units in lent.items():
+            totals[commodity] = totals.get(commodity, 0) + units
+    limits = (tenant.queue.borrowing_limit or {}) if apply_limits else {}
+    dedicated = dedicated_only_classes(tenant, platform)
+    result = {}
+    for commodity, units in sorted(totals.items()):
+        kind, name = commodity
+        if kind == "class":
+            if name in dedicated:
+                continue
+            if name in limits:
+                units = min(units, limits[name])
+        if units:
+            result[commodity] = units
     return result
 
 
@@ -230,33 +290,29 @@ def check_queues(environment) -> list[Problem]:
             problems.append(doc.problem(_platform_path("queues", "kueue", "preemption", "borrowWithinCohort"), "borrowWithinCohort needs reclaimWithinCohort other than Never (Kueue rejects the ClusterQueue otherwise)"))
         if KUEUE_CPU_FLAVOR in platform.node_pools:
             problems.append(doc.problem(_platform_path("nodePools", KUEUE_CPU_FLAVOR), f"'{KUEUE_CPU_FLAVOR}' is the name of the Kueue ResourceFlavor for cpu and memory (GPU flavors are named after their node pools); rename the node pool"))
-        problems.extend(_borrowing_problems(active, platform))
+        problems.extend(_borrowing_problems(active, environment))
     if platform.scheduler == "kai":
         problems.extend(_kai_problems(active, platform, doc))
     return problems
 
 
-def _borrowing_problems(active, platform: Platform) -> list[Problem]:
-    members: dict[str, list] = {}
-    for loaded in active:
-        cohort = cohort_of(loaded.spec, platform)
-        if cohort is not None:
-            members.setdefault(cohort, []).append(loaded)
+def _borrowing_problems(active, environment) -> list[Problem]:
+    platform = environment.platform
     problems = []
     for loaded in active:
         cohort = cohort_of(loaded.spec, platform)
         limits = loaded.spec.queue.borrowing_limit or {}
-        if cohort is None:
+        if cohort is None or not limits:
             continue
-        others = [m for m in members[cohort] if m is not loaded]
+        lent = lenders(loaded.spec, environment)
         for name, limit in sorted(limits.items()):
             if name not in platform.gpu_classes or limit == 0:
                 continue
-            held = {m.name: lendable_by_class(m.spec, platform).get(name, 0) for m in others}
+            held = {m: by.get(("class", name), 0) for m, by in lent.items()}
             total = sum(held.values())
             if limit > total:
                 detail = ", ".join(f"{t}: {c}" for t, c in sorted(held.items()) if c) or "no other member lends any"
-                problems.append(loaded.doc.problem(("queue", "borrowingLimit", name), f"borrowing limit {limit} is above what the rest of cohort '{cohort}' can lend of GPU class '{name}' ({total}; {detail}); lower it or add lenders to the cohort"))
+                problems.append(loaded.doc.problem(("queue", "borrowingLimit", name), f"borrowing limit {limit} is above what the rest of cohort '{cohort}' can lend of GPU class '{name}' on the pools this tenant may use ({total}; {detail}); lower it or add lenders to the cohort"))
     return problems
 
 

@@ -129,8 +129,13 @@ def test_gpu_quotas_agree_across_resource_quota_kueue_kai_and_capacity(examples,
 def test_ceiling_adds_borrowing_where_the_scheduler_allows_it():
     lab = queue_lab("kueue")
     bench = next(t.spec for t in lab.tenants if t.name == "bench")
-    # h100 +2 and a100 +0 land on nvidia.com/gpu, l4 +2 on the renamed shares
-    assert queues.gpu_ceiling_by_resource(bench, lab) == {"nvidia.com/gpu": 14, "nvidia.com/gpu.shared": 6, "nvidia.com/mig-1g.10gb": 7}
+    # the limits cap what the cohort lends on bench's pools: nobody else holds h100-shared (+0, not +2),
+    # a100 is limited to 0, and train lends 1 of its l4 shares (lendingLimit 1, below bench's limit 2)
+    assert queues.gpu_ceiling_by_resource(bench, lab) == {"nvidia.com/gpu": 12, "nvidia.com/gpu.shared": 5, "nvidia.com/mig-1g.10gb": 7}
+    # with no limit, all the cohort lends there: train's l4 again (1), nothing of MIG
+    unlimited = queue_lab("kueue")
+    train = next(t for t in unlimited.tenants if t.name == "train")
+    assert queues.gpu_ceiling_by_resource(train.spec, unlimited)["nvidia.com/gpu.shared"] == 4 + 2  # bench lends its 4, train's limit 2
     assert queues.gpu_ceiling_by_resource(bench, queue_lab("none")) == cap.gpu_quota_by_resource(bench, lab.platform)
     no_cohort = queue_lab("kueue", queues={"defaultCohort": None})
     assert queues.gpu_ceiling_by_resource(bench, no_cohort) == cap.gpu_quota_by_resource(bench, lab.platform)

@@ -16,7 +16,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from components.manifests.placement_policy import placement
-from components.spec import capacity as cap
+from components.model import capacity as cap
 from tests.e2e.conftest import AppliedStack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.scheduling]
