@@ -225,11 +225,41 @@ def minimal_violators(candidates: Iterable[str], demand: Mapping[str, int], edge
                       limit: Mapping[str, int]) -> list[str]:
     """Drop tenants from a violating set while it still violates: no tenant of the result can go."""
     current = sorted(candidates)
-    for t in sorted(current, key=lambda t: (demand[t], t)):
-        rest = [x for x in current if x != t]
-        if rest and hall_violated(rest, demand, edges, limit):
-            current = rest
+    changed = True
+    while changed:   # until no single tenant can go (dropping one may make another droppable)
+        changed = False
+        for t in sorted(current, key=lambda t: (demand[t], t)):
+            rest = [x for x in current if x != t]
+            if rest and hall_violated(rest, demand, edges, limit):
+                current, changed = rest, True
+                break
     return current
+
+
+def components(result: "CommodityResult") -> list[tuple[list[str], list[str]]]:
+    """Connected groups of (tenants, pools) of one commodity: tenants linked by the pools they share.
+
+    >>> r = CommodityResult(("class", "x"), {"a": 1, "b": 1, "c": 1}, {"a": ["p"], "b": ["p", "q"], "c": ["r"]},
+    ...     {"p": 1, "q": 1, "r": 1}, {"p": 1, "q": 1, "r": 1})
+    >>> components(r)
+    [(['a', 'b'], ['p', 'q']), (['c'], ['r'])]
+    """
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        while parent.setdefault(x, x) != x:
+            x = parent[x]
+        return x
+
+    for tenant in result.demand:
+        find("t:" + tenant)
+        for pool in result.edges.get(tenant, []):
+            parent[find("t:" + tenant)] = find("p:" + pool)
+    groups: dict[str, tuple[list[str], list[str]]] = {}
+    for node in sorted(parent):
+        tenants, pools = groups.setdefault(find(node), ([], []))
+        (tenants if node.startswith("t:") else pools).append(node[2:])
+    return sorted(((sorted(t), sorted(p)) for t, p in groups.values() if t), key=lambda g: (g[1], g[0]))
 
 
 def solve(commodity: Commodity, demand: dict[str, int], edges: dict[str, list[str]],
