@@ -30,8 +30,10 @@ from .tenant import Tenant
 KAI_FALLBACK_DEPARTMENT = "tenants"
 KAI_PARENT_PREFIX = "dept-"
 KUEUE_CPU_FLAVOR = "default-flavor"
-# KAI charges a MIG device as its compute slices (`nvidia.com/mig-3g.40gb` = 3 GPUs); resources
-# that do not match this pattern (`...+me` profiles, renamed time-slicing shares) it does not count.
+# KAI charges a MIG device as its compute slices (`nvidia.com/mig-3g.40gb` = 3 GPUs); `...+me`
+# profiles do not match and are not counted. A time-slicing share counts as one GPU whether it is
+# advertised as `nvidia.com/gpu` or renamed `nvidia.com/gpu.shared` (renaming must not empty the
+# tenant's KAI GPU quota, nor turn its limit into 0).
 _KAI_MIG = re.compile(r"^nvidia\.com/mig-(\d+)g\.(\d+)gb$")
 
 
@@ -179,9 +181,9 @@ def kai_gpu_units(resource: str, count: int) -> Fraction:
     """How many GPUs KAI charges for `count` devices of an extended resource.
 
     >>> kai_gpu_units("nvidia.com/mig-3g.40gb", 2), kai_gpu_units("nvidia.com/gpu.shared", 4)
-    (Fraction(6, 1), Fraction(0, 1))
+    (Fraction(6, 1), Fraction(4, 1))
     """
-    if resource == cap.GPU:
+    if resource in (cap.GPU, cap.GPU_SHARED):
         return Fraction(count)
     match = _KAI_MIG.match(resource)
     return Fraction(int(match[1]) * count) if match else Fraction(0)
