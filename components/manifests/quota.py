@@ -77,15 +77,27 @@ def priority_quota_name(priority_class: str) -> str:
 
 
 def cluster_gpu_resources(platform: Platform) -> list[str]:
-    """Every GPU extended resource the cluster's classes advertise (whole GPUs, shares, MIG slices).
+    """Every GPU extended resource the cluster's GPUs could advertise, whether a layout offers it or not.
+
+    Whole GPUs and time-slicing shares (`nvidia.com/gpu`, `nvidia.com/gpu.shared`) and every MIG
+    profile of every GPU model of the stack's classes: a resource with no quota key is not limited
+    at all, so a profile no layout offers today (or a share no class renames) is pinned at "0"
+    rather than left open for the day someone re-partitions a node by hand.
 
     >>> from components.model.stack import Platform
     >>> cluster_gpu_resources(Platform(labelDomain="gpu.example.com", gpuClasses={"h100": {
-    ...     "model": "H100-80GB", "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi"}}))
-    ['nvidia.com/gpu']
+    ...     "model": "H100-80GB", "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi"}}))[:3]
+    ['nvidia.com/gpu', 'nvidia.com/gpu.shared', 'nvidia.com/mig-1g.10gb']
     """
-    resources = {cap.class_resource(gpu_class) for gpu_class in platform.gpu_classes.values()}
+    if not platform.gpu_classes:
+        return []
+    resources = {cap.GPU, cap.GPU_SHARED}
     resources |= {mig.resource_name(profile) for profile in cap.capacity(platform).per_mig_profile}
+    table = mig.geometry()
+    for gpu_class in platform.gpu_classes.values():
+        geometry = table.get(gpu_class.model)
+        if geometry is not None:
+            resources |= {mig.resource_name(profile) for profile in geometry.profiles}
     return sorted(resources)
 
 
