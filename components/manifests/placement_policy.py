@@ -258,8 +258,8 @@ def _validations(p: Placement, environment: Environment) -> list[dict[str, str]]
     )
     result.append(
         {
-            "expression": f"!variables.requestsGpu || {_pinned(p, class_key, pool_key, tenant_key)}",
-            "message": _pin_message(p, class_key, pool_key, tenant_key),
+            "expression": f"!variables.requestsGpu || {_pinned(p, class_key, pool_key, tenant_key)} || {_pinned_by_request(p, environment)}",
+            "message": _pin_message(p, class_key, pool_key, tenant_key) + _pin_by_request_hint(p, environment),
             "reason": "Forbidden",
         }
     )
@@ -356,3 +356,43 @@ def placement_objects(tenant: Tenant, environment: Environment) -> list[KubeObje
     if tenant.lifecycle == "decommissioned":
         return []
     return [placement_policy(tenant, environment), placement_binding(tenant, environment)]
+
+
+# --- implicit pinning by the requested resource (issue 14) ---------------------------------------
+
+
+def pinning_resources(p: Placement, environment: Environment) -> list[str]:
+    """GPU resources that only the tenant's allowed pools advertise (e.g. a MIG profile or a
+    time-slicing share offered nowhere else): a pod requesting only these can be scheduled only
+    there, so its request pins it and it needs no selector of its own.
+
+    >>> pinning_resources(placement(prod.tenants[0].spec, prod), prod)   # doctest: +SKIP
+    ['nvidia.com/mig-1g.10gb', 'nvidia.com/mig-3g.40gb']
+    """
+    platform = environment.platform
+    offered: dict[str, set[str]] = {}
+    for name, pool in platform.node_pools.items():
+        for resource in cap.node_gpu_resources(platform, pool):
+            offered.setdefault(resource, set()).add(name)
+    return sorted(r for r, pools in offered.items() if pools <= set(p.pools))
+
+
+def _pinned_by_request(p: Placement, environment: Environment) -> str:
+    """CEL: every GPU resource the pod's containers request (or limit) is a pinning resource."""
+    resources = pinning_resources(p, environment)
+    if not resources:
+        return "false"
+    ok = f"!({_is_gpu_resource('r')}) || r in {_list(resources)}"
+    return (
+        "(object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : []))"
+        ".all(c, !has(c.resources) || ("
+        f"(!has(c.resources.limits) || c.resources.limits.all(r, {ok})) && "
+        f"(!has(c.resources.requests) || c.resources.requests.all(r, {ok}))))"
+    )
+
+
+def _pin_by_request_hint(p: Placement, environment: Environment) -> str:
+    resources = pinning_resources(p, environment)
+    if not resources:
+        return ""
+    return f"; pods requesting only {', '.join(resources)} need no selector (only the tenant's pools offer them)"
