@@ -372,7 +372,7 @@ class SchedulingStack(AppliedStack):
     timings: dict[str, float]
 
 
-def start_scheduling_stack(stack: str, workdir: Path) -> SchedulingStack:
+def start_scheduling_stack(stack: str, workdir: Path, root: Path = REPO_ROOT) -> SchedulingStack:
     # job-controller creates the pods of a Job Kueue unsuspends; garbage-collector-controller
     # deletes them (and the Workload) with their Job between tests.
     cp = ControlPlane(BIN_DIR, workdir,
@@ -384,7 +384,7 @@ def start_scheduling_stack(stack: str, workdir: Path) -> SchedulingStack:
         timings["control plane"] = time.monotonic() - t0
         plane = SchedulingPlane(cp)
         plane.start_scheduler()
-        environment, objects = AppliedStack.render(stack)
+        environment, objects = AppliedStack.render(stack, root)
         if environment.platform.scheduler == "kueue":
             timings["kueue"] = plane.start_kueue()
         t1 = time.monotonic()
@@ -401,18 +401,61 @@ def start_scheduling_stack(stack: str, workdir: Path) -> SchedulingStack:
     return applied
 
 
-@pytest.fixture(scope="session")
-def kueue_stack(e2e_summary: list[str]) -> Iterator[SchedulingStack]:
-    """The example prod stack (scheduler: kueue) on a control plane with kube-scheduler and Kueue."""
+def _running(stack: str, e2e_summary: list[str], root: Path = REPO_ROOT, what: str = "") -> Iterator[SchedulingStack]:
     workdir = Path(tempfile.mkdtemp(prefix="gpu-tenancy-sched-"))
     keep = os.environ.get("GPU_TENANCY_E2E_KEEP") == "1"
-    stack = start_scheduling_stack("prod", workdir)
-    e2e_summary.append("scheduling lane (prod): " + ", ".join(f"{k} {v:.1f}s" for k, v in stack.timings.items()))
     try:
-        yield stack
+        applied = start_scheduling_stack(stack, workdir, root)
+        e2e_summary.append(f"scheduling lane ({what or stack}): "
+                           + ", ".join(f"{k} {v:.1f}s" for k, v in applied.timings.items()))
+        yield applied
+        applied.plane.cp.stop()
     finally:
-        stack.plane.cp.stop()
         if keep:
             sys.stderr.write(f"\n[e2e] kept scheduling control-plane dir {workdir}\n")
         else:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def kueue_stack(e2e_summary: list[str]) -> Iterator[SchedulingStack]:
+    """The example prod stack (scheduler: kueue) on a control plane with kube-scheduler and Kueue."""
+    yield from _running("prod", e2e_summary)
+
+
+# A copy of the example where eval lends to a new tenant on the shared A100 pool: cohort `shared`
+# for every prod tenant, eval's A100 quota lowered to 12 and `research` holding the other 8 (the
+# pool holds 16 x overcommit 1.25 = 20), neither with a borrowingLimit.
+RESEARCH = """apiVersion: gpu-tenancy.dev/v1alpha1
+kind: Tenant
+name: research
+displayName: Research
+costCenter: cc-9000
+quota:
+  cpu: {requests: "32", limits: "64"}
+  memory: {requests: 128Gi, limits: 256Gi}
+  gpu: {a100: 8}
+gpu:
+  classes: [a100]
+"""
+
+
+def write_borrowing_project(root: Path) -> Path:
+    for part in ("tenants", "stacks"):
+        shutil.copytree(REPO_ROOT / part, root / part)
+    stack = root / "stacks" / "Pulumi.prod.yaml"
+    text = stack.read_text()
+    assert text.count("    scheduler: kueue\n") == 1
+    stack.write_text(text.replace("    scheduler: kueue\n", "    scheduler: kueue\n    queues:\n      defaultCohort: shared\n"))
+    eval_file = root / "tenants" / "eval.yaml"
+    text = eval_file.read_text()
+    assert text.count("      gpu: {a100: 20}\n") == 1
+    eval_file.write_text(text.replace("      gpu: {a100: 20}\n", "      gpu: {a100: 12}\n"))
+    (root / "tenants" / "research.yaml").write_text(RESEARCH)
+    return root
+
+
+@pytest.fixture(scope="session")
+def borrowing_stack(e2e_summary: list[str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[SchedulingStack]:
+    root = write_borrowing_project(tmp_path_factory.mktemp("borrowing") / "project")
+    yield from _running("prod", e2e_summary, root, what="prod + cohort 'shared'")
