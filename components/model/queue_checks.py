@@ -263,7 +263,8 @@ def _compute_nominal(tenant: Tenant, platform: Platform, resource: str):
 
 
 def kueue_compute_nominal(tenant: Tenant, platform: Platform) -> dict[str, str]:
-    """Nominal cpu/memory of the tenant's ClusterQueue: its quota's requests, else the stack's cluster capacity.
+    """Nominal cpu/memory (and ephemeral-storage) of the tenant's ClusterQueue: its quota's requests,
+    else (cpu, memory) the stack's cluster capacity.
 
     >>> from components.model.stack import Platform
     >>> t = Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha1", "kind": "Tenant", "name": "a",
@@ -276,7 +277,13 @@ def kueue_compute_nominal(tenant: Tenant, platform: Platform) -> dict[str, str]:
         value = _compute_nominal(tenant, platform, resource)
         if value is not None:
             result[resource] = str(value)
-    return result
+    # Kueue applies the namespace's LimitRange defaults to a workload's requests, so a tenant whose
+    # LimitRange gives containers ephemeral-storage requests submits workloads that request it: the
+    # ClusterQueue must cover it (Kueue blocks resources it does not cover), at the quota's requests.
+    storage = tenant.quota.ephemeral_storage
+    if storage is not None and storage.requests is not None:
+        result["ephemeral-storage"] = str(storage.requests)
+    return dict(sorted(result.items()))
 
 
 def check_queues(environment) -> list[Problem]:

@@ -14,7 +14,7 @@ from kubernetes import client
 
 from components.manifests.quota import TENANT_QUOTA
 
-from .test_kueue_scheduling import Jobs, job
+from tests.e2e.scheduling.jobs import Jobs, job
 
 pytestmark = [pytest.mark.e2e, pytest.mark.scheduling]
 
