@@ -120,21 +120,27 @@ def test_a_class_the_tenant_may_not_use_never_gets_a_pod(kueue_stack, jobs, tena
 
 
 def test_dedicated_pool_gets_no_other_tenants_pod_while_empty(kueue_stack, jobs):
-    """Fill eval's whole-GPU quota; nothing spills onto the idle dedicated H100 pools."""
+    """Fill the shared A100 pool; eval's next pod waits unschedulable instead of taking an idle H100."""
     platform = ENVIRONMENT.platform
-    eval_quota = cap.gpu_quota_by_class(kueue_stack.tenant("eval"), platform)["a100"]
-    per_pod = platform.node_pools["a100-shared"].gpus_per_node // 2
-    name = jobs.submit("eval", job({cap.GPU: per_pod}, parallelism=eval_quota // per_pod))
-    pods = jobs.wait_bound("eval", name, eval_quota // per_pod)
+    pool = platform.node_pools["a100-shared"]
+    per_pod = pool.gpus_per_node // 2
+    full = jobs.submit("eval", job({cap.GPU: per_pod}, parallelism=pool.node_count * 2))
+    pods = jobs.wait_bound("eval", full, pool.node_count * 2)
     assert _pools_of(kueue_stack, pods) == {"a100-shared"}
-    extra = jobs.submit("eval", job({cap.GPU: 1}))
-    jobs.wait_pending_in_queue("eval", extra)
-    assert jobs.pods("eval", extra) == []
-    dedicated = {n for n, pool in kueue_stack.node_pool.items()
-                 if pool in {"h100-train", "h100-serve"}}
-    on_dedicated = [p for p in jobs.core.list_pod_for_all_namespaces().items
-                    if p.spec.node_name in dedicated and p.metadata.namespace == "eval"]
-    assert on_dedicated == []
+    # eval's quota (16 x overcommit 1.25 = 20) still admits 4 more: Kueue lets the Job run, the pod
+    # gets the a100-shared selector from its flavor, and kube-scheduler finds no room for it.
+    spill = jobs.submit("eval", job({cap.GPU: per_pod}))
+
+    def unschedulable():
+        found = jobs.pods("eval", spill)
+        conds = found[0].status.conditions or [] if found else []
+        return found if any(c.type == "PodScheduled" and c.reason == "Unschedulable" for c in conds) else None
+
+    waiting = jobs.cp.wait_for(unschedulable, timeout=90, interval=0.5, what="the extra eval pod to be unschedulable")
+    assert waiting[0].spec.node_name is None
+    dedicated = {n for n, p in kueue_stack.node_pool.items() if ENVIRONMENT.platform.node_pools[p].gpu_class == "h100"}
+    on_dedicated = [p for p in jobs.core.list_pod_for_all_namespaces().items if p.spec.node_name in dedicated]
+    assert on_dedicated == []   # empty, while eval waits
 
 
 def test_over_quota_job_stays_pending_without_pods(kueue_stack, jobs):
