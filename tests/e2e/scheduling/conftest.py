@@ -24,7 +24,7 @@ kube-controller-manager) this starts, for one pytest session:
 
 Nodes: no kubelet runs. Each static node of the stack is registered with the labels the
 kubelet and GPU Feature Discovery set, then the stack's own node patches are applied, and its
-`status` gets `capacity`/`allocatable` for cpu, memory, pods and the GPU resources its pool
+`status` gets `capacity`/`allocatable` for cpu, memory, ephemeral-storage, pods and the GPU resources its pool
 offers (`nvidia.com/gpu`, the time-sliced share, the MIG profiles of its layout) and a Ready
 condition. kube-scheduler binds pods to them; bound pods stay Pending (nothing runs them),
 which is all the tests need.
@@ -46,7 +46,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import pytest
 
@@ -324,14 +324,14 @@ class SchedulingPlane:
 # Nodes with capacity
 # --------------------------------------------------------------------------
 
-NODE_CPU, NODE_MEMORY, NODE_PODS = "128", "1Ti", "110"
+NODE_CPU, NODE_MEMORY, NODE_EPHEMERAL, NODE_PODS = "128", "1Ti", "3Ti", "110"
 
 
 def node_allocatable(platform: Any, pool_name: str) -> dict[str, str]:
     """What one node of the pool advertises: cpu/memory/pods and its pool's GPU resources."""
     from components.model import capacity as cap
 
-    resources = {"cpu": NODE_CPU, "memory": NODE_MEMORY, "pods": NODE_PODS}
+    resources = {"cpu": NODE_CPU, "memory": NODE_MEMORY, "ephemeral-storage": NODE_EPHEMERAL, "pods": NODE_PODS}
     for resource, count in cap.node_gpu_resources(platform, platform.node_pools[pool_name]).items():
         resources[resource] = str(count)
     return resources
@@ -364,6 +364,23 @@ def register_ready_nodes(cp: ControlPlane, environment: Any) -> dict[str, str]:
     return pools
 
 
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+
+
+def clear_not_ready_taints(cp: ControlPlane, nodes: Iterable[str]) -> None:
+    """Remove the `not-ready` taint the API server puts on every new Node, as the node lifecycle
+    controller does once the node reports Ready (that controller does not run: with no kubelet
+    heartbeats it would mark every node unreachable). Other taints (ours) stay."""
+    from kubernetes import client as k8s_client
+
+    core = k8s_client.CoreV1Api(cp.api_client)
+    for name in nodes:
+        taints = core.read_node(name).spec.taints or []
+        keep = [cp.api_client.sanitize_for_serialization(t) for t in taints if t.key != NOT_READY_TAINT]
+        if len(keep) != len(taints):
+            core.patch_node(name, {"spec": {"taints": keep}}, field_manager="node-lifecycle-controller")
+
+
 class SchedulingStack(AppliedStack):
     """An example stack applied to a SchedulingPlane, with its nodes' pools."""
 
@@ -392,6 +409,7 @@ def start_scheduling_stack(stack: str, workdir: Path, root: Path = REPO_ROOT) ->
         node_pool = register_ready_nodes(cp, environment)
         applied = SchedulingStack(environment, objects, [], {}, [])
         applied.results = cp.apply_rendered(applied.all_objects)
+        clear_not_ready_taints(cp, node_pool)
         cp.wait_namespaces_ready(applied.all_objects)
         timings["apply stack"] = time.monotonic() - t1
     except BaseException:

@@ -108,6 +108,15 @@ class Jobs:
             except ApiException as exc:
                 if exc.status != 404:
                     raise
+        # Pods bound to a node wait for its kubelet to confirm their end; there is none, so delete
+        # them at once (what the pod GC controller does for pods on nodes that are gone).
+        for namespace, name in self.created:
+            for pod in self.pods(namespace, name):
+                try:
+                    self.core.delete_namespaced_pod(pod.metadata.name, namespace, grace_period_seconds=0)
+                except ApiException as exc:
+                    if exc.status != 404:
+                        raise
         for namespace, name in self.created:
             self.cp.wait_for(lambda n=namespace, j=name: not self.pods(n, j) and self.workload(n, j) is None,
                              timeout=60, interval=0.5, what=f"pods and Workload of {namespace}/{name} deleted")

@@ -35,11 +35,15 @@ def test_research_borrows_eval_gpus_and_its_pods_pass_the_resource_quota(borrowi
     assert {borrowing_stack.node_pool[p.spec.node_name] for p in pods} == {"a100-shared"}
     usage = jobs.workload("research", name)["status"]["admission"]["podSetAssignments"][0]
     assert usage["flavors"] == {"cpu": "default-flavor", "memory": "default-flavor", "nvidia.com/gpu": "a100-shared"}
-    cq = borrowing_stack.plane.cp.get_object({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
-                                              "metadata": {"name": "research"}})
-    borrowed = [r for f in cq["status"]["flavorsUsage"] if f["name"] == "a100-shared" for r in f["resources"]
-                if r["name"] == "nvidia.com/gpu"]
-    assert borrowed and borrowed[0]["borrowed"] == "4", cq["status"]["flavorsUsage"]
+    cp = borrowing_stack.plane.cp
+
+    def borrowed() -> str | None:   # the ClusterQueue's status follows admission with a short delay
+        cq = cp.get_object({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "research"}})
+        usage = [r for f in cq.get("status", {}).get("flavorsUsage", []) if f["name"] == "a100-shared"
+                 for r in f["resources"] if r["name"] == "nvidia.com/gpu"]
+        return usage[0]["borrowed"] if usage and usage[0]["total"] != "0" else None
+
+    assert cp.wait_for(borrowed, timeout=60, what="research's ClusterQueue usage") == "4"
 
 
 def test_beyond_what_the_cohort_lends_a_job_waits_without_pods(borrowing_stack, jobs):
