@@ -184,6 +184,7 @@ def _variables(p: Placement, environment: Environment) -> list[dict[str, str]]:
     ]
     for prefix, key, values, _ in _targets(p, environment):
         variables.append(_bad_terms_variable(f"{prefix}TermsNotAllowed", key, _list(values)))
+    variables.append({"name": "pinnedByRequest", "expression": _pinned_by_request(p, environment)})  # issue 14
     return variables
 
 
@@ -258,7 +259,7 @@ def _validations(p: Placement, environment: Environment) -> list[dict[str, str]]
     )
     result.append(
         {
-            "expression": f"!variables.requestsGpu || {_pinned(p, class_key, pool_key, tenant_key)} || {_pinned_by_request(p, environment)}",
+            "expression": f"!variables.requestsGpu || {_pinned(p, class_key, pool_key, tenant_key)} || variables.pinnedByRequest",
             "message": _pin_message(p, class_key, pool_key, tenant_key) + _pin_by_request_hint(p, environment),
             "reason": "Forbidden",
         }
@@ -383,6 +384,8 @@ def _pinned_by_request(p: Placement, environment: Environment) -> str:
     if not resources:
         return "false"
     ok = f"!({_is_gpu_resource('r')}) || r in {_list(resources)}"
+    # The same container walk as the `requestsGpu` variable (the API server's type checker takes
+    # the joined list as dyn; typed, it reports `resources.limits` of a container as undefined).
     return (
         "(object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : []))"
         ".all(c, !has(c.resources) || ("
