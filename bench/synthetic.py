@@ -95,9 +95,10 @@ def stack_data(count: int, *, scheduler: str = "kueue") -> dict:
     mig_nodes = max(1, math.ceil(count * MIG_PER_TENANT / (8 * 7) / 0.8))  # 8 GPUs x 7 slices per node
     platform = {
         "labelDomain": "gpu.example.com",
-        "podSecurity": {"level": "baseline", "version": "v1.30"},
+        "podSecurity": {"level": "baseline", "version": "latest"},
         "platformAdminGroup": "platform-admins",
         "platformNamespaces": {"ingress": ["ingress-nginx"], "monitoring": ["monitoring"]},
+        "platformPorts": {"monitoring": [{"port": 9090}]},
         "gpuClasses": {
             "h100": {"model": "H100-80GB", "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi"},
             "l4": {"model": "L4", "product": "NVIDIA-L4", "memory": "24Gi", "sharing": "timeSlicing",

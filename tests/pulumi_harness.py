@@ -69,6 +69,9 @@ def _run(
 ) -> tuple[list[Registration], RecordingMonitor]:
     mocks = RecordingMocks()
     monitor = RecordingMonitor(mocks)
+    # set_mocks keeps a root Stack resource made by an earlier run (of another project or stack),
+    # which would parent this program's resources: start each run from a fresh root.
+    pulumi.runtime.settings.ROOT.set(None)
     pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=False, monitor=monitor)
     pulumi.runtime.set_all_config({k: json.dumps(v) if not isinstance(v, str) else v for k, v in config.items()})
 

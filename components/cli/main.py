@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import Sequence
 
 from ..model.problems import InvalidInput
-from . import capacity, diff, new, render, schema, validate
+from . import capacity, diff, init, new, render, schema, validate
 from .common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, report
 
 # name -> module with `add_parser(subparsers)` and `run(args) -> exit code`; help lists them in this order.
 COMMANDS = {
+    "init": init,
     "validate": validate,
     "schema": schema,
     "new": new,

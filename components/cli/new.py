@@ -1,16 +1,50 @@
-"""`tenants new`: write a commented, valid tenant file for a new team."""
+"""`tenants new`: write a commented, valid tenant file for a new team.
+
+Every option is checked before anything is written (exit 1, nothing written): the file format,
+and every stack of the project, as `tenants validate` will check the file. Problems name the
+option that caused them. On success the next steps are printed, including the stacks that list
+their tenants (the new one is deployed there only once added to the list).
+"""
 
 from __future__ import annotations
 
 import argparse
+import difflib
+import json
+import re
 import sys
+from pathlib import Path
 
-from ..model.problems import InvalidInput
-from .common import EXIT_INVALID, EXIT_OK, report
+from ..model.problems import InvalidInput, Problem
+from .common import EXIT_INVALID, EXIT_OK
+
+PROG = "tenants new"
+
+# Where a problem in the generated file comes from: field prefix -> option.
+_OPTION_OF_FIELD = (
+    ("name", "NAME"),
+    ("displayName", "--display-name"),
+    ("costCenter", "--cost-center"),
+    ("contacts", "--email"),
+    ("access.owners", "--owner-group"),
+    ("access.developers", "--developer-group"),
+    ("access.viewers", "--viewer-group"),
+    ("gpu.classes", "--gpu-class"),
+    ("quota.gpu", "--gpu"),
+    ("quota.mig", "--mig"),
+    ("quota.cpu", "--cpu"),
+    ("quota.memory", "--memory"),
+)
+_LIMITS = re.compile(r"^limits\.(defaultRequest|default|max|min)\.(cpu|memory)")
 
 
 def add_parser(sub) -> None:
-    new = sub.add_parser("new", help="write a commented tenant file for a new team")
+    new = sub.add_parser(
+        "new",
+        help="write a commented tenant file for a new team",
+        description="Write tenants/NAME.yaml for a new team. Every option is checked first, against the "
+        "file format and every stack (exit 1, nothing written); then the next steps are printed.",
+    )
     new.add_argument("name", help="tenant name (DNS-1123 label); also its namespace")
     new.add_argument("--owner-group", action="append", required=True, metavar="GROUP", help="identity-provider group of the owners (repeatable)")
     new.add_argument("--developer-group", action="append", default=[], metavar="GROUP")
@@ -18,14 +52,127 @@ def add_parser(sub) -> None:
     new.add_argument("--display-name", help="human-readable name (default: from NAME)")
     new.add_argument("--cost-center", default="unassigned", help="cost centre label value")
     new.add_argument("--email", help="contact email")
-    new.add_argument("--gpu-class", action="append", default=[], metavar="CLASS", help="allowed GPU class (repeatable)")
+    new.add_argument("--gpu-class", action="append", default=[], metavar="CLASS", help="allowed GPU class of the stacks (repeatable)")
+    new.add_argument("--gpu", action="append", default=[], metavar="CLASS=N",
+                     help="GPU quota: whole GPUs of a class (repeatable; the class becomes allowed), or N alone with exactly one --gpu-class")
+    new.add_argument("--mig", action="append", default=[], metavar="PROFILE=N", help="MIG slices quota, e.g. 1g.10gb=2 (repeatable)")
+    new.add_argument("--cpu", metavar="REQUESTS[:LIMITS]", help="CPU quota, e.g. 8 or 8:16 (limits default to the requests)")
+    new.add_argument("--memory", metavar="REQUESTS[:LIMITS]", help="memory quota, e.g. 32Gi or 32Gi:64Gi (limits default to the requests)")
     new.add_argument("--force", action="store_true", help="overwrite an existing file")
     new.add_argument("--stdout", action="store_true", help="print instead of writing tenants/NAME.yaml")
 
 
-def run(args: argparse.Namespace) -> int:
-    from ..model.scaffold import new_tenant_file
+class _OptionError(Exception):
+    pass
 
+
+def _counts(option: str, values: list[str], example: str) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for value in values:
+        key, sep, number = value.partition("=")
+        if not sep or not key or not re.fullmatch(r"[0-9]+", number.strip()):
+            raise _OptionError(f"{option} {value}: write {option} {example} (a name and a whole number)")
+        if key in counts:
+            raise _OptionError(f"{option} {value}: '{key}' is given twice")
+        counts[key] = int(number)
+    return counts
+
+
+def _gpu(values: list[str]) -> int | dict[str, int] | None:
+    if not values:
+        return None
+    if len(values) == 1 and re.fullmatch(r"[0-9]+", values[0].strip()):
+        return int(values[0])
+    return _counts("--gpu", values, "h100=4")
+
+
+def _pair(option: str, value: str | None) -> tuple[str, str] | None:
+    if value is None:
+        return None
+    from ..model.quantity import Quantity, QuantityError
+
+    requests, _, limits = value.partition(":")
+    limits = limits or requests
+    for part in (requests, limits):
+        try:
+            Quantity.parse(part)
+        except (QuantityError, ValueError) as err:
+            raise _OptionError(f"{option} {value}: {err}") from None
+    return requests, limits
+
+
+def _option_of(problem: Problem) -> str | None:
+    field = problem.field
+    limits = _LIMITS.match(field)
+    if limits:
+        return f"--{limits.group(2)}"
+    for prefix, option in _OPTION_OF_FIELD:
+        if field == prefix or field.startswith((prefix + ".", prefix + "[")):
+            return option
+    return None
+
+
+def _value_of(option: str, args: argparse.Namespace, field: str) -> str:
+    value = {"NAME": args.name}.get(option) or getattr(args, option.lstrip("-").replace("-", "_"), None)
+    if isinstance(value, list):
+        index = re.search(r"\[([0-9]+)\]", field)  # e.g. access.owners.groups[1]: the second --owner-group
+        if index and option.endswith("-group") and int(index.group(1)) < len(value):
+            item = value[int(index.group(1))]
+            return item if re.fullmatch(r"[^\s'\"]+", item) else json.dumps(item)
+        return " ".join(value)
+    return value or ""
+
+
+def _say(problem: Problem, args: argparse.Namespace, stack: str | None = None) -> str:
+    """A problem of the generated (unwritten) file in terms of the option that caused it."""
+    option = _option_of(problem)
+    if option == "--gpu-class" and not args.gpu_class:
+        option = "--gpu"  # the class came from a --gpu quota
+    where = f" (stack {stack})" if stack else ""
+    if problem.file != f"tenants/{args.name}.yaml":  # on a stack or another tenant: say where, as validate will
+        return f"{PROG}: with {args.name} added, {problem}{where}"
+    if option is None:
+        return f"{PROG}: {problem.field or 'file'}: {problem.message}{where}"
+    value = _value_of(option, args, problem.field)
+    shown = f"{option} {value}".strip() if option != "NAME" else f"NAME '{value}'"
+    return f"{PROG}: {shown}: {problem.field}: {problem.message}{where}"
+
+
+def _class_problems(args, classes: list[str], fit) -> list[str]:
+    """Each requested GPU class must exist in every stack that deploys every tenant, and in one stack at least."""
+    out = []
+    deploy_all = [s for s in fit.stacks if s.deploys_all]
+    for name in classes:
+        having = [s.stack for s in fit.stacks if name in s.gpu_classes]
+        option = "--gpu-class" if name in args.gpu_class else "--gpu"
+        if not having:
+            known = fit.all_classes
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            listing = ", ".join(known) or "none"
+            stacks = ", ".join(s.stack for s in fit.stacks) or "none"
+            out.append(f"{PROG}: {option} {name}: unknown GPU class '{name}'{hint} (GPU classes of the stacks {stacks}: {listing})")
+            continue
+        missing = [s for s in deploy_all if name not in s.gpu_classes]
+        if missing:
+            where = ", ".join(f"{s.stack} ({s.file}: {', '.join(s.gpu_classes) or 'no classes'})" for s in missing)
+            out.append(f"{PROG}: {option} {name}: GPU class '{name}' is not in stack(s) {where}, which deploy every tenant "
+                       f"(tenants: all); it is only in {', '.join(having)}. Allow a class of every such stack, "
+                       f"and '{name}' per environment in `environments:` after writing the file")
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..model.scaffold import check_against_project, new_tenant_file
+
+    try:
+        gpu = _gpu(args.gpu)
+        mig = _counts("--mig", args.mig, "1g.10gb=2") if args.mig else None
+        cpu = _pair("--cpu", args.cpu)
+        memory = _pair("--memory", args.memory)
+    except _OptionError as err:
+        print(f"{PROG}: {err}", file=sys.stderr)
+        return EXIT_INVALID
     try:
         text = new_tenant_file(
             args.name,
@@ -36,18 +183,65 @@ def run(args: argparse.Namespace) -> int:
             cost_center=args.cost_center,
             email=args.email,
             gpu_classes=args.gpu_class,
+            gpu=gpu,
+            mig=mig,
+            cpu=cpu,
+            memory=memory,
         )
     except InvalidInput as err:
-        report(err.problems)
+        for problem in err.problems:
+            print(_say(problem, args), file=sys.stderr)
         return EXIT_INVALID
+    path = args.root / "tenants" / f"{args.name}.yaml"
+    if not args.stdout and path.exists() and not args.force:
+        print(f"{PROG}: {path} exists; use --force to overwrite", file=sys.stderr)
+        return EXIT_INVALID
+
+    fit = check_against_project(args.root, args.name, text)
+    messages = [f"{PROG}: cannot check against a stack that is invalid itself (fix it first): {p}" for p in fit.broken_stacks]
+    classes = list(dict.fromkeys([*args.gpu_class, *(gpu if isinstance(gpu, dict) else {})]))
+    if classes and not fit.stacks and not fit.broken_stacks:
+        messages.append(f"{PROG}: --gpu-class {' '.join(classes)}: there are no stacks to check GPU classes against "
+                        f"(no {args.root / 'stacks'}/Pulumi.<env>.yaml); run `tenants init` first")
+    class_messages = _class_problems(args, classes, fit)
+    messages.extend(class_messages)
+    if not class_messages:  # the stacks' own messages would only repeat an unknown class
+        for stack in fit.stacks:
+            if stack.deploys_all:
+                messages.extend(_say(p, args, stack.stack) for p in stack.problems)
+    if messages:
+        for message in dict.fromkeys(messages):
+            print(message, file=sys.stderr)
+        print(f"{PROG}: nothing written", file=sys.stderr)
+        return EXIT_INVALID
+
     if args.stdout:
         sys.stdout.write(text)
         return EXIT_OK
-    path = args.root / "tenants" / f"{args.name}.yaml"
-    if path.exists() and not args.force:
-        print(f"tenants new: {path} exists; use --force to overwrite", file=sys.stderr)
-        return EXIT_INVALID
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
-    print(f"wrote {path}; next: tenants validate, then open a pull request")
+    print(f"wrote {path}")
+    _next_steps(args, path, fit)
     return EXIT_OK
+
+
+def _next_steps(args, path: Path, fit) -> None:
+    name = args.name
+    root = "" if args.root == Path(".") else f"--root {args.root} "
+    steps = [f"review {path}: quota, network and GPU access (reference: docs/file-format.md)"]
+    listing = [s for s in fit.stacks if not s.deploys_all]
+    deployed = [s.stack for s in fit.stacks if s.deploys_all]
+    if listing:
+        lines = [f"add {name} to the tenants of the stacks that list them; it is deployed there only once listed:"]
+        for stack in listing:
+            lines.append(f"     {stack.file}:{stack.list_line}: {stack.list_text}")
+            for problem in stack.problems:
+                lines.append(f"       before adding it there, fix: {_say(problem, args, stack.stack).removeprefix(PROG + ': ')}")
+        steps.append("\n".join(lines))
+    if deployed:
+        steps.append(f"it is deployed in {', '.join(deployed)} (tenants: all) as soon as the change is merged")
+    steps.append(f"check it: tenants {root}validate; preview: tenants {root}diff")
+    steps.append("open a pull request; its comment shows what changes on the cluster")
+    print("next steps:")
+    for number, step in enumerate(steps, start=1):
+        print(f"  {number}. {step}")

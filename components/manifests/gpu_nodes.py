@@ -5,9 +5,13 @@ object carrying only what we own. Nodes of autoscaled groups come and go, so pat
 race; their labels and taints belong in the node group definition instead, and
 `node_group_requirements` says what they must be.
 
-Taints are opt-in per pool (`patchTaints`): `spec.taints` is one atomic list under server-side
-apply, so whoever applies it owns the whole list, and the node lifecycle controller, cordon and
-other tools write the same list.
+Dedicated pools are tainted by default (`<domain>/tenant=<owner>:NoSchedule`): the taint keeps
+off pods that select no node, or select only on labels we do not manage, which admission cannot
+judge; admission (the placement policy) is what stops anyone else from tolerating it or selecting
+the nodes. `patchTaints: false` opts a pool out when its nodes register with the taint themselves
+(kubelet `--register-with-taints`, the node group): `spec.taints` is one atomic list under
+server-side apply, so whoever applies it owns the whole list, and the node lifecycle controller,
+cordon and other tools write the same list.
 """
 
 from __future__ import annotations
@@ -129,7 +133,7 @@ def node_patch(name: str, labels: Mapping[str, str], taints: list[dict[str, str]
 
 
 def node_patches(environment: Environment) -> list[KubeObject]:
-    """One partial Node per static node of every pool; taints only where the pool sets `patchTaints`.
+    """One partial Node per static node of every pool; taints on dedicated pools unless `patchTaints: false`.
 
     >>> [p["metadata"]["name"] for p in node_patches(dev)]   # doctest: +SKIP
     ['dev-a100-01', 'dev-l4-01']
@@ -139,7 +143,7 @@ def node_patches(environment: Environment) -> list[KubeObject]:
         if pool.gpu_class not in environment.platform.gpu_classes:
             continue
         labels = pool_labels(environment, pool_name)
-        taints = pool_taints(environment, pool_name) if pool.patch_taints else []
+        taints = pool_taints(environment, pool_name) if pool.patch_taints is not False else []
         patches.extend(node_patch(node, labels, taints) for node in pool.nodes)
     return sorted(patches, key=lambda p: p["metadata"]["name"])
 

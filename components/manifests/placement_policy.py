@@ -14,7 +14,14 @@ checks, on pod CREATE and on UPDATEs that change the spec, in the tenant's names
   itself to nodes the tenant may use: a pool it may use, its own tenant label, or a class (or
   product) all of whose pools it may use; a class that also has other tenants' dedicated pools
   does not pin, select the pool;
-* `spec.nodeName` is not set at creation (it bypasses the scheduler, and with it every rule).
+* `spec.nodeName` is not set at creation (it bypasses the scheduler, and with it every rule);
+* every pod, GPU or not, whose node selection names a pool, class, tenant or product label, a
+  `kubernetes.io/hostname` or a node name (`matchFields` on `metadata.name`) must not be able to
+  land on another tenant's dedicated nodes: the selection is evaluated against the labels and the
+  static node names of every foreign dedicated pool, so `In` a foreign hostname, `NotIn` /
+  `DoesNotExist` that leave a foreign pool, and the same added later to a pod held by
+  `schedulingGates` (a spec change, checked like a creation) are refused. Pods that select only on
+  other labels are kept off foreign dedicated nodes by their taint, which they cannot tolerate.
 
 Design: one policy and one binding per tenant, with the tenant's allowed values inlined as CEL
 list literals. No params objects to keep in sync, the messages can list what is allowed, and
@@ -31,6 +38,8 @@ from ..model import capacity as cap
 from ..model.load import Environment
 from ..model.tenant import Tenant
 from .gpu_nodes import GPU_PRODUCT_LABEL, dedicated_pool_owners, gpu_class_label, pool_label, tenant_label
+
+HOSTNAME_LABEL = "kubernetes.io/hostname"
 from .meta import TENANT_LABEL, KubeObject, kube_object, object_meta, tenant_labels
 
 API_VERSION = "admissionregistration.k8s.io/v1"
@@ -184,8 +193,85 @@ def _variables(p: Placement, environment: Environment) -> list[dict[str, str]]:
     ]
     for prefix, key, values, _ in _targets(p, environment):
         variables.append(_bad_terms_variable(f"{prefix}TermsNotAllowed", key, _list(values)))
+    variables.extend(_foreign_node_variables(p, environment))
     variables.append({"name": "pinnedByRequest", "expression": _pinned_by_request(p, environment)})  # issue 14
     return variables
+
+
+def _foreign_pools(p: Placement, environment: Environment) -> tuple[list[dict[str, str]], dict[str, list[str]]]:
+    """Other tenants' dedicated pools as CEL-friendly literals: one map of node labels per pool (plus
+    `_pool`, `_tenant` and `_known`, which no label key can be), and the static node names per pool.
+
+    Every value of a literal has one type, so the policy type-checks without heterogeneous maps.
+    """
+    platform = environment.platform
+    pools, nodes = [], {}
+    for name, owner in sorted(dedicated_pool_owners(environment).items()):
+        if owner == p.tenant:
+            continue
+        pool = platform.node_pools[name]
+        gpu_class = platform.gpu_classes.get(pool.gpu_class)
+        entry = {gpu_class_label(platform): pool.gpu_class, pool_label(platform): name, tenant_label(platform): owner}
+        if gpu_class is not None:
+            entry[GPU_PRODUCT_LABEL] = gpu_class.product
+        # Autoscaled pools: node names are unknown, so any hostname selection may reach them.
+        entry.update({"_pool": name, "_tenant": owner, "_known": "true" if pool.max_nodes is None else "false"})
+        pools.append(dict(sorted(entry.items())))
+        nodes[name] = sorted(pool.nodes)
+    return pools, nodes
+
+
+def _names_match(operator: str, values: str) -> str:
+    """Whether an In/NotIn expression on node names can match a node of pool `p`."""
+    names = 'variables.foreignNodes[p["_pool"]]'
+    return (
+        f'(p["_known"] != "true" || ({operator} == "In" ? {values}.exists(v, v in {names}) : '
+        f'{operator} == "NotIn" ? {names}.exists(n, !(n in {values})) : {operator} != "DoesNotExist"))'
+    )
+
+
+def _foreign_node_variables(p: Placement, environment: Environment) -> list[dict[str, str]]:
+    platform = environment.platform
+    keys = _list([gpu_class_label(platform), pool_label(platform), tenant_label(platform), GPU_PRODUCT_LABEL, HOSTNAME_LABEL])
+    host = _str(HOSTNAME_LABEL)
+    values = "(has(e.values) ? e.values : [])"
+    expression_matches = (
+        f"e.key == {host} ? {_names_match('e.operator', values)} : "
+        "!(e.key in p) ? true : "
+        f'e.operator == "In" ? p[e.key] in {values} : '
+        f'e.operator == "NotIn" ? !(p[e.key] in {values}) : '
+        'e.operator != "DoesNotExist"'
+    )
+    field_matches = f'f.key != "metadata.name" || {_names_match("f.operator", "(has(f.values) ? f.values : [])")}'
+    term_matches = (
+        f"(!has(t.matchExpressions) || t.matchExpressions.all(e, {expression_matches})) && "
+        f"(!has(t.matchFields) || t.matchFields.all(f, {field_matches}))"
+    )
+    selector_matches = (
+        f'variables.nodeSelector.all(k, k == {host} ? (p["_known"] != "true" || '
+        'variables.nodeSelector[k] in variables.foreignNodes[p["_pool"]]) : '
+        "(!(k in p) || p[k] == variables.nodeSelector[k]))"
+    )
+    pools, nodes = _foreign_pools(p, environment)
+    return [
+        {"name": "foreignPools", "expression": json.dumps(pools) if pools else "[]"},
+        {"name": "foreignNodes", "expression": json.dumps(nodes) if nodes else "{}"},
+        {
+            "name": "selectsNodes",
+            "expression": (
+                f"variables.nodeSelector.exists(k, k in {keys}) || variables.terms.exists(t, "
+                f"(has(t.matchExpressions) && t.matchExpressions.exists(e, e.key in {keys})) || "
+                "(has(t.matchFields) && size(t.matchFields) > 0))"
+            ),
+        },
+        {
+            "name": "reachableForeignPools",
+            "expression": (
+                "!variables.selectsNodes ? [] : variables.foreignPools.filter(p, "
+                f"({selector_matches}) && (size(variables.terms) == 0 || variables.terms.exists(t, {term_matches})))"
+            ),
+        },
+    ]
 
 
 def _validations(p: Placement, environment: Environment) -> list[dict[str, str]]:
@@ -230,6 +316,19 @@ def _validations(p: Placement, environment: Environment) -> list[dict[str, str]]
                 f"variables.terms.all(t, !has(t.matchExpressions) || t.matchExpressions.all(e, e.key != {_str(tenant_key)} || {tenant_ops_ok}))"
             ),
             "message": f"nodes dedicated to another tenant are selected ({tenant_key}); {own}",
+            "reason": "Forbidden",
+        }
+    )
+    first_pool = "variables.reachableForeignPools[0]"
+    result.append(
+        {
+            "expression": "size(variables.reachableForeignPools) == 0",
+            "messageExpression": (
+                f'"the node selection (nodeSelector, required node affinity or matchFields) can reach node pool \'" + '
+                f'{first_pool}["_pool"] + "\', dedicated to tenant " + {first_pool}["_tenant"] + '
+                f'"; dedicated nodes belong to their tenant for every pod; {own}"'
+            ),
+            "message": f"the node selection can reach nodes dedicated to another tenant; {own}",
             "reason": "Forbidden",
         }
     )

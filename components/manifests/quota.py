@@ -7,6 +7,10 @@ Objects per tenant namespace:
   `quota.priorityClasses` entry, else the class's `defaultTenantCap`), scoped with a
   `PriorityClass In [<class>]` scopeSelector. `online-inference: {pods: 0}` is how a class is
   reserved for tenants with a grant.
+* `cross-namespace-affinity`: `pods: 0` for pods whose (anti-)affinity terms look at other
+  namespaces (scope `CrossNamespacePodAffinity`), unless the tenant sets
+  `quota.crossNamespaceAffinity`: one pod with required anti-affinity to every namespace and a
+  wide topology key would keep every other tenant's pods off every node.
 * `suspended`: only for `lifecycle: suspended` (and `decommissioned`, while its namespaces are
   being removed); `pods: 0` admits no new pod and touches none that already runs.
 
@@ -21,6 +25,13 @@ An extra namespace without an entry gets the same keys at "0": it holds data and
 pods, because the LimitRange gives every container requests that a zero quota refuses. Storage and
 object counts are per-namespace guard rails, not capacity budgets, so every namespace gets them as
 written (a tenant with N namespaces may hold up to N times each).
+
+Guard rails always exist. Object counts, `requests.storage` and the per-StorageClass keys come
+from the tenant, else from the stack's `guardRails` (NodePort and LoadBalancer Services at 0
+unless granted); every StorageClass the stack lists in `guardRails.storageClasses` that neither
+gives a cap is pinned at 0. A namespace whose compute budget is zero (every cpu and memory key
+"0") also gets `pods: 0`: a pod whose requests and limits are all 0 would otherwise get in as
+BestEffort.
 
 Queues. With Kueue or KAI, a tenant may borrow idle GPUs from its cohort; the GPU keys of the
 tenant's quota are then its nominal quota plus what its queue can borrow: its `borrowingLimit`
@@ -54,6 +65,7 @@ from .queues import gpu_ceiling_by_resource
 
 TENANT_QUOTA = "tenant-quota"
 SUSPENDED_QUOTA = "suspended"
+CROSS_NAMESPACE_AFFINITY_QUOTA = "cross-namespace-affinity"
 PRIORITY_QUOTA_PREFIX = "priority-"
 
 _OBJECTS = (
@@ -117,21 +129,32 @@ def gpu_hard(tenant: Tenant, platform: Platform, granted: dict[str, int] | None 
     return {f"requests.{resource}": str(count) for resource, count in sorted(counts.items())}
 
 
-def storage_hard(tenant: Tenant) -> dict[str, str]:
+def storage_hard(tenant: Tenant, platform: Platform | None = None) -> dict[str, str]:
     """Persistent storage keys: total requested bytes, per-StorageClass bytes and claim counts.
+
+    The tenant's values, else the stack's `guardRails.storage`; classes of `guardRails.storageClasses`
+    that get no cap from either are pinned at 0.
 
     >>> storage_hard(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", quota={"storage": {"storageClasses": {"fast": {"persistentVolumeClaims": 2}}}}))
     {'fast.storageclass.storage.k8s.io/persistentvolumeclaims': '2'}
     """
-    storage = tenant.quota.storage
-    if storage is None:
-        return {}
+    own = tenant.quota.storage
+    defaults = platform.guard_rails.storage if platform is not None else None
     hard = {}
-    if storage.requests is not None:
-        hard["requests.storage"] = str(storage.requests)
-    for name, per_class in sorted(storage.storage_classes.items()):
+    total = own.requests if own is not None and own.requests is not None else (defaults.requests if defaults else None)
+    if total is not None:
+        hard["requests.storage"] = str(total)
+    classes = dict(defaults.storage_classes) if defaults else {}
+    classes.update(own.storage_classes if own is not None else {})
+    for name in platform.guard_rails.storage_classes if platform is not None else []:
+        classes.setdefault(name, None)
+    for name, per_class in sorted(classes.items()):
         prefix = f"{name}.storageclass.storage.k8s.io"
+        if per_class is None:
+            hard[f"{prefix}/requests.storage"] = "0"
+            hard[f"{prefix}/persistentvolumeclaims"] = "0"
+            continue
         if per_class.requests is not None:
             hard[f"{prefix}/requests.storage"] = str(per_class.requests)
         if per_class.persistent_volume_claims is not None:
@@ -139,23 +162,40 @@ def storage_hard(tenant: Tenant) -> dict[str, str]:
     return hard
 
 
-def object_count_hard(tenant: Tenant) -> dict[str, str]:
-    """Object-count keys (`pods`, `services`, ...) for the counts the tenant caps.
+def object_count_hard(tenant: Tenant, platform: Platform | None = None) -> dict[str, str]:
+    """Object-count keys (`pods`, `services`, ...): the tenant's counts, else the stack's guard rails.
 
     >>> object_count_hard(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
     ...     displayName="A", costCenter="cc-1", quota={"objects": {"servicesLoadBalancers": 0}}))
     {'services.loadbalancers': '0'}
     """
     objects = tenant.quota.objects
-    return {key: str(getattr(objects, field)) for field, key in _OBJECTS if getattr(objects, field) is not None}
+    defaults = platform.guard_rails.objects if platform is not None else None
+    hard = {}
+    for field, key in _OBJECTS:
+        value = getattr(objects, field)
+        if value is None and defaults is not None:
+            value = getattr(defaults, field)
+        if value is not None:
+            hard[key] = str(value)
+    return hard
+
+
+def _no_compute(budget: dict[str, str]) -> bool:
+    """Whether a namespace's cpu and memory budget is all zero (and there is one)."""
+    keys = [k for k in budget if k.split(".", 1)[-1] in ("cpu", "memory")]
+    return bool(keys) and all(Quantity.parse(budget[k]).value == 0 for k in keys)
 
 
 def _zeroed(hard: dict[str, str]) -> dict[str, str]:
     return {key: "0" for key in hard}
 
 
-def _quota(name: str, namespace: str, labels: dict[str, str], hard: dict[str, str], scope_class: str | None = None) -> KubeObject:
+def _quota(name: str, namespace: str, labels: dict[str, str], hard: dict[str, str], scope_class: str | None = None,
+           scopes: list[str] | None = None) -> KubeObject:
     spec: dict = {"hard": dict(sorted(hard.items()))}
+    if scopes:
+        spec["scopes"] = scopes
     if scope_class is not None:
         spec["scopeSelector"] = {
             "matchExpressions": [{"scopeName": "PriorityClass", "operator": "In", "values": [scope_class]}]
@@ -211,13 +251,13 @@ def resource_quotas(tenant: Tenant, environment: Environment) -> list[KubeObject
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", quota={"cpu": {"requests": "8"}}, lifecycle="suspended")
     >>> [q["metadata"]["name"] for q in resource_quotas(t, env)]
-    ['tenant-quota', 'priority-online-inference', 'suspended']
+    ['tenant-quota', 'priority-online-inference', 'cross-namespace-affinity', 'suspended']
     """
     platform = environment.platform
     labels = owned_labels(tenant, environment)
     budgets = {**compute_hard(tenant), **gpu_hard(tenant, platform, gpu_ceiling_by_resource(tenant, environment))}
     slices = namespace_slices(tenant, platform)
-    guard_rails = {**storage_hard(tenant), **object_count_hard(tenant)}
+    guard_rails = {**storage_hard(tenant, platform), **object_count_hard(tenant, platform)}
     objects = []
     for namespace in tenant.all_namespaces:
         primary = namespace == tenant.name
@@ -226,6 +266,8 @@ def resource_quotas(tenant: Tenant, environment: Environment) -> list[KubeObject
         else:
             budget = {**_zeroed(budgets), **{k: v for k, v in slices.get(namespace, {}).items() if k in budgets}}
         hard = {**guard_rails, **budget}
+        if _no_compute(budget):
+            hard["pods"] = "0"
         if hard:
             objects.append(_quota(TENANT_QUOTA, namespace, labels, hard))
         for name, priority_class in sorted(platform.priority_classes.items()):
@@ -235,6 +277,8 @@ def resource_quotas(tenant: Tenant, environment: Environment) -> list[KubeObject
             scoped = priority_hard(tenant, platform, priority, budget)
             if scoped:
                 objects.append(_quota(priority_quota_name(name), namespace, labels, scoped, scope_class=name))
+        if not tenant.quota.cross_namespace_affinity:
+            objects.append(_quota(CROSS_NAMESPACE_AFFINITY_QUOTA, namespace, labels, {"pods": "0"}, scopes=["CrossNamespacePodAffinity"]))
         if tenant.lifecycle in ("suspended", "decommissioned"):
             objects.append(_quota(SUSPENDED_QUOTA, namespace, labels, {"pods": "0"}))
     return objects

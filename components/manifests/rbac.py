@@ -10,8 +10,13 @@ and include writing ResourceQuota-adjacent and policy objects. Invariants the te
 * owners may create RoleBindings, but `bind` is granted only on the tenant's own three Roles, so
   the API server's escalation check stops them binding any ClusterRole or any other Role with
   permissions they do not already hold;
-* tenant subjects are bound cluster-wide only to `gpu-tenancy:cluster-viewer` (read nodes,
-  PriorityClasses, StorageClasses, RuntimeClasses: what a team needs to pick a GPU class).
+* tenant subjects are bound cluster-wide only to `gpu-tenancy:cluster-viewer` (read
+  PriorityClasses, StorageClasses, RuntimeClasses; Nodes only when the stack sets
+  `tenantAccess.nodeRead`, because a Node shows every tenant's labels, taints, capacity,
+  addresses and the images its pods run).
+
+What RBAC cannot say (which subjects a RoleBinding names, which RoleBindings are ours) the guard
+admission policy enforces (`guard_policy.py`).
 
 Limits of namespace RBAC, stated because they cannot be fixed here: anyone who may create pods
 in a namespace may run them as any ServiceAccount of that namespace, so a CI ServiceAccount with
@@ -70,7 +75,6 @@ _VISIBLE: tuple[tuple[str, tuple[str, ...]], ...] = (
 _HIDDEN_FROM_VIEWERS = frozenset({"secrets"})
 
 _CLUSTER_VISIBLE: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("", ("nodes",)),
     ("node.k8s.io", ("runtimeclasses",)),
     ("scheduling.k8s.io", ("priorityclasses",)),
     ("storage.k8s.io", ("storageclasses",)),
@@ -151,13 +155,51 @@ def _role_rules(role: str) -> tuple[dict, ...]:
     return tuple(sorted(rules, key=lambda r: (r["apiGroups"], r["resources"], r["verbs"])))
 
 
-def cluster_viewer_rules() -> list[dict]:
+# --------------------------------------------------------------------------------------------
+# Role bundles (components/model/role_bundles.py): extra rules a tenant adds to one of its roles.
+# They are appended after the role's own rules; the stack's validation has already refused any
+# bundle rule that breaks the guard rails (RBAC, quota, LimitRange, NetworkPolicy, namespaces,
+# wildcards, escalate/bind/impersonate), and viewers keep only the read verbs.
+# --------------------------------------------------------------------------------------------
+
+
+def bundle_rules(tenant: Tenant, role: str, platform) -> list[dict]:
+    """The rules of the bundles `tenant` opts into for `role`, in bundle-name order; for viewers
+    only their read verbs (and never secrets).
+
+    >>> from components.model.stack import Platform
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
+    ...     costCenter="cc-1", access={"viewers": {"groups": ["g"], "bundles": ["ray"]}})
+    >>> bundle_rules(t, "viewer", Platform(labelDomain="gpu.example.com"))[0]["verbs"]
+    ['get', 'list', 'watch']
+    """
+    from ..model.role_bundles import READ_VERBS, effective_bundles
+
+    names = sorted(set(getattr(tenant.access, f"{role}s").bundles))
+    if not names:
+        return []
+    offered = effective_bundles(platform)
+    rules = []
+    for name in names:
+        for entry in offered[name].rules:
+            verbs = [v for v in entry.verbs if role != "viewer" or v in READ_VERBS]
+            resources = [r for r in entry.resources if role != "viewer" or r.split("/", 1)[0] not in _HIDDEN_FROM_VIEWERS]
+            if verbs and resources:
+                rules.append({"apiGroups": sorted(entry.api_groups), "resources": sorted(resources), "verbs": sorted(verbs)})
+    unique = {repr(r): r for r in rules}
+    return list(unique.values())
+
+
+def cluster_viewer_rules(node_read: bool = False) -> list[dict]:
     """Rules of the shared `gpu-tenancy:cluster-viewer` ClusterRole: read cluster-scoped inventory.
 
     >>> [r["resources"] for r in cluster_viewer_rules()][0]
+    ['runtimeclasses']
+    >>> [r["resources"] for r in cluster_viewer_rules(node_read=True)][0]
     ['nodes']
     """
-    return [rule(group, resources, READ) for group, resources in _CLUSTER_VISIBLE]
+    visible = ((("", ("nodes",)),) if node_read else ()) + _CLUSTER_VISIBLE
+    return [rule(group, resources, READ) for group, resources in visible]
 
 
 def _people(subjects: Subjects) -> list[dict]:
@@ -215,7 +257,12 @@ def roles(tenant: Tenant, environment: Environment) -> list[KubeObject]:
     """
     labels = owned_labels(tenant, environment)
     return [
-        kube_object(RBAC_API, "Role", object_meta(role_name(role), namespace=namespace, labels=labels), rules=role_rules(role))
+        kube_object(
+            RBAC_API,
+            "Role",
+            object_meta(role_name(role), namespace=namespace, labels=labels),
+            rules=[*role_rules(role), *bundle_rules(tenant, role, environment.platform)],
+        )
         for namespace in tenant.all_namespaces
         for role in ROLES
     ]
@@ -320,7 +367,7 @@ def platform_rbac_objects(environment: Environment) -> list[KubeObject]:
     """
     labels = platform_labels(environment_label(environment))
     return [
-        kube_object(RBAC_API, "ClusterRole", object_meta(CLUSTER_VIEWER, labels=labels), rules=cluster_viewer_rules()),
+        kube_object(RBAC_API, "ClusterRole", object_meta(CLUSTER_VIEWER, labels=labels), rules=cluster_viewer_rules(environment.platform.tenant_access.node_read)),
         kube_object(
             RBAC_API,
             "ClusterRoleBinding",

@@ -1,4 +1,5 @@
-"""What every tenant gets, whatever its GPUs: namespaces, quotas, LimitRange, RBAC and NetworkPolicies.
+"""What every tenant gets, whatever its GPUs: namespaces, quotas, LimitRange, RBAC, NetworkPolicies and
+the guard admission policy (what is in the objects RBAC lets tenant members write).
 
 Object names derive only from the tenant and the concept (`tenant-quota`, `tenant-owner`,
 `gpu-tenancy:<tenant>:cluster-viewer`), so adding or removing a tenant never renames another's
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 from ..model.load import Environment
 from ..model.tenant import Tenant
+from .guard_policy import guard_objects
 from .limit_range import limit_ranges
 from .meta import KubeObject, sort_objects
 from .namespace import namespaces
@@ -36,6 +38,7 @@ def tenant_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]
             *limit_ranges(tenant, environment),
             *tenant_rbac_objects(tenant, environment),
             *network_policies(tenant, environment),
+            *guard_objects(tenant, environment),
         ]
     )
 

@@ -97,8 +97,8 @@ def mirrored_quota(tenant: Tenant, environment: Environment) -> dict[str, Any]:
     True
     """
     hard: dict[str, Any] = {
-        **storage_hard(tenant),
-        **object_count_hard(tenant),
+        **storage_hard(tenant, environment.platform),
+        **object_count_hard(tenant, environment.platform),
         **compute_hard(tenant),
         **gpu_hard(tenant, environment.platform),
     }

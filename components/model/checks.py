@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import ipaddress
 from fractions import Fraction
 from pathlib import PurePath
 from typing import Iterable
@@ -10,7 +11,7 @@ from typing import Iterable
 from . import capacity as cap
 from . import feasibility as feas
 from .budget import compute_hard, namespace_slices
-from . import mig, queue_checks, vcluster_checks
+from . import mig, queue_checks, role_bundles, vcluster_checks
 from .problems import Problem
 from .quantity import Quantity
 from .stack import CONFIG_KEY, Platform
@@ -47,6 +48,9 @@ def check_platform(platform: Platform, doc: SourceDocument) -> list[Problem]:
             if node in node_owner:
                 problems.append(doc.problem(where + ("nodes", index), f"node '{node}' is already in pool '{node_owner[node]}'; a node belongs to one pool"))
             node_owner.setdefault(node, pool_name)
+        if pool.patch_taints is False and pool.nodes:
+            problems.append(doc.problem(where + ("patchTaints",), "static nodes are not tainted here: if the pool is dedicated to a tenant, its nodes must register with the taint "
+                                        f"{platform.label_domain}/tenant=<tenant>:NoSchedule themselves, or pods that select no node can land on them", severity="warning"))
         if gpu_class.sharing == "mig":
             problems.extend(_check_pool_layout(platform, doc, pool_name))
         elif pool.mig_layout is not None:
@@ -63,7 +67,34 @@ def check_platform(platform: Platform, doc: SourceDocument) -> list[Problem]:
                 seen |= set(group.devices)
     if sum(1 for pc in platform.priority_classes.values() if pc.global_default) > 1:
         problems.append(doc.problem(_platform_path("priorityClasses"), "at most one PriorityClass may be globalDefault"))
+    problems.extend(_pod_security_version_problems(platform, doc))
     return problems
+
+
+# The Pod Security version the tool is tested against (tools/versions.env); a pin below the cluster
+# misses the checks added since (e.g. baseline refuses probe and lifecycle `host` from v1.34).
+TESTED_KUBERNETES_MINOR = 37
+
+
+def _minor(version: str) -> int:
+    return int(version.split(".")[1])
+
+
+def _pod_security_version_problems(platform: Platform, doc: SourceDocument) -> list[Problem]:
+    pinned = platform.pod_security.version
+    if pinned == "latest":
+        return []
+    cluster = platform.kubernetes_version
+    floor = _minor(cluster) if cluster else TESTED_KUBERNETES_MINOR
+    if _minor(pinned) >= floor:
+        return []
+    against = f"the cluster ({cluster})" if cluster else f"v1.{TESTED_KUBERNETES_MINOR} (set kubernetesVersion to compare with the cluster)"
+    return [doc.problem(
+        _platform_path("podSecurity", "version"),
+        f"Pod Security is pinned to {pinned}, older than {against}: pods pass checks added since (e.g. the probe "
+        "and lifecycle `host` field, baseline from v1.34); use latest or the cluster's version",
+        severity="warning",
+    )]
 
 
 def _check_pool_layout(platform: Platform, doc: SourceDocument, pool_name: str) -> list[Problem]:
@@ -207,9 +238,26 @@ def check_tenant(tenant: Tenant, doc: SourceDocument, platform: Platform) -> lis
     for index, grant in enumerate(tenant.access.ci_service_accounts):
         if grant.namespace is not None and grant.namespace not in tenant.all_namespaces:
             add(("access", "ciServiceAccounts", index, "namespace"), f"'{grant.namespace}' is not one of the tenant's namespaces ({', '.join(tenant.all_namespaces)})")
-    for index, role in enumerate(tenant.network.ingress_from.platform):
+    for index, grant in enumerate(tenant.network.ingress_from.platform):
+        role, ports = (grant, []) if isinstance(grant, str) else (grant.role, grant.ports)
+        where = ("network", "ingressFrom", "platform", index)
         if role not in platform.platform_namespaces:
-            add(("network", "ingressFrom", "platform", index), f"unknown platform role '{role}'{_hint(role, platform.platform_namespaces)}")
+            add(where, f"unknown platform role '{role}'{_hint(role, platform.platform_namespaces)}")
+        elif not ports and not platform.platform_ports.get(role):
+            add(where, f"ingress from platform role '{role}' names no ports and the stack's platformPorts has none for it; "
+                       f"write {{role: {role}, ports: [{{port: 8080}}]}} (a grant never opens every port)")
+    if tenant.network.api_server and platform.cluster_network.api_server is None:
+        add(("network", "apiServer"), "the stack declares no API server endpoints (clusterNetwork.apiServer); ask the platform team to add them")
+    ranges = [(kind, ipaddress.ip_network(c)) for kind in ("pods", "services", "nodes") for c in getattr(platform.cluster_network, kind)]
+    for index, rule in enumerate(tenant.network.egress):
+        network = ipaddress.ip_network(rule.cidr)
+        for kind, cluster in ranges:
+            if network.version == cluster.version and network.overlaps(cluster):
+                excepted = any(cluster.subnet_of(ipaddress.ip_network(e)) for e in rule.except_ if ipaddress.ip_network(e).version == cluster.version)
+                if not excepted:
+                    add(("network", "egress", index, "cidr"),
+                        f"{rule.cidr} overlaps the cluster's {kind} range {cluster}: egress rules are for destinations outside "
+                        f"the cluster (pods are reached by tenant grants); narrow the CIDR or add {cluster} to `except`")
     if tenant.pod_security is not None and _STRICTNESS[tenant.pod_security] < _STRICTNESS[platform.pod_security.level]:
         add(("podSecurity",), f"'{tenant.pod_security}' is less strict than the stack's '{platform.pod_security.level}'; a tenant may only tighten Pod Security")
     return problems
@@ -356,4 +404,5 @@ def check_environment(environment, all_tenants, known_envs: list[str]) -> list[P
                 problems.append(loaded.doc.problem(("environments", env_name), f"no stack '{env_name}' (stacks/Pulumi.{env_name}.yaml){_hint(env_name, known_envs)}"))
     problems.extend(check_fleet(environment, all_tenants))
     problems.extend(queue_checks.check_environment_queues(environment) + vcluster_checks.check_environment_vclusters(environment))
+    problems.extend(role_bundles.check_environment_bundles(environment))
     return problems

@@ -6,14 +6,26 @@ It lives under the Pulumi config key `gpu-tenancy:platform`, so `pulumi up` (thr
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from decimal import Decimal
 from typing import Annotated, Literal, Optional, Union
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from .base import DnsLabel, DnsSubdomain, LabelValue, Model, NonNegativeInt
 from .quantity import Quantity
-from .tenant import LimitRangeSpec, PodSecurityLevel, PriorityCap, ResourceValues
+from .role_bundles import RoleBundle
+from .tenant import (
+    LimitRangeSpec,
+    ObjectCounts,
+    PodSecurityLevel,
+    Port,
+    PriorityCap,
+    ResourceValues,
+    StorageQuota,
+    _network,
+)
 
 CONFIG_KEY = "gpu-tenancy:platform"
 
@@ -22,7 +34,11 @@ class PodSecurity(Model):
     """Pod Security Admission for every tenant namespace."""
 
     level: PodSecurityLevel = Field("baseline", description="Pod Security Standard enforced on every tenant namespace (tenants may only tighten it)")
-    version: Annotated[str, Field(pattern=r"^(latest|v1\.[0-9]+)$")] = Field("v1.30", description="version of the standard, pinned so that upgrades do not tighten it silently")
+    version: Annotated[str, Field(pattern=r"^(latest|v1\.[0-9]+)$")] = Field(
+        "latest",
+        description="version of the standard; latest (the cluster's own checks) or a pin no older than the "
+        "cluster (validate warns about an older pin: it misses checks added since, e.g. probe `host` in v1.34)",
+    )
 
 
 class TimeSlicing(Model):
@@ -76,9 +92,10 @@ class NodePool(Model):
         {}, description="labels that an autoscaled node group carries (its definition must set them)"
     )
     max_nodes: Optional[NonNegativeInt] = Field(None, description="capacity of an autoscaled pool, in nodes")
-    patch_taints: bool = Field(
-        False,
-        description="opt-in: patch taints onto static nodes (spec.taints is one atomic list; see docs)",
+    patch_taints: Optional[bool] = Field(
+        None,
+        description="patch the tenant taint onto the static nodes of a dedicated pool; unset: yes for dedicated "
+        "pools (spec.taints is one atomic list; set false only if the nodes register with the taint themselves)",
     )
     mig_layout: Optional[str] = Field(None, description="MIG layout of every GPU in the pool (MIG classes)")
     description: str = Field("", description="what the pool is for")
@@ -120,6 +137,96 @@ class ClusterDns(Model):
 
     namespace: DnsLabel = Field("kube-system", description="namespace of the cluster DNS pods")
     pod_labels: dict[str, LabelValue] = Field({"k8s-app": "kube-dns"}, description="labels of the cluster DNS pods")
+    node_local: Optional[str] = Field(
+        None, description="address of a node-local DNS cache (e.g. 169.254.20.10); every tenant may reach it on port 53"
+    )
+
+    @field_validator("node_local")
+    @classmethod
+    def _address(cls, value: Optional[str]) -> Optional[str]:
+        if value is None:
+            return value
+        try:
+            return str(ipaddress.ip_address(value))
+        except ValueError:
+            raise ValueError(f"'{value}' is not an IP address such as 169.254.20.10") from None
+
+
+Cidr = Annotated[str, Field(description="network such as 10.0.0.0/8 (host bits zero)")]
+
+
+def _networks(values: list[str]) -> list[str]:
+    return [_network(value) for value in values]
+
+
+class ApiServer(Model):
+    """Where the Kubernetes API server answers, for tenants granted `network.apiServer`."""
+
+    cidrs: list[Cidr] = Field(description="addresses of the API server endpoints (kubectl get endpointslices -n default), e.g. [10.0.0.10/32]")
+    ports: list[Port] = Field([Port(port=443)], description="ports of the endpoints (443, or 6443 on many clusters)")
+
+    _cidrs = field_validator("cidrs")(classmethod(lambda cls, v: _networks(v)))
+
+
+class ClusterNetwork(Model):
+    """The cluster's own address ranges: tenant egress rules may not overlap them (validate checks)."""
+
+    pods: list[Cidr] = Field([], description="pod CIDRs")
+    services: list[Cidr] = Field([], description="Service (cluster IP) CIDRs")
+    nodes: list[Cidr] = Field([], description="node CIDRs")
+    api_server: Optional[ApiServer] = Field(None, description="API server endpoints, for tenants with network.apiServer")
+
+    _ranges = field_validator("pods", "services", "nodes")(classmethod(lambda cls, v: _networks(v)))
+
+
+def _default_guard_objects() -> ObjectCounts:
+    return ObjectCounts(
+        pods=1000, services=100, servicesLoadBalancers=0, servicesNodePorts=0,
+        persistentVolumeClaims=100, configMaps=1000, secrets=1000,
+    )
+
+
+class GuardRails(Model):
+    """Quota keys every tenant namespace gets unless the tenant sets its own: object counts and storage."""
+
+    objects: ObjectCounts = Field(default_factory=_default_guard_objects, description="object counts per namespace; unset counts are unlimited")
+    storage: StorageQuota = Field(
+        default_factory=lambda: StorageQuota(requests="1Ti"),
+        description="storage per namespace: total requests.storage and per-StorageClass caps a tenant gets unless it sets its own",
+    )
+    storage_classes: list[DnsSubdomain] = Field(
+        [],
+        description="every StorageClass of the cluster; a class neither the tenant nor `storage` gives a cap is pinned at 0",
+    )
+
+
+class TenantAccessSettings(Model):
+    """Stack-wide limits on what tenant members can see and grant."""
+
+    node_read: bool = Field(
+        False,
+        description="let every tenant member read Nodes (labels, taints, capacity, addresses, image lists of "
+        "every node, other tenants' included); off: they read PriorityClasses, StorageClasses, RuntimeClasses only",
+    )
+    bindable_users: Optional[str] = Field(
+        None, description="regular expression (RE2) of user names owners may bind besides the tenant's own, e.g. ^[a-z.]+@acme\\.dev$"
+    )
+    bindable_groups: Optional[str] = Field(
+        None, description="regular expression (RE2) of group names owners may bind besides the tenant's own"
+    )
+
+    @field_validator("bindable_users", "bindable_groups")
+    @classmethod
+    def _regex(cls, value: Optional[str]) -> Optional[str]:
+        if value is None:
+            return value
+        try:
+            re.compile(value)
+        except re.error as err:
+            raise ValueError(f"'{value}' is not a regular expression ({err})") from None
+        if not value.startswith("^") or not value.endswith("$"):
+            raise ValueError(f"'{value}' must be anchored (^...$), or it matches names that merely contain it")
+        return value
 
 
 def _default_priority_classes() -> dict[str, PriorityClassSpec]:
@@ -162,6 +269,10 @@ class GpuOperator(Model):
     device_plugin_config: DnsSubdomain = Field(
         "gpu-tenancy-device-plugin-config",
         description="time-slicing ConfigMap; set ClusterPolicy devicePlugin.config.name to it",
+    )
+    runtime_classes: list[DnsSubdomain] = Field(
+        ["nvidia", "nvidia-cdi", "nvidia-legacy"],
+        description="RuntimeClasses that expose GPUs; a pod may name one only if it requests GPUs",
     )
 
 
@@ -239,7 +350,19 @@ class Platform(Model):
     platform_namespaces: dict[DnsLabel, list[DnsLabel]] = Field(
         {}, description="platform roles and their namespaces, e.g. {ingress: [ingress-nginx], monitoring: [monitoring]}"
     )
+    platform_ports: dict[DnsLabel, list[Port]] = Field(
+        {}, description="ports each platform role reaches on tenant pods that list the role by name, e.g. {monitoring: [{port: 9090}]}"
+    )
     cluster_dns: ClusterDns = ClusterDns()
+    cluster_network: ClusterNetwork = Field(ClusterNetwork(), description="the cluster's address ranges and API server endpoints")
+    kubernetes_version: Optional[Annotated[str, Field(pattern=r"^v1\.[0-9]+$")]] = Field(
+        None, description="minor version of the target cluster, e.g. v1.37 (validate warns about an older podSecurity.version pin)"
+    )
+    ingress_domain: Optional[DnsSubdomain] = Field(
+        None, description="tenants' Ingresses may serve <tenant>.<ingressDomain> and its subdomains (plus their network.ingressHosts)"
+    )
+    guard_rails: GuardRails = Field(default_factory=GuardRails, description="quota keys every namespace gets: object counts and storage")
+    tenant_access: TenantAccessSettings = Field(TenantAccessSettings(), description="what tenant members may see and bind")
     gpu_classes: dict[DnsLabel, GpuClass] = {}
     node_pools: dict[DnsLabel, NodePool] = {}
     mig_layouts: dict[Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")], list[MigDeviceGroup]] = Field(
@@ -265,6 +388,12 @@ class Platform(Model):
     queues: QueueSettings = QueueSettings()
     vcluster: VClusterPlatform = VClusterPlatform()
     gpu_operator: GpuOperator = GpuOperator()
+    role_bundles: dict[DnsLabel, RoleBundle] = Field(
+        {},
+        description="named RBAC rule bundles tenants may add to a role (access.<role>.bundles), besides the shipped "
+        "ones (kubeflow-notebooks, kubeflow-pipelines, ray, kserve, leaderworkersets, pod-disruption-budgets, leases; "
+        "an entry of the same name replaces one); never RBAC, quota, LimitRange, NetworkPolicy, namespace writes or wildcards",
+    )
 
 
 class StackConfig(Model):

@@ -27,6 +27,9 @@ class Subjects(Model):
 
     groups: list[Annotated[str, Field(min_length=1)]] = Field([], description="group names as the identity provider sends them (RoleBinding subjects of kind Group)")
     users: list[Annotated[str, Field(min_length=1)]] = Field([], description="user names as the identity provider sends them; prefer groups")
+    bundles: list[DnsLabel] = Field(
+        [], description="role bundles of the stack this role also gets, e.g. [ray, kserve] (viewers: their read verbs only)"
+    )
 
 
 class ServiceAccountGrant(Model):
@@ -68,12 +71,12 @@ class StorageQuota(Model):
 
 
 class ObjectCounts(Model):
-    """Caps on object counts (`count/...` style quota keys)."""
+    """Caps on object counts (`count/...` style quota keys). Unset counts take the stack's `guardRails.objects`."""
 
     pods: Optional[NonNegativeInt] = Field(None, description="pods that are not finished")
     services: Optional[NonNegativeInt] = Field(None, description="Services of any type")
-    services_load_balancers: Optional[NonNegativeInt] = Field(None, description="Services of type LoadBalancer (0 forbids them)")
-    services_node_ports: Optional[NonNegativeInt] = Field(None, description="Services of type NodePort (0 forbids them)")
+    services_load_balancers: Optional[NonNegativeInt] = Field(None, description="Services of type LoadBalancer; unset: the stack's guardRails (0 by default)")
+    services_node_ports: Optional[NonNegativeInt] = Field(None, description="node ports (of NodePort and LoadBalancer Services); unset: the stack's guardRails (0 by default)")
     persistent_volume_claims: Optional[NonNegativeInt] = Field(None, description="PersistentVolumeClaims")
     config_maps: Optional[NonNegativeInt] = Field(None, description="ConfigMaps")
     secrets: Optional[NonNegativeInt] = Field(None, description="Secrets")
@@ -108,6 +111,11 @@ class Quota(Model):
     objects: ObjectCounts = ObjectCounts()
     priority_classes: dict[DnsLabel, PriorityCap] = Field(
         {}, description="caps per PriorityClass; classes not listed get the stack's default cap"
+    )
+    cross_namespace_affinity: bool = Field(
+        False,
+        description="allow pod (anti-)affinity terms that look at other namespaces (namespaces or namespaceSelector); "
+        "off: a quota with scope CrossNamespacePodAffinity admits no such pod",
     )
 
 
@@ -183,19 +191,51 @@ def _network(value: str) -> str:
         raise ValueError(f"'{value}' is not a CIDR such as 10.0.0.0/8 ({err})") from None
 
 
+class PlatformIngress(Model):
+    """Ingress from one platform role, on named ports."""
+
+    role: DnsLabel = Field(description="platform role of the stack (platformNamespaces), e.g. monitoring")
+    ports: list[Port] = Field([], description="ports of the tenant's pods the role may reach; empty: the stack's platformPorts for the role")
+
+
 class IngressFrom(Model):
     """Who may connect to the tenant's pods, besides the pods of its own namespaces."""
 
-    tenants: list[DnsLabel] = Field([], description="other tenants whose pods may connect to this tenant")
-    platform: list[DnsLabel] = Field([], description="platform roles from the stack, e.g. ingress, monitoring")
+    tenants: list[DnsLabel] = Field([], description="other tenants whose pods may connect to this tenant (they get the matching egress)")
+    platform: list[Union[DnsLabel, PlatformIngress]] = Field(
+        [],
+        description="platform roles from the stack, e.g. monitoring or {role: ingress, ports: [{port: 8000}]}; "
+        "a plain role name reaches the ports the stack lists for it in platformPorts",
+    )
     ports: list[Port] = Field([], description="restrict ingress from other tenants to these ports; empty = all")
+
+
+# At least two labels, the last one starting with a letter: IP addresses never match.
+HOST_PATTERN = r"^(\*\.)?([a-z0-9]([-a-z0-9]*[a-z0-9])?\.)+[a-z]([-a-z0-9]*[a-z0-9])?$"
+Hostname = Annotated[
+    str,
+    Field(pattern=HOST_PATTERN, max_length=253, description="DNS name such as api.example.com, or *.example.com for every subdomain (never an IP address)"),
+]
 
 
 class Network(Model):
     """Exceptions to the default deny. Same-namespace traffic and cluster DNS are always allowed."""
 
     ingress_from: IngressFrom = Field(IngressFrom(), description="who else may connect to the tenant's pods")
-    egress: list[EgressRule] = Field([], description="destinations outside the cluster the pods may reach")
+    egress: list[EgressRule] = Field(
+        [],
+        description="destinations outside the cluster the pods may reach; wide networks never include the cloud "
+        "metadata endpoints (169.254.169.254, fd00:ec2::254) unless a rule names exactly that address",
+    )
+    api_server: bool = Field(False, description="egress to the Kubernetes API server (the endpoints the stack declares in clusterNetwork.apiServer)")
+    ingress_hosts: list[Hostname] = Field(
+        [],
+        description="hostnames the tenant's Ingresses may serve besides <tenant>.<stack ingressDomain> and its "
+        "subdomains; `*.example.com` allows every subdomain",
+    )
+    external_names: list[Hostname] = Field(
+        [], description="hostnames an ExternalName Service may point to (none by default; never IP addresses)"
+    )
 
 
 class GpuAccess(Model):

@@ -35,6 +35,8 @@ def quota_values(tenant: Tenant, environment: Environment) -> dict[str, Any]:
     """
     dumped = tenant.quota.model_dump(mode="json", by_alias=True, exclude_none=True, exclude={"gpu", "mig"})
     values = {key: value for key, value in _flatten(dumped).items() if value != {}}
+    if not tenant.quota.cross_namespace_affinity:  # the default (off) is no value; turning it on reads as a change
+        values.pop("crossNamespaceAffinity", None)
     for name, count in cap.gpu_quota_by_class(tenant, environment.platform).items():
         values[f"gpu.{name}" if name else "gpu"] = count
     for profile, count in sorted(tenant.quota.mig.items()):
@@ -193,9 +195,13 @@ def network_changes(before: Tenant | None, after: Tenant | None) -> list[dict[st
             changes.append({"direction": "egress", "change": "removed", "rule": egress_text(rule), "detail": ""})
     old_in = before.network.ingress_from if before else None
     new_in = after.network.ingress_from if after else None
+    def names(ingress, kind: str) -> set[str]:
+        # Platform grants may carry their own ports: {role: ingress, ports: [...]}.
+        items = getattr(ingress, kind) if ingress else []
+        return {n if isinstance(n, str) else f"{n.role} on ports {_ports_text(n.ports)}" for n in items}
+
     for kind in ("tenants", "platform"):
-        old_set = set(getattr(old_in, kind)) if old_in else set()
-        new_set = set(getattr(new_in, kind)) if new_in else set()
+        old_set, new_set = names(old_in, kind), names(new_in, kind)
         label = "tenant" if kind == "tenants" else "platform role"
         changes += [{"direction": "ingress", "change": "added", "rule": f"from {label} {n}", "detail": ""} for n in sorted(new_set - old_set)]
         changes += [{"direction": "ingress", "change": "removed", "rule": f"from {label} {n}", "detail": ""} for n in sorted(old_set - new_set)]

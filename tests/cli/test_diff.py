@@ -252,10 +252,11 @@ def test_quota_near_capacity_warns(repo_with_vision, capsys):
 @pytest.mark.parametrize(
     ("egress", "reason"),
     [
-        ("    - cidr: 10.0.0.0/8\n      ports: [{port: 443}]", "broader CIDR 10.0.0.0/8"),
+        ("    - cidr: 10.16.0.0/12\n      ports: [{port: 443}]", "broader CIDR 10.16.0.0/12"),
         ("    - cidr: 10.20.0.0/16", "ports removed: now every port to 10.20.0.0/16"),
         ("    - cidr: 192.168.0.0/24\n      ports: [{port: 443}]", "new destination 192.168.0.0/24"),
-        ("    - cidr: 0.0.0.0/0\n      ports: [{port: 443}]", "every address"),
+        # The prod stack declares its pod, service and node ranges: a wide rule must except them.
+        ("    - cidr: 0.0.0.0/0\n      except: [10.0.0.0/16, 10.96.0.0/12, 10.244.0.0/16]\n      ports: [{port: 443}]", "every address"),
     ],
 )
 def test_egress_widening_warns(repo_with_vision, capsys, egress, reason):

@@ -87,7 +87,7 @@ def test_every_command_in_the_table_has_a_parser():
     from components.cli.main import COMMANDS
 
     assert _subcommands() == sorted(COMMANDS)
-    assert {"validate", "schema", "new", "render", "diff", "capacity"} == set(COMMANDS)
+    assert {"init", "validate", "schema", "new", "render", "diff", "capacity"} == set(COMMANDS)
 
 
 @pytest.mark.parametrize("argv", [["--help"], *[[name, "--help"] for name in _subcommands()]], ids=" ".join)
@@ -164,7 +164,7 @@ def test_new_stdout_writes_nothing(capsys, project_copy):
 def test_new_refuses_bad_names(capsys, project_copy, name):
     code, out, err = run(capsys, "--root", str(project_copy), "new", name, "--owner-group", "g")
     assert code == 1 and out == ""
-    assert f"tenants/{name}.yaml: name: '{name}' is not a valid tenant name" in err
+    assert f"tenants new: NAME '{name}': name: '{name}' is not a valid tenant name" in err
     assert not (project_copy / "tenants" / f"{name}.yaml").exists()
 
 

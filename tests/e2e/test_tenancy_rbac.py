@@ -1,5 +1,5 @@
 """RBAC of the prod stack on a real kube-apiserver: a SubjectAccessReview matrix
-and real requests by users authenticated with minted client certificates.
+(also over every shipped role bundle, see BUNDLE_PROBES) and real requests by users authenticated with minted client certificates.
 
 Subjects are the example tenants' own: for every tenant and role (owner,
 developer, viewer) one user in the role's first group (or its first user), every
@@ -8,7 +8,7 @@ namespace (its own and the other tenants'), the resources below and the verbs
 get, list, create, update, delete, the server's answer must be EXACTLY what the
 PROMISE table says for the role the tenant files give that subject in the
 namespace's tenant (none: nothing at all). Nodes, cluster-scoped, are readable
-by every tenant subject through the shared `gpu-tenancy:cluster-viewer` role.
+by tenant subjects only if the stack opts in (`tenantAccess.nodeRead`; prod does not).
 
 Then the same questions are asked for real (writes with dryRun=All, so nothing
 changes) in the tenants' primary namespaces, and each answer must agree with
@@ -47,7 +47,9 @@ PROMISE: dict[str, dict[str, frozenset[str]]] = {
     "viewer":    {"pods": READ, "deployments": READ, "secrets": NONE, "resourcequotas": READ,
                   "limitranges": READ, "networkpolicies": READ, "rolebindings": READ},
 }
-NODES_PROMISE = READ  # any subject of any tenant, through gpu-tenancy:cluster-viewer
+ENV = load_environment(REPO_ROOT, "prod")
+# Through gpu-tenancy:cluster-viewer, only when the stack opts in to node read.
+NODES_PROMISE = READ if ENV.platform.tenant_access.node_read else NONE
 
 # resource -> (API group, REST prefix, probe object name in a primary namespace)
 RESOURCES: dict[str, tuple[str, str, str]] = {
@@ -57,11 +59,11 @@ RESOURCES: dict[str, tuple[str, str, str]] = {
     "resourcequotas": ("", "/api/v1", "tenant-quota"),
     "limitranges": ("", "/api/v1", "tenant-limits"),
     "networkpolicies": ("networking.k8s.io", "/apis/networking.k8s.io/v1", "default-deny"),
-    "rolebindings": ("rbac.authorization.k8s.io", "/apis/rbac.authorization.k8s.io/v1", "tenant-owners"),
+    # Not the managed tenant-owners: the guard policy keeps tenants from changing that one at all.
+    "rolebindings": ("rbac.authorization.k8s.io", "/apis/rbac.authorization.k8s.io/v1", "e2e-rbac-probe"),
 }
 RANK = {"viewer": 1, "developer": 2, "owner": 3}
 
-ENV = load_environment(REPO_ROOT, "prod")
 TENANTS = {t.name: t.spec for t in ENV.tenants}
 NAMESPACE_OWNER = {ns: t.name for t in ENV.tenants for ns in t.spec.all_namespaces}
 PRIMARY = [t.name for t in ENV.tenants]
@@ -188,6 +190,102 @@ def test_matrix_covers_every_role_and_namespace_kind():
 
 
 # --------------------------------------------------------------------------
+# Role bundles: every shipped bundle, for every subject and namespace
+# --------------------------------------------------------------------------
+
+# One resource of each shipped bundle (components/model/role_bundles.py). The example tenants opt
+# roles into bundles (tenants/*.yaml, access.<role>.bundles). The promise: a subject may use a
+# bundle's resource in a namespace only through a role it holds there whose tenant opted that role
+# into the bundle (every verb; viewers get/list only); nobody else, in no other tenant's namespace.
+# The API server needs no CRD for this: RBAC answers for any group and resource.
+BUNDLE_PROBES: dict[str, tuple[str, str]] = {
+    "kubeflow-notebooks": ("kubeflow.org", "notebooks"),
+    "kubeflow-pipelines": ("pipelines.kubeflow.org", "runs"),
+    "ray": ("ray.io", "rayclusters"),
+    "kserve": ("serving.kserve.io", "inferenceservices"),
+    "leaderworkersets": ("leaderworkerset.x-k8s.io", "leaderworkersets"),
+    "pod-disruption-budgets": ("policy", "poddisruptionbudgets"),
+    "leases": ("coordination.k8s.io", "leases"),
+}
+# What every role of a tenant holds on a probe without any bundle: everybody reads PodDisruptionBudgets.
+BUNDLE_BASE = {"pod-disruption-budgets": READ}
+
+
+def _roles_in(subject: Subject, namespace: str) -> set[str]:
+    """Every role (not only the highest) the tenant files give `subject` in `namespace`."""
+    tenant = TENANTS[NAMESPACE_OWNER[namespace]]
+    if subject.sa is not None:
+        return {g.role for g in tenant.access.ci_service_accounts
+                if (g.namespace or tenant.name, g.name) == subject.sa and subject.sa[0] == namespace}
+    return {role for role in RANK
+            if set(subject.groups) & set(getattr(tenant.access, f"{role}s").groups)
+            or subject.user in getattr(tenant.access, f"{role}s").users}
+
+
+def bundle_expected(subject: Subject, namespace: str, bundle: str) -> frozenset[str]:
+    roles = _roles_in(subject, namespace)
+    tenant = TENANTS[NAMESPACE_OWNER[namespace]]
+    allowed = set(BUNDLE_BASE.get(bundle, NONE)) if roles else set()
+    for role in roles:
+        if bundle in getattr(tenant.access, f"{role}s").bundles:
+            allowed |= READ if role == "viewer" else ALL
+    return frozenset(allowed)
+
+
+BUNDLE_CELLS = [(ns, bundle, verb) for ns in NAMESPACES for bundle in BUNDLE_PROBES for verb in VERBS]
+
+
+def test_bundle_matrix_covers_every_shipped_bundle_both_ways():
+    """Every shipped bundle has a probe, is opted into by some role of the prod tenants, and the
+    matrix expects it allowed for some subject and denied (beyond the base) for others."""
+    from components.model.role_bundles import SHIPPED_BUNDLES
+
+    assert set(BUNDLE_PROBES) == set(SHIPPED_BUNDLES)
+    for bundle in BUNDLE_PROBES:
+        answers = {bundle_expected(s, ns, bundle) for s in SUBJECTS for ns in NAMESPACES}
+        assert ALL in answers, f"no subject may write {bundle}: opt a role of a prod tenant into it"
+        assert BUNDLE_BASE.get(bundle, NONE) in answers and NONE in answers, bundle
+    assert any(bundle_expected(s, ns, b) == READ and b not in BUNDLE_BASE
+               for s in SUBJECTS for ns in NAMESPACES for b in BUNDLE_PROBES), "no viewer opted into a bundle"
+
+
+@pytest.fixture(scope="module")
+def bundle_answers(apiserver, prod_stack, e2e_summary) -> dict[tuple, bool]:
+    def ask(key):
+        subject, namespace, bundle, verb = key
+        group, resource = BUNDLE_PROBES[bundle]
+        status, text = _request(apiserver.api_client, "POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", {
+            "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+            "spec": {"user": subject.user, "groups": list(subject.groups), "resourceAttributes": {
+                "namespace": namespace, "verb": verb, "group": group, "resource": resource}}})
+        assert status == 201, text
+        return bool(json.loads(text)["status"].get("allowed"))
+
+    keys = [(s, *cell) for s in SUBJECTS for cell in BUNDLE_CELLS]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        result = dict(zip(keys, pool.map(ask, keys)))
+    ok = sum(result[k] == (k[3] in bundle_expected(k[0], k[1], k[2])) for k in keys)
+    allowed = sum(result.values())
+    e2e_summary.append(f"RBAC role bundles SubjectAccessReview matrix: {len(SUBJECTS)} subjects x {len(BUNDLE_CELLS)} "
+                       f"(namespace, bundle, verb) = {len(keys)} checks over {len(BUNDLE_PROBES)} shipped bundles, "
+                       f"{ok} as promised ({allowed} allowed)")
+    return result
+
+
+@pytest.mark.parametrize("subject", SUBJECTS, ids=[f"{s.label}:{len(BUNDLE_CELLS)}-bundle-checks" for s in SUBJECTS])
+def test_bundle_matrix_matches_promise(bundle_answers, subject):
+    wrong = []
+    for namespace, bundle, verb in BUNDLE_CELLS:
+        want = verb in bundle_expected(subject, namespace, bundle)
+        got = bundle_answers[(subject, namespace, bundle, verb)]
+        if got != want:
+            wrong.append(f"{verb} {'/'.join(BUNDLE_PROBES[bundle])} ({bundle}) in {namespace} "
+                         f"[roles there: {sorted(_roles_in(subject, namespace)) or '-'}]: server says "
+                         f"{'allowed' if got else 'denied'}, promise says {'allowed' if want else 'denied'}")
+    assert not wrong, f"{subject.label} ({subject.user}, groups {list(subject.groups)}):\n" + "\n".join(wrong)
+
+
+# --------------------------------------------------------------------------
 # The same questions as real requests by minted users
 # --------------------------------------------------------------------------
 
@@ -199,7 +297,13 @@ _POD_SPEC = {
 }
 
 
-def _new_body(resource: str, name: str) -> dict:
+def _own_group(namespace: str | None) -> str:
+    """A group of the namespace's tenant: the guard policy refuses RoleBinding subjects from outside it."""
+    access = TENANTS[NAMESPACE_OWNER[namespace]].access if namespace else None
+    return next((g for role in ("viewers", "developers", "owners") for g in getattr(access, role).groups), "e2e-nobody") if access else "e2e-nobody"
+
+
+def _new_body(resource: str, name: str, namespace: str | None = None) -> dict:
     meta = {"name": name}
     return {
         "pods": {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": _POD_SPEC},
@@ -215,7 +319,7 @@ def _new_body(resource: str, name: str) -> dict:
                             "spec": {"podSelector": {}}},
         "rolebindings": {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": meta,
                          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "tenant-viewer"},
-                         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "e2e-nobody"}]},
+                         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": _own_group(namespace)}]},
         "nodes": {"apiVersion": "v1", "kind": "Node", "metadata": meta},
     }[resource]
 
@@ -232,8 +336,8 @@ def probes(apiserver, prod_stack) -> dict[tuple[str | None, str], dict]:
     for ns in PRIMARY:
         for resource, (_, prefix, name) in RESOURCES.items():
             path = f"{prefix}/namespaces/{ns}/{resource}"
-            if resource in ("pods", "deployments", "secrets"):
-                status, text = _request(admin, "POST", path, _new_body(resource, name))
+            if resource in ("pods", "deployments", "secrets", "rolebindings"):
+                status, text = _request(admin, "POST", path, _new_body(resource, name, ns))
                 assert status in (201, 409), text
             status, text = _request(admin, "GET", f"{path}/{name}")
             assert status == 200, text
@@ -254,7 +358,7 @@ def _real(api: client.ApiClient, probe: dict, namespace: str | None, resource: s
     method, path, body = {
         "get": ("GET", item, None),
         "list": ("GET", collection, None),
-        "create": ("POST", collection, _new_body(resource, "e2e-rbac-new")),
+        "create": ("POST", collection, _new_body(resource, "e2e-rbac-new", namespace)),
         "update": ("PUT", item, probe),
         "delete": ("DELETE", item, None),
     }[verb]
@@ -359,14 +463,14 @@ def test_owner_cannot_bind_beyond_tenant_roles(apiserver, prod_stack):
         path = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{tenant}/rolebindings"
         for kind, role in (("ClusterRole", "admin"), ("ClusterRole", "edit"), ("ClusterRole", "view"),
                            ("ClusterRole", "cluster-admin")):
-            body = _new_body("rolebindings", "e2e-escalate")
+            body = _new_body("rolebindings", "e2e-escalate", tenant)
             body["roleRef"] = {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": role}
             status, text = _request(api, "POST", path, body, dry_run=True)
             message = json.loads(text).get("message", "")
             assert status == 403 and "is attempting to grant RBAC permissions not currently held" in message, \
                 f"{tenant} owner binding {kind} {role}: {status} {message}"
         for role in ("tenant-owner", "tenant-developer", "tenant-viewer"):
-            body = _new_body("rolebindings", "e2e-escalate")
+            body = _new_body("rolebindings", "e2e-escalate", tenant)
             body["roleRef"]["name"] = role
             status, text = _request(api, "POST", path, body, dry_run=True)
             assert status == 201, f"{tenant} owner binding {role}: {status} {text}"

@@ -37,10 +37,12 @@ def test_dedicated_pool_labels_and_opt_in_taints(prod):
     assert serve["spec"] == {"taints": [{"effect": "NoSchedule", "key": "gpu.acme.dev/tenant", "value": "inference"}]}
     # A taint patch is never forced: forcing the atomic list would drop other managers' taints.
     assert "pulumi.com/patchForce" not in serve["metadata"]["annotations"]
-    train = patches["gpu-h100-01"]  # dedicated, but patchTaints is off
+    train = patches["gpu-h100-01"]  # dedicated, patchTaints unset: tainted by default
     assert train["metadata"]["labels"]["gpu.acme.dev/tenant"] == "llm-finetune"
-    assert "spec" not in train
-    assert train["metadata"]["annotations"]["pulumi.com/patchForce"] == "true"
+    assert train["spec"] == {"taints": [{"effect": "NoSchedule", "key": "gpu.acme.dev/tenant", "value": "llm-finetune"}]}
+    # Shared pools are never tainted, and their label patches are forced.
+    shared = patches["gpu-a100-01"]
+    assert "spec" not in shared and shared["metadata"]["annotations"]["pulumi.com/patchForce"] == "true"
 
 
 def test_shared_and_mig_pools_have_no_tenant_label(prod):
@@ -63,9 +65,10 @@ def test_time_sliced_pool_gets_device_plugin_config_label(dev):
     assert patches["dev-a100-01"]["metadata"]["labels"]["nvidia.com/mig.config"] == "all-1g.10gb"
 
 
-def test_patch_taints_flag_is_the_only_way_to_taint(prod):
+def test_patch_taints_false_opts_a_dedicated_pool_out(prod):
     environment = replace(prod, platform=prod.platform.model_copy(deep=True))
     environment.platform.node_pools["h100-serve"].patch_taints = False
+    environment.platform.node_pools["h100-train"].patch_taints = False
     assert all("spec" not in p for p in gpu_nodes.node_patches(environment))
 
 

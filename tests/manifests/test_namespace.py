@@ -36,11 +36,17 @@ def test_ownership_cost_and_lifecycle_labels(prod):
     assert labels["app.kubernetes.io/managed-by"] == "gpu-tenancy"
 
 
-def test_pod_security_defaults_to_the_stack_level_pinned_to_its_version(prod):
+def test_pod_security_defaults_to_the_stack_level_at_its_version(prod):
     labels = _labels(namespaces(tenant_of(prod, "eval"), prod)[0])
     for mode in ("enforce", "audit", "warn"):
         assert labels[f"pod-security.kubernetes.io/{mode}"] == "baseline"
-        assert labels[f"pod-security.kubernetes.io/{mode}-version"] == "v1.30"
+        assert labels[f"pod-security.kubernetes.io/{mode}-version"] == prod.platform.pod_security.version == "latest"
+
+
+def test_pod_security_version_defaults_to_latest(make_tenant, make_environment):
+    assert _labels(namespaces(make_tenant(), make_environment())[0])["pod-security.kubernetes.io/enforce-version"] == "latest"
+    pinned = make_environment(podSecurity={"version": "v1.30"})
+    assert _labels(namespaces(make_tenant(), pinned)[0])["pod-security.kubernetes.io/enforce-version"] == "v1.30"
 
 
 def test_tenant_pod_security_level_applies_to_all_its_namespaces(prod):

@@ -110,6 +110,15 @@ def term(key, operator, values=None):
     return {"matchExpressions": [expression]}
 
 
+def foreign(pool: str, owner: str, tenant: str, own_pool: bool = False) -> str:
+    """The message of the rule that keeps every pod's node selection off other tenants' dedicated pools."""
+    own = f"tenant {tenant} may only select or tolerate {TENANT}={tenant}" if own_pool else f"tenant {tenant} has no dedicated pools"
+    return (
+        f"the node selection (nodeSelector, required node affinity or matchFields) can reach node pool '{pool}', "
+        f"dedicated to tenant {owner}; dedicated nodes belong to their tenant for every pod; {own}"
+    )
+
+
 def policy_for(environment, tenant: str) -> dict:
     loaded = next(t for t in environment.tenants if t.name == tenant)
     return pp.placement_policy(loaded.spec, environment)
@@ -185,8 +194,9 @@ def test_gpu_class_not_allowed_is_denied(engine, prod):
         "GPU class 'h100' is not allowed for tenant eval; allowed classes: a100, a100-mig; "
         "pools: a100-mig, a100-shared; dedicated pools: none"
     )
-    # It also does not pin the GPU pod to allowed nodes.
-    assert len(messages) == 2 and messages[1].startswith("pods of tenant eval that request GPUs must select")
+    # The class has other tenants' dedicated pools, and it does not pin the GPU pod to allowed nodes.
+    assert messages[1] == foreign("h100-serve", "inference", "eval")
+    assert len(messages) == 3 and messages[2].startswith("pods of tenant eval that request GPUs must select")
 
 
 def test_required_node_affinity_to_forbidden_class_is_denied(engine, prod):
@@ -199,7 +209,8 @@ def test_forbidden_product_is_denied(engine, prod):
     messages = admit(engine, policy_for(prod, "eval"), pod(node_selector={PRODUCT: "NVIDIA-H100-80GB-HBM3"}))
     assert messages == [
         "GPU product 'NVIDIA-H100-80GB-HBM3' is not allowed for tenant eval; allowed classes: a100, a100-mig; "
-        "pools: a100-mig, a100-shared; dedicated pools: none"
+        "pools: a100-mig, a100-shared; dedicated pools: none",
+        foreign("h100-serve", "inference", "eval"),
     ]
 
 
@@ -207,7 +218,8 @@ def test_tenant_label_exists_is_denied_but_notin_is_allowed(engine, prod):
     policy = policy_for(prod, "llm-finetune")
     assert admit(engine, policy, pod(affinity_terms=[term(TENANT, "Exists")])) == [
         "nodes dedicated to another tenant are selected (gpu.acme.dev/tenant); "
-        "tenant llm-finetune may only select or tolerate gpu.acme.dev/tenant=llm-finetune"
+        "tenant llm-finetune may only select or tolerate gpu.acme.dev/tenant=llm-finetune",
+        foreign("h100-serve", "inference", "llm-finetune", own_pool=True),
     ]
     assert admit(engine, policy, pod(affinity_terms=[term(TENANT, "NotIn", ["inference"])])) == []
 
@@ -228,9 +240,14 @@ def test_gpu_pod_must_pin_itself(engine, prod):
     assert len(admit(engine, policy, pod(resources={"limits": {"nvidia.com/mig-3g.40gb": "1", "nvidia.com/gpu": "1"}}))) == 1
     # nvidia.com/gpu is also served by the H100 pools eval may not use: no implicit pinning for it
     assert "nvidia.com/gpu" not in pp.pinning_resources(pp.placement(prod.tenants[0].spec, prod), prod)
-    # Affinity terms are ORed: one unpinned term lets the pod go anywhere.
+    # Affinity terms are ORed: one unpinned term lets the pod go anywhere (other tenants' pools included).
     loose = [term(POOL, "In", ["a100-shared"]), term("kubernetes.io/arch", "In", ["amd64"])]
-    assert len(admit(engine, policy, pod(affinity_terms=loose, resources=GPU))) == 1
+    assert admit(engine, policy, pod(affinity_terms=loose, resources=GPU))[1:] == [
+        "pods of tenant eval that request GPUs must select where they run, with nodeSelector or required node "
+        "affinity (operator In) on gpu.acme.dev/pool (one of a100-mig, a100-shared) or gpu.acme.dev/gpu-class "
+        "(one of a100, a100-mig); pods requesting only nvidia.com/mig-1g.10gb, nvidia.com/mig-3g.40gb need no "
+        "selector (only the tenant's pools offer them)"
+    ]
     tight = [term(POOL, "In", ["a100-shared"]), term(CLASS, "In", ["a100-mig"])]
     assert admit(engine, policy, pod(affinity_terms=tight, resources=GPU)) == []
 
@@ -239,6 +256,7 @@ def test_class_shared_with_other_teams_dedicated_pools_does_not_pin(engine, prod
     # h100 also has inference's dedicated pool: selecting the class alone could land there.
     messages = admit(engine, policy_for(prod, "llm-finetune"), pod(node_selector={CLASS: "h100"}, resources=GPU))
     assert messages == [
+        foreign("h100-serve", "inference", "llm-finetune", own_pool=True),
         "pods of tenant llm-finetune that request GPUs must select where they run, with nodeSelector or required node "
         "affinity (operator In) on gpu.acme.dev/pool (one of h100-train) or gpu.acme.dev/tenant=llm-finetune"
     ]
@@ -323,3 +341,56 @@ def test_policy_objects_match_the_kubernetes_schema(prod, dev, kube_schemas):
     for version in kube_schemas.versions:  # 1.30 (ValidatingAdmissionPolicy v1 is GA) up to the newest
         for obj in objects:
             assert kube_schemas.errors(obj, version) == [], (version, obj["metadata"]["name"])
+
+
+# ---- dedicated nodes belong to their tenant for every pod (not only GPU pods) ---------------
+
+
+HOST = "kubernetes.io/hostname"
+
+
+@pytest.mark.parametrize(
+    "what, kwargs",
+    [
+        ("hostname of another tenant's dedicated node", dict(node_selector={HOST: "gpu-h100-06"})),
+        ("hostname by required affinity", dict(affinity_terms=[term(HOST, "In", ["gpu-a100-01", "gpu-h100-07"])])),
+        ("node name by matchFields", dict(affinity_terms=[{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["gpu-h100-08"]}]}])),
+        ("NotIn on pools leaving a dedicated pool", dict(affinity_terms=[term(POOL, "NotIn", ["a100-shared", "a100-mig", "h100-train"])])),
+        ("NotIn on the tenant label leaving another tenant", dict(affinity_terms=[term(TENANT, "NotIn", ["llm-finetune"])])),
+        ("Exists on the pool label", dict(affinity_terms=[term(POOL, "Exists")])),
+        ("NotIn on hostnames", dict(affinity_terms=[term(HOST, "NotIn", ["gpu-h100-06"])])),
+    ],
+)
+def test_cpu_pod_cannot_select_another_tenants_dedicated_nodes(engine, prod, what, kwargs):
+    messages = admit(engine, policy_for(prod, "eval"), pod(**kwargs))
+    assert foreign("h100-serve", "inference", "eval") in messages or foreign("h100-train", "llm-finetune", "eval") in messages, (what, messages)
+
+
+def test_selections_that_stay_off_foreign_dedicated_nodes_are_admitted(engine, prod):
+    eval_policy = policy_for(prod, "eval")
+    assert admit(engine, eval_policy, pod(node_selector={HOST: "gpu-a100-01"})) == []  # a shared node
+    assert admit(engine, eval_policy, pod(affinity_terms=[term(TENANT, "DoesNotExist")])) == []
+    assert admit(engine, eval_policy, pod(affinity_terms=[term(CLASS, "DoesNotExist")])) == []  # CPU nodes only
+    assert admit(engine, eval_policy, pod(node_selector={"topology.kubernetes.io/zone": "a"})) == []  # other labels: the taint
+    # The owner may select its own dedicated nodes by hostname.
+    inference = policy_for(prod, "inference")
+    own = [{"key": TENANT, "operator": "Equal", "value": "inference", "effect": "NoSchedule"}]
+    assert admit(engine, inference, pod(node_selector={HOST: "gpu-h100-06"}, tolerations=own)) == []
+
+
+def test_gated_pod_update_that_adds_a_foreign_selector_is_denied(engine, prod):
+    policy = policy_for(prod, "eval")
+    gated = pod(schedulingGates=[{"name": "example.com/wait"}])
+    assert admit(engine, policy, gated) == []
+    updated = copy.deepcopy(gated)
+    updated["spec"]["nodeSelector"] = {HOST: "gpu-h100-01"}
+    assert admit(engine, policy, updated, operation="UPDATE", old=gated) == [foreign("h100-train", "llm-finetune", "eval")]
+
+
+def test_autoscaled_foreign_pool_makes_every_hostname_selection_suspect(engine, prod):
+    environment = copy.deepcopy(prod)
+    environment.platform.node_pools["h100-serve"] = environment.platform.node_pools["h100-serve"].model_copy(
+        update={"nodes": [], "max_nodes": 4, "node_selector": {"group": "serve"}})
+    environment.derived.clear()
+    messages = admit(engine, policy_for(environment, "eval"), pod(node_selector={HOST: "any-node"}))
+    assert messages == [foreign("h100-serve", "inference", "eval")]

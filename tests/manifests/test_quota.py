@@ -57,6 +57,12 @@ def test_primary_namespace_quota_of_the_finetuning_tenant(prod):
         "requests.storage": "200Ti",
         "services": "20",
         "services.loadbalancers": "0",
+        # Guard rails from the stack (guardRails) for what the tenant does not set.
+        "configmaps": "1000",
+        "secrets": "1000",
+        "services.nodeports": "0",
+        "standard.storageclass.storage.k8s.io/persistentvolumeclaims": "20",
+        "standard.storageclass.storage.k8s.io/requests.storage": "1Ti",
     }
 
 
@@ -67,9 +73,10 @@ def test_extra_namespaces_get_no_compute_or_gpu_budget_but_keep_guard_rails(prod
     assert set(extra) == set(primary)
     for key, value in extra.items():
         budget = key.startswith(("requests.cpu", "limits.", "requests.memory", "requests.ephemeral-storage", "requests.nvidia.com/"))
-        assert value == ("0" if budget else primary[key]), key
+        assert value == ("0" if budget or key == "pods" else primary[key]), key
     assert extra["requests.storage"] == "200Ti"
-    assert extra["pods"] == "400"
+    # A zero compute budget admits no pods at all: not even one whose requests and limits are all 0.
+    assert extra["pods"] == "0" and primary["pods"] == "400"
 
 
 def test_tenant_wide_gpu_total_equals_its_quota_across_namespaces(prod):
@@ -114,11 +121,54 @@ def test_gpus_are_granted_never_implied(make_tenant, make_environment):
     assert cluster_gpu_resources(l4_only.platform) == ["nvidia.com/gpu", "nvidia.com/gpu.shared"]  # L4: no MIG
 
 
-def test_platform_without_gpus_and_tenant_without_quota_gets_no_main_quota(make_tenant, make_environment):
+def test_tenant_without_quota_still_gets_the_guard_rails(make_tenant, make_environment):
     quotas = resource_quotas(make_tenant(), make_environment())
+    # Guard rails always exist: object counts and storage from the stack's defaults.
+    assert _hard(quotas, "team-a", TENANT_QUOTA) == {
+        "configmaps": "1000", "persistentvolumeclaims": "100", "pods": "1000", "requests.storage": "1Ti",
+        "secrets": "1000", "services": "100", "services.loadbalancers": "0", "services.nodeports": "0",
+    }
     # only the classes that need a grant (online-inference, training) get a scoped quota: pods 0
-    assert [q["metadata"]["name"] for q in quotas] == ["priority-online-inference", "priority-training"]
-    assert all(q["spec"]["hard"] == {"pods": "0"} for q in quotas)
+    names = [q["metadata"]["name"] for q in quotas]
+    assert names == [TENANT_QUOTA, "priority-online-inference", "priority-training", "cross-namespace-affinity"]
+    assert all(q["spec"]["hard"] == {"pods": "0"} for q in quotas[1:])
+
+
+def test_cross_namespace_affinity_is_refused_unless_the_tenant_opts_in(make_tenant, make_environment):
+    (quota,) = [q for q in resource_quotas(make_tenant(namespaces=["team-a-2"]), make_environment())
+                if q["metadata"]["name"] == "cross-namespace-affinity"][:1]
+    assert quota["spec"] == {"hard": {"pods": "0"}, "scopes": ["CrossNamespacePodAffinity"]}
+    assert len([q for q in resource_quotas(make_tenant(namespaces=["team-a-2"]), make_environment())
+                if q["metadata"]["name"] == "cross-namespace-affinity"]) == 2  # one per namespace
+    opted_in = make_tenant(quota={"crossNamespaceAffinity": True})
+    assert "cross-namespace-affinity" not in {q["metadata"]["name"] for q in resource_quotas(opted_in, make_environment())}
+
+
+def test_storage_classes_nobody_grants_are_pinned_at_zero(make_tenant, make_environment):
+    environment = make_environment(guardRails={
+        "storage": {"requests": "2Ti", "storageClasses": {"standard": {"requests": "1Ti"}}},
+        "storageClasses": ["standard", "fast", "archive"],
+    })
+    tenant = make_tenant(quota={"storage": {"storageClasses": {"fast": {"requests": "10Ti", "persistentVolumeClaims": 3}}}})
+    hard = _hard(resource_quotas(tenant, environment), "team-a", TENANT_QUOTA)
+    storage = {k: v for k, v in hard.items() if "storage" in k or "claims" in k}
+    assert storage == {
+        "archive.storageclass.storage.k8s.io/persistentvolumeclaims": "0",
+        "archive.storageclass.storage.k8s.io/requests.storage": "0",
+        "fast.storageclass.storage.k8s.io/persistentvolumeclaims": "3",
+        "fast.storageclass.storage.k8s.io/requests.storage": "10Ti",
+        "persistentvolumeclaims": "100",
+        "requests.storage": "2Ti",
+        "standard.storageclass.storage.k8s.io/requests.storage": "1Ti",
+    }
+
+
+def test_zero_compute_budget_admits_no_pods(make_tenant, make_environment):
+    hard = _hard(resource_quotas(make_tenant(quota={"cpu": {"requests": "0"}, "memory": {"requests": "0"}}), make_environment()),
+                 "team-a", TENANT_QUOTA)
+    assert hard["pods"] == "0"
+    hard = _hard(resource_quotas(make_tenant(quota={"cpu": {"requests": "1"}}), make_environment()), "team-a", TENANT_QUOTA)
+    assert hard["pods"] == "1000"
 
 
 def test_objects_counts_use_the_core_quota_keys(make_tenant, make_environment):
@@ -128,7 +178,7 @@ def test_objects_counts_use_the_core_quota_keys(make_tenant, make_environment):
     )
     hard = _hard(resource_quotas(tenant, make_environment()), "team-a", TENANT_QUOTA)
     assert hard == {"pods": "1", "services": "2", "services.loadbalancers": "3", "services.nodeports": "4",
-                    "persistentvolumeclaims": "5", "configmaps": "6", "secrets": "7"}
+                    "persistentvolumeclaims": "5", "configmaps": "6", "secrets": "7", "requests.storage": "1Ti"}
 
 
 def test_unlisted_priority_class_gets_the_stack_default_cap(prod):
@@ -143,7 +193,7 @@ def test_unlisted_priority_class_gets_the_stack_default_cap(prod):
 def test_priority_classes_without_any_cap_get_no_scoped_quota(prod):
     names = {q["metadata"]["name"] for q in resource_quotas(tenant_of(prod, "eval"), prod)}
     # eval lists only batch; online-inference and training need a grant it does not have
-    assert names == {TENANT_QUOTA, "priority-batch", "priority-online-inference", "priority-training"}
+    assert names == {TENANT_QUOTA, "priority-batch", "priority-online-inference", "priority-training", "cross-namespace-affinity"}
 
 
 def test_granted_priority_class_uses_the_tenant_cap(prod):

@@ -155,9 +155,10 @@ def test_tenant_without_subjects_gets_no_cluster_binding(make_tenant, make_envir
 def test_platform_rbac_objects(prod):
     viewer, admin = platform_rbac_objects(prod)
     assert viewer["kind"] == "ClusterRole" and viewer["metadata"]["name"] == CLUSTER_VIEWER
+    # Nodes are not readable unless the stack opts in (tenantAccess.nodeRead).
     assert _grants(viewer["rules"]) == {
         (group, resource, verb)
-        for group, resource in (("", "nodes"), ("scheduling.k8s.io", "priorityclasses"),
+        for group, resource in (("scheduling.k8s.io", "priorityclasses"),
                                 ("storage.k8s.io", "storageclasses"), ("node.k8s.io", "runtimeclasses"))
         for verb in READ
     }
@@ -166,6 +167,11 @@ def test_platform_rbac_objects(prod):
     assert admin["subjects"] == [{"kind": "Group", "apiGroup": GROUP, "name": "platform-admins"}]
     assert TENANT_LABEL not in admin["metadata"]["labels"]
     assert admin["metadata"]["labels"][ENVIRONMENT_LABEL] == "prod"
+
+
+def test_node_read_is_a_stack_opt_in(make_environment):
+    viewer, _ = platform_rbac_objects(make_environment(tenantAccess={"nodeRead": True}))
+    assert {(g, r, v) for g, r, v in _grants(viewer["rules"]) if r == "nodes"} == {("", "nodes", verb) for verb in READ}
 
 
 def test_platform_admin_group_comes_from_the_stack(make_environment):

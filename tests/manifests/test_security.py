@@ -103,7 +103,8 @@ def test_every_tenant_namespace_has_default_deny_and_pod_security(rendered, env)
             labels = namespace["metadata"]["labels"]
             for mode in ("enforce", "audit", "warn"):
                 assert labels[f"pod-security.kubernetes.io/{mode}"] in ("baseline", "restricted"), ns
-                assert labels[f"pod-security.kubernetes.io/{mode}-version"].startswith("v1."), ns
+                version = labels[f"pod-security.kubernetes.io/{mode}-version"]
+                assert version == "latest" or version.startswith("v1."), ns
             deny = [o for o in _of_kind(objects, "NetworkPolicy")
                     if o["metadata"]["namespace"] == ns and o["metadata"]["name"] == "default-deny"]
             assert [d["spec"] for d in deny] == [{"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}], ns

@@ -16,7 +16,7 @@ def _ids(objects: list[dict]) -> list[tuple[str, str, str]]:
 def test_a_tenant_gets_every_core_concept(prod):
     kinds = {o["kind"] for o in tenant_objects(tenant_of(prod, "llm-finetune"), prod)}
     assert kinds == {"Namespace", "ResourceQuota", "LimitRange", "Role", "RoleBinding", "ServiceAccount",
-                     "ClusterRoleBinding", "NetworkPolicy"}
+                     "ClusterRoleBinding", "NetworkPolicy", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
 
 
 def test_objects_are_sorted_namespaces_first_and_deterministic(prod):
@@ -61,7 +61,7 @@ def test_every_object_is_labelled_and_namespaced_within_its_tenant(rendered):
                 labels = obj["metadata"]["labels"]
                 assert labels[TENANT_LABEL] == owner
                 assert labels[ENVIRONMENT_LABEL] == env_name
-                if obj["kind"] not in ("Namespace", "ClusterRoleBinding"):
+                if obj["kind"] not in ("Namespace", "ClusterRoleBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"):
                     assert obj["metadata"]["namespace"] in namespaces
 
 
@@ -70,7 +70,13 @@ def test_adding_a_tenant_changes_no_other_tenants_objects(prod, make_tenant):
     newcomer = make_tenant(name="aaa-new", network={"ingressFrom": {"tenants": ["eval"]}})
     grown = Environment(prod.name, prod.platform, prod.platform_doc, [LoadedTenant(newcomer, None), *prod.tenants])
     after = {loaded.name: tenant_objects(loaded.spec, grown) for loaded in grown.tenants}
-    assert {name: after[name] for name in before} == before
+    # The one exception is the point of a grant: the newcomer accepts ingress from eval, so eval gets
+    # the matching egress (under default-deny egress the grant would do nothing otherwise).
+    changed = {name: [o for o in after[name] if o not in before[name]] for name in before}
+    assert {name: [(o["kind"], o["metadata"]["name"]) for o in objs] for name, objs in changed.items()} == {
+        "eval": [("NetworkPolicy", "allow-to-tenants")], "inference": [], "llm-finetune": []}
+    assert changed["eval"][0]["spec"]["egress"][0]["to"][0]["namespaceSelector"]["matchExpressions"][0]["values"] == ["aaa-new"]
+    assert {name: [o for o in after[name] if o in before[name]] for name in before} == before
 
 
 def test_suspended_and_decommissioned_tenants_keep_their_objects():

@@ -93,7 +93,7 @@ def test_quota_and_limit_range_mirror_the_tenants_own(examples):
     assert mirrored == host["spec"]["hard"]
     # chart defaults the tenant leaves open are nulled (Helm deletes them) instead of limiting it
     assert values["resourceQuota"]["quota"]["count/pods"] is None
-    assert values["resourceQuota"]["quota"]["requests.storage"] is None
+    assert all(v is None for k, v in values["resourceQuota"]["quota"].items() if k not in host["spec"]["hard"])
     limits = container_limits(tenant, prod)
     assert {k: v for k, v in values["limitRange"]["default"].items() if v is not None} == limits["default"]
     assert {k: v for k, v in values["limitRange"]["defaultRequest"].items() if v is not None} == limits["defaultRequest"]
@@ -101,7 +101,8 @@ def test_quota_and_limit_range_mirror_the_tenants_own(examples):
 
 
 def test_nothing_to_mirror_disables_the_charts_quota(make_tenant, make_environment):
-    environment = make_environment()
+    # Only when the stack's guard rails are switched off too (they are on by default).
+    environment = make_environment(guardRails={"objects": {}, "storage": {}})
     values = vcluster.generated_values(make_tenant(vcluster={"enabled": True}), environment)["policies"]
     assert values["resourceQuota"]["enabled"] is False
     assert values["limitRange"]["enabled"] is True  # the stack's LimitRange defaults still apply

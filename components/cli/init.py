@@ -1,0 +1,171 @@
+"""`tenants init`: start a project from nothing: a minimal, valid stack for a described cluster.
+
+The cluster is described by flags (`--gpu-class h100=H100-80GB`, `--pool h100-a=h100:8:gpu-01,gpu-02`)
+or by a short inventory file (`--inventory cluster.yaml`, the fields of a stack's platform object).
+Everything is checked before anything is written (exit 1, nothing written); the stack has no
+tenants and validates without warnings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+from ..model.problems import InvalidInput, Problem, errors_only
+from .common import EXIT_INVALID, EXIT_OK
+
+PROG = "tenants init"
+_PREFIX = "config.gpu-tenancy:platform."
+
+
+def add_parser(sub) -> None:
+    init = sub.add_parser(
+        "init",
+        help="write a minimal stack for a described cluster (no tenants)",
+        description="Write stacks/Pulumi.ENV.yaml for a cluster described by flags or an inventory file, "
+        "and an empty tenants/ directory. Checked before anything is written.",
+        epilog="GPU models with known product labels and memory: see `tenants init --list-models`.",
+    )
+    init.add_argument("--stack", default="prod", metavar="ENV", help="environment (stack) name (default: prod)")
+    init.add_argument("--label-domain", metavar="DOMAIN", help="prefix of the node labels and taints, e.g. gpu.example.com")
+    init.add_argument("--gpu-class", action="append", default=[], metavar="NAME=MODEL",
+                      help="a GPU class of whole, exclusive GPUs, e.g. h100=H100-80GB (repeatable)")
+    init.add_argument("--pool", action="append", default=[], metavar="NAME=CLASS:GPUS_PER_NODE:NODE[,NODE...]",
+                      help="a node pool of static nodes, e.g. h100-a=h100:8:gpu-01,gpu-02 (repeatable)")
+    init.add_argument("--inventory", type=Path, metavar="FILE",
+                      help="YAML with labelDomain, gpuClasses and nodePools as in a stack (product and memory optional for known models)")
+    init.add_argument("--list-models", action="store_true", help="print the known GPU models and exit")
+    init.add_argument("--force", action="store_true", help="overwrite an existing stack file")
+
+
+class _OptionError(Exception):
+    pass
+
+
+def _parse_class(value: str) -> tuple[str, dict]:
+    from ..model.inventory import GPU_MODELS
+
+    name, sep, model = value.partition("=")
+    if not sep or not name or not model:
+        raise _OptionError(f"--gpu-class {value}: write NAME=MODEL, e.g. --gpu-class h100=H100-80GB")
+    if model not in GPU_MODELS:
+        import difflib
+
+        close = difflib.get_close_matches(model, GPU_MODELS, n=1, cutoff=0.5)
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        raise _OptionError(f"--gpu-class {value}: unknown GPU model '{model}'; {hint}known: {', '.join(sorted(GPU_MODELS))}; "
+                           "describe other models (product label, memory) or shared GPUs in an --inventory file")
+    return name, {"model": model}
+
+
+def _parse_pool(value: str) -> tuple[str, dict]:
+    match = re.fullmatch(r"(?P<name>[^=]+)=(?P<cls>[^:]+):(?P<gpus>[^:]+):(?P<nodes>.+)", value)
+    if not match:
+        raise _OptionError(f"--pool {value}: write NAME=CLASS:GPUS_PER_NODE:NODE[,NODE...], e.g. --pool h100-a=h100:8:gpu-01,gpu-02")
+    if not match["gpus"].isdigit():
+        raise _OptionError(f"--pool {value}: GPUs per node must be a whole number (got '{match['gpus']}')")
+    nodes = [n.strip() for n in match["nodes"].split(",") if n.strip()]
+    return match["name"], {"gpuClass": match["cls"], "gpusPerNode": int(match["gpus"]), "nodes": nodes}
+
+
+def _from_flags(args) -> dict:
+    platform: dict = {}
+    if args.label_domain:
+        platform["labelDomain"] = args.label_domain
+    for option, parse, key in (("--gpu-class", _parse_class, "gpuClasses"), ("--pool", _parse_pool, "nodePools")):
+        for value in getattr(args, option.lstrip("-").replace("-", "_")):
+            name, spec = parse(value)
+            if name in platform.get(key, {}):
+                raise _OptionError(f"{option} {value}: '{name}' is given twice")
+            platform.setdefault(key, {})[name] = spec
+    return platform
+
+
+def _flag_of(field: str, args) -> str:
+    """The flag that set a field of the generated stack."""
+    for key, option, values in (("gpuClasses.", "--gpu-class", args.gpu_class), ("nodePools.", "--pool", args.pool)):
+        if field.startswith(key):
+            name = field[len(key):].split(".", 1)[0].split("[", 1)[0]
+            given = [v for v in values if v.split("=", 1)[0] == name]
+            return f"{option} {given[0]}" if given else option
+    if field.startswith("labelDomain"):
+        return f"--label-domain {args.label_domain or ''}".strip()
+    return "tenants init"
+
+
+def _say(problem: Problem, args, inventory: str | None) -> str:
+    field = problem.field.removeprefix(_PREFIX)
+    if field == "labelDomain" and not (args.label_domain or inventory):
+        return f"{PROG}: --label-domain is required (e.g. --label-domain gpu.example.com), or labelDomain in the --inventory file"
+    severity = "warning: " if problem.severity == "warning" else ""
+    if inventory and problem.file == inventory and problem.line:
+        return f"{problem.file}:{problem.line}:{problem.column or 1}: {severity}{field}: {problem.message}"
+    return f"{PROG}: {_flag_of(field, args)}: {severity}{field}: {problem.message}"
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..model import inventory as inv
+    from ..model.base import DNS_LABEL_PATTERN
+    from ..model.load import stack_file
+    from ..model.yaml_source import parse_yaml, read_text
+
+    if args.list_models:
+        for model, (product, memory) in sorted(inv.GPU_MODELS.items()):
+            print(f"{model:15} {product:25} {memory}")
+        return EXIT_OK
+    if not re.match(DNS_LABEL_PATTERN, args.stack):
+        print(f"{PROG}: --stack {args.stack}: a stack name is a DNS label (lower-case letters, digits, '-')", file=sys.stderr)
+        return EXIT_INVALID
+    try:
+        platform = _from_flags(args)
+    except _OptionError as err:
+        print(f"{PROG}: {err}", file=sys.stderr)
+        return EXIT_INVALID
+    positions, display = {}, None
+    if args.inventory is not None:
+        display = str(args.inventory)
+        try:
+            doc = parse_yaml(read_text(args.inventory, display), display)
+        except InvalidInput as err:
+            for problem in err.problems:
+                print(problem, file=sys.stderr)
+            return EXIT_INVALID
+        if not isinstance(doc.data, dict):
+            print(f"{display}: the inventory is a mapping: labelDomain, gpuClasses, nodePools", file=sys.stderr)
+            return EXIT_INVALID
+        clash = sorted(set(doc.data) & set(platform))
+        if clash:
+            print(f"{PROG}: {', '.join(clash)} given both by flags and in {display}; use one", file=sys.stderr)
+            return EXIT_INVALID
+        platform = {**doc.data, **platform}
+        positions = doc.positions
+    platform = inv.fill_from_catalogue(platform)
+    platform.setdefault("tenants", "all")
+    path = stack_file(args.root, args.stack)
+    shown = f"stacks/{path.name}"
+    stack_doc = inv.stack_document(platform, display or shown, positions)
+    problems = inv.check_stack(args.stack, stack_doc)
+    if problems:
+        for problem in sorted(set(problems), key=lambda p: (p.file, p.line, p.column, p.field)):
+            print(_say(problem, args, display), file=sys.stderr)
+        if errors_only(problems):
+            print(f"{PROG}: nothing written", file=sys.stderr)
+            return EXIT_INVALID
+    if path.exists() and not args.force:
+        print(f"{PROG}: {path} exists; use --force to overwrite, or --stack for another environment", file=sys.stderr)
+        return EXIT_INVALID
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(inv.stack_text(args.stack, platform), encoding="utf-8")
+    (args.root / "tenants").mkdir(exist_ok=True)
+    classes = platform.get("gpuClasses") or {}
+    pools = platform.get("nodePools") or {}
+    print(f"wrote {path}: {len(classes)} GPU class(es), {len(pools)} node pool(s), no tenants")
+    root = "" if args.root == Path(".") else f"--root {args.root} "
+    example = next(iter(classes), None)
+    gpu = f" --gpu {example}=1" if example else ""
+    print("next steps:")
+    print(f"  1. add a team: tenants {root}new TEAM --owner-group GROUP{gpu}")
+    print(f"  2. check and render: tenants {root}validate; tenants {root}render --stack {args.stack} --out out/{args.stack}")
+    return EXIT_OK

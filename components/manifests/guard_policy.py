@@ -1,0 +1,360 @@
+"""What a tenant member may not do with the objects RBAC lets them write, enforced at admission.
+
+RBAC says *which* objects a role may write, never *what is in them*. The tenant roles may create
+Pods, Services, Ingresses, Secrets and (owners) RoleBindings; each of these carries a field that
+reaches beyond the tenant. One ValidatingAdmissionPolicy per tenant (`gpu-tenancy-guard-<tenant>`,
+plus its binding, in the tenant's namespaces) refuses:
+
+* Pods: a PriorityClass the stack does not define (the system classes `system-node-critical` and
+  `system-cluster-critical` preempt everything and escape every PriorityClass-scoped quota; the
+  stack's classes are capped per tenant by quota); `NVIDIA_VISIBLE_DEVICES` set by hand, or
+  `NVIDIA_DRIVER_CAPABILITIES` or a GPU RuntimeClass without a GPU request (with the NVIDIA
+  toolkit's defaults they expose GPUs no quota counted);
+* Services: `spec.externalIPs` (CVE-2020-8554: captures traffic for any IP); `type: ExternalName`
+  except to the hostnames the tenant is granted (`network.externalNames`; none by default, never an
+  IP address);
+* Ingresses: a host that is not the tenant's (`<tenant>.<ingressDomain>` and its subdomains, plus
+  `network.ingressHosts`), a rule without host or a default backend (both catch every host), and
+  any `*snippet*` annotation (raw ingress-controller configuration);
+* Secrets of type `kubernetes.io/service-account-token` (a token that never expires and outlives
+  the membership of whoever created it);
+* RoleBindings: subjects that are not the tenant's (its groups and users, ServiceAccounts of its
+  own namespaces, names matching the stack's `tenantAccess.bindable*` patterns), never `system:`
+  users or groups (`system:authenticated` would give every account the role); and any change to
+  the RoleBindings this tool manages (`tenant-owners`, `tenant-developers`, `tenant-viewers`).
+
+Platform operators are exempt from the RoleBinding rules: whoever may update this policy (the
+deployment's own identity, cluster admins), kube-system controllers, and anyone while the
+namespace is being deleted. The other rules hold for everybody in the tenant's namespaces.
+
+Design: like the placement policy, one policy and one binding per tenant with the tenant's
+allowances inlined as CEL literals: no params objects, messages that name what is allowed.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable
+
+from ..model.load import Environment
+from ..model.tenant import Tenant
+from .meta import TENANT_LABEL, KubeObject, kube_object, object_meta, tenant_labels
+from .placement_policy import _is_gpu_resource
+from .rbac import ROLES, role_binding_name
+
+API_VERSION = "admissionregistration.k8s.io/v1"
+NAME_PREFIX = "gpu-tenancy-guard"
+SERVICE_ACCOUNT_TOKEN = "kubernetes.io/service-account-token"
+GPU_ENV_ALWAYS = ("NVIDIA_VISIBLE_DEVICES",)
+GPU_ENV_WITHOUT_GPU = ("NVIDIA_DRIVER_CAPABILITIES",)
+
+
+def policy_name(tenant: str) -> str:
+    """Name of the tenant's guard policy and of its binding.
+
+    >>> policy_name("eval")
+    'gpu-tenancy-guard-eval'
+    """
+    return f"{NAME_PREFIX}-{tenant}"
+
+
+def _str(value: str) -> str:
+    return json.dumps(value)
+
+
+def _list(values: Iterable[str]) -> str:
+    return "[" + ", ".join(_str(v) for v in values) + "]"
+
+
+def _text(values: Iterable[str]) -> str:
+    values = list(values)
+    return ", ".join(values) if values else "none"
+
+
+def ingress_hosts(tenant: Tenant, environment: Environment) -> tuple[list[str], list[str]]:
+    """(exact hostnames, suffixes) an Ingress of the tenant may serve.
+
+    >>> from components.model.stack import Platform
+    >>> env = Environment("dev", Platform(labelDomain="gpu.example.com", ingressDomain="apps.example.com"), None, [])
+    >>> ingress_hosts(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
+    ...     costCenter="cc-1", network={"ingressHosts": ["a.example.org", "*.b.example.org"]}), env)
+    (['a.apps.example.com', 'a.example.org'], ['.a.apps.example.com', '.b.example.org'])
+    """
+    return _hosts(tenant.network.ingress_hosts, f"{tenant.name}.{environment.platform.ingress_domain}" if environment.platform.ingress_domain else None)
+
+
+def _hosts(entries: Iterable[str], domain: str | None = None) -> tuple[list[str], list[str]]:
+    exact, suffixes = set(), set()
+    if domain:
+        exact.add(domain)
+        suffixes.add("." + domain)
+    for entry in entries:
+        if entry.startswith("*."):
+            suffixes.add(entry[1:])
+        else:
+            exact.add(entry)
+    return sorted(exact), sorted(suffixes)
+
+
+def _host_ok(host: str, exact: list[str], suffixes: list[str]) -> str:
+    return f"({host} in {_list(exact)} || {_list(suffixes)}.exists(s, {host}.endsWith(s)))"
+
+
+def _subjects(tenant: Tenant) -> tuple[list[str], list[str]]:
+    access = tenant.access
+    groups = sorted({g for role in ROLES for g in getattr(access, f"{role}s").groups})
+    users = sorted({u for role in ROLES for u in getattr(access, f"{role}s").users})
+    return groups, users
+
+
+def _is(resource: str) -> str:
+    return f'(request.resource.resource == {_str(resource)})'
+
+
+def _variables(tenant: Tenant, environment: Environment) -> list[dict[str, str]]:
+    platform = environment.platform
+    gpu = _is_gpu_resource("r")
+    containers = "(object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : []))"
+    return [
+        {
+            "name": "operator",
+            "expression": (
+                'request.userInfo.username.startsWith("system:serviceaccount:kube-system:") || '
+                'request.userInfo.username == "system:kube-controller-manager" || '
+                "has(namespaceObject.metadata.deletionTimestamp) || "
+                'authorizer.group("admissionregistration.k8s.io").resource("validatingadmissionpolicies")'
+                f'.name({_str(policy_name(tenant.name))}).check("update").allowed()'
+            ),
+        },
+        {
+            "name": "containers",
+            "expression": f'{_is("pods")} ? {containers} : []',  # pods are matched on CREATE only: object is set
+        },
+        {
+            "name": "requestsGpu",
+            "expression": (
+                "variables.containers.exists(c, has(c.resources) && ("
+                f"(has(c.resources.limits) && c.resources.limits.exists(r, {gpu})) || "
+                f"(has(c.resources.requests) && c.resources.requests.exists(r, {gpu}))))"
+            ),
+        },
+        {
+            "name": "gpuEnv",
+            "expression": (
+                "variables.containers.map(c, has(c.env) ? c.env.filter(e, "
+                f"e.name in {_list(GPU_ENV_ALWAYS)} || (!variables.requestsGpu && e.name in {_list(GPU_ENV_WITHOUT_GPU)}))"
+                ".map(e, e.name) : []).filter(l, size(l) > 0)"
+            ),
+        },
+        {
+            "name": "runtimeClasses",
+            "expression": _list(platform.gpu_operator.runtime_classes),
+        },
+    ]
+
+
+def _validations(tenant: Tenant, environment: Environment) -> list[dict[str, str]]:
+    platform = environment.platform
+    name = tenant.name
+    classes = sorted(platform.priority_classes)
+    ingress_exact, ingress_suffixes = ingress_hosts(tenant, environment)
+    names_exact, names_suffixes = _hosts(tenant.network.external_names)
+    groups, users = _subjects(tenant)
+    managed = [role_binding_name(role) for role in ROLES]
+    access = platform.tenant_access
+
+    def pattern(value: str | None) -> str:
+        return f" || s.name.matches({_str(value)})" if value else ""
+
+    subject_ok = (
+        f's.kind == "ServiceAccount" ? (has(s.namespace) && s.namespace in {_list(tenant.all_namespaces)}) : '
+        f's.kind == "Group" ? (!s.name.startsWith("system:") && (s.name in {_list(groups)}{pattern(access.bindable_groups)})) : '
+        f's.kind == "User" ? (!s.name.startsWith("system:") && (s.name in {_list(users)}{pattern(access.bindable_users)})) : false'
+    )
+    bad_subject = f"object.subjects.filter(s, !({subject_ok}))[0]"
+    rule_hosts = '(has(object.spec.rules) ? object.spec.rules.map(r, has(r.host) ? r.host : "") : [])'
+    tls_hosts = "(has(object.spec.tls) ? object.spec.tls.filter(t, has(t.hosts)).map(t, t.hosts) : [])"
+    ingress_rule = f"Ingress hosts of tenant {name} must be one of: {_text(ingress_exact)}, or a subdomain of: {_text(s[1:] for s in ingress_suffixes)}"
+    return [
+        {
+            "expression": (
+                f'!{_is("pods")} || !has(object.spec.priorityClassName) || object.spec.priorityClassName in {_list(classes)}'
+            ),
+            "messageExpression": (
+                f'"PriorityClass \'" + object.spec.priorityClassName + "\' is not granted to tenant {name}: pods may use '
+                f'only the platform\'s classes ({_text(classes)}), each capped by a priority-<class> quota"'
+            ),
+            "message": f"pods of tenant {name} may use only the platform's PriorityClasses ({_text(classes)})",
+            "reason": "Forbidden",
+        },
+        {
+            "expression": "size(variables.gpuEnv) == 0",
+            "messageExpression": (
+                f'"environment variable " + variables.gpuEnv[0][0] + " is refused in pods of tenant {name}: '
+                'NVIDIA_VISIBLE_DEVICES is set by the device plugin for the GPUs a pod requests, and '
+                'NVIDIA_DRIVER_CAPABILITIES needs a GPU request (nvidia.com resources); without one it exposes GPUs no quota counts"'
+            ),
+            "message": f"NVIDIA_VISIBLE_DEVICES, or NVIDIA_DRIVER_CAPABILITIES without a GPU request, is refused in pods of tenant {name}",
+            "reason": "Forbidden",
+        },
+        {
+            "expression": (
+                f'!{_is("pods")} || variables.requestsGpu || !has(object.spec.runtimeClassName) || '
+                "!(object.spec.runtimeClassName in variables.runtimeClasses)"
+            ),
+            "messageExpression": (
+                f'"RuntimeClass \'" + object.spec.runtimeClassName + "\' exposes GPUs: pods of tenant {name} may use it '
+                'only with a GPU request (nvidia.com resources)"'
+            ),
+            "message": f"a GPU RuntimeClass needs a GPU request in pods of tenant {name}",
+            "reason": "Forbidden",
+        },
+        {
+            "expression": f'!{_is("services")} || !has(object.spec.externalIPs) || size(object.spec.externalIPs) == 0',
+            "message": (
+                f"Services of tenant {name} may not set spec.externalIPs: they capture traffic meant for any address "
+                "(CVE-2020-8554); use a LoadBalancer Service where granted"
+            ),
+            "reason": "Forbidden",
+        },
+        {
+            "expression": (
+                f'!{_is("services")} || !has(object.spec.type) || object.spec.type != "ExternalName" || '
+                f'(has(object.spec.externalName) && {_host_ok("object.spec.externalName", names_exact, names_suffixes)})'
+            ),
+            "messageExpression": (
+                f'"ExternalName \'" + (has(object.spec.externalName) ? object.spec.externalName : "") + "\' is not granted to tenant {name}; '
+                f'granted: {_text(names_exact + ["*" + s for s in names_suffixes])} (network.externalNames; never IP addresses)"'
+            ),
+            "message": f"ExternalName Services of tenant {name} may point only to network.externalNames",
+            "reason": "Forbidden",
+        },
+        {
+            "expression": f'!{_is("ingresses")} || {rule_hosts}.all(h, h != "" && {_host_ok("h", ingress_exact, ingress_suffixes)})',
+            "messageExpression": (
+                f'"Ingress host \'" + {rule_hosts}.filter(h, !(h != "" && {_host_ok("h", ingress_exact, ingress_suffixes)}))[0] + '
+                f'"\' is not allowed (a rule without host catches every host); {ingress_rule}"'
+            ),
+            "message": ingress_rule,
+            "reason": "Forbidden",
+        },
+        {
+            "expression": f'!{_is("ingresses")} || {tls_hosts}.all(l, l.all(h, {_host_ok("h", ingress_exact, ingress_suffixes)}))',
+            "message": f"a TLS host is not allowed; {ingress_rule}",
+            "reason": "Forbidden",
+        },
+        {
+            "expression": f'!{_is("ingresses")} || !has(object.spec.defaultBackend)',
+            "message": f"Ingresses of tenant {name} may not set spec.defaultBackend: it catches every host; {ingress_rule}",
+            "reason": "Forbidden",
+        },
+        {
+            "expression": f'!{_is("ingresses")} || !has(object.metadata.annotations) || !object.metadata.annotations.exists(k, k.contains("snippet"))',
+            "messageExpression": (
+                '"annotation " + object.metadata.annotations.filter(k, k.contains("snippet"))[0] + '
+                f'" is refused in tenant {name}: snippet annotations inject raw configuration into the shared ingress controller"'
+            ),
+            "message": f"snippet annotations are refused on Ingresses of tenant {name}",
+            "reason": "Forbidden",
+        },
+        {
+            "expression": f'!{_is("secrets")} || !has(object.type) || object.type != {_str(SERVICE_ACCOUNT_TOKEN)}',
+            "message": (
+                f"Secrets of type {SERVICE_ACCOUNT_TOKEN} are refused in tenant {name}: the token never expires and outlives "
+                "its creator's membership; use short-lived tokens (TokenRequest, projected volumes)"
+            ),
+            "reason": "Forbidden",
+        },
+        {
+            "expression": (
+                f'!{_is("rolebindings")} || request.operation == "DELETE" || variables.operator || '
+                f"!has(object.subjects) || object.subjects.all(s, {subject_ok})"
+            ),
+            "messageExpression": (
+                f'"RoleBinding subject " + {bad_subject}.kind + " \'" + {bad_subject}.name + "\'" + '
+                f'(has({bad_subject}.namespace) ? " in namespace " + {bad_subject}.namespace : "") + '
+                f'" is not a member of tenant {name}: bind only its groups ({_text(groups)}), users ({_text(users)}) or '
+                f'ServiceAccounts of its namespaces ({_text(tenant.all_namespaces)}); never system: users or groups"'
+            ),
+            "message": f"RoleBindings in tenant {name} may bind only the tenant's own groups, users and ServiceAccounts",
+            "reason": "Forbidden",
+        },
+        {
+            "expression": (
+                f'!{_is("rolebindings")} || variables.operator || '
+                f'!((request.operation == "CREATE" ? object : oldObject).metadata.name in {_list(managed)})'
+            ),
+            "message": (
+                f"RoleBindings {', '.join(managed)} of tenant {name} are managed by the platform (tenant file access); "
+                "change the tenant file instead, or create a RoleBinding with another name"
+            ),
+            "reason": "Forbidden",
+        },
+    ]
+
+
+def _dynamic(entries: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The same expressions with `object`/`oldObject` as dyn: the policy matches five kinds, and the
+    server type-checks every expression against each of them, so a Service rule must not be checked
+    against the Pod schema (it is guarded by request.resource at run time)."""
+    import re
+
+    def fix(text: str) -> str:
+        text = re.sub(r"(?<![\w.])object\.", "dyn(object).", text)
+        text = re.sub(r"(?<![\w.])oldObject\.", "dyn(oldObject).", text)
+        return text.replace("? object : oldObject)", "? dyn(object) : dyn(oldObject))")
+
+    return [{k: fix(v) if k in ("expression", "messageExpression") else v for k, v in entry.items()} for entry in entries]
+
+
+def guard_policy(tenant: Tenant, environment: Environment) -> KubeObject:
+    """The tenant's guard ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1).
+
+    >>> from components.model.stack import Platform
+    >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
+    >>> guard_policy(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
+    ...     costCenter="cc-1"), env)["spec"]["matchConstraints"]["namespaceSelector"]
+    {'matchLabels': {'gpu-tenancy.dev/tenant': 'a'}}
+    """
+    rules = [
+        {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]},
+        {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["secrets", "services"]},
+        {"apiGroups": ["networking.k8s.io"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["ingresses"]},
+        {"apiGroups": ["rbac.authorization.k8s.io"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE", "DELETE"], "resources": ["rolebindings"]},
+    ]
+    spec: dict[str, Any] = {
+        "failurePolicy": "Fail",
+        "matchConstraints": {"namespaceSelector": {"matchLabels": {TENANT_LABEL: tenant.name}}, "resourceRules": rules},
+        "variables": _dynamic(_variables(tenant, environment)),
+        "validations": _dynamic(_validations(tenant, environment)),
+    }
+    return kube_object(
+        API_VERSION,
+        "ValidatingAdmissionPolicy",
+        object_meta(policy_name(tenant.name), labels=tenant_labels(tenant.name, environment.name)),
+        spec=spec,
+    )
+
+
+def guard_binding(tenant: Tenant, environment: Environment) -> KubeObject:
+    """The binding that switches the guard policy on (Deny)."""
+    return kube_object(
+        API_VERSION,
+        "ValidatingAdmissionPolicyBinding",
+        object_meta(policy_name(tenant.name), labels=tenant_labels(tenant.name, environment.name)),
+        spec={"policyName": policy_name(tenant.name), "validationActions": ["Deny"]},
+    )
+
+
+def guard_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]:
+    """Policy and binding of one tenant; none for a decommissioned tenant (its namespaces are going away).
+
+    >>> from components.model.stack import Platform
+    >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
+    >>> [o["kind"] for o in guard_objects(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant",
+    ...     name="a", displayName="A", costCenter="cc-1"), env)]
+    ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']
+    """
+    if tenant.lifecycle == "decommissioned":
+        return []
+    return [guard_policy(tenant, environment), guard_binding(tenant, environment)]

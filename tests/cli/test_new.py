@@ -1,0 +1,127 @@
+"""`tenants new` as a platform engineer uses it: every option checked first (exit 1, nothing
+written, the option named), quota options, and the next steps (stacks that list their tenants)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from components.cli.main import main
+from tests.project_edits import line_of
+
+
+def run(capsys, root: Path, *argv: str) -> tuple[int, str, str]:
+    code = main(["--root", str(root), *argv])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return code, out, err
+
+
+def tenant_files(root: Path) -> list[str]:
+    return sorted(p.name for p in (root / "tenants").iterdir())
+
+
+def test_unknown_gpu_class_is_refused_with_a_suggestion_and_nothing_written(capsys, project_copy):
+    before = tenant_files(project_copy)
+    code, out, err = run(capsys, project_copy, "new", "research", "--owner-group", "research-leads", "--gpu-class", "h10")
+    assert code == 1 and out == ""
+    assert "tenants new: --gpu-class h10: unknown GPU class 'h10'; did you mean 'h100'?" in err
+    assert "(GPU classes of the stacks dev, prod, staging: a100, a100-mig, h100, l4)" in err
+    assert err.rstrip().endswith("tenants new: nothing written")
+    assert tenant_files(project_copy) == before
+
+
+def test_a_class_missing_from_a_stack_that_deploys_every_tenant_is_refused(capsys, project_copy):
+    # l4 exists only in dev; prod and staging deploy every tenant (tenants: all) and have no l4.
+    code, _, err = run(capsys, project_copy, "new", "research", "--owner-group", "g", "--gpu-class", "l4")
+    assert code == 1
+    assert "--gpu-class l4: GPU class 'l4' is not in stack(s) prod (stacks/Pulumi.prod.yaml: a100, a100-mig, h100)" in err
+    assert "it is only in dev" in err
+    assert not (project_copy / "tenants" / "research.yaml").exists()
+
+
+def test_gpu_quota_beyond_capacity_is_refused_located_on_the_stack(capsys, project_copy):
+    stack = project_copy / "stacks" / "Pulumi.prod.yaml"
+    code, _, err = run(capsys, project_copy, "new", "research", "--owner-group", "g", "--gpu", "a100=2")
+    assert code == 1
+    line = line_of(stack, "a100:", after="gpuClasses:")
+    assert f"tenants new: with research added, stacks/Pulumi.prod.yaml:{line}:7: " in err
+    assert "tenant quotas add up to 22 (eval: 20, research: 2)" in err and "(stack prod)" in err
+    assert not (project_copy / "tenants" / "research.yaml").exists()
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--cpu", "8cpus"], "tenants new: --cpu 8cpus: '8cpus' is not a Kubernetes quantity"),
+        (["--memory", "32GB"], "tenants new: --memory 32GB: '32GB' is not a Kubernetes quantity"),
+        (["--gpu", "h100"], "tenants new: --gpu h100: write --gpu h100=4 (a name and a whole number)"),
+        (["--gpu", "a100=-1"], "tenants new: --gpu a100=-1: write --gpu h100=4"),
+        (["--mig", "1g.10gb"], "tenants new: --mig 1g.10gb: write --mig 1g.10gb=2"),
+        (["--email", "x@"], "tenants new: --email x@: contacts[0].email: 'x@' is not valid here"),
+        (["--owner-group", ""], "tenants new: --owner-group \"\": access.owners.groups[1]: must not be empty"),
+        # The stacks' LimitRange default request (250m) would not fit in the quota: named by option and stack.
+        (["--cpu", "50m"], "tenants new: --cpu 50m: limits.defaultRequest.cpu: the default request (250m) is larger than the whole quota (50m) (stack prod)"),
+    ],
+)
+def test_bad_options_are_refused_naming_the_option(capsys, project_copy, argv, message):
+    before = tenant_files(project_copy)
+    code, out, err = run(capsys, project_copy, "new", "research", "--owner-group", "g", *argv)
+    assert code == 1 and out == ""
+    assert message in err
+    assert tenant_files(project_copy) == before
+
+
+def test_quota_options_are_written_and_the_file_validates(capsys, project_copy):
+    code, out, err = run(capsys, project_copy, "new", "research", "--owner-group", "research-leads",
+                         "--gpu-class", "a100-mig", "--mig", "1g.10gb=1", "--cpu", "8:16", "--memory", "32Gi")
+    assert code == 0, err
+    text = (project_copy / "tenants" / "research.yaml").read_text()
+    assert 'cpu: {requests: "8", limits: "16"}' in text
+    assert 'memory: {requests: "32Gi", limits: "32Gi"}' in text
+    assert "mig: {1g.10gb: 1}" in text
+    assert 'classes: ["a100-mig"]' in text
+    code, out, err = run(capsys, project_copy, "validate")
+    assert code == 0, err
+    assert "prod: 4 tenant(s) ok" in out
+
+
+def test_gpu_quota_allows_its_class(capsys, project_copy):
+    # Free room in prod's a100 class first (eval holds all of it), then ask for 2.
+    eval_file = project_copy / "tenants" / "eval.yaml"
+    eval_file.write_text(eval_file.read_text().replace("a100: 20", "a100: 10"))
+    code, _, err = run(capsys, project_copy, "new", "research", "--owner-group", "g", "--gpu", "a100=2")
+    assert code == 0, err
+    text = (project_copy / "tenants" / "research.yaml").read_text()
+    assert "gpu: {a100: 2}" in text and 'classes: ["a100"]' in text
+
+
+def test_next_steps_name_the_stacks_that_list_their_tenants_with_the_line(capsys, project_copy):
+    dev = project_copy / "stacks" / "Pulumi.dev.yaml"
+    code, out, _ = run(capsys, project_copy, "new", "research", "--owner-group", "g")
+    assert code == 0
+    line = line_of(dev, "tenants: [")
+    assert f"wrote {project_copy / 'tenants' / 'research.yaml'}" in out
+    assert "next steps:" in out
+    assert "add research to the tenants of the stacks that list them" in out
+    assert f"stacks/Pulumi.dev.yaml:{line}: tenants: [llm-finetune, inference, eval]" in out
+    assert "it is deployed in prod, staging (tenants: all)" in out
+    assert f"tenants --root {project_copy} validate" in out
+
+
+def test_next_steps_say_what_to_fix_before_listing_it_in_a_stack(capsys, project_copy):
+    # a100 exists in prod and staging but not in dev, which lists its tenants.
+    eval_file = project_copy / "tenants" / "eval.yaml"
+    eval_file.write_text(eval_file.read_text().replace("a100: 20", "a100: 10"))
+    code, out, _ = run(capsys, project_copy, "new", "research", "--owner-group", "g", "--gpu", "a100=2")
+    assert code == 0
+    assert "before adding it there, fix: --gpu a100=2:" in out
+    assert "unknown GPU class 'a100'; did you mean 'a100-mig'? (stack dev)" in out
+
+
+def test_gpu_class_without_any_stack_says_to_run_init(capsys, tmp_path):
+    code, _, err = run(capsys, tmp_path, "new", "research", "--owner-group", "g", "--gpu-class", "h100")
+    assert code == 1
+    assert "there are no stacks to check GPU classes against" in err and "tenants init" in err
+    assert not (tmp_path / "tenants").exists()

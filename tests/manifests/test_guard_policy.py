@@ -1,0 +1,218 @@
+"""The per-tenant guard policy, replayed on two CEL engines (tests/manifests/cel_admission.py)
+against the objects a tenant member may write: pods, Services, Ingresses, Secrets, RoleBindings."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.manifests import guard_policy as gp
+
+from .cel_admission import ENGINES
+from .cel_admission import admit as _admit
+
+GPU = {"limits": {"nvidia.com/gpu": "1"}}
+MEMBER = {"operator": False}
+OPERATOR = {"operator": True}
+
+
+@pytest.fixture(params=ENGINES, ids=lambda e: e.name)
+def engine(request):
+    return request.param
+
+
+def admit(engine, policy, obj, *, given=None, **kwargs):
+    """Admission as a tenant member (the `operator` variable asks the authorizer, which is not offline)."""
+    return _admit(engine, policy, obj, given=given or MEMBER, **kwargs)
+
+
+def policy_for(environment, tenant: str) -> dict:
+    return gp.guard_policy(next(t.spec for t in environment.tenants if t.name == tenant), environment)
+
+
+def pod(env=None, resources=None, **spec):
+    container = {"name": "main", "image": "registry.invalid/app:1", "resources": resources or {}}
+    if env:
+        container["env"] = [{"name": k, "value": v} for k, v in env.items()]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [container], **spec}}
+
+
+def service(**spec):
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "spec": spec}
+
+
+def ingress(hosts=(), annotations=None, tls=None, **spec):
+    rules = [{"host": h} if h else {"http": {"paths": []}} for h in hosts]
+    meta = {"name": "i", **({"annotations": annotations} if annotations else {})}
+    body = {"rules": rules, **spec}
+    if tls is not None:
+        body["tls"] = [{"hosts": tls}]
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": meta, "spec": body}
+
+
+def binding(*subjects, name="extra"):
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "tenant-viewer"},
+            "subjects": list(subjects)}
+
+
+def group(name):
+    return {"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": name}
+
+
+def user(name):
+    return {"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": name}
+
+
+def account(namespace, name):
+    return {"kind": "ServiceAccount", "name": name, "namespace": namespace}
+
+
+# ---- pods ------------------------------------------------------------------------------------
+
+
+def test_system_and_unknown_priority_classes_are_refused(engine, prod):
+    policy = policy_for(prod, "eval")
+    for name in ("system-node-critical", "system-cluster-critical", "someone-elses"):
+        assert admit(engine, policy, pod(priorityClassName=name), resource="pods") == [
+            f"PriorityClass '{name}' is not granted to tenant eval: pods may use only the platform's classes "
+            "(batch, interactive, online-inference, training), each capped by a priority-<class> quota"
+        ]
+    assert admit(engine, policy, pod(priorityClassName="batch"), resource="pods") == []
+    assert admit(engine, policy, pod(), resource="pods") == []
+
+
+def test_gpu_visibility_without_a_gpu_request_is_refused(engine, prod):
+    policy = policy_for(prod, "eval")
+    message = admit(engine, policy, pod(env={"NVIDIA_VISIBLE_DEVICES": "all"}), resource="pods")
+    assert len(message) == 1 and message[0].startswith("environment variable NVIDIA_VISIBLE_DEVICES is refused in pods of tenant eval")
+    # Set by hand even with a GPU request: the device plugin sets it for the GPUs allocated.
+    assert len(admit(engine, policy, pod(env={"NVIDIA_VISIBLE_DEVICES": "0,1,2"}, resources=GPU), resource="pods")) == 1
+    message = admit(engine, policy, pod(env={"NVIDIA_DRIVER_CAPABILITIES": "all"}), resource="pods")
+    assert len(message) == 1 and message[0].startswith("environment variable NVIDIA_DRIVER_CAPABILITIES is refused")
+    assert admit(engine, policy, pod(env={"NVIDIA_DRIVER_CAPABILITIES": "compute,utility"}, resources=GPU), resource="pods") == []
+    assert admit(engine, policy, pod(runtimeClassName="nvidia"), resource="pods") == [
+        "RuntimeClass 'nvidia' exposes GPUs: pods of tenant eval may use it only with a GPU request (nvidia.com resources)"
+    ]
+    assert admit(engine, policy, pod(runtimeClassName="nvidia", resources=GPU), resource="pods") == []
+    assert admit(engine, policy, pod(runtimeClassName="gvisor"), resource="pods") == []
+    # Init containers count too.
+    init = pod()
+    init["spec"]["initContainers"] = [{"name": "i", "image": "x", "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]}]
+    assert len(admit(engine, policy, init, resource="pods")) == 1
+
+
+# ---- Services ----------------------------------------------------------------------------------
+
+
+def test_external_ips_are_refused(engine, prod):
+    messages = admit(engine, policy_for(prod, "eval"), service(externalIPs=["10.20.0.5"], ports=[{"port": 80}]), resource="services")
+    assert messages == ["Services of tenant eval may not set spec.externalIPs: they capture traffic meant for any address "
+                        "(CVE-2020-8554); use a LoadBalancer Service where granted"]
+    assert admit(engine, policy_for(prod, "eval"), service(type="ClusterIP", ports=[{"port": 80}]), resource="services") == []
+
+
+def test_external_name_only_to_granted_hostnames(engine, prod):
+    policy = policy_for(prod, "eval")
+    assert admit(engine, policy, service(type="ExternalName", externalName="datasets.acme.dev"), resource="services") == []
+    for target in ("objects.acme.dev", "169.254.169.254", "datasets.acme.dev.evil.com"):
+        assert admit(engine, policy, service(type="ExternalName", externalName=target), resource="services") == [
+            f"ExternalName '{target}' is not granted to tenant eval; granted: datasets.acme.dev (network.externalNames; never IP addresses)"
+        ]
+    # None by default.
+    assert len(admit(engine, policy_for(prod, "llm-finetune"), service(type="ExternalName", externalName="datasets.acme.dev"), resource="services")) == 1
+
+
+# ---- Ingresses ---------------------------------------------------------------------------------
+
+
+def test_ingress_hosts_are_the_tenants_own(engine, prod):
+    policy = policy_for(prod, "llm-finetune")
+    for hosts in (["llm-finetune.apps.acme.dev"], ["ui.llm-finetune.apps.acme.dev", "*.llm-finetune.apps.acme.dev"]):
+        assert admit(engine, policy, ingress(hosts), resource="ingresses") == [], hosts
+    rule = ("Ingress hosts of tenant llm-finetune must be one of: llm-finetune.apps.acme.dev, "
+            "or a subdomain of: llm-finetune.apps.acme.dev")
+    assert admit(engine, policy, ingress(["eval.apps.acme.dev"]), resource="ingresses") == [
+        f"Ingress host 'eval.apps.acme.dev' is not allowed (a rule without host catches every host); {rule}"]
+    assert admit(engine, policy, ingress(["xllm-finetune.apps.acme.dev"]), resource="ingresses")
+    assert admit(engine, policy, ingress([""]), resource="ingresses") == [
+        f"Ingress host '' is not allowed (a rule without host catches every host); {rule}"]
+    assert admit(engine, policy, ingress(["llm-finetune.apps.acme.dev"], tls=["eval.apps.acme.dev"]), resource="ingresses") == [
+        f"a TLS host is not allowed; {rule}"]
+    assert admit(engine, policy, ingress([], defaultBackend={"service": {"name": "x", "port": {"number": 80}}}), resource="ingresses") == [
+        f"Ingresses of tenant llm-finetune may not set spec.defaultBackend: it catches every host; {rule}"]
+    # Explicit hostnames of the tenant file.
+    assert admit(engine, policy_for(prod, "inference"), ingress(["api.acme.dev"]), resource="ingresses") == []
+
+
+def test_snippet_annotations_are_refused(engine, prod):
+    policy = policy_for(prod, "eval")
+    body = ingress(["eval.apps.acme.dev"], annotations={"nginx.ingress.kubernetes.io/configuration-snippet": "return 200;"})
+    assert admit(engine, policy, body, resource="ingresses") == [
+        "annotation nginx.ingress.kubernetes.io/configuration-snippet is refused in tenant eval: snippet annotations "
+        "inject raw configuration into the shared ingress controller"]
+    fine = ingress(["eval.apps.acme.dev"], annotations={"nginx.ingress.kubernetes.io/rewrite-target": "/"})
+    assert admit(engine, policy, fine, resource="ingresses") == []
+
+
+# ---- Secrets -----------------------------------------------------------------------------------
+
+
+def test_service_account_token_secrets_are_refused(engine, prod):
+    policy = policy_for(prod, "llm-finetune")
+    token = {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
+             "metadata": {"name": "t", "annotations": {"kubernetes.io/service-account.name": "trainer-ci"}}}
+    assert admit(engine, policy, token, resource="secrets") == [
+        "Secrets of type kubernetes.io/service-account-token are refused in tenant llm-finetune: the token never expires "
+        "and outlives its creator's membership; use short-lived tokens (TokenRequest, projected volumes)"]
+    assert admit(engine, policy, {**token, "type": "Opaque"}, resource="secrets") == []
+
+
+# ---- RoleBindings ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("subject", [
+    group("system:authenticated"), group("system:unauthenticated"), group("system:serviceaccounts"),
+    user("system:anonymous"), user("system:serviceaccount:eval:default"), group("eval-eng"), user("mallory@acme.dev"),
+    account("eval", "default"), account("kube-system", "default"),
+], ids=lambda s: f"{s['kind']}:{s.get('namespace', '')}:{s['name']}")
+def test_foreign_and_system_subjects_are_refused(engine, prod, subject):
+    messages = admit(engine, policy_for(prod, "llm-finetune"), binding(subject), resource="rolebindings", given=MEMBER)
+    assert len(messages) == 1 and messages[0].startswith(f"RoleBinding subject {subject['kind']} '{subject['name']}'")
+    assert "is not a member of tenant llm-finetune" in messages[0] and "never system: users or groups" in messages[0]
+
+
+def test_the_tenants_own_subjects_may_be_bound(engine, prod):
+    policy = policy_for(prod, "llm-finetune")
+    body = binding(group("llm-finetune-eng"), group("research-all"), account("llm-finetune-data", "etl"), account("llm-finetune", "trainer-ci"))
+    assert admit(engine, policy, body, resource="rolebindings", given=MEMBER) == []
+
+
+def test_identity_patterns_of_the_stack_widen_what_may_be_bound(engine, prod):
+    environment = type(prod)(prod.name, prod.platform.model_copy(update={"tenant_access": prod.platform.tenant_access.model_copy(
+        update={"bindable_users": r"^[a-z.]+@acme\.dev$"})}), None, prod.tenants)
+    policy = policy_for(environment, "llm-finetune")
+    assert admit(engine, policy, binding(user("jo.doe@acme.dev")), resource="rolebindings", given=MEMBER) == []
+    assert len(admit(engine, policy, binding(user("jo.doe@evil.dev")), resource="rolebindings", given=MEMBER)) == 1
+
+
+def test_managed_role_bindings_belong_to_the_platform(engine, prod):
+    policy = policy_for(prod, "llm-finetune")
+    managed = binding(group("llm-finetune-leads"), name="tenant-owners")
+    expected = ("RoleBindings tenant-owners, tenant-developers, tenant-viewers of tenant llm-finetune are managed by the "
+                "platform (tenant file access); change the tenant file instead, or create a RoleBinding with another name")
+    for operation, obj, old in (("UPDATE", managed, managed), ("DELETE", None, managed), ("CREATE", managed, None)):
+        assert admit(engine, policy, obj, old=old, operation=operation, resource="rolebindings", given=MEMBER) == [expected]
+        assert admit(engine, policy, obj, old=old, operation=operation, resource="rolebindings", given=OPERATOR) == []
+    # A binding the owner made may be changed and deleted by them.
+    own = binding(group("llm-finetune-eng"))
+    assert admit(engine, policy, None, old=own, operation="DELETE", resource="rolebindings", given=MEMBER) == []
+
+
+def test_one_policy_and_binding_per_tenant_in_its_namespaces_only(prod):
+    objects = gp.guard_objects(next(t.spec for t in prod.tenants if t.name == "eval"), prod)
+    policy, policy_binding = objects
+    assert policy["spec"]["matchConstraints"]["namespaceSelector"] == {"matchLabels": {"gpu-tenancy.dev/tenant": "eval"}}
+    assert policy["spec"]["failurePolicy"] == "Fail"
+    assert policy_binding["spec"] == {"policyName": "gpu-tenancy-guard-eval", "validationActions": ["Deny"]}
+    resources = {r for rule in policy["spec"]["matchConstraints"]["resourceRules"] for r in rule["resources"]}
+    assert resources == {"pods", "services", "secrets", "ingresses", "rolebindings"}
