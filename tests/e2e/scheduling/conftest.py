@@ -58,6 +58,7 @@ from tests.e2e.conftest import (
     AppliedStack,
     ControlPlane,
     _free_port,
+    install_crds,
     _missing,
 )
 
@@ -404,6 +405,8 @@ def start_scheduling_stack(stack: str, workdir: Path, root: Path = REPO_ROOT) ->
         environment, objects = AppliedStack.render(stack, root)
         if environment.platform.scheduler == "kueue":
             timings["kueue"] = plane.start_kueue()
+        else:   # the vendored CRDs of the custom objects the builders emit (KAI Queues)
+            install_crds(cp)
         t1 = time.monotonic()
         cp.create_namespace(environment.platform.gpu_operator.namespace)
         node_pool = register_ready_nodes(cp, environment)
