@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STACK  ?= prod
 OUT    ?= out
 
-.PHONY: run test lint validate e2e e2e-scheduling bench schema clean
+.PHONY: run test lint validate e2e e2e-scheduling e2e-monitoring monitoring-pictures bench schema clean
 .DEFAULT_GOAL := run
 
 $(VENV)/.installed: pyproject.toml
@@ -22,7 +22,7 @@ validate: $(VENV)/.installed
 	$(VENV)/bin/tenants validate
 
 test: $(VENV)/.installed ## unit, schema and mock-runtime tests (no cluster needed)
-	$(PY) -m pytest -q -m "not e2e and not go" -p no:cacheprovider
+	$(PY) -m pytest -q -m "not e2e and not go and not monitoring" -p no:cacheprovider
 
 lint: $(VENV)/.installed ## workflows through actionlint (built from its Go module, cached)
 	$(PY) -m pytest -q -m go -p no:cacheprovider tests/test_workflows.py
@@ -31,15 +31,26 @@ lint: $(VENV)/.installed ## workflows through actionlint (built from its Go modu
 # (cached outside git, ~7 min cold, seconds warm) and runs tests/e2e against them.
 export GPU_TENANCY_CACHE_DIR ?= $(HOME)/.cache/gpu-tenancy
 e2e: $(VENV)/.installed
-	tools/build.sh etcd kube-apiserver kube-controller-manager
+	tools/build.sh
 	GPU_TENANCY_E2E_REQUIRED=1 $(PY) -m pytest -q tests/e2e -m "e2e and not scheduling" -ra -p no:cacheprovider
 
 # The scheduling lane: the same control plane plus kube-scheduler and the Kueue controller manager
 # (built from Go modules into the same cache; see tools/README.md) and the job controller.
 e2e-scheduling: $(VENV)/.installed
-	tools/build.sh
+	tools/build.sh k8s scheduling
 	GPU_TENANCY_E2E_REQUIRED=1 GPU_TENANCY_SCHEDULING_REQUIRED=1 \
 	  $(PY) -m pytest -q tests/e2e/scheduling -m scheduling -ra -p no:cacheprovider
+
+# The monitoring lane: promtool and prometheus built from the Prometheus Go module (cached, ~16 min
+# cold for both on 2 busy cores, <1 s warm); promtool check/test rules, then a real Prometheus.
+e2e-monitoring: $(VENV)/.installed
+	tools/build.sh monitoring
+	GPU_TENANCY_MONITORING_REQUIRED=1 $(PY) -m pytest -q tests/monitoring -m monitoring -ra -p no:cacheprovider
+
+# Re-render docs/monitoring/*.png from the lane's data (the lane fails when they are out of date).
+monitoring-pictures: $(VENV)/.installed
+	tools/build.sh monitoring
+	GPU_TENANCY_MONITORING_REQUIRED=1 GPU_TENANCY_WRITE_PICTURES=1 $(PY) -m pytest -q tests/monitoring -m monitoring -p no:cacheprovider -k pictures
 
 bench: $(VENV)/.installed ## benchmarks at 10, 100 and 1000 tenants (docs/performance.md; ~10 min)
 	$(PY) bench/run.py --sizes 10,100,1000

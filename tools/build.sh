@@ -1,26 +1,63 @@
 #!/usr/bin/env bash
-# Build the real etcd / kube-apiserver / kube-controller-manager binaries for
-# the e2e lane, and kube-scheduler / kueue for the scheduling lane, into
-# .cache/k8s/<K8S_VERSION>/ (see tools/README.md).
+# Build the real Go binaries of the test lanes (see tools/README.md):
+#   e2e lane:        etcd, kube-apiserver, kube-controller-manager -> .cache/k8s/<K8S_VERSION>/
+#   scheduling lane: the same plus kube-scheduler, kueue           -> .cache/k8s/<K8S_VERSION>/
+#   monitoring lane: promtool, prometheus                          -> .cache/prometheus/<PROMETHEUS_VERSION>/
 #
 # Idempotent: a binary is rebuilt only when it is missing or its inputs
-# (go.mod, go.sum, main.go, ldflags) changed; with everything present this
+# (go.mod, go.sum, main.go, tags, ldflags) changed; with everything present this
 # takes well under a second. Module and build caches live in .cache/go/.
 #
-# Usage: tools/build.sh [--print-dir] [binary...]
-#   --print-dir   print the output directory and exit
-#   binary        subset of: etcd kube-apiserver kube-controller-manager
-#                 kube-scheduler kueue (default: all five)
+# Usage: tools/build.sh [--print-dir [monitoring]] [binary|group...]
+#   --print-dir   print the output directory (of the monitoring binaries with `monitoring`) and exit
+#   binary        any of: etcd kube-apiserver kube-controller-manager kube-scheduler kueue promtool prometheus
+#   group         k8s (the default: the three e2e binaries), scheduling (kube-scheduler kueue),
+#                 monitoring (promtool prometheus), all
 set -euo pipefail
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/go-env.sh"
 
-if [ "${1:-}" = "--print-dir" ]; then echo "$K8S_BIN_DIR"; exit 0; fi
+if [ "${1:-}" = "--print-dir" ]; then
+  if [ "${2:-}" = "monitoring" ]; then echo "$PROM_BIN_DIR"; else echo "$K8S_BIN_DIR"; fi
+  exit 0
+fi
 
-all=(etcd kube-apiserver kube-controller-manager kube-scheduler kueue)
-targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
+k8s_bins=(etcd kube-apiserver kube-controller-manager)
+sched_bins=(kube-scheduler kueue)
+prom_bins=(promtool prometheus)
+all=("${k8s_bins[@]}" "${sched_bins[@]}" "${prom_bins[@]}")
+targets=()
+for arg in "${@:-k8s}"; do
+  case "$arg" in
+    k8s) targets+=("${k8s_bins[@]}") ;;
+    scheduling) targets+=("${sched_bins[@]}") ;;
+    monitoring) targets+=("${prom_bins[@]}") ;;
+    all) targets+=("${all[@]}") ;;
+    *) targets+=("$arg") ;;
+  esac
+done
+
+is_prom() { case "$1" in promtool|prometheus) return 0;; *) return 1;; esac; }
+out_dir_for() { if is_prom "$1"; then echo "$PROM_BIN_DIR"; else echo "$K8S_BIN_DIR"; fi; }
+module_dir_for() { if is_prom "$1"; then echo "$TOOLS_DIR/prometheus"; else echo "$TOOLS_DIR/$1"; fi; }
+package_for() {
+  if is_prom "$1"; then echo "github.com/prometheus/prometheus/cmd/$1"
+  elif [ "$1" = kueue ]; then echo "sigs.k8s.io/kueue/cmd/kueue"   # the go.mod `tool`: upstream's main, unchanged
+  else echo "."; fi
+}
+tags_for() { if is_prom "$1"; then echo "$PROMETHEUS_TAGS"; else echo ""; fi; }
 
 ldflags_for() {
   local name="$1" mod_info date
+  if is_prom "$name"; then
+    # The variables upstream's .promu.yml sets, so `--version` and /api/v1/status/buildinfo report
+    # the pinned release; BuildDate = the tag's time (reproducible).
+    mod_info="$GOMODCACHE/cache/download/github.com/prometheus/prometheus/@v/$PROMETHEUS_VERSION.info"
+    date="$(sed -n 's/.*"Time":"\([^"]*\)".*/\1/p' "$mod_info" 2>/dev/null || true)"
+    date="$(echo "${date:-1970-01-01T00:00:00Z}" | sed 's/^\(....\)-\(..\)-\(..\)T\(..:..:..\).*/\1\2\3-\4/')"
+    local v=github.com/prometheus/common/version
+    echo "-s -w -X $v.Version=$PROMETHEUS_RELEASE -X $v.Revision=github.com/prometheus/prometheus@$PROMETHEUS_VERSION -X $v.Branch=HEAD -X $v.BuildUser=gpu-tenancy -X $v.BuildDate=$date"
+    return
+  fi
   if [ "$name" = etcd ]; then
     echo "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=go.etcd.io/etcd/server/v3@$ETCD_VERSION"
     return
@@ -54,8 +91,14 @@ ldflags_for() {
 
 stamp_for() {  # hash of everything that determines the binary
   local name="$1"
+  if is_prom "$name"; then
+    { cat "$TOOLS_DIR/prometheus/go.mod" "$TOOLS_DIR/prometheus/go.sum"
+      echo "$name $PROMETHEUS_VERSION $PROMETHEUS_RELEASE $PROMETHEUS_TAGS prom-ldflags-v1"
+    } | sha256sum | cut -d' ' -f1
+    return
+  fi
   { cat "$TOOLS_DIR/$name/go.mod" "$TOOLS_DIR/$name/go.sum"
-    [ ! -f "$TOOLS_DIR/$name/main.go" ] || cat "$TOOLS_DIR/$name/main.go"
+    [ ! -f "$TOOLS_DIR/$name/main.go" ] || cat "$TOOLS_DIR/$name/main.go"   # kueue has none
     echo "$K8S_VERSION $ETCD_VERSION"
     case "$name" in
       etcd) ldflags_for etcd ;;
@@ -71,10 +114,10 @@ go_ok() {  # the wrapper go.mod files say "go 1.26.0"; GOTOOLCHAIN=local forbids
   [ "$(printf '%s\n' "1.26" "$v" | sort -V | head -1)" = "1.26" ]
 }
 
-mkdir -p "$K8S_BIN_DIR"
 for name in "${targets[@]}"; do
   case " ${all[*]} " in *" $name "*) ;; *) echo "build.sh: unknown binary '$name'" >&2; exit 2;; esac
-  out="$K8S_BIN_DIR/$name" stampf="$K8S_BIN_DIR/.$name.stamp"
+  dir="$(out_dir_for "$name")"; mkdir -p "$dir"
+  out="$dir/$name" stampf="$dir/.$name.stamp"
   want="$(stamp_for "$name")"
   if [ -x "$out" ] && [ "$(cat "$stampf" 2>/dev/null)" = "$want" ]; then
     continue
@@ -88,25 +131,22 @@ for name in "${targets[@]}"; do
     echo "build.sh: '$out' is missing and $(go version) is too old; Go >= 1.26 is required." >&2
     exit 1
   fi
-  case "$name" in
-    etcd) version="$ETCD_VERSION" pkg=. ;;
-    kueue) version="$KUEUE_VERSION" pkg=sigs.k8s.io/kueue/cmd/kueue ;;  # the go.mod `tool`: upstream's main
-    *) version="$K8S_VERSION" pkg=. ;;
-  esac
-  echo "build.sh: building $name ($version) ..."
+  case "$name" in etcd) ver="$ETCD_VERSION";; kueue) ver="$KUEUE_VERSION";; promtool|prometheus) ver="$PROMETHEUS_VERSION";; *) ver="$K8S_VERSION";; esac
+  echo "build.sh: building $name ($ver) ..."
   start=$SECONDS
-  # Make sure the module sources (and the .info used for buildDate) exist.
-  (cd "$TOOLS_DIR/$name" && go mod download)
-  (cd "$TOOLS_DIR/$name" && go build -ldflags "$(ldflags_for "$name")" -o "$out.tmp.$$" "$pkg")
+  mdir="$(module_dir_for "$name")"
+  # Make sure the module sources (and the .info used for the build date) exist.
+  (cd "$mdir" && go mod download)
+  (cd "$mdir" && go build -tags "$(tags_for "$name")" -ldflags "$(ldflags_for "$name")" -o "$out.tmp.$$" "$(package_for "$name")")
   mv -f "$out.tmp.$$" "$out"
   echo "$want" > "$stampf"
   echo "build.sh: built $name in $((SECONDS - start))s"
 done
 
-echo "build.sh: binaries in $K8S_BIN_DIR:"
-for name in "${all[@]}"; do
-  if [ -x "$K8S_BIN_DIR/$name" ]; then
-    printf '  %-26s %6s MiB\n' "$name" "$(( $(stat -c %s "$K8S_BIN_DIR/$name") / 1048576 ))"
+for name in "${targets[@]}"; do
+  dir="$(out_dir_for "$name")"
+  if [ -x "$dir/$name" ]; then
+    printf '  %-26s %6s MiB  %s\n' "$name" "$(( $(stat -c %s "$dir/$name") / 1048576 ))" "$dir"
   else
     printf '  %-26s %s\n' "$name" "(missing)"
   fi

@@ -23,3 +23,5 @@ export GOFLAGS="-buildvcs=false -trimpath"
 # Output directory; tests/e2e/conftest.py looks in the same place (and honours
 # the same GPU_TENANCY_K8S_BIN_DIR override).
 export K8S_BIN_DIR="${GPU_TENANCY_K8S_BIN_DIR:-$CACHE_DIR/k8s/$K8S_VERSION}"
+# promtool and prometheus (monitoring lane; tests/monitoring looks in the same place).
+export PROM_BIN_DIR="${GPU_TENANCY_PROM_BIN_DIR:-$CACHE_DIR/prometheus/$PROMETHEUS_VERSION}"

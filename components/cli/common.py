@@ -22,11 +22,14 @@ def stacks(root: Path, wanted: Sequence[str] | None) -> list[str]:
     return list(wanted) if wanted else stack_names(root)
 
 
-def report(problems, stream=None) -> None:
-    """Print each problem on its own line, in file/line order, to stderr (or `stream`).
+def report(problems, stream=None, first_files=()) -> None:
+    """Print each problem on its own line, in file/line order, to stderr (or `stream`); problems in
+    `first_files` (the files a change edited) come first, so that a clash between two files shows
+    on the edited one before the other.
 
     >>> report([])
     """
     stream = stream or sys.stderr
-    for problem in sorted_problems(problems):
+    first = set(first_files)
+    for problem in sorted(sorted_problems(problems), key=lambda p: p.file not in first):
         print(problem, file=stream)

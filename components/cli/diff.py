@@ -28,6 +28,7 @@ from ..model.load import (
     validate_tenant,
 )
 from ..model.problems import InvalidInput, errors_only, sorted_problems
+from ..model.queue_checks import expand_queue_limits
 from . import common
 
 DEFAULT_UPSTREAM = "origin/main"
@@ -158,6 +159,8 @@ def load_lenient(root: Path, env: str) -> Side:
             tenants.append(LoadedTenant(validate_tenant(doc, env), for_environment(doc, env)))
         except InvalidInput:
             continue
+    for loaded in tenants:
+        expand_queue_limits(loaded.spec, platform)
     ordered = sorted(tenants, key=lambda t: t.name)
     wanted = None if platform.tenants == "all" else set(platform.tenants)
     enabled = [t for t in ordered if wanted is None or t.name in wanted]
@@ -165,6 +168,22 @@ def load_lenient(root: Path, env: str) -> Side:
     shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
     return Side(Environment(env, platform, platform_doc, enabled, disabled),
                 [f"the base is invalid ({len(problems)} error(s)); diffed as far as it loads: {shown}"])
+
+
+def edited_files(root: Path, base_root: Path) -> list[str]:
+    """Project files (as problems name them, e.g. `tenants/a.yaml`) added or changed since the base.
+
+    >>> edited_files(Path("."), Path("/tmp/base"))   # doctest: +SKIP
+    ['tenants/vision.yaml']
+    """
+    edited = []
+    for part in PROJECT_DIRS:
+        for path in sorted((root / part).rglob("*")) if (root / part).is_dir() else []:
+            relative = path.relative_to(root)
+            before = base_root / relative
+            if path.is_file() and (not before.is_file() or before.read_bytes() != path.read_bytes()):
+                edited.append(relative.as_posix())
+    return edited
 
 
 def diff_document(root: Path, base: dict[str, str], stacks: list[str] | None, base_root: Path) -> dict:
@@ -193,7 +212,7 @@ def diff_document(root: Path, base: dict[str, str], stacks: list[str] | None, ba
         except InvalidInput as err:
             problems.extend(err.problems)
     if errors_only(problems):
-        raise InvalidInput(problems)
+        raise InvalidInput(problems, first_files=edited_files(root, base_root))
     for environment in heads.values():
         if environment is not None:
             common.report(environment.warnings)

@@ -63,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with fewer_gc_passes():  # commands build many long-lived objects (docs/performance.md)
             return COMMANDS[args.command].run(args)
     except InvalidInput as err:
-        report(err.problems)
+        report(err.problems, first_files=err.first_files)
         return EXIT_INVALID
     except KeyboardInterrupt:
         return 130

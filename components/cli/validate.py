@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..model.problems import InvalidInput
+from ..model.problems import InvalidInput, sorted_problems
 from .common import EXIT_INVALID, EXIT_OK, report, stacks
 
 
@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
         summaries.append(f"{env}: {len(environment.tenants)} tenant(s) ok")
     report(problems)
     if any(p.severity == "error" for p in problems) or (args.strict and problems):
-        errors = sum(1 for p in set(problems) if p.severity == "error" or args.strict)
+        errors = sum(1 for p in sorted_problems(problems) if p.severity == "error" or args.strict)
         print(f"tenants validate: {errors} error(s)", file=sys.stderr)
         return EXIT_INVALID
     print("; ".join(summaries))

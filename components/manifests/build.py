@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..model.load import Environment
 from ..model.tenant import Tenant
-from . import gpu_platform, queues, tenant_core, vcluster
+from . import gpu_platform, monitoring_dashboards, monitoring_rules, queues, tenant_core, vcluster
 from .meta import KubeObject, sort_objects
 
 PLATFORM = "_platform"
@@ -28,14 +28,21 @@ def tenant_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]
 
 
 def platform_objects(environment: Environment) -> list[KubeObject]:
-    """Cluster-wide objects: PriorityClasses, node labels, MIG/time-slicing configs, policies, shared RBAC."""
+    """Cluster-wide objects: PriorityClasses, node labels, MIG/time-slicing configs, policies, shared RBAC, monitoring."""
     return sort_objects(
         [
             *tenant_core.platform_core_objects(environment),
             *gpu_platform.platform_gpu_objects(environment),
             *queues.platform_queue_objects(environment),
+            *monitoring_objects(environment),
         ]
     )
+
+
+def monitoring_objects(environment: Environment) -> list[KubeObject]:
+    """The PrometheusRule and the Grafana dashboard ConfigMaps ([] unless the stack has `monitoring:`)."""
+    rule = monitoring_rules.prometheus_rule(environment)
+    return ([rule] if rule else []) + monitoring_dashboards.dashboard_config_maps(environment)
 
 
 def helm_releases(tenant: Tenant, environment: Environment) -> list[dict]:

@@ -19,7 +19,8 @@ quota across namespaces. Copying the tenant's quota into every namespace would l
 N namespaces declare N times its budget, and the capacity check (which counts each tenant once)
 would be wrong. So the budgets that the capacity check sums, compute (cpu, memory,
 ephemeral-storage) and GPUs, are split: `namespaceQuotas` carves parts out for extra namespaces
-(e.g. a canary namespace with 8 CPUs and 1 GPU) and the tenant's own namespace keeps the rest.
+(e.g. a canary namespace with 8 CPUs and 1 GPU) and the tenant's own namespace keeps the rest
+(during a rename, the old namespace kept under `namespaces` keeps it: `budget_home`).
 An extra namespace without an entry gets the same keys at "0": it holds data and configuration
 (PVCs, Secrets, ConfigMaps, Services) and, while the tenant has a cpu or memory quota, admits no
 pods, because the LimitRange gives every container requests that a zero quota refuses. Storage and
@@ -54,7 +55,7 @@ from __future__ import annotations
 
 from ..model import capacity as cap
 from ..model import mig
-from ..model.budget import compute_hard, namespace_slices, split_budget  # noqa: F401  (part of this module's API)
+from ..model.budget import budget_home, compute_hard, namespace_slices, split_budget  # noqa: F401  (part of this module's API)
 from ..model.quantity import Quantity
 from ..model.load import Environment
 from ..model.stack import Platform, PriorityClassSpec
@@ -258,9 +259,10 @@ def resource_quotas(tenant: Tenant, environment: Environment) -> list[KubeObject
     budgets = {**compute_hard(tenant), **gpu_hard(tenant, platform, gpu_ceiling_by_resource(tenant, environment))}
     slices = namespace_slices(tenant, platform)
     guard_rails = {**storage_hard(tenant, platform), **object_count_hard(tenant, platform)}
+    home = budget_home(tenant)
     objects = []
     for namespace in tenant.all_namespaces:
-        primary = namespace == tenant.name
+        primary = namespace == home
         if primary:
             budget = split_budget(budgets, slices)
         else:

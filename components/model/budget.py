@@ -55,6 +55,25 @@ def namespace_slices(tenant: Tenant, platform: Platform) -> dict[str, dict[str, 
     return slices
 
 
+def budget_home(tenant: Tenant) -> str:
+    """The namespace that keeps what the `namespaceQuotas` slices leave: the tenant's own namespace,
+    except during a rename.
+
+    A renamed tenant (`previousNames`) that keeps its old namespace under `namespaces` still runs its
+    workloads there: that namespace keeps the budget (the new one gets none) until the team moves,
+    by giving the old namespace an explicit `namespaceQuotas` slice (the new namespace then keeps
+    the rest) or by dropping it from `namespaces` (docs/renaming.md).
+
+    >>> budget_home(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="b",
+    ...     displayName="B", costCenter="cc-1", previousNames=["a"], namespaces=["a"]))
+    'a'
+    """
+    for previous in tenant.previous_names:
+        if previous in tenant.namespaces and previous not in tenant.namespace_quotas:
+            return previous
+    return tenant.name
+
+
 def split_budget(total: dict[str, str], slices: dict[str, dict[str, str]]) -> dict[str, str]:
     """What the tenant's own namespace keeps: the total minus every slice (exact arithmetic).
 

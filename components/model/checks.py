@@ -16,7 +16,7 @@ from .problems import Problem
 from .quantity import Quantity
 from .stack import CONFIG_KEY, Platform
 from .tenant import LimitRangeSpec, ResourceValues, Tenant
-from .yaml_source import SourceDocument
+from .yaml_source import SourceDocument, yaml_text
 
 _STRICTNESS = {"privileged": 0, "baseline": 1, "restricted": 2}
 _RESERVED_PREFIXES = ("kube-", "openshift-")
@@ -28,6 +28,23 @@ def _hint(value: str, known: Iterable[str]) -> str:
     close = difflib.get_close_matches(value, known, n=1, cutoff=0.6)
     listing = ", ".join(known) if known else "none defined"
     return f"; did you mean '{close[0]}'?" if close else f" (known: {listing})"
+
+
+def _tenant_hint(value: str, known: Iterable[str]) -> str:
+    """Like `_hint` for tenant names, stricter: teams often share a prefix or a word (llm-eval and
+    eval are two teams), so only a near-identical name is suggested.
+
+    >>> _tenant_hint("llm-eval", ["eval", "inference"]), _tenant_hint("inferense", ["eval", "inference"])
+    (' (no tenant file has a close name; tenant files define: eval, inference)', "; did you mean 'inference'?")
+    """
+    known = sorted(known)
+    if not known:
+        return " (known: none defined)"
+    close = difflib.get_close_matches(value, known, n=1, cutoff=0.8)
+    if close:
+        return f"; did you mean '{close[0]}'?"
+    listing = f"; tenant files define: {', '.join(known)}" if 0 < len(known) <= 12 else ""
+    return f" (no tenant file has a close name{listing})"
 
 
 def _platform_path(*parts) -> tuple:
@@ -63,7 +80,7 @@ def check_platform(platform: Platform, doc: SourceDocument) -> list[Problem]:
             elif group.devices != "all":
                 overlap = seen & set(group.devices)
                 if overlap:
-                    problems.append(doc.problem(_platform_path("migLayouts", name, index, "devices"), f"GPU index(es) {sorted(overlap)} appear in two groups"))
+                    problems.append(doc.problem(_platform_path("migLayouts", name, index, "devices"), f"GPU index(es) {yaml_text(sorted(overlap))} appear in two groups"))
                 seen |= set(group.devices)
     if sum(1 for pc in platform.priority_classes.values() if pc.global_default) > 1:
         problems.append(doc.problem(_platform_path("priorityClasses"), "at most one PriorityClass may be globalDefault"))
@@ -114,11 +131,11 @@ def _check_pool_layout(platform: Platform, doc: SourceDocument, pool_name: str) 
             if group.devices != "all":
                 beyond = [d for d in group.devices if d >= pool.gpus_per_node]
                 if beyond:
-                    problems.append(doc.problem(_platform_path("migLayouts", pool.mig_layout, index, "devices"), f"GPU index(es) {beyond} do not exist on pool '{pool_name}' ({pool.gpus_per_node} GPUs per node)"))
+                    problems.append(doc.problem(_platform_path("migLayouts", pool.mig_layout, index, "devices"), f"GPU index(es) {yaml_text(beyond)} do not exist on pool '{pool_name}' ({pool.gpus_per_node} GPUs per node)"))
         if gpu_class.mig and gpu_class.mig.strategy == "single":
             profiles = {p for g in groups for p in g.profiles}
             if len(profiles) > 1:
-                problems.append(doc.problem(where, f"the single MIG strategy needs one profile on every GPU; layout '{pool.mig_layout}' mixes {sorted(profiles)} (use strategy: mixed)"))
+                problems.append(doc.problem(where, f"the single MIG strategy needs one profile on every GPU; layout '{pool.mig_layout}' mixes {yaml_text(sorted(profiles))} (use strategy: mixed)"))
         return problems
     if mig.expand_named_layout(pool.mig_layout, gpu_class.model) is None:
         return [doc.problem(where, f"unknown MIG layout '{pool.mig_layout}': define it under migLayouts or use all-<profile> with a profile of {gpu_class.model} ({', '.join(mig.geometry()[gpu_class.model].profiles)})")]
@@ -174,7 +191,7 @@ def check_tenant(tenant: Tenant, doc: SourceDocument, platform: Platform) -> lis
     allowed = cap.allowed_classes(tenant, platform)
     quota = tenant.quota.gpu
     if isinstance(quota, int) and quota > 0 and len(allowed) != 1:
-        add(("quota", "gpu"), f"a plain GPU count needs exactly one allowed GPU class (allowed: {allowed or 'none'}); write it per class, e.g. gpu: {{{(allowed or ['h100'])[0]}: {quota}}}")
+        add(("quota", "gpu"), f"a plain GPU count needs exactly one allowed GPU class (allowed: {yaml_text(allowed) if allowed else 'none'}); write it per class, e.g. gpu: {{{(allowed or ['h100'])[0]}: {quota}}}")
     if isinstance(quota, dict):
         for name, count in quota.items():
             if name not in platform.gpu_classes:
@@ -196,7 +213,7 @@ def check_tenant(tenant: Tenant, doc: SourceDocument, platform: Platform) -> lis
                 offered = sorted(providers)
                 add(("quota", "mig", profile), f"no node pool provides MIG profile {profile} (offered: {', '.join(offered) or 'none'})")
             elif count and not classes & set(allowed):
-                add(("quota", "mig", profile), f"MIG profile {profile} is provided by GPU class(es) {sorted(classes)}, which the tenant may not use; add one to gpu.classes")
+                add(("quota", "mig", profile), f"MIG profile {profile} is provided by GPU class(es) {yaml_text(sorted(classes))}, which the tenant may not use; add one to gpu.classes")
 
     problems.extend(_namespace_quota_problems(tenant, doc, platform))
 
@@ -292,44 +309,85 @@ def check_fleet(environment, all_tenants) -> list[Problem]:
     platform: Platform = environment.platform
     doc: SourceDocument = environment.platform_doc
     problems: list[Problem] = []
+    # Clashes between files are reported on every file involved: the one a pull request edited may
+    # sort either way (`tenants diff` prints the edited files' problems first).
+    by_file = sorted(all_tenants, key=lambda t: t.doc.file)
     names: dict[str, object] = {}
-    for loaded in sorted(all_tenants, key=lambda t: t.doc.file):
-        if loaded.name in names:
-            first = names[loaded.name]
-            problems.append(loaded.doc.problem(("name",), f"tenant '{loaded.name}' is also defined in {first.doc.file}; tenant names must be unique"))
+    for loaded in by_file:
         names.setdefault(loaded.name, loaded)
-    namespace_owner: dict[str, object] = {}
-    for loaded in sorted(all_tenants, key=lambda t: t.doc.file):
+    for loaded in by_file:
+        others = [o for o in by_file if o.name == loaded.name and o is not loaded]
+        if others:
+            problems.append(loaded.doc.problem(("name",), f"tenant '{loaded.name}' is also defined in {', '.join(o.doc.file for o in others)}; tenant names must be unique"))
+    claims: dict[str, list[tuple[object, tuple]]] = {}
+    for loaded in by_file:
+        claims.setdefault(loaded.name, []).append((loaded, ("name",)))
         for index, namespace in enumerate(loaded.spec.namespaces):
-            owner = namespace_owner.get(namespace)
-            if owner is not None and owner is not loaded:
-                problems.append(loaded.doc.problem(("namespaces", index), f"namespace '{namespace}' already belongs to tenant '{owner.name}' ({owner.doc.file})"))
-            elif namespace in names and names[namespace] is not loaded:
-                problems.append(loaded.doc.problem(("namespaces", index), f"namespace '{namespace}' is the namespace of tenant '{namespace}'"))
-        namespace_owner.setdefault(loaded.name, loaded)
-        for namespace in loaded.spec.namespaces:
-            namespace_owner.setdefault(namespace, loaded)
+            claims.setdefault(namespace, []).append((loaded, ("namespaces", index)))
+    for namespace, claimants in claims.items():
+        if len({loaded.name for loaded, _ in claimants}) < 2:
+            continue  # one tenant (or one name defined twice, reported above)
+        owner = next((loaded for loaded, path in claimants if path == ("name",)), None)
+        for loaded, path in claimants:
+            others = ", ".join(f"'{o.name}' ({o.doc.file})" for o, _ in claimants if o.name != loaded.name)
+            if owner is not None and owner.name != loaded.name:
+                message = f"namespace '{namespace}' already belongs to tenant '{owner.name}' ({owner.doc.file}): it is that tenant's own namespace"
+            elif path == ("name",):
+                message = f"this tenant's own namespace '{namespace}' is also claimed by tenant {others} under namespaces; a namespace has one tenant"
+            else:
+                message = f"namespace '{namespace}' is also claimed by tenant {others}; a namespace has one tenant"
+            problems.append(loaded.doc.problem(path, message))
+    for loaded in by_file:
         for previous in loaded.spec.previous_names:
             other = names.get(previous)
             if other is not None and other is not loaded:
                 problems.append(loaded.doc.problem(("previousNames",), f"previous name '{previous}' is the current name of tenant in {other.doc.file}"))
+                problems.append(other.doc.problem(("name",), f"tenant '{loaded.name}' ({loaded.doc.file}) lists '{previous}' under previousNames, but it is this tenant's name"))
 
     enabled = environment.tenants
     known = {t.name for t in all_tenants}
     if platform.tenants != "all":
+        renamed = {previous: t for t in all_tenants for previous in t.spec.previous_names}
         for index, name in enumerate(platform.tenants):
-            if name not in known:
-                problems.append(doc.problem(_platform_path("tenants", index), f"no tenant file defines '{name}'{_hint(name, known)}"))
-    pool_owner: dict[str, object] = {}
+            if name in renamed and name not in known:
+                now = renamed[name]
+                problems.append(doc.problem(_platform_path("tenants", index), f"'{name}' is a previous name of tenant '{now.name}' ({now.doc.file}); list '{now.name}' instead"))
+            elif name not in known:
+                problems.append(doc.problem(_platform_path("tenants", index), f"no tenant file defines '{name}'{_tenant_hint(name, known)}"))
+        for name in environment.disabled_tenants:
+            loaded = names.get(name)
+            if loaded is not None and loaded.spec.lifecycle != "decommissioned":
+                problems.append(doc.problem(_platform_path("tenants"), (
+                    f"tenant '{name}' ({loaded.doc.file}) is not deployed in stack {environment.name}: this list names "
+                    f"the tenants the stack deploys; add '{name}' to it to deploy the tenant there"
+                ), severity="warning"))
+    renamed_to = {previous: t for t in all_tenants for previous in t.spec.previous_names}
+    deployed = {t.name for t in enabled}
+    dedicating: dict[str, list[tuple[object, int]]] = {}
     for loaded in enabled:
         for index, pool in enumerate(loaded.spec.gpu.dedicated_pools):
-            owner = pool_owner.get(pool)
-            if owner is not None:
-                problems.append(loaded.doc.problem(("gpu", "dedicatedPools", index), f"node pool '{pool}' is already dedicated to tenant '{owner.name}' ({owner.doc.file}); a dedicated pool has one tenant"))
-            pool_owner.setdefault(pool, loaded)
+            dedicating.setdefault(pool, []).append((loaded, index))
+    for pool, claims in dedicating.items():
+        for loaded, index in claims if len({id(c[0]) for c in claims}) > 1 else []:
+            others = ", ".join(f"'{o.name}' ({o.doc.file})" for o, _ in claims if o is not loaded)
+            problems.append(loaded.doc.problem(("gpu", "dedicatedPools", index), f"node pool '{pool}' is already dedicated to tenant {others}; a dedicated pool has one tenant"))
+    for loaded in enabled:
         for index, name in enumerate(loaded.spec.network.ingress_from.tenants):
-            if name not in known:
-                problems.append(loaded.doc.problem(("network", "ingressFrom", "tenants", index), f"unknown tenant '{name}'{_hint(name, known)}"))
+            where = ("network", "ingressFrom", "tenants", index)
+            source = names.get(name)
+            if source is None and name in renamed_to:
+                problems.append(loaded.doc.problem(where, f"'{name}' is a previous name of tenant '{renamed_to[name].name}' ({renamed_to[name].doc.file}); grant '{renamed_to[name].name}' instead"))
+            elif source is None:
+                problems.append(loaded.doc.problem(where, f"unknown tenant '{name}'{_tenant_hint(name, known)}"))
+            elif name not in deployed:
+                problems.append(loaded.doc.problem(where, (
+                    f"tenant '{name}' is not deployed in stack {environment.name} (the stack's `tenants` list leaves it out), "
+                    f"so this grant lets nothing in there; remove it or deploy '{name}'"
+                ), severity="warning"))
+            elif source.spec.lifecycle == "decommissioned":
+                problems.append(loaded.doc.problem(where, (
+                    f"tenant '{name}' is decommissioned: its namespaces are about to be deleted; remove the grant"
+                ), severity="warning"))
     problems.extend(_capacity_problems(environment))
     return problems
 

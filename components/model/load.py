@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from .model_errors import model_problems
 from .problems import InvalidInput, Problem, errors_only
+from .queue_checks import expand_queue_limits
 from .stack import CONFIG_KEY, Platform
 from .tenant import Tenant
 from .yaml_source import SourceDocument, parse_yaml, read_text
@@ -125,16 +126,29 @@ def read_tenant_documents(root: Path) -> tuple[list[SourceDocument], list[Proble
 
 
 def _deep_merge(base: Any, override: Any) -> Any:
+    """`override` over `base`: maps merge key by key, a `null` in the override removes the key, the
+    rest (lists, scalars) replaces."""
     if isinstance(base, dict) and isinstance(override, dict):
         merged = dict(base)
         for key, value in override.items():
-            merged[key] = _deep_merge(base.get(key), value) if key in base else value
+            if value is None:
+                merged.pop(key, None)
+            else:
+                merged[key] = _deep_merge(base.get(key), value) if key in base else _without_nulls(value)
         return merged
-    return copy.deepcopy(override)
+    return _without_nulls(override)
+
+
+def _without_nulls(value: Any) -> Any:
+    """A copy of an override value that had nothing to merge into: `null` removes nothing there."""
+    if isinstance(value, dict):
+        return {key: _without_nulls(item) for key, item in value.items() if item is not None}
+    return copy.deepcopy(value)
 
 
 def for_environment(doc: SourceDocument, env: str | None) -> SourceDocument:
-    """The tenant document with `environments.<env>` merged over the base (maps merge, lists replace)."""
+    """The tenant document with `environments.<env>` merged over the base (maps merge, lists replace,
+    `null` removes a key); its problems name the stack."""
     data = doc.data
     if not isinstance(data, dict):
         return doc
@@ -151,7 +165,7 @@ def for_environment(doc: SourceDocument, env: str | None) -> SourceDocument:
         if path[:2] == prefix and len(path) > 2:
             positions[path[2:]] = position
             origins[path[2:]] = path
-    return SourceDocument(doc.file, merged, positions, origins)
+    return SourceDocument(doc.file, merged, positions, origins, stack=env)
 
 
 def validate_tenant(doc: SourceDocument, env: str | None = None) -> Tenant:
@@ -303,6 +317,8 @@ def environment_from_documents(
         tenants.append(LoadedTenant(spec, merged))
     if platform is None or errors_only(problems):
         raise InvalidInput(problems)
+    for loaded in tenants:
+        expand_queue_limits(loaded.spec, platform)
     enabled, disabled = _enabled(platform, tenants)
     environment = Environment(env, platform, platform_doc, enabled, disabled)
     problems.extend(check_environment(environment, all_tenants=tenants, known_envs=known_envs))

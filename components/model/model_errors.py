@@ -6,12 +6,13 @@ import difflib
 import re
 import typing
 import unicodedata
+from decimal import Decimal
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from .problems import Problem
-from .yaml_source import SourceDocument, dotted
+from .yaml_source import SourceDocument, dotted, yaml_kind, yaml_text
 
 
 def _data_path(data: Any, loc: tuple) -> tuple:
@@ -67,7 +68,7 @@ def _message(error: dict, root_model: type[BaseModel], path: tuple) -> str:
     kind = error["type"]
     ctx = error.get("ctx") or {}
     got = error.get("input")
-    shown = repr(got) if isinstance(got, str) else got
+    shown = yaml_text(got)
     if kind == "extra_forbidden":
         parent = _model_at(root_model, path[:-1])
         known = field_names(parent) if parent else []
@@ -98,11 +99,16 @@ def _message(error: dict, root_model: type[BaseModel], path: tuple) -> str:
             return f"must be a whole number (got {shown}); write just {number[1]}"
         return f"must be a whole number (got {shown})"
     if kind in ("string_type",):
+        if isinstance(got, bool):
+            return (f"must be a string (got {shown}: YAML reads unquoted yes/no, on/off and true/false as "
+                    f"booleans); quote it, e.g. \"{'yes' if got else 'no'}\"")
+        if isinstance(got, (int, float, Decimal)):
+            return f"must be a string (got the number {shown}); quote it: \"{shown}\""
         return f"must be a string (got {shown})"
     if kind in ("dict_type", "model_type", "model_attributes_type"):
-        return f"must be a mapping of fields (got {type(got).__name__}: {shown})"
+        return f"must be a mapping of fields (got {yaml_kind(got)}: {shown})" if got is not None else "must be a mapping of fields (got null)"
     if kind == "list_type":
-        return f"must be a list (got {type(got).__name__})"
+        return f"must be a list (got {yaml_kind(got)}: {shown})" if got is not None else "must be a list (got null)"
     if kind in ("bool_type", "bool_parsing"):
         return f"must be true or false (got {shown})"
     if kind == "quantity":
@@ -186,7 +192,7 @@ def _collapse_union_noise(problems: list[Problem]) -> list[Problem]:
         if len(group) > 1:
             messages = "; or ".join(dict.fromkeys(p.message for p in group))
             first = group[0]
-            result.append(Problem(first.file, first.line, first.column, first.field, messages, first.severity))
+            result.append(Problem(first.file, first.line, first.column, first.field, messages, first.severity, first.stack))
         else:
             result.extend(group)
     return result

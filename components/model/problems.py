@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Literal
 
 Severity = Literal["error", "warning"]
@@ -14,6 +14,8 @@ class Problem:
 
     >>> str(Problem("tenants/a.yaml", 12, 7, "quota.gpu", "must be >= 0 (got -1)"))
     'tenants/a.yaml:12:7: quota.gpu: must be >= 0 (got -1)'
+    >>> str(Problem("tenants/a.yaml", 12, 7, "quota.gpu", "must be >= 0 (got -1)", stack="dev"))
+    'tenants/a.yaml:12:7: quota.gpu: must be >= 0 (got -1) (stack dev)'
     """
 
     file: str
@@ -22,6 +24,9 @@ class Problem:
     field: str = ""
     message: str = ""
     severity: Severity = "error"
+    # The stack whose `environments.<stack>` override was merged into the document, if any: the
+    # problem may hold only there, so the message names it.
+    stack: str = ""
 
     def __str__(self) -> str:
         where = self.file
@@ -29,7 +34,8 @@ class Problem:
             where += f":{self.line}:{self.column or 1}"
         prefix = "warning: " if self.severity == "warning" else ""
         subject = f"{self.field}: " if self.field else ""
-        return f"{where}: {prefix}{subject}{self.message}"
+        suffix = f" ({'stacks' if ', ' in self.stack else 'stack'} {self.stack})" if self.stack else ""
+        return f"{where}: {prefix}{subject}{self.message}{suffix}"
 
 
 @dataclass
@@ -37,6 +43,8 @@ class InvalidInput(Exception):
     """Raised when input files have errors; holds every problem found, not just the first."""
 
     problems: list[Problem] = field(default_factory=list)
+    # Files to report first (those a change edited: `tenants diff` knows them from its base).
+    first_files: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         super().__init__(self.summary())
@@ -50,8 +58,18 @@ class InvalidInput(Exception):
 
 
 def sorted_problems(problems: Iterable[Problem]) -> list[Problem]:
-    """Problems in file/line order, each reported once."""
-    return sorted(set(problems), key=lambda p: (p.file, p.line, p.column, p.field, p.message))
+    """Problems in file/line order, each reported once: the same problem found in several stacks
+    names them all, and none when it was also found without an override (it is the base file's).
+
+    >>> p = Problem("t.yaml", 3, 1, "quota", "bad")
+    >>> [str(x) for x in sorted_problems([replace(p, stack="prod"), replace(p, stack="dev")])]
+    ['t.yaml:3:1: quota: bad (stacks dev, prod)']
+    """
+    stacks: dict[Problem, set[str]] = {}
+    for problem in problems:
+        stacks.setdefault(replace(problem, stack=""), set()).add(problem.stack)
+    merged = [replace(p, stack="" if "" in found else ", ".join(sorted(found))) for p, found in stacks.items()]
+    return sorted(merged, key=lambda p: (p.file, p.line, p.column, p.field, p.message))
 
 
 def errors_only(problems: Iterable[Problem]) -> list[Problem]:

@@ -89,6 +89,31 @@ def dedicated_only_classes(tenant: Tenant, platform: Platform) -> set[str]:
     return dedicated - set(tenant.gpu.classes)
 
 
+def expand_queue_limits(tenant: Tenant, platform: Platform) -> None:
+    """Turn a plain-number `borrowingLimit` / `lendingLimit` into the same number per GPU class the
+    tenant has quota for (whole-GPU classes; MIG slices take no per-class limit), so that checks
+    and builders only ever see maps.
+
+    >>> from components.model.stack import Platform
+    >>> p = Platform.model_validate({"labelDomain": "x.dev", "gpuClasses": {c: {
+    ...     "model": "A100-80GB", "product": "NVIDIA-A100-SXM4-80GB", "memory": "80Gi"} for c in ("a100", "b")}})
+    >>> t = Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha1", "kind": "Tenant", "name": "a",
+    ...     "displayName": "A", "costCenter": "cc-1", "gpu": {"classes": ["a100", "b"]}, "quota": {"gpu": {"a100": 8, "b": 2}},
+    ...     "queue": {"borrowingLimit": 4}})
+    >>> expand_queue_limits(t, p); t.queue.borrowing_limit
+    {'a100': 4, 'b': 4}
+    """
+    classes = [
+        name for name in cap.gpu_quota_by_class(tenant, platform)
+        if name in platform.gpu_classes and not cap.is_mig_mixed(platform.gpu_classes[name])
+    ]
+    dedicated = dedicated_only_classes(tenant, platform)
+    if isinstance(tenant.queue.borrowing_limit, int):
+        tenant.queue.borrowing_limit = {name: tenant.queue.borrowing_limit for name in classes if name not in dedicated}
+    if isinstance(tenant.queue.lending_limit, int):
+        tenant.queue.lending_limit = {name: tenant.queue.lending_limit for name in classes}
+
+
 def _queue_group(tenant: Tenant, platform: Platform) -> str | None:
     """Whom the tenant's queue borrows from: its Kueue cohort, or its KAI department (always one)."""
     if platform.scheduler == "kueue":
@@ -299,13 +324,50 @@ def check_queues(environment) -> list[Problem]:
             problems.append(doc.problem(_platform_path("queues", "kueue", "preemption", "borrowWithinCohort"), "borrowWithinCohort needs reclaimWithinCohort other than Never (Kueue rejects the ClusterQueue otherwise)"))
         if KUEUE_CPU_FLAVOR in platform.node_pools:
             problems.append(doc.problem(_platform_path("nodePools", KUEUE_CPU_FLAVOR), f"'{KUEUE_CPU_FLAVOR}' is the name of the Kueue ResourceFlavor for cpu and memory (GPU flavors are named after their node pools); rename the node pool"))
-        problems.extend(_borrowing_problems(active, environment))
+    lookalikes = _lookalike_cohorts(active, platform)
+    if platform.scheduler == "kueue":
+        problems.extend(_borrowing_problems(active, environment, lookalikes))
     if platform.scheduler == "kai":
         problems.extend(_kai_problems(active, platform, doc))
+    erred = {(p.file, p.stack) for p in problems if p.field.endswith("queue.cohort") and p.severity == "error"}
+    typos = {cohort for loaded, cohort, _, _ in lookalikes if (loaded.doc.file, loaded.doc.stack or "") in erred}
+    for loaded, cohort, meant, members in lookalikes:
+        if cohort in typos or meant in typos:
+            continue  # already an error on the typo, which names this tenant's cohort as meant
+        word = "department" if platform.scheduler == "kai" else "cohort"
+        problems.append(loaded.doc.problem(("queue", "cohort"), (
+            f"{word} '{cohort}' has no other member, while '{meant}' has {', '.join(members) or 'the stack settings'}; "
+            f"did you mean '{meant}'?"
+        ), severity="warning"))
     return problems
 
 
-def _borrowing_problems(active, environment) -> list[Problem]:
+def _lookalike_cohorts(active, platform: Platform) -> list[tuple]:
+    """Tenants alone in a cohort (KAI department) whose name is close to another cohort's (or one
+    the stack declares): most likely a typo, which otherwise shows only as the others' borrowing
+    errors.
+    Returns (tenant, its cohort, the close cohort, that cohort's members) tuples."""
+    if platform.scheduler == "none":
+        return []
+    of = (lambda t: kai_department_of(t, platform)) if platform.scheduler == "kai" else (lambda t: cohort_of(t, platform))
+    members: dict[str, list] = {}
+    for loaded in active:
+        cohort = of(loaded.spec)
+        if cohort is not None:
+            members.setdefault(cohort, []).append(loaded)
+    declared = {platform.queues.default_cohort, *platform.queues.kai.departments} - {None}
+    shared = sorted(set(members) | declared)
+    result = []
+    for cohort, alone in sorted(members.items()):
+        if len(alone) != 1 or cohort in declared or alone[0].spec.queue.cohort is None:
+            continue
+        close = difflib.get_close_matches(cohort, [c for c in shared if c != cohort], n=1, cutoff=0.8)
+        if close:
+            result.append((alone[0], cohort, close[0], sorted(m.name for m in members.get(close[0], []))))
+    return result
+
+
+def _borrowing_problems(active, environment, lookalikes: list[tuple]) -> list[Problem]:
     platform = environment.platform
     problems = []
     for loaded in active:
@@ -321,7 +383,14 @@ def _borrowing_problems(active, environment) -> list[Problem]:
             total = sum(held.values())
             if limit > total:
                 detail = ", ".join(f"{t}: {c}" for t, c in sorted(held.items()) if c) or "no other member lends any"
-                problems.append(loaded.doc.problem(("queue", "borrowingLimit", name), f"borrowing limit {limit} is above what the rest of cohort '{cohort}' can lend of GPU class '{name}' on the pools this tenant may use ({total}; {detail}); lower it or add lenders to the cohort"))
+                typos = [(t, c) for t, c, meant, _ in lookalikes if meant == cohort]
+                hint = "".join(f"; tenant '{t.name}' ({t.doc.file}) is in cohort '{c}': a typo of '{cohort}'?" for t, c in typos)
+                problems.append(loaded.doc.problem(("queue", "borrowingLimit", name), f"borrowing limit {limit} is above what the rest of cohort '{cohort}' can lend of GPU class '{name}' on the pools this tenant may use ({total}; {detail}); lower it or add lenders to the cohort{hint}"))
+                for typo, typed in typos:  # the file that most likely needs the fix hears of it too
+                    problems.append(typo.doc.problem(("queue", "cohort"), (
+                        f"cohort '{typed}' looks like a typo of '{cohort}': tenant '{loaded.name}' ({loaded.doc.file}) borrows "
+                        f"up to {limit} GPUs of class '{name}' in '{cohort}', more than its members can lend ({total})"
+                    )))
     return problems
 
 

@@ -117,9 +117,12 @@ environments:
 
 Maps merge key by key: in dev the tenant above keeps `objects: {{pods: 300, services: 50}}`, which the
 override does not mention. Lists replace: an override's list is the whole list in that environment.
-Errors inside an override are reported with their full path and line, e.g.
+`null` removes a key the base file sets: with `quota: {{gpu: {{h100: 8}}}}` in the base,
+`environments: {{dev: {{quota: {{gpu: {{l4: 2, h100: null}}}}}}}}` gives dev `{{l4: 2}}` only.
+Problems of a tenant in an environment with an override name the stack, at the line that set the
+value (in the override, or in the base file when the override kept it), e.g.
 `tenants/inference.yaml:44:16: environments.dev.quota.memory.requests: '64GB' is not a Kubernetes
-quantity ...`. The stack's `tenants` field says which tenants an environment deploys at all.
+quantity ... (stack dev)`. The stack's `tenants` field says which tenants an environment deploys at all.
 
 ## GPU quota per class, and what ResourceQuota enforces
 

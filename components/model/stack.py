@@ -14,6 +14,7 @@ from typing import Annotated, Literal, Optional, Union
 from pydantic import Field, field_validator, model_validator
 
 from .base import DnsLabel, DnsSubdomain, LabelValue, Model, NonNegativeInt
+from .monitoring import Monitoring
 from .quantity import Quantity
 from .role_bundles import RoleBundle
 from .tenant import (
@@ -394,6 +395,21 @@ class Platform(Model):
         "ones (kubeflow-notebooks, kubeflow-pipelines, ray, kserve, leaderworkersets, pod-disruption-budgets, leases; "
         "an entry of the same name replaces one); never RBAC, quota, LimitRange, NetworkPolicy, namespace writes or wildcards",
     )
+    monitoring: Optional[Monitoring] = Field(
+        None, description="per-tenant GPU monitoring (PrometheusRule, Grafana dashboards); off when absent"
+    )
+
+    @model_validator(mode="after")
+    def _monitoring_matches_scheduler(self) -> "Platform":
+        if self.monitoring is None:
+            return self
+        for exporter in ("kueue", "kai"):
+            if exporter in (self.monitoring.exporters or []) and self.scheduler != exporter:
+                raise ValueError(
+                    f"monitoring.exporters lists {exporter} but scheduler is '{self.scheduler}'; "
+                    f"remove {exporter} from monitoring.exporters or set `scheduler: {exporter}`"
+                )
+        return self
 
 
 class StackConfig(Model):

@@ -92,6 +92,9 @@ class PriorityCap(Model):
 
 
 GpuQuota = Union[NonNegativeInt, dict[DnsLabel, NonNegativeInt]]
+# Queue limits per GPU class; a plain number means the same for each class the tenant has quota for
+# (made a map per class when the environment loads: `queue_checks.expand_queue_limits`).
+QueueLimit = Union[NonNegativeInt, dict[DnsLabel, NonNegativeInt]]
 
 
 class Quota(Model):
@@ -188,7 +191,16 @@ def _network(value: str) -> str:
     try:
         return str(ipaddress.ip_network(value, strict=True))
     except ValueError as err:
-        raise ValueError(f"'{value}' is not a CIDR such as 10.0.0.0/8 ({err})") from None
+        try:
+            meant = ipaddress.ip_network(value, strict=False)
+        except ValueError:
+            raise ValueError(f"'{value}' is not a CIDR such as 10.0.0.0/8 ({err})") from None
+        address = value.split("/", 1)[0]
+        single = f"{address}/{meant.max_prefixlen}"
+        raise ValueError(
+            f"'{value}' is not a CIDR: it has host bits set; write the network {meant} "
+            f"(every address of the /{meant.prefixlen}), or {single} for the one address"
+        ) from None
 
 
 class PlatformIngress(Model):
@@ -280,11 +292,15 @@ class QueueSpec(Model):
     weight: Optional[Annotated[int, Field(ge=0)]] = Field(
         None, description="share of the cohort's unused capacity (Kueue fairSharing.weight, KAI overQuotaWeight); default 1"
     )
-    borrowing_limit: Optional[dict[DnsLabel, NonNegativeInt]] = Field(
-        None, description="GPUs per class the tenant may borrow above its quota, e.g. {a100: 4}; unset: no limit"
+    borrowing_limit: Optional[QueueLimit] = Field(
+        None,
+        description="GPUs per class the tenant may borrow above its quota, e.g. {a100: 4}; a plain number is the "
+        "same for every GPU class the tenant has quota for; unset: no limit",
     )
-    lending_limit: Optional[dict[DnsLabel, NonNegativeInt]] = Field(
-        None, description="GPUs per class of the tenant's quota that others may borrow while idle (Kueue only)"
+    lending_limit: Optional[QueueLimit] = Field(
+        None,
+        description="GPUs per class of the tenant's quota that others may borrow while idle (Kueue only); a plain "
+        "number is the same for every GPU class the tenant has quota for",
     )
 
 
@@ -325,7 +341,8 @@ class Tenant(Model):
     namespace_quotas: dict[DnsLabel, NamespaceQuota] = Field(
         {},
         description="compute/GPU budget carved out of quota for extra namespaces; without an entry an extra "
-        "namespace gets none (it holds data: PVCs, Secrets, ConfigMaps)",
+        "namespace gets none (it holds data: PVCs, Secrets, ConfigMaps), except a previous name of the tenant, "
+        "which keeps the budget until the team moves (docs/renaming.md)",
     )
     limits: LimitRangeSpec = LimitRangeSpec()
     network: Network = Network()
@@ -348,9 +365,15 @@ class Tenant(Model):
         # A field validator (not a model one) so that the error points at the `lifecycle` line.
         name = info.data.get("name")
         decommission = info.data.get("decommission")
-        if value == "decommissioned" and name is not None and (decommission is None or decommission.confirm != name):
+        if value == "decommissioned" and name is not None and decommission is None:
             raise ValueError(
                 f"'decommissioned' deletes every namespace of the tenant and all data in them; "
                 f"to confirm, add `decommission: {{confirm: {name}}}`"
+            )
+        if value == "decommissioned" and name is not None and decommission.confirm != name:
+            raise ValueError(
+                f"'decommissioned' deletes every namespace of the tenant and all data in them, but the confirmation "
+                f"does not match: decommission.confirm is '{decommission.confirm}', the tenant's name is '{name}'; "
+                f"repeat the name exactly"
             )
         return value

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import difflib
 import json
-from decimal import Decimal
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -21,6 +20,7 @@ from . import capacity as cap
 from .problems import Problem
 from .stack import CONFIG_KEY, Platform
 from .tenant import Tenant
+from .yaml_source import yaml_text
 
 SCHEMA_CHART_VERSION = "0.36.1"
 SCHEMA_RESOURCE = "vcluster/values.schema.json"
@@ -73,11 +73,7 @@ def _resolve(schema: dict[str, Any]) -> dict[str, Any]:
 
 def _show(value: Any) -> str:
     """A value as the tenant wrote it: strings quoted, YAML decimals as numbers."""
-    if isinstance(value, str):
-        return repr(value)
-    if isinstance(value, Decimal):
-        return str(value)
-    return json.dumps(value, default=str)
+    return yaml_text(value)
 
 
 def schema_errors(values: dict[str, Any]) -> list[tuple[tuple, str]]:
@@ -97,7 +93,9 @@ def schema_errors(values: dict[str, Any]) -> list[tuple[tuple, str]]:
                 found.append((path + (key,), f"unknown key '{key}'{hint}"))
         elif error.validator in ("oneOf", "anyOf"):
             kinds = [s.get("type") or s.get("enum") for s in error.validator_value]
-            found.append((path, f"{_show(error.instance)} is not valid here (expected one of: {', '.join(map(str, kinds))})"))
+            found.append((path, f"{_show(error.instance)} is not valid here (expected one of: {', '.join(k if isinstance(k, str) else yaml_text(k) for k in kinds)})"))
+        elif error.validator == "enum":
+            found.append((path, f"{_show(error.instance)} is not one of {yaml_text(error.validator_value)}"))
         elif error.validator == "type":
             expected = error.validator_value if isinstance(error.validator_value, str) else " or ".join(error.validator_value)
             found.append((path, f"{_show(error.instance)} is not of type '{expected}'"))

@@ -10,6 +10,7 @@ map from each value's path to its line and column for error messages.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
@@ -46,6 +47,8 @@ class SourceDocument:
     positions: dict[Path_, tuple[int, int]] = field(default_factory=dict)
     # Paths whose values came from elsewhere in the file (environment overrides) -> the written path.
     origins: dict[Path_, Path_] = field(default_factory=dict)
+    # The stack whose override is merged in (environments.<stack>); its problems name it.
+    stack: str | None = None
 
     def field_name(self, path: Path_) -> str:
         """The dotted name of `path` as the author wrote it (overrides keep their `environments.<env>.` prefix)."""
@@ -69,7 +72,70 @@ class SourceDocument:
     def problem(self, path: Path_, message: str, *, severity: str = "error", field_name: str | None = None) -> Problem:
         line, column = self.position(path)
         name = field_name if field_name is not None else self.field_name(path)
-        return Problem(self.file, line, column, name, message, severity)  # type: ignore[arg-type]
+        return Problem(self.file, line, column, name, message, severity, self.stack or "")  # type: ignore[arg-type]
+
+
+_PLAIN = re.compile(r"^[A-Za-z0-9_./@+-]([A-Za-z0-9_./@+ -]*[A-Za-z0-9_./@+-])?$")
+
+
+def yaml_text(value: Any, *, quote: bool = True) -> str:
+    """A value as a user writes it in YAML, for messages and diffs: `null`, `true`, `[h100, l4]`,
+    `{a100: 4}`; a string alone is quoted (`'h100'`, as messages quote what the user wrote)
+    unless `quote` is false; strings inside lists and maps are quoted only where YAML needs it.
+
+    >>> yaml_text(None), yaml_text(False), yaml_text(["h100", "l4"]), yaml_text({"gpu": {"a100": 4}}), yaml_text("x")
+    ('null', 'false', '[h100, l4]', '{gpu: {a100: 4}}', "'x'")
+    >>> yaml_text(["yes", "a b", "", "1"])
+    "['yes', a b, '', '1']"
+    """
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, Decimal)):
+        return str(value)
+    if isinstance(value, float):
+        return {float("inf"): ".inf", float("-inf"): "-.inf"}.get(value, ".nan" if value != value else repr(value))
+    if isinstance(value, str):
+        return repr(value) if quote else _flow_string(value)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_flow_string(str(k))}: {yaml_text(v, quote=False)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = sorted(value) if isinstance(value, (set, frozenset)) else value
+        return "[" + ", ".join(yaml_text(v, quote=False) for v in items) + "]"
+    return str(value)
+
+
+def _flow_string(text: str) -> str:
+    """A string inside a flow list or map: plain when YAML reads it back as the same string."""
+    if _PLAIN.match(text) and not text.startswith(("-", "@")):
+        try:
+            if yaml.safe_load(text) == text:
+                return text
+        except yaml.YAMLError:
+            pass
+    return repr(text)
+
+
+def yaml_kind(value: Any) -> str:
+    """What YAML read, in its words: `a string`, `a number`, `null`, ...
+
+    >>> yaml_kind(None), yaml_kind(4300), yaml_kind([1])
+    ('null', 'a number', 'a list')
+    """
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float, Decimal)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return type(value).__name__
 
 
 def dotted(path: Path_) -> str:

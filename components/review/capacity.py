@@ -17,6 +17,7 @@ from ..model import feasibility as feas
 from ..model import mig
 from ..model.load import Environment
 from ..model.stack import GpuClass
+from ..model.yaml_source import yaml_text
 
 FORMAT_VERSION = 1
 
@@ -200,6 +201,8 @@ def _cell(value: Any) -> str:
         return ", ".join(value) or "-"
     if isinstance(value, float):
         return f"{value:g}"
+    if value is None or isinstance(value, bool):
+        return yaml_text(value)
     return str(value)
 
 

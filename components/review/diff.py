@@ -17,7 +17,9 @@ from ..manifests.build import PLATFORM, environment_objects, helm_releases
 from ..manifests.meta import KubeObject
 from .capacity import capacity_table
 from .object_changes import field_changes, object_changes
+from ..model.budget import budget_home
 from ..model.load import Environment
+from ..model.quantity import Quantity, QuantityError
 from ..model.tenant import Tenant
 from .tenant_changes import set_change, tenant_changes
 
@@ -220,7 +222,10 @@ def _tenant_warnings(stack: str, detail: dict[str, Any], before: Tenant | None, 
         _warn(warnings, stack, tenant, "tenant-renamed", (
             f"tenant {old} is renamed to {tenant} (previousNames): Pulumi adopts its resources, but Kubernetes cannot "
             f"rename a namespace, so namespace {tenant} is created"
-            + (f" and {old} stays one of its namespaces" if kept else
+            + (f" and {old} stays one of its namespaces"
+               + (f", keeping the tenant's compute and GPU budget until the team moves (namespace {tenant} gets "
+                  f"none until then; docs/renaming.md)" if budget_home(after) == old else "")
+               if kept else
                f" and namespace {old} is RETAINED with its workloads and data, no longer managed; move them, or keep "
                f"it by listing `namespaces: [{old}]`")
             + ("; this stack protects namespaces, so `pulumi up` refuses to replace the protected namespace until it "
@@ -256,6 +261,61 @@ def _capacity_warnings(stack: str, capacity: list[dict[str, Any]]) -> list[dict[
         _warn(warnings, stack, None, "capacity", (
             f"{subject}: quotas add up to {after['requested']}, which {state} the limit {after['limit']} "
             f"(capacity {after['capacity']} x overcommit {after['overcommit']})"
+        ))
+    return warnings
+
+
+def _quotas(objects: dict[str, list[KubeObject]]) -> dict[tuple[str, str], tuple[str, dict[str, Any]]]:
+    """(namespace, ResourceQuota name) -> (owning tenant, spec.hard) for every ResourceQuota."""
+    return {
+        (obj["metadata"]["namespace"], obj["metadata"]["name"]): (owner, (obj.get("spec") or {}).get("hard") or {})
+        for owner, items in objects.items() if owner != PLATFORM
+        for obj in items if obj.get("kind") == "ResourceQuota" and obj["metadata"].get("namespace")
+    }
+
+
+def _amount(value: Any) -> Quantity | None:
+    try:
+        return Quantity.parse(value)
+    except (QuantityError, TypeError):
+        return None
+
+
+def quota_lowered_warnings(stack: str, before: dict[str, list[KubeObject]], after: dict[str, list[KubeObject]]) -> list[dict[str, Any]]:
+    """A warning per namespace whose ResourceQuotas go down (or to zero) on a key both sides set.
+
+    Workloads already running keep running, but every pod created afterwards (a restart, a rollout,
+    the next job) is refused beyond the new value: the most harmful change a diff can hide, so
+    these warnings come first. Keys that appear (a new GPU resource pinned at 0) are not
+    decreases; ResourceQuotas that appear or vanish are shown with their objects.
+
+    >>> rq = lambda cpu: {"x": [{"kind": "ResourceQuota", "metadata": {"name": "tenant-quota", "namespace": "x"},
+    ...     "spec": {"hard": {"requests.cpu": cpu}}}]}
+    >>> quota_lowered_warnings("dev", rq("8"), rq("0"))[0]["message"]
+    'namespace x: ResourceQuota goes DOWN TO ZERO (tenant-quota requests.cpu 8 → 0); pods that run there keep running, but new pods beyond the quota are refused'
+    """
+    warnings: list[dict[str, Any]] = []
+    old, new = _quotas(before), _quotas(after)
+    by_namespace: dict[str, tuple[str, list[tuple[str, list[tuple[str, str, str, bool]]]]]] = {}
+    # The namespace's own budget first, then its PriorityClass caps.
+    for (namespace, name) in sorted(set(old) & set(new), key=lambda k: (k[0], k[1] != "tenant-quota", k[1])):
+        owner, hard = new[(namespace, name)]
+        _, previous = old[(namespace, name)]
+        lowered = []
+        for key in sorted(set(previous) & set(hard)):
+            left, right = _amount(previous[key]), _amount(hard[key])
+            if left is not None and right is not None and right < left:
+                lowered.append((key, previous[key], hard[key], right == Quantity.parse(0)))
+        if lowered:
+            by_namespace.setdefault(namespace, (owner, []))[1].append((name, lowered))
+    for namespace, (owner, quotas) in by_namespace.items():
+        how = "DOWN TO ZERO" if all(zero for _, lowered in quotas for *_, zero in lowered) else "DOWN"
+        changes = "; ".join(
+            f"{name} {', '.join(f'{key} {left} → {right}' for key, left, right, _ in lowered)}" for name, lowered in quotas
+        )
+        _warn(warnings, stack, owner, "quota-lowered", (
+            f"namespace {namespace}: ResourceQuota goes {how} ({changes}); pods that run there keep running, "
+            f"but new pods beyond the quota are refused"
         ))
     return warnings
 
@@ -339,6 +399,16 @@ def compare_stack(name: str, base: Side, head: Side) -> dict[str, Any]:
                 f"{old}'s namespaces being retained and new ones created"
             ))
 
+    # Lowered namespace quotas first: the change most likely to break running teams unnoticed.
+    warnings = quota_lowered_warnings(name, old_objects, new_objects) + warnings
+    # Tenant files the stack's `tenants` list leaves out, that the base did not leave out already
+    # (those deployed in the base show as removed, with their own warning).
+    not_deployed = sorted(set(after_env.disabled_tenants) - set(before_env.disabled_tenants if before_env else [])) if after_env else []
+    for tenant in not_deployed:
+        _warn(warnings, name, tenant, "not-deployed", (
+            f"tenant {tenant} is not deployed in {name}: the stack lists its tenants (`tenants:` in "
+            f"stacks/Pulumi.{name}.yaml) and {tenant} is not among them; add it there to deploy it"
+        ))
     capacity = _safe(lambda: capacity_changes(before_env, after_env), [], notes, f"capacity of stack {name}")
     warnings += _capacity_warnings(name, capacity)
     old_platform, new_platform = old_objects.get(PLATFORM, []), new_objects.get(PLATFORM, [])
@@ -380,6 +450,7 @@ def compare_stack(name: str, base: Side, head: Side) -> dict[str, Any]:
             "removed": removed,
             "renamed": [{"from": d["renamedFrom"], "to": d["tenant"]} for d in details if d["renamedFrom"]],
             "changed": [d["tenant"] for d in details if d["change"] == "changed"],
+            "notDeployed": not_deployed,
             "lifecycle": [
                 {"tenant": d["tenant"], **d["lifecycle"]}
                 for d in details if d["change"] == "changed" and d["lifecycle"]["from"] != d["lifecycle"]["to"]
@@ -404,6 +475,7 @@ def report(stacks: list[dict[str, Any]], base: Mapping[str, Any], head: str = "w
     False
     """
     warnings = [w for s in stacks for w in s["warnings"]]
+    warnings.sort(key=lambda w: w["kind"] != "quota-lowered")  # stable: lowered quotas first, else as found
     notes = [n for s in stacks for n in s["notes"]]
     return {
         "formatVersion": FORMAT_VERSION,

@@ -9,21 +9,26 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
+from ..model.yaml_source import yaml_text
+
 # GitHub rejects comments over 65536 characters; leave room for the sticky-comment header.
 MARKDOWN_LIMIT = 60000
 MAX_FIELDS_PER_OBJECT = 12
 
 
 def value_text(value: Any) -> str:
-    """A value as it reads in a change line: `unset` for absent, compact JSON for structures.
+    """A value as it reads in a change line, spelled as in YAML: `unset` for absent, `true`, flow
+    style for structures.
 
-    >>> value_text(None), value_text(40), value_text({"a": 1})
-    ('unset', '40', '{"a":1}')
+    >>> value_text(None), value_text(40), value_text({"a": 1}), value_text(True), value_text(["h100", "l4"])
+    ('unset', '40', '{a: 1}', 'true', '[h100, l4]')
     """
     if value is None:
         return "unset"
-    if isinstance(value, (dict, list)):
-        text = json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    if isinstance(value, dict):
+        value = dict(sorted(value.items()))
+    if isinstance(value, (dict, list, bool)):
+        text = yaml_text(value)
         return text if len(text) <= 100 else text[:97] + "..."
     if isinstance(value, str) and "\n" in value:
         first = value.splitlines()[0]
@@ -210,6 +215,7 @@ def format_text(document: Mapping[str, Any]) -> str:
     lines: list[str] = []
     if not document["changed"]:
         lines.append(f"no changes between {_base_text(document)} and the {document['head']}")
+        lines += [f"  ! {w['stack']}: {w['message']}" for w in document["warnings"]]
         lines += [f"note: {n}" for n in document["notes"]]
         return "\n".join(lines) + "\n"
     lines.append(f"tenants diff: {_base_text(document)} → {document['head']}")
@@ -234,6 +240,7 @@ def format_text(document: Mapping[str, Any]) -> str:
         if stack["platformObjects"]:
             lines.append("  platform objects:")
             lines += [f"    {line}" for line in _object_lines(stack["platformObjects"])]
+        lines += [f"  tenant {tenant}: not deployed in {stack['name']}" for tenant in stack["tenants"].get("notDeployed", [])]
         for detail in stack["tenantDetails"]:
             lines.append(f"  tenant {detail['tenant']}: {tenant_headline(detail)}")
             for title, section in (("quota", _quota_lines(detail)), ("access", _access_lines(detail)),
@@ -281,12 +288,10 @@ def _markdown(document: Mapping[str, Any], with_fields: bool) -> str:
     out: list[str] = ["## `tenants diff`", "", f"Base {_md_base(document)} → {document['head']}", ""]
     if not document["changed"]:
         out.append("**no changes** to tenants or stacks.")
+        out += _md_warnings(document)
         out += [f"- note: {n}" for n in document["notes"]]
         return "\n".join(out) + "\n"
-    if document["warnings"]:
-        out += ["> [!WARNING]", f"> **{len(document['warnings'])} warning(s)**"]
-        out += [f"> - **{w['stack']}**{' · `' + w['tenant'] + '`' if w['tenant'] else ''}: {w['message']}" for w in document["warnings"]]
-        out.append("")
+    out += _md_warnings(document)
     if document["notes"]:
         out += [f"- note: {n}" for n in document["notes"]] + [""]
     out += ["| Stack | Change | Tenants added | Tenants removed | Tenants changed | Objects + / ~ / − |", "|---|---|---|---|---|---|"]
@@ -297,9 +302,11 @@ def _markdown(document: Mapping[str, Any], with_fields: bool) -> str:
                    f"{totals['added']} / {totals['changed']} / {totals['removed']} |")
     out.append("")
     for stack in document["stacks"]:
-        if stack["change"] == "unchanged":
+        if stack["change"] == "unchanged" and not stack["tenants"].get("notDeployed"):
             continue
         out += [f"### {stack['name']}", ""]
+        out += [f"- `{tenant}`: **not deployed in {stack['name']}**" for tenant in stack["tenants"].get("notDeployed", [])]
+        out += [""] if stack["tenants"].get("notDeployed") else []
         capacity = [r for r in stack["capacity"] if r["changed"]]
         if capacity:
             out += ["**Capacity** (quotas of active tenants against capacity × overcommit)", ""]
@@ -318,6 +325,14 @@ def _markdown(document: Mapping[str, Any], with_fields: bool) -> str:
     if not with_fields:
         out.append("_Field-level object changes are left out to fit a comment; run `tenants diff` locally for them._")
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _md_warnings(document: Mapping[str, Any]) -> list[str]:
+    if not document["warnings"]:
+        return []
+    out = ["> [!WARNING]", f"> **{len(document['warnings'])} warning(s)**"]
+    out += [f"> - **{w['stack']}**{' · `' + w['tenant'] + '`' if w['tenant'] else ''}: {w['message']}" for w in document["warnings"]]
+    return out + [""]
 
 
 def _md_base(document: Mapping[str, Any]) -> str:

@@ -754,7 +754,7 @@ FIELD_MANAGER = "gpu-tenancy"
 # node, the GPU Operator's default MIG config, GPU feature discovery.
 KUBELET, GPU_OPERATOR, GFD = "kubelet", "gpu-operator", "gpu-feature-discovery"
 # Custom resources the builders may emit; their CRDs are vendored in components/data.
-CRD_DATA_DIRS = ("kueue", "kai-scheduler")
+CRD_DATA_DIRS = ("kueue", "kai-scheduler", "prometheus-operator")
 
 
 class AppliedStack:
@@ -798,7 +798,7 @@ class AppliedStack:
 
 
 def install_crds(cp: ControlPlane, timeout: float = 30.0) -> list[str]:
-    """Apply the vendored CRDs (components/data/{kueue,kai-scheduler}) and wait until Established."""
+    """Apply the vendored CRDs (components/data/{kueue,kai-scheduler,prometheus-operator}) and wait until Established."""
     import yaml
 
     data = REPO_ROOT / "components" / "data"
@@ -854,6 +854,8 @@ def prod_stack(apiserver: ControlPlane) -> AppliedStack:
     environment, objects = AppliedStack.render("prod")
     crds = install_crds(apiserver)
     apiserver.create_namespace("gpu-operator")  # the GPU Operator's namespace (MIG/time-slicing ConfigMaps)
+    if environment.platform.monitoring is not None:  # kube-prometheus-stack's namespace (PrometheusRule, dashboards)
+        apiserver.create_namespace(environment.platform.monitoring.namespace)
     register_nodes(apiserver, environment)
     core = k8s_client.CoreV1Api(apiserver.api_client)
     nodes_before = {n.metadata.name: apiserver.api_client.sanitize_for_serialization(n)

@@ -36,7 +36,7 @@ def test_a_union_reports_only_the_alternative_the_input_was_meant_for(body, expe
 def test_when_no_alternative_fits_both_are_named():
     text = "labelDomain: gpu.example.com\ntenants: some\n"
     assert problems(Platform, text) == [
-        "t.yaml:2:1: tenants: 'some' is not allowed; expected one of 'all'; or must be a list (got str)"
+        "t.yaml:2:1: tenants: 'some' is not allowed; expected one of 'all'; or must be a list (got a string: 'some')"
     ]
 
 

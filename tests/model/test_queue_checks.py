@@ -35,7 +35,7 @@ def test_limit_for_an_unknown_gpu_class(project_copy):
     eval_file = project_copy / "tenants" / "eval.yaml"
     append_to(eval_file, "queue:\n  cohort: shared\n  borrowingLimit:\n    a10: 2\n")
     line = line_of(eval_file, "a10: 2")
-    assert f"tenants/eval.yaml:{line}:5: queue.borrowingLimit.a10: unknown GPU class 'a10'; did you mean 'a100'?" in validation_errors(project_copy, "prod")
+    assert f"tenants/eval.yaml:{line}:5: queue.borrowingLimit.a10: unknown GPU class 'a10'; did you mean 'a100'? (stack prod)" in validation_errors(project_copy, "prod")
 
 
 def test_limits_for_classes_the_tenant_cannot_use_or_mig_slices(project_copy):
@@ -50,7 +50,7 @@ def test_borrowing_needs_a_cohort(project_copy):
     eval_file = project_copy / "tenants" / "eval.yaml"
     append_to(eval_file, "queue:\n  borrowingLimit: {a100: 2}\n")
     line = line_of(eval_file, "borrowingLimit")
-    assert f"tenants/eval.yaml:{line}:3: queue.borrowingLimit: borrowing needs a cohort to borrow from: set queue.cohort (or the stack's queues.defaultCohort)" in validation_errors(project_copy, "prod")
+    assert f"tenants/eval.yaml:{line}:3: queue.borrowingLimit: borrowing needs a cohort to borrow from: set queue.cohort (or the stack's queues.defaultCohort) (stack prod)" in validation_errors(project_copy, "prod")
 
 
 def test_borrowing_above_what_the_cohort_can_lend(project_copy):
@@ -60,7 +60,7 @@ def test_borrowing_above_what_the_cohort_can_lend(project_copy):
     line = line_of(eval_file, "borrowingLimit")
     assert (
         f"tenants/eval.yaml:{line}:20: queue.borrowingLimit.a100: borrowing limit 4 is above what the rest of cohort 'shared' "
-        "can lend of GPU class 'a100' on the pools this tenant may use (0; no other member lends any); lower it or add lenders to the cohort"
+        "can lend of GPU class 'a100' on the pools this tenant may use (0; no other member lends any); lower it or add lenders to the cohort (stack prod)"
     ) in validation_errors(project_copy, "prod")
 
 
@@ -112,7 +112,7 @@ def test_queue_settings_without_a_scheduler_warn(project_copy):
     append_to(eval_file, "queue:\n  cohort: shared\n  weight: 2\n")
     line = line_of(eval_file, "queue:")
     warnings = _warnings(project_copy, "dev")
-    assert f"tenants/eval.yaml:{line}:1: warning: queue: the stack's scheduler is 'none', so queue settings (cohort, weight) have no effect; set `scheduler: kueue` or `kai` in the stack, or remove them" in warnings
+    assert f"tenants/eval.yaml:{line}:1: warning: queue: the stack's scheduler is 'none', so queue settings (cohort, weight) have no effect; set `scheduler: kueue` or `kai` in the stack, or remove them (stack dev)" in warnings
     assert not [w for w in _warnings(project_copy, "prod") if "no effect" in w]
 
 

@@ -25,7 +25,7 @@ def test_an_unknown_key_is_located_in_the_environment_override(project_copy):
     line = line_of(finetune, "resourcez:")
     assert (
         f"tenants/llm-finetune.yaml:{line}:13: environments.dev.vcluster.values.controlPlane.statefulSet.resourcez: "
-        "rejected by the vCluster 0.36.1 chart schema: unknown key 'resourcez'; did you mean 'resources'?"
+        "rejected by the vCluster 0.36.1 chart schema: unknown key 'resourcez'; did you mean 'resources'? (stack dev)"
     ) in validation_errors(project_copy, "dev")
 
 
@@ -35,7 +35,7 @@ def test_a_wrong_type_is_located_at_its_value(project_copy):
     line = line_of(finetune, "ingresses:")
     assert (
         f"tenants/llm-finetune.yaml:{line}:25: environments.dev.vcluster.values.sync.toHost.ingresses.enabled: "
-        "rejected by the vCluster 0.36.1 chart schema: 'sure' is not of type 'boolean'"
+        "rejected by the vCluster 0.36.1 chart schema: 'sure' is not of type 'boolean' (stack dev)"
     ) in validation_errors(project_copy, "dev")
 
 
@@ -65,7 +65,7 @@ def test_warnings_for_settings_that_cannot_work_as_written(project_copy):
     eval_file = project_copy / "tenants" / "eval.yaml"
     eval_file.write_text(eval_file.read_text() + "vcluster:\n  values: {exportKubeConfig: {context: x}}\n")
     prod = [str(p) for p in load_environment(project_copy, "prod").warnings]
-    assert f"tenants/eval.yaml:{line_of(eval_file, 'vcluster:')}:1: warning: vcluster: vCluster settings have no effect while `enabled` is false" in prod
+    assert f"tenants/eval.yaml:{line_of(eval_file, 'vcluster:')}:1: warning: vcluster: vCluster settings have no effect while `enabled` is false (stack prod)" in prod
     eval_file.write_text(eval_file.read_text() + "  enabled: true\n")
     dev = [str(p) for p in load_environment(project_copy, "dev").warnings]
     assert any("vcluster.enabled: one node-label set cannot select several GPU classes (a100-mig, l4)" in w for w in dev)

@@ -83,7 +83,10 @@ def test_staying_in_the_warning_band_with_less_demand_does_not_warn(tmp_path):
     before = env(tmp_path / "a", {"a": 14})
     after = env(tmp_path / "b", {"a": 13})
 
-    assert compare_stack("prod", Side(before), Side(after))["warnings"] == []
+    warnings = compare_stack("prod", Side(before), Side(after))["warnings"]
+
+    # No capacity warning; the lowered namespace quota itself is always flagged.
+    assert [w["kind"] for w in warnings] == ["quota-lowered"]
 
 
 def test_removing_capacity_under_quotas_warns(tmp_path):

@@ -68,5 +68,5 @@ def test_many_fields_of_one_object_are_capped():
 def test_values_read_compactly():
     assert value_text(None) == "unset"
     assert len(value_text({"k": "v" * 500})) == 100
-    assert delta(None, {"a": 1}) == 'added {"a":1}'
-    assert delta({"a": 1}, None) == 'removed {"a":1}'
+    assert delta(None, {"a": 1}) == 'added {a: 1}'
+    assert delta({"a": 1}, None) == 'removed {a: 1}'

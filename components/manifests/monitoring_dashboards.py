@@ -1,0 +1,356 @@
+"""Grafana dashboards for per-tenant GPU monitoring, built with Grafana's typed SDK and shipped as ConfigMaps.
+
+Two dashboards, both reading only the recording rules of `monitoring_rules` (so a query here
+never repeats the joins there):
+
+* **GPU fleet overview**: per GPU class the stack's capacity, the sum of quotas, the devices
+  requested and the devices busy; per tenant the GPUs held, busy share, quota use, queue wait and
+  pending work; a table of idle GPU pods.
+* **GPU tenant**: one tenant (a `tenant` variable): held vs quota per class, namespace quota
+  used vs hard, engine activity and framebuffer per class, activity per pod, queue wait.
+
+The dashboard JSON comes from `grafana-foundation-sdk` builders (typed: a misspelt option is an
+AttributeError here, not a silently ignored key in Grafana). Each dashboard is a ConfigMap with the
+labels the Grafana sidecar of kube-prometheus-stack watches (`grafana_dashboard: "1"` by default).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from grafana_foundation_sdk.builders import dashboard as gd
+from grafana_foundation_sdk.builders import prometheus as gp
+from grafana_foundation_sdk.builders import table, timeseries
+from grafana_foundation_sdk.cog.encoder import JSONEncoder
+from grafana_foundation_sdk.models import common
+from grafana_foundation_sdk.models import dashboard as dm
+from grafana_foundation_sdk.models import prometheus as pm
+
+from ..model.load import Environment
+from ..model.monitoring import Monitoring
+from . import monitoring_rules as r
+from .meta import KubeObject, kube_object, object_meta, platform_labels
+from .namespace import environment_label
+
+FLEET = "gpu-tenancy-fleet-overview"
+TENANT = "gpu-tenancy-tenant"
+FOLDER_ANNOTATION = "grafana_folder"
+DATASOURCE = dm.DataSourceRef(type_val="prometheus", uid="${datasource}")
+TENANT_VARIABLE = "tenant"
+
+
+@dataclass(frozen=True)
+class Query:
+    expr: str
+    legend: str
+
+
+@dataclass(frozen=True)
+class PanelSpec:
+    """What a panel shows; `kind` is timeseries or table (an instant table)."""
+
+    title: str
+    description: str
+    queries: tuple[Query, ...]
+    unit: str = "short"
+    kind: str = "timeseries"
+    width: int = 12
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _busy_share(selector: str = "") -> str:
+    return (
+        f"sum by (tenant) ({r.TENANT_ACTIVE_SUM}{selector}) / on (tenant) (sum by (tenant) ({r.TENANT_REQUESTS}{selector}) > 0)"
+    )
+
+
+def fleet_panels(exporters: frozenset[str], monitoring: Monitoring) -> list[tuple[str, list[PanelSpec]]]:
+    """Rows and panels of the fleet overview (queries of missing exporters are left out)."""
+    classes = [
+        PanelSpec(
+            "Capacity by GPU class (stack inventory)",
+            "Devices the stack declares per class: whole GPUs, time-slice shares or MIG instances.",
+            (Query(f"sum by (gpu_class) ({r.CLASS_CAPACITY_STACK})", "{{gpu_class}}"),),
+            unit="none",
+        ),
+        PanelSpec(
+            "Sum of tenant quotas by GPU class",
+            "Nominal quotas of all tenants per class, from the tenant files (Kueue flavor quotas).",
+            (Query(f"sum by (gpu_class) ({r.CLASS_QUOTA_STACK})", "{{gpu_class}}"),),
+            unit="none",
+        ),
+        PanelSpec(
+            "Devices requested by GPU class",
+            "GPU devices requested by scheduled pods of all tenants (kube-state-metrics).",
+            (Query(f"sum by (gpu_class) ({r.TENANT_REQUESTS})", "{{gpu_class}}"),),
+            unit="none",
+        ),
+        PanelSpec(
+            "Allocatable devices by GPU class",
+            "What the nodes of each class report as allocatable now; below capacity means lost or broken nodes.",
+            (Query(f"sum by (gpu_class) ({r.CLASS_ALLOCATABLE})", "{{gpu_class}}"),),
+            unit="none",
+        ),
+    ]
+    if "dcgm" in exporters:
+        classes.append(
+            PanelSpec(
+                "Busy devices by GPU class",
+                "Sum of engine activity of the devices pods hold: 1 = one device fully busy.",
+                (Query(f"sum by (gpu_class) ({r.TENANT_ACTIVE_SUM})", "{{gpu_class}}"),),
+                unit="none",
+            )
+        )
+    tenants = [
+        PanelSpec(
+            "GPUs held by tenant",
+            "Devices requested by the tenant's scheduled pods, all classes.",
+            (Query(f"sum by (tenant) ({r.TENANT_REQUESTS})", "{{tenant}}"),),
+            unit="none",
+        ),
+        PanelSpec(
+            "Namespace GPU quota used by tenant",
+            "Highest used/hard ratio over the tenant's GPU resources (ResourceQuota tenant-quota).",
+            (Query(f"max by (tenant) ({r.QUOTA_USED} / on (tenant, resource) ({r.QUOTA_HARD} > 0))", "{{tenant}}"),),
+            unit="percentunit",
+        ),
+    ]
+    if "dcgm" in exporters:
+        tenants.append(
+            PanelSpec(
+                "Busy share of held GPUs by tenant",
+                "Engine activity summed over the tenant's devices divided by the devices it holds.",
+                (Query(_busy_share(), "{{tenant}}"),),
+                unit="percentunit",
+            )
+        )
+    if "kueue" in exporters:
+        tenants += [
+            PanelSpec(
+                "Queue wait p95 by tenant",
+                f"95th percentile of the time workloads waited for admission in the tenant's ClusterQueue "
+                f"(over {monitoring.thresholds.queue_wait_window}).",
+                (Query(r.QUEUE_WAIT_P95, "{{tenant}}"),),
+                unit="s",
+            ),
+            PanelSpec(
+                "Pending workloads by tenant",
+                "Workloads waiting in the tenant's ClusterQueue (active and inadmissible).",
+                (Query(f"sum by (tenant) ({r.PENDING_WORKLOADS})", "{{tenant}}"),),
+                unit="none",
+            ),
+        ]
+    if "kai" in exporters:
+        tenants.append(
+            PanelSpec(
+                "KAI queue GPUs allocated by tenant",
+                "GPUs KAI has allocated to the tenant's leaf queue.",
+                (Query(r.KAI_ALLOCATED, "{{tenant}}"),),
+                unit="none",
+            )
+        )
+    rows = [("GPU classes", classes), ("Tenants", tenants)]
+    if "dcgm" in exporters:
+        idle = float(monitoring.idle_ratio)
+        rows.append(
+            (
+                "Idle GPUs",
+                [
+                    PanelSpec(
+                        "Pods holding idle GPUs now",
+                        f"Pods whose GPUs average under {monitoring.thresholds.idle_activity_percent}% engine activity "
+                        f"(the GpuAllocatedIdle alert fires after {monitoring.thresholds.idle_for}).",
+                        (Query(f"{r.POD_ACTIVE} < {idle:g}", "{{namespace}}/{{pod}}"),),
+                        unit="percentunit",
+                        kind="table",
+                        width=24,
+                    )
+                ],
+            )
+        )
+    return rows
+
+
+def tenant_panels(exporters: frozenset[str], monitoring: Monitoring) -> list[tuple[str, list[PanelSpec]]]:
+    """Rows and panels of the per-tenant dashboard; queries select `tenant="$tenant"`."""
+    t = f'{{tenant="${TENANT_VARIABLE}"}}'
+    allocation = [
+        PanelSpec(
+            "GPUs held by class",
+            "Devices requested by the tenant's scheduled pods per GPU class.",
+            (Query(f"sum by (gpu_class) ({r.TENANT_REQUESTS}{t})", "{{gpu_class}}"),),
+            unit="none",
+        ),
+        PanelSpec(
+            "Quota by class (tenant file)",
+            "The tenant's nominal quota per GPU class, as its tenant file declares it.",
+            (Query(f"sum by (gpu_class) ({r.TENANT_QUOTA_STACK}{t})", "{{gpu_class}}"),),
+            unit="none",
+        ),
+        PanelSpec(
+            "Namespace GPU quota: used and hard",
+            "ResourceQuota tenant-quota summed over the tenant's namespaces, per GPU resource.",
+            (Query(f"{r.QUOTA_USED}{t}", "{{resource}} used"), Query(f"{r.QUOTA_HARD}{t}", "{{resource}} hard")),
+            unit="none",
+        ),
+    ]
+    rows = [("Allocation", allocation)]
+    if "dcgm" in exporters:
+        rows.append(
+            (
+                "Utilisation",
+                [
+                    PanelSpec(
+                        "Engine activity by class",
+                        "Average graphics-engine activity of the devices the tenant's pods hold (DCGM).",
+                        (Query(f"{r.TENANT_ACTIVE_AVG}{t}", "{{gpu_class}}"),),
+                        unit="percentunit",
+                    ),
+                    PanelSpec(
+                        "Framebuffer used by class",
+                        "GPU memory in use on the devices the tenant's pods hold (DCGM).",
+                        (Query(f"{r.TENANT_FB_USED}{t}", "{{gpu_class}}"),),
+                        unit="bytes",
+                    ),
+                    PanelSpec(
+                        "Engine activity per pod",
+                        "Average activity of each pod's devices; the idle alert watches this series.",
+                        (Query(f"{r.POD_ACTIVE}{t}", "{{namespace}}/{{pod}}"),),
+                        unit="percentunit",
+                        width=24,
+                    ),
+                ],
+            )
+        )
+    queue: list[PanelSpec] = []
+    if "kueue" in exporters:
+        queue += [
+            PanelSpec(
+                "Queue wait p50 and p95",
+                f"Time the tenant's workloads waited for admission (over {monitoring.thresholds.queue_wait_window}).",
+                (Query(f"{r.QUEUE_WAIT_P50}{t}", "p50"), Query(f"{r.QUEUE_WAIT_P95}{t}", "p95")),
+                unit="s",
+            ),
+            PanelSpec(
+                "Pending workloads",
+                "Workloads waiting in the tenant's ClusterQueue, by Kueue status.",
+                (Query(f"{r.PENDING_WORKLOADS}{t}", "{{status}}"),),
+                unit="none",
+            ),
+        ]
+    if "kai" in exporters:
+        queue.append(
+            PanelSpec(
+                "KAI queue: allocated and deserved GPUs",
+                "GPUs allocated to the tenant's leaf queue and its deserved share.",
+                (Query(f"{r.KAI_ALLOCATED}{t}", "allocated"), Query(f"{r.KAI_DESERVED}{t}", "deserved")),
+                unit="none",
+            )
+        )
+    if queue:
+        rows.append(("Queue", queue))
+    return rows
+
+
+# --- SDK ----------------------------------------------------------------------------------------
+
+
+def _panel(spec: PanelSpec, panel_id: int, height: int = 8) -> Any:
+    builder = timeseries.Panel() if spec.kind == "timeseries" else table.Panel()
+    builder = builder.id(panel_id).title(spec.title).description(spec.description).datasource(DATASOURCE).unit(spec.unit)
+    builder = builder.height(height).span(spec.width)
+    for index, query in enumerate(spec.queries):
+        target = gp.Dataquery().expr(query.expr).legend_format(query.legend).ref_id(chr(ord("A") + index))
+        if spec.kind == "table":
+            target = target.instant().format(pm.PromQueryFormat.TABLE)
+        builder = builder.with_target(target)
+    if spec.kind == "timeseries":
+        builder = builder.min(0).line_width(1).fill_opacity(10)
+    else:
+        builder = builder.align(common.FieldTextAlignment.AUTO).inspect(False)
+    return builder
+
+
+def _datasource_variable() -> Any:
+    return gd.DatasourceVariable("datasource").label("Data source").type("prometheus")
+
+
+def build_dashboard(uid: str, title: str, rows: list[tuple[str, list[PanelSpec]]], tags: list[str], tenant_variable: bool) -> dm.Dashboard:
+    """A dashboard model from rows of panel specs (typed SDK objects, not yet JSON)."""
+    builder = (
+        gd.Dashboard(title)
+        .uid(uid)
+        .tags(tags)
+        .time("now-6h", "now")
+        .refresh("1m")
+        .timezone("browser")
+        .readonly()
+        .tooltip(dm.DashboardCursorSync.CROSSHAIR)
+        .with_variable(_datasource_variable())
+    )
+    if tenant_variable:
+        builder = builder.with_variable(
+            gd.QueryVariable(TENANT_VARIABLE)
+            .label("Tenant")
+            .datasource(DATASOURCE)
+            .query(f"label_values({r.NAMESPACE_TENANT}, tenant)")
+            .refresh(dm.VariableRefresh.ON_TIME_RANGE_CHANGED)
+            .sort(dm.VariableSort.ALPHABETICAL_ASC)
+        )
+    panel_id = 0
+    for row_title, panels in rows:
+        panel_id += 1
+        builder = builder.with_row(gd.Row(row_title).id(panel_id))
+        for spec in panels:
+            panel_id += 1
+            builder = builder.with_panel(_panel(spec, panel_id, height=10 if spec.kind == "table" else 8))
+    return builder.build()
+
+
+def dashboard_json(model: dm.Dashboard) -> dict[str, Any]:
+    """The dashboard as Grafana's JSON (plain dicts, through the SDK's encoder)."""
+    return json.loads(json.dumps(model, cls=JSONEncoder))
+
+
+def dashboards(environment: Environment) -> dict[str, dict[str, Any]]:
+    """Dashboard JSON by ConfigMap name; {} when monitoring is off."""
+    monitoring = r.enabled_monitoring(environment.platform)
+    if monitoring is None:
+        return {}
+    env = environment_label(environment)
+    exporters = monitoring.exporters_for(environment.platform.scheduler)
+    tags = ["gpu-tenancy", env]
+    return {
+        FLEET: dashboard_json(
+            build_dashboard(f"{FLEET}-{env}"[:40], f"GPU fleet overview ({env})", fleet_panels(exporters, monitoring), tags, False)
+        ),
+        TENANT: dashboard_json(
+            build_dashboard(f"{TENANT}-{env}"[:40], f"GPU tenant ({env})", tenant_panels(exporters, monitoring), tags, True)
+        ),
+    }
+
+
+def dashboard_text(dashboard: dict[str, Any]) -> str:
+    """Deterministic JSON text of a dashboard (sorted keys), as the ConfigMap carries it."""
+    return json.dumps(dashboard, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def dashboard_config_maps(environment: Environment) -> list[KubeObject]:
+    """One ConfigMap per dashboard, labelled for the Grafana sidecar; [] when monitoring is off."""
+    monitoring = r.enabled_monitoring(environment.platform)
+    if monitoring is None:
+        return []
+    labels = {**platform_labels(environment_label(environment)), **monitoring.dashboard_labels}
+    annotations = {FOLDER_ANNOTATION: monitoring.dashboard_folder} if monitoring.dashboard_folder else None
+    return [
+        kube_object(
+            "v1",
+            "ConfigMap",
+            object_meta(name, namespace=monitoring.namespace, labels=labels, annotations=annotations),
+            data={f"{name}.json": dashboard_text(dashboard)},
+        )
+        for name, dashboard in sorted(dashboards(environment).items())
+    ]
+

@@ -1,0 +1,474 @@
+"""Prometheus recording rules and alerts per tenant and GPU class (a `monitoring.coreos.com/v1` PrometheusRule).
+
+Built only when the stack has a `monitoring:` block. Every series is derived from what standard
+exporters publish, joined with what this tool put on the cluster:
+
+* the tenant of a namespace comes from the namespace label `gpu-tenancy.dev/tenant` that we set
+  (kube-state-metrics `kube_namespace_labels`), so a tenant's series follow its namespaces;
+* the GPU class of a node comes from the node label `<labelDomain>/gpu-class` that we set
+  (`kube_node_labels`);
+* ClusterQueues (Kueue) and leaf Queues (KAI) are named like their tenant;
+* capacity, per-class quotas and overcommit come from the stack itself (static series), because
+  a ResourceQuota counts resources, not GPU classes.
+
+Names follow the Prometheus convention `level:metric:operation`, all under `gpu_tenancy:`. The
+rule groups are also what `promtool check rules` / `promtool test rules` read (docs/monitoring.md).
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+from typing import Any
+
+from ..model import capacity as cap
+from ..model import mig
+from ..model.load import Environment
+from ..model.monitoring import Monitoring
+from ..model.stack import Platform
+from .gpu_nodes import gpu_class_label
+from .kueue import gpu_flavor_quotas
+from .meta import GROUP, TENANT_LABEL, KubeObject, kube_object, object_meta, platform_labels
+from .namespace import environment_label
+from .quota import TENANT_QUOTA, cluster_gpu_resources
+
+API_VERSION = "monitoring.coreos.com/v1"
+RULE_NAME = "gpu-tenancy"
+MIG_STATE_LABEL = "nvidia.com/mig.config.state"
+RUNBOOK_ANCHOR = "docs/monitoring.md#"
+
+# Recording rule names: the public vocabulary of the dashboards and of docs/monitoring.md.
+NAMESPACE_TENANT = "gpu_tenancy:namespace_tenant:info"
+NODE_CLASS = "gpu_tenancy:node_gpu_class:info"
+POD_REQUESTS = "gpu_tenancy:pod_gpu_requests:sum"
+TENANT_REQUESTS = "gpu_tenancy:tenant_gpu_requests:sum"
+QUOTA_USED = "gpu_tenancy:tenant_gpu_quota_used:sum"
+QUOTA_HARD = "gpu_tenancy:tenant_gpu_quota_hard:sum"
+TENANT_QUOTA_STACK = "gpu_tenancy:tenant_gpu_quota:stack"
+CLASS_QUOTA_STACK = "gpu_tenancy:gpu_class_quota:stack"
+CLASS_CAPACITY_STACK = "gpu_tenancy:gpu_class_capacity:stack"
+CLASS_OVERCOMMIT_STACK = "gpu_tenancy:gpu_class_overcommit:stack"
+CLASS_ALLOCATABLE = "gpu_tenancy:gpu_class_allocatable:sum"
+ENGINE_ACTIVE = "gpu_tenancy:gpu_engine_active:ratio"
+FB_USED = "gpu_tenancy:gpu_fb_used:bytes"
+POD_ACTIVE = "gpu_tenancy:pod_gpu_engine_active:avg"
+TENANT_ACTIVE_AVG = "gpu_tenancy:tenant_gpu_engine_active:avg"
+TENANT_ACTIVE_SUM = "gpu_tenancy:tenant_gpu_engine_active:sum"
+TENANT_FB_USED = "gpu_tenancy:tenant_gpu_fb_used_bytes:sum"
+QUEUE_WAIT_P50 = "gpu_tenancy:tenant_queue_wait_seconds:p50"
+QUEUE_WAIT_P95 = "gpu_tenancy:tenant_queue_wait_seconds:p95"
+PENDING_WORKLOADS = "gpu_tenancy:tenant_pending_workloads:sum"
+KAI_ALLOCATED = "gpu_tenancy:tenant_queue_allocated_gpus:kai"
+KAI_DESERVED = "gpu_tenancy:tenant_queue_deserved_gpus:kai"
+
+
+def enabled_monitoring(platform: Platform) -> Monitoring | None:
+    """The stack's monitoring settings, or None when the block is absent or disabled.
+
+    >>> enabled_monitoring(Platform(labelDomain="x.dev")) is None
+    True
+    """
+    monitoring = platform.monitoring
+    return monitoring if monitoring is not None and monitoring.enabled else None
+
+
+def sanitize(name: str) -> str:
+    """A Kubernetes name as kube-state-metrics writes it into a label name or value (`[^a-zA-Z0-9_]` -> `_`).
+
+    >>> sanitize("nvidia.com/mig-1g.10gb")
+    'nvidia_com_mig_1g_10gb'
+    """
+    return re.sub(r"[^a-zA-Z0-9_]", "_", name)
+
+
+def ksm_label(key: str) -> str:
+    """The label kube-state-metrics gives an allow-listed Kubernetes label (`kube_*_labels`).
+
+    >>> ksm_label("gpu-tenancy.dev/tenant")
+    'label_gpu_tenancy_dev_tenant'
+    """
+    return "label_" + sanitize(key)
+
+
+def regex_text(value: str) -> str:
+    """`value` as a literal inside a regex inside a double-quoted PromQL string (backslashes doubled).
+
+    >>> print(regex_text("requests.nvidia.com/gpu"))
+    requests\\\\.nvidia\\\\.com/gpu
+    """
+    return re.sub(r"([.+*?()|\[\]{}^$\\])", r"\\\\\1", value)
+
+
+def _alternatives(values: list[str]) -> str:
+    """A regex matching exactly these values (label matchers are anchored), for a double-quoted PromQL string."""
+    return "|".join(regex_text(v) for v in sorted(set(values)))
+
+
+def _number(value: Fraction | int) -> str:
+    number = float(value)
+    return str(int(number)) if number.is_integer() else repr(number)
+
+
+def gpu_resources(platform: Platform) -> list[str]:
+    """GPU resources of the cluster as kube-state-metrics names them in `resource` labels.
+
+    >>> gpu_resources(Platform.model_validate({"labelDomain": "x.dev", "gpuClasses": {"h100": {
+    ...     "model": "H100-80GB", "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi"}}}))
+    ['nvidia_com_gpu']
+    """
+    return [sanitize(resource) for resource in cluster_gpu_resources(platform)]
+
+
+def class_capacity(platform: Platform) -> dict[tuple[str, str], int]:
+    """Devices per (GPU class, extended resource) from the inventory: whole GPUs, shares or MIG slices.
+
+    >>> class_capacity(Platform.model_validate({"labelDomain": "x.dev", "gpuClasses": {"h100": {
+    ...     "model": "H100-80GB", "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi"}},
+    ...     "nodePools": {"p": {"gpuClass": "h100", "gpusPerNode": 8, "nodes": ["n1", "n2"]}}}))
+    {('h100', 'nvidia.com/gpu'): 16}
+    """
+    result: dict[tuple[str, str], int] = {}
+
+    def add(key: tuple[str, str], count: int) -> None:
+        result[key] = result.get(key, 0) + count
+
+    for _, pool in sorted(platform.node_pools.items()):
+        gpu_class = platform.gpu_classes.get(pool.gpu_class)
+        if gpu_class is None:
+            continue
+        whole = cap.class_resource(gpu_class)
+        gpus = pool.node_count * pool.gpus_per_node
+        if gpu_class.sharing == "timeSlicing" and gpu_class.time_slicing:
+            add((pool.gpu_class, whole), gpus * gpu_class.time_slicing.replicas)
+        elif gpu_class.sharing == "mig":
+            groups = cap.pool_layout(platform, pool)
+            covered = sum(count for count, _ in groups)
+            if cap.is_mig_mixed(gpu_class):
+                for count, devices in groups:
+                    for profile, per_gpu in devices.items():
+                        add((pool.gpu_class, mig.resource_name(profile)), pool.node_count * count * per_gpu)
+                left = pool.node_count * max(pool.gpus_per_node - covered, 0)
+            else:
+                left = pool.node_count * (sum(c * sum(d.values()) for c, d in groups) + max(pool.gpus_per_node - covered, 0))
+            if left:
+                add((pool.gpu_class, whole), left)
+        else:
+            add((pool.gpu_class, whole), gpus)
+    return dict(sorted(result.items()))
+
+
+def tenant_class_quotas(environment: Environment) -> dict[tuple[str, str, str], int]:
+    """Nominal GPU quota per (tenant, GPU class, resource), as the Kueue flavors carry it.
+
+    >>> tenant_class_quotas(Environment("e", Platform(labelDomain="x.dev"), None, []))
+    {}
+    """
+    result = {}
+    for loaded in environment.tenants:
+        for gpu_class, resources in gpu_flavor_quotas(loaded.spec, environment.platform).items():
+            for resource, count in resources.items():
+                result[(loaded.name, gpu_class, resource)] = count
+    return dict(sorted(result.items()))
+
+
+# --- rule helpers -------------------------------------------------------------------------------
+
+
+def _record(name: str, expr: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    rule: dict[str, Any] = {"record": name, "expr": _squash(expr)}
+    if labels:
+        rule["labels"] = dict(sorted(labels.items()))
+    return rule
+
+
+def _squash(expr: str) -> str:
+    """One-line PromQL (deterministic, readable in `kubectl get -o yaml` and diffs)."""
+    return re.sub(r"\s+", " ", expr).replace("( ", "(").replace(" )", ")").strip()
+
+
+def _alert(name: str, expr: str, for_: str, severity: str, summary: str, description: str, runbook: str) -> dict[str, Any]:
+    return {
+        "alert": name,
+        "expr": _squash(expr),
+        "for": for_,
+        "labels": {"severity": severity},
+        "annotations": {
+            "summary": summary,
+            "description": description,
+            "runbook": runbook,
+            "runbook_url": RUNBOOK_ANCHOR + name.lower(),
+        },
+    }
+
+
+def _by_tenant(expr: str) -> str:
+    return f"{expr} * on (namespace) group_left (tenant) {NAMESPACE_TENANT}"
+
+
+def _by_class(expr: str) -> str:
+    return f"{expr} * on (node) group_left (gpu_class) {NODE_CLASS}"
+
+
+# --- groups -------------------------------------------------------------------------------------
+
+
+def mapping_rules(platform: Platform) -> list[dict[str, Any]]:
+    """Which tenant a namespace belongs to and which class a node is, from the labels we set."""
+    tenant = ksm_label(TENANT_LABEL)
+    gpu_class = ksm_label(gpu_class_label(platform))
+    return [
+        _record(
+            NAMESPACE_TENANT,
+            f'max by (namespace, tenant) (label_replace(kube_namespace_labels{{{tenant}!=""}}, "tenant", "$1", "{tenant}", "(.+)"))',
+        ),
+        _record(
+            NODE_CLASS,
+            f'max by (node, gpu_class) (label_replace(kube_node_labels{{{gpu_class}!=""}}, "gpu_class", "$1", "{gpu_class}", "(.+)"))',
+        ),
+    ]
+
+
+def allocation_rules(environment: Environment) -> list[dict[str, Any]]:
+    """GPUs held per pod and per tenant and class, and the namespace quota used vs hard."""
+    platform = environment.platform
+    resources = _alternatives(gpu_resources(platform))
+    held = (
+        f'sum by (namespace, pod, node, resource) (kube_pod_container_resource_requests{{resource=~"{resources}", node!=""}}'
+        f' * on (namespace, pod) group_left () max by (namespace, pod) (kube_pod_status_phase{{phase=~"Pending|Running"}} == 1))'
+    )
+    rules = [
+        _record(POD_REQUESTS, _by_class(_by_tenant(held))),
+        _record(TENANT_REQUESTS, f"sum by (tenant, gpu_class, resource) ({POD_REQUESTS})"),
+    ]
+    # kube_resourcequota names resources as Kubernetes does (requests.nvidia.com/gpu); rename them to
+    # the kube-state-metrics form of the pod series so that used, hard and requested join on `resource`.
+    for record, kind in ((QUOTA_USED, "used"), (QUOTA_HARD, "hard")):
+        series = f'kube_resourcequota{{resourcequota="{TENANT_QUOTA}", type="{kind}", resource=~"{_alternatives(["requests." + r for r in cluster_gpu_resources(platform)])}"}}'
+        for resource in cluster_gpu_resources(platform):
+            series = f'label_replace({series}, "resource", "{sanitize(resource)}", "resource", "{regex_text("requests." + resource)}")'
+        rules.append(_record(record, f"sum by (tenant, resource) ({_by_tenant(series)})"))
+    return rules
+
+
+def stack_rules(environment: Environment) -> list[dict[str, Any]]:
+    """What the stack declares: capacity and overcommit per class, quotas per tenant and class (static series)."""
+    platform = environment.platform
+    rules = []
+    for (gpu_class, resource), count in class_capacity(platform).items():
+        rules.append(_record(CLASS_CAPACITY_STACK, f"vector({count})", {"gpu_class": gpu_class, "resource": sanitize(resource)}))
+    for gpu_class, spec in sorted(platform.gpu_classes.items()):
+        rules.append(_record(CLASS_OVERCOMMIT_STACK, f"vector({_number(Fraction(spec.overcommit))})", {"gpu_class": gpu_class}))
+    per_class: dict[tuple[str, str], int] = {}
+    for (tenant, gpu_class, resource), count in tenant_class_quotas(environment).items():
+        rules.append(
+            _record(TENANT_QUOTA_STACK, f"vector({count})", {"tenant": tenant, "gpu_class": gpu_class, "resource": sanitize(resource)})
+        )
+        per_class[(gpu_class, resource)] = per_class.get((gpu_class, resource), 0) + count
+    for (gpu_class, resource), count in sorted(per_class.items()):
+        rules.append(_record(CLASS_QUOTA_STACK, f"vector({count})", {"gpu_class": gpu_class, "resource": sanitize(resource)}))
+    resources = _alternatives(gpu_resources(platform))
+    rules.append(
+        _record(
+            CLASS_ALLOCATABLE,
+            f'sum by (gpu_class, resource) ({_by_class(f"kube_node_status_allocatable{{resource=~{chr(34)}{resources}{chr(34)}}}")})',
+        )
+    )
+    return rules
+
+
+def utilisation_rules(monitoring: Monitoring) -> list[dict[str, Any]]:
+    """Engine activity and framebuffer of the GPUs pods hold (DCGM exporter), per pod and per tenant and class.
+
+    `DCGM_FI_PROF_GR_ENGINE_ACTIVE` (a 0..1 ratio, also reported per MIG instance) is preferred;
+    GPUs that only report `DCGM_FI_DEV_GPU_UTIL` (percent) fall back to it.
+    """
+    prefix = monitoring.dcgm_label_prefix
+    device = f"Hostname, gpu, GPU_I_ID, GPU_I_PROFILE, {prefix}namespace, {prefix}pod"
+
+    def per_device(metric: str) -> str:
+        return f'max by ({device}) ({metric}{{{prefix}pod!=""}})'
+
+    def pod_labels(expr: str) -> str:
+        expr = f'label_replace({expr}, "node", "$1", "Hostname", "(.+)")'
+        if prefix:
+            for label in ("namespace", "pod"):
+                expr = f'label_replace({expr}, "{label}", "$1", "{prefix}{label}", "(.+)")'
+            expr = f"max without ({prefix}namespace, {prefix}pod) ({expr})"
+        return expr
+
+    joined_active = _by_class(_by_tenant(ENGINE_ACTIVE))
+    joined_fb = _by_class(_by_tenant(FB_USED))
+    return [
+        _record(
+            ENGINE_ACTIVE,
+            pod_labels(f"{per_device('DCGM_FI_PROF_GR_ENGINE_ACTIVE')} or {per_device('DCGM_FI_DEV_GPU_UTIL')} / 100"),
+        ),
+        _record(FB_USED, pod_labels(f"{per_device('DCGM_FI_DEV_FB_USED')} * 1048576")),
+        _record(POD_ACTIVE, f"avg by (tenant, gpu_class, namespace, pod) ({joined_active})"),
+        _record(TENANT_ACTIVE_AVG, f"avg by (tenant, gpu_class) ({joined_active})"),
+        _record(TENANT_ACTIVE_SUM, f"sum by (tenant, gpu_class) ({joined_active})"),
+        _record(TENANT_FB_USED, f"sum by (tenant, gpu_class) ({joined_fb})"),
+    ]
+
+
+def _tenant_names(environment: Environment) -> str:
+    # "none^" can never match (nothing follows the start of text after "none"): no tenants, no series.
+    return _alternatives([loaded.name for loaded in environment.tenants]) or "none^"
+
+
+def queue_rules(environment: Environment, exporters: frozenset[str], monitoring: Monitoring) -> list[dict[str, Any]]:
+    """Queue wait percentiles and pending workloads (Kueue), or allocated vs deserved GPUs (KAI), per tenant."""
+    tenants = _tenant_names(environment)
+    rules = []
+    if "kueue" in exporters:
+        window = monitoring.thresholds.queue_wait_window
+        buckets = (
+            f'sum by (tenant, le) (label_replace(rate(kueue_admission_wait_time_seconds_bucket{{cluster_queue=~"{tenants}"}}[{window}]),'
+            f' "tenant", "$1", "cluster_queue", "(.+)"))'
+        )
+        rules += [
+            _record(QUEUE_WAIT_P50, f"histogram_quantile(0.5, {buckets})"),
+            _record(QUEUE_WAIT_P95, f"histogram_quantile(0.95, {buckets})"),
+            _record(
+                PENDING_WORKLOADS,
+                f'sum by (tenant, status) (label_replace(kueue_pending_workloads{{cluster_queue=~"{tenants}"}}, "tenant", "$1", "cluster_queue", "(.+)"))',
+            ),
+        ]
+    if "kai" in exporters:
+        for record, metric in ((KAI_ALLOCATED, "kai_queue_allocated_gpus"), (KAI_DESERVED, "kai_queue_deserved_gpus")):
+            rules.append(
+                _record(record, f'max by (tenant) (label_replace({metric}{{queue_name=~"{tenants}"}}, "tenant", "$1", "queue_name", "(.+)"))')
+            )
+    return rules
+
+
+def alert_rules(environment: Environment, exporters: frozenset[str], monitoring: Monitoring) -> list[dict[str, Any]]:
+    """Alerts with the tenant (and pod) in their labels and a runbook in their annotations."""
+    platform = environment.platform
+    t = monitoring.thresholds
+    ratio = _number(Fraction(t.near_quota_ratio))
+    percent = _number(Fraction(t.near_quota_ratio) * 100)
+    resources = _alternatives(gpu_resources(platform))
+    alerts = [
+        _alert(
+            "GpuTenantNearQuota",
+            f"{QUOTA_USED} / on (tenant, resource) ({QUOTA_HARD} > 0) >= {ratio}",
+            t.near_quota_for,
+            "warning",
+            "Tenant {{ $labels.tenant }} uses {{ $value | humanizePercentage }} of its {{ $labels.resource }} quota",
+            f"Pods of tenant {{{{ $labels.tenant }}}} request at least {percent}% of the {{{{ $labels.resource }}}} its "
+            "namespace quota allows; new pods beyond the quota will be rejected at admission.",
+            "1. Check who holds the GPUs: the per-tenant dashboard, panel 'GPUs held'. "
+            "2. Look for idle pods (GpuAllocatedIdle) and ask the tenant to release them. "
+            "3. If the demand is real, raise quota in tenants/<tenant>.yaml by pull request (the capacity check shows the headroom).",
+        ),
+        _alert(
+            "GpuTenantPodPendingTooLong",
+            f'(sum by (namespace, pod) (kube_pod_container_resource_requests{{resource=~"{resources}", node=""}})'
+            f' and on (namespace, pod) (max by (namespace, pod) (kube_pod_status_phase{{phase="Pending"}}) == 1))'
+            f" * on (namespace) group_left (tenant) {NAMESPACE_TENANT}",
+            t.pending_for,
+            "warning",
+            "GPU pod {{ $labels.namespace }}/{{ $labels.pod }} of tenant {{ $labels.tenant }} has not been scheduled for " + t.pending_for,
+            "The pod requests {{ $value }} GPU device(s) and no node has taken it.",
+            "1. `kubectl -n <namespace> describe pod <pod>`: the scheduler's events name the reason (insufficient "
+            "nvidia.com/..., taints, placement policy). 2. Compare the tenant's GPUs held with the class capacity on "
+            "the fleet dashboard. 3. If nodes are missing, see GpuQuotaOverCapacity.",
+        ),
+        _alert(
+            "GpuQuotaOverCapacity",
+            f"{CLASS_QUOTA_STACK} > on (gpu_class, resource) ({CLASS_ALLOCATABLE} * on (gpu_class) group_left () {CLASS_OVERCOMMIT_STACK})"
+            f" or ({CLASS_QUOTA_STACK} > 0 unless on (gpu_class, resource) {CLASS_ALLOCATABLE})",
+            "10m",
+            "critical",
+            "Quotas of GPU class {{ $labels.gpu_class }} ({{ $labels.resource }}) exceed what its nodes now offer",
+            "Tenants' quotas for {{ $labels.gpu_class }} sum to {{ $value }} devices, more than the allocatable "
+            "devices of the class's nodes times its overcommit: nodes are lost, cordoned or their device plugin is down. "
+            "Tenants within quota will see pods pending.",
+            "1. `kubectl get nodes -l <labelDomain>/gpu-class=<class>`: find NotReady nodes or nodes with 0 allocatable "
+            "GPUs. 2. Check the device plugin and GPU Operator pods on them. 3. If capacity is gone for good, lower "
+            "quotas or the class's node count in the stack (the capacity check then agrees).",
+        ),
+    ]
+    if "dcgm" in exporters:
+        idle = _number(Fraction(monitoring.idle_ratio))
+        alerts.append(
+            _alert(
+                "GpuAllocatedIdle",
+                f"{POD_ACTIVE} < {idle}",
+                t.idle_for,
+                "warning",
+                "Pod {{ $labels.namespace }}/{{ $labels.pod }} of tenant {{ $labels.tenant }} holds idle {{ $labels.gpu_class }} GPUs",
+                f"The GPUs this pod holds have averaged less than {_number(Fraction(t.idle_activity_percent))}% engine "
+                f"activity for {t.idle_for}; other tenants may be waiting for them.",
+                "1. Ask the tenant (contacts in the namespace annotations) whether the pod still needs the GPU. "
+                "2. Notebooks: stop the kernel or scale the workload to 0. "
+                "3. Repeated offenders: lower the tenant's quota or use a time-sliced class for interactive work.",
+            )
+        )
+    if "kueue" in exporters:
+        alerts.append(
+            _alert(
+                "GpuTenantWorkloadsPendingTooLong",
+                f"sum by (tenant) ({PENDING_WORKLOADS}) > 0",
+                t.pending_for,
+                "warning",
+                "Tenant {{ $labels.tenant }} has had workloads waiting in its Kueue queue for " + t.pending_for,
+                "{{ $value }} workload(s) of the tenant are pending in its ClusterQueue and have not been admitted "
+                f"for {t.pending_for} (the count never dropped to zero in that time).",
+                "1. `kubectl get workloads -n <namespace>` and `kubectl describe clusterqueue <tenant>`: the "
+                "admission condition says which flavor/resource is short. 2. Quota reached: see GpuTenantNearQuota. "
+                "3. Cohort exhausted: borrowing is capped by the other tenants' usage; wait or raise the nominal quota.",
+            )
+        )
+    if any(spec.sharing == "mig" for spec in platform.gpu_classes.values()):
+        state = ksm_label(MIG_STATE_LABEL)
+        alerts.append(
+            _alert(
+                "GpuMigReconfigurationFailed",
+                f'max by (node, state) (label_replace(kube_node_labels{{{state}!="", {state}!="success"}}, "state", "$1", "{state}", "(.+)"))',
+                t.mig_config_for,
+                "critical",
+                "MIG reconfiguration of node {{ $labels.node }} is '{{ $labels.state }}'",
+                f"The node's {MIG_STATE_LABEL} label has not been 'success' for {t.mig_config_for}: the MIG manager "
+                "could not apply the layout, so the node advertises the wrong (or no) MIG devices.",
+                "1. `kubectl -n <gpu-operator namespace> logs -l app=nvidia-mig-manager` on that node. "
+                "2. GPUs in use block reconfiguration: drain the node and let the MIG manager retry. "
+                "3. Check that the node's nvidia.com/mig.config names a layout of the rendered MIG ConfigMap.",
+            )
+        )
+    return alerts
+
+
+def rule_groups(environment: Environment) -> list[dict[str, Any]]:
+    """The `groups:` of the rule file (the PrometheusRule's spec); [] when monitoring is off.
+
+    One group, in dependency order: rules of a group run one after the other at the same evaluation
+    time, so every rule (and alert) sees the series the rules before it recorded at that instant.
+    Separate groups run independently, and a chain of them would lag one interval per step (an idle
+    alert would fire one interval late per hop).
+    """
+    monitoring = enabled_monitoring(environment.platform)
+    if monitoring is None:
+        return []
+    exporters = monitoring.exporters_for(environment.platform.scheduler)
+    rules = [*mapping_rules(environment.platform), *stack_rules(environment), *allocation_rules(environment)]
+    if "dcgm" in exporters:
+        rules += utilisation_rules(monitoring)
+    rules += queue_rules(environment, exporters, monitoring)
+    rules += alert_rules(environment, exporters, monitoring)
+    return [{"name": f"gpu-tenancy.{environment_label(environment)}", "rules": rules}]
+
+
+def prometheus_rule(environment: Environment) -> KubeObject | None:
+    """The PrometheusRule object, labelled so that the stack's Prometheus selects it; None when monitoring is off."""
+    monitoring = enabled_monitoring(environment.platform)
+    if monitoring is None:
+        return None
+    labels = {**platform_labels(environment_label(environment)), **monitoring.rule_labels}
+    return kube_object(
+        API_VERSION,
+        "PrometheusRule",
+        object_meta(RULE_NAME, namespace=monitoring.namespace, labels=labels, annotations={f"{GROUP}/docs": "docs/monitoring.md"}),
+        spec={"groups": rule_groups(environment)},
+    )

@@ -1,0 +1,96 @@
+"""Dashboards: built with grafana-foundation-sdk, round-trip through its types, read only our recording rules.
+
+What each panel answers for each tenant is checked against a real Prometheus in tests/monitoring.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from grafana_foundation_sdk.cog.encoder import JSONEncoder
+from grafana_foundation_sdk.cog.plugins import register_default_plugins
+from grafana_foundation_sdk.models.dashboard import Dashboard
+
+from components.manifests import monitoring_dashboards as md
+from components.manifests import monitoring_rules as r
+from components.manifests.build import platform_objects
+
+register_default_plugins()  # typed panel options and Prometheus queries when decoding
+
+
+def config_maps(environment):
+    return [o for o in platform_objects(environment) if o["kind"] == "ConfigMap" and o["metadata"]["name"] in (md.FLEET, md.TENANT)]
+
+
+def test_two_dashboards_as_sidecar_config_maps(prod):
+    maps = config_maps(prod)
+    assert [m["metadata"]["name"] for m in maps] == [md.FLEET, md.TENANT]
+    for cm in maps:
+        assert cm["metadata"]["namespace"] == "monitoring"
+        assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
+        assert list(cm["data"]) == [f"{cm['metadata']['name']}.json"]
+        assert "annotations" not in cm["metadata"]
+
+
+def test_labels_and_folder_are_configurable(make_environment):
+    env = make_environment(monitoring={"namespace": "obs", "dashboardLabels": {"grafana.io/dashboard": "gpu"}, "dashboardFolder": "GPU"})
+    for cm in md.dashboard_config_maps(env):
+        assert cm["metadata"]["namespace"] == "obs"
+        assert cm["metadata"]["labels"]["grafana.io/dashboard"] == "gpu" and "grafana_dashboard" not in cm["metadata"]["labels"]
+        assert cm["metadata"]["annotations"] == {md.FOLDER_ANNOTATION: "GPU"}
+
+
+def test_off_without_the_block(dev):
+    assert md.dashboards(dev) == {} and config_maps(dev) == []
+
+
+def test_dashboards_round_trip_through_the_sdk_types(prod):
+    for cm in config_maps(prod):
+        original = json.loads(next(iter(cm["data"].values())))
+        model = Dashboard.from_json(original)
+        assert isinstance(model, Dashboard)
+        assert json.loads(json.dumps(model, cls=JSONEncoder)) == original
+        # Typed all the way down: panels and Prometheus targets decode to SDK classes, not dicts.
+        panel = next(p for p in model.panels if getattr(p, "type_val", "") == "timeseries")
+        assert type(panel.targets[0]).__module__.endswith("models.prometheus")
+
+
+def test_queries_read_only_recording_rules_that_exist(prod):
+    records = {rule["record"] for g in r.rule_groups(prod) for rule in g["rules"] if "record" in rule}
+    for name, dashboard in md.dashboards(prod).items():
+        exprs = [t["expr"] for p in dashboard["panels"] if p["type"] != "row" for t in p["targets"]]
+        assert exprs, name
+        for expr in exprs:
+            used = set(re.findall(r"gpu_tenancy:[a-z0-9_]+:[a-z0-9_]+", expr))
+            assert used and used <= records, expr
+            assert not re.search(r"\b(kube_|DCGM_|kueue_)", expr), f"raw exporter metric in a panel: {expr}"
+
+
+def test_tenant_dashboard_is_scoped_by_its_variable(prod):
+    dashboard = md.dashboards(prod)[md.TENANT]
+    names = [v["name"] for v in dashboard["templating"]["list"]]
+    assert names == ["datasource", md.TENANT_VARIABLE]
+    for panel in dashboard["panels"]:
+        for target in panel.get("targets", []):
+            assert '{tenant="$tenant"}' in target["expr"], target["expr"]
+
+
+def test_panels_have_unique_ids_and_use_the_datasource_variable(prod):
+    for dashboard in md.dashboards(prod).values():
+        ids = [p["id"] for p in dashboard["panels"]]
+        assert len(ids) == len(set(ids))
+        assert all(p["datasource"] == {"type": "prometheus", "uid": "${datasource}"} for p in dashboard["panels"] if p["type"] != "row")
+        assert len(dashboard["uid"]) <= 40
+
+
+def test_exporters_decide_which_panels_exist(make_environment):
+    titles = lambda env: {p["title"] for d in md.dashboards(env).values() for p in d["panels"]}  # noqa: E731
+    bare = titles(make_environment(monitoring={"exporters": []}))
+    assert "Engine activity by class" not in bare and "Queue wait p95 by tenant" not in bare
+    kueue = titles(make_environment(scheduler="kueue", monitoring={}))
+    assert {"Engine activity by class", "Queue wait p95 by tenant", "Pending workloads"} <= kueue
+
+
+def test_text_is_deterministic(prod):
+    assert config_maps(prod) == config_maps(prod)

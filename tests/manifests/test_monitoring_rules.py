@@ -1,0 +1,196 @@
+"""The PrometheusRule builder: off by default, labels and names from the stack, valid against the CRD.
+
+What the rules compute is checked by `promtool test rules` and a real Prometheus in tests/monitoring.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+
+import jsonschema
+import pytest
+import yaml
+
+from components.manifests import monitoring_rules as r
+from components.manifests.build import platform_objects
+from components.model.load import Environment, LoadedTenant
+from components.model.monitoring import Monitoring
+from components.model.stack import Platform
+
+from .test_queues_crds import cel_failures, to_json_schema
+
+PLATFORM = {
+    "labelDomain": "gpu.example.com",
+    "gpuClasses": {
+        "h100": {"model": "H100-80GB", "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi", "overcommit": 1.5},
+        "l4": {"model": "L4", "product": "NVIDIA-L4", "memory": "24Gi", "sharing": "timeSlicing", "timeSlicing": {"replicas": 4, "renameByDefault": True}},
+        "a100-mig": {"model": "A100-80GB", "product": "NVIDIA-A100-SXM4-80GB", "memory": "80Gi", "sharing": "mig"},
+    },
+    "nodePools": {
+        "h100": {"gpuClass": "h100", "gpusPerNode": 8, "nodes": ["h1", "h2"]},
+        "l4": {"gpuClass": "l4", "gpusPerNode": 2, "nodes": ["l1"]},
+        "mig": {"gpuClass": "a100-mig", "gpusPerNode": 8, "nodes": ["m1"], "migLayout": "all-3g.40gb"},
+    },
+}
+
+
+def environment(make_environment, **monitoring) -> Environment:
+    return make_environment(**PLATFORM, monitoring=monitoring) if monitoring is not None else make_environment(**PLATFORM)
+
+
+@lru_cache(maxsize=None)
+def crd_schema() -> dict:
+    text = resources.files("components.data").joinpath("prometheus-operator/monitoring.coreos.com_prometheusrules.yaml").read_text("utf-8")
+    crd = yaml.safe_load(text)
+    return next(v for v in crd["spec"]["versions"] if v["name"] == "v1")["schema"]["openAPIV3Schema"]
+
+
+def crd_errors(obj: dict) -> list[str]:
+    schema = crd_schema()
+    validator = jsonschema.Draft202012Validator(to_json_schema(schema))
+    errors = [f"{'.'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}" for e in validator.iter_errors(obj)]
+    return errors + cel_failures(schema, obj)
+
+
+def test_off_without_the_block(make_environment, prod, dev):
+    env = make_environment(**PLATFORM)
+    assert r.prometheus_rule(env) is None and r.rule_groups(env) == []
+    assert [o for o in platform_objects(dev) if o["kind"] == "PrometheusRule"] == []
+
+
+def test_disabled_block_generates_nothing(make_environment):
+    assert r.prometheus_rule(make_environment(**PLATFORM, monitoring={"enabled": False})) is None
+
+
+def test_prod_rule_validates_against_the_crd(prod):
+    rules = [o for o in platform_objects(prod) if o["kind"] == "PrometheusRule"]
+    assert len(rules) == 1
+    assert crd_errors(rules[0]) == []
+    assert rules[0]["metadata"]["namespace"] == "monitoring"
+    assert rules[0]["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+
+
+@pytest.mark.parametrize("exporters", [None, [], ["dcgm"], ["dcgm", "kueue"]])
+def test_every_variant_validates_against_the_crd(make_environment, exporters):
+    scheduler = "kueue" if exporters and "kueue" in exporters else "none"
+    env = make_environment(**PLATFORM, scheduler=scheduler, monitoring={"exporters": exporters, "dcgmLabelPrefix": "exported_"})
+    assert crd_errors(r.prometheus_rule(env)) == []
+
+
+def test_the_crd_check_catches_a_broken_rule(make_environment):
+    rule = r.prometheus_rule(environment(make_environment))
+    rule["spec"]["groups"][0]["rules"][0]["for"] = "two hours"  # not a duration
+    rule["spec"]["groups"][0]["interval"] = 5
+    assert len(crd_errors(rule)) >= 2
+
+
+def test_names_come_from_the_labels_we_set(make_environment):
+    groups = r.rule_groups(environment(make_environment))
+    text = yaml.safe_dump(groups)
+    assert "label_gpu_example_com_gpu_class" in text  # <labelDomain>/gpu-class on the nodes
+    assert "label_gpu_tenancy_dev_tenant" in text  # gpu-tenancy.dev/tenant on the namespaces
+    assert "label_nvidia_com_mig_config_state" in text  # MIG class present -> the MIG alert
+
+
+def test_resources_cover_whole_gpus_shares_and_mig_slices(make_environment):
+    assert r.gpu_resources(environment(make_environment).platform) == ["nvidia_com_gpu", "nvidia_com_gpu_shared", "nvidia_com_mig_3g_40gb"]
+
+
+def test_capacity_per_class_and_resource(make_environment):
+    assert r.class_capacity(environment(make_environment).platform) == {
+        ("a100-mig", "nvidia.com/mig-3g.40gb"): 16,  # 8 GPUs x 2 instances
+        ("h100", "nvidia.com/gpu"): 16,
+        ("l4", "nvidia.com/gpu.shared"): 8,  # 2 GPUs x 4 replicas
+    }
+
+
+def test_static_series_carry_capacity_overcommit_and_quotas(make_environment, make_tenant):
+    base = environment(make_environment)
+    tenant = make_tenant(name="team-a", gpu={"classes": ["h100", "a100-mig"]}, quota={"gpu": {"h100": 6}, "mig": {"3g.40gb": 4}})
+    env = Environment(base.name, base.platform, None, [LoadedTenant(tenant, None)])
+    stack = {(rule["record"], tuple(sorted(rule.get("labels", {}).items()))): rule["expr"]
+             for rule in r.stack_rules(env)}
+    assert stack[(r.CLASS_OVERCOMMIT_STACK, (("gpu_class", "h100"),))] == "vector(1.5)"
+    assert stack[(r.CLASS_CAPACITY_STACK, (("gpu_class", "l4"), ("resource", "nvidia_com_gpu_shared")))] == "vector(8)"
+    assert stack[(r.TENANT_QUOTA_STACK, (("gpu_class", "h100"), ("resource", "nvidia_com_gpu"), ("tenant", "team-a")))] == "vector(6)"
+    assert stack[(r.TENANT_QUOTA_STACK, (("gpu_class", "a100-mig"), ("resource", "nvidia_com_mig_3g_40gb"), ("tenant", "team-a")))] == "vector(4)"
+    assert stack[(r.CLASS_QUOTA_STACK, (("gpu_class", "h100"), ("resource", "nvidia_com_gpu")))] == "vector(6)"
+
+
+def test_thresholds_reach_the_alerts(make_environment):
+    env = environment(make_environment, thresholds={"nearQuotaRatio": 0.8, "idleActivityPercent": 10, "idleFor": "90m", "pendingFor": "1h"})
+    alerts = {a["alert"]: a for a in r.alert_rules(env, frozenset({"dcgm"}), env.platform.monitoring)}
+    assert alerts["GpuTenantNearQuota"]["expr"].endswith(">= 0.8")
+    assert alerts["GpuAllocatedIdle"]["expr"] == f"{r.POD_ACTIVE} < 0.1"
+    assert alerts["GpuAllocatedIdle"]["for"] == "90m"
+    assert alerts["GpuTenantPodPendingTooLong"]["for"] == "1h"
+
+
+def test_every_alert_has_a_runbook_and_tenant_scoped_labels(prod):
+    alerts = [rule for group in r.rule_groups(prod) for rule in group["rules"] if "alert" in rule]
+    assert {a["alert"] for a in alerts} == {
+        "GpuTenantNearQuota", "GpuTenantPodPendingTooLong", "GpuQuotaOverCapacity", "GpuAllocatedIdle",
+        "GpuTenantWorkloadsPendingTooLong", "GpuMigReconfigurationFailed",
+    }
+    for alert in alerts:
+        assert alert["annotations"]["runbook"].startswith("1. "), alert["alert"]
+        assert alert["annotations"]["runbook_url"] == f"docs/monitoring.md#{alert['alert'].lower()}"
+        assert alert["labels"]["severity"] in ("warning", "critical")
+
+
+def test_exporters_decide_which_rules_exist(make_environment):
+    none = make_environment(**PLATFORM, monitoring={"exporters": []})
+    names = {rule.get("record") or rule.get("alert") for g in r.rule_groups(none) for rule in g["rules"]}
+    assert r.ENGINE_ACTIVE not in names and "GpuAllocatedIdle" not in names and r.QUEUE_WAIT_P95 not in names
+    kueue = make_environment(**PLATFORM, scheduler="kueue", monitoring={})
+    names = {rule.get("record") or rule.get("alert") for g in r.rule_groups(kueue) for rule in g["rules"]}
+    assert {r.ENGINE_ACTIVE, r.QUEUE_WAIT_P95, "GpuTenantWorkloadsPendingTooLong"} <= names
+    kai = make_environment(**PLATFORM, scheduler="kai", monitoring={})
+    names = {rule.get("record") or rule.get("alert") for g in r.rule_groups(kai) for rule in g["rules"]}
+    assert {r.KAI_ALLOCATED, r.KAI_DESERVED} <= names and r.QUEUE_WAIT_P95 not in names
+
+
+def test_exported_dcgm_labels_are_renamed(make_environment):
+    env = make_environment(**PLATFORM, monitoring={"dcgmLabelPrefix": "exported_"})
+    active = next(rule for rule in r.utilisation_rules(env.platform.monitoring) if rule["record"] == r.ENGINE_ACTIVE)
+    assert 'exported_pod!=""' in active["expr"]
+    assert '"pod", "$1", "exported_pod"' in active["expr"]
+
+
+def test_rules_are_one_group_in_dependency_order(prod):
+    """A rule may only read series that rules before it in the (single) group record."""
+    groups = r.rule_groups(prod)
+    assert [g["name"] for g in groups] == ["gpu-tenancy.prod"]
+    rules = groups[0]["rules"]
+    for index, rule in enumerate(rules):
+        later = {other["record"] for other in rules[index:] if "record" in other} - {rule.get("record")}
+        assert [name for name in later if name in rule["expr"]] == [], rule
+
+
+def test_output_is_deterministic(prod):
+    assert r.prometheus_rule(prod) == r.prometheus_rule(prod)
+
+
+@pytest.mark.parametrize(
+    "monitoring, scheduler, message",
+    [
+        ({"exporters": ["kueue"]}, "none", "monitoring.exporters lists kueue but scheduler is 'none'"),
+        ({"exporters": ["kai"]}, "kueue", "monitoring.exporters lists kai but scheduler is 'kueue'"),
+        ({"exporters": ["dcgm", "dcgm"]}, "none", "lists an exporter twice"),
+        ({"thresholds": {"idleFor": "2 hours"}}, "none", "String should match pattern"),
+        ({"thresholds": {"nearQuotaRatio": 1.5}}, "none", "less than or equal to 1"),
+        ({"dashboardLabels": {"grafana dashboard": "1"}}, "none", "String should match pattern"),
+    ],
+)
+def test_bad_monitoring_blocks_are_rejected(monitoring, scheduler, message):
+    with pytest.raises(Exception) as error:
+        Platform.model_validate({**PLATFORM, "scheduler": scheduler, "monitoring": monitoring})
+    assert message in str(error.value)
+
+
+def test_defaults():
+    monitoring = Monitoring()
+    assert monitoring.namespace == "monitoring"
+    assert monitoring.dashboard_labels == {"grafana_dashboard": "1"}
+    assert monitoring.exporters_for("none") == frozenset({"dcgm"})
