@@ -67,6 +67,21 @@ def gpu_flavor_quotas(tenant: Tenant, environment: Environment) -> dict[str, dic
     return {pool: dict(sorted(resources.items())) for pool, resources in sorted(result.items())}
 
 
+def gpu_class_quotas(tenant: Tenant, environment: Environment) -> dict[str, dict[str, int]]:
+    """`gpu_flavor_quotas` summed per GPU class: the tenant's nominal quota per class and resource.
+
+    >>> gpu_class_quotas(prod.tenants[0].spec, prod)["a100"]   # doctest: +SKIP
+    {'nvidia.com/gpu': 20, 'nvidia.com/mig-1g.10gb': 0, 'nvidia.com/mig-3g.40gb': 0}
+    """
+    platform = environment.platform
+    result: dict[str, dict[str, int]] = {}
+    for pool, resources in gpu_flavor_quotas(tenant, environment).items():
+        per_class = result.setdefault(platform.node_pools[pool].gpu_class, {})
+        for resource, count in resources.items():
+            per_class[resource] = per_class.get(resource, 0) + count
+    return {name: dict(sorted(r.items())) for name, r in sorted(result.items())}
+
+
 def _flavor_tolerations(environment: Environment, pool: str) -> list[dict]:
     """Tolerations for the pool's taints: a dedicated pool's `<labelDomain>/tenant=<owner>:NoSchedule`.
 

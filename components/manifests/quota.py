@@ -90,22 +90,34 @@ def priority_quota_name(priority_class: str) -> str:
 
 
 def cluster_gpu_resources(platform: Platform) -> list[str]:
-    """Every GPU extended resource the cluster's GPUs could advertise, whether a layout offers it or not.
-
-    Whole GPUs and time-slicing shares (`nvidia.com/gpu`, `nvidia.com/gpu.shared`) and every MIG
-    profile of every GPU model of the stack's classes: a resource with no quota key is not limited
-    at all, so a profile no layout offers today (or a share no class renames) is pinned at "0"
-    rather than left open for the day someone re-partitions a node by hand.
+    """Every GPU extended resource the cluster's classes advertise (whole GPUs, shares, MIG slices).
 
     >>> from components.model.stack import Platform
     >>> cluster_gpu_resources(Platform(labelDomain="gpu.example.com", gpuClasses={"h100": {
+    ...     "model": "H100-80GB", "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi"}}))
+    ['nvidia.com/gpu']
+    """
+    resources = {cap.class_resource(gpu_class) for gpu_class in platform.gpu_classes.values()}
+    resources |= {mig.resource_name(profile) for profile in cap.capacity(platform).per_mig_profile}
+    return sorted(resources)
+
+
+def quota_gpu_resources(platform: Platform) -> list[str]:
+    """Every GPU extended resource the cluster's GPUs *could* advertise: the ResourceQuota's GPU keys.
+
+    `cluster_gpu_resources` plus both share resources (`nvidia.com/gpu`, `nvidia.com/gpu.shared`) and
+    every MIG profile of every GPU model of the stack's classes: a resource with no quota key is not
+    limited at all, so a profile no layout offers today (or a share no class renames) is pinned at
+    "0" rather than left open for the day someone re-partitions a node by hand.
+
+    >>> from components.model.stack import Platform
+    >>> quota_gpu_resources(Platform(labelDomain="gpu.example.com", gpuClasses={"h100": {
     ...     "model": "H100-80GB", "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi"}}))[:3]
     ['nvidia.com/gpu', 'nvidia.com/gpu.shared', 'nvidia.com/mig-1g.10gb']
     """
     if not platform.gpu_classes:
         return []
-    resources = {cap.GPU, cap.GPU_SHARED}
-    resources |= {mig.resource_name(profile) for profile in cap.capacity(platform).per_mig_profile}
+    resources = set(cluster_gpu_resources(platform)) | {cap.GPU, cap.GPU_SHARED}
     table = mig.geometry()
     for gpu_class in platform.gpu_classes.values():
         geometry = table.get(gpu_class.model)
@@ -125,7 +137,7 @@ def gpu_hard(tenant: Tenant, platform: Platform, granted: dict[str, int] | None 
     {'requests.nvidia.com/gpu': '8'}
     """
     granted = cap.gpu_quota_by_resource(tenant, platform) if granted is None else granted
-    counts = {resource: 0 for resource in cluster_gpu_resources(platform)}
+    counts = {resource: 0 for resource in quota_gpu_resources(platform)}
     counts.update(granted)
     return {f"requests.{resource}": str(count) for resource, count in sorted(counts.items())}
 

@@ -406,8 +406,13 @@ def _capacity_problems(environment) -> list[Problem]:
     owners = feas.pool_owners([(t.name, t.spec) for t in environment.tenants], platform)
     problems: list[Problem] = []
     ratio = Fraction(platform.capacity_warning_ratio)
+    # A tenant listing a pool that another tenant already holds gets that error; the capacity it
+    # then lacks is a consequence, not a second problem to report.
+    contested = {t.name for t in active if any(owners.get(p, t.name) != t.name for p in t.spec.gpu.dedicated_pools)}
     for commodity, result in feas.feasibility([(t.name, t.spec) for t in active], platform, owners).items():
         subject = feas.commodity_text(commodity)
+        if result.violators and set(result.violators) & contested:
+            continue
         if result.violators:
             tenants = result.violators
             pools = result.pools_of(tenants)
