@@ -405,10 +405,14 @@ def start_scheduling_stack(stack: str, workdir: Path, root: Path = REPO_ROOT) ->
         environment, objects = AppliedStack.render(stack, root)
         if environment.platform.scheduler == "kueue":
             timings["kueue"] = plane.start_kueue()
-        else:   # the vendored CRDs of the custom objects the builders emit (KAI Queues)
-            install_crds(cp)
+        # The vendored CRDs of the custom objects the builders emit (KAI Queues, PrometheusRules).
+        # Kueue's are byte-identical to the ones just installed from its module, and server-side
+        # apply leaves the conversion webhook, which the vendored files do not set, in place.
+        install_crds(cp)
         t1 = time.monotonic()
         cp.create_namespace(environment.platform.gpu_operator.namespace)
+        if environment.platform.monitoring is not None:   # kube-prometheus-stack's, as prod_stack does
+            cp.create_namespace(environment.platform.monitoring.namespace)
         node_pool = register_ready_nodes(cp, environment)
         applied = SchedulingStack(environment, objects, [], {}, [])
         applied.results = cp.apply_rendered(applied.all_objects)
