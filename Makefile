@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STACK  ?= prod
 OUT    ?= out
 
-.PHONY: run test lint validate e2e e2e-monitoring monitoring-pictures e2e-pulumi up bench schema clean
+.PHONY: run test lint validate e2e e2e-scheduling e2e-monitoring monitoring-pictures e2e-pulumi up bench schema clean
 .DEFAULT_GOAL := run
 
 $(VENV)/.installed: pyproject.toml
@@ -32,7 +32,14 @@ lint: $(VENV)/.installed ## workflows through actionlint (built from its Go modu
 export GPU_TENANCY_CACHE_DIR ?= $(HOME)/.cache/gpu-tenancy
 e2e: $(VENV)/.installed
 	tools/build.sh
-	GPU_TENANCY_E2E_REQUIRED=1 $(PY) -m pytest -q tests/e2e -m e2e -ra -p no:cacheprovider
+	GPU_TENANCY_E2E_REQUIRED=1 $(PY) -m pytest -q tests/e2e -m "e2e and not scheduling" -ra -p no:cacheprovider
+
+# The scheduling lane: the same control plane plus kube-scheduler and the Kueue controller manager
+# (built from Go modules into the same cache; see tools/README.md) and the job controller.
+e2e-scheduling: $(VENV)/.installed
+	tools/build.sh k8s scheduling
+	GPU_TENANCY_E2E_REQUIRED=1 GPU_TENANCY_SCHEDULING_REQUIRED=1 \
+	  $(PY) -m pytest -q tests/e2e/scheduling -m scheduling -ra -p no:cacheprovider
 
 # The monitoring lane: promtool and prometheus built from the Prometheus Go module (cached, ~16 min
 # cold for both on 2 busy cores, <1 s warm); promtool check/test rules, then a real Prometheus.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build the real Go binaries of the test lanes (see tools/README.md), one cache per version:
 #   e2e lane:        etcd, kube-apiserver, kube-controller-manager -> $CACHE_DIR/k8s/<K8S_VERSION>/
+#   scheduling lane: the same plus kube-scheduler, kueue           -> $CACHE_DIR/k8s/<K8S_VERSION>/
 #   monitoring lane: promtool, prometheus                          -> $CACHE_DIR/prometheus/<PROMETHEUS_VERSION>/
 #   engine lane:     pulumi (the CLI)                              -> $CACHE_DIR/pulumi/<PULUMI_VERSION>/
 #                    pulumi-resource-kubernetes (the provider)     -> $CACHE_DIR/pulumi-kubernetes/<PULUMI_KUBERNETES_VERSION>/
@@ -11,17 +12,18 @@
 #
 # Usage: tools/build.sh [--print-dir [binary|group]] [binary|group...]
 #   --print-dir   print the output directory (of a binary or group; default the e2e binaries) and exit
-#   binary        any of: etcd kube-apiserver kube-controller-manager promtool prometheus
-#                 pulumi pulumi-resource-kubernetes
-#   group         k8s (the default: the three e2e binaries), monitoring (promtool prometheus),
-#                 pulumi (the CLI and the provider), all
+#   binary        any of: etcd kube-apiserver kube-controller-manager kube-scheduler kueue
+#                 promtool prometheus pulumi pulumi-resource-kubernetes
+#   group         k8s (the default: the three e2e binaries), scheduling (kube-scheduler kueue),
+#                 monitoring (promtool prometheus), pulumi (the CLI and the provider), all
 set -euo pipefail
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/go-env.sh"
 
 k8s_bins=(etcd kube-apiserver kube-controller-manager)
+sched_bins=(kube-scheduler kueue)
 prom_bins=(promtool prometheus)
 pulumi_bins=(pulumi pulumi-resource-kubernetes)
-all=("${k8s_bins[@]}" "${prom_bins[@]}" "${pulumi_bins[@]}")
+all=("${k8s_bins[@]}" "${sched_bins[@]}" "${prom_bins[@]}" "${pulumi_bins[@]}")
 
 is_prom() { case "$1" in promtool|prometheus) return 0;; *) return 1;; esac; }
 out_dir_for() {
@@ -35,6 +37,7 @@ out_dir_for() {
 version_for() {
   case "$1" in
     etcd) echo "$ETCD_VERSION" ;;
+    kueue) echo "$KUEUE_VERSION" ;;
     promtool|prometheus) echo "$PROMETHEUS_VERSION" ;;
     pulumi) echo "$PULUMI_VERSION" ;;
     pulumi-resource-kubernetes) echo "$PULUMI_KUBERNETES_VERSION ($PULUMI_KUBERNETES_MODULE_VERSION)" ;;
@@ -48,6 +51,7 @@ targets=()
 for arg in "${@:-k8s}"; do
   case "$arg" in
     k8s) targets+=("${k8s_bins[@]}") ;;
+    scheduling) targets+=("${sched_bins[@]}") ;;
     monitoring) targets+=("${prom_bins[@]}") ;;
     pulumi) targets+=("${pulumi_bins[@]}") ;;
     all) targets+=("${all[@]}") ;;
@@ -55,7 +59,11 @@ for arg in "${@:-k8s}"; do
   esac
 done
 module_dir_for() { if is_prom "$1"; then echo "$TOOLS_DIR/prometheus"; else echo "$TOOLS_DIR/$1"; fi; }
-package_for() { if is_prom "$1"; then echo "github.com/prometheus/prometheus/cmd/$1"; else echo "."; fi; }
+package_for() {
+  if is_prom "$1"; then echo "github.com/prometheus/prometheus/cmd/$1"
+  elif [ "$1" = kueue ]; then echo "sigs.k8s.io/kueue/cmd/kueue"   # the go.mod `tool`: upstream's main, unchanged
+  else echo "."; fi
+}
 tags_for() { if is_prom "$1"; then echo "$PROMETHEUS_TAGS"; else echo ""; fi; }
 
 ldflags_for() {
@@ -80,6 +88,15 @@ ldflags_for() {
   fi
   if [ "$name" = etcd ]; then
     echo "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=go.etcd.io/etcd/server/v3@$ETCD_VERSION"
+    return
+  fi
+  if [ "$name" = kueue ]; then  # what Kueue's Makefile sets (pkg/version)
+    mod_info="$GOMODCACHE/cache/download/sigs.k8s.io/kueue/@v/$KUEUE_VERSION.info"
+    date="$(sed -n 's/.*"Time":"\([^"]*\)".*/\1/p' "$mod_info" 2>/dev/null || true)"
+    [ -n "$date" ] || date="1970-01-01T00:00:00Z"
+    echo "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION" \
+         "-X sigs.k8s.io/kueue/pkg/version.GitCommit=sigs.k8s.io/kueue@$KUEUE_VERSION" \
+         "-X sigs.k8s.io/kueue/pkg/version.BuildDate=$date"
     return
   fi
   # Same variables hack/lib/version.sh sets, so `--version` and /version
@@ -109,13 +126,14 @@ stamp_for() {  # hash of everything that determines the binary
     return
   fi
   { cat "$TOOLS_DIR/$name/go.mod" "$TOOLS_DIR/$name/go.sum"
-    if [ -f "$TOOLS_DIR/$name/main.go" ]; then cat "$TOOLS_DIR/$name/main.go"; fi  # tools/pulumi has none
+    [ ! -f "$TOOLS_DIR/$name/main.go" ] || cat "$TOOLS_DIR/$name/main.go"   # tools/pulumi and tools/kueue have none
     case "$name" in
-      etcd|kube-*) echo "$K8S_VERSION $ETCD_VERSION" ;;
+      etcd|kube-*|kueue) echo "$K8S_VERSION $ETCD_VERSION" ;;
       *) version_for "$name" ;;
     esac
     case "$name" in
       kube-*) echo "k8s-ldflags-v1" ;;
+      kueue) echo "$KUEUE_VERSION kueue-ldflags-v1" ;;
       *) ldflags_for "$name" ;;
     esac
   } | sha256sum | cut -d' ' -f1

@@ -1,14 +1,18 @@
 """Kueue objects (`kueue.x-k8s.io/v1beta2`): per-GPU-class quotas that a ResourceQuota cannot express.
 
-* a ResourceFlavor per GPU class (its nodes by the `<labelDomain>/gpu-class` label), plus
-  `default-flavor` for cpu and memory, which any node serves;
+* a ResourceFlavor per GPU node pool (node labels: the pool's `<labelDomain>/gpu-class` and
+  `<labelDomain>/pool`; a dedicated pool's flavor also tolerates its owner's taint), plus
+  `default-flavor` for cpu and memory, which any node serves. Kueue injects a flavor's labels and
+  tolerations into the pods it admits, so a Job with no selector of its own lands on exactly one
+  pool and passes the placement policy;
 * a ClusterQueue per tenant, named like the tenant, admitting workloads of its namespaces only
   (`namespaceSelector` on the tenant label). Two resource groups: cpu/memory in `default-flavor`,
-  and every GPU resource of the tenant in one flavor per allowed GPU class. Nominal quotas are the
-  tenant's quota per class (a MIG-sliced class carries the tenant's slices per profile), so summed
-  per resource they equal the namespace ResourceQuota. Borrowing happens within the tenant's cohort;
-  `borrowingLimit`/`lendingLimit` cap it per class, and a class the tenant reaches only through its
-  dedicated pools is neither lent nor borrowed (limits of 0);
+  and every GPU resource in one flavor per pool the tenant may reach (and no other). A class quota
+  is split across the tenant's pools of the class as the capacity check places it, so summed per
+  resource the nominal quotas equal the namespace quota's nominal part. Borrowing happens within
+  the tenant's cohort, flavor by flavor (pool by pool); `borrowingLimit`/`lendingLimit` cap it per
+  class, and a class the tenant reaches only through its dedicated pools is neither lent nor
+  borrowed (limits of 0);
 * a LocalQueue `default` in each tenant namespace, pointing at the tenant's ClusterQueue.
 
 Kueue does not look at ResourceQuota: it admits workloads by its own bookkeeping, and the
@@ -18,12 +22,11 @@ ResourceQuota still rejects pods beyond the namespace's quota (see docs/queues-a
 from __future__ import annotations
 
 from ..model import capacity as cap
-from ..model import mig
+from ..model import feasibility as feas
 from ..model.load import Environment
 from ..model.queue_checks import KUEUE_CPU_FLAVOR, cohort_of, dedicated_only_classes, kueue_compute_nominal
-from ..model.stack import Platform
 from ..model.tenant import Tenant
-from .gpu_nodes import dedicated_pool_owners, gpu_class_label, pool_taints
+from .gpu_nodes import dedicated_pool_owners, gpu_class_label, pool_label, pool_taints
 from .meta import TENANT_LABEL, KubeObject, kube_object, object_meta, platform_labels
 from .namespace import environment_label, owned_labels
 
@@ -32,61 +35,83 @@ LOCAL_QUEUE = "default"
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 
 
-def gpu_flavor_quotas(tenant: Tenant, platform: Platform) -> dict[str, dict[str, int]]:
-    """Nominal quota per GPU class (flavor) and extended resource of the tenant's ClusterQueue.
+def flavor_pools(tenant: Tenant, environment: Environment) -> list[str]:
+    """The node pools whose flavors the tenant's ClusterQueue lists: exactly those its pods may land on."""
+    platform = environment.platform
+    return feas.reachable_pools(tenant.name, tenant, platform, dedicated_pool_owners(environment))
 
-    Every allowed class gets its whole-GPU resource (0 when the tenant has no quota there, so that
-    it may still borrow); MIG slices go to the first allowed mixed-strategy class offering the profile.
 
-    >>> from components.model.stack import Platform
-    >>> p = Platform.model_validate({"labelDomain": "x.dev", "gpuClasses": {"a100": {
-    ...     "model": "A100-80GB", "product": "NVIDIA-A100-SXM4-80GB", "memory": "80Gi"}}})
-    >>> gpu_flavor_quotas(Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha1", "kind": "Tenant",
-    ...     "name": "a", "displayName": "A", "costCenter": "cc-1", "gpu": {"classes": ["a100"]},
-    ...     "quota": {"gpu": 8}}), p)
-    {'a100': {'nvidia.com/gpu': 8}}
+def gpu_flavor_quotas(tenant: Tenant, environment: Environment) -> dict[str, dict[str, int]]:
+    """Nominal quota per flavor (node pool) and extended resource of the tenant's ClusterQueue.
+
+    Every pool the tenant may reach is a flavor listing each GPU resource the pool offers (0 where
+    the tenant holds no quota there, so that it may still borrow). A class quota (or MIG profile
+    quota) is split across the tenant's pools of that class (offering that profile) as the
+    capacity check's flow places it (`components.model.feasibility.quota_split`), so the nominal
+    quotas of all tenants on one pool fit in it together.
     """
-    by_class = cap.gpu_quota_by_class(tenant, platform)
-    allowed = [name for name in cap.allowed_classes(tenant, platform) if name in platform.gpu_classes]
+    platform = environment.platform
+    pools = flavor_pools(tenant, environment)
     result: dict[str, dict[str, int]] = {
-        name: {cap.class_resource(platform.gpu_classes[name]): by_class.get(name, 0)} for name in allowed
+        pool: {resource: 0 for resource in cap.node_gpu_resources(platform, platform.node_pools[pool])} for pool in pools
     }
-    providers = {profile: sorted(classes) for profile, classes in cap.capacity(platform).mig_profile_classes.items()}
-    for profile, count in sorted(tenant.quota.mig.items()):
-        offering = [name for name in providers.get(profile, []) if name in result]
-        if offering:
-            result[offering[0]][mig.resource_name(profile)] = count
-    return {name: dict(sorted(resources.items())) for name, resources in sorted(result.items())}
+    split = feas.quota_split(environment).get(tenant.name)
+    if split is None:  # a tenant that is not part of the environment (tests, previews): on its own
+        owners = dedicated_pool_owners(environment)
+        split = feas.split_of(feas.feasibility([(tenant.name, tenant)], platform, owners)).get(tenant.name, {})
+    for commodity, by_pool in split.items():
+        resource = feas.commodity_resource(platform, commodity)
+        for pool, units in by_pool.items():
+            if pool in result:
+                result[pool][resource] = result[pool].get(resource, 0) + units
+    return {pool: dict(sorted(resources.items())) for pool, resources in sorted(result.items())}
 
 
-def _flavor_tolerations(environment: Environment, gpu_class: str) -> list[dict]:
-    """Tolerations for the class's taints, when every pool of the class carries the same ones.
+def gpu_class_quotas(tenant: Tenant, environment: Environment) -> dict[str, dict[str, int]]:
+    """`gpu_flavor_quotas` summed per GPU class: the tenant's nominal quota per class and resource.
 
-    Only dedicated pools are tainted (`<labelDomain>/tenant=<owner>`); a class whose pools belong
-    to one tenant gets that toleration, a class shared or split between owners gets none (pods
-    bring their own, and the placement policy decides who may land where).
+    >>> gpu_class_quotas(prod.tenants[0].spec, prod)["a100"]   # doctest: +SKIP
+    {'nvidia.com/gpu': 20, 'nvidia.com/mig-1g.10gb': 0, 'nvidia.com/mig-3g.40gb': 0}
     """
-    pools = [name for name, pool in sorted(environment.platform.node_pools.items()) if pool.gpu_class == gpu_class]
-    owners = dedicated_pool_owners(environment)
-    if not pools or any(pool not in owners for pool in pools) or len({owners[p] for p in pools}) != 1:
-        return []
+    platform = environment.platform
+    result: dict[str, dict[str, int]] = {}
+    for pool, resources in gpu_flavor_quotas(tenant, environment).items():
+        per_class = result.setdefault(platform.node_pools[pool].gpu_class, {})
+        for resource, count in resources.items():
+            per_class[resource] = per_class.get(resource, 0) + count
+    return {name: dict(sorted(r.items())) for name, r in sorted(result.items())}
+
+
+def _flavor_tolerations(environment: Environment, pool: str) -> list[dict]:
+    """Tolerations for the pool's taints: a dedicated pool's `<labelDomain>/tenant=<owner>:NoSchedule`.
+
+    Only the owner's ClusterQueue lists a dedicated pool's flavor, so only the owner's pods get the
+    toleration -- the one toleration of that key the placement policy lets them carry.
+    """
     return [
         {"effect": taint["effect"], "key": taint["key"], "operator": "Equal", "value": taint["value"]}
-        for taint in pool_taints(environment, pools[0])
+        for taint in pool_taints(environment, pool)
     ]
 
 
 def resource_flavors(environment: Environment) -> list[KubeObject]:
-    """`default-flavor` (cpu, memory; no node constraint) and one ResourceFlavor per GPU class.
+    """`default-flavor` (cpu, memory; no node constraint) and one ResourceFlavor per GPU node pool.
+
+    A flavor's node labels are the pool's class and pool labels, which every node of the pool
+    carries: Kueue injects them as the node selector of the pods it admits, so they land on that
+    pool and pass the tenant's placement policy (a pool selector always pins) with no selector of
+    their own. A flavor per class would span pools dedicated to different tenants.
 
     >>> [f["metadata"]["name"] for f in resource_flavors(dev)]   # doctest: +SKIP
-    ['a100-mig', 'default-flavor', 'l4']
+    ['a100-mig', 'default-flavor', 'l4-shared']
     """
     platform = environment.platform
     labels = platform_labels(environment_label(environment))
     flavors = [kube_object(API_VERSION, "ResourceFlavor", object_meta(KUEUE_CPU_FLAVOR, labels=labels), spec={})]
-    for name in sorted(platform.gpu_classes):
-        spec: dict = {"nodeLabels": {gpu_class_label(platform): name}}
+    for name, pool in sorted(platform.node_pools.items()):
+        if pool.gpu_class not in platform.gpu_classes:
+            continue
+        spec: dict = {"nodeLabels": {gpu_class_label(platform): pool.gpu_class, pool_label(platform): name}}
         tolerations = _flavor_tolerations(environment, name)
         if tolerations:
             spec["tolerations"] = tolerations
@@ -103,17 +128,17 @@ def _resource(name: str, nominal, borrowing: int | None = None, lending: int | N
     return item
 
 
-def resource_groups(tenant: Tenant, platform: Platform) -> list[dict]:
-    """The ClusterQueue's resource groups: cpu/memory in `default-flavor`, GPU resources per class.
+def resource_groups(tenant: Tenant, environment: Environment) -> list[dict]:
+    """The ClusterQueue's resource groups: cpu/memory in `default-flavor`, GPU resources per pool flavor.
 
     Every flavor of a group lists every covered resource, in the group's order (Kueue requires it).
+    Borrowing and lending limits are per GPU class (`queue.borrowingLimit`/`lendingLimit`); each
+    flavor of the class carries them on the class's own resource (a flavor is one pool).
 
-    >>> from components.model.stack import Platform
-    >>> resource_groups(Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha1", "kind": "Tenant",
-    ...     "name": "a", "displayName": "A", "costCenter": "cc-1", "quota": {"cpu": {"requests": "8"},
-    ...     "memory": {"requests": "32Gi"}}}), Platform.model_validate({"labelDomain": "x.dev"}))[0]["coveredResources"]
+    >>> resource_groups(prod.tenants[0].spec, prod)[0]["coveredResources"]   # doctest: +SKIP
     ['cpu', 'memory']
     """
+    platform = environment.platform
     groups = []
     compute = kueue_compute_nominal(tenant, platform)
     if compute:
@@ -123,7 +148,7 @@ def resource_groups(tenant: Tenant, platform: Platform) -> list[dict]:
                 "flavors": [{"name": KUEUE_CPU_FLAVOR, "resources": [_resource(r, compute[r]) for r in sorted(compute)]}],
             }
         )
-    flavors = gpu_flavor_quotas(tenant, platform)
+    flavors = gpu_flavor_quotas(tenant, environment)
     covered = sorted({resource for resources in flavors.values() for resource in resources})
     if covered:
         has_cohort = cohort_of(tenant, platform) is not None
@@ -136,20 +161,24 @@ def resource_groups(tenant: Tenant, platform: Platform) -> list[dict]:
             if has_cohort:
                 borrowing[name] = 0
         entries = []
-        for name, resources in flavors.items():
-            whole = cap.class_resource(platform.gpu_classes[name])
+        for pool_name, resources in flavors.items():
+            class_name = platform.node_pools[pool_name].gpu_class
+            gpu_class = platform.gpu_classes[class_name]
+            whole = cap.class_resource(gpu_class)
             items = []
             for resource in covered:
-                limited = resource == whole and not cap.is_mig_mixed(platform.gpu_classes[name])
+                limited = resource == whole and resource in resources and not cap.is_mig_mixed(gpu_class)
                 items.append(
                     _resource(
                         resource,
                         resources.get(resource, 0),
-                        borrowing.get(name) if limited else None,
-                        min(lending[name], resources.get(resource, 0)) if limited and name in lending and has_cohort else None,
+                        borrowing.get(class_name) if limited else None,
+                        min(lending[class_name], resources.get(resource, 0))
+                        if limited and class_name in lending and has_cohort
+                        else None,
                     )
                 )
-            entries.append({"name": name, "resources": items})
+            entries.append({"name": pool_name, "resources": items})
         groups.append({"coveredResources": covered, "flavors": entries})
     return groups
 
@@ -172,7 +201,7 @@ def cluster_queue(tenant: Tenant, environment: Environment) -> KubeObject:
         "namespaceSelector": {"matchLabels": {TENANT_LABEL: tenant.name}},
         "preemption": dict(sorted(preemption.items())),
         "queueingStrategy": settings.queueing_strategy,
-        "resourceGroups": resource_groups(tenant, platform),
+        "resourceGroups": resource_groups(tenant, environment),
     }
     cohort = cohort_of(tenant, platform)
     if cohort is not None:

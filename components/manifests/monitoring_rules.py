@@ -27,7 +27,7 @@ from ..model.load import Environment
 from ..model.monitoring import Monitoring
 from ..model.stack import Platform
 from .gpu_nodes import gpu_class_label
-from .kueue import gpu_flavor_quotas
+from .kueue import gpu_class_quotas
 from .meta import GROUP, TENANT_LABEL, KubeObject, kube_object, object_meta, platform_labels
 from .namespace import environment_label
 from .quota import TENANT_QUOTA, cluster_gpu_resources
@@ -165,7 +165,7 @@ def tenant_class_quotas(environment: Environment) -> dict[tuple[str, str, str], 
     """
     result = {}
     for loaded in environment.tenants:
-        for gpu_class, resources in gpu_flavor_quotas(loaded.spec, environment.platform).items():
+        for gpu_class, resources in gpu_class_quotas(loaded.spec, environment).items():
             for resource, count in resources.items():
                 result[(loaded.name, gpu_class, resource)] = count
     return dict(sorted(result.items()))

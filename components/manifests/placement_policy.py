@@ -194,6 +194,7 @@ def _variables(p: Placement, environment: Environment) -> list[dict[str, str]]:
     for prefix, key, values, _ in _targets(p, environment):
         variables.append(_bad_terms_variable(f"{prefix}TermsNotAllowed", key, _list(values)))
     variables.extend(_foreign_node_variables(p, environment))
+    variables.append({"name": "pinnedByRequest", "expression": _pinned_by_request(p, environment)})  # issue 14
     return variables
 
 
@@ -357,8 +358,8 @@ def _validations(p: Placement, environment: Environment) -> list[dict[str, str]]
     )
     result.append(
         {
-            "expression": f"!variables.requestsGpu || {_pinned(p, class_key, pool_key, tenant_key)}",
-            "message": _pin_message(p, class_key, pool_key, tenant_key),
+            "expression": f"!variables.requestsGpu || {_pinned(p, class_key, pool_key, tenant_key)} || variables.pinnedByRequest",
+            "message": _pin_message(p, class_key, pool_key, tenant_key) + _pin_by_request_hint(p, environment),
             "reason": "Forbidden",
         }
     )
@@ -454,3 +455,45 @@ def placement_objects(tenant: Tenant, environment: Environment) -> list[KubeObje
     ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']
     """
     return [placement_policy(tenant, environment), placement_binding(tenant, environment)]
+
+
+# --- implicit pinning by the requested resource (issue 14) ---------------------------------------
+
+
+def pinning_resources(p: Placement, environment: Environment) -> list[str]:
+    """GPU resources that only the tenant's allowed pools advertise (e.g. a MIG profile or a
+    time-slicing share offered nowhere else): a pod requesting only these can be scheduled only
+    there, so its request pins it and it needs no selector of its own.
+
+    >>> pinning_resources(placement(prod.tenants[0].spec, prod), prod)   # doctest: +SKIP
+    ['nvidia.com/mig-1g.10gb', 'nvidia.com/mig-3g.40gb']
+    """
+    platform = environment.platform
+    offered: dict[str, set[str]] = {}
+    for name, pool in platform.node_pools.items():
+        for resource in cap.node_gpu_resources(platform, pool):
+            offered.setdefault(resource, set()).add(name)
+    return sorted(r for r, pools in offered.items() if pools <= set(p.pools))
+
+
+def _pinned_by_request(p: Placement, environment: Environment) -> str:
+    """CEL: every GPU resource the pod's containers request (or limit) is a pinning resource."""
+    resources = pinning_resources(p, environment)
+    if not resources:
+        return "false"
+    ok = f"!({_is_gpu_resource('r')}) || r in {_list(resources)}"
+    # The same container walk as the `requestsGpu` variable (the API server's type checker takes
+    # the joined list as dyn; typed, it reports `resources.limits` of a container as undefined).
+    return (
+        "(object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : []))"
+        ".all(c, !has(c.resources) || ("
+        f"(!has(c.resources.limits) || c.resources.limits.all(r, {ok})) && "
+        f"(!has(c.resources.requests) || c.resources.requests.all(r, {ok}))))"
+    )
+
+
+def _pin_by_request_hint(p: Placement, environment: Environment) -> str:
+    resources = pinning_resources(p, environment)
+    if not resources:
+        return ""
+    return f"; pods requesting only {', '.join(resources)} need no selector (only the tenant's pools offer them)"

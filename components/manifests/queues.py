@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from ..model import capacity as cap
 from ..model.load import Environment
-from ..model.queue_checks import cohort_of
+from ..model import feasibility as feas
+from ..model.queue_checks import borrowable
 from ..model.tenant import Tenant
 from . import kai, kueue
 from .meta import KubeObject, sort_objects
@@ -44,24 +45,20 @@ def platform_queue_objects(environment: Environment) -> list[KubeObject]:
 
 
 def gpu_ceiling_by_resource(tenant: Tenant, environment: Environment) -> dict[str, int]:
-    """Most GPUs per extended resource the tenant's queue can admit: its quota plus what it may borrow.
+    """Most GPUs per extended resource the tenant's queue can admit: the ResourceQuota's GPU keys.
 
-    The namespace ResourceQuota rejects pods above it, so borrowing only works up to the
-    ResourceQuota; a quota builder that wants borrowing to be usable sets the GPU keys to this
-    ceiling instead of the nominal quota. A class that may borrow without limit returns the
-    nominal quota (no finite ceiling to offer).
+    The one rule (docs/queues-and-vclusters.md, "Quota under a queue"): nominal quota plus what the
+    queue can borrow -- per class, its `borrowingLimit`, but never more than the other members of its
+    cohort (KAI: department) lend on the pools it may reach; with no limit, all they lend there
+    (`components.model.queue_checks.borrowable`). Without a queueing scheduler, or with Kueue and no
+    cohort, it is the nominal quota. The ResourceQuota then admits exactly the pods the queue admits.
 
     >>> gpu_ceiling_by_resource(prod.tenants[0].spec, prod)   # doctest: +SKIP
-    {'nvidia.com/gpu': 24, 'nvidia.com/mig-1g.10gb': 48, 'nvidia.com/mig-3g.40gb': 16}
+    {'nvidia.com/gpu': 20, 'nvidia.com/mig-1g.10gb': 48, 'nvidia.com/mig-3g.40gb': 16}
     """
     platform = environment.platform
     totals = dict(cap.gpu_quota_by_resource(tenant, platform))
-    if platform.scheduler == "none" or (platform.scheduler == "kueue" and cohort_of(tenant, platform) is None):
-        return totals
-    for name, limit in sorted((tenant.queue.borrowing_limit or {}).items()):
-        gpu_class = platform.gpu_classes.get(name)
-        if gpu_class is None or cap.is_mig_mixed(gpu_class):
-            continue
-        resource = cap.class_resource(gpu_class)
-        totals[resource] = totals.get(resource, 0) + limit
+    for commodity, units in borrowable(tenant, environment).items():
+        resource = feas.commodity_resource(platform, commodity)
+        totals[resource] = totals.get(resource, 0) + units
     return dict(sorted(totals.items()))

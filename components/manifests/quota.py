@@ -35,8 +35,10 @@ gives a cap is pinned at 0. A namespace whose compute budget is zero (every cpu 
 BestEffort.
 
 Queues. With Kueue or KAI, a tenant may borrow idle GPUs from its cohort; the GPU keys of the
-tenant's quota are then its nominal quota plus its borrowing limit (`gpu_ceiling_by_resource`), or
-the ResourceQuota would reject the very pods the queue admitted on borrowed capacity.
+tenant's quota are then its nominal quota plus what its queue can borrow: its `borrowingLimit`
+per class, never more than the rest of the cohort lends on the pools it may reach, and with no
+limit all of that (`gpu_ceiling_by_resource`). Otherwise the ResourceQuota would reject the very
+pods the queue admitted on borrowed capacity.
 
 GPU resources. Only `requests.<extended-resource>` keys are enforced for extended resources
 (there is no overcommit for devices, so `limits.` keys are never written, nor bare
@@ -100,6 +102,30 @@ def cluster_gpu_resources(platform: Platform) -> list[str]:
     return sorted(resources)
 
 
+def quota_gpu_resources(platform: Platform) -> list[str]:
+    """Every GPU extended resource the cluster's GPUs *could* advertise: the ResourceQuota's GPU keys.
+
+    `cluster_gpu_resources` plus both share resources (`nvidia.com/gpu`, `nvidia.com/gpu.shared`) and
+    every MIG profile of every GPU model of the stack's classes: a resource with no quota key is not
+    limited at all, so a profile no layout offers today (or a share no class renames) is pinned at
+    "0" rather than left open for the day someone re-partitions a node by hand.
+
+    >>> from components.model.stack import Platform
+    >>> quota_gpu_resources(Platform(labelDomain="gpu.example.com", gpuClasses={"h100": {
+    ...     "model": "H100-80GB", "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi"}}))[:3]
+    ['nvidia.com/gpu', 'nvidia.com/gpu.shared', 'nvidia.com/mig-1g.10gb']
+    """
+    if not platform.gpu_classes:
+        return []
+    resources = set(cluster_gpu_resources(platform)) | {cap.GPU, cap.GPU_SHARED}
+    table = mig.geometry()
+    for gpu_class in platform.gpu_classes.values():
+        geometry = table.get(gpu_class.model)
+        if geometry is not None:
+            resources |= {mig.resource_name(profile) for profile in geometry.profiles}
+    return sorted(resources)
+
+
 def gpu_hard(tenant: Tenant, platform: Platform, granted: dict[str, int] | None = None) -> dict[str, str]:
     """`requests.<resource>` quota keys for GPUs: the tenant's quota, "0" for every other cluster GPU resource.
 
@@ -111,7 +137,7 @@ def gpu_hard(tenant: Tenant, platform: Platform, granted: dict[str, int] | None 
     {'requests.nvidia.com/gpu': '8'}
     """
     granted = cap.gpu_quota_by_resource(tenant, platform) if granted is None else granted
-    counts = {resource: 0 for resource in cluster_gpu_resources(platform)}
+    counts = {resource: 0 for resource in quota_gpu_resources(platform)}
     counts.update(granted)
     return {f"requests.{resource}": str(count) for resource, count in sorted(counts.items())}
 

@@ -61,6 +61,58 @@ def pool_layout(platform: Platform, pool: NodePool) -> list[tuple[int, dict[str,
     return []
 
 
+def node_mig_profiles(platform: Platform, pool: NodePool) -> dict[str, int]:
+    """MIG devices per profile on one node of a mixed-strategy MIG pool ({} otherwise)."""
+    gpu_class = platform.gpu_classes.get(pool.gpu_class)
+    if gpu_class is None or not is_mig_mixed(gpu_class):
+        return {}
+    result: dict[str, int] = {}
+    for count, devices in pool_layout(platform, pool):
+        for profile, per_gpu in devices.items():
+            result[profile] = result.get(profile, 0) + count * per_gpu
+    return dict(sorted(result.items()))
+
+
+def node_class_units(platform: Platform, pool: NodePool) -> int:
+    """Units of the class's own resource (`class_resource`) on one node of the pool.
+
+    Whole GPUs; x replicas when time-sliced; MIG single: slices plus GPUs the layout leaves whole;
+    MIG mixed: only the GPUs the layout leaves whole (its slices are `node_mig_profiles`).
+    """
+    gpu_class = platform.gpu_classes.get(pool.gpu_class)
+    if gpu_class is None:
+        return 0
+    if gpu_class.sharing == "timeSlicing" and gpu_class.time_slicing:
+        return pool.gpus_per_node * gpu_class.time_slicing.replicas
+    if gpu_class.sharing == "mig":
+        groups = pool_layout(platform, pool)
+        whole = max(pool.gpus_per_node - sum(count for count, _ in groups), 0)
+        if is_mig_mixed(gpu_class):
+            return whole
+        return whole + sum(count * sum(devices.values()) for count, devices in groups)
+    return pool.gpus_per_node
+
+
+def node_gpu_resources(platform: Platform, pool: NodePool) -> dict[str, int]:
+    """Extended resources one node of the pool advertises (its device plugin's allocatable).
+
+    >>> from components.model.stack import Platform
+    >>> p = Platform.model_validate({"labelDomain": "x.dev", "gpuClasses": {"l4": {"model": "L4",
+    ...     "product": "NVIDIA-L4", "memory": "24Gi", "sharing": "timeSlicing", "timeSlicing": {"replicas": 4}}},
+    ...     "nodePools": {"l4": {"gpuClass": "l4", "gpusPerNode": 2, "nodes": ["n1"]}}})
+    >>> node_gpu_resources(p, p.node_pools["l4"])
+    {'nvidia.com/gpu': 8}
+    """
+    gpu_class = platform.gpu_classes.get(pool.gpu_class)
+    if gpu_class is None:
+        return {}
+    result = {mig.resource_name(profile): count for profile, count in node_mig_profiles(platform, pool).items()}
+    units = node_class_units(platform, pool)
+    if units:
+        result[class_resource(gpu_class)] = units
+    return dict(sorted(result.items()))
+
+
 @dataclass
 class Capacity:
     """Devices per GPU class and per MIG profile (mixed strategy), in the units quotas use."""

@@ -9,6 +9,7 @@ from pathlib import PurePath
 from typing import Iterable
 
 from . import capacity as cap
+from . import feasibility as feas
 from .budget import compute_hard, namespace_slices
 from . import mig, queue_checks, role_bundles, vcluster_checks
 from .problems import Problem
@@ -392,43 +393,67 @@ def check_fleet(environment, all_tenants) -> list[Problem]:
 
 
 def _capacity_problems(environment) -> list[Problem]:
+    """Quotas that cannot all be honoured at once on the pools their tenants may reach (errors, on
+    every involved tenant's quota line), and groups of pools whose quotas are near full (warnings).
+
+    See `components.model.feasibility`: per GPU class and MIG profile, a max-flow over tenants x
+    reachable pools; dedicated pools are capacity for their owner only.
+    """
     platform: Platform = environment.platform
     doc: SourceDocument = environment.platform_doc
-    capacity = cap.capacity(platform)
-    problems = []
     active = [t for t in environment.tenants if t.spec.lifecycle == "active"]
-    demand: dict[str, dict[str, int]] = {}
-    for loaded in active:
-        for name, count in cap.gpu_quota_by_class(loaded.spec, platform).items():
-            if name in platform.gpu_classes and count:
-                demand.setdefault(name, {})[loaded.name] = count
-    for name, by_tenant in sorted(demand.items()):
-        limit = capacity.limit_for_class(platform, name)
-        problems.extend(_over(doc, _platform_path("gpuClasses", name), f"GPU class '{name}'", by_tenant, capacity.per_class.get(name, 0), platform.gpu_classes[name].overcommit, limit, platform))
-    mig_demand: dict[str, dict[str, int]] = {}
-    for loaded in active:
-        for profile, count in loaded.spec.quota.mig.items():
-            if count:
-                mig_demand.setdefault(profile, {})[loaded.name] = count
-    for profile, by_tenant in sorted(mig_demand.items()):
-        if profile not in capacity.per_mig_profile:
-            continue  # reported per tenant
-        limit = capacity.limit_for_profile(platform, profile)
-        classes = capacity.mig_profile_classes[profile]
-        overcommit = min(platform.gpu_classes[c].overcommit for c in classes)
-        problems.extend(_over(doc, _platform_path("gpuClasses", classes[0]), f"MIG profile {profile}", by_tenant, capacity.per_mig_profile[profile], overcommit, limit, platform))
+    by_name = {t.name: t for t in active}
+    owners = feas.pool_owners([(t.name, t.spec) for t in environment.tenants], platform)
+    problems: list[Problem] = []
+    ratio = Fraction(platform.capacity_warning_ratio)
+    # A tenant listing a pool that another tenant already holds gets that error; the capacity it
+    # then lacks is a consequence, not a second problem to report.
+    contested = {t.name for t in active if any(owners.get(p, t.name) != t.name for p in t.spec.gpu.dedicated_pools)}
+    for commodity, result in feas.feasibility([(t.name, t.spec) for t in active], platform, owners).items():
+        subject = feas.commodity_text(commodity)
+        if result.violators and set(result.violators) & contested:
+            continue
+        if result.violators:
+            tenants = result.violators
+            pools = result.pools_of(tenants)
+            asked = sum(result.demand[t] for t in tenants)
+            held = sum(result.limit[p] for p in pools)
+            who = ", ".join(f"{t}: {result.demand[t]}" for t in tenants)
+            where = ", ".join(f"{p}: {_pool_bound(platform, result, p)}" for p in pools) or "none"
+            message = (
+                f"{subject} is over-promised: tenant{'s' if len(tenants) > 1 else ''} {who} "
+                f"{'ask' if len(tenants) > 1 else 'asks'} for {asked} on the pools {'they' if len(tenants) > 1 else 'it'} may use "
+                f"({where}), which hold {held}; lower a quota, add nodes to these pools or raise overcommit"
+            )
+            for name in tenants:
+                problems.append(by_name[name].doc.problem(_quota_path(by_name[name].spec, commodity), message))
+            continue
+        for tenants, pools in feas.components(result):
+            asked = sum(result.demand[t] for t in tenants)
+            held = sum(result.limit[p] for p in pools)
+            if held and asked >= held * ratio:
+                who = ", ".join(f"{t}: {result.demand[t]}" for t in tenants)
+                where = ", ".join(f"{p}: {_pool_bound(platform, result, p)}" for p in pools)
+                bound = f"{where}; {held} in all" if len(pools) > 1 else _pool_bound(platform, result, pools[0])
+                problems.append(doc.problem(_platform_path("nodePools", pools[0]), (
+                    f"{subject}: tenant quotas on pool{'s' if len(pools) > 1 else ''} {', '.join(pools)} add up to {asked} "
+                    f"({who}), {float(100 * Fraction(asked, held)):.0f}% of what {'they hold' if len(pools) > 1 else 'it holds'} "
+                    f"({bound})"), severity="warning"))
     return problems
 
 
-def _over(doc, path, subject, by_tenant, capacity, overcommit, limit: Fraction, platform: Platform) -> list[Problem]:
-    total = sum(by_tenant.values())
-    detail = ", ".join(f"{t}: {c}" for t, c in sorted(by_tenant.items()))
-    bound = f"capacity {capacity} x overcommit {cap.ratio_text(overcommit)} = {cap.ratio_text(limit)}"
-    if total > limit:
-        return [doc.problem(path, f"{subject}: tenant quotas add up to {total} ({detail}), above {bound}; lower a quota, add nodes or raise overcommit")]
-    if limit and total >= limit * Fraction(platform.capacity_warning_ratio):
-        return [doc.problem(path, f"{subject}: tenant quotas add up to {total} ({detail}), {float(100 * total / limit):.0f}% of {bound}", severity="warning")]
-    return []
+def _pool_bound(platform: Platform, result, pool: str) -> str:
+    overcommit = Fraction(platform.gpu_classes[platform.node_pools[pool].gpu_class].overcommit)
+    if overcommit == 1:
+        return str(result.limit[pool])
+    return f"capacity {result.supply[pool]} x overcommit {cap.ratio_text(overcommit)} = {result.limit[pool]}"
+
+
+def _quota_path(tenant, commodity) -> tuple:
+    kind, name = commodity
+    if kind == "mig":
+        return ("quota", "mig", name)
+    return ("quota", "gpu", name) if isinstance(tenant.quota.gpu, dict) else ("quota", "gpu")
 
 
 def check_environment(environment, all_tenants, known_envs: list[str]) -> list[Problem]:

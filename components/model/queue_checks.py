@@ -5,9 +5,11 @@ it shares: which cohort (Kueue) or department (KAI parent queue) it borrows with
 may borrow or lend per GPU class, and its weight. The arithmetic here is shared with the builders
 (`components.manifests.kueue`, `components.manifests.kai`) so that checks and objects agree.
 
-Lending: a tenant never lends GPUs of a class that only its dedicated pools provide (nobody else
-can be placed on those nodes), so what a cohort "holds" for borrowing is, per member, its quota
-for the class capped by its `lendingLimit`, and 0 for dedicated-only classes.
+Lending and borrowing happen pool by pool (a Kueue flavor is a node pool): a member lends its
+nominal quota on each pool, capped by its `lendingLimit`, and never a class only its dedicated
+pools provide; a tenant can borrow only what is lent on pools it may reach (`lenders`,
+`borrowable`). The ResourceQuota under a queue is nominal + `borrowable` (the one rule, see
+`components.manifests.queues.gpu_ceiling_by_resource`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from fractions import Fraction
 from typing import Iterable
 
 from . import capacity as cap
+from . import feasibility as feas
 from .problems import Problem
 from .stack import CONFIG_KEY, Platform
 from .tenant import Tenant
@@ -27,8 +30,10 @@ from .tenant import Tenant
 KAI_FALLBACK_DEPARTMENT = "tenants"
 KAI_PARENT_PREFIX = "dept-"
 KUEUE_CPU_FLAVOR = "default-flavor"
-# KAI charges a MIG device as its compute slices (`nvidia.com/mig-3g.40gb` = 3 GPUs); resources
-# that do not match this pattern (`...+me` profiles, renamed time-slicing shares) it does not count.
+# KAI charges a MIG device as its compute slices (`nvidia.com/mig-3g.40gb` = 3 GPUs); `...+me`
+# profiles do not match and are not counted. A time-slicing share counts as one GPU whether it is
+# advertised as `nvidia.com/gpu` or renamed `nvidia.com/gpu.shared` (renaming must not empty the
+# tenant's KAI GPU quota, nor turn its limit into 0).
 _KAI_MIG = re.compile(r"^nvidia\.com/mig-(\d+)g\.(\d+)gb$")
 
 
@@ -109,25 +114,82 @@ def expand_queue_limits(tenant: Tenant, platform: Platform) -> None:
         tenant.queue.lending_limit = {name: tenant.queue.lending_limit for name in classes}
 
 
-def lendable_by_class(tenant: Tenant, platform: Platform) -> dict[str, int]:
-    """GPUs per class the tenant's queue lets its cohort borrow while idle.
+def _queue_group(tenant: Tenant, platform: Platform) -> str | None:
+    """Whom the tenant's queue borrows from: its Kueue cohort, or its KAI department (always one)."""
+    if platform.scheduler == "kueue":
+        return cohort_of(tenant, platform)
+    if platform.scheduler == "kai":
+        return kai_department_of(tenant, platform)
+    return None
 
-    >>> from components.model.stack import Platform
-    >>> p = Platform.model_validate({"labelDomain": "x.dev", "gpuClasses": {"a100": {
-    ...     "model": "A100-80GB", "product": "NVIDIA-A100-SXM4-80GB", "memory": "80Gi"}}})
-    >>> t = Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha1", "kind": "Tenant", "name": "a",
-    ...     "displayName": "A", "costCenter": "cc-1", "gpu": {"classes": ["a100"]}, "quota": {"gpu": 8},
-    ...     "queue": {"lendingLimit": {"a100": 2}}})
-    >>> lendable_by_class(t, p)
-    {'a100': 2}
+
+def lendable_on_pools(tenant: Tenant, environment) -> dict[feas.Commodity, dict[str, int]]:
+    """What the tenant's queue lends while idle, per commodity and pool (its flavors).
+
+    Its nominal quota on each pool (the split of `feasibility.quota_split`), capped per flavor by
+    `lendingLimit` (Kueue; KAI lends all idle quota), and nothing of a class it reaches only through
+    its dedicated pools (nobody else can be placed there).
     """
+    platform = environment.platform
+    split = feas.quota_split(environment).get(tenant.name, {})
     dedicated = dedicated_only_classes(tenant, platform)
-    limits = tenant.queue.lending_limit or {}
-    result = {}
-    for name, count in cap.gpu_quota_by_class(tenant, platform).items():
-        if name not in platform.gpu_classes:
+    limits = (tenant.queue.lending_limit or {}) if platform.scheduler == "kueue" else {}
+    result: dict[feas.Commodity, dict[str, int]] = {}
+    for commodity, by_pool in split.items():
+        kind, name = commodity
+        if kind == "class" and name in dedicated:
             continue
-        result[name] = 0 if name in dedicated else min(count, limits.get(name, count))
+        cap_ = limits.get(name) if kind == "class" else None
+        result[commodity] = {p: (n if cap_ is None else min(cap_, n)) for p, n in by_pool.items()}
+    return result
+
+
+def lenders(tenant: Tenant, environment) -> dict[str, dict[feas.Commodity, int]]:
+    """Per other member of the tenant's cohort (KAI: department): what it lends on pools the tenant may reach.
+
+    Borrowing happens flavor by flavor, and a flavor is a pool: quota lent on a pool the tenant
+    cannot reach is no use to it.
+    """
+    platform = environment.platform
+    group = _queue_group(tenant, platform)
+    if group is None:
+        return {}
+    owners = feas.pool_owners([(t.name, t.spec) for t in environment.tenants], platform)
+    reach = set(feas.reachable_pools(tenant.name, tenant, platform, owners))
+    result: dict[str, dict[feas.Commodity, int]] = {}
+    for member in environment.tenants:
+        if member.name == tenant.name or member.spec.lifecycle == "decommissioned":
+            continue
+        if _queue_group(member.spec, platform) != group:
+            continue
+        for commodity, by_pool in lendable_on_pools(member.spec, environment).items():
+            units = sum(n for p, n in by_pool.items() if p in reach)
+            if units:
+                result.setdefault(member.name, {})[commodity] = units
+    return result
+
+
+def borrowable(tenant: Tenant, environment, apply_limits: bool = True) -> dict[feas.Commodity, int]:
+    """GPUs per commodity the tenant's queue can actually borrow: what `lenders` lend it, capped by
+    `borrowingLimit` (unless `apply_limits` is false). A class reached only through dedicated pools
+    borrows nothing."""
+    platform = environment.platform
+    totals: dict[feas.Commodity, int] = {}
+    for lent in lenders(tenant, environment).values():
+        for commodity, units in lent.items():
+            totals[commodity] = totals.get(commodity, 0) + units
+    limits = (tenant.queue.borrowing_limit or {}) if apply_limits else {}
+    dedicated = dedicated_only_classes(tenant, platform)
+    result = {}
+    for commodity, units in sorted(totals.items()):
+        kind, name = commodity
+        if kind == "class":
+            if name in dedicated:
+                continue
+            if name in limits:
+                units = min(units, limits[name])
+        if units:
+            result[commodity] = units
     return result
 
 
@@ -144,9 +206,9 @@ def kai_gpu_units(resource: str, count: int) -> Fraction:
     """How many GPUs KAI charges for `count` devices of an extended resource.
 
     >>> kai_gpu_units("nvidia.com/mig-3g.40gb", 2), kai_gpu_units("nvidia.com/gpu.shared", 4)
-    (Fraction(6, 1), Fraction(0, 1))
+    (Fraction(6, 1), Fraction(4, 1))
     """
-    if resource == cap.GPU:
+    if resource in (cap.GPU, cap.GPU_SHARED):
         return Fraction(count)
     match = _KAI_MIG.match(resource)
     return Fraction(int(match[1]) * count) if match else Fraction(0)
@@ -226,7 +288,8 @@ def _compute_nominal(tenant: Tenant, platform: Platform, resource: str):
 
 
 def kueue_compute_nominal(tenant: Tenant, platform: Platform) -> dict[str, str]:
-    """Nominal cpu/memory of the tenant's ClusterQueue: its quota's requests, else the stack's cluster capacity.
+    """Nominal cpu/memory (and ephemeral-storage) of the tenant's ClusterQueue: its quota's requests,
+    else (cpu, memory) the stack's cluster capacity.
 
     >>> from components.model.stack import Platform
     >>> t = Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha1", "kind": "Tenant", "name": "a",
@@ -239,7 +302,13 @@ def kueue_compute_nominal(tenant: Tenant, platform: Platform) -> dict[str, str]:
         value = _compute_nominal(tenant, platform, resource)
         if value is not None:
             result[resource] = str(value)
-    return result
+    # Kueue applies the namespace's LimitRange defaults to a workload's requests, so a tenant whose
+    # LimitRange gives containers ephemeral-storage requests submits workloads that request it: the
+    # ClusterQueue must cover it (Kueue blocks resources it does not cover), at the quota's requests.
+    storage = tenant.quota.ephemeral_storage
+    if storage is not None and storage.requests is not None:
+        result["ephemeral-storage"] = str(storage.requests)
+    return dict(sorted(result.items()))
 
 
 def check_queues(environment) -> list[Problem]:
@@ -253,11 +322,11 @@ def check_queues(environment) -> list[Problem]:
     if platform.scheduler == "kueue":
         if platform.queues.kueue.preemption.borrow_within_cohort != "Never" and platform.queues.kueue.preemption.reclaim_within_cohort == "Never":
             problems.append(doc.problem(_platform_path("queues", "kueue", "preemption", "borrowWithinCohort"), "borrowWithinCohort needs reclaimWithinCohort other than Never (Kueue rejects the ClusterQueue otherwise)"))
-        if KUEUE_CPU_FLAVOR in platform.gpu_classes:
-            problems.append(doc.problem(_platform_path("gpuClasses", KUEUE_CPU_FLAVOR), f"'{KUEUE_CPU_FLAVOR}' is the name of the Kueue ResourceFlavor for cpu and memory; rename the GPU class"))
+        if KUEUE_CPU_FLAVOR in platform.node_pools:
+            problems.append(doc.problem(_platform_path("nodePools", KUEUE_CPU_FLAVOR), f"'{KUEUE_CPU_FLAVOR}' is the name of the Kueue ResourceFlavor for cpu and memory (GPU flavors are named after their node pools); rename the node pool"))
     lookalikes = _lookalike_cohorts(active, platform)
     if platform.scheduler == "kueue":
-        problems.extend(_borrowing_problems(active, platform, lookalikes))
+        problems.extend(_borrowing_problems(active, environment, lookalikes))
     if platform.scheduler == "kai":
         problems.extend(_kai_problems(active, platform, doc))
     erred = {(p.file, p.stack) for p in problems if p.field.endswith("queue.cohort") and p.severity == "error"}
@@ -298,29 +367,25 @@ def _lookalike_cohorts(active, platform: Platform) -> list[tuple]:
     return result
 
 
-def _borrowing_problems(active, platform: Platform, lookalikes: list[tuple]) -> list[Problem]:
-    members: dict[str, list] = {}
-    for loaded in active:
-        cohort = cohort_of(loaded.spec, platform)
-        if cohort is not None:
-            members.setdefault(cohort, []).append(loaded)
+def _borrowing_problems(active, environment, lookalikes: list[tuple]) -> list[Problem]:
+    platform = environment.platform
     problems = []
     for loaded in active:
         cohort = cohort_of(loaded.spec, platform)
         limits = loaded.spec.queue.borrowing_limit or {}
-        if cohort is None:
+        if cohort is None or not limits:
             continue
-        others = [m for m in members[cohort] if m is not loaded]
+        lent = lenders(loaded.spec, environment)
         for name, limit in sorted(limits.items()):
             if name not in platform.gpu_classes or limit == 0:
                 continue
-            held = {m.name: lendable_by_class(m.spec, platform).get(name, 0) for m in others}
+            held = {m: by.get(("class", name), 0) for m, by in lent.items()}
             total = sum(held.values())
             if limit > total:
                 detail = ", ".join(f"{t}: {c}" for t, c in sorted(held.items()) if c) or "no other member lends any"
                 typos = [(t, c) for t, c, meant, _ in lookalikes if meant == cohort]
                 hint = "".join(f"; tenant '{t.name}' ({t.doc.file}) is in cohort '{c}': a typo of '{cohort}'?" for t, c in typos)
-                problems.append(loaded.doc.problem(("queue", "borrowingLimit", name), f"borrowing limit {limit} is above what the rest of cohort '{cohort}' can lend of GPU class '{name}' ({total}; {detail}); lower it or add lenders to the cohort{hint}"))
+                problems.append(loaded.doc.problem(("queue", "borrowingLimit", name), f"borrowing limit {limit} is above what the rest of cohort '{cohort}' can lend of GPU class '{name}' on the pools this tenant may use ({total}; {detail}); lower it or add lenders to the cohort{hint}"))
                 for typo, typed in typos:  # the file that most likely needs the fix hears of it too
                     problems.append(typo.doc.problem(("queue", "cohort"), (
                         f"cohort '{typed}' looks like a typo of '{cohort}': tenant '{loaded.name}' ({loaded.doc.file}) borrows "

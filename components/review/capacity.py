@@ -13,6 +13,7 @@ from fractions import Fraction
 from typing import Any
 
 from ..model import capacity as cap
+from ..model import feasibility as feas
 from ..model import mig
 from ..model.load import Environment
 from ..model.stack import GpuClass
@@ -126,6 +127,7 @@ def capacity_table(environment: Environment) -> dict[str, Any]:
             "status": _status(requested, limit, ratio),
             "byTenant": dict(sorted(by_tenant.items())),
         }
+    pools = pool_rows(environment)
     tenants = {}
     for loaded in environment.tenants:
         tenants[loaded.name] = {
@@ -140,8 +142,48 @@ def capacity_table(environment: Environment) -> dict[str, Any]:
         "warningRatio": _number(ratio),
         "gpuClasses": classes,
         "migProfiles": profiles,
+        "pools": pools,
         "tenants": dict(sorted(tenants.items())),
     }
+
+
+def pool_rows(environment: Environment) -> dict[str, Any]:
+    """Per node pool and GPU resource: capacity, limit, the quota the feasibility check places there.
+
+    `requested` is each active tenant's share of its quota on this pool as the flow places it (the
+    same split as the Kueue flavors); `status` is over when the pool is among those an
+    over-promised set of tenants shares, warning when the pools linked by shared tenants are
+    near full together.
+    """
+    platform = environment.platform
+    ratio = Fraction(platform.capacity_warning_ratio)
+    active = [(t.name, t.spec) for t in environment.tenants if t.spec.lifecycle == "active"]
+    owners = feas.pool_owners([(t.name, t.spec) for t in environment.tenants], platform)
+    results = feas.feasibility(active, platform, owners)
+    rows: dict[str, Any] = {}
+    for name, pool in sorted(platform.node_pools.items()):
+        if pool.gpu_class not in platform.gpu_classes:
+            continue
+        resources: dict[str, Any] = {}
+        for commodity, units in sorted(feas.pool_supply(platform, pool).items()):
+            result = results.get(commodity)
+            by_tenant = {t: f[name] for t, f in sorted(result.flow.items()) if f.get(name)} if result else {}
+            limit = feas.pool_limit(platform, pool, units)
+            status = "ok"
+            if result is not None and name in result.pools_of(result.violators):
+                status = "over"
+            elif result is not None:
+                for tenants_, pools_ in feas.components(result):
+                    held = sum(result.limit[p] for p in pools_)
+                    if name in pools_ and held and sum(result.demand[t] for t in tenants_) >= held * ratio:
+                        status = "warning"
+            resources[feas.commodity_resource(platform, commodity)] = {
+                "capacity": units, "limit": limit, "requested": sum(by_tenant.values()),
+                "free": limit - sum(by_tenant.values()), "status": status, "byTenant": by_tenant,
+            }
+        rows[name] = {"gpuClass": pool.gpu_class, "dedicatedTo": owners.get(name), "nodes": pool.node_count,
+                      "resources": resources}
+    return rows
 
 
 # --- formatters --------------------------------------------------------------------------------
@@ -170,6 +212,20 @@ def _class_rows(table: dict[str, Any]) -> list[list[str]]:
 
 def _profile_rows(table: dict[str, Any]) -> list[list[str]]:
     return [[name] + [_cell(row[c]) for c in _PROFILE_COLUMNS[1:]] for name, row in table["migProfiles"].items()]
+
+
+_POOL_COLUMNS = ["pool", "class", "dedicated to", "resource", "capacity", "limit", "requested", "free", "status"]
+
+
+def _pool_resources(table: dict[str, Any]) -> list[dict[str, Any]]:
+    return [res for row in table["pools"].values() for res in row["resources"].values()]
+
+
+def _pool_rows(table: dict[str, Any]) -> list[list[str]]:
+    return [
+        [name, row["gpuClass"], row["dedicatedTo"] or "-", resource] + [_cell(res[c]) for c in _POOL_COLUMNS[4:]]
+        for name, row in table["pools"].items() for resource, res in row["resources"].items()
+    ]
 
 
 def _split(by_tenant: dict[str, int]) -> str:
@@ -202,6 +258,8 @@ def format_text(table: dict[str, Any]) -> str:
     out += _aligned(_CLASS_COLUMNS, _class_rows(table))
     if table["migProfiles"]:
         out += [""] + _aligned(_PROFILE_COLUMNS, _profile_rows(table))
+    out += ["", "Per node pool (quota placed where each tenant may run; dedicated pools count for their owner only):"]
+    out += _aligned(_POOL_COLUMNS, _pool_rows(table))
     out += ["", "Sharing:"]
     out += [f"  {name}: {row['sharing']}: {row['isolation']}" for name, row in table["gpuClasses"].items()]
     out += ["", "Requested by tenant:"]
@@ -231,6 +289,8 @@ def format_markdown(table: dict[str, Any]) -> str:
     if table["migProfiles"]:
         profile_rows = [r + [_split(row["byTenant"])] for r, row in zip(_profile_rows(table), table["migProfiles"].values())]
         out += ["", "#### MIG profiles", ""] + _md_table(_PROFILE_COLUMNS + ["by tenant"], profile_rows)
+    out += ["", "#### Node pools", ""] + _md_table(_POOL_COLUMNS + ["by tenant"], [
+        r + [_split(res["byTenant"])] for r, res in zip(_pool_rows(table), _pool_resources(table))])
     out += ["", "#### Sharing", ""]
     out += [f"- **{name}** ({row['sharing']}): {row['isolation']}" for name, row in table["gpuClasses"].items()]
     out += ["", "#### Tenants", ""]

@@ -91,7 +91,7 @@ def test_a_cohort_typo_is_reported_on_the_typo_and_on_the_tenant_it_starves(repo
             "'borrower' (tenants/borrower.yaml) borrows up to 4 GPUs of class 'a100' in 'research', more than its members "
             "can lend (0) (stack prod)")
     starved = (f"tenants/borrower.yaml:{limit_line}:20: queue.borrowingLimit.a100: borrowing limit 4 is above what the rest "
-               "of cohort 'research' can lend of GPU class 'a100' (0; no other member lends any); lower it or add lenders to "
+               "of cohort 'research' can lend of GPU class 'a100' on the pools this tenant may use (0; no other member lends any); lower it or add lenders to "
                "the cohort; tenant 'eval' (tenants/eval.yaml) is in cohort 'reserch': a typo of 'research'?")
     validate = stderr_of(capsys, ["--root", str(repo), "validate", "--stack", "prod"])
     assert typo in validate and starved in validate

@@ -51,7 +51,7 @@ def test_strict_fails_on_the_example_warnings(capsys):
     code, out, err = run(capsys, "--root", str(REPO), "validate", "--stack", "prod", "--strict")
     assert code == 1
     assert out == ""
-    assert "stacks/Pulumi.prod.yaml:" in err and "tenants validate: 3 error(s)" in err
+    assert "stacks/Pulumi.prod.yaml:" in err and "tenants validate: 4 error(s)" in err  # four near-full pools
 
 
 def test_validate_unknown_stack(capsys):

@@ -41,13 +41,15 @@ def test_a_class_missing_from_a_stack_that_deploys_every_tenant_is_refused(capsy
     assert not (project_copy / "tenants" / "research.yaml").exists()
 
 
-def test_gpu_quota_beyond_capacity_is_refused_located_on_the_stack(capsys, project_copy):
-    stack = project_copy / "stacks" / "Pulumi.prod.yaml"
+def test_gpu_quota_beyond_capacity_is_refused_located_on_every_quota_involved(capsys, project_copy):
+    """The shared A100 pool is over-promised: reported on eval's quota line and on the new --gpu."""
+    eval_file = project_copy / "tenants" / "eval.yaml"
     code, _, err = run(capsys, project_copy, "new", "research", "--owner-group", "g", "--gpu", "a100=2")
     assert code == 1
-    line = line_of(stack, "a100:", after="gpuClasses:")
-    assert f"tenants new: with research added, stacks/Pulumi.prod.yaml:{line}:7: " in err
-    assert "tenant quotas add up to 22 (eval: 20, research: 2)" in err and "(stack prod)" in err
+    line = line_of(eval_file, "gpu: {a100: 20}")
+    assert f"tenants new: with research added, tenants/eval.yaml:{line}:13: environments.prod.quota.gpu.a100: " in err
+    assert "tenants new: --gpu a100=2: quota.gpu.a100: GPU class 'a100' is over-promised" in err
+    assert "tenants eval: 20, research: 2 ask for 22 on the pools they may use (a100-shared:" in err and "(stack prod)" in err
     assert not (project_copy / "tenants" / "research.yaml").exists()
 
 

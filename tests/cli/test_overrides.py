@@ -92,12 +92,12 @@ def test_plain_queue_limits_apply_to_every_whole_gpu_class_with_quota(project_co
         (flavor["name"], r["name"]): r["lendingLimit"]
         for group in queue["spec"]["resourceGroups"] for flavor in group["flavors"] for r in flavor["resources"] if "lendingLimit" in r
     }
-    # a100 (whole GPUs) gets the limit; MIG slices of a100-mig take no per-class limit.
-    assert limits == {("a100", "nvidia.com/gpu"): "2"}
+    # a100 (whole GPUs, its one pool a100-shared) gets the limit; MIG slices of a100-mig take no per-class limit.
+    assert limits == {("a100-shared", "nvidia.com/gpu"): "2"}
 
     replace_once(path, "  lendingLimit: 2\n", "  borrowingLimit: 4\n")
     code, _, err = validate(project_copy, capsys, "--stack", "prod")
     assert code == 1
     assert (f"tenants/eval.yaml:{line_of(path, 'borrowingLimit')}:3: queue.borrowingLimit.a100: borrowing limit 4 is above "
-            "what the rest of cohort 'research' can lend of GPU class 'a100' (0; no other member lends any); lower it or "
+            "what the rest of cohort 'research' can lend of GPU class 'a100' on the pools this tenant may use (0; no other member lends any); lower it or "
             "add lenders to the cohort (stack prod)") in err.splitlines()

@@ -378,8 +378,9 @@ class ControlPlaneError(RuntimeError):
 class ControlPlane:
     """A running etcd + kube-apiserver + kube-controller-manager."""
 
-    def __init__(self, bin_dir: Path, workdir: Path) -> None:
+    def __init__(self, bin_dir: Path, workdir: Path, controllers: Iterable[str] = CONTROLLERS) -> None:
         self.bin_dir = bin_dir
+        self.controllers = tuple(controllers)
         self.workdir = workdir
         self.version = K8S_VERSION
         self.cert_dir = workdir / "pki"
@@ -633,7 +634,7 @@ class ControlPlane:
             f"--kubeconfig={kcm_cfg}",
             f"--authentication-kubeconfig={kcm_cfg}",
             f"--authorization-kubeconfig={kcm_cfg}",
-            f"--controllers={','.join(CONTROLLERS)}",
+            f"--controllers={','.join(self.controllers)}",
             f"--service-account-private-key-file={sa_key}",
             f"--root-ca-file={self.ca_file}",
             "--use-service-account-credentials=false",

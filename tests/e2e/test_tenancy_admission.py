@@ -339,6 +339,8 @@ def test_allowed_placements_are_admitted(core, prod_stack, placement_active, cre
     created("eval", pod(limits={GPU: "1"}, node_selector={"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}))
     # CPU-only pods need no placement at all.
     created("eval", pod())
+    # A MIG slice only eval's pools offer pins the pod by its request alone (issue 14).
+    created("eval", pod(limits={MIG_1G: "1"}))
 
 
 def test_placement_checks_spec_updates_but_not_metadata_updates(core, prod_stack, placement_active, created):

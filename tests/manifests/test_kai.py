@@ -54,8 +54,8 @@ def test_units_of_odd_resources(make_tenant):
     lab = queue_lab("kai")
     tenant = make_tenant(gpu={"classes": ["l4", "a100-mig", "h100"]}, quota={"gpu": {"l4": 8, "h100": 1}, "mig": {"1g.10gb": 3},
                                                                                "cpu": {"requests": "250m"}, "memory": {"requests": "1500k"}})
-    # renamed time-slicing shares (nvidia.com/gpu.shared) are not GPUs to KAI
-    assert kai_amounts(tenant, lab.platform).gpu == Fraction(4)
+    # renamed time-slicing shares (nvidia.com/gpu.shared) count one GPU each, as unrenamed shares do
+    assert kai_amounts(tenant, lab.platform).gpu == Fraction(8 + 1 + 3)
     assert (kai_amounts(tenant, lab.platform).cpu, kai_amounts(tenant, lab.platform).memory) == (250, 1)
 
 
@@ -65,7 +65,7 @@ def test_departments_declared_in_the_stack_or_summed_from_their_tenants():
     assert (research["gpu"]["quota"], research["cpu"]["quota"], research["memory"]["quota"]) == (60, 200_000, (2 * 2**40) // 10**6)
     # `solo` is declared nowhere: its quota is its one tenant's
     assert tree["dept-solo"]["resources"]["cpu"]["quota"] == 0
-    assert tree["dept-solo"]["resources"]["gpu"]["quota"] == 0  # paused's l4 shares are renamed: not counted
+    assert tree["dept-solo"]["resources"]["gpu"]["quota"] == 2  # paused's 2 renamed l4 shares
     # `idle` has no tenants but is declared, with its weight
     assert tree["dept-idle"]["resources"]["gpu"] == {"limit": -1, "overQuotaWeight": 2, "quota": 0}
 
@@ -92,8 +92,8 @@ def test_gpu_limit_adds_the_borrowing_of_each_class(make_tenant):
 def test_decommissioned_tenants_have_no_queue_and_do_not_count():
     derived = _queues(queue_lab("kai", queues={"defaultCohort": "research", "kai": {"departments": {}}}))
     assert "gone" not in derived
-    # train: 8 h100 (its l4 shares are renamed, not GPUs to KAI); bench: 4 h100 + 8 a100 + 7 x 1g.10gb
-    assert derived["dept-research"]["resources"]["gpu"]["quota"] == 8 + 19
+    # train: 8 h100 + 4 l4 shares; bench: 4 h100 + 8 a100 + 4 l4 shares + 7 x 1g.10gb
+    assert derived["dept-research"]["resources"]["gpu"]["quota"] == 12 + 23
 
 
 # ---- the queue-pinning admission policy ----------------------------------------------------------
@@ -164,3 +164,11 @@ def test_policy_objects_validate_strictly_against_kubernetes(staging, kube_schem
     for obj in kai.queue_pinning_policy(staging):
         for version in (kube_schemas.versions[0], kube_schemas.versions[-1]):
             assert kube_schemas.errors(obj, version) == []
+
+
+def test_a_tenant_with_only_shared_gpus_gets_a_kai_quota_and_limit(make_tenant):
+    """renameByDefault used to render gpu: {quota: 0, limit: 0} for a tenant holding shared-GPU quota."""
+    lab = queue_lab("kai")
+    tenant = make_tenant(gpu={"classes": ["l4"]}, quota={"gpu": {"l4": 4}}, queue={"borrowingLimit": {"l4": 2}})
+    from components.manifests.kai import leaf_queue
+    assert leaf_queue(tenant, lab)["spec"]["resources"]["gpu"] == {"limit": 6, "overQuotaWeight": 1, "quota": 4}

@@ -1,4 +1,4 @@
-"""Kueue objects: flavors per GPU class, a ClusterQueue per tenant with its per-class quota, LocalQueues."""
+"""Kueue objects: a flavor per node pool, a ClusterQueue per tenant listing the pools it may reach, LocalQueues."""
 
 from __future__ import annotations
 
@@ -23,23 +23,22 @@ def _groups(queue: dict) -> dict[str, dict[str, dict[str, dict]]]:
     }
 
 
-def test_a_flavor_per_gpu_class_selects_its_nodes_plus_one_for_cpu_and_memory():
+def test_a_flavor_per_node_pool_pins_to_it_plus_one_for_cpu_and_memory():
     flavors = {f["metadata"]["name"]: f["spec"] for f in kueue.resource_flavors(queue_lab("kueue"))}
-    assert sorted(flavors) == ["a100", "a100-mig", "default-flavor", "h100", "l4"]
+    assert sorted(flavors) == ["a100-solo", "default-flavor", "h100-shared", "h100-train", "l4", "mig"]
     assert flavors["default-flavor"] == {}
-    assert flavors["l4"] == {"nodeLabels": {"gpu.example.com/gpu-class": "l4"}}
-    # h100 is split between a dedicated and a shared pool: no single taint to tolerate.
-    assert "tolerations" not in flavors["h100"]
-
-
-def test_a_class_whose_pools_all_belong_to_one_tenant_tolerates_its_taint():
-    platform = copy.deepcopy(LAB_PLATFORM)
-    del platform["nodePools"]["h100-shared"]
-    lab = queue_lab("kueue", nodePools=platform["nodePools"])
-    flavors = {f["metadata"]["name"]: f["spec"] for f in kueue.resource_flavors(lab)}
-    assert flavors["h100"]["tolerations"] == [
+    assert flavors["l4"] == {"nodeLabels": {"gpu.example.com/gpu-class": "l4", "gpu.example.com/pool": "l4"}}
+    # h100 has a dedicated and a shared pool: each is its own flavor, only the dedicated one tolerates.
+    assert "tolerations" not in flavors["h100-shared"]
+    assert flavors["h100-train"]["tolerations"] == [
         {"effect": "NoSchedule", "key": "gpu.example.com/tenant", "operator": "Equal", "value": "train"}
     ]
+
+
+def test_a_queue_lists_only_the_pools_its_tenant_may_reach():
+    lab = queue_lab("kueue")
+    assert list(_groups(_queue(lab, "train"))[1]) == ["h100-train", "l4"]
+    assert list(_groups(_queue(lab, "bench"))[1]) == ["a100-solo", "h100-shared", "l4", "mig"]
 
 
 def test_prod_eval_gets_its_classes_and_slices_as_nominal_quotas(prod):
@@ -53,7 +52,7 @@ def test_prod_eval_gets_its_classes_and_slices_as_nominal_quotas(prod):
     assert gpu_group["coveredResources"] == ["nvidia.com/gpu", "nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb"]
     nominal = {f: {r: e["nominalQuota"] for r, e in rs.items()} for f, rs in _groups(queue)[1].items()}
     assert nominal == {
-        "a100": {"nvidia.com/gpu": "20", "nvidia.com/mig-1g.10gb": "0", "nvidia.com/mig-3g.40gb": "0"},
+        "a100-shared": {"nvidia.com/gpu": "20", "nvidia.com/mig-1g.10gb": "0", "nvidia.com/mig-3g.40gb": "0"},
         "a100-mig": {"nvidia.com/gpu": "0", "nvidia.com/mig-1g.10gb": "48", "nvidia.com/mig-3g.40gb": "16"},
     }
     assert _groups(queue)[0]["default-flavor"]["memory"]["nominalQuota"] == "768Gi"
@@ -61,7 +60,7 @@ def test_prod_eval_gets_its_classes_and_slices_as_nominal_quotas(prod):
 
 def test_every_flavor_lists_the_covered_resources_in_order():
     for loaded in queue_lab("kueue").tenants:
-        for group in kueue.resource_groups(loaded.spec, queue_lab("kueue").platform):
+        for group in kueue.resource_groups(loaded.spec, queue_lab("kueue")):
             for flavor in group["flavors"]:
                 assert [r["name"] for r in flavor["resources"]] == group["coveredResources"]
 
@@ -70,19 +69,19 @@ def test_cohort_borrowing_and_lending_limits_per_class():
     lab = queue_lab("kueue")
     bench = _groups(_queue(lab, "bench"))[1]
     assert _queue(lab, "bench")["spec"]["cohortName"] == "research"  # the stack's default cohort
-    assert bench["h100"]["nvidia.com/gpu"]["borrowingLimit"] == "2"
+    assert bench["h100-shared"]["nvidia.com/gpu"]["borrowingLimit"] == "2"
     assert bench["l4"]["nvidia.com/gpu.shared"] == {"name": "nvidia.com/gpu.shared", "nominalQuota": "4", "borrowingLimit": "2"}
-    assert bench["a100"]["nvidia.com/gpu"]["borrowingLimit"] == "0"
+    assert bench["a100-solo"]["nvidia.com/gpu"]["borrowingLimit"] == "0"
     # a class without a limit borrows freely, and limits never land on resources of other classes
-    assert "borrowingLimit" not in bench["a100-mig"]["nvidia.com/mig-1g.10gb"]
-    assert "borrowingLimit" not in bench["h100"]["nvidia.com/gpu.shared"]
+    assert "borrowingLimit" not in bench["mig"]["nvidia.com/mig-1g.10gb"]
+    assert "borrowingLimit" not in bench["h100-shared"]["nvidia.com/gpu.shared"]
     train = _groups(_queue(lab, "train"))[1]
     assert train["l4"]["nvidia.com/gpu.shared"]["lendingLimit"] == "1"
 
 
 def test_a_dedicated_only_class_is_neither_lent_nor_borrowed():
     train = _groups(_queue(queue_lab("kueue"), "train"))[1]
-    assert train["h100"]["nvidia.com/gpu"] == {"name": "nvidia.com/gpu", "nominalQuota": "8", "borrowingLimit": "0", "lendingLimit": "0"}
+    assert train["h100-train"]["nvidia.com/gpu"] == {"name": "nvidia.com/gpu", "nominalQuota": "8", "borrowingLimit": "0", "lendingLimit": "0"}
 
 
 def test_without_a_cohort_there_are_no_limits(make_tenant):
@@ -110,7 +109,7 @@ def test_cpu_and_memory_fall_back_to_cluster_capacity_or_are_left_out(make_tenan
     paused = _groups(_queue(lab, "paused"))[0]["default-flavor"]
     assert (paused["cpu"]["nominalQuota"], paused["memory"]["nominalQuota"]) == ("512", "4Ti")
     bare = queue_lab("kueue", cpuMemoryCapacity={})
-    assert kueue.resource_groups(make_tenant(), bare.platform) == []
+    assert kueue.resource_groups(make_tenant(), bare) == []
 
 
 def test_a_default_local_queue_in_each_namespace(prod):
@@ -130,15 +129,15 @@ def test_objects_are_deterministic(prod):
     assert list(first[0][0]["spec"]) == sorted(first[0][0]["spec"])
 
 
-def test_mig_slices_go_to_the_first_allowed_class_offering_the_profile(make_tenant):
+def test_mig_slices_go_to_the_pools_offering_the_profile_as_the_capacity_check_places_them(make_tenant):
     platform = copy.deepcopy(LAB_PLATFORM)
     platform["gpuClasses"]["b100-mig"] = dict(platform["gpuClasses"]["a100-mig"])
     platform["nodePools"]["mig2"] = {"gpuClass": "b100-mig", "gpusPerNode": 8, "nodes": ["m2"], "migLayout": "all-1g.10gb"}
     lab = queue_lab("kueue", gpuClasses=platform["gpuClasses"], nodePools=platform["nodePools"])
     tenant = make_tenant(gpu={"classes": ["b100-mig", "a100-mig"]}, quota={"mig": {"1g.10gb": 5}})
-    assert kueue.gpu_flavor_quotas(tenant, lab.platform) == {
-        "a100-mig": {"nvidia.com/gpu": 0, "nvidia.com/mig-1g.10gb": 5},
-        "b100-mig": {"nvidia.com/gpu": 0},
+    assert kueue.gpu_flavor_quotas(tenant, lab) == {
+        "mig": {"nvidia.com/mig-1g.10gb": 5},
+        "mig2": {"nvidia.com/mig-1g.10gb": 0},
     }
 
 

@@ -229,17 +229,24 @@ def test_gpu_pod_must_pin_itself(engine, prod):
     assert admit(engine, policy, pod(resources=GPU)) == [
         "pods of tenant eval that request GPUs must select where they run, with nodeSelector or required node "
         "affinity (operator In) on gpu.acme.dev/pool (one of a100-mig, a100-shared) or gpu.acme.dev/gpu-class "
-        "(one of a100, a100-mig)"
+        "(one of a100, a100-mig); pods requesting only nvidia.com/mig-1g.10gb, nvidia.com/mig-3g.40gb need no "
+        "selector (only the tenant's pools offer them)"
     ]
     # GPUs requested by an init container or as requests count too.
     assert len(admit(engine, policy, pod(init_resources={"requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "1"}}))) == 1
-    assert len(admit(engine, policy, pod(resources={"limits": {"nvidia.com/mig-3g.40gb": "1"}}))) == 1
+    # A MIG profile only eval's pools offer pins the pod by itself; mixed with a whole GPU it does not.
+    assert admit(engine, policy, pod(resources={"limits": {"nvidia.com/mig-3g.40gb": "1"}})) == []
+    assert admit(engine, policy, pod(init_resources={"requests": {"nvidia.com/mig-1g.10gb": "1"}})) == []
+    assert len(admit(engine, policy, pod(resources={"limits": {"nvidia.com/mig-3g.40gb": "1", "nvidia.com/gpu": "1"}}))) == 1
+    # nvidia.com/gpu is also served by the H100 pools eval may not use: no implicit pinning for it
+    assert "nvidia.com/gpu" not in pp.pinning_resources(pp.placement(prod.tenants[0].spec, prod), prod)
     # Affinity terms are ORed: one unpinned term lets the pod go anywhere (other tenants' pools included).
     loose = [term(POOL, "In", ["a100-shared"]), term("kubernetes.io/arch", "In", ["amd64"])]
     assert admit(engine, policy, pod(affinity_terms=loose, resources=GPU))[1:] == [
         "pods of tenant eval that request GPUs must select where they run, with nodeSelector or required node "
         "affinity (operator In) on gpu.acme.dev/pool (one of a100-mig, a100-shared) or gpu.acme.dev/gpu-class "
-        "(one of a100, a100-mig)"
+        "(one of a100, a100-mig); pods requesting only nvidia.com/mig-1g.10gb, nvidia.com/mig-3g.40gb need no "
+        "selector (only the tenant's pools offer them)"
     ]
     tight = [term(POOL, "In", ["a100-shared"]), term(CLASS, "In", ["a100-mig"])]
     assert admit(engine, policy, pod(affinity_terms=tight, resources=GPU)) == []

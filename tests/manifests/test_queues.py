@@ -88,6 +88,7 @@ def test_gpu_quotas_agree_across_resource_quota_kueue_kai_and_capacity(examples,
     capacity = cap.capacity(platform)
     class_totals: Counter = Counter()
     profile_totals: Counter = Counter()
+    pool_totals: Counter = Counter()
     checked = 0
     for loaded in environment.tenants:
         tenant = loaded.spec
@@ -99,10 +100,15 @@ def test_gpu_quotas_agree_across_resource_quota_kueue_kai_and_capacity(examples,
         # 2. Kueue: nominal quotas summed over flavors are the same per resource ...
         per_resource, per_flavor = _kueue_nominal(tenant, kueue_env)
         assert per_resource == by_resource
-        # ... and each class's flavor holds that class's quota
+        # ... the flavors (pools) of each class hold that class's quota between them ...
         for name, count in cap.gpu_quota_by_class(tenant, platform).items():
-            assert per_flavor[(name, cap.class_resource(platform.gpu_classes[name]))] == count
+            resource = cap.class_resource(platform.gpu_classes[name])
+            in_class = sum(n for (pool, r), n in per_flavor.items() if r == resource and platform.node_pools[pool].gpu_class == name)
+            assert in_class == count, name
             class_totals[name] += count
+        # ... and what all tenants hold on one pool fits in it (capacity x overcommit)
+        for (pool, resource), count in per_flavor.items():
+            pool_totals[(pool, resource)] += count
         # 3. KAI: one GPU number, each resource weighted the way KAI charges it
         assert _kai_gpu(tenant, kai_env) == sum((kai_gpu_units(r, c) for r, c in by_resource.items()), Fraction(0))
         for profile, count in tenant.quota.mig.items():
@@ -114,13 +120,22 @@ def test_gpu_quotas_agree_across_resource_quota_kueue_kai_and_capacity(examples,
         assert total <= capacity.limit_for_class(platform, name), name
     for profile, total in profile_totals.items():
         assert total <= capacity.limit_for_profile(platform, profile), profile
+    for (pool, resource), total in pool_totals.items():
+        spec = platform.node_pools[pool]
+        offered = cap.node_gpu_resources(platform, spec).get(resource, 0) * spec.node_count
+        assert total <= offered * platform.gpu_classes[spec.gpu_class].overcommit, (pool, resource)
 
 
 def test_ceiling_adds_borrowing_where_the_scheduler_allows_it():
     lab = queue_lab("kueue")
     bench = next(t.spec for t in lab.tenants if t.name == "bench")
-    # h100 +2 and a100 +0 land on nvidia.com/gpu, l4 +2 on the renamed shares
-    assert queues.gpu_ceiling_by_resource(bench, lab) == {"nvidia.com/gpu": 14, "nvidia.com/gpu.shared": 6, "nvidia.com/mig-1g.10gb": 7}
+    # the limits cap what the cohort lends on bench's pools: nobody else holds h100-shared (+0, not +2),
+    # a100 is limited to 0, and train lends 1 of its l4 shares (lendingLimit 1, below bench's limit 2)
+    assert queues.gpu_ceiling_by_resource(bench, lab) == {"nvidia.com/gpu": 12, "nvidia.com/gpu.shared": 5, "nvidia.com/mig-1g.10gb": 7}
+    # with no limit, all the cohort lends there: train's l4 again (1), nothing of MIG
+    unlimited = queue_lab("kueue")
+    train = next(t for t in unlimited.tenants if t.name == "train")
+    assert queues.gpu_ceiling_by_resource(train.spec, unlimited)["nvidia.com/gpu.shared"] == 4 + 2  # bench lends its 4, train's limit 2
     assert queues.gpu_ceiling_by_resource(bench, queue_lab("none")) == cap.gpu_quota_by_resource(bench, lab.platform)
     no_cohort = queue_lab("kueue", queues={"defaultCohort": None})
     assert queues.gpu_ceiling_by_resource(bench, no_cohort) == cap.gpu_quota_by_resource(bench, lab.platform)

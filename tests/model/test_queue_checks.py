@@ -60,7 +60,7 @@ def test_borrowing_above_what_the_cohort_can_lend(project_copy):
     line = line_of(eval_file, "borrowingLimit")
     assert (
         f"tenants/eval.yaml:{line}:20: queue.borrowingLimit.a100: borrowing limit 4 is above what the rest of cohort 'shared' "
-        "can lend of GPU class 'a100' (0; no other member lends any); lower it or add lenders to the cohort (stack prod)"
+        "can lend of GPU class 'a100' on the pools this tenant may use (0; no other member lends any); lower it or add lenders to the cohort (stack prod)"
     ) in validation_errors(project_copy, "prod")
 
 
@@ -79,7 +79,7 @@ def test_borrowing_within_what_the_cohort_lends_is_fine(project_copy):
     _dev_with_kueue(project_copy)
     append_to(project_copy / "tenants" / "eval.yaml", "queue:\n  cohort: shared\n  borrowingLimit: {l4: 4}\n")
     append_to(project_copy / "tenants" / "llm-finetune.yaml", "queue:\n  cohort: shared\n")
-    assert any("borrowing limit 4 is above what the rest of cohort 'shared' can lend of GPU class 'l4' (2; llm-finetune: 2)" in e for e in validation_errors(project_copy, "dev"))
+    assert any("borrowing limit 4 is above what the rest of cohort 'shared' can lend of GPU class 'l4' on the pools this tenant may use (2; llm-finetune: 2)" in e for e in validation_errors(project_copy, "dev"))
     # a second lender in the cohort covers it; a lending limit of 0 takes one away again
     append_to(project_copy / "tenants" / "inference.yaml", "queue:\n  cohort: shared\n")
     environment = load_environment(project_copy, "dev")

@@ -119,3 +119,15 @@ def test_unknown_stack_and_usage(capsys):
     with pytest.raises(SystemExit) as err:
         main(["--root", str(REPO), "capacity"])
     assert err.value.code == 2
+
+
+def test_the_report_shows_capacity_per_pool_with_dedicated_pools_for_their_owner(prod):
+    from components.review.capacity import capacity_table, format_text
+
+    pools = capacity_table(prod)["pools"]
+    assert pools["h100-serve"]["dedicatedTo"] == "inference"
+    assert pools["h100-serve"]["resources"]["nvidia.com/gpu"]["byTenant"] == {"inference": 24}
+    assert pools["a100-shared"]["resources"]["nvidia.com/gpu"] == {
+        "capacity": 16, "limit": 20, "requested": 20, "free": 0, "status": "warning", "byTenant": {"eval": 20}}
+    assert set(pools["a100-mig"]["resources"]) == {"nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb"}
+    assert "Per node pool" in format_text(capacity_table(prod))
