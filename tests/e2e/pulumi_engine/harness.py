@@ -19,7 +19,7 @@ import shutil
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 PROJECT_PARTS = ("Pulumi.yaml", "__main__.py", "stacks", "tenants")
@@ -189,7 +189,8 @@ class Engine:
     """One stack of `project` on a local file backend in `state_dir`, talking to `kubeconfig`."""
 
     def __init__(self, project: Path, stack: str, state_dir: Path, kubeconfig: Path,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, *, project_name: str = "gpu-tenancy",
+                 program: Callable[[], None] | None = None) -> None:
         from pulumi import automation as auto
 
         self.project = project
@@ -217,8 +218,8 @@ class Engine:
         self._auto = auto
         self.stack = auto.create_or_select_stack(
             stack_name=stack,
-            project_name="gpu-tenancy",
-            program=program_for(project),
+            project_name=project_name,
+            program=program or program_for(project),
             opts=auto.LocalWorkspaceOptions(work_dir=str(project), env_vars=self.env),
         )
 
