@@ -9,58 +9,19 @@ validation; a failed validation reports its messageExpression.
 from __future__ import annotations
 
 import copy
-from functools import lru_cache
 from typing import Any
 
-import cel
-import celpy
 import pytest
 
 from components.manifests import placement_policy as pp
+from tests.manifests.cel_admission import ENGINES
+from tests.manifests.cel_admission import admit as replay
 
 CLASS, POOL, TENANT, PRODUCT = "gpu.acme.dev/gpu-class", "gpu.acme.dev/pool", "gpu.acme.dev/tenant", "nvidia.com/gpu.product"
 GPU = {"limits": {"nvidia.com/gpu": "1"}}
 
 
-# ---- a small admission replay on two CEL engines ---------------------------------------------
-
-
-class _RustCel:
-    name = "cel"
-
-    @staticmethod
-    @lru_cache(maxsize=None)
-    def compile(expression: str):
-        return cel.compile(expression)
-
-    def run(self, expression: str, activation: dict[str, Any]) -> Any:
-        return self.compile(expression).execute(activation)
-
-    def variables(self, values: dict[str, Any]) -> Any:
-        return dict(values)
-
-
-class _CelPy:
-    name = "celpy"
-    _env = celpy.Environment()
-
-    @classmethod
-    @lru_cache(maxsize=None)
-    def compile(cls, expression: str):
-        return cls._env.program(cls._env.compile(expression))
-
-    def run(self, expression: str, activation: dict[str, Any]) -> Any:
-        converted = {k: v if k == "variables" else celpy.json_to_cel(v) for k, v in activation.items()}
-        result = self.compile(expression).evaluate(converted)
-        if isinstance(result, celpy.CELEvalError):
-            raise RuntimeError(f"{expression}: {result}")
-        return result
-
-    def variables(self, values: dict[str, Any]) -> Any:
-        return celpy.celtypes.MapType({celpy.celtypes.StringType(k): v for k, v in values.items()})
-
-
-ENGINES = [_RustCel(), _CelPy()]
+# ---- the admission replay on two CEL engines (tests/manifests/cel_admission.py) --------------
 
 
 @pytest.fixture(params=ENGINES, ids=lambda e: e.name)
@@ -70,23 +31,7 @@ def engine(request):
 
 def admit(engine, policy: dict, pod: dict, operation: str = "CREATE", old: dict | None = None) -> list[str]:
     """Messages of the validations the pod fails (empty: admitted)."""
-    spec = policy["spec"]
-    activation: dict[str, Any] = {"object": pod, "oldObject": old, "request": {"operation": operation}}
-    for condition in spec.get("matchConditions", []):
-        if not engine.run(condition["expression"], activation):
-            return []
-    values: dict[str, Any] = {}
-    for variable in spec["variables"]:
-        values[variable["name"]] = engine.run(variable["expression"], {**activation, "variables": engine.variables(values)})
-    activation["variables"] = engine.variables(values)
-    messages = []
-    for validation in spec["validations"]:
-        if not engine.run(validation["expression"], activation):
-            if "messageExpression" in validation:
-                messages.append(str(engine.run(validation["messageExpression"], activation)))
-            else:
-                messages.append(validation["message"])
-    return messages
+    return replay(engine, policy, pod, resource="pods", operation=operation, old=old)
 
 
 def pod(*, node_selector=None, tolerations=None, resources=None, affinity_terms=None, init_resources=None, **extra):
