@@ -99,7 +99,12 @@ class LocalCluster:
         self.cp.start()
         e2e.install_crds(self.cp)
         core = client.CoreV1Api(self.cp.api_client)
-        for ns in ("gpu-operator",):  # the GPU Operator's namespace: MIG / time-slicing ConfigMaps
+        # Namespaces the platform's own components own before the first `pulumi up`: the GPU
+        # Operator's (MIG / time-slicing ConfigMaps) and kube-prometheus-stack's (rules, dashboards).
+        platform_namespaces = ["gpu-operator"]
+        if environment.platform.monitoring is not None:
+            platform_namespaces.append(environment.platform.monitoring.namespace)
+        for ns in platform_namespaces:
             core.create_namespace({"metadata": {"name": ns}})
         e2e.register_nodes(self.cp, environment)
         self.context = environment.platform.kube_context or "default"

@@ -72,14 +72,19 @@ def test_removing_a_live_tenants_file_keeps_the_whole_tenant(staging, tmp_path):
     preview = staging.engine.preview()
     offline = offline_changes(base, staging.project, STACK)
     engine = engine_changes(preview)
-    assert engine["delete"] == set(offline["delete"]) == set(staging.objects)
+    # A neighbour's egress policy mirrored from this tenant's ingress grant (issue 13) goes with the
+    # grant: it belongs to the neighbour, whose namespace stays, so it is really deleted.
+    neighbours = set(offline["delete"]) - set(staging.objects)
+    assert all(n.endswith("-allow-to-tenants") and "-networkpolicy-" in n for n in neighbours), neighbours
+    staging.neighbour_policies = neighbours
+    assert engine["delete"] == set(offline["delete"]) == set(staging.objects) | neighbours
     up = staging.engine.up()
     assert kubernetes_resources(staging.engine.export()).keys().isdisjoint(staging.objects)
     gone = [n for n, o in staging.objects.items() if _live(staging, o) is None]
     assert not gone, f"removing the file deleted {gone}"
     cluster_scoped = [n for n, o in staging.objects.items() if not o["metadata"].get("namespace") and o["kind"] != "Namespace"]
     assert cluster_scoped, "the example tenant must have cluster-scoped objects for this test to mean something"
-    assert {s.name for s in up.ops("delete") if s.type.startswith("kubernetes:")} == set(staging.objects)
+    assert {s.name for s in up.ops("delete") if s.type.startswith("kubernetes:")} == set(staging.objects) | neighbours
 
 
 def test_restoring_the_file_re_adopts_the_tenant(staging):
@@ -87,7 +92,7 @@ def test_restoring_the_file_re_adopts_the_tenant(staging):
     staging.tenant_file(TENANT).write_text(staging.saved)
     up = staging.engine.up()
     assert set(up.changes) <= {"create", "update"}, up.changes
-    assert {s.name for s in up.ops("create") if s.type.startswith("kubernetes:")} == set(staging.objects)
+    assert {s.name for s in up.ops("create") if s.type.startswith("kubernetes:")} == set(staging.objects) | staging.neighbour_policies
     assert staging.engine.up().changes == {}
 
 

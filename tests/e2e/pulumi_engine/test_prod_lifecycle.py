@@ -75,7 +75,8 @@ def test_quota_edit_updates_only_quota_objects(prod, tmp_path):
     engine = _assert_preview_matches_diff(prod, base, preview)
     kinds = {s.type.rsplit(":", 1)[-1] for s in preview.ops("update", "replace", "create", "delete")
              if s.type.startswith("kubernetes:")}
-    assert kinds == {"ResourceQuota", "ClusterQueue"}, kinds
+    # prod's monitoring block writes each tenant's GPU quota into the PrometheusRule (static series).
+    assert kinds == {"ResourceQuota", "ClusterQueue", "PrometheusRule"}, kinds
     assert engine["update"] and not engine["create"] and not engine["delete"] and not engine["replace"]
     up = prod.engine.up()
     assert set(up.changes) == {"update"}, up.changes
@@ -92,12 +93,14 @@ def test_onboarding_with_tenants_new_previews_only_the_new_tenants_creates(prod,
     )
     preview = prod.engine.preview()
     engine = _assert_preview_matches_diff(prod, base, preview)
-    assert engine["create"] and not engine["update"] and not engine["delete"] and not engine["replace"]
+    # The only update: prod's monitoring rule gains the new tenant's static quota series.
+    assert engine["update"] <= {"prod-platform-prometheusrule-monitoring-gpu-tenancy"}, engine["update"]
+    assert engine["create"] and not engine["delete"] and not engine["replace"]
     created = [s for s in preview.ops("create")]
     assert all("gpu-tenancy:index:Tenant$" in s.urn or s.name == "vision" for s in created
                if s.type.startswith("kubernetes:")), [s.urn for s in created]
     up = prod.engine.up()
-    assert set(up.changes) == {"create"}
+    assert set(up.changes) <= {"create", "update"} and up.changes.get("create"), up.changes
     client.CoreV1Api(prod.api).read_namespace("vision")
 
 
