@@ -57,6 +57,8 @@ from typing import Any, Callable, Iterable, Iterator
 
 import pytest
 
+from tests.lanes import gate_lane
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TOOLS_DIR = REPO_ROOT / "tools"
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager")
@@ -175,17 +177,8 @@ _HERE = Path(__file__).resolve().parent
 
 @pytest.hookimpl(trylast=True)  # after -m/-k deselection: build/skip only if e2e tests remain
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    ours = [it for it in items if _HERE in Path(str(it.path)).resolve().parents]
-    if not ours:
-        return
-    reason = lane_unavailable_reason(build=os.environ.get("GPU_TENANCY_E2E_BUILD") == "1")
-    if not reason:
-        return
-    if os.environ.get("GPU_TENANCY_E2E_REQUIRED") == "1":
-        raise pytest.UsageError(f"GPU_TENANCY_E2E_REQUIRED=1 but the lane cannot run: {reason}")
-    marker = pytest.mark.skip(reason=reason)
-    for item in ours:
-        item.add_marker(marker)
+    build = os.environ.get("GPU_TENANCY_E2E_BUILD") == "1"
+    gate_lane(items, _HERE, lambda: lane_unavailable_reason(build=build), "GPU_TENANCY_E2E_REQUIRED")
 
 
 # --------------------------------------------------------------------------

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.lanes import gate_lane
+
 from components.model.load import Environment, load_environment
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -76,17 +78,8 @@ _HERE = Path(__file__).resolve().parent
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    ours = [it for it in items if _HERE in Path(str(it.path)).resolve().parents]
-    if not ours:
-        return
-    reason = lane_unavailable_reason(build=os.environ.get("GPU_TENANCY_MONITORING_BUILD") == "1")
-    if not reason:
-        return
-    if os.environ.get("GPU_TENANCY_MONITORING_REQUIRED") == "1":
-        raise pytest.UsageError(f"GPU_TENANCY_MONITORING_REQUIRED=1 but the lane cannot run: {reason}")
-    marker = pytest.mark.skip(reason=reason)
-    for item in ours:
-        item.add_marker(marker)
+    build = os.environ.get("GPU_TENANCY_MONITORING_BUILD") == "1"
+    gate_lane(items, _HERE, lambda: lane_unavailable_reason(build=build), "GPU_TENANCY_MONITORING_REQUIRED")
 
 
 @pytest.fixture(scope="session")

@@ -23,6 +23,8 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
+from tests.lanes import gate_lane
+
 from tests.e2e.pulumi_engine.harness import (
     Engine,
     LocalCluster,
@@ -53,16 +55,7 @@ def _reason() -> str:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    ours = [it for it in items if _HERE in Path(str(it.path)).resolve().parents]
-    if not ours:
-        return
-    reason = _reason()
-    if not reason:
-        return
-    if os.environ.get("GPU_TENANCY_PULUMI_REQUIRED") == "1":
-        raise pytest.UsageError(f"GPU_TENANCY_PULUMI_REQUIRED=1 but the lane cannot run: {reason}")
-    for item in ours:
-        item.add_marker(pytest.mark.skip(reason=reason))
+    gate_lane(items, _HERE, _reason, "GPU_TENANCY_PULUMI_REQUIRED")
 
 
 class Scenario:
