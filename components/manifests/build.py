@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..model.load import Environment
 from ..model.tenant import Tenant
-from . import gpu_platform, monitoring_dashboards, monitoring_rules, queues, tenant_core, vcluster
+from . import gpu_platform, monitoring_rules, queues, tenant_core, vcluster
 from .meta import KubeObject, sort_objects
 
 PLATFORM = "_platform"
@@ -41,6 +41,11 @@ def platform_objects(environment: Environment) -> list[KubeObject]:
 
 def monitoring_objects(environment: Environment) -> list[KubeObject]:
     """The PrometheusRule and the Grafana dashboard ConfigMaps ([] unless the stack has `monitoring:`)."""
+    if environment.platform.monitoring is None:
+        return []
+    # Grafana's SDK is a heavy import: only stacks with monitoring pay for it, not every CLI start.
+    from . import monitoring_dashboards
+
     rule = monitoring_rules.prometheus_rule(environment)
     return ([rule] if rule else []) + monitoring_dashboards.dashboard_config_maps(environment)
 
