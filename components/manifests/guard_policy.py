@@ -33,9 +33,9 @@ allowances inlined as CEL literals: no params objects, messages that name what i
 
 from __future__ import annotations
 
-import json
 from typing import Any, Iterable
 
+from .cel import cel_list, cel_string, names_or_none
 from ..model.load import Environment
 from ..model.tenant import Tenant
 from .meta import TENANT_LABEL, KubeObject, kube_object, object_meta, tenant_labels
@@ -58,17 +58,7 @@ def policy_name(tenant: str) -> str:
     return f"{NAME_PREFIX}-{tenant}"
 
 
-def _str(value: str) -> str:
-    return json.dumps(value)
 
-
-def _list(values: Iterable[str]) -> str:
-    return "[" + ", ".join(_str(v) for v in values) + "]"
-
-
-def _text(values: Iterable[str]) -> str:
-    values = list(values)
-    return ", ".join(values) if values else "none"
 
 
 def ingress_hosts(tenant: Tenant, environment: Environment) -> tuple[list[str], list[str]]:
@@ -97,7 +87,7 @@ def _hosts(entries: Iterable[str], domain: str | None = None) -> tuple[list[str]
 
 
 def _host_ok(host: str, exact: list[str], suffixes: list[str]) -> str:
-    return f"({host} in {_list(exact)} || {_list(suffixes)}.exists(s, {host}.endsWith(s)))"
+    return f"({host} in {cel_list(exact)} || {cel_list(suffixes)}.exists(s, {host}.endsWith(s)))"
 
 
 def _subjects(tenant: Tenant) -> tuple[list[str], list[str]]:
@@ -108,7 +98,7 @@ def _subjects(tenant: Tenant) -> tuple[list[str], list[str]]:
 
 
 def _is(resource: str) -> str:
-    return f'(request.resource.resource == {_str(resource)})'
+    return f'(request.resource.resource == {cel_string(resource)})'
 
 
 def _variables(tenant: Tenant, environment: Environment) -> list[dict[str, str]]:
@@ -123,7 +113,7 @@ def _variables(tenant: Tenant, environment: Environment) -> list[dict[str, str]]
                 'request.userInfo.username == "system:kube-controller-manager" || '
                 "has(namespaceObject.metadata.deletionTimestamp) || "
                 'authorizer.group("admissionregistration.k8s.io").resource("validatingadmissionpolicies")'
-                f'.name({_str(policy_name(tenant.name))}).check("update").allowed()'
+                f'.name({cel_string(policy_name(tenant.name))}).check("update").allowed()'
             ),
         },
         {
@@ -142,13 +132,13 @@ def _variables(tenant: Tenant, environment: Environment) -> list[dict[str, str]]
             "name": "gpuEnv",
             "expression": (
                 "variables.containers.map(c, has(c.env) ? c.env.filter(e, "
-                f"e.name in {_list(GPU_ENV_ALWAYS)} || (!variables.requestsGpu && e.name in {_list(GPU_ENV_WITHOUT_GPU)}))"
+                f"e.name in {cel_list(GPU_ENV_ALWAYS)} || (!variables.requestsGpu && e.name in {cel_list(GPU_ENV_WITHOUT_GPU)}))"
                 ".map(e, e.name) : []).filter(l, size(l) > 0)"
             ),
         },
         {
             "name": "runtimeClasses",
-            "expression": _list(platform.gpu_operator.runtime_classes),
+            "expression": cel_list(platform.gpu_operator.runtime_classes),
         },
     ]
 
@@ -164,27 +154,27 @@ def _validations(tenant: Tenant, environment: Environment) -> list[dict[str, str
     access = platform.tenant_access
 
     def pattern(value: str | None) -> str:
-        return f" || s.name.matches({_str(value)})" if value else ""
+        return f" || s.name.matches({cel_string(value)})" if value else ""
 
     subject_ok = (
-        f's.kind == "ServiceAccount" ? (has(s.namespace) && s.namespace in {_list(tenant.all_namespaces)}) : '
-        f's.kind == "Group" ? (!s.name.startsWith("system:") && (s.name in {_list(groups)}{pattern(access.bindable_groups)})) : '
-        f's.kind == "User" ? (!s.name.startsWith("system:") && (s.name in {_list(users)}{pattern(access.bindable_users)})) : false'
+        f's.kind == "ServiceAccount" ? (has(s.namespace) && s.namespace in {cel_list(tenant.all_namespaces)}) : '
+        f's.kind == "Group" ? (!s.name.startsWith("system:") && (s.name in {cel_list(groups)}{pattern(access.bindable_groups)})) : '
+        f's.kind == "User" ? (!s.name.startsWith("system:") && (s.name in {cel_list(users)}{pattern(access.bindable_users)})) : false'
     )
     bad_subject = f"object.subjects.filter(s, !({subject_ok}))[0]"
     rule_hosts = '(has(object.spec.rules) ? object.spec.rules.map(r, has(r.host) ? r.host : "") : [])'
     tls_hosts = "(has(object.spec.tls) ? object.spec.tls.filter(t, has(t.hosts)).map(t, t.hosts) : [])"
-    ingress_rule = f"Ingress hosts of tenant {name} must be one of: {_text(ingress_exact)}, or a subdomain of: {_text(s[1:] for s in ingress_suffixes)}"
+    ingress_rule = f"Ingress hosts of tenant {name} must be one of: {names_or_none(ingress_exact)}, or a subdomain of: {names_or_none(s[1:] for s in ingress_suffixes)}"
     return [
         {
             "expression": (
-                f'!{_is("pods")} || !has(object.spec.priorityClassName) || object.spec.priorityClassName in {_list(classes)}'
+                f'!{_is("pods")} || !has(object.spec.priorityClassName) || object.spec.priorityClassName in {cel_list(classes)}'
             ),
             "messageExpression": (
                 f'"PriorityClass \'" + object.spec.priorityClassName + "\' is not granted to tenant {name}: pods may use '
-                f'only the platform\'s classes ({_text(classes)}), each capped by a priority-<class> quota"'
+                f'only the platform\'s classes ({names_or_none(classes)}), each capped by a priority-<class> quota"'
             ),
-            "message": f"pods of tenant {name} may use only the platform's PriorityClasses ({_text(classes)})",
+            "message": f"pods of tenant {name} may use only the platform's PriorityClasses ({names_or_none(classes)})",
             "reason": "Forbidden",
         },
         {
@@ -224,7 +214,7 @@ def _validations(tenant: Tenant, environment: Environment) -> list[dict[str, str
             ),
             "messageExpression": (
                 f'"ExternalName \'" + (has(object.spec.externalName) ? object.spec.externalName : "") + "\' is not granted to tenant {name}; '
-                f'granted: {_text(names_exact + ["*" + s for s in names_suffixes])} (network.externalNames; never IP addresses)"'
+                f'granted: {names_or_none(names_exact + ["*" + s for s in names_suffixes])} (network.externalNames; never IP addresses)"'
             ),
             "message": f"ExternalName Services of tenant {name} may point only to network.externalNames",
             "reason": "Forbidden",
@@ -258,7 +248,7 @@ def _validations(tenant: Tenant, environment: Environment) -> list[dict[str, str
             "reason": "Forbidden",
         },
         {
-            "expression": f'!{_is("secrets")} || !has(object.type) || object.type != {_str(SERVICE_ACCOUNT_TOKEN)}',
+            "expression": f'!{_is("secrets")} || !has(object.type) || object.type != {cel_string(SERVICE_ACCOUNT_TOKEN)}',
             "message": (
                 f"Secrets of type {SERVICE_ACCOUNT_TOKEN} are refused in tenant {name}: the token never expires and outlives "
                 "its creator's membership; use short-lived tokens (TokenRequest, projected volumes)"
@@ -273,8 +263,8 @@ def _validations(tenant: Tenant, environment: Environment) -> list[dict[str, str
             "messageExpression": (
                 f'"RoleBinding subject " + {bad_subject}.kind + " \'" + {bad_subject}.name + "\'" + '
                 f'(has({bad_subject}.namespace) ? " in namespace " + {bad_subject}.namespace : "") + '
-                f'" is not a member of tenant {name}: bind only its groups ({_text(groups)}), users ({_text(users)}) or '
-                f'ServiceAccounts of its namespaces ({_text(tenant.all_namespaces)}); never system: users or groups"'
+                f'" is not a member of tenant {name}: bind only its groups ({names_or_none(groups)}), users ({names_or_none(users)}) or '
+                f'ServiceAccounts of its namespaces ({names_or_none(tenant.all_namespaces)}); never system: users or groups"'
             ),
             "message": f"RoleBindings in tenant {name} may bind only the tenant's own groups, users and ServiceAccounts",
             "reason": "Forbidden",
@@ -282,7 +272,7 @@ def _validations(tenant: Tenant, environment: Environment) -> list[dict[str, str
         {
             "expression": (
                 f'!{_is("rolebindings")} || variables.operator || '
-                f'!((request.operation == "CREATE" ? object : oldObject).metadata.name in {_list(managed)})'
+                f'!((request.operation == "CREATE" ? object : oldObject).metadata.name in {cel_list(managed)})'
             ),
             "message": (
                 f"RoleBindings {', '.join(managed)} of tenant {name} are managed by the platform (tenant file access); "

@@ -32,8 +32,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
+from .cel import cel_list, cel_string, names_or_none
 from ..model import capacity as cap
 from ..model.load import Environment
 from ..model.tenant import Tenant
@@ -105,25 +106,15 @@ def policy_name(tenant: str) -> str:
     return f"{NAME_PREFIX}-{tenant}"
 
 
-def _str(value: str) -> str:
-    # JSON string literals are valid CEL string literals (same escapes).
-    return json.dumps(value)
 
-
-def _list(values: Iterable[str]) -> str:
-    return "[" + ", ".join(_str(v) for v in values) + "]"
-
-
-def _text(values: list[str]) -> str:
-    return ", ".join(values) if values else "none"
 
 
 def _selector_ok(key: str, allowed: str) -> str:
-    return f"!({_str(key)} in variables.nodeSelector) || variables.nodeSelector[{_str(key)}] in {allowed}"
+    return f"!({cel_string(key)} in variables.nodeSelector) || variables.nodeSelector[{cel_string(key)}] in {allowed}"
 
 
 def _bad_in(key: str, allowed: str) -> str:
-    return f'e.key == {_str(key)} && e.operator == "In" && e.values.exists(v, !(v in {allowed}))'
+    return f'e.key == {cel_string(key)} && e.operator == "In" && e.values.exists(v, !(v in {allowed}))'
 
 
 def _bad_terms_variable(name: str, key: str, allowed: str) -> dict[str, str]:
@@ -137,16 +128,16 @@ def _bad_terms_variable(name: str, key: str, allowed: str) -> dict[str, str]:
 def _first_bad_value(key: str, allowed: str, terms_variable: str) -> str:
     """The first disallowed value, from nodeSelector or else from required affinity (message only)."""
     return (
-        f"({_str(key)} in variables.nodeSelector && !(variables.nodeSelector[{_str(key)}] in {allowed}))"
-        f" ? variables.nodeSelector[{_str(key)}]"
+        f"({cel_string(key)} in variables.nodeSelector && !(variables.nodeSelector[{cel_string(key)}] in {allowed}))"
+        f" ? variables.nodeSelector[{cel_string(key)}]"
         f" : variables.{terms_variable}[0].matchExpressions.filter(e, {_bad_in(key, allowed)})[0]"
         f".values.filter(v, !(v in {allowed}))[0]"
     )
 
 
 def _is_gpu_resource(name: str) -> str:
-    exact = " || ".join(f"{name} == {_str(r)}" for r in GPU_RESOURCES)
-    return f"{exact} || {name}.startsWith({_str(MIG_RESOURCE_PREFIX)})"
+    exact = " || ".join(f"{name} == {cel_string(r)}" for r in GPU_RESOURCES)
+    return f"{exact} || {name}.startsWith({cel_string(MIG_RESOURCE_PREFIX)})"
 
 
 def _targets(p: Placement, environment: Environment) -> list[tuple[str, str, list[str], str]]:
@@ -160,8 +151,8 @@ def _targets(p: Placement, environment: Environment) -> list[tuple[str, str, lis
 
 
 def _foreign_toleration(p: Placement, tenant_key: str) -> str:
-    own = f'(!has(t.operator) || t.operator == "Equal") && has(t.value) && t.value == {_str(p.tenant)}'
-    return f"has(t.key) && t.key == {_str(tenant_key)} && !({own})"
+    own = f'(!has(t.operator) || t.operator == "Equal") && has(t.value) && t.value == {cel_string(p.tenant)}'
+    return f"has(t.key) && t.key == {cel_string(tenant_key)} && !({own})"
 
 
 def _variables(p: Placement, environment: Environment) -> list[dict[str, str]]:
@@ -192,7 +183,7 @@ def _variables(p: Placement, environment: Environment) -> list[dict[str, str]]:
         },
     ]
     for prefix, key, values, _ in _targets(p, environment):
-        variables.append(_bad_terms_variable(f"{prefix}TermsNotAllowed", key, _list(values)))
+        variables.append(_bad_terms_variable(f"{prefix}TermsNotAllowed", key, cel_list(values)))
     variables.extend(_foreign_node_variables(p, environment))
     variables.append({"name": "pinnedByRequest", "expression": _pinned_by_request(p, environment)})  # issue 14
     return variables
@@ -232,8 +223,8 @@ def _names_match(operator: str, values: str) -> str:
 
 def _foreign_node_variables(p: Placement, environment: Environment) -> list[dict[str, str]]:
     platform = environment.platform
-    keys = _list([gpu_class_label(platform), pool_label(platform), tenant_label(platform), GPU_PRODUCT_LABEL, HOSTNAME_LABEL])
-    host = _str(HOSTNAME_LABEL)
+    keys = cel_list([gpu_class_label(platform), pool_label(platform), tenant_label(platform), GPU_PRODUCT_LABEL, HOSTNAME_LABEL])
+    host = cel_string(HOSTNAME_LABEL)
     values = "(has(e.values) ? e.values : [])"
     expression_matches = (
         f"e.key == {host} ? {_names_match('e.operator', values)} : "
@@ -277,8 +268,8 @@ def _foreign_node_variables(p: Placement, environment: Environment) -> list[dict
 def _validations(p: Placement, environment: Environment) -> list[dict[str, str]]:
     platform = environment.platform
     class_key, pool_key, tenant_key = gpu_class_label(platform), pool_label(platform), tenant_label(platform)
-    tenant = _str(p.tenant)
-    allowed = f"allowed classes: {_text(p.classes)}; pools: {_text(p.pools)}; dedicated pools: {_text(p.dedicated_pools)}"
+    tenant = cel_string(p.tenant)
+    allowed = f"allowed classes: {names_or_none(p.classes)}; pools: {names_or_none(p.pools)}; dedicated pools: {names_or_none(p.dedicated_pools)}"
     own = (
         f"tenant {p.tenant} may only select or tolerate {tenant_key}={p.tenant}"
         if p.dedicated_pools
@@ -295,7 +286,7 @@ def _validations(p: Placement, environment: Environment) -> list[dict[str, str]]
         }
     ]
     for prefix, key, values, what in _targets(p, environment):
-        literal, terms = _list(values), f"{prefix}TermsNotAllowed"
+        literal, terms = cel_list(values), f"{prefix}TermsNotAllowed"
         result.append(
             {
                 "expression": f"({_selector_ok(key, literal)}) && size(variables.{terms}) == 0",
@@ -312,8 +303,8 @@ def _validations(p: Placement, environment: Environment) -> list[dict[str, str]]
     result.append(
         {
             "expression": (
-                f"(!({_str(tenant_key)} in variables.nodeSelector) || variables.nodeSelector[{_str(tenant_key)}] == {tenant}) && "
-                f"variables.terms.all(t, !has(t.matchExpressions) || t.matchExpressions.all(e, e.key != {_str(tenant_key)} || {tenant_ops_ok}))"
+                f"(!({cel_string(tenant_key)} in variables.nodeSelector) || variables.nodeSelector[{cel_string(tenant_key)}] == {tenant}) && "
+                f"variables.terms.all(t, !has(t.matchExpressions) || t.matchExpressions.all(e, e.key != {cel_string(tenant_key)} || {tenant_ops_ok}))"
             ),
             "message": f"nodes dedicated to another tenant are selected ({tenant_key}); {own}",
             "reason": "Forbidden",
@@ -369,12 +360,12 @@ def _validations(p: Placement, environment: Environment) -> list[dict[str, str]]
 def _pinned(p: Placement, class_key: str, pool_key: str, tenant_key: str) -> str:
     options = [(pool_key, p.pools), (class_key, p.pinning_classes), (GPU_PRODUCT_LABEL, p.pinning_products)]
     by_selector = [
-        f"({_str(k)} in variables.nodeSelector && variables.nodeSelector[{_str(k)}] in {_list(v)})" for k, v in options if v
+        f"({cel_string(k)} in variables.nodeSelector && variables.nodeSelector[{cel_string(k)}] in {cel_list(v)})" for k, v in options if v
     ]
-    by_term = [f"(e.key == {_str(k)} && e.values.all(v, v in {_list(vals)}))" for k, vals in options if vals]
+    by_term = [f"(e.key == {cel_string(k)} && e.values.all(v, v in {cel_list(vals)}))" for k, vals in options if vals]
     if p.dedicated_pools:
-        by_selector.append(f"({_str(tenant_key)} in variables.nodeSelector && variables.nodeSelector[{_str(tenant_key)}] == {_str(p.tenant)})")
-        by_term.append(f"(e.key == {_str(tenant_key)} && e.values.all(v, v == {_str(p.tenant)}))")
+        by_selector.append(f"({cel_string(tenant_key)} in variables.nodeSelector && variables.nodeSelector[{cel_string(tenant_key)}] == {cel_string(p.tenant)})")
+        by_term.append(f"(e.key == {cel_string(tenant_key)} && e.values.all(v, v == {cel_string(p.tenant)}))")
     if not by_selector:
         return "false"
     # Terms are ORed: the pod is pinned by affinity only if every term pins it.
@@ -481,7 +472,7 @@ def _pinned_by_request(p: Placement, environment: Environment) -> str:
     resources = pinning_resources(p, environment)
     if not resources:
         return "false"
-    ok = f"!({_is_gpu_resource('r')}) || r in {_list(resources)}"
+    ok = f"!({_is_gpu_resource('r')}) || r in {cel_list(resources)}"
     # The same container walk as the `requestsGpu` variable (the API server's type checker takes
     # the joined list as dyn; typed, it reports `resources.limits` of a container as undefined).
     return (
