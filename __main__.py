@@ -1,6 +1,8 @@
 """The Pulumi program: read this stack's inventory and the tenant files, build the fleet.
 
-Invalid input stops the program before any resource is registered: nothing is half-applied.
+The stack `<env>` deploys the environment (only its platform objects when the environment is
+sharded); a shard stack `<env>.<shard>` deploys that shard's tenants (docs/sharding.md). Invalid
+input stops the program before any resource is registered: nothing is half-applied.
 """
 
 from pathlib import Path
@@ -13,10 +15,9 @@ from components.manifests.gpu_nodes import node_group_requirements
 from components.model.load import fewer_gc_passes, load_program_environment
 from components.model.problems import InvalidInput
 
+stack = pulumi.get_stack()
 try:
-    environment = load_program_environment(
-        Path(__file__).parent, pulumi.get_stack(), pulumi.Config().require_object("platform")
-    )
+    environment = load_program_environment(Path(__file__).parent, stack, pulumi.Config().get_object("platform"))
 except InvalidInput as err:
     raise pulumi.RunError(f"invalid tenants or stack configuration:\n{err}") from None
 
@@ -25,7 +26,8 @@ if environment.platform.kube_context:
     provider = cluster_provider(environment.platform.kube_context)
     opts = pulumi.ResourceOptions(providers=[provider])
 with fewer_gc_passes():  # building a large fleet makes millions of long-lived objects
-    fleet = Fleet(environment.name, environment, opts)
+    fleet = Fleet(environment.name, environment, opts, stack=stack)
 
 pulumi.export("tenants", fleet.summary)
-pulumi.export("nodeGroupRequirements", node_group_requirements(environment))
+if fleet.platform is not None:
+    pulumi.export("nodeGroupRequirements", node_group_requirements(environment))

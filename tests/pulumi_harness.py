@@ -93,8 +93,10 @@ def _run(
 
 
 def stack_config(root: Path, stack: str) -> dict[str, Any]:
-    data = yaml.safe_load((root / "stacks" / f"Pulumi.{stack}.yaml").read_text())
-    return data.get("config", {})
+    """The stack file's config, as Pulumi reads it; a stack without a file (a shard) has none."""
+    path = root / "stacks" / f"Pulumi.{stack}.yaml"
+    data = yaml.safe_load(path.read_text()) if path.exists() else None
+    return (data or {}).get("config") or {}
 
 
 def run_program(stack: str, root: Path = REPO) -> tuple[list[Registration], RecordingMonitor]:

@@ -20,6 +20,7 @@ from . import vcluster_checks
 from .model_errors import model_problems
 from .problems import InvalidInput, Problem, errors_only
 from .queue_checks import expand_queue_limits
+from .sharding import check_sharding, split_stack_name, stack_tenants
 from .stack import CONFIG_KEY, Platform
 from .tenant import Tenant
 from .yaml_source import SourceDocument, parse_yaml, read_text
@@ -58,12 +59,21 @@ class Environment:
 
 
 def stack_names(root: Path) -> list[str]:
-    """Environments that have a `stacks/Pulumi.<env>.yaml`."""
+    """Environments that have a `stacks/Pulumi.<env>.yaml` (not the shard stacks `<env>.<shard>`,
+    whose files, if any, hold only Pulumi's own settings)."""
+    return [name for name in _stack_file_names(root) if split_stack_name(name)[1] is None]
+
+
+def shard_stack_files(root: Path) -> list[str]:
+    """Stack names of the `stacks/Pulumi.<env>.<shard>.yaml` files."""
+    return [name for name in _stack_file_names(root) if split_stack_name(name)[1] is not None]
+
+
+def _stack_file_names(root: Path) -> list[str]:
     stacks = root / "stacks"
     names = []
     for path in sorted(stacks.glob("Pulumi.*.y*ml")) if stacks.is_dir() else []:
-        name = path.name[len("Pulumi."):].rsplit(".", 1)[0]
-        names.append(name)
+        names.append(path.name[len("Pulumi."):].rsplit(".", 1)[0])
     return names
 
 
@@ -190,12 +200,31 @@ def _validate_merged(doc: SourceDocument, merged: SourceDocument) -> Tenant:
     return tenant
 
 
-def load_program_environment(root: Path, env: str, platform_config: Any) -> Environment:
-    """For the Pulumi program: the platform object as Pulumi read it from the stack's config.
+def load_program_environment(root: Path, stack: str, platform_config: Any) -> Environment:
+    """For the Pulumi program of `stack`: the environment, with the platform object as Pulumi read
+    it from the stack's config.
 
     It is normally the same file the offline tools read; if it differs (set outside the file),
-    Pulumi's value wins and errors are located in "pulumi config" instead of the file.
+    Pulumi's value wins and errors are located in "pulumi config" instead of the file. A shard
+    stack `<env>.<shard>` has no inventory of its own: it loads its environment's files, and its
+    shard must be one the environment lists.
+
+    >>> load_program_environment(Path("."), "prod.a", None).name   # doctest: +SKIP
+    'prod'
     """
+    env, shard = split_stack_name(stack)
+    if shard is not None:
+        if platform_config is not None:
+            where = _display(stack_file(root, stack), root)
+            raise InvalidInput([Problem(where, 0, 0, f"config.{CONFIG_KEY}", (
+                f"shard stack {stack} reads the inventory of {env} (stacks/Pulumi.{env}.yaml); remove "
+                f"`{CONFIG_KEY}` from its own config so that there is one inventory to edit"))])
+        environment = load_environment(root, env)
+        try:
+            stack_tenants(environment, stack)
+        except ValueError as err:
+            raise InvalidInput([environment.platform_doc.problem(("config", CONFIG_KEY, "sharding"), str(err))]) from None
+        return environment
     path = stack_file(root, env)
     doc = None
     if path.exists():
@@ -250,6 +279,10 @@ def _load_environment(
     chart_problems = vcluster_checks.check_local_chart(environment, root)
     if chart_problems:
         raise InvalidInput(chart_problems)
+    shard_problems = check_sharding(environment, shard_stack_files(root))
+    if strict_warnings and shard_problems:
+        raise InvalidInput(environment.warnings + shard_problems)
+    environment.warnings.extend(shard_problems)
     return environment
 
 

@@ -17,6 +17,7 @@ from .base import DnsLabel, DnsSubdomain, LabelValue, Model, NonNegativeInt
 from .monitoring import Monitoring
 from .quantity import Quantity
 from .role_bundles import RoleBundle
+from .sharding import Sharding
 from .tenant import (
     LimitRangeSpec,
     ObjectCounts,
@@ -389,6 +390,11 @@ class Platform(Model):
         Decimal("0.9"), description="warn when a class's quotas reach this share of capacity x overcommit"
     )
     tenants: Union[Literal["all"], list[DnsLabel]] = Field("all", description="tenants enabled in this environment")
+    sharding: Optional[Sharding] = Field(
+        None,
+        description="split the tenants across shard stacks `<env>.<shard>` (this stack keeps the platform objects), "
+        "so that a change previews only the stacks it touches; unset: this stack holds everything",
+    )
     scheduler: Literal["none", "kueue", "kai"] = Field(
         "none", description="queueing scheduler for per-class GPU quotas and borrowing; none: ResourceQuota only"
     )
