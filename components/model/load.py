@@ -19,43 +19,15 @@ from pydantic import ValidationError
 from . import vcluster_checks
 from .model_errors import model_problems
 from .problems import InvalidInput, Problem, errors_only
+from .environment import Environment, LoadedTenant
 from .queue_checks import expand_queue_limits
-from .sharding import check_sharding, split_stack_name, stack_tenants
+from .shard_stacks import check_sharding, stack_tenants
+from .sharding import split_stack_name
 from .stack import CONFIG_KEY, Platform
 from .tenant import Tenant
 from .yaml_source import SourceDocument, parse_yaml, read_text
 
 TENANT_SUFFIXES = (".yaml", ".yml")
-
-
-@dataclass
-class LoadedTenant:
-    """A tenant as it applies to one environment (overrides merged), with its source for locating errors."""
-
-    spec: Tenant
-    doc: SourceDocument
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-
-@dataclass
-class Environment:
-    """Everything one Pulumi stack deploys: the platform inventory and the tenants enabled in it."""
-
-    name: str
-    platform: Platform
-    platform_doc: SourceDocument
-    tenants: list[LoadedTenant]
-    disabled_tenants: list[str] = field(default_factory=list)
-    warnings: list[Problem] = field(default_factory=list)
-    # Facts derived from the whole fleet that every tenant's builders need (computed once).
-    derived: dict = field(default_factory=dict, repr=False, compare=False)
-
-    @property
-    def specs(self) -> list[Tenant]:
-        return [t.spec for t in self.tenants]
 
 
 def stack_names(root: Path) -> list[str]:

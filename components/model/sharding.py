@@ -12,6 +12,8 @@ each hold their tenants. A tenant goes to the shard `assignments` names, else to
 name hashes to (rendezvous hashing: adding a shard moves only the tenants the new shard wins,
 removing one moves only its own tenants; the assignment never depends on the other tenants).
 
+What each stack of a loaded environment holds: shard_stacks.py.
+
 >>> assigned_shard("team-a", Sharding(shards=["a", "b"], assignments={"team-a": "b"}))
 'b'
 >>> split_stack_name("prod.a")
@@ -21,15 +23,11 @@ removing one moves only its own tenants; the assignment never depends on the oth
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 from pydantic import Field, field_validator, model_validator
 
 from .base import DnsLabel, Model, TenantName
-
-if TYPE_CHECKING:  # load.py imports the stack model, which imports this module
-    from .load import Environment, LoadedTenant
 
 SHARD_SEPARATOR = "."
 
@@ -111,120 +109,3 @@ def assigned_shard(tenant: str, sharding: Sharding) -> str:
     'only'
     """
     return sharding.assignments.get(tenant) or hashed_shard(tenant, sharding.shards)
-
-
-def tenant_stack(environment: "Environment", tenant: str) -> str:
-    """The Pulumi stack that holds a tenant: `<env>` when unsharded, else `<env>.<shard>`.
-
-    >>> tenant_stack(environment, "team-a")   # doctest: +SKIP
-    'prod.b'
-    """
-    sharding = environment.platform.sharding
-    if sharding is None:
-        return environment.name
-    return shard_stack_name(environment.name, assigned_shard(tenant, sharding))
-
-
-@dataclass(frozen=True)
-class StackPart:
-    """What one Pulumi stack of an environment registers."""
-
-    stack: str
-    shard: Optional[str]            # None: the environment's own stack
-    platform: bool                  # the cluster-wide objects
-    tenants: tuple[str, ...]        # enabled tenants, by name
-    pinned: tuple[str, ...] = ()    # those placed by `assignments` rather than by hash
-
-
-def stack_parts(environment: "Environment") -> list[StackPart]:
-    """The environment's Pulumi stacks in deploy order: its own stack (the platform, and every
-    tenant when unsharded), then one per shard, in the order `shards` lists them.
-
-    >>> [p.stack for p in stack_parts(environment)]   # doctest: +SKIP
-    ['prod', 'prod.a', 'prod.b']
-    """
-    names = [t.name for t in environment.tenants]
-    sharding = environment.platform.sharding
-    if sharding is None:
-        return [StackPart(environment.name, None, True, tuple(names))]
-    parts = [StackPart(environment.name, None, True, ())]
-    for shard in sharding.shards:
-        members = tuple(n for n in names if assigned_shard(n, sharding) == shard)
-        pinned = tuple(n for n in members if n in sharding.assignments)
-        parts.append(StackPart(shard_stack_name(environment.name, shard), shard, False, members, pinned))
-    return parts
-
-
-def stack_part(environment: "Environment", stack: str) -> StackPart:
-    """What the Pulumi stack `stack` of this environment registers; `ValueError` (with the fix)
-    for a shard the environment does not have.
-
-    >>> stack_part(environment, "prod").platform   # doctest: +SKIP
-    True
-    """
-    for part in stack_parts(environment):
-        if part.stack == stack:
-            return part
-    _, shard = split_stack_name(stack)
-    sharding = environment.platform.sharding
-    if sharding is None:
-        raise ValueError(
-            f"stack {stack} is a shard of {environment.name}, but {environment.name} is not sharded; add "
-            f"`sharding: {{shards: [{shard}]}}` to its inventory, or use the stack {environment.name}"
-        )
-    raise ValueError(
-        f"stack {stack}: shard '{shard}' is not in {environment.name}'s `sharding.shards` "
-        f"({', '.join(sharding.shards)}); add it there, or move its tenants out (tenants diff lists the "
-        f"`pulumi state move` commands) and remove the stack"
-    )
-
-
-def stack_tenants(environment: "Environment", stack: str) -> list["LoadedTenant"]:
-    """The loaded tenants one Pulumi stack registers.
-
-    >>> [t.name for t in stack_tenants(environment, "prod.a")]   # doctest: +SKIP
-    ['eval']
-    """
-    members = set(stack_part(environment, stack).tenants)
-    return [t for t in environment.tenants if t.name in members]
-
-
-def check_sharding(environment: "Environment", shard_files: list[str]) -> list:
-    """Warnings about `sharding`: pins of tenants this environment does not deploy, shards that
-    hold no tenant, and shard stack files (`stacks/Pulumi.<env>.<shard>.yaml`) of shards it does
-    not list (their stacks may still hold tenants: move those before removing the stack).
-
-    >>> check_sharding(environment, [])   # doctest: +SKIP
-    []
-    """
-    from .stack import CONFIG_KEY
-
-    doc, sharding = environment.platform_doc, environment.platform.sharding
-    where = ("config", CONFIG_KEY, "sharding")
-    problems = []
-    prefix = f"{environment.name}{SHARD_SEPARATOR}"
-    listed = {shard_stack_name(environment.name, s) for s in (sharding.shards if sharding else [])}
-    for stack in shard_files:
-        if stack.startswith(prefix) and stack not in listed:
-            problems.append(doc.problem(where, (
-                f"stacks/Pulumi.{stack}.yaml is the file of shard stack {stack}, but {environment.name} "
-                f"{'lists no such shard' if sharding else 'is not sharded'}; if that stack still holds tenants, "
-                f"move them (`pulumi state move`, listed by tenants diff) before `pulumi stack rm {stack}`"
-            ), severity="warning"))
-    if sharding is None:
-        return problems
-    deployed = {t.name for t in environment.tenants}
-    known = deployed | set(environment.disabled_tenants)
-    for tenant in sorted(sharding.assignments):
-        if tenant not in deployed:
-            state = "is not deployed in this environment" if tenant in known else "has no tenant file"
-            problems.append(doc.problem((*where, "assignments", tenant), (
-                f"assignments pins tenant {tenant}, which {state}; remove the pin or fix the name"
-            ), severity="warning"))
-    for part in stack_parts(environment)[1:]:
-        if not part.tenants:
-            problems.append(doc.problem((*where, "shards"), (
-                f"shard {part.shard} holds no tenant (stack {part.stack} would be empty); pin tenants to it in "
-                f"`assignments` or remove it"
-            ), severity="warning"))
-    return problems

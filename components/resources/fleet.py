@@ -10,7 +10,7 @@ from .gpu_platform import GpuPlatform
 from ..manifests.build import platform_objects, tenant_objects
 from ..model.capacity import gpu_quota_by_resource
 from ..model.load import Environment
-from ..model.sharding import stack_part
+from ..model.shard_stacks import stack_part
 from .tenant import Tenant
 
 

@@ -10,15 +10,13 @@ import pytest
 
 from components.model.load import load_environment, load_program_environment, shard_stack_files, stack_names
 from components.model.problems import InvalidInput
+from components.model.shard_stacks import stack_part, stack_parts, tenant_stack
 from components.model.sharding import (
     Sharding,
     assigned_shard,
     hashed_shard,
     shard_stack_name,
     split_stack_name,
-    stack_part,
-    stack_parts,
-    tenant_stack,
 )
 from tests.project_edits import line_of, replace_once, validation_errors
 
