@@ -15,6 +15,8 @@ import sys
 import tempfile
 from pathlib import Path, PurePosixPath
 
+import yaml
+
 from ..review.diff import Side, compare_stack, report, to_json
 from ..review.diff_format import format_markdown, format_text
 from ..model.load import (
@@ -186,6 +188,21 @@ def edited_files(root: Path, base_root: Path) -> list[str]:
     return edited
 
 
+def project_name(root: Path) -> str:
+    """The Pulumi project's name (URNs of `pulumi state move` commands carry it); `gpu-tenancy`
+    when Pulumi.yaml is missing or unreadable.
+
+    >>> project_name(Path("/nonexistent"))
+    'gpu-tenancy'
+    """
+    try:
+        data = yaml.safe_load((root / "Pulumi.yaml").read_text())
+    except (OSError, yaml.YAMLError):
+        return "gpu-tenancy"
+    name = data.get("name") if isinstance(data, dict) else None
+    return name if isinstance(name, str) and name else "gpu-tenancy"
+
+
 def diff_document(root: Path, base: dict[str, str], stacks: list[str] | None, base_root: Path) -> dict:
     """Compare the exported base under `base_root` with the working tree at `root`.
 
@@ -217,9 +234,10 @@ def diff_document(root: Path, base: dict[str, str], stacks: list[str] | None, ba
         if environment is not None:
             common.report(environment.warnings)
     results = []
+    project = project_name(root)
     for name in names:
         base_side = load_lenient(base_root, name) if name in base_names else Side(None)
-        results.append(compare_stack(name, base_side, Side(heads[name])))
+        results.append(compare_stack(name, base_side, Side(heads[name]), project=project))
     return report(results, base)
 
 

@@ -19,6 +19,7 @@ from .capacity import capacity_table
 from .object_changes import field_changes, object_changes
 from ..model.budget import budget_home
 from ..model.load import Environment
+from .stack_changes import move_warning, touched_stacks
 from ..model.quantity import Quantity, QuantityError
 from ..model.tenant import Tenant
 from .tenant_changes import set_change, tenant_changes
@@ -410,7 +411,7 @@ def _safe(compute: Callable[[], Any], fallback: Any, notes: list[str], what: str
         return fallback
 
 
-def compare_stack(name: str, base: Side, head: Side) -> dict[str, Any]:
+def compare_stack(name: str, base: Side, head: Side, *, project: str = "gpu-tenancy") -> dict[str, Any]:
     """Everything that changes in one stack, with the warnings a reviewer must not miss.
 
     >>> compare_stack("dev", Side(env), Side(env))["change"]   # doctest: +SKIP
@@ -425,7 +426,8 @@ def compare_stack(name: str, base: Side, head: Side) -> dict[str, Any]:
 
     warnings: list[dict[str, Any]] = []
     details = []
-    for old_name, new_name in _pairs(old_tenants, new_tenants):
+    pairs = _pairs(old_tenants, new_tenants)
+    for old_name, new_name in pairs:
         before, after = old_tenants.get(old_name), new_tenants.get(new_name)
         objects = object_changes(old_objects.get(old_name, []), new_objects.get(new_name, []))
         detail = tenant_changes(before, before_env, after, after_env, objects)
@@ -469,6 +471,15 @@ def compare_stack(name: str, base: Side, head: Side) -> dict[str, Any]:
             f"node group definition outside this project (see the nodeGroupRequirements stack output)"
         ))
 
+    pulumi_stacks, moves = [], []
+    if after_env is not None:  # a removed stack file leaves its stacks as they are: nothing to preview
+        pulumi_stacks, moves = _safe(lambda: touched_stacks(
+            before_env, after_env, pairs, details, project=project,
+            platform_changed=bool(platform_objects or nodes or mig or node_groups or before_env is None),
+        ), ([], []), notes, f"the Pulumi stacks of {name}")
+    for move in moves:
+        _warn(warnings, name, move["tenant"], "shard-move", move_warning(move))
+
     if after_env is None:
         stack_change = "removed"
         warnings = [w for w in warnings if w["kind"] not in ("capacity",)]
@@ -478,7 +489,7 @@ def compare_stack(name: str, base: Side, head: Side) -> dict[str, Any]:
         ))
     elif before_env is None and not base.problems:
         stack_change = "added"
-    elif details or nodes or mig or platform_objects or node_groups or any(r["changed"] for r in capacity):
+    elif details or nodes or mig or platform_objects or node_groups or moves or any(r["changed"] for r in capacity):
         stack_change = "changed"
     else:
         stack_change = "unchanged"
@@ -505,6 +516,8 @@ def compare_stack(name: str, base: Side, head: Side) -> dict[str, Any]:
         "nodeGroups": node_groups,
         "mig": mig,
         "platformObjects": platform_objects,
+        "pulumiStacks": pulumi_stacks,
+        "shardMoves": moves,
         "tenantDetails": details,
         "warnings": warnings,
         "notes": notes,
@@ -527,7 +540,9 @@ def report(stacks: list[dict[str, Any]], base: Mapping[str, Any], head: str = "w
         "changed": any(s["change"] != "unchanged" for s in stacks),
         "warnings": warnings,
         "notes": notes,
+        "shardMoves": [m for s in stacks for m in s["shardMoves"]],
         "stacks": stacks,
+        "touchedStacks": [t for s in stacks for t in s["pulumiStacks"]],
     }
 
 

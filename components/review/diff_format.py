@@ -224,8 +224,10 @@ def format_text(document: Mapping[str, Any]) -> str:
         lines += [f"  ! {w['stack']}: {w['message']}" for w in document["warnings"]]
     if document["notes"]:
         lines += [""] + [f"note: {n}" for n in document["notes"]]
+    lines += ["", f"Pulumi stacks to preview: {', '.join(document.get('touchedStacks') or []) or 'none'}"]
     for stack in document["stacks"]:
         lines += ["", f"stack {stack['name']}: {stack['change']}" + ("" if stack["change"] == "unchanged" else f" ({_stack_summary(stack)})")]
+        lines += [f"  moves {m['tenant']}: {m['from']} → {m['to']} (run first: {m['command']})" for m in stack.get("shardMoves", [])]
         capacity = [r for r in stack["capacity"] if r["changed"]]
         if capacity:
             lines.append("  capacity (quotas of active tenants vs capacity x overcommit):")
@@ -294,13 +296,18 @@ def _markdown(document: Mapping[str, Any], with_fields: bool) -> str:
     out += _md_warnings(document)
     if document["notes"]:
         out += [f"- note: {n}" for n in document["notes"]] + [""]
-    out += ["| Stack | Change | Tenants added | Tenants removed | Tenants changed | Objects + / ~ / − |", "|---|---|---|---|---|---|"]
+    out += ["| Stack | Change | Tenants added | Tenants removed | Tenants changed | Objects + / ~ / − | Pulumi stacks touched |",
+            "|---|---|---|---|---|---|---|"]
     for stack in document["stacks"]:
         totals = stack["objectTotals"]
         out.append(f"| {stack['name']} | {stack['change']} | {_md_list(stack['tenants']['added'])} | "
                    f"{_md_list(stack['tenants']['removed'])} | {_md_list(_changed_names(stack))} | "
-                   f"{totals['added']} / {totals['changed']} / {totals['removed']} |")
+                   f"{totals['added']} / {totals['changed']} / {totals['removed']} | {_md_list(stack.get('pulumiStacks') or [])} |")
     out.append("")
+    moves = document.get("shardMoves") or []
+    if moves:
+        out += ["**Tenants moving between Pulumi stacks** (the deploy workflow runs these before any `pulumi up`)", "", "```sh"]
+        out += [m["command"] for m in moves] + ["```", ""]
     for stack in document["stacks"]:
         if stack["change"] == "unchanged" and not stack["tenants"].get("notDeployed"):
             continue

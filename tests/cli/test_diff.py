@@ -365,7 +365,7 @@ def test_json_is_byte_stable(repo_with_vision, capsys):
     second = run(repo_with_vision, capsys, "--base", "HEAD", "--format", "json")[1]
 
     assert first == second
-    assert sorted(json.loads(first)) == ["base", "changed", "formatVersion", "head", "notes", "stacks", "warnings"]
+    assert sorted(json.loads(first)) == ["base", "changed", "formatVersion", "head", "notes", "shardMoves", "stacks", "touchedStacks", "warnings"]
 
 
 def test_bad_ref_exits_2(repo, capsys):
