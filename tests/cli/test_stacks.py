@@ -1,0 +1,64 @@
+"""`tenants stacks` and the shard assignment `tenants validate` shows."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from components.cli.main import main
+from tests.project_edits import replace_once
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURE = REPO / "tests" / "fixtures" / "sharded"
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return code, out, err
+
+
+def test_stacks_lists_platform_then_shards(capsys):
+    code, out, _ = run(capsys, "--root", str(FIXTURE), "stacks")
+    assert code == 0
+    assert out.splitlines() == [
+        "lab: platform objects (tenants are in the shard stacks)",
+        "lab.blue: tenants audio, speech",
+        "lab.green: tenants robotics, vision (pinned)",
+    ]
+
+
+def test_stacks_json_is_the_deploy_matrix(capsys):
+    code, out, _ = run(capsys, "--root", str(FIXTURE), "stacks", "--format", "json")
+    assert code == 0
+    rows = json.loads(out)
+    assert [(r["stack"], r["role"], r["tenants"]) for r in rows] == [
+        ("lab", "environment", []),
+        ("lab.blue", "shard", ["audio", "speech"]),
+        ("lab.green", "shard", ["robotics", "vision"]),
+    ]
+    assert rows[2]["pinned"] == ["vision"]
+
+
+def test_unsharded_examples_are_one_stack_each(capsys):
+    code, out, _ = run(capsys, "--root", str(REPO), "stacks", "--format", "json")
+    assert code == 0
+    assert [(r["stack"], r["role"], len(r["tenants"])) for r in json.loads(out)] == [
+        ("dev", "environment", 3), ("prod", "environment", 3), ("staging", "environment", 3)]
+
+
+def test_validate_shows_the_assignment(capsys):
+    code, out, _ = run(capsys, "--root", str(FIXTURE), "validate")
+    assert code == 0
+    assert "  lab.green: tenants robotics, vision (pinned)" in out.splitlines()
+
+
+def test_stacks_refuses_invalid_input(capsys, tmp_path):
+    project = tmp_path / "project"
+    shutil.copytree(FIXTURE, project)
+    replace_once(project / "stacks" / "Pulumi.lab.yaml", "vision: green ", "vision: purple ")
+    code, out, err = run(capsys, "--root", str(project), "stacks", "--format", "json")
+    assert code == 1 and out == ""
+    assert "stacks/Pulumi.lab.yaml:" in err and "names shard 'purple'" in err
