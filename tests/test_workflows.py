@@ -161,22 +161,26 @@ def test_pr_preview_validates_tests_and_comments_the_offline_diff():
     assert comment["if"].startswith("always()") and "hashFiles('diff.md')" in comment["if"]
 
 
-def test_pr_preview_runs_pulumi_preview_per_stack():
+def test_pr_preview_previews_only_the_touched_stacks():
     data = workflow("pr-preview.yml")
     preview = data["jobs"]["preview"]
+    check = data["jobs"]["check"]
 
+    stacks_step = next(s for s in steps(check) if s.get("id") == "stacks")
+    assert 'tenants diff --base "origin/$BASE_REF" --format stacks' in stacks_step["run"]
+    assert check["outputs"]["stacks"] == "${{ steps.stacks.outputs.stacks }}"
     assert preview["needs"] == "check"
-    assert preview["strategy"]["matrix"]["stack"] == "${{ fromJSON(needs.check.outputs.stacks) }}"
-    assert "stack_names" in run_lines(data["jobs"]["check"])
+    assert "needs.check.outputs.stacks != '[]'" in preview["if"]  # nothing touched: no preview job at all
+    assert preview["strategy"]["matrix"]["target"] == "${{ fromJSON(needs.check.outputs.stacks) }}"
     pulumi = uses(preview, "pulumi/actions@v6")[0]
     assert pulumi["with"]["command"] == "preview"
     assert pulumi["with"]["comment-on-pr"] is True and pulumi["with"]["diff"] is True
-    assert pulumi["with"]["stack-name"] == "${{ matrix.stack }}"
+    assert pulumi["with"]["stack-name"] == "${{ matrix.target.stack }}"
     assert pulumi["env"]["PULUMI_ACCESS_TOKEN"] == "${{ secrets.PULUMI_ACCESS_TOKEN }}"
-    assert "KUBECONFIG" in str(preview["steps"])
+    assert "matrix.target.environment" in str(preview["steps"])  # the environment's kubeconfig serves its shards
 
 
-def test_deploy_runs_every_stack_in_order_behind_an_environment():
+def test_deploy_runs_every_environment_in_order():
     data = workflow("deploy.yml")
     jobs = data["jobs"]
 
@@ -188,12 +192,34 @@ def test_deploy_runs_every_stack_in_order_behind_an_environment():
     for stack in order:
         job = jobs[f"up-{stack}"]
         assert job["needs"] == previous
-        assert job["environment"] == stack
-        pulumi = uses(job, "pulumi/actions@v6")[0]
-        assert pulumi["with"]["command"] == "up" and pulumi["with"]["stack-name"] == stack
-        assert "secrets.KUBECONFIG" in str(job["steps"])
+        assert job["uses"] == "./.github/workflows/deploy-environment.yml"
+        assert job["with"]["environment"] == stack and job["secrets"] == "inherit"
         previous = f"up-{stack}"
     assert "tenants validate" in run_lines(jobs["check"]) and "make test" in run_lines(jobs["check"])
+
+
+def test_deploy_environment_moves_then_platform_then_shards():
+    data = workflow("deploy-environment.yml")
+    platform, shards = data["jobs"]["platform"], data["jobs"]["shards"]
+
+    assert data["on"]["workflow_call"]["inputs"]["environment"]["required"] is True
+    for job in (platform, shards):
+        assert job["environment"] == "${{ inputs.environment }}"
+        assert "secrets.KUBECONFIG" in str(job["steps"])
+    commands = run_lines(platform)
+    assert 'tenants stacks --stack "$ENVIRONMENT" --format json' in commands
+    # State moves come before the first `pulumi up` of the environment.
+    names = [s.get("name", "") + str(s.get("with", {}).get("command", "")) for s in steps(platform)]
+    move = next(i for i, n in enumerate(names) if n.startswith("Move tenants"))
+    up = next(i for i, s in enumerate(steps(platform)) if s.get("with", {}).get("command") == "up")
+    assert move < up
+    assert 'pulumi state move --source "$from" --dest "$to" --yes "$urn"' in commands
+    assert uses(platform, "pulumi/actions@v6")[-1]["with"]["stack-name"] == "${{ inputs.environment }}"
+    assert shards["needs"] == "platform"
+    assert shards["strategy"]["matrix"]["stack"] == "${{ fromJSON(needs.platform.outputs.shards) }}"
+    assert shards["strategy"]["fail-fast"] is False
+    shard_up = uses(shards, "pulumi/actions@v6")[0]["with"]
+    assert shard_up["command"] == "up" and shard_up["stack-name"] == "${{ matrix.stack }}" and shard_up["upsert"] is True
 
 
 def test_pre_commit_hooks_run_tenants_validate():

@@ -9,6 +9,7 @@ invalid base is diffed as far as it loads, with a note, because the PR may be th
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -30,6 +31,8 @@ from ..model.load import (
     validate_tenant,
 )
 from ..model.problems import InvalidInput, errors_only, sorted_problems
+from ..model.shard_stacks import stack_parts
+from ..model.sharding import split_stack_name
 from ..model.queue_checks import expand_queue_limits
 from . import common
 
@@ -41,7 +44,10 @@ Base: --base REF (a branch, tag or commit); default: the merge base of HEAD and 
 HEAD when there is no origin/main (then only uncommitted changes show; a note says so on stderr).
 
 Output: text (terminal), markdown (a PR comment: warnings, summary table, <details> per tenant),
-json (formatVersion 1, documented in docs/diff.md).
+json (formatVersion 1, documented in docs/diff.md), stacks (the Pulumi stacks a PR must preview, as
+a JSON list of {environment, stack}: those the change touches, or every stack when files other than
+tenants/, stacks/ and documentation changed, since code can change what Pulumi does without
+changing a rendered object).
 
 Exit codes:
   0  the diff was printed (whether or not anything changed)
@@ -252,7 +258,7 @@ def add_parser(sub) -> None:
     )
     parser.add_argument("--base", metavar="GIT_REF", help=f"git ref to compare with (default: merge base with {DEFAULT_UPSTREAM})")
     parser.add_argument("--stack", action="append", metavar="ENV", help="environment(s) to compare (default: every stack on either side)")
-    parser.add_argument("--format", choices=["text", "markdown", "json"], default="text", help="output format (default: text)")
+    parser.add_argument("--format", choices=["text", "markdown", "json", "stacks"], default="text", help="output format (default: text)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -263,9 +269,51 @@ def run(args: argparse.Namespace) -> int:
             base_root = Path(scratch)
             export_tree(root, base["commit"], base_root)
             document = diff_document(root, base, args.stack, base_root)
+        if args.format == "stacks":
+            code_changed = changed_outside_project_files(root, base["commit"])
+            sys.stdout.write(json.dumps(preview_stacks(root, document, args.stack, code_changed)) + "\n")
+            return common.EXIT_OK
     except UsageError as err:
         print(f"tenants diff: {err}", file=sys.stderr)
         return common.EXIT_USAGE
     formatter = {"text": format_text, "markdown": format_markdown, "json": to_json}[args.format]
     sys.stdout.write(formatter(document))
     return common.EXIT_OK
+
+
+DOCUMENTATION = ("docs/", ".md")
+
+
+def changed_outside_project_files(root: Path, commit: str) -> list[str]:
+    """Files changed since `commit` (committed, staged, unstaged or untracked) other than tenant and
+    stack files and documentation: code, dependencies, the program, workflows.
+
+    >>> changed_outside_project_files(Path("."), "HEAD")   # doctest: +SKIP
+    ['components/manifests/quota.py']
+    """
+    prefix = _git(root, "rev-parse", "--show-prefix").decode().strip()
+    listed = _git(root, "diff", "--name-only", "-z", commit, "--", ":/").decode().split("\0")
+    listed += _git(root, "ls-files", "--others", "--exclude-standard", "-z", "--full-name", ":/").decode().split("\0")
+    project_dirs = tuple(f"{prefix}{part}/" for part in PROJECT_DIRS)
+    return sorted({
+        path for path in listed
+        if path and not path.startswith(project_dirs)
+        and not any(path.startswith(d) or path.endswith(d) for d in DOCUMENTATION)
+    })
+
+
+def preview_stacks(root: Path, document: dict, wanted: list[str] | None, code_changed: list[str]) -> list[dict[str, str]]:
+    """The Pulumi stacks a PR previews: every stack of the working tree's environments when code
+    changed, else those the diff says the change touches; as `{environment, stack}` for a CI matrix.
+
+    >>> preview_stacks(Path("."), {"touchedStacks": ["prod.a"]}, None, [])
+    [{'environment': 'prod', 'stack': 'prod.a'}]
+    """
+    if code_changed:
+        stacks = []
+        for env in wanted or stack_names(root):
+            if env in stack_names(root):
+                stacks += [part.stack for part in stack_parts(load_environment(root, env))]
+    else:
+        stacks = list(document["touchedStacks"])
+    return [{"environment": split_stack_name(stack)[0], "stack": stack} for stack in stacks]
