@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pulumi
 
+from components.resources.departures import warn_about_departures
 from components.resources.fleet import Fleet
 from components.resources.kubernetes import cluster_provider
 from components.manifests.gpu_nodes import node_group_requirements
@@ -29,5 +30,6 @@ with fewer_gc_passes():  # building a large fleet makes millions of long-lived o
     fleet = Fleet(environment.name, environment, opts, stack=stack)
 
 pulumi.export("tenants", fleet.summary)
+warn_about_departures(fleet.summary)  # the preview lists a leaving tenant's objects as deletes; say they stay
 if fleet.platform is not None:
     pulumi.export("nodeGroupRequirements", node_group_requirements(environment))

@@ -29,11 +29,14 @@ class Registration:
 class RecordingMocks(pulumi.runtime.Mocks):
     """Mocks that echo inputs as outputs and remember every registration with its options."""
 
-    def __init__(self) -> None:
+    def __init__(self, stack_outputs: dict[str, Any] | None = None) -> None:
         self.registrations: list[Registration] = []
+        self.stack_outputs = stack_outputs or {}
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs):
         self.registrations.append(Registration(args.typ, args.name, dict(args.inputs), urn=getattr(args, "urn", "") or ""))
+        if args.typ == "pulumi:pulumi:StackReference":  # the program reading its own stack's last outputs
+            return args.name, {"name": args.name, "outputs": self.stack_outputs, "secretOutputNames": []}
         return f"{args.name}-id", dict(args.inputs)
 
     def call(self, args: pulumi.runtime.MockCallArgs):
@@ -68,9 +71,10 @@ class RecordingMonitor(pulumi.runtime.mocks.MockMonitor):
 
 
 def _run(
-    stack: str, config: dict[str, Any], body: Callable[[], Any], project: str = "gpu-tenancy"
+    stack: str, config: dict[str, Any], body: Callable[[], Any], project: str = "gpu-tenancy",
+    stack_outputs: dict[str, Any] | None = None,
 ) -> tuple[list[Registration], RecordingMonitor]:
-    mocks = RecordingMocks()
+    mocks = RecordingMocks(stack_outputs)
     monitor = RecordingMonitor(mocks)
     # set_mocks keeps a root Stack resource made by an earlier run (of another project or stack),
     # which would parent this program's resources: start each run from a fresh root.
@@ -99,9 +103,13 @@ def stack_config(root: Path, stack: str) -> dict[str, Any]:
     return (data or {}).get("config") or {}
 
 
-def run_program(stack: str, root: Path = REPO) -> tuple[list[Registration], RecordingMonitor]:
-    """Execute `__main__.py` of `root` for `stack` under mocks; return every registration."""
-    return _run(stack, stack_config(root, stack), lambda: runpy.run_path(str(root / "__main__.py"), run_name="__main__"))
+def run_program(
+    stack: str, root: Path = REPO, stack_outputs: dict[str, Any] | None = None
+) -> tuple[list[Registration], RecordingMonitor]:
+    """Execute `__main__.py` of `root` for `stack` under mocks; return every registration.
+    `stack_outputs`: what the stack exported at its last deployment (the program reads them)."""
+    return _run(stack, stack_config(root, stack), lambda: runpy.run_path(str(root / "__main__.py"), run_name="__main__"),
+                stack_outputs=stack_outputs)
 
 
 def run_body(stack: str, config: dict[str, Any], body: Callable[[], Any], project: str = "gpu-tenancy"):

@@ -37,7 +37,9 @@ def registrations_by_urn(stack: str, root: Path = REPO) -> dict[str, dict[str, s
     for registration in registrations:
         # Dependencies are checked by tests/resources/test_fleet.py; they are not options a diff shows.
         options = {k: v for k, v in registration.options.items() if k not in ("provider", "dependencies")}
-        table[registration.urn] = {
+        # A read (the program's StackReference to its own stack) gets no URN from the mock monitor.
+        key = registration.urn or f"read:{registration.type}::{registration.name}"
+        table[key] = {
             "type": registration.type,
             "inputs": _digest(normalise(registration.inputs)),
             "options": _digest(options),

@@ -171,7 +171,9 @@ class Outcome:
 
     @property
     def changes(self) -> dict[str, int]:
-        return {op: n for op, n in self.summary.items() if op != "same" and n}
+        """Steps that change something: not `same`, and not `read` (the program's StackReference to
+        its own last outputs, read on every run)."""
+        return {op: n for op, n in self.summary.items() if op not in ("same", "read") and n}
 
     def messages(self, severity: str | None = None) -> list[str]:
         return [m for sev, _, m in self.diagnostics if severity is None or sev == severity]

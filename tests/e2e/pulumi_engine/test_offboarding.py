@@ -72,6 +72,9 @@ def test_removing_a_live_tenants_file_keeps_the_whole_tenant(staging, tmp_path):
     preview = staging.engine.preview()
     offline = offline_changes(base, staging.project, STACK)
     engine = engine_changes(preview)
+    # The engine lists the objects as deletes; the program says, in the same preview, that they stay.
+    said = [m for m in preview.messages("warning") if m.startswith(f"tenant {TENANT} is no longer deployed by stack {STACK}")]
+    assert said and "nothing of it is deleted from the cluster" in said[0], preview.messages("warning")
     # A neighbour's egress policy mirrored from this tenant's ingress grant (issue 13) goes with the
     # grant: it belongs to the neighbour, whose namespace stays, so it is really deleted.
     neighbours = set(offline["delete"]) - set(staging.objects)
@@ -106,6 +109,8 @@ def test_decommission_then_removal_deletes_everything_namespaces_first(staging, 
     path.unlink()
     preview = staging.engine.preview()
     assert engine_changes(preview)["delete"] == set(offline_changes(base, staging.project, STACK)["delete"])
+    assert any(m.startswith(f"tenant {TENANT} (decommissioned) is no longer deployed by stack {STACK}: this update DELETES")
+               for m in preview.messages("warning")), preview.messages("warning")
     up = staging.engine.up()
     left = [n for n, o in staging.objects.items() if o["kind"] != "Namespace" and _live(staging, o) is not None
             and not o["metadata"].get("namespace")]
