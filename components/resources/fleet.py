@@ -20,7 +20,8 @@ class Fleet(pulumi.ComponentResource):
     `stack` is the Pulumi stack being deployed (default: the environment's own). In a sharded
     environment (docs/sharding.md) the environment's stack registers the platform objects only and
     each shard stack `<env>.<shard>` only its tenants, under a Fleet of the same name, so that a
-    tenant's URNs differ between shards by the stack alone (`pulumi state move` keeps them).
+    tenant's URNs differ between shards by the stack alone. (`pulumi state move` parents a moved
+    tenant to the destination's root; the Tenant's aliases take it back under this Fleet.)
 
     >>> Fleet("prod", load_environment(Path("."), "prod"), stack="prod.a")   # doctest: +SKIP
     """

@@ -48,6 +48,12 @@ class Tenant(pulumi.ComponentResource):
         objects: Optional[list[KubeObject]] = None,
     ) -> None:
         aliases = [pulumi.Alias(name=old) for old in spec.previous_names]
+        if opts is not None and opts.parent is not None:
+            # `pulumi state move` of a tenant into another stack (a shard, docs/sharding.md) parents it
+            # to that stack's root: the CLI moves no parent it is not given, and giving it the Fleet
+            # would move every tenant. These aliases adopt the moved tenant under this parent (its
+            # children follow through their parent's alias), so the move previews no change.
+            aliases += [pulumi.Alias(name=n, parent=pulumi.ROOT_STACK_RESOURCE) for n in (name, *spec.previous_names)]
         opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(aliases=aliases)) if aliases else opts
         super().__init__("gpu-tenancy:index:Tenant", name, None, opts)
         objects = objects if objects is not None else tenant_objects(spec, environment)

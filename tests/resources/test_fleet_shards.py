@@ -93,3 +93,24 @@ def test_unknown_shard_stack_registers_nothing(tmp_path):
     replace_once(project / "stacks" / "Pulumi.lab.yaml", "shards: [blue, green]", "shards: [blue, green, red]")
     with pytest.raises(Exception, match="shard 'purple' is not in lab's `sharding.shards`"):
         run_program("lab.purple", project)
+
+
+def test_tenants_adopt_their_state_when_pulumi_state_move_parented_it_to_the_root(runs):
+    """`pulumi state move` of a tenant parents it to the destination stack's root (the CLI moves
+    no parent it is not given); each tenant, in every stack, aliases that URN so the shard adopts
+    it under its Fleet (tests/e2e/pulumi_engine/test_sharding.py runs the move on the real engine)."""
+    _, by_stack, _ = runs
+    for stack, regs in by_stack.items():
+        for r in regs:
+            if r.type == "gpu-tenancy:index:Tenant":
+                roots = [(a.spec.name, a.spec.noParent) for a in r.options["aliases"]]
+                assert roots == [(r.name, True)], (stack, r.name, r.options["aliases"])
+
+
+def test_a_renamed_tenant_is_adopted_under_its_old_name_at_the_root_too(tmp_path):
+    """Renamed (`previousNames`) and moved in one change: the old name, under the Fleet and at the root."""
+    project = _project(tmp_path / "project")
+    replace_once(project / "tenants" / "audio.yaml", "name: audio\n", "name: audio\npreviousNames: [sound]\n")
+    [tenant] = [r for r in run_program("lab.blue", project)[0] if r.type == "gpu-tenancy:index:Tenant" and r.name == "audio"]
+    aliases = [(a.spec.name, a.spec.noParent) for a in tenant.options["aliases"]]
+    assert aliases == [("sound", False), ("audio", True), ("sound", True)], aliases

@@ -180,6 +180,7 @@ class Outcome:
 
 
 _PROGRAM_LOCK = threading.Lock()
+TENANT_TYPE = "gpu-tenancy:index:Tenant"
 
 
 def program_for(project: Path):
@@ -311,6 +312,30 @@ class Engine:
 
     def urns(self) -> set[str]:
         return {r["urn"] for r in self.export()}
+
+    def tenant_urns(self) -> dict[str, str]:
+        """The URN of each `gpu-tenancy:index:Tenant` component in this stack's state, by tenant name.
+
+        >>> engine.tenant_urns()   # doctest: +SKIP
+        {'eval': 'urn:pulumi:prod.b::gpu-tenancy::gpu-tenancy:index:Fleet$gpu-tenancy:index:Tenant::eval'}
+        """
+        return {r["urn"].rsplit("::", 1)[-1]: r["urn"] for r in self.export() if r["type"] == TENANT_TYPE}
+
+    def state_move(self, dest: str, urns: Iterable[str]) -> str:
+        """`pulumi state move --source <this stack> --dest <dest> --yes <urns>`: the built CLI, with
+        this engine's backend, home and passphrase, run in the project directory (where the CLI
+        creates the destination's secrets manager if it has none). The destination stack must
+        exist (an `Engine` for it creates it). Returns the CLI's output.
+
+        >>> Engine(project, "prod", state, kubeconfig).state_move("prod.a", [urn])   # doctest: +SKIP
+        'Planning to move the following resources from organization/gpu-tenancy/prod to ...'
+        """
+        # The Automation API has `pulumi state move` only as the raw CLI wrapper (no Stack method).
+        result = self.stack.workspace.cli_api.state_move(
+            *urns, source=self.stack_name, dest=dest, color="never",
+            cwd=str(self.project), additional_env=self.env,
+        )
+        return result.stdout
 
 
 def names_of(urns: Iterable[str]) -> set[str]:
