@@ -147,16 +147,7 @@ def _touched_stacks(base: Path, head: Path) -> list[str]:
     from components.review.diff import Side, compare_stack, report
 
     before, after = load_environment(base, ENV), load_environment(head, ENV)
-    document = report([compare_stack(ENV, Side(before), Side(after))], {"ref": "base", "commit": "0" * 40})
-    if "touchedStacks" in document:
-        return document["touchedStacks"]
-    # TODO(coordinator): the field is landing in `tenants diff --format json`; drop this fallback
-    # (the same rule computed here: a tenant's objects touch its stack, platform objects the env's).
-    [stack] = document["stacks"]
-    touched = {tenant_stack(after, d["tenant"]) for d in stack["tenantDetails"] if d["objects"]}
-    if stack["platformObjects"] or stack["nodes"]:
-        touched.add(ENV)
-    return [p.stack for p in stack_parts(after) if p.stack in touched]
+    return report([compare_stack(ENV, Side(before), Side(after))], {"ref": "base", "commit": "0" * 40})["touchedStacks"]
 
 
 def _snapshot(prod: ShardedProd, dest: Path) -> Path:
