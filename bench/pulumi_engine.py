@@ -165,7 +165,7 @@ def _get(row: dict, *path: str) -> Any:
 
 
 def table(rows: list[dict]) -> str:
-    """The results as two Markdown tables: times (and ratios), then peak memory.
+    """The results as two Markdown tables, by N: times (and ratios), then peak memory.
 
     >>> print(table([{"n": 10}]).splitlines()[2])
     | 10 | n/a | n/a | n/a | n/a | n/a | n/a | n/a | n/a | n/a | n/a | n/a | n/a |
@@ -181,7 +181,7 @@ def table(rows: list[dict]) -> str:
         "| sharded one-tenant preview |",
         "|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for r in rows:
+    for r in sorted(rows, key=lambda row: row["n"]):
         resources = _get(r, "unsharded", "up", "resources")
         mock, up = _get(r, "mock", "seconds"), _get(r, "unsharded", "up", "seconds")
         preview, one = _get(r, "unsharded", "preview", "seconds"), _get(r, "unsharded", "preview_one", "seconds")
