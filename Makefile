@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STACK  ?= prod
 OUT    ?= out
 
-.PHONY: run test lint validate e2e e2e-scheduling e2e-monitoring monitoring-pictures e2e-pulumi up bench schema clean
+.PHONY: run test lint validate e2e e2e-scheduling e2e-monitoring monitoring-pictures e2e-pulumi up bench bench-pulumi schema clean
 .DEFAULT_GOAL := run
 
 $(VENV)/.installed: pyproject.toml
@@ -66,6 +66,13 @@ up: $(VENV)/.installed ## a real `pulumi up` of STACK on a throw-away local cont
 
 bench: $(VENV)/.installed ## benchmarks at 10, 100 and 1000 tenants (docs/performance.md; ~10 min)
 	$(PY) bench/run.py --sizes 10,100,1000
+
+# The real engine at 10, 100 and 300 tenants, unsharded and sharded (SHARD_SIZE tenants a shard), on
+# local control planes; not part of .ci/run (30-40 min on 2 cores). docs/performance.md, "The Pulumi engine".
+SHARD_SIZE ?= 50
+bench-pulumi: $(VENV)/.installed ## real `pulumi up`/`preview` benchmarks at 10, 100, 300 tenants (~35 min)
+	tools/build.sh $(E2E_BINARIES)
+	$(PY) bench/pulumi_engine.py --sizes 10,100,300 --shard-size $(SHARD_SIZE)
 
 schema: $(VENV)/.installed ## regenerate docs/schema/*.json from the models
 	$(VENV)/bin/tenants schema --kind tenant --out docs/schema/tenant.schema.json
