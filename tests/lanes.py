@@ -12,6 +12,23 @@ from typing import Callable
 
 import pytest
 
+TOOLS_DIR = Path(__file__).resolve().parents[1] / "tools"
+
+
+def tool_versions() -> dict[str, str]:
+    """The pinned versions of the lanes' Go binaries (`tools/versions.env`, also sourced by tools/*.sh).
+
+    >>> tool_versions()["K8S_VERSION"].startswith("v1.")
+    True
+    """
+    out: dict[str, str] = {}
+    for line in (TOOLS_DIR / "versions.env").read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#") and "=" in line:
+            key, _, value = line.partition("=")
+            out[key.strip()] = value.strip().strip("\"'")
+    return out
+
 
 def gate_lane(items: list[pytest.Item], folder: Path, unavailable: Callable[[], str], required_env: str) -> None:
     """Skip (or, with `required_env`=1, refuse) the collected tests under `folder` when

@@ -57,7 +57,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import pytest
 
-from tests.lanes import gate_lane
+from tests.lanes import gate_lane, tool_versions
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TOOLS_DIR = REPO_ROOT / "tools"
@@ -99,17 +99,7 @@ def pytest_configure(config: pytest.Config) -> None:
 # --------------------------------------------------------------------------
 
 
-def _read_versions() -> dict[str, str]:
-    out: dict[str, str] = {}
-    for line in (TOOLS_DIR / "versions.env").read_text().splitlines():
-        line = line.strip()
-        if line and not line.startswith("#") and "=" in line:
-            key, _, val = line.partition("=")
-            out[key.strip()] = val.strip().strip("\"'")
-    return out
-
-
-VERSIONS = _read_versions()
+VERSIONS = tool_versions()
 K8S_VERSION = VERSIONS["K8S_VERSION"]
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.lanes import gate_lane
+from tests.lanes import gate_lane, tool_versions
 
 from components.model.load import Environment, load_environment
 
@@ -27,17 +27,7 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 BINARIES = ("promtool", "prometheus")
 
 
-def _versions() -> dict[str, str]:
-    out = {}
-    for line in (TOOLS_DIR / "versions.env").read_text().splitlines():
-        line = line.strip()
-        if line and not line.startswith("#") and "=" in line:
-            key, _, value = line.partition("=")
-            out[key.strip()] = value.strip().strip("\"'")
-    return out
-
-
-PROMETHEUS_VERSION = _versions()["PROMETHEUS_VERSION"]
+PROMETHEUS_VERSION = tool_versions()["PROMETHEUS_VERSION"]
 
 
 def bin_dir() -> Path:

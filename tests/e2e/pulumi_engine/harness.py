@@ -21,21 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from tests.lanes import tool_versions
+
 REPO_ROOT = Path(__file__).resolve().parents[3]
 PROJECT_PARTS = ("Pulumi.yaml", "__main__.py", "stacks", "tenants")
-
-
-def _versions() -> dict[str, str]:
-    out: dict[str, str] = {}
-    for line in (REPO_ROOT / "tools" / "versions.env").read_text().splitlines():
-        line = line.strip()
-        if line and not line.startswith("#") and "=" in line:
-            key, _, val = line.partition("=")
-            out[key.strip()] = val.strip().strip("\"'")
-    return out
-
-
-VERSIONS = _versions()
+VERSIONS = tool_versions()
 
 
 def _cache_dir() -> Path:
