@@ -217,6 +217,13 @@ def diff_document(root: Path, base: dict[str, str], stacks: list[str] | None, ba
     >>> diff_document(Path("."), base, None, Path("/tmp/base"))["changed"]   # doctest: +SKIP
     False
     """
+    return _compare(root, base, stacks, base_root)[0]
+
+
+def _compare(
+    root: Path, base: dict[str, str], stacks: list[str] | None, base_root: Path
+) -> tuple[dict, dict[str, Environment | None]]:
+    """The diff document and the working tree's environments it loaded (None: not on the head side)."""
     head_names, base_names = stack_names(root), stack_names(base_root)
     names = sorted(set(head_names) | set(base_names))
     if stacks:
@@ -244,7 +251,7 @@ def diff_document(root: Path, base: dict[str, str], stacks: list[str] | None, ba
     for name in names:
         base_side = load_lenient(base_root, name) if name in base_names else Side(None)
         results.append(compare_stack(name, base_side, Side(heads[name]), project=project))
-    return report(results, base)
+    return report(results, base), heads
 
 
 def add_parser(sub) -> None:
@@ -268,10 +275,10 @@ def run(args: argparse.Namespace) -> int:
         with tempfile.TemporaryDirectory(prefix="tenants-diff-") as scratch:
             base_root = Path(scratch)
             export_tree(root, base["commit"], base_root)
-            document = diff_document(root, base, args.stack, base_root)
+            document, heads = _compare(root, base, args.stack, base_root)
         if args.format == "stacks":
             code_changed = changed_outside_project_files(root, base["commit"])
-            sys.stdout.write(json.dumps(preview_stacks(root, document, args.stack, code_changed)) + "\n")
+            sys.stdout.write(json.dumps(preview_stacks(document, heads, code_changed)) + "\n")
             return common.EXIT_OK
     except UsageError as err:
         print(f"tenants diff: {err}", file=sys.stderr)
@@ -302,18 +309,18 @@ def changed_outside_project_files(root: Path, commit: str) -> list[str]:
     })
 
 
-def preview_stacks(root: Path, document: dict, wanted: list[str] | None, code_changed: list[str]) -> list[dict[str, str]]:
-    """The Pulumi stacks a PR previews: every stack of the working tree's environments when code
-    changed, else those the diff says the change touches; as `{environment, stack}` for a CI matrix.
+def preview_stacks(
+    document: dict, heads: dict[str, Environment | None], code_changed: list[str]
+) -> list[dict[str, str]]:
+    """The Pulumi stacks a PR previews: every stack of the working tree's environments (`heads`)
+    when code changed, else those the diff says the change touches; as `{environment, stack}` for
+    a CI matrix.
 
-    >>> preview_stacks(Path("."), {"touchedStacks": ["prod.a"]}, None, [])
+    >>> preview_stacks({"touchedStacks": ["prod.a"]}, {}, [])
     [{'environment': 'prod', 'stack': 'prod.a'}]
     """
     if code_changed:
-        stacks = []
-        for env in wanted or stack_names(root):
-            if env in stack_names(root):
-                stacks += [part.stack for part in stack_parts(load_environment(root, env))]
+        stacks = [part.stack for env in heads.values() if env is not None for part in stack_parts(env)]
     else:
         stacks = list(document["touchedStacks"])
     return [{"environment": split_stack_name(stack)[0], "stack": stack} for stack in stacks]
