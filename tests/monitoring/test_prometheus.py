@@ -116,9 +116,9 @@ def prometheus(lab, promtool, prometheus_binary, tmp_path_factory) -> Iterator[P
 
 
 def test_the_server_is_the_pinned_build(prometheus):
-    from .conftest import _versions
+    from tests.lanes import tool_versions
 
-    assert prometheus.get("/api/v1/status/buildinfo")["version"] == _versions()["PROMETHEUS_RELEASE"]
+    assert prometheus.get("/api/v1/status/buildinfo")["version"] == tool_versions()["PROMETHEUS_RELEASE"]
 
 
 def test_rules_loaded_and_healthy(prometheus, lab):
