@@ -478,6 +478,32 @@ class ControlPlane:
             body["spec"] = {"taints": taints}
         return k8s_client.CoreV1Api(self.api_client).create_node(body, field_manager=field_manager)
 
+    def quota_used(self, namespace: str) -> dict[str, dict[str, str]]:
+        """`status.used` of every ResourceQuota in `namespace`, by quota name."""
+        quotas = k8s_client.CoreV1Api(self.api_client).list_namespaced_resource_quota(namespace).items
+        return {q.metadata.name: dict((q.status and q.status.used) or {}) for q in quotas}
+
+    def delete_pods(self, namespace: str, names: Iterable[str], quota_used_before: dict | None = None) -> None:
+        """Delete pods at once (no kubelet confirms their end) and wait until they are gone.
+
+        With `quota_used_before` (from `quota_used` before they were created), also wait until the
+        quota controller has released their usage: it does so asynchronously, and a tenant whose
+        GPU quota is 1 would otherwise be refused its next pod for usage that is already gone.
+        """
+        core = k8s_client.CoreV1Api(self.api_client)
+        names = list(names)
+        for name in names:
+            try:
+                core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+        remaining = lambda: {p.metadata.name for p in core.list_namespaced_pod(namespace).items} & set(names)
+        self.wait_for(lambda: not remaining(), timeout=60, interval=0.5, what=f"pods {names} of {namespace} deleted")
+        if quota_used_before is not None:
+            self.wait_for(lambda: self.quota_used(namespace) == quota_used_before, timeout=60, interval=0.5,
+                          what=f"quota of {namespace} released after deleting {names}")
+
     @staticmethod
     def wait_for(predicate: Callable[[], Any], timeout: float = 30.0, interval: float = 0.2,
                  what: str = "condition") -> Any:

@@ -81,22 +81,20 @@ def core(apiserver) -> client.CoreV1Api:
 
 
 @pytest.fixture
-def created(core):
-    """Create pods for real; every one is deleted after the test (unscheduled pods go at once)."""
-    made: list[tuple[str, str]] = []
+def created(core, apiserver):
+    """Create pods for real; after the test every one is deleted and its quota usage released."""
+    made: dict[str, list[str]] = {}
+    used_before: dict[str, dict] = {}
 
     def create(namespace: str, body: dict) -> client.V1Pod:
+        used_before.setdefault(namespace, apiserver.quota_used(namespace))
         result = core.create_namespaced_pod(namespace, body)
-        made.append((namespace, result.metadata.name))
+        made.setdefault(namespace, []).append(result.metadata.name)
         return result
 
     yield create
-    for namespace, name in made:
-        try:
-            core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
+    for namespace, names in made.items():
+        apiserver.delete_pods(namespace, names, quota_used_before=used_before[namespace])
 
 
 def hard(stack, namespace: str, quota: str) -> dict[str, str]:

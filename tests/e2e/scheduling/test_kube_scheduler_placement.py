@@ -45,8 +45,14 @@ def _pod(resource: str, selector: dict | None, toleration: dict | None) -> dict:
 
 
 def _bind(stack, namespace: str, body: dict) -> str:
+    """Create the pod, return the pool it is bound to, then delete it and wait until its quota is free.
+
+    The quota controller releases a deleted pod's usage asynchronously; without the wait the next
+    pod of a tenant whose GPU quota is 1 is refused for usage that is already gone.
+    """
     cp = stack.plane.cp
     core = client.CoreV1Api(cp.api_client)
+    used_before = cp.quota_used(namespace)
     core.create_namespaced_pod(namespace, body)
     name = body["metadata"]["name"]
     try:
@@ -54,11 +60,7 @@ def _bind(stack, namespace: str, body: dict) -> str:
                           timeout=90, interval=0.5, what=f"pod {namespace}/{name} bound")
         return stack.node_pool[pod.spec.node_name]
     finally:
-        try:
-            core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
+        cp.delete_pods(namespace, [name], quota_used_before=used_before)
 
 
 def test_every_tenants_pod_lands_on_the_pool_it_selects(plain_stack, e2e_summary):
