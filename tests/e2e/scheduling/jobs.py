@@ -46,8 +46,10 @@ class Jobs:
         self.batch = client.BatchV1Api(self.cp.api_client)
         self.core = client.CoreV1Api(self.cp.api_client)
         self.created: list[tuple[str, str]] = []
+        self.quota_used_before: dict[str, dict] = {}
 
     def submit(self, namespace: str, body: dict) -> str:
+        self.quota_used_before.setdefault(namespace, self.cp.quota_used(namespace))
         self.batch.create_namespaced_job(namespace, body)
         self.created.append((namespace, body["metadata"]["name"]))
         return body["metadata"]["name"]
@@ -120,5 +122,10 @@ class Jobs:
         for namespace, name in self.created:
             self.cp.wait_for(lambda n=namespace, j=name: not self.pods(n, j) and self.workload(n, j) is None,
                              timeout=60, interval=0.5, what=f"pods and Workload of {namespace}/{name} deleted")
+        # The quota controller releases their usage asynchronously: the next test's pods in the
+        # namespace would otherwise be refused (and the job controller retry them with backoff).
+        for namespace, used in self.quota_used_before.items():
+            self.cp.wait_for(lambda n=namespace, u=used: self.cp.quota_used(n) == u, timeout=60, interval=0.5,
+                             what=f"quota of {namespace} released after the test's jobs")
 
 
