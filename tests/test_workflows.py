@@ -213,7 +213,8 @@ def test_deploy_environment_moves_then_platform_then_shards():
     move = next(i for i, n in enumerate(names) if n.startswith("Move tenants"))
     up = next(i for i, s in enumerate(steps(platform)) if s.get("with", {}).get("command") == "up")
     assert move < up
-    assert 'pulumi state move --source "$from" --dest "$to" --yes "$urn"' in commands
+    assert 'tenants moves --stack "$ENVIRONMENT" --run' in commands   # planned from the state, not a diff
+    assert "before" not in data["on"]["workflow_call"]["inputs"]
     assert uses(platform, "pulumi/actions@v6")[-1]["with"]["stack-name"] == "${{ inputs.environment }}"
     assert shards["needs"] == "platform"
     assert shards["strategy"]["matrix"]["stack"] == "${{ fromJSON(needs.platform.outputs.shards) }}"

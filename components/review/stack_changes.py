@@ -86,18 +86,26 @@ def touched_stacks(
         if source == dest:
             continue
         stacks.update((source, dest))
-        urn = tenant_urn(source, project, old)
-        spec = next((t.spec for t in after.tenants if t.name == new), None)
-        moves.append({
-            "decommissioned": spec is not None and spec.lifecycle == "decommissioned",
-            "environment": after.name,
-            "tenant": new,
-            "from": source,
-            "to": dest,
-            "urn": urn,
-            "command": state_move_command(source, dest, [urn]),
-        })
+        moves.append(shard_move(after, new, source, dest, tenant_urn(source, project, old)))
     return _order(stacks, after, before), moves
+
+
+def shard_move(environment: Environment, tenant: str, source: str, dest: str, urn: str) -> dict[str, Any]:
+    """One tenant's move between two stacks of `environment`, with the command that makes it.
+
+    >>> shard_move(env, "eval", "prod", "prod.a", "urn:x")["command"]   # doctest: +SKIP
+    "pulumi state move --source prod --dest prod.a --yes 'urn:x'"
+    """
+    spec = next((t.spec for t in environment.tenants if t.name == tenant), None)
+    return {
+        "decommissioned": spec is not None and spec.lifecycle == "decommissioned",
+        "environment": environment.name,
+        "tenant": tenant,
+        "from": source,
+        "to": dest,
+        "urn": urn,
+        "command": state_move_command(source, dest, [urn]),
+    }
 
 
 def move_warning(move: dict[str, Any]) -> str:

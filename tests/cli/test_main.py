@@ -11,16 +11,10 @@ import yaml
 
 from components.cli.main import _parser, main
 from components.model.schema import stack_schema, tenant_schema
+from tests.cli.running import run
 
 REPO = Path(__file__).resolve().parents[2]
 BROKEN = REPO / "tests" / "model" / "broken"
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err
-    return code, out, err
 
 
 def exit_code(capsys, *argv: str) -> tuple[int, str, str]:
@@ -87,7 +81,7 @@ def test_every_command_in_the_table_has_a_parser():
     from components.cli.main import COMMANDS
 
     assert _subcommands() == sorted(COMMANDS)
-    assert {"init", "validate", "schema", "new", "render", "diff", "capacity", "stacks"} == set(COMMANDS)
+    assert {"init", "validate", "schema", "new", "render", "diff", "capacity", "stacks", "moves"} == set(COMMANDS)
 
 
 @pytest.mark.parametrize("argv", [["--help"], *[[name, "--help"] for name in _subcommands()]], ids=" ".join)

@@ -6,18 +6,11 @@ import json
 import shutil
 from pathlib import Path
 
-from components.cli.main import main
+from tests.cli.running import run
 from tests.project_edits import replace_once
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "sharded"
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err
-    return code, out, err
 
 
 def test_stacks_lists_platform_then_shards(capsys):

@@ -1,5 +1,6 @@
 """Sharding on the real engine (docs/sharding.md): prod split into shard stacks prod.a and prod.b
-with `pulumi state move`, and tenants moved between shards, on one cluster for the module.
+with `pulumi state move` (planned and made by `tenants moves --run`, as the deploy workflow does),
+and tenants moved between shards, on one cluster for the module.
 
 The tests run in file order and build on each other: split the unsharded stack, a one-tenant
 edit, a move between shards by its pin, the move without `pulumi state move` (refused while
@@ -14,8 +15,12 @@ previews `same`. A shard's first preview also creates its Fleet component (state
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -97,19 +102,31 @@ class ShardedProd:
     def members(self) -> dict[str, list[str]]:
         return {p.stack: sorted(p.tenants) for p in stack_parts(self.environment)}
 
-    def move_to_assigned_stacks(self, source: str) -> dict[str, list[str]]:
-        """`pulumi state move` of each tenant in `source` whose assigned stack is another one."""
-        environment = self.environment
-        moves: dict[str, list[str]] = {}
-        for tenant, urn in sorted(self.engine(source).tenant_urns().items()):
-            dest = tenant_stack(environment, tenant)
-            if dest != source:
-                moves.setdefault(dest, []).append(urn)
-        for dest, urns in moves.items():
-            self.engine(dest)  # creates the stack: `state move` needs an existing destination
-            out = self.engine(source).state_move(dest, urns)
-            assert all(u in out for u in urns), out
-        return {dest: [u.rsplit("::", 1)[-1] for u in urns] for dest, urns in moves.items()}
+    def tenants_moves(self, *flags: str) -> subprocess.CompletedProcess:
+        """`tenants moves --stack prod ...` as the deploy workflow runs it: the CLI, with this
+        backend's environment and the built `pulumi` on PATH, in the project directory."""
+        env = {**os.environ, **self.engine(ENV).env}
+        return subprocess.run([sys.executable, "-m", "components", "--root", str(self.project), "moves", "--stack", ENV, *flags],
+                              cwd=self.project, env=env, capture_output=True, text=True, check=False)
+
+    def move_to_assigned_stacks(self) -> dict[str, list[str]]:
+        """`tenants moves --stack prod --run` (what deploy-environment.yml runs before any `up`),
+        planned from the stacks' state; afterwards the plan is empty. Returns {dest: [tenants]}."""
+        plan = self.tenants_moves("--format", "json")
+        assert plan.returncode == 0, plan.stderr
+        moves = json.loads(plan.stdout)
+        done = self.tenants_moves("--run")
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.splitlines() == [m["command"] for m in moves], done.stdout
+        for move in moves:
+            assert f"moved {move['tenant']} from {move['from']} to {move['to']}" in done.stderr, done.stderr
+        again = self.tenants_moves("--format", "json")
+        assert again.returncode == 0 and json.loads(again.stdout) == [], (again.stdout, again.stderr)
+        assert "nothing to move" in again.stderr
+        moved: dict[str, list[str]] = {}
+        for move in moves:
+            moved.setdefault(move["to"], []).append(move["tenant"])
+        return moved
 
     def previews(self) -> dict[str, Any]:
         return {stack: self.engine(stack).preview() for stack in self.stacks}
@@ -174,7 +191,7 @@ def test_splitting_an_unsharded_stack_with_state_move_changes_nothing(prod, e2e_
     prod.set_sharding({"inference": "a"})
     assert all(prod.members()[f"{ENV}.{shard}"] for shard in SHARDS), prod.members()
 
-    moved = prod.move_to_assigned_stacks(ENV)
+    moved = prod.move_to_assigned_stacks()
     assert sorted(t for ts in moved.values() for t in ts) == sorted(unsharded), moved
 
     shards = tuple(moved)
@@ -241,7 +258,7 @@ def test_moving_a_tenant_between_shards_by_its_pin_with_state_move(prod, e2e_sum
     prod.set_sharding({"inference": "a", MOVER: dest.rsplit(".", 1)[1]})
     assert tenant_stack(prod.environment, MOVER) == dest
 
-    assert prod.move_to_assigned_stacks(source) == {dest: [MOVER]}
+    assert prod.move_to_assigned_stacks() == {dest: [MOVER]}
     previews = {stack: prod.engine(stack).preview() for stack in (source, dest)}
     _assert_no_changes(previews)
     ups = {stack: prod.engine(stack).up() for stack in (source, dest)}

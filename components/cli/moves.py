@@ -1,0 +1,137 @@
+"""`tenants moves`: the `pulumi state move`s that put each tenant into its stack, planned from what
+the stacks of one environment hold now (their `pulumi stack export`), so that a deploy never
+depends on which commit was deployed before (docs/sharding.md).
+
+Without EXPORT files it asks the `pulumi` CLI (on PATH, or `$PULUMI`), in the project directory,
+for the environment's stacks and their exports; `--run` then makes the moves, one tenant at a time.
+Each move is atomic in Pulumi's state and the plan is read from the state, so after a failure
+running it again does what is left.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from .common import EXIT_INVALID, EXIT_OK
+
+
+class PulumiCommandError(RuntimeError):
+    """The `pulumi` CLI is missing or a command of it failed."""
+
+
+def add_parser(sub) -> None:
+    parser = sub.add_parser(
+        "moves",
+        help="the `pulumi state move`s that put each tenant into its stack, planned from the stacks' state",
+        description=(
+            "Read the state of every stack of one environment (its own and its shards') and print a "
+            "`pulumi state move` for each tenant that a stack other than its own holds; --run makes them. "
+            "Run before any `pulumi up` of the environment."
+        ),
+    )
+    parser.add_argument("--stack", required=True, metavar="ENV", help="the environment whose stacks to read")
+    parser.add_argument("exports", nargs="*", type=Path, metavar="EXPORT",
+                        help="`pulumi stack export` files, one per stack of ENV (default: ask the pulumi CLI)")
+    parser.add_argument("--format", choices=["text", "json"], default="text",
+                        help="text: one command per line; json: the moves as `tenants diff` lists them")
+    parser.add_argument("--run", action="store_true", help="make the moves with the pulumi CLI (creating missing shard stacks)")
+
+
+def pulumi(root: Path, *argv: str) -> str:
+    """Run the `pulumi` CLI in the project directory and return its standard output.
+
+    >>> pulumi(Path("."), "stack", "ls", "--json")   # doctest: +SKIP
+    '[{"name": "prod", ...}]'
+    """
+    binary = os.environ.get("PULUMI") or shutil.which("pulumi")
+    if not binary:
+        raise PulumiCommandError("the pulumi CLI is not on PATH (or set PULUMI to it); or pass `pulumi stack export` files")
+    done = subprocess.run([binary, *argv, "--non-interactive"], cwd=root, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise PulumiCommandError(f"`pulumi {' '.join(argv)}` failed (exit {done.returncode}): {done.stderr.strip()[-2000:]}")
+    return done.stdout
+
+
+def existing_stacks(root: Path, environment: str) -> dict[str, str]:
+    """The environment's stacks that the backend has: short name -> the name the backend lists."""
+    from ..model.sharding import split_stack_name
+
+    listed = [row["name"] for row in json.loads(pulumi(root, "stack", "ls", "--json") or "[]")]
+    short = {name.rsplit("/", 1)[-1]: name for name in listed}
+    return {s: n for s, n in sorted(short.items()) if split_stack_name(s)[0] == environment}
+
+
+def _read_exports(args: argparse.Namespace) -> list[tuple[str, object]]:
+    from ..review.state_moves import StateExportError
+
+    if not args.exports:
+        return [(f"pulumi stack export --stack {name}", json.loads(pulumi(args.root, "stack", "export", "--stack", name)))
+                for name in existing_stacks(args.root, args.stack).values()]
+    documents = []
+    for path in args.exports:
+        try:
+            documents.append((str(path), json.loads(path.read_text())))
+        except OSError as exc:
+            raise StateExportError(f"{path}: cannot read it ({exc.strerror})") from None
+        except json.JSONDecodeError as exc:
+            raise StateExportError(f"{path}:{exc.lineno}: not JSON ({exc.msg}); pass `pulumi stack export` files") from None
+    return documents
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..model.load import load_environment
+    from ..review.stack_changes import move_warning
+    from ..review.state_moves import StateExportError, deployed_tenants, planned_moves
+
+    environment = load_environment(args.root, args.stack)
+    deployed: dict[str, dict[str, str]] = {}
+    try:
+        for source, document in _read_exports(args):
+            stack, tenants = deployed_tenants(document, source)
+            if stack is None:
+                continue
+            if stack in deployed:
+                raise StateExportError(f"{source}: a second export of stack {stack}; pass one file per stack")
+            deployed[stack] = tenants
+        moves = planned_moves(environment, deployed)
+    except (StateExportError, PulumiCommandError) as exc:
+        print(f"tenants moves: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    if args.format == "json":
+        sys.stdout.write(json.dumps(moves, indent=2, sort_keys=True) + "\n")
+    else:
+        for move in moves:
+            print(f"# {move_warning(move)}", file=sys.stderr)
+            print(move["command"])
+    if not moves:
+        print(f"tenants moves: every tenant of {environment.name} is in its own stack's state "
+              f"({len(deployed)} stack(s) read); nothing to move", file=sys.stderr)
+    if args.run and moves:
+        return _run_moves(args.root, environment.name, moves)
+    return EXIT_OK
+
+
+def _run_moves(root: Path, environment: str, moves: list[dict]) -> int:
+    done = 0
+    try:
+        existing = existing_stacks(root, environment)
+        for move in moves:
+            if move["to"] not in existing:
+                # `pulumi state move` needs an existing destination; a new shard's stack starts empty.
+                pulumi(root, "stack", "init", move["to"])
+                existing[move["to"]] = move["to"]
+            pulumi(root, "state", "move", "--source", existing[move["from"]], "--dest", existing[move["to"]],
+                   "--yes", move["urn"])
+            done += 1
+            print(f"tenants moves: moved {move['tenant']} from {move['from']} to {move['to']}", file=sys.stderr)
+    except PulumiCommandError as exc:
+        print(f"tenants moves: {exc}\ntenants moves: {done} of {len(moves)} moves made; each is complete on its own, "
+              f"so running `tenants moves --stack {environment} --run` again does the rest", file=sys.stderr)
+        return EXIT_INVALID
+    return EXIT_OK
