@@ -13,7 +13,8 @@ PLATFORM = "_platform"
 
 
 def tenant_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]:
-    """Objects of one tenant: namespaces, quotas, LimitRange, RBAC, NetworkPolicies, GPU placement, queues.
+    """Objects of one tenant: namespaces, quotas, LimitRange, RBAC, NetworkPolicies, GPU placement,
+    queues, and with monitoring its quota series (a PrometheusRule in the monitoring namespace).
 
     >>> [o["kind"] for o in tenant_objects(env.tenants[0].spec, env)][:1]   # doctest: +SKIP
     ['Namespace']
@@ -23,6 +24,7 @@ def tenant_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]
             *tenant_core.tenant_objects(tenant, environment),
             *gpu_platform.tenant_gpu_objects(tenant, environment),
             *queues.tenant_queue_objects(tenant, environment),
+            *filter(None, [monitoring_rules.tenant_prometheus_rule(tenant, environment)]),
         ]
     )
 

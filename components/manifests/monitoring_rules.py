@@ -26,9 +26,10 @@ from ..model import mig
 from ..model.load import Environment
 from ..model.monitoring import Monitoring
 from ..model.stack import Platform
+from ..model.tenant import Tenant
 from .gpu_nodes import gpu_class_label
 from .kueue import gpu_class_quotas
-from .meta import GROUP, TENANT_LABEL, KubeObject, kube_object, object_meta, platform_labels
+from .meta import GROUP, TENANT_LABEL, KubeObject, kube_object, object_meta, platform_labels, tenant_labels
 from .namespace import environment_label
 from .quota import TENANT_QUOTA, cluster_gpu_resources
 
@@ -157,18 +158,17 @@ def class_capacity(platform: Platform) -> dict[tuple[str, str], int]:
     return dict(sorted(result.items()))
 
 
-def tenant_class_quotas(environment: Environment) -> dict[tuple[str, str, str], int]:
-    """Nominal GPU quota per (tenant, GPU class, resource), as the Kueue flavors carry it.
+def tenant_class_quotas(tenant: Tenant, environment: Environment) -> dict[tuple[str, str], int]:
+    """A tenant's nominal GPU quota per (GPU class, resource), as its Kueue flavors carry it.
 
-    >>> tenant_class_quotas(Environment("e", Platform(labelDomain="x.dev"), None, []))
-    {}
+    >>> tenant_class_quotas(prod.tenants[0].spec, prod)[("a100", "nvidia.com/gpu")]   # doctest: +SKIP
+    20
     """
-    result = {}
-    for loaded in environment.tenants:
-        for gpu_class, resources in gpu_class_quotas(loaded.spec, environment).items():
-            for resource, count in resources.items():
-                result[(loaded.name, gpu_class, resource)] = count
-    return dict(sorted(result.items()))
+    return {
+        (gpu_class, resource): count
+        for gpu_class, resources in gpu_class_quotas(tenant, environment).items()
+        for resource, count in resources.items()
+    }
 
 
 # --- rule helpers -------------------------------------------------------------------------------
@@ -251,21 +251,18 @@ def allocation_rules(environment: Environment) -> list[dict[str, Any]]:
 
 
 def stack_rules(environment: Environment) -> list[dict[str, Any]]:
-    """What the stack declares: capacity and overcommit per class, quotas per tenant and class (static series)."""
+    """What the stack declares: capacity and overcommit per class (static series), and the quotas of
+    all tenants per class (summed from the tenants' own static series)."""
     platform = environment.platform
     rules = []
     for (gpu_class, resource), count in class_capacity(platform).items():
         rules.append(_record(CLASS_CAPACITY_STACK, f"vector({count})", {"gpu_class": gpu_class, "resource": sanitize(resource)}))
     for gpu_class, spec in sorted(platform.gpu_classes.items()):
         rules.append(_record(CLASS_OVERCOMMIT_STACK, f"vector({_number(Fraction(spec.overcommit))})", {"gpu_class": gpu_class}))
-    per_class: dict[tuple[str, str], int] = {}
-    for (tenant, gpu_class, resource), count in tenant_class_quotas(environment).items():
-        rules.append(
-            _record(TENANT_QUOTA_STACK, f"vector({count})", {"tenant": tenant, "gpu_class": gpu_class, "resource": sanitize(resource)})
-        )
-        per_class[(gpu_class, resource)] = per_class.get((gpu_class, resource), 0) + count
-    for (gpu_class, resource), count in sorted(per_class.items()):
-        rules.append(_record(CLASS_QUOTA_STACK, f"vector({count})", {"gpu_class": gpu_class, "resource": sanitize(resource)}))
+    # Each tenant's quota is a static series of the tenant's own PrometheusRule (tenant_rule_group),
+    # so that a quota edit changes the tenant's stack only (docs/sharding.md); the class sums are
+    # computed from them.
+    rules.append(_record(CLASS_QUOTA_STACK, f"sum by (gpu_class, resource) ({TENANT_QUOTA_STACK})"))
     resources = _alternatives(gpu_resources(platform))
     rules.append(
         _record(
@@ -311,19 +308,20 @@ def utilisation_rules(monitoring: Monitoring) -> list[dict[str, Any]]:
     ]
 
 
-def _tenant_names(environment: Environment) -> str:
-    # "none^" can never match (nothing follows the start of text after "none"): no tenants, no series.
-    return _alternatives([loaded.name for loaded in environment.tenants]) or "none^"
+def _ours(expr: str) -> str:
+    # A queue is named like its tenant; keep those of tenants that have namespaces labelled by us,
+    # which leaves other teams' queues out without listing tenants here (a new tenant changes
+    # only its own stack).
+    return f"({expr}) and on (tenant) max by (tenant) ({NAMESPACE_TENANT})"
 
 
 def queue_rules(environment: Environment, exporters: frozenset[str], monitoring: Monitoring) -> list[dict[str, Any]]:
     """Queue wait percentiles and pending workloads (Kueue), or allocated vs deserved GPUs (KAI), per tenant."""
-    tenants = _tenant_names(environment)
     rules = []
     if "kueue" in exporters:
         window = monitoring.thresholds.queue_wait_window
-        buckets = (
-            f'sum by (tenant, le) (label_replace(rate(kueue_admission_wait_time_seconds_bucket{{cluster_queue=~"{tenants}"}}[{window}]),'
+        buckets = _ours(
+            f'sum by (tenant, le) (label_replace(rate(kueue_admission_wait_time_seconds_bucket[{window}]),'
             f' "tenant", "$1", "cluster_queue", "(.+)"))'
         )
         rules += [
@@ -331,14 +329,12 @@ def queue_rules(environment: Environment, exporters: frozenset[str], monitoring:
             _record(QUEUE_WAIT_P95, f"histogram_quantile(0.95, {buckets})"),
             _record(
                 PENDING_WORKLOADS,
-                f'sum by (tenant, status) (label_replace(kueue_pending_workloads{{cluster_queue=~"{tenants}"}}, "tenant", "$1", "cluster_queue", "(.+)"))',
+                _ours('sum by (tenant, status) (label_replace(kueue_pending_workloads, "tenant", "$1", "cluster_queue", "(.+)"))'),
             ),
         ]
     if "kai" in exporters:
         for record, metric in ((KAI_ALLOCATED, "kai_queue_allocated_gpus"), (KAI_DESERVED, "kai_queue_deserved_gpus")):
-            rules.append(
-                _record(record, f'max by (tenant) (label_replace({metric}{{queue_name=~"{tenants}"}}, "tenant", "$1", "queue_name", "(.+)"))')
-            )
+            rules.append(_record(record, _ours(f'max by (tenant) (label_replace({metric}, "tenant", "$1", "queue_name", "(.+)"))')))
     return rules
 
 
@@ -440,35 +436,84 @@ def alert_rules(environment: Environment, exporters: frozenset[str], monitoring:
     return alerts
 
 
-def rule_groups(environment: Environment) -> list[dict[str, Any]]:
-    """The `groups:` of the rule file (the PrometheusRule's spec); [] when monitoring is off.
+def platform_rule_group(environment: Environment) -> dict[str, Any] | None:
+    """The environment's group: every rule but the tenants' quotas, in dependency order; None when
+    monitoring is off.
 
-    One group, in dependency order: rules of a group run one after the other at the same evaluation
-    time, so every rule (and alert) sees the series the rules before it recorded at that instant.
-    Separate groups run independently, and a chain of them would lag one interval per step (an idle
-    alert would fire one interval late per hop).
+    Rules of a group run one after the other at the same evaluation time, so every rule (and
+    alert) sees the series the rules before it recorded at that instant. Separate groups run
+    independently, and a chain of them would lag one interval per step (an idle alert would fire
+    one interval late per hop). The one input from other groups is the tenants' quotas: constant
+    series, so reading them one interval late changes nothing.
     """
     monitoring = enabled_monitoring(environment.platform)
     if monitoring is None:
-        return []
+        return None
     exporters = monitoring.exporters_for(environment.platform.scheduler)
     rules = [*mapping_rules(environment.platform), *stack_rules(environment), *allocation_rules(environment)]
     if "dcgm" in exporters:
         rules += utilisation_rules(monitoring)
     rules += queue_rules(environment, exporters, monitoring)
     rules += alert_rules(environment, exporters, monitoring)
-    return [{"name": f"gpu-tenancy.{environment_label(environment)}", "rules": rules}]
+    return {"name": f"gpu-tenancy.{environment_label(environment)}", "rules": rules}
 
 
-def prometheus_rule(environment: Environment) -> KubeObject | None:
-    """The PrometheusRule object, labelled so that the stack's Prometheus selects it; None when monitoring is off."""
-    monitoring = enabled_monitoring(environment.platform)
-    if monitoring is None:
+def tenant_rule_group(tenant: Tenant, environment: Environment) -> dict[str, Any] | None:
+    """One tenant's group: its nominal GPU quota per class and resource (static series); None when
+    monitoring is off or the tenant has no GPU quota.
+
+    >>> tenant_rule_group(prod.tenants[0].spec, prod)["name"]   # doctest: +SKIP
+    'gpu-tenancy.prod.tenant.llm-finetune'
+    """
+    if enabled_monitoring(environment.platform) is None:
         return None
-    labels = {**platform_labels(environment_label(environment)), **monitoring.rule_labels}
+    rules = [
+        _record(TENANT_QUOTA_STACK, f"vector({count})", {"tenant": tenant.name, "gpu_class": gpu_class, "resource": sanitize(resource)})
+        for (gpu_class, resource), count in sorted(tenant_class_quotas(tenant, environment).items())
+    ]
+    return {"name": f"gpu-tenancy.{environment_label(environment)}.tenant.{tenant.name}", "rules": rules} if rules else None
+
+
+def rule_groups(environment: Environment) -> list[dict[str, Any]]:
+    """Every group the environment's PrometheusRules hold, as Prometheus loads them: the tenants'
+    (by name), then the environment's; [] when monitoring is off. `promtool` and the tests read this.
+    """
+    platform = platform_rule_group(environment)
+    if platform is None:
+        return []
+    tenants = [tenant_rule_group(loaded.spec, environment) for loaded in environment.tenants]
+    return [*sorted((g for g in tenants if g), key=lambda g: g["name"]), platform]
+
+
+def _rule_object(name: str, environment: Environment, group: dict[str, Any], labels: dict[str, str]) -> KubeObject:
+    monitoring = enabled_monitoring(environment.platform)
+    assert monitoring is not None
     return kube_object(
         API_VERSION,
         "PrometheusRule",
-        object_meta(RULE_NAME, namespace=monitoring.namespace, labels=labels, annotations={f"{GROUP}/docs": "docs/monitoring.md"}),
-        spec={"groups": rule_groups(environment)},
+        object_meta(name, namespace=monitoring.namespace, labels={**labels, **monitoring.rule_labels},
+                    annotations={f"{GROUP}/docs": "docs/monitoring.md"}),
+        spec={"groups": [group]},
     )
+
+
+def prometheus_rule(environment: Environment) -> KubeObject | None:
+    """The environment's PrometheusRule, labelled so that the stack's Prometheus selects it; None when monitoring is off."""
+    group = platform_rule_group(environment)
+    if group is None:
+        return None
+    return _rule_object(RULE_NAME, environment, group, platform_labels(environment_label(environment)))
+
+
+def tenant_prometheus_rule(tenant: Tenant, environment: Environment) -> KubeObject | None:
+    """A tenant's PrometheusRule (its quota series), in the monitoring namespace; None when
+    monitoring is off or the tenant has no GPU quota. It belongs to the tenant's stack.
+
+    >>> tenant_prometheus_rule(prod.tenants[0].spec, prod)["metadata"]["name"]   # doctest: +SKIP
+    'gpu-tenancy-tenant-llm-finetune'
+    """
+    group = tenant_rule_group(tenant, environment)
+    if group is None:
+        return None
+    return _rule_object(f"{RULE_NAME}-tenant-{tenant.name}", environment, group,
+                        tenant_labels(tenant.name, environment_label(environment)))

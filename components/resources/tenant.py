@@ -22,8 +22,8 @@ class Tenant(pulumi.ComponentResource):
 
     * its Namespaces carry `retain_on_delete` (and `protect` when the stack asks for it);
     * everything else is `deleted_with` a Namespace: namespaced objects with their own, the
-      cluster-scoped ones (placement policy and binding, ClusterRoleBinding, queues) with the
-      tenant's primary Namespace. While that Namespace is only retained, the engine skips their
+      cluster-scoped ones (placement policy and binding, ClusterRoleBinding, queues) and its
+      monitoring rule (in the platform's namespace) with the tenant's primary Namespace. While that Namespace is only retained, the engine skips their
       delete too, so running pods keep their admission checks and their queue. (Not
       `retain_on_delete` on them: the engine would then also keep every object that merely stops
       being generated, e.g. a queue after a scheduler change, and a replacement in place, such as a
@@ -68,7 +68,10 @@ class Tenant(pulumi.ComponentResource):
             return resource
 
         namespace_objects = [o for o in objects if o["kind"] == "Namespace"]
-        cluster_scoped = [o for o in objects if o["kind"] != "Namespace" and not o["metadata"].get("namespace")]
+        own = {o["metadata"]["name"] for o in namespace_objects}
+        # Outside the tenant's namespaces: cluster-scoped objects, and its monitoring rule in the
+        # platform's monitoring namespace. Both are kept or deleted with the tenant as a whole.
+        cluster_scoped = [o for o in objects if o["kind"] != "Namespace" and o["metadata"].get("namespace") not in own]
         namespace_resources: dict[str, pulumi.Resource] = {}
         # Decommissioned: the cluster-scoped objects come first and the Namespaces depend on them,
         # so on delete the Namespaces (and their pods) go first. Otherwise they are deleted_with the
@@ -86,7 +89,7 @@ class Tenant(pulumi.ComponentResource):
             for obj in cluster_scoped:
                 add(obj, deleted_with=primary)
         for obj in objects:
-            if obj["kind"] == "Namespace" or not obj["metadata"].get("namespace"):
+            if obj["kind"] == "Namespace" or obj["metadata"].get("namespace") not in own:
                 continue
             owner_namespace = namespace_resources.get(obj["metadata"]["namespace"])
             add(obj, deleted_with=owner_namespace, depends_on=[owner_namespace] if owner_namespace is not None else None)

@@ -113,9 +113,50 @@ def test_static_series_carry_capacity_overcommit_and_quotas(make_environment, ma
              for rule in r.stack_rules(env)}
     assert stack[(r.CLASS_OVERCOMMIT_STACK, (("gpu_class", "h100"),))] == "vector(1.5)"
     assert stack[(r.CLASS_CAPACITY_STACK, (("gpu_class", "l4"), ("resource", "nvidia_com_gpu_shared")))] == "vector(8)"
-    assert stack[(r.TENANT_QUOTA_STACK, (("gpu_class", "h100"), ("resource", "nvidia_com_gpu"), ("tenant", "team-a")))] == "vector(6)"
-    assert stack[(r.TENANT_QUOTA_STACK, (("gpu_class", "a100-mig"), ("resource", "nvidia_com_mig_3g_40gb"), ("tenant", "team-a")))] == "vector(4)"
-    assert stack[(r.CLASS_QUOTA_STACK, (("gpu_class", "h100"), ("resource", "nvidia_com_gpu")))] == "vector(6)"
+    # The class sums come from the tenants' own series: no tenant is named in the environment's group.
+    assert stack[(r.CLASS_QUOTA_STACK, ())] == f"sum by (gpu_class, resource) ({r.TENANT_QUOTA_STACK})"
+    assert "team-a" not in yaml.safe_dump(r.platform_rule_group(env))
+    group = r.tenant_rule_group(tenant, env)
+    own = {tuple(sorted(rule["labels"].items())): rule["expr"] for rule in group["rules"]}
+    assert group["name"] == f"gpu-tenancy.{env.name}.tenant.team-a"
+    assert {rule["record"] for rule in group["rules"]} == {r.TENANT_QUOTA_STACK}
+    assert own[(("gpu_class", "h100"), ("resource", "nvidia_com_gpu"), ("tenant", "team-a"))] == "vector(6)"
+    assert own[(("gpu_class", "a100-mig"), ("resource", "nvidia_com_mig_3g_40gb"), ("tenant", "team-a"))] == "vector(4)"
+
+
+def test_each_tenant_has_its_own_rule_object_in_its_own_objects(prod):
+    from components.manifests.build import tenant_objects
+
+    monitoring = prod.platform.monitoring
+    for loaded in prod.tenants:
+        rules = [o for o in tenant_objects(loaded.spec, prod) if o["kind"] == "PrometheusRule"]
+        group = r.tenant_rule_group(loaded.spec, prod)
+        if group is None:
+            assert rules == [], loaded.name
+            continue
+        [rule] = rules
+        assert rule["metadata"]["name"] == f"gpu-tenancy-tenant-{loaded.name}"
+        assert rule["metadata"]["namespace"] == monitoring.namespace
+        assert rule["metadata"]["labels"]["gpu-tenancy.dev/tenant"] == loaded.name
+        assert monitoring.rule_labels.items() <= rule["metadata"]["labels"].items()
+        assert rule["spec"]["groups"] == [group]
+        assert crd_errors(rule) == []
+    assert [o for o in platform_objects(prod) if o["kind"] == "PrometheusRule"] == [r.prometheus_rule(prod)]
+
+
+def test_a_tenant_without_gpu_quota_has_no_rule(make_environment, make_tenant):
+    base = environment(make_environment)
+    tenant = make_tenant(name="cpu-only")
+    env = Environment(base.name, base.platform, None, [LoadedTenant(tenant, None)])
+    assert r.tenant_rule_group(tenant, env) is None and r.tenant_prometheus_rule(tenant, env) is None
+    assert [g["name"] for g in r.rule_groups(env)] == [f"gpu-tenancy.{env.name}"]
+
+
+def test_queues_of_other_teams_are_left_out_without_naming_tenants(make_environment):
+    env = make_environment(**PLATFORM, scheduler="kueue", monitoring={})
+    pending = next(rule for rule in r.queue_rules(env, frozenset({"kueue"}), env.platform.monitoring)
+                   if rule["record"] == r.PENDING_WORKLOADS)
+    assert pending["expr"].endswith(f"and on (tenant) max by (tenant) ({r.NAMESPACE_TENANT})")
 
 
 def test_thresholds_reach_the_alerts(make_environment):
@@ -158,11 +199,17 @@ def test_exported_dcgm_labels_are_renamed(make_environment):
     assert '"pod", "$1", "exported_pod"' in active["expr"]
 
 
-def test_rules_are_one_group_in_dependency_order(prod):
-    """A rule may only read series that rules before it in the (single) group record."""
+def test_each_group_reads_only_what_it_or_a_tenant_group_records(prod):
+    """The environment's group is in dependency order: a rule reads only series that rules before
+    it record, or the tenants' constant quota series (their own groups, which come first)."""
     groups = r.rule_groups(prod)
-    assert [g["name"] for g in groups] == ["gpu-tenancy.prod"]
-    rules = groups[0]["rules"]
+    *tenants, platform = groups
+    assert platform["name"] == "gpu-tenancy.prod"
+    assert [g["name"] for g in tenants] == sorted(f"gpu-tenancy.prod.tenant.{t.name}" for t in prod.tenants
+                                                 if r.tenant_rule_group(t.spec, prod))
+    assert {rule["record"] for g in tenants for rule in g["rules"]} == {r.TENANT_QUOTA_STACK}
+    assert all(rule["expr"].startswith("vector(") for g in tenants for rule in g["rules"])
+    rules = platform["rules"]
     for index, rule in enumerate(rules):
         later = {other["record"] for other in rules[index:] if "record" in other} - {rule.get("record")}
         assert [name for name in later if name in rule["expr"]] == [], rule

@@ -68,21 +68,24 @@ def test_every_tenant_child_has_its_tenant_component_as_parent(program):
 def test_every_object_of_a_tenant_outlives_the_removal_of_its_file(program):
     """Removing a tenant file keeps the whole tenant: namespaces are retained (and protected where
     the stack asks for it), everything else goes only with a namespace (deleted_with): namespaced
-    objects with their own, cluster-scoped ones with the tenant's primary namespace."""
+    objects with their own; cluster-scoped ones, and the tenant's monitoring rule in the platform's
+    monitoring namespace, with the tenant's primary namespace."""
     stack, registrations, _ = program
     tenants = {r.urn: r.name for r in registrations if r.type == "gpu-tenancy:index:Tenant"}
     env = load_environment(REPO, stack)
     children = [r for r in registrations if r.parent in tenants and r.type.startswith("kubernetes:")]
     namespaces = {r.inputs["metadata"]["name"]: r.urn for r in children if r.type == "kubernetes:core/v1:Namespace"}
-    cluster_scoped = [r for r in children if r.type != "kubernetes:core/v1:Namespace" and "helm" not in r.type
-                      and not r.inputs["metadata"].get("namespace")]
-    assert cluster_scoped, "no cluster-scoped tenant objects to check"
+    outside = [r for r in children if r.type != "kubernetes:core/v1:Namespace" and "helm" not in r.type
+               and r.inputs["metadata"].get("namespace") not in namespaces]
+    assert any(not r.inputs["metadata"].get("namespace") for r in outside), "no cluster-scoped tenant objects to check"
+    if env.platform.monitoring is not None:
+        assert any(r.type.endswith(":PrometheusRule") for r in outside), "no tenant monitoring rule to check"
     protect = env.platform.protect_namespaces
     for registration in children:
         if registration.type == "kubernetes:core/v1:Namespace":
             assert registration.options["retainOnDelete"] is True, registration.name
             assert registration.options["protect"] is protect, registration.name
-        elif registration in cluster_scoped:
+        elif registration in outside:
             assert registration.options["deletedWith"] == namespaces[tenants[registration.parent]], registration.name
         else:
             namespace = registration.inputs.get("namespace") or registration.inputs["metadata"]["namespace"]

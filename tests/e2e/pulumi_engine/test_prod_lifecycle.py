@@ -75,8 +75,11 @@ def test_quota_edit_updates_only_quota_objects(prod, tmp_path):
     engine = _assert_preview_matches_diff(prod, base, preview)
     kinds = {s.type.rsplit(":", 1)[-1] for s in preview.ops("update", "replace", "create", "delete")
              if s.type.startswith("kubernetes:")}
-    # prod's monitoring block writes each tenant's GPU quota into the PrometheusRule (static series).
+    # prod's monitoring block writes each tenant's GPU quota into the tenant's own PrometheusRule
+    # (static series); nothing of the platform changes.
     assert kinds == {"ResourceQuota", "ClusterQueue", "PrometheusRule"}, kinds
+    assert "eval-prometheusrule-monitoring-gpu-tenancy-tenant-eval" in engine["update"], engine["update"]
+    assert not [n for n in engine["update"] if n.startswith("prod-platform-")], engine["update"]
     assert engine["update"] and not engine["create"] and not engine["delete"] and not engine["replace"]
     up = prod.engine.up()
     assert set(up.changes) == {"update"}, up.changes
@@ -93,9 +96,9 @@ def test_onboarding_with_tenants_new_previews_only_the_new_tenants_creates(prod,
     )
     preview = prod.engine.preview()
     engine = _assert_preview_matches_diff(prod, base, preview)
-    # The only update: prod's monitoring rule gains the new tenant's static quota series.
-    assert engine["update"] <= {"prod-platform-prometheusrule-monitoring-gpu-tenancy"}, engine["update"]
-    assert engine["create"] and not engine["delete"] and not engine["replace"]
+    # Only creates: the new tenant's quota series are its own PrometheusRule, not a platform update.
+    assert engine["create"] and not engine["update"] and not engine["delete"] and not engine["replace"], engine
+    assert "vision-prometheusrule-monitoring-gpu-tenancy-tenant-vision" in engine["create"], engine["create"]
     created = [s for s in preview.ops("create")]
     assert all("gpu-tenancy:index:Tenant$" in s.urn or s.name == "vision" for s in created
                if s.type.startswith("kubernetes:")), [s.urn for s in created]

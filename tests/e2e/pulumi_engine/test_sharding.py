@@ -236,16 +236,18 @@ def test_a_one_tenant_edit_previews_only_that_tenants_shard(prod, tmp_path, e2e_
         assert engine["update"] == set(offline["update"]) and not engine["create"] and not engine["delete"], (engine, offline)
         e2e_summary.append(f"one-tenant edit (cpu): {home} {previews[home].changes}, others unchanged")
 
-        # A GPU quota also changes prod's monitoring rule (it carries each tenant's quota), so it
-        # touches the platform stack too: the engine and `tenants diff` agree on both stacks.
+        # A GPU quota is the tenant's own as well: its ResourceQuota, ClusterQueue and the quota
+        # series of its own PrometheusRule. One shard stack again, and the platform stack (whose
+        # rule only sums the tenants' series) is untouched: the engine and `tenants diff` agree.
         path.write_text(saved)
         base = _snapshot(prod, tmp_path / "gpu")
         replace_once(path, "gpu: {a100: 20}", "gpu: {a100: 16}")
         previews = prod.previews()
         touched = [stack for stack, p in previews.items() if _kubernetes_steps(p)]
-        assert touched == [ENV, home] == _touched_stacks(base, prod.project), touched
-        assert {n for _, n in _kubernetes_steps(previews[ENV])} == {f"{ENV}-platform-prometheusrule-monitoring-gpu-tenancy"}
-        e2e_summary.append(f"one-tenant edit (gpu quota): {', '.join(f'{s} {previews[s].changes}' for s in touched)}")
+        assert touched == [home] == _touched_stacks(base, prod.project), touched
+        kinds = {s.type.rsplit(":", 1)[-1] for s in previews[home].steps if s.op == "update"}
+        assert kinds == {"ResourceQuota", "ClusterQueue", "PrometheusRule"}, kinds
+        e2e_summary.append(f"one-tenant edit (gpu quota): {home} {previews[home].changes}, others unchanged")
     finally:
         path.write_text(saved)
     _assert_no_changes(prod.previews())
