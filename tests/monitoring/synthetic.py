@@ -150,6 +150,11 @@ def series() -> list[Series]:
     for queue, cumulative in per_minute.items():
         for le, count in zip(buckets, cumulative):
             add("kueue_admission_wait_time_seconds_bucket", {**kueue, "cluster_queue": queue, "le": le}, counter(count))
+    # A ClusterQueue of a team that is no tenant here (no namespace carries our tenant label): the
+    # rules must leave it out, so every expected answer stays as it is.
+    add("kueue_pending_workloads", {**kueue, "cluster_queue": "other-team", "status": "active"}, constant(3))
+    for le in buckets:
+        add("kueue_admission_wait_time_seconds_bucket", {**kueue, "cluster_queue": "other-team", "le": le}, counter(2))
     return out
 
 
