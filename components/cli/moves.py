@@ -67,12 +67,13 @@ def existing_stacks(root: Path, environment: str) -> dict[str, str]:
     return {s: n for s, n in sorted(short.items()) if split_stack_name(s)[0] == environment}
 
 
-def _read_exports(args: argparse.Namespace) -> list[tuple[str, object]]:
+def _read_exports(args: argparse.Namespace, existing: dict[str, str] | None) -> list[tuple[str, object]]:
+    """`(source, document)` of each export: the files given, else each existing stack's from the CLI."""
     from ..review.state_moves import StateExportError
 
     if not args.exports:
         return [(f"pulumi stack export --stack {name}", json.loads(pulumi(args.root, "stack", "export", "--stack", name)))
-                for name in existing_stacks(args.root, args.stack).values()]
+                for name in (existing or {}).values()]
     documents = []
     for path in args.exports:
         try:
@@ -91,8 +92,12 @@ def run(args: argparse.Namespace) -> int:
 
     environment = load_environment(args.root, args.stack)
     deployed: dict[str, dict[str, str]] = {}
+    existing: dict[str, str] | None = None
     try:
-        for source, document in _read_exports(args):
+        # One listing serves both the exports to read and the moves' destinations.
+        if args.run or not args.exports:
+            existing = existing_stacks(args.root, environment.name)
+        for source, document in _read_exports(args, existing):
             stack, tenants = deployed_tenants(document, source)
             if stack is None:
                 continue
@@ -113,20 +118,19 @@ def run(args: argparse.Namespace) -> int:
         print(f"tenants moves: every tenant of {environment.name} is in its own stack's state "
               f"({len(deployed)} stack(s) read); nothing to move", file=sys.stderr)
     if args.run and moves:
-        return _run_moves(args.root, environment.name, moves)
+        return _run_moves(args.root, environment.name, moves, dict(existing or {}))
     return EXIT_OK
 
 
-def _run_moves(root: Path, environment: str, moves: list[dict]) -> int:
+def _run_moves(root: Path, environment: str, moves: list[dict], existing: dict[str, str]) -> int:
     done = 0
     try:
-        existing = existing_stacks(root, environment)
         for move in moves:
             if move["to"] not in existing:
                 # `pulumi state move` needs an existing destination; a new shard's stack starts empty.
                 pulumi(root, "stack", "init", move["to"])
                 existing[move["to"]] = move["to"]
-            pulumi(root, "state", "move", "--source", existing[move["from"]], "--dest", existing[move["to"]],
+            pulumi(root, "state", "move", "--source", existing.get(move["from"], move["from"]), "--dest", existing[move["to"]],
                    "--yes", move["urn"])
             done += 1
             print(f"tenants moves: moved {move['tenant']} from {move['from']} to {move['to']}", file=sys.stderr)

@@ -55,7 +55,7 @@ def as_json(environment_name: str, part: StackPart) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     from ..model.load import load_environment
-    from ..model.problems import InvalidInput
+    from ..model.problems import InvalidInput, errors_only
 
     rows, lines, problems = [], [], []
     for env in stacks(args.root, args.stack):
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         for part in stack_parts(environment):
             rows.append(as_json(env, part))
             lines.append(describe(part))
-    if any(p.severity == "error" for p in problems):
+    if errors_only(problems):
         report(problems)
         print("tenants stacks: fix the errors above (tenants validate lists them)", file=sys.stderr)
         return EXIT_INVALID

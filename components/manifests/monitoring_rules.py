@@ -485,9 +485,7 @@ def rule_groups(environment: Environment) -> list[dict[str, Any]]:
     return [*sorted((g for g in tenants if g), key=lambda g: g["name"]), platform]
 
 
-def _rule_object(name: str, environment: Environment, group: dict[str, Any], labels: dict[str, str]) -> KubeObject:
-    monitoring = enabled_monitoring(environment.platform)
-    assert monitoring is not None
+def _rule_object(name: str, monitoring: Monitoring, group: dict[str, Any], labels: dict[str, str]) -> KubeObject:
     return kube_object(
         API_VERSION,
         "PrometheusRule",
@@ -502,7 +500,7 @@ def prometheus_rule(environment: Environment) -> KubeObject | None:
     group = platform_rule_group(environment)
     if group is None:
         return None
-    return _rule_object(RULE_NAME, environment, group, platform_labels(environment_label(environment)))
+    return _rule_object(RULE_NAME, environment.platform.monitoring, group, platform_labels(environment_label(environment)))
 
 
 def tenant_prometheus_rule(tenant: Tenant, environment: Environment) -> KubeObject | None:
@@ -515,5 +513,5 @@ def tenant_prometheus_rule(tenant: Tenant, environment: Environment) -> KubeObje
     group = tenant_rule_group(tenant, environment)
     if group is None:
         return None
-    return _rule_object(f"{RULE_NAME}-tenant-{tenant.name}", environment, group,
+    return _rule_object(f"{RULE_NAME}-tenant-{tenant.name}", environment.platform.monitoring, group,
                         tenant_labels(tenant.name, environment_label(environment)))

@@ -71,12 +71,12 @@ class Tenant(pulumi.ComponentResource):
         own = {o["metadata"]["name"] for o in namespace_objects}
         # Outside the tenant's namespaces: cluster-scoped objects, and its monitoring rule in the
         # platform's monitoring namespace. Both are kept or deleted with the tenant as a whole.
-        cluster_scoped = [o for o in objects if o["kind"] != "Namespace" and o["metadata"].get("namespace") not in own]
+        outside = [o for o in objects if o["kind"] != "Namespace" and o["metadata"].get("namespace") not in own]
         namespace_resources: dict[str, pulumi.Resource] = {}
         # Decommissioned: the cluster-scoped objects come first and the Namespaces depend on them,
         # so on delete the Namespaces (and their pods) go first. Otherwise they are deleted_with the
         # primary Namespace, which therefore has to exist first.
-        guards = [add(obj) for obj in cluster_scoped] if not retain else []
+        guards = [add(obj) for obj in outside] if not retain else []
         for obj in namespace_objects:
             namespace_resources[obj["metadata"]["name"]] = add(
                 obj,
@@ -86,7 +86,7 @@ class Tenant(pulumi.ComponentResource):
             )
         if retain:
             primary = namespace_resources.get(spec.all_namespaces[0]) or next(iter(namespace_resources.values()), None)
-            for obj in cluster_scoped:
+            for obj in outside:
                 add(obj, deleted_with=primary)
         for obj in objects:
             if obj["kind"] == "Namespace" or obj["metadata"].get("namespace") not in own:

@@ -56,8 +56,16 @@ def deployed_tenants(export: Any, source: str = "<export>") -> tuple[str | None,
     stacks = {stack_of_urn(r["urn"]) for r in resources if isinstance(r, Mapping) and "urn" in r}
     if len(stacks) > 1:
         raise StateExportError(f"{source}: resources of several stacks ({', '.join(sorted(stacks))}) in one export")
-    tenants = {r["urn"].rsplit("::", 1)[-1]: r["urn"] for r in resources if r.get("type") == TENANT_TYPE}
-    return (stacks.pop() if stacks else None), tenants
+    return (stacks.pop() if stacks else None), tenant_urns(resources)
+
+
+def tenant_urns(resources: list[Mapping[str, Any]]) -> dict[str, str]:
+    """The URN of each Tenant component among a state's resources, by tenant name.
+
+    >>> tenant_urns([{"urn": "urn:pulumi:prod::p::gpu-tenancy:index:Tenant::eval", "type": "gpu-tenancy:index:Tenant"}])
+    {'eval': 'urn:pulumi:prod::p::gpu-tenancy:index:Tenant::eval'}
+    """
+    return {r["urn"].rsplit("::", 1)[-1]: r["urn"] for r in resources if r.get("type") == TENANT_TYPE}
 
 
 def planned_moves(environment: Environment, deployed: Mapping[str, Mapping[str, str]]) -> list[dict[str, Any]]:

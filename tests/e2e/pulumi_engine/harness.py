@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from components.review.state_moves import tenant_urns
 from tests.lanes import tool_versions
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -170,7 +171,6 @@ class Outcome:
 
 
 _PROGRAM_LOCK = threading.Lock()
-TENANT_TYPE = "gpu-tenancy:index:Tenant"
 
 
 def program_for(project: Path):
@@ -309,7 +309,7 @@ class Engine:
         >>> engine.tenant_urns()   # doctest: +SKIP
         {'eval': 'urn:pulumi:prod.b::gpu-tenancy::gpu-tenancy:index:Fleet$gpu-tenancy:index:Tenant::eval'}
         """
-        return {r["urn"].rsplit("::", 1)[-1]: r["urn"] for r in self.export() if r["type"] == TENANT_TYPE}
+        return tenant_urns(self.export())
 
     def state_move(self, dest: str, urns: Iterable[str]) -> str:
         """`pulumi state move --source <this stack> --dest <dest> --yes <urns>`: the built CLI, with

@@ -29,8 +29,8 @@ from kubernetes import client
 
 from components.model.load import load_environment
 from components.model.shard_stacks import stack_parts, tenant_stack
+from components.review.stack_changes import FLEET_TYPE, TENANT_TYPE
 from tests.e2e.pulumi_engine.harness import (
-    TENANT_TYPE,
     Engine,
     engine_changes,
     names_of,
@@ -44,7 +44,6 @@ pytestmark = pytest.mark.pulumi
 ENV = "prod"
 SHARDS = ("a", "b")
 MOVER = "eval"                 # the tenant that moves between shards; it holds the data ConfigMap
-FLEET_TYPE = "gpu-tenancy:index:Fleet"
 DATA = {"checkpoint": "step-1200", "owner": "kept across every move"}
 
 
