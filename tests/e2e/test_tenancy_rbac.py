@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
+from components.manifests.monitoring_rules import tenant_prometheus_rule
 from components.model.load import load_environment
 
 pytestmark = pytest.mark.e2e
@@ -417,14 +418,18 @@ NEVER: list[tuple[str, str, str, str, str]] = [
     ("admissionregistration.k8s.io", "validatingadmissionpolicybindings", "", "delete", "cluster"),
     ("rbac.authorization.k8s.io", "clusterrolebindings", "", "create", "cluster"),
     ("kueue.x-k8s.io", "clusterqueues", "", "update", "cluster"),
+    # Each tenant's quota series are a PrometheusRule in the monitoring namespace: rewriting one
+    # (its own or another's) would falsify the quota dashboards and silence the alerts.
+    *[("monitoring.coreos.com", "prometheusrules", "", verb, "monitoring") for verb in ("create", "update", "patch", "delete")],
 ]
+MONITORING_NAMESPACE = ENV.platform.monitoring.namespace if ENV.platform.monitoring else None
 
 
 def _never_cells(subject: Subject) -> list[dict]:
     own = [ns for ns in NAMESPACES if subject.role_in(ns)]
     cells = []
     for group, resource, sub, verb, scope in NEVER:
-        for ns in own if scope == "own" else [None]:
+        for ns in {"own": own, "monitoring": [MONITORING_NAMESPACE]}.get(scope, [None]):
             attrs = {"group": group, "resource": resource, "verb": verb}
             if sub:
                 attrs["subresource"] = sub
@@ -474,3 +479,34 @@ def test_owner_cannot_bind_beyond_tenant_roles(apiserver, prod_stack):
             body["roleRef"]["name"] = role
             status, text = _request(api, "POST", path, body, dry_run=True)
             assert status == 201, f"{tenant} owner binding {role}: {status} {text}"
+
+
+def test_no_tenant_member_changes_a_monitoring_rule_the_platform_still_can(apiserver, prod_stack, e2e_summary):
+    """For real, as every tenant subject: creating, replacing or deleting any PrometheusRule of the
+    monitoring namespace (its own tenant's quota series included) is refused; the platform admin,
+    the legitimate neighbour, still reads and replaces each one."""
+    assert MONITORING_NAMESPACE, "prod has monitoring: its rules are what this test attacks"
+    rules = prod_stack.of_kind("PrometheusRule")
+    tenant_rules = [tenant_prometheus_rule(spec, ENV) for spec in TENANTS.values()]
+    assert [r for r in tenant_rules if r] and all(r in rules for r in tenant_rules if r), "tenant rules not applied"
+    base = f"/apis/monitoring.coreos.com/v1/namespaces/{MONITORING_NAMESPACE}/prometheusrules"
+    attempts = 0
+    for subject in SUBJECTS:
+        api = apiserver.client_for(subject.user, subject.groups)
+        forged = {**rules[0], "metadata": {"name": f"e2e-forged-{subject.user.replace(':', '-').replace('@', '-')}"[:63],
+                                           "namespace": MONITORING_NAMESPACE}}
+        requests = [("POST", base, forged)]
+        for rule in rules:
+            requests += [("PUT", f"{base}/{rule['metadata']['name']}", rule), ("DELETE", f"{base}/{rule['metadata']['name']}", None)]
+        for method, path, body in requests:
+            status, text = _request(api, method, path, body, dry_run=True)
+            assert status == 403, (subject.label, method, path, status, text[:300])
+            attempts += 1
+    admin = apiserver.api_client
+    for rule in rules:
+        status, text = _request(admin, "GET", f"{base}/{rule['metadata']['name']}")
+        assert status == 200, text[:300]
+        status, text = _request(admin, "PUT", f"{base}/{rule['metadata']['name']}", json.loads(text), dry_run=True)
+        assert status == 200, text[:300]
+    e2e_summary.append(f"monitoring rules: {attempts} writes by {len(SUBJECTS)} tenant subjects refused; "
+                       f"the admin reads and replaces all {len(rules)}")
