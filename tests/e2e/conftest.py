@@ -479,7 +479,8 @@ class ControlPlane:
         return k8s_client.CoreV1Api(self.api_client).create_node(body, field_manager=field_manager)
 
     def quota_used(self, namespace: str) -> dict[str, dict[str, str]]:
-        """`status.used` of every ResourceQuota in `namespace`, by quota name."""
+        """`status.used` of every ResourceQuota in `namespace`, by quota name (once computed)."""
+        self.wait_quotas(namespace)
         quotas = k8s_client.CoreV1Api(self.api_client).list_namespaced_resource_quota(namespace).items
         return {q.metadata.name: dict((q.status and q.status.used) or {}) for q in quotas}
 
@@ -501,8 +502,20 @@ class ControlPlane:
         remaining = lambda: {p.metadata.name for p in core.list_namespaced_pod(namespace).items} & set(names)
         self.wait_for(lambda: not remaining(), timeout=60, interval=0.5, what=f"pods {names} of {namespace} deleted")
         if quota_used_before is not None:
-            self.wait_for(lambda: self.quota_used(namespace) == quota_used_before, timeout=60, interval=0.5,
-                          what=f"quota of {namespace} released after deleting {names}")
+            try:
+                self.wait_for(lambda: self.quota_used(namespace) == quota_used_before, timeout=60, interval=0.5,
+                              what=f"quota of {namespace} released after deleting {names}")
+            except TimeoutError as exc:
+                now = self.quota_used(namespace)
+                changed = {q: {k: (quota_used_before.get(q, {}).get(k), v) for k, v in used.items()
+                               if quota_used_before.get(q, {}).get(k) != v}
+                           for q, used in now.items()}
+                controller = next(p for p in self._procs if p.name == "kube-controller-manager")
+                problems = [line for line in controller.log_tail(400).splitlines() if line[:1] in "EWF"]
+                raise TimeoutError(
+                    f"{exc}; (before, now) by quota: { {q: d for q, d in changed.items() if d} }; "
+                    f"kube-controller-manager exit code {controller.popen.poll()} (None: running), "
+                    f"its last errors and warnings:\n" + "\n".join(problems[-15:])) from None
 
     @staticmethod
     def wait_for(predicate: Callable[[], Any], timeout: float = 30.0, interval: float = 0.2,
@@ -648,6 +661,12 @@ class ControlPlane:
             f"--root-ca-file={self.ca_file}",
             "--use-service-account-credentials=false",
             "--leader-elect=false",
+            # The quota controller recalculates a quota from its informer's copy and writes only
+            # when usage differs from that copy; a pod deleted right after admission charged it can
+            # be "released" against a copy that never saw the charge, and the charge then stays
+            # until the next full resync (5 min by default). Tests create and delete pods in quick
+            # succession, so resync often.
+            "--resource-quota-sync-period=5s",
             "--bind-address=127.0.0.1",
             "--secure-port=0",
             "--profiling=false",
