@@ -58,6 +58,12 @@ for arg in "${@:-k8s}"; do
     *) targets+=("$arg") ;;
   esac
 done
+# "pulumi" names both a group and a binary, and groups overlap: build and list each binary once.
+unique=()
+for name in "${targets[@]}"; do
+  case " ${unique[*]} " in *" $name "*) ;; *) unique+=("$name") ;; esac
+done
+targets=("${unique[@]}")
 module_dir_for() { if is_prom "$1"; then echo "$TOOLS_DIR/prometheus"; else echo "$TOOLS_DIR/$1"; fi; }
 package_for() {
   if is_prom "$1"; then echo "github.com/prometheus/prometheus/cmd/$1"
