@@ -28,6 +28,7 @@ from tests.lanes import gate_lane
 from tests.e2e.pulumi_engine.harness import (
     Engine,
     LocalCluster,
+    OPERATIONS,
     copy_project,
     missing_pulumi_tools,
     pulumi_bin_dirs,
@@ -114,3 +115,22 @@ def timed(e2e_summary: list[str], request: pytest.FixtureRequest) -> Callable[[s
         return out
 
     return run
+
+
+def _changes(counts: dict[str, int] | None) -> str:
+    if counts is None:
+        return "failed as expected"
+    moved = {op: n for op, n in counts.items() if op != "same" and op != "read" and n}
+    return " ".join(f"{op} {n}" for op, n in sorted(moved.items())) or "no change"
+
+
+@pytest.fixture(autouse=True)
+def engine_operations(request: pytest.FixtureRequest, e2e_summary: list[str]) -> Iterator[None]:
+    """After each scenario, one summary line with the engine operations it ran and their changes."""
+    start = len(OPERATIONS)
+    yield
+    ran = OPERATIONS[start:]
+    if ran:
+        e2e_summary.append(f"scenario {request.node.name}: {len(ran)} engine operation{'s' * (len(ran) > 1)}: "
+                           + "; ".join(f"{op} {stack} ({_changes(counts)})" for op, stack, counts in ran))
+

@@ -172,6 +172,10 @@ class Outcome:
 
 _PROGRAM_LOCK = threading.Lock()
 
+# Every engine operation of this process, in order: (operation, stack, the engine's change counts,
+# or None when it failed as expected). The lane prints each scenario's share of it.
+OPERATIONS: list[tuple[str, str, dict[str, int] | None]] = []
+
 
 def program_for(project: Path):
     """The inline program: the project's `__main__.py`, unchanged, as `pulumi up` would run it."""
@@ -269,6 +273,7 @@ class Engine:
             finally:
                 self._restore(saved)
         summary = dict(result.summary.resource_changes or {})
+        OPERATIONS.append(("up", self.stack_name, summary))
         outputs = {k: v.value for k, v in (result.outputs or {}).items()}
         return Outcome("up", summary, steps, diags, result.stdout, outputs, list(self._done))
 
@@ -281,6 +286,7 @@ class Engine:
             finally:
                 self._restore(saved)
         summary = {(k.value if hasattr(k, "value") else str(k)): v for k, v in (result.change_summary or {}).items()}
+        OPERATIONS.append(("preview", self.stack_name, summary))
         return Outcome("preview", summary, steps, diags, result.stdout)
 
     def failing(self, operation: str = "preview", **kwargs: Any) -> tuple[Exception, list[Step], list]:
@@ -291,6 +297,7 @@ class Engine:
             try:
                 getattr(self.stack, operation)(on_event=on_event, color="never", **kwargs)
             except self._auto.CommandError as err:
+                OPERATIONS.append((operation, self.stack_name, None))
                 return err, steps, diags
             finally:
                 self._restore(saved)
