@@ -334,10 +334,19 @@ def _swap_references(project: Project, draw) -> None:
         pools[pool]["gpuClass"] = draw(st.sampled_from(["h100", "l4", "a100-mig", "x100"]))
 
 
+def _a_line_again(text: bytes) -> bytes:
+    """The fourth line (or the last, in a shorter file) repeated at the end: usually a key again.
+
+    An earlier damage may have emptied the file already: then there is no line to repeat.
+    """
+    lines = text.splitlines(keepends=True)
+    return text + b"\n" + lines[min(3, len(lines) - 1)] if lines else text
+
+
 TEXT_DAMAGE: list[Callable[[bytes], bytes]] = [
     lambda b: b.replace(b"  ", b"\t", 1),  # a tab in the indentation
     lambda b: b[: len(b) // 2],  # truncated mid-file
-    lambda b: b + b"\n" + b.splitlines(keepends=True)[min(3, len(b.splitlines()) - 1)],  # a key again
+    _a_line_again,
     lambda b: b.replace(b":", b"", 1),  # a missing colon
     lambda b: b"\xff\xfe" + b,  # not UTF-8
     lambda b: b.replace(b"\n", b"\n!!python/object/apply:os.system ['true']\n", 1),

@@ -27,7 +27,7 @@ from components.output.render import render_files
 from components.model import capacity as cap
 from components.model.load import Environment, load_environment
 from components.model.problems import InvalidInput
-from tests.hardening.strategies import ENV, Project, mutated_projects, projects
+from tests.hardening.strategies import ENV, TEXT_DAMAGE, Project, mutated_projects, projects
 from tests.hardening.support import EXAMPLES, canonical, strict_validator, unlocated
 
 
@@ -130,3 +130,11 @@ def test_cli_exits_0_or_1_without_traceback_and_a_failed_render_writes_nothing(p
         else:
             assert not out.exists()
             assert sorted(p.name for p in Path(scratch).iterdir()) == ["project"]
+
+
+def test_every_text_damage_applies_to_a_file_an_earlier_damage_emptied():
+    """A mutated project may damage one file twice; the generator itself must not crash then
+    (the "a key again" damage indexed the lines of an emptied file)."""
+    for damage in TEXT_DAMAGE:
+        assert isinstance(damage(b""), bytes), damage
+        assert isinstance(damage(b"name: a\n"), bytes), damage
