@@ -312,11 +312,12 @@ def check_fleet(environment, all_tenants) -> list[Problem]:
     # Clashes between files are reported on every file involved: the one a pull request edited may
     # sort either way (`tenants diff` prints the edited files' problems first).
     by_file = sorted(all_tenants, key=lambda t: t.doc.file)
-    names: dict[str, object] = {}
+    files_by_name: dict[str, list] = {}
     for loaded in by_file:
-        names.setdefault(loaded.name, loaded)
+        files_by_name.setdefault(loaded.name, []).append(loaded)
+    names = {name: group[0] for name, group in files_by_name.items()}
     for loaded in by_file:
-        others = [o for o in by_file if o.name == loaded.name and o is not loaded]
+        others = [o for o in files_by_name[loaded.name] if o is not loaded]
         if others:
             problems.append(loaded.doc.problem(("name",), f"tenant '{loaded.name}' is also defined in {', '.join(o.doc.file for o in others)}; tenant names must be unique"))
     claims: dict[str, list[tuple[object, tuple]]] = {}

@@ -159,29 +159,50 @@ def max_flow(demand: Mapping[str, int], edges: Mapping[str, list[str]],
     flow: dict[str, dict[str, int]] = {t: {} for t in tenants}
     sent = {t: 0 for t in tenants}
     used = {p: 0 for p in limit}
+    pools_of = {t: sorted(edges.get(t, [])) for t in tenants}
+    # Tenants with demand left, in order. `sent` never decreases (an augmenting path only moves
+    # intermediate tenants' flow between pools), so this list only shrinks.
+    pending = [t for t in tenants if demand[t] > 0]
+    holders: dict[str, set[str]] = {}   # pool -> tenants with flow on it (the residual edges p -> t)
+
+    def unmet(t: str) -> bool:
+        return sent[t] < demand[t]
 
     def residual_search() -> tuple[dict, set[str]]:
         # BFS from the source over: source->t (demand left), t->p (always), p->t (flow back), p->sink.
+        # Every tenant with demand left is a root at the head of the queue, in order; they are
+        # visited lazily, so that the common case (the first one has a pool with room) costs no more
+        # than that tenant's pools, not a pass over the fleet.
         parent: dict = {}
         queue: deque = deque()
         seen_t: set[str] = set()
-        for t in tenants:
-            if sent[t] < demand[t]:
-                parent[("t", t)] = None
-                seen_t.add(t)
-                queue.append(("t", t))
+
+        def visit(t: str) -> dict | None:
+            for p in pools_of[t]:
+                if ("p", p) not in parent:
+                    parent[("p", p)] = ("t", t)
+                    if used[p] < limit[p]:
+                        return {"end": ("p", p), "parent": parent}
+                    queue.append(("p", p))
+            return None
+
+        for t in pending:
+            if not unmet(t):
+                continue
+            parent[("t", t)] = None
+            seen_t.add(t)
+            found = visit(t)
+            if found:
+                return found, seen_t
         while queue:
             kind, node = queue.popleft()
             if kind == "t":
-                for p in sorted(edges.get(node, [])):
-                    if ("p", p) not in parent:
-                        parent[("p", p)] = ("t", node)
-                        if used[p] < limit[p]:
-                            return {"end": ("p", p), "parent": parent}, seen_t
-                        queue.append(("p", p))
+                found = visit(node)
+                if found:
+                    return found, seen_t
             else:
-                for t in tenants:
-                    if flow[t].get(node, 0) > 0 and ("t", t) not in parent:
+                for t in sorted(holders.get(node, ())):
+                    if ("t", t) not in parent and not unmet(t):
                         parent[("t", t)] = ("p", node)
                         seen_t.add(t)
                         queue.append(("t", t))
@@ -206,11 +227,16 @@ def max_flow(demand: Mapping[str, int], edges: Mapping[str, list[str]],
         sent[start] += amount
         used[path[-1][1]] += amount
         for i in range(0, len(path) - 1):
-            (k1, a), (k2, b) = path[i], path[i + 1]
+            (k1, a), (_, b) = path[i], path[i + 1]
             if k1 == "t":
                 flow[a][b] = flow[a].get(b, 0) + amount
+                holders.setdefault(b, set()).add(a)
             else:
                 flow[b][a] -= amount
+                if not flow[b][a]:
+                    holders[a].discard(b)
+        if not unmet(start):
+            pending.remove(start)
 
 
 def hall_violated(tenants: Iterable[str], demand: Mapping[str, int], edges: Mapping[str, list[str]],

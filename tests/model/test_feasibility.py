@@ -21,6 +21,7 @@ from components.model import feasibility as feas
 from components.model.load import Environment, LoadedTenant, load_environment
 from components.model.stack import Platform
 from components.model.tenant import Tenant
+from tests.model.reference_flow import reference_max_flow
 from tests.project_edits import line_of, replace_once, validation_errors
 
 REPO = Path(__file__).resolve().parents[2]
@@ -68,6 +69,24 @@ def test_max_flow_meets_every_quota_exactly_when_halls_condition_holds(graph):
         for t in smallest:   # inclusion-minimal: no tenant can be dropped
             rest = [x for x in smallest if x != t]
             assert not rest or not feas.hall_violated(rest, demand, edges, limit)
+
+
+@st.composite
+def larger_graphs(draw):
+    """Fleets of up to 40 tenants, in any order, some pools full: long augmenting paths."""
+    pools = [f"p{i}" for i in range(draw(st.integers(1, 6)))]
+    names = draw(st.lists(st.sampled_from([f"t{i:02d}" for i in range(40)]), unique=True, max_size=40))
+    demand = {t: draw(st.integers(0, 8)) for t in names}
+    edges = {t: draw(st.lists(st.sampled_from(pools), unique=True)) for t in names}
+    limit = {p: draw(st.integers(0, 40)) for p in pools}
+    return demand, edges, limit
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(graphs(), larger_graphs()))
+def test_the_flow_is_exactly_the_plain_edmonds_karp_split(graph):
+    """The split becomes deployed per-pool quotas: a faster search must not move a single unit."""
+    assert feas.max_flow(*graph) == reference_max_flow(*graph)
 
 
 def test_the_flow_is_deterministic():

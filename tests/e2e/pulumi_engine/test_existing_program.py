@@ -7,7 +7,6 @@ from __future__ import annotations
 import ast
 import runpy
 import shutil
-from pathlib import Path
 
 import pytest
 from kubernetes import client
