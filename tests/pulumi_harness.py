@@ -11,7 +11,6 @@ from typing import Any, Callable
 import pulumi
 import yaml
 
-from components.model.stack import CONFIG_KEY
 
 REPO = Path(__file__).resolve().parents[1]
 

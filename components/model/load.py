@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import gc
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from .problems import Problem
-from .yaml_source import SourceDocument, dotted, yaml_kind, yaml_text
+from .yaml_source import SourceDocument, yaml_kind, yaml_text
 
 
 def _data_path(data: Any, loc: tuple) -> tuple:

@@ -396,7 +396,6 @@ def _borrowing_problems(active, environment, lookalikes: list[tuple]) -> list[Pr
 
 def _kai_problems(active, platform: Platform, doc) -> list[Problem]:
     problems = []
-    tenant_names = {loaded.name for loaded in active}
     children: dict[str, list] = {}
     departments = {kai_department_of(loaded.spec, platform) for loaded in active} | set(platform.queues.kai.departments)
     for loaded in active:

@@ -21,7 +21,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from .base import DnsLabel, Model
+from .base import Model
 from .problems import Problem
 
 STACK_CONFIG_KEY = "gpu-tenancy:platform"  # stack.CONFIG_KEY (stack.py imports this module)

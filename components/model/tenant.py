@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from .base import API_VERSION, DnsLabel, DnsSubdomain, LabelValue, Model, NonNegativeInt, TenantName
+from .base import DnsLabel, DnsSubdomain, LabelValue, Model, NonNegativeInt, TenantName
 from .quantity import Quantity
 
 PodSecurityLevel = Literal["privileged", "baseline", "restricted"]

@@ -10,7 +10,7 @@ import pytest
 
 from components.cli import main
 from tests.cli.test_diff import commit_all, git
-from tests.project_edits import line_of, replace_once
+from tests.project_edits import replace_once
 
 PYTHON_SPELLING = re.compile(r"\bNone\b|\bTrue\b|\bFalse\b|\['|\bNoneType\b")
 

@@ -105,7 +105,6 @@ def rbac_allows(admin: client.ApiClient, member: Member, verb: str, resource: st
     attributes = {"verb": verb, "group": GROUPS.get(resource, ""), "resource": resource}
     if namespace:
         attributes["namespace"] = namespace
-    status, _ = 0, ""
     request = admin.param_serialize("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", body={
         "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
         "spec": {"user": member.user, "groups": list(member.groups), "resourceAttributes": attributes}},

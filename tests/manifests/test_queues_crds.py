@@ -20,7 +20,7 @@ import jsonschema
 import pytest
 import yaml
 
-from components.manifests import kai, kueue, queues
+from components.manifests import queues
 from components.model.load import Environment, LoadedTenant, load_environment
 from components.model.stack import Platform
 from components.model.tenant import Tenant

@@ -148,7 +148,6 @@ def test_component_types_and_names():
     assert types == {"gpu-tenancy:index:Fleet", "gpu-tenancy:index:GpuPlatform", "gpu-tenancy:index:Tenant"}
     for registration in registrations:
         if registration.type.startswith("kubernetes:") and registration.type != "pulumi:providers:kubernetes":
-            owner = registration.name.split("-")[0]
             assert registration.name.startswith(("prod-platform-", "eval-", "inference-", "llm-finetune-")), registration.name
 
 

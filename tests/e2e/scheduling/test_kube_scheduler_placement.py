@@ -13,7 +13,6 @@ import uuid
 
 import pytest
 from kubernetes import client
-from kubernetes.client.rest import ApiException
 
 from components.manifests.gpu_nodes import pool_label, tenant_label
 from components.manifests.placement_policy import pinning_resources, placement
