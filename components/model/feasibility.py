@@ -165,9 +165,6 @@ def max_flow(demand: Mapping[str, int], edges: Mapping[str, list[str]],
     pending = [t for t in tenants if demand[t] > 0]
     holders: dict[str, set[str]] = {}   # pool -> tenants with flow on it (the residual edges p -> t)
 
-    def unmet(t: str) -> bool:
-        return sent[t] < demand[t]
-
     def residual_search() -> tuple[dict, set[str]]:
         # BFS from the source over: source->t (demand left), t->p (always), p->t (flow back), p->sink.
         # Every tenant with demand left is a root at the head of the queue, in order; they are
@@ -187,8 +184,6 @@ def max_flow(demand: Mapping[str, int], edges: Mapping[str, list[str]],
             return None
 
         for t in pending:
-            if not unmet(t):
-                continue
             parent[("t", t)] = None
             seen_t.add(t)
             found = visit(t)
@@ -202,7 +197,7 @@ def max_flow(demand: Mapping[str, int], edges: Mapping[str, list[str]],
                     return found, seen_t
             else:
                 for t in sorted(holders.get(node, ())):
-                    if ("t", t) not in parent and not unmet(t):
+                    if ("t", t) not in parent:   # tenants with demand left are all roots already
                         parent[("t", t)] = ("p", node)
                         seen_t.add(t)
                         queue.append(("t", t))
@@ -235,7 +230,7 @@ def max_flow(demand: Mapping[str, int], edges: Mapping[str, list[str]],
                 flow[b][a] -= amount
                 if not flow[b][a]:
                     holders[a].discard(b)
-        if not unmet(start):
+        if sent[start] == demand[start]:
             pending.remove(start)
 
 

@@ -480,9 +480,7 @@ class ControlPlane:
 
     def quota_used(self, namespace: str) -> dict[str, dict[str, str]]:
         """`status.used` of every ResourceQuota in `namespace`, by quota name (once computed)."""
-        self.wait_quotas(namespace)
-        quotas = k8s_client.CoreV1Api(self.api_client).list_namespaced_resource_quota(namespace).items
-        return {q.metadata.name: dict((q.status and q.status.used) or {}) for q in quotas}
+        return {q.metadata.name: dict(q.status.used) for q in self.wait_quotas(namespace)}
 
     def delete_pods(self, namespace: str, names: Iterable[str], quota_used_before: dict | None = None) -> None:
         """Delete pods at once (no kubelet confirms their end) and wait until they are gone.
@@ -507,13 +505,13 @@ class ControlPlane:
                               what=f"quota of {namespace} released after deleting {names}")
             except TimeoutError as exc:
                 now = self.quota_used(namespace)
-                changed = {q: {k: (quota_used_before.get(q, {}).get(k), v) for k, v in used.items()
-                               if quota_used_before.get(q, {}).get(k) != v}
-                           for q, used in now.items()}
+                changed = {(q, k): (quota_used_before.get(q, {}).get(k), v)
+                           for q, used in now.items() for k, v in used.items()
+                           if quota_used_before.get(q, {}).get(k) != v}
                 controller = next(p for p in self._procs if p.name == "kube-controller-manager")
                 problems = [line for line in controller.log_tail(400).splitlines() if line[:1] in "EWF"]
                 raise TimeoutError(
-                    f"{exc}; (before, now) by quota: { {q: d for q, d in changed.items() if d} }; "
+                    f"{exc}; (before, now) by (quota, resource): {changed}; "
                     f"kube-controller-manager exit code {controller.popen.poll()} (None: running), "
                     f"its last errors and warnings:\n" + "\n".join(problems[-15:])) from None
 
@@ -571,19 +569,20 @@ class ControlPlane:
                 results += self.apply_objects([obj], field_manager=FIELD_MANAGER, dry_run=dry_run)
         return results
 
-    def wait_quotas(self, namespace: str, timeout: float = 30.0) -> None:
-        """Until the quota controller has filled status.hard/used of every quota in `namespace`
+    def wait_quotas(self, namespace: str, timeout: float = 30.0) -> list[Any]:
+        """The quotas of `namespace` once the quota controller has filled their status.hard/used
         (before that, quota admission rejects with "status unknown" or ignores the quota)."""
         core = k8s_client.CoreV1Api(self.api_client)
 
-        def computed() -> bool:
-            for q in core.list_namespaced_resource_quota(namespace).items:
+        def computed() -> tuple[list[Any]] | None:
+            quotas = core.list_namespaced_resource_quota(namespace).items
+            for q in quotas:
                 hard, status = set(q.spec.hard or {}), q.status
                 if status is None or set(status.hard or {}) != hard or not hard <= set(status.used or {}):
-                    return False
-            return True
+                    return None
+            return (quotas,)   # a 1-tuple: a namespace without quotas is computed too
 
-        self.wait_for(computed, timeout=timeout, what=f"quota status in {namespace}")
+        return self.wait_for(computed, timeout=timeout, what=f"quota status in {namespace}")[0]
 
     def wait_namespaces_ready(self, objects: Iterable[dict[str, Any]]) -> None:
         """Until every Namespace among `objects` has its default ServiceAccount and computed quotas."""

@@ -120,7 +120,7 @@ def timed(e2e_summary: list[str], request: pytest.FixtureRequest) -> Callable[[s
 def _changes(counts: dict[str, int] | None) -> str:
     if counts is None:
         return "failed as expected"
-    moved = {op: n for op, n in counts.items() if op != "same" and op != "read" and n}
+    moved = {op: n for op, n in counts.items() if op not in ("same", "read") and n}
     return " ".join(f"{op} {n}" for op, n in sorted(moved.items())) or "no change"
 
 
