@@ -17,9 +17,7 @@ from ..spec.quantity import Quantity
 from ..spec.stack import CONFIG_KEY, Platform
 from ..spec.tenant import Tenant
 from ..spec.yaml_source import SourceDocument, yaml_text
-from ..fleet import queue_arithmetic
-from ..spec import role_bundles
-from . import vcluster
+from . import queues, role_bundles, vcluster
 
 _STRICTNESS = {"privileged": 0, "baseline": 1, "restricted": 2}
 _RESERVED_PREFIXES = ("kube-", "openshift-")
@@ -457,6 +455,6 @@ def check_environment(environment, all_tenants, known_envs: list[str]) -> list[P
             if known_envs and env_name not in known_envs:
                 problems.append(loaded.doc.problem(("environments", env_name), f"no stack '{env_name}' (stacks/Pulumi.{env_name}.yaml){_hint(env_name, known_envs)}"))
     problems.extend(check_fleet(environment, all_tenants))
-    problems.extend(queue_arithmetic.check_environment_queues(environment) + vcluster.check_environment_vclusters(environment))
+    problems.extend(queues.check_environment_queues(environment) + vcluster.check_environment_vclusters(environment))
     problems.extend(role_bundles.check_environment_bundles(environment))
     return problems
