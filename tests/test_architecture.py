@@ -48,9 +48,9 @@ BUILDERS = "Builders take validated specs and fleet facts: manifests never impor
 @pytest.mark.parametrize(("module", "planted", "contract", "chain"), [
     ("manifests/quota.py", "from ..review import diff", LAYERS, "components.manifests.quota -> components.review.diff"),
     ("spec/tenant.py", "from ..fleet import budget", LAYERS, "components.spec.tenant -> components.fleet.budget"),
-    ("fleet/budget.py", "from ..validate import checks", LAYERS, "components.fleet.budget -> components.validate.checks"),
+    ("fleet/budget.py", "from ..validate import fleet", LAYERS, "components.fleet.budget -> components.validate.fleet"),
     ("manifests/quota.py", "from .. import load", LAYERS, "components.manifests.quota -> components.load"),
-    ("manifests/quota.py", "from ..validate import checks", BUILDERS, "components.manifests.quota -> components.validate.checks"),
+    ("manifests/quota.py", "from ..validate import tenant", BUILDERS, "components.manifests.quota -> components.validate.tenant"),
 ])
 def test_an_import_against_the_layers_breaks_a_contract(tmp_path, module, planted, contract, chain):
     result = _lint_planted(tmp_path, module, planted)

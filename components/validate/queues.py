@@ -3,9 +3,7 @@ settings amount to is `components.fleet.queue_arithmetic`, shared with the build
 
 from __future__ import annotations
 
-import difflib
 from fractions import Fraction
-from typing import Iterable
 
 from ..fleet import gpu_capacity as cap
 from ..fleet.queue_arithmetic import (
@@ -19,19 +17,11 @@ from ..fleet.queue_arithmetic import (
     kai_parent_queue,
     lenders,
 )
+from ..spec.hints import closest, did_you_mean
 from ..spec.problems import Problem
-from ..spec.stack import CONFIG_KEY, Platform
+from ..spec.stack import Platform
 from ..spec.tenant import Tenant
-
-
-def _hint(value: str, known: Iterable[str]) -> str:
-    known = sorted(known)
-    close = difflib.get_close_matches(value, known, n=1, cutoff=0.6)
-    return f"; did you mean '{close[0]}'?" if close else f" (known: {', '.join(known) or 'none defined'})"
-
-
-def _platform_path(*parts) -> tuple:
-    return ("config", CONFIG_KEY, *parts)
+from .platform import platform_path
 
 
 def _queue_settings_used(tenant: Tenant) -> list[str]:
@@ -58,7 +48,7 @@ def check_tenant_queue(tenant: Tenant, doc, platform: Platform) -> list[Problem]
             path = ("queue", key, name)
             gpu_class = platform.gpu_classes.get(name)
             if gpu_class is None:
-                add(path, f"unknown GPU class '{name}'{_hint(name, platform.gpu_classes)}")
+                add(path, f"unknown GPU class '{name}'{did_you_mean(name, platform.gpu_classes)}")
             elif name not in allowed:
                 add(path, f"GPU class '{name}' is not one the tenant may use (allowed: {', '.join(sorted(allowed)) or 'none'}); add it to gpu.classes or remove the limit")
             elif cap.is_mig_mixed(gpu_class):
@@ -84,12 +74,12 @@ def check_queues(environment) -> list[Problem]:
     problems: list[Problem] = []
     active = [t for t in environment.tenants if t.spec.lifecycle != "decommissioned"]
     if platform.scheduler != "kai" and platform.queues.kai.departments:
-        problems.append(doc.problem(_platform_path("queues", "kai", "departments"), f"KAI departments have no effect with scheduler '{platform.scheduler}'", severity="warning"))
+        problems.append(doc.problem(platform_path("queues", "kai", "departments"), f"KAI departments have no effect with scheduler '{platform.scheduler}'", severity="warning"))
     if platform.scheduler == "kueue":
         if platform.queues.kueue.preemption.borrow_within_cohort != "Never" and platform.queues.kueue.preemption.reclaim_within_cohort == "Never":
-            problems.append(doc.problem(_platform_path("queues", "kueue", "preemption", "borrowWithinCohort"), "borrowWithinCohort needs reclaimWithinCohort other than Never (Kueue rejects the ClusterQueue otherwise)"))
+            problems.append(doc.problem(platform_path("queues", "kueue", "preemption", "borrowWithinCohort"), "borrowWithinCohort needs reclaimWithinCohort other than Never (Kueue rejects the ClusterQueue otherwise)"))
         if KUEUE_CPU_FLAVOR in platform.node_pools:
-            problems.append(doc.problem(_platform_path("nodePools", KUEUE_CPU_FLAVOR), f"'{KUEUE_CPU_FLAVOR}' is the name of the Kueue ResourceFlavor for cpu and memory (GPU flavors are named after their node pools); rename the node pool"))
+            problems.append(doc.problem(platform_path("nodePools", KUEUE_CPU_FLAVOR), f"'{KUEUE_CPU_FLAVOR}' is the name of the Kueue ResourceFlavor for cpu and memory (GPU flavors are named after their node pools); rename the node pool"))
     lookalikes = _lookalike_cohorts(active, platform)
     if platform.scheduler == "kueue":
         problems.extend(_borrowing_problems(active, environment, lookalikes))
@@ -127,9 +117,9 @@ def _lookalike_cohorts(active, platform: Platform) -> list[tuple]:
     for cohort, alone in sorted(members.items()):
         if len(alone) != 1 or cohort in declared or alone[0].spec.queue.cohort is None:
             continue
-        close = difflib.get_close_matches(cohort, [c for c in shared if c != cohort], n=1, cutoff=0.8)
+        close = closest(cohort, [c for c in shared if c != cohort], cutoff=0.8)
         if close:
-            result.append((alone[0], cohort, close[0], sorted(m.name for m in members.get(close[0], []))))
+            result.append((alone[0], cohort, close, sorted(m.name for m in members.get(close, []))))
     return result
 
 
@@ -170,7 +160,7 @@ def _kai_problems(active, platform: Platform, doc) -> list[Problem]:
         if clash:
             problems.append(loaded.doc.problem(("name",), f"tenant '{loaded.name}' has the name of the KAI parent queue of department '{clash[0]}'; parent and leaf queues share one set of names, rename the tenant or the department"))
     for name, department in sorted(platform.queues.kai.departments.items()):
-        where = _platform_path("queues", "kai", "departments", name)
+        where = platform_path("queues", "kai", "departments", name)
         members = children.get(name, [])
         for resource, unit in (("gpu", "GPUs"), ("cpu", "millicores"), ("memory", "MB")):
             declared = getattr(department, resource)

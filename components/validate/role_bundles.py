@@ -4,12 +4,12 @@ tenant names must be offered (the bundles themselves are `components.spec.role_b
 
 from __future__ import annotations
 
-import difflib
 import re
 
+from ..spec.hints import did_you_mean
 from ..spec.problems import Problem
 from ..spec.role_bundles import READ_VERBS, BundleRule, effective_bundles
-from ..spec.stack import CONFIG_KEY
+from .platform import platform_path
 
 FORBIDDEN_VERBS = {
     "*": "a wildcard verb grants every verb, present and future",
@@ -112,15 +112,10 @@ def check_role_bundles(platform, doc) -> list[Problem]:
     problems = []
     for name, bundle in sorted(platform.role_bundles.items()):
         for index, rule in enumerate(bundle.rules):
-            where = ("config", CONFIG_KEY, "roleBundles", name, "rules", index)
+            where = platform_path("roleBundles", name, "rules", index)
             for path, message in rule_problems(rule):
                 problems.append(doc.problem(where + path, f"role bundle '{name}': {message}"))
     return problems
-
-
-def _close(value: str, known) -> str:
-    close = difflib.get_close_matches(value, sorted(known), n=1, cutoff=0.6)
-    return f"; did you mean '{close[0]}'?" if close else f" (offered: {', '.join(sorted(known))})"
 
 
 def check_tenant_bundles(tenant, doc, platform) -> list[Problem]:
@@ -130,7 +125,7 @@ def check_tenant_bundles(tenant, doc, platform) -> list[Problem]:
     for role in ("owners", "developers", "viewers"):
         for index, name in enumerate(getattr(tenant.access, role).bundles):
             if name not in offered:
-                problems.append(doc.problem(("access", role, "bundles", index), f"unknown role bundle '{name}'{_close(name, offered)} (bundles are shipped or defined in the stack's roleBundles)"))
+                problems.append(doc.problem(("access", role, "bundles", index), f"unknown role bundle '{name}'{did_you_mean(name, offered, listing='offered')} (bundles are shipped or defined in the stack's roleBundles)"))
     return problems
 
 
