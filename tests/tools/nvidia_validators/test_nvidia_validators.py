@@ -1,7 +1,7 @@
 """The NVIDIA tools' own parsers read every GPU sharing config gpu-tenancy writes, as it is meant.
 
-The device plugin loads one entry of the device-plugin ConfigMap (the one its node's
-`nvidia.com/device-plugin.config` label names) with `api/config/v1`; the MIG Manager checks the
+The device plugin loads one entry of the device-plugin ConfigMap (time-slicing or MPS; the one
+its node's `nvidia.com/device-plugin.config` label names) with `api/config/v1`; the MIG Manager checks the
 layout its node's `nvidia.com/mig.config` label names with mig-parted's `api/spec/v1` before it
 repartitions. `tools/nvidia-validators` runs exactly those parsers (tools/README.md). Configs come
 from every example stack, every fixture project under tests/ with a `stacks/` folder (one of
@@ -85,8 +85,10 @@ MIG_PARTED_CONFIGS = [label for label, environment in ENVIRONMENTS.items() if mi
 
 
 def test_the_configs_cover_every_setting_that_changes_what_is_written():
-    time_slicing = [ENVIRONMENTS[p.values[0]].platform.gpu_classes[p.values[1]].time_slicing for p in DEVICE_PLUGIN_ENTRIES]
+    shared = [ENVIRONMENTS[p.values[0]].platform.gpu_classes[p.values[1]] for p in DEVICE_PLUGIN_ENTRIES]
+    time_slicing = [c.time_slicing for c in shared if c.time_slicing]
     assert {(t.rename_by_default, t.fail_requests_greater_than_one) for t in time_slicing} >= {(False, True), (True, False)}
+    assert {c.mps.rename_by_default for c in shared if c.mps} == {False, True}
     layouts = [yaml.safe_load(mig_config_map(ENVIRONMENTS[label])["data"][CONFIG_KEY]) for label in MIG_PARTED_CONFIGS]
     groups = [group for layout in layouts for name, groups in layout["mig-configs"].items() if name != ALL_DISABLED for group in groups]
     assert {isinstance(g["devices"], list) for g in groups} == {True, False}
@@ -95,21 +97,23 @@ def test_the_configs_cover_every_setting_that_changes_what_is_written():
 
 
 @pytest.mark.parametrize("environment_label, entry", DEVICE_PLUGIN_ENTRIES)
-def test_the_device_plugin_runs_each_time_slicing_entry_as_the_stack_means_it(nvidia, tmp_path, environment_label, entry):
+def test_the_device_plugin_runs_each_sharing_entry_as_the_stack_means_it(nvidia, tmp_path, environment_label, entry):
     environment = ENVIRONMENTS[environment_label]
     gpu_class = environment.platform.gpu_classes[entry]
     mounted = mount(device_plugin_config_map(environment), tmp_path)
 
     report = nvidia.accepts("device-plugin", mounted / entry)
 
-    assert report["sharingStrategy"] == "time-slicing"
-    assert report["config"]["flags"]["migStrategy"] == "none"
-    sliced = report["config"]["sharing"]["timeSlicing"]
-    [resource] = sliced["resources"]
-    assert (resource["replicas"], resource["devices"]) == (gpu_class.time_slicing.replicas, "all")
+    strategy, section = ("time-slicing", "timeSlicing") if gpu_class.time_slicing else ("mps", "mps")
+    assert report["sharingStrategy"] == strategy
+    assert report["config"]["flags"]["migStrategy"] == "none"  # the plugin refuses MPS with `mixed`
+    shared = report["config"]["sharing"][section]
+    [resource] = shared["resources"]
+    assert (resource["replicas"], resource["devices"]) == (gpu_class.replication.replicas, "all")
     # The name the plugin advertises is the one the quota and the placement policy meter.
     assert resource.get("rename", resource["name"]) == class_resource(gpu_class)
-    assert sliced.get("failRequestsGreaterThanOne", False) is gpu_class.time_slicing.fail_requests_greater_than_one
+    one_share_only = gpu_class.time_slicing.fail_requests_greater_than_one if gpu_class.time_slicing else True
+    assert shared.get("failRequestsGreaterThanOne", False) is one_share_only
 
 
 @pytest.mark.parametrize("environment_label", sorted({p.values[0] for p in DEVICE_PLUGIN_ENTRIES}))
@@ -117,9 +121,9 @@ def test_every_device_plugin_config_label_names_an_entry(environment_label):
     # The plugin's config-manager copies the mounted file named by the node's label; no file, no start.
     environment = ENVIRONMENTS[environment_label]
     labels = node_label_values(environment, DEVICE_PLUGIN_CONFIG_LABEL)
-    time_sliced = {name for name, c in environment.platform.gpu_classes.items() if c.sharing == "timeSlicing"}
+    shared = {name for name, c in environment.platform.gpu_classes.items() if c.replication}
 
-    assert labels and labels <= set(device_plugin_config_map(environment)["data"]) == time_sliced
+    assert labels and labels <= set(device_plugin_config_map(environment)["data"]) == shared
 
 
 @pytest.mark.parametrize("environment_label", MIG_PARTED_CONFIGS)
@@ -144,6 +148,15 @@ def _without_nulls(value):
 
 # ---- the validators refuse what the tools refuse or would not apply -----------------------------
 
+
+def broken(config: Path, old: str, new: str) -> Path:
+    """`config` with the first `old` replaced by `new` (which must be there: the render may change)."""
+    text = config.read_text()
+    assert old in text, text
+    config.write_text(text.replace(old, new, 1))
+    return config
+
+
 DEVICE_PLUGIN_BREAKAGES = {
     "one replica": ("replicas: 4", "replicas: 1", "number of replicas must be >= 2"),
     "misspelt key": ("failRequestsGreaterThanOne:", "failRequestGreaterThanOne:",
@@ -157,12 +170,16 @@ DEVICE_PLUGIN_BREAKAGES = {
 
 @pytest.mark.parametrize("old, new, reason", DEVICE_PLUGIN_BREAKAGES.values(), ids=DEVICE_PLUGIN_BREAKAGES)
 def test_the_device_plugin_parser_refuses_a_broken_entry(nvidia, tmp_path, old, new, reason):
-    entry = mount(device_plugin_config_map(ENVIRONMENTS["dev"]), tmp_path) / "l4"
-    text = entry.read_text()
-    assert old in text, text
-    entry.write_text(text.replace(old, new, 1))
+    entry = broken(mount(device_plugin_config_map(ENVIRONMENTS["dev"]), tmp_path) / "l4", old, new)
 
     assert reason in nvidia.refusal("device-plugin", entry)
+
+
+def test_the_device_plugin_parser_refuses_mps_with_the_mixed_mig_strategy(nvidia, tmp_path):
+    entry = mount(device_plugin_config_map(ENVIRONMENTS["tools/nvidia_validators/fixtures:sharing"]), tmp_path) / "l4-mps"
+    assert "  mps:\n" in broken(entry, "migStrategy: none", "migStrategy: mixed").read_text()
+
+    assert "using --mig-strategy=mixed is not supported with MPS" in nvidia.refusal("device-plugin", entry)
 
 
 MIG_PARTED_BREAKAGES = {
@@ -179,10 +196,7 @@ MIG_PARTED_BREAKAGES = {
 @pytest.mark.parametrize("old, new, reason", MIG_PARTED_BREAKAGES.values(), ids=MIG_PARTED_BREAKAGES)
 def test_mig_parted_refuses_a_broken_config(nvidia, tmp_path, old, new, reason):
     prod = ENVIRONMENTS["prod"]
-    config = mount(mig_config_map(prod), tmp_path) / CONFIG_KEY
-    text = config.read_text()
-    assert old in text, text
-    config.write_text(text.replace(old, new, 1))
+    config = broken(mount(mig_config_map(prod), tmp_path) / CONFIG_KEY, old, new)
 
     assert reason in nvidia.refusal("mig-parted", config, *sorted(node_label_values(prod, MIG_CONFIG_LABEL)))
 
