@@ -117,3 +117,18 @@ def test_a_pod_selecting_another_tenants_dedicated_pool_is_refused(kai_stack, po
     with pytest.raises(ApiException) as refused:
         pods.submit("eval", kai_pod(1, queue="eval", selector={pool_label(ENVIRONMENT.platform): "h100-train"}))
     assert refused.value.status == 403 and "h100-train" in refused.value.body
+
+
+def test_the_queue_fills_to_its_quota_and_the_next_pod_is_refused(kai_stack, pods):
+    """llm-finetune's queue and ResourceQuota both hold 12 H100s: KAI binds 12 on its pool, the 13th is refused at creation."""
+    platform = ENVIRONMENT.platform
+    quota = cap.gpu_quota_by_class(kai_stack.tenant("llm-finetune"), platform)["h100"]
+    assert kai_stack.find("Queue", "llm-finetune")["spec"]["resources"]["gpu"]["quota"] == quota
+    target = on_pool(kai_stack, "llm-finetune", "h100-train")
+    per_node = platform.node_pools["h100-train"].gpus_per_node
+    sizes = [per_node] * (quota // per_node) + ([quota % per_node] if quota % per_node else [])
+    names = [pods.submit("llm-finetune", kai_pod(n, queue="llm-finetune", **target)) for n in sizes]
+    assert {kai_stack.node_pool[pods.wait_bound("llm-finetune", n).spec.node_name] for n in names} == {"h100-train"}
+    with pytest.raises(ApiException) as refused:
+        pods.submit("llm-finetune", kai_pod(1, queue="llm-finetune", **target))
+    assert refused.value.status == 403 and "exceeded quota" in refused.value.body
