@@ -37,6 +37,16 @@ def job(resources: dict[str, int], *, parallelism: int = 1, node_selector: dict 
                      "template": {"spec": pod_spec}}}
 
 
+def event_lines(core: client.CoreV1Api, namespace: str, name: str) -> list[str]:
+    """`Kind/name: reason: message` of every event in `namespace` about an object whose name contains `name`.
+
+    >>> event_lines(core, "eval", "e2e-1234")   # doctest: +SKIP
+    ['Pod/e2e-1234-x7k: FailedScheduling: 0/12 nodes are available: ...']
+    """
+    return [f"{e.involved_object.kind}/{e.involved_object.name}: {e.reason}: {e.message}"
+            for e in core.list_namespaced_event(namespace).items if name in (e.involved_object.name or "")]
+
+
 class Jobs:
     """Submit Jobs as the tenant's developers would; deleted (with pods and Workloads) after the test."""
 
@@ -94,9 +104,7 @@ class Jobs:
 
     def explain(self, namespace: str, name: str) -> str:
         """Events and workload status, to say why a job is not where the test expected it."""
-        events = self.core.list_namespaced_event(namespace).items
-        lines = [f"{e.involved_object.kind}/{e.involved_object.name}: {e.reason}: {e.message}"
-                 for e in events if name in (e.involved_object.name or "")]
+        lines = event_lines(self.core, namespace, name)
         wl = self.workload(namespace, name)
         lines.append(f"workload status: {(wl or {}).get('status')}")
         for pod in self.pods(namespace, name):

@@ -35,7 +35,9 @@ from typing import Any, Iterator
 import pytest
 
 from tests.e2e.conftest import REPO_ROOT, VERSIONS, ControlPlane, _free_port, _Proc
-from tests.e2e.scheduling.conftest import REQUIRED_ENV, SchedulingStack, _running
+from tests.e2e.scheduling.conftest import RESEARCH, REQUIRED_ENV, SchedulingStack, _running
+from tests.e2e.scheduling.jobs import event_lines
+from tests.project_edits import replace_once
 
 KAI_VERSION = VERSIONS["KAI_VERSION"]
 KAI_BINARIES = ("kai-scheduler", "kai-binder", "kai-podgrouper")
@@ -304,9 +306,7 @@ class KaiPods:
 
     def explain(self, namespace: str, name: str) -> str:
         """Events, PodGroup status and pod conditions, to say why a pod is not where the test expected it."""
-        events = self.core.list_namespaced_event(namespace).items
-        lines = [f"{e.involved_object.kind}/{e.involved_object.name}: {e.reason}: {e.message}"
-                 for e in events if name in (e.involved_object.name or "")]
+        lines = event_lines(self.core, namespace, name)
         group = self.pod_group(namespace, name)
         lines.append(f"podgroup: {(group or {}).get('spec')} status={(group or {}).get('status')}")
         pod = self.core.read_namespaced_pod(name, namespace)
@@ -330,21 +330,8 @@ class KaiPods:
 # before KAI sees it. This copy adds `research` beside eval on the shared A100 pool, in eval's
 # department: 4 A100s of quota, and what eval lends there (its 6) on top in the ResourceQuota
 # (docs/queues-and-vclusters.md, "one rule"), so pods over research's queue quota reach KAI.
-KAI_RESEARCH = """apiVersion: gpu-tenancy.dev/v1alpha1
-kind: Tenant
-name: research
-displayName: Research
-costCenter: cc-9000
-access:
-  developers:
-    groups: [research-eng]
-quota:
-  cpu: {requests: "32", limits: "64"}
-  memory: {requests: 128Gi, limits: 256Gi}
-  gpu: {a100: 4}
-gpu:
-  classes: [a100]
-"""
+# The borrowing tenant of the Kueue lane (conftest.RESEARCH) with half its A100s and a developer group to act as.
+KAI_RESEARCH = RESEARCH.replace("  gpu: {a100: 8}\n", "  gpu: {a100: 4}\n") + "access:\n  developers:\n    groups: [research-eng]\n"
 
 
 def write_kai_borrowing_project(root: Path) -> Path:
@@ -353,10 +340,7 @@ def write_kai_borrowing_project(root: Path) -> Path:
 
     for part in ("tenants", "stacks"):
         shutil.copytree(REPO_ROOT / part, root / part)
-    eval_file = root / "tenants" / "eval.yaml"
-    text = eval_file.read_text()
-    old = "  staging:\n    quota:\n      gpu: {a100: 8}\n"
-    assert text.count(old) == 1, "tenants/eval.yaml changed: update write_kai_borrowing_project"
-    eval_file.write_text(text.replace(old, "  staging:\n    quota:\n      gpu: {a100: 6}\n"))
+    replace_once(root / "tenants" / "eval.yaml", "  staging:\n    quota:\n      gpu: {a100: 8}\n",
+                 "  staging:\n    quota:\n      gpu: {a100: 6}\n")
     (root / "tenants" / "research.yaml").write_text(KAI_RESEARCH)
     return root
