@@ -132,3 +132,14 @@ def test_the_queue_fills_to_its_quota_and_the_next_pod_is_refused(kai_stack, pod
     with pytest.raises(ApiException) as refused:
         pods.submit("llm-finetune", kai_pod(1, queue="llm-finetune", **target))
     assert refused.value.status == 403 and "exceeded quota" in refused.value.body
+
+
+def test_a_tenants_extra_namespace_uses_the_tenants_queue(kai_stack, pods):
+    """inference-canary belongs to inference: its pods go through queue `inference`, and only that queue."""
+    target = on_pool(kai_stack, "inference", "h100-serve")
+    with pytest.raises(ApiException) as refused:
+        pods.submit("inference", kai_pod(1, queue="inference-canary", **target), namespace="inference-canary")
+    assert refused.value.status == 403 and f"{QUEUE_LABEL} must be inference" in refused.value.body
+    name = pods.submit("inference", kai_pod(1, queue="inference", **target), namespace="inference-canary")
+    assert kai_stack.node_pool[pods.wait_bound("inference-canary", name).spec.node_name] == "h100-serve"
+    assert pods.pod_group("inference-canary", name)["spec"]["queue"] == "inference"
