@@ -37,6 +37,17 @@ def job(resources: dict[str, int], *, parallelism: int = 1, node_selector: dict 
                      "template": {"spec": pod_spec}}}
 
 
+def wait_or_explain(cp: Any, predicate: Any, what: str, explain: Any, timeout: float) -> Any:
+    """`cp.wait_for(predicate)`; on timeout an AssertionError that adds `explain()` (events, status) to the message.
+
+    >>> wait_or_explain(cp, lambda: pod.spec.node_name, "pod bound", lambda: "no node fits", 90)   # doctest: +SKIP
+    """
+    try:
+        return cp.wait_for(predicate, timeout=timeout, interval=0.5, what=what)
+    except TimeoutError as exc:
+        raise AssertionError(f"{exc}\n{explain()}") from None
+
+
 def event_lines(core: client.CoreV1Api, namespace: str, name: str) -> list[str]:
     """`Kind/name: reason: message` of every event in `namespace` about an object whose name contains `name`.
 
@@ -86,10 +97,8 @@ class Jobs:
             pods = self.pods(namespace, name)
             return pods if len(pods) == count and all(p.spec.node_name for p in pods) else None
 
-        try:
-            return self.cp.wait_for(bound, timeout=timeout, interval=0.5, what=f"{count} bound pods of job {namespace}/{name}")
-        except TimeoutError as exc:
-            raise AssertionError(f"{exc}\n{self.explain(namespace, name)}") from None
+        return wait_or_explain(self.cp, bound, f"{count} bound pods of job {namespace}/{name}",
+                               lambda: self.explain(namespace, name), timeout)
 
     def wait_pending_in_queue(self, namespace: str, name: str, timeout: float = 60) -> dict:
         """Until Kueue has looked at the Workload and not reserved quota for it (the reason is in the message)."""
@@ -97,10 +106,8 @@ class Jobs:
             c = self.condition(namespace, name, "QuotaReserved")
             return c if c and c["status"] == "False" and c.get("message") else None
 
-        try:
-            return self.cp.wait_for(evaluated, timeout=timeout, interval=0.5, what=f"Kueue to evaluate {namespace}/{name}")
-        except TimeoutError as exc:
-            raise AssertionError(f"{exc}\n{self.explain(namespace, name)}") from None
+        return wait_or_explain(self.cp, evaluated, f"Kueue to evaluate {namespace}/{name}",
+                               lambda: self.explain(namespace, name), timeout)
 
     def explain(self, namespace: str, name: str) -> str:
         """Events and workload status, to say why a job is not where the test expected it."""

@@ -36,7 +36,7 @@ import pytest
 
 from tests.e2e.conftest import REPO_ROOT, VERSIONS, ControlPlane, _free_port, _Proc
 from tests.e2e.scheduling.conftest import RESEARCH, REQUIRED_ENV, SchedulingStack, _running
-from tests.e2e.scheduling.jobs import event_lines
+from tests.e2e.scheduling.jobs import event_lines, wait_or_explain
 from tests.project_edits import replace_once
 
 KAI_VERSION = VERSIONS["KAI_VERSION"]
@@ -287,10 +287,8 @@ class KaiPods:
             pod = self.core.read_namespaced_pod(name, namespace)
             return pod if pod.spec.node_name else None
 
-        try:
-            return self.cp.wait_for(bound, timeout=timeout, interval=0.5, what=f"pod {namespace}/{name} bound by KAI")
-        except TimeoutError as exc:
-            raise AssertionError(f"{exc}\n{self.explain(namespace, name)}") from None
+        return wait_or_explain(self.cp, bound, f"pod {namespace}/{name} bound by KAI",
+                               lambda: self.explain(namespace, name), timeout)
 
     def wait_event(self, namespace: str, name: str, reason: str, containing: str = "", timeout: float = 60) -> Any:
         """Until an event with `reason` (and `containing` in its message) about the pod or its PodGroup exists."""
@@ -299,10 +297,8 @@ class KaiPods:
                          if e.reason == reason and name in (e.involved_object.name or "")
                          and containing in (e.message or "")), None)
 
-        try:
-            return self.cp.wait_for(found, timeout=timeout, interval=0.5, what=f"a {reason} event about {namespace}/{name}")
-        except TimeoutError as exc:
-            raise AssertionError(f"{exc}\n{self.explain(namespace, name)}") from None
+        return wait_or_explain(self.cp, found, f"a {reason} event about {namespace}/{name}",
+                               lambda: self.explain(namespace, name), timeout)
 
     def explain(self, namespace: str, name: str) -> str:
         """Events, PodGroup status and pod conditions, to say why a pod is not where the test expected it."""
