@@ -278,7 +278,9 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child
         pass
 
 
-class _Proc:
+class Process:
+    """One binary of the control plane (or of a lane on top of it), its output in `log_dir/<name>.log`."""
+
     def __init__(self, name: str, argv: list[str], log_dir: Path) -> None:
         self.name = name
         self.argv = argv
@@ -333,7 +335,7 @@ class ControlPlane:
         self.ca_file = self.ca.cert_path
         self.port = free_port()
         self.url = f"https://127.0.0.1:{self.port}"
-        self._procs: list[_Proc] = []
+        self._procs: list[Process] = []
         self._clients: dict[tuple[str, tuple[str, ...]], k8s_client.ApiClient] = {}
         self._dynamic: k8s_dynamic.DynamicClient | None = None
         self.kubeconfig = self.kubeconfig_for("e2e-admin", ["system:masters"], name="admin")
@@ -554,8 +556,8 @@ class ControlPlane:
 
     # ---- lifecycle -------------------------------------------------------
 
-    def _start(self, name: str, args: list[str]) -> _Proc:
-        proc = _Proc(name, [str(self.bin_dir / name), *args], self.log_dir)
+    def _start(self, name: str, args: list[str]) -> Process:
+        proc = Process(name, [str(self.bin_dir / name), *args], self.log_dir)
         self._procs.append(proc)
         return proc
 

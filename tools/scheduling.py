@@ -60,6 +60,8 @@ from tools.control_plane import (
 
 KUEUE_VERSION = VERSIONS["KUEUE_VERSION"]
 SCHEDULING_BINARIES = ("kube-scheduler", "kueue")
+# Set by `make e2e-scheduling`: a scheduling lane that cannot run fails instead of skipping.
+REQUIRED_ENV = "GPU_TENANCY_SCHEDULING_REQUIRED"
 KUEUE_NAMESPACE = "kueue-system"
 KUEUE_SERVICE = "kueue-webhook-service"          # Kueue's defaults (internalCertManagement)
 KUEUE_SECRET = "kueue-webhook-server-cert"
