@@ -88,6 +88,19 @@ def _subjects(subjects: list[dict[str, Any]], ref: str, field: str) -> tuple[dic
     return out, notes
 
 
+def _bindings(access: dict[str, Any], bindings: list[dict[str, Any]], ref: str, field: str, notes: list[Unmapped]) -> dict[str, Any]:
+    """Capsule bindings ({clusterRoleName, subjects}) to admin, edit or view, added to `access`; others go to `notes`."""
+    for index, binding in enumerate(bindings):
+        role = ROLE_OF_CLUSTER_ROLE.get(binding.get("clusterRoleName"))
+        if role is None:
+            notes.append(Unmapped(ref, f"{field}[{index}]", f"ClusterRole {binding.get('clusterRoleName')} is not admin, edit or view; not imported"))
+            continue
+        subjects, more = _subjects(binding.get("subjects") or [], ref, f"{field}[{index}].subjects")
+        notes.extend(more)
+        access = merge_tenant_data(access, {role: subjects})
+    return access
+
+
 def _capsule(doc: dict[str, Any], platform: Platform, ref: str, gpu_class_of) -> Imported:
     name = doc["metadata"]["name"]
     annotations = doc["metadata"].get("annotations") or {}
@@ -99,27 +112,13 @@ def _capsule(doc: dict[str, Any], platform: Platform, ref: str, gpu_class_of) ->
     owners, more = _subjects(spec.get("owners") or [], ref, "spec.owners")
     notes.extend(more)
     access: dict[str, Any] = {"owners": owners} if owners else {}
-    for index, binding in enumerate(spec.get("additionalRoleBindings") or []):
-        role = ROLE_OF_CLUSTER_ROLE.get(binding.get("clusterRoleName"))
-        if role is None:
-            notes.append(Unmapped(ref, f"spec.additionalRoleBindings[{index}]", f"ClusterRole {binding.get('clusterRoleName')} is not admin, edit or view; not imported"))
-            continue
-        subjects, more = _subjects(binding.get("subjects") or [], ref, f"spec.additionalRoleBindings[{index}].subjects")
-        notes.extend(more)
-        access = merge_tenant_data(access, {role: subjects})
+    access = _bindings(access, spec.get("additionalRoleBindings") or [], ref, "spec.additionalRoleBindings", notes)
     for index, rule in enumerate(spec.get("rules") or []):
         where = f"spec.rules[{index}]"
         if rule.get("namespaceSelector"):
             notes.append(Unmapped(ref, where, "applies to some namespaces of the tenant only; a tenant file applies to all: not imported"))
             continue
-        for b, binding in enumerate((rule.get("permissions") or {}).get("bindings") or []):
-            role = ROLE_OF_CLUSTER_ROLE.get(binding.get("clusterRoleName"))
-            if role is None:
-                notes.append(Unmapped(ref, f"{where}.permissions.bindings[{b}]", f"ClusterRole {binding.get('clusterRoleName')} is not admin, edit or view; not imported"))
-                continue
-            subjects, more = _subjects(binding.get("subjects") or [], ref, f"{where}.permissions.bindings[{b}].subjects")
-            notes.extend(more)
-            access = merge_tenant_data(access, {role: subjects})
+        access = _bindings(access, (rule.get("permissions") or {}).get("bindings") or [], ref, f"{where}.permissions.bindings", notes)
         for q, item in enumerate(rule.get("quota") or []):
             part, more = quota_fields(item.get("hard") or {}, platform, f"{ref} {where}.quota[{q}]", gpu_class_of=gpu_class_of)
             data = merge_tenant_data(data, part)

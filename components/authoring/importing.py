@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -319,33 +318,81 @@ def tenant_file_text(data: dict[str, Any], *, sources: list[str] = (), unmapped:
     return "\n".join(lines) + "\n" + body
 
 
-def check_against_stack(root, env: str, texts: dict[str, str]) -> list:
-    """Errors the imported files (`{tenant name: text}`) cause in stack `env`, validated with the project's
-    other tenant files as `tenants validate --stack env` would (a stack that lists its tenants is checked
-    as if it listed them too). Empty when they are valid there.
+def environment_with_imports(root, env: str, texts: dict[str, str]):
+    """The environment of stack `env` with the imported files (`{tenant name: text}`) added to the
+    project's other tenant files, validated as `tenants validate --stack env` would (a stack that lists
+    its tenants as if it listed them too); raises `InvalidInput` with every problem.
 
-    >>> check_against_stack(Path("."), "dev", {"team-a": text})  # doctest: +SKIP
-    []
+    >>> environment_with_imports(Path("."), "dev", {"team-a": text}).tenants  # doctest: +SKIP
+    [...]
     """
     from ..load import environment_from_documents, load_platform, read_tenant_documents, stack_names
-    from ..spec.problems import InvalidInput, errors_only
     from ..spec.stack import CONFIG_KEY
     from ..spec.yaml_source import SourceDocument, parse_yaml
 
     new_docs = [parse_yaml(text, f"tenants/{name}.yaml") for name, text in sorted(texts.items())]
     existing, _ = read_tenant_documents(root)
     others = [d for d in existing if d.file.rsplit("/", 1)[-1].rsplit(".", 1)[0] not in texts]
-    try:
-        _, doc = load_platform(root, env)
-    except InvalidInput as err:
-        return errors_only(err.problems)
+    _, doc = load_platform(root, env)
     data = copy.deepcopy(doc.data)
     listed = data["config"][CONFIG_KEY].get("tenants")
     if isinstance(listed, list):
         listed.extend(n for n in sorted(texts) if n not in listed)
     with_new = SourceDocument(doc.file, data, doc.positions, doc.origins)
+    return environment_from_documents(env, with_new, [*others, *new_docs], [], known_envs=stack_names(root))
+
+
+def check_against_stack(root, env: str, texts: dict[str, str]) -> list:
+    """Errors the imported files cause in stack `env` (see `environment_with_imports`); empty when valid.
+
+    >>> check_against_stack(Path("."), "dev", {"team-a": text})  # doctest: +SKIP
+    []
+    """
+    from ..spec.problems import InvalidInput, errors_only
+
     try:
-        environment_from_documents(env, with_new, [*others, *new_docs], [], known_envs=stack_names(root))
+        environment_with_imports(root, env, texts)
     except InvalidInput as err:
         return errors_only(err.problems)
     return []
+
+
+def object_key(obj: dict[str, Any]) -> tuple[str, str, str, str]:
+    """(apiVersion, kind, namespace, name) of an object."""
+    meta = obj.get("metadata") or {}
+    return obj.get("apiVersion", ""), obj.get("kind", ""), meta.get("namespace") or "", meta.get("name", "")
+
+
+def _differences(wanted: Any, live: Any, path: str) -> list[str]:
+    if isinstance(wanted, dict) and isinstance(live, dict):
+        return [d for key in sorted(wanted) for d in _differences(wanted[key], live.get(key), f"{path}.{key}" if path else key)]
+    if wanted == live or (wanted is not None and live is not None and str(wanted) == str(live)):
+        return []
+    return [path]
+
+
+def adoption_plan(generated: list[dict[str, Any]], live: dict[tuple, dict[str, Any] | None]) -> list[str]:
+    """What the first deployment does to each generated object: existing ones whose fields differ
+    first (they are updated: the fields named), then existing ones adopted as they are, then creates.
+    `live` maps `object_key` to the live object, or None when there is none.
+
+    >>> ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a", "labels": {"team": "a"}}}
+    >>> adoption_plan([ns], {object_key(ns): {"metadata": {"name": "a", "labels": {}}}})
+    ['update Namespace a (exists; adopted, changing metadata.labels.team)']
+    """
+    updates, same, creates = [], [], []
+    for obj in sorted(generated, key=object_key):
+        _, kind, namespace, name = object_key(obj)
+        shown = f"{kind} {namespace + '/' if namespace else ''}{name}"
+        current = live.get(object_key(obj))
+        if current is None:
+            creates.append(f"create {shown}")
+            continue
+        wanted = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
+        wanted["metadata"] = {k: v for k, v in (obj.get("metadata") or {}).items() if k in ("labels", "annotations")}
+        changed = _differences(wanted, current, "")
+        if changed:
+            updates.append(f"update {shown} (exists; adopted, changing {', '.join(changed)})")
+        else:
+            same.append(f"adopt {shown} (exists, as generated)")
+    return [*updates, *same, *creates]

@@ -61,13 +61,11 @@ def _classes(values: list[str]) -> dict[str, str]:
 
 
 def _kubernetes_client():
-    try:
-        import kubernetes  # noqa: F401  (an optional dependency: the `import` extra)
+    try:  # an optional dependency: the `import` extra
+        from kubernetes import client, config
     except ImportError:
         raise SystemExit(f"{PROG}: reading a live cluster needs the kubernetes Python client: pip install 'gpu-tenancy[import]' "
                          "(or import from files with --from)") from None
-    from kubernetes import client, config
-
     return client, config
 
 
@@ -94,6 +92,41 @@ def read_cluster(kubeconfig: Path | None, context: str | None, selector: str | N
     return namespaces, objects
 
 
+def read_live(kubeconfig: Path | None, context: str | None, objects: list[dict]) -> dict[tuple, dict | None]:
+    """The live object of each of `objects` (by `object_key`), None where there is none or its kind is not served."""
+    from ..authoring.importing import object_key
+
+    _, config = _kubernetes_client()
+    from kubernetes.dynamic import DynamicClient
+    from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
+
+    dynamic = DynamicClient(config.new_client_from_config(config_file=str(kubeconfig) if kubeconfig else None, context=context))
+    live: dict[tuple, dict | None] = {}
+    for obj in objects:
+        key = object_key(obj)
+        try:
+            resource = dynamic.resources.get(api_version=key[0], kind=key[1])
+            live[key] = dynamic.get(resource, name=key[3], namespace=key[2] or None).to_dict()
+        except (NotFoundError, ResourceNotFoundError):
+            live[key] = None
+    return live
+
+
+def _from_cluster(read, kubeconfig, context, *rest):
+    """`read(kubeconfig, context, ...)`, with the API server's refusal or absence said in one line."""
+    from kubernetes.client.exceptions import ApiException
+    from kubernetes.config import ConfigException
+    from urllib3.exceptions import HTTPError
+
+    try:
+        return read(kubeconfig, context, *rest)
+    except ApiException as err:
+        raise SystemExit(f"{PROG}: the API server answered {err.status} {err.reason} (context {context}): {(err.body or '')[:300]}") from None
+    except (ConfigException, HTTPError, OSError) as err:
+        raise SystemExit(f"{PROG}: cannot reach the cluster of context {context} "
+                         f"(kubeconfig {kubeconfig or 'default'}): {err}") from None
+
+
 def _read_files(paths: list[Path]) -> list[dict[str, Any]]:
     import yaml
 
@@ -109,7 +142,8 @@ def _read_files(paths: list[Path]) -> list[dict[str, Any]]:
 def run(args: argparse.Namespace) -> int:
     from ..authoring.import_cluster import tenants_from_cluster
     from ..authoring.import_files import tenants_from_documents
-    from ..authoring.importing import check_against_stack, tenant_file_text
+    from ..authoring.importing import adoption_plan, environment_with_imports, tenant_file_text
+    from ..spec.problems import InvalidInput, errors_only
     from ..load import load_platform
 
     live = bool(args.context or args.kubeconfig or args.selector or args.namespace)
@@ -123,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     platform, _ = load_platform(args.root, args.stack)
     if live:
-        namespaces, objects = read_cluster(args.kubeconfig, args.context or platform.kube_context, args.selector, args.namespace)
+        namespaces, objects = _from_cluster(read_cluster, args.kubeconfig, args.context or platform.kube_context, args.selector, args.namespace)
         imported = tenants_from_cluster(namespaces, objects, platform, gpu_class_of=gpu_class_of)
     else:
         origin = ", ".join(str(p) for p in args.files)
@@ -138,12 +172,21 @@ def run(args: argparse.Namespace) -> int:
     if existing and not (args.force or args.stdout):
         print(f"{PROG}: tenants/{', '.join(existing)}.yaml exist; use --force to overwrite (nothing written)", file=sys.stderr)
         return EXIT_INVALID
-    problems = check_against_stack(args.root, args.stack, texts)
-    if problems:
-        report(problems)
+    try:
+        environment = environment_with_imports(args.root, args.stack, texts)
+    except InvalidInput as err:
+        report(errors_only(err.problems))
         print(f"{PROG}: the imported files are not valid against stack {args.stack} (nothing written); "
               "the problems above name the fields: import with --gpu-class, or fix the stack", file=sys.stderr)
         return EXIT_INVALID
+    if live:  # what the first deployment does to what already runs: updates first
+        from ..manifests.build import environment_objects
+
+        rendered = environment_objects(environment)
+        generated = [obj for name in texts for obj in rendered.get(name, [])]
+        context = args.context or platform.kube_context
+        plan = adoption_plan(generated, _from_cluster(read_live, args.kubeconfig, context, generated))
+        lines = [f"first deployment: {line}" for line in plan] + lines
     if args.report:
         args.report.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
     for line in lines:
@@ -155,6 +198,6 @@ def run(args: argparse.Namespace) -> int:
     for name, text in texts.items():
         (args.root / "tenants" / f"{name}.yaml").write_text(text, encoding="utf-8")
         print(f"wrote tenants/{name}.yaml")
-    print(f"next: review the files and the report above, then the first deployment adopts the namespaces "
-          f"(docs/importing.md: with PULUMI_K8S_UPSERT_EXISTING_OBJECTS=true on providers from 4.29)")
+    print("next: review the files and the report above, then the first deployment adopts the namespaces "
+          "(docs/importing.md: with PULUMI_K8S_UPSERT_EXISTING_OBJECTS=true on providers from 4.29)")
     return EXIT_OK

@@ -79,3 +79,19 @@ def test_an_invalid_import_is_refused_with_located_problems(imported):
     text = tenant_file_text(imported.tenants["vision"]).replace("a100", "b200")
     problems = check_against_stack(ROOT, "staging", {"vision": text})
     assert problems and all(p.file == "tenants/vision.yaml" for p in problems)
+
+
+def test_the_adoption_plan_lists_updates_of_existing_objects_first():
+    from components.authoring.importing import adoption_plan, object_key
+
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "vision", "labels": {"gpu-tenancy.dev/tenant": "vision"}}}
+    account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "ci", "namespace": "vision"}}
+    quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "tenant-quota", "namespace": "vision"}, "spec": {"hard": {"pods": "40"}}}
+    live = {object_key(namespace): {"metadata": {"name": "vision", "labels": {"cost-center": "cc"}}},
+            object_key(account): {"metadata": {"name": "ci", "namespace": "vision", "uid": "u"}},
+            object_key(quota): None}
+    assert adoption_plan([quota, account, namespace], live) == [
+        "update Namespace vision (exists; adopted, changing metadata.labels.gpu-tenancy.dev/tenant)",
+        "adopt ServiceAccount vision/ci (exists, as generated)",
+        "create ResourceQuota vision/tenant-quota",
+    ]
