@@ -187,8 +187,7 @@ def _local_queue(doc: dict[str, Any], cluster_queues: dict[str, Any], platform: 
     cq_ref = f"{ref.split(':')[0]}: ClusterQueue {queue_name}"
     spec = queue.get("spec") or {}
     notes: list[Unmapped] = []
-    sharers = [d for d in cluster_queues.values() if d is not queue]
-    if spec.get("namespaceSelector") == {} and sharers is not None:
+    if spec.get("namespaceSelector") == {}:
         notes.append(Unmapped(cq_ref, "spec.namespaceSelector", "matches every namespace: its quota is imported as this tenant's own; "
                               "split it if several namespaces share it"))
     gpu: dict[str, int] = {}
