@@ -8,6 +8,7 @@ imports from a conftest):
     pulumi_mocks    the program under Pulumi's mock runtime, registrations recorded
     synthetic       a synthetic fleet of N valid tenants (benchmarks, hardening tests)
     lanes           the pinned tool versions; skip-or-fail gating of the lanes that need binaries
+    reference_doc   docs/file-format.md from the spec models (`python -m tools.reference_doc`)
     up              `make up`
 
 The Go builds of those binaries (build.sh, versions.env, one wrapper per binary) live here too
