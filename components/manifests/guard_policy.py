@@ -12,7 +12,9 @@ plus its binding, in the tenant's namespaces) refuses:
   toolkit's defaults they expose GPUs no quota counted);
 * Services: `spec.externalIPs` (CVE-2020-8554: captures traffic for any IP); `type: ExternalName`
   except to the hostnames the tenant is granted (`network.externalNames`; none by default, never an
-  IP address);
+  IP address); `spec.loadBalancerIP` (claims a shared address; on UPDATE unless unchanged). A chosen
+  `spec.clusterIP` cannot be refused here: the API server allocates the address before validating
+  admission runs, so a chosen and an allocated one look the same to a policy;
 * Ingresses: a host that is not the tenant's (`<tenant>.<ingressDomain>` and its subdomains, plus
   `network.ingressHosts`), a rule without host or a default backend (both catch every host), and
   any `*snippet*` annotation (raw ingress-controller configuration);
@@ -88,6 +90,12 @@ def _hosts(entries: Iterable[str], domain: str | None = None) -> tuple[list[str]
 
 def _host_ok(host: str, exact: list[str], suffixes: list[str]) -> str:
     return f"({host} in {cel_list(exact)} || {cel_list(suffixes)}.exists(s, {host}.endsWith(s)))"
+
+
+def _unset_or_kept(value: str, old: str) -> str:
+    """CEL: `value` is empty, or, on UPDATE, the one the object already had (objects admitted
+    before the rule existed stay updatable)."""
+    return f'({value} == "" || (request.operation == "UPDATE" && has({old}) && {old} == {value}))'
 
 
 def _subjects(tenant: Tenant) -> tuple[list[str], list[str]]:
@@ -204,6 +212,17 @@ def _validations(tenant: Tenant, environment: Environment) -> list[dict[str, str
             "message": (
                 f"Services of tenant {name} may not set spec.externalIPs: they capture traffic meant for any address "
                 "(CVE-2020-8554); use a LoadBalancer Service where granted"
+            ),
+            "reason": "Forbidden",
+        },
+        {
+            "expression": (
+                f'!{_is("services")} || !has(object.spec.loadBalancerIP) || '
+                f'{_unset_or_kept("object.spec.loadBalancerIP", "oldObject.spec.loadBalancerIP")}'
+            ),
+            "message": (
+                f"Services of tenant {name} may not set spec.loadBalancerIP: it claims a shared load-balancer address "
+                "another tenant or the platform may own; the load balancer allocates one"
             ),
             "reason": "Forbidden",
         },

@@ -289,7 +289,10 @@ CASES: list[Case] = [
          ("exceeded quota: tenant-quota", "services.nodeports")),
     Case(5, "LoadBalancer without a grant", LF, "POST", "services", lambda: service(type="LoadBalancer"),
          ("exceeded quota: tenant-quota", "services.loadbalancers")),
+    Case(5, "spec.loadBalancerIP", LF, "POST", "services", lambda: service(type="LoadBalancer", loadBalancerIP="203.0.113.7"),
+         (guard(LF), "may not set spec.loadBalancerIP")),
     Case(5, "ClusterIP Service", LF, "POST", "services", lambda: service()),
+    Case(5, "LoadBalancer where granted, address allocated", "inference", "POST", "services", lambda: service(type="LoadBalancer")),
     Case(5, "granted ExternalName", "eval", "POST", "services", lambda: service(type="ExternalName", externalName="datasets.acme.dev")),
     Case(5, "NodePort where granted", "inference", "POST", "services", lambda: service(type="NodePort")),
     # 6. Ingress.

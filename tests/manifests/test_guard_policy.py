@@ -111,6 +111,21 @@ def test_external_ips_are_refused(engine, prod):
     assert admit(engine, policy_for(prod, "eval"), service(type="ClusterIP", ports=[{"port": 80}]), resource="services") == []
 
 
+def test_load_balancer_ips_are_refused(engine, prod):
+    policy = policy_for(prod, "eval")
+    lb = ("Services of tenant eval may not set spec.loadBalancerIP: it claims a shared load-balancer address "
+          "another tenant or the platform may own; the load balancer allocates one")
+    ports = [{"port": 443}]
+    assert admit(engine, policy, service(type="LoadBalancer", loadBalancerIP="203.0.113.7", ports=ports), resource="services") == [lb]
+    assert admit(engine, policy, service(type="LoadBalancer", ports=ports), resource="services") == []
+    assert admit(engine, policy, service(type="LoadBalancer", loadBalancerIP="", ports=ports), resource="services") == []
+    # An object admitted before the rule existed stays updatable; moving it to another address does not.
+    legacy = service(type="LoadBalancer", loadBalancerIP="203.0.113.7", ports=ports)
+    assert admit(engine, policy, legacy, resource="services", operation="UPDATE", old=legacy) == []
+    moved = service(type="LoadBalancer", loadBalancerIP="203.0.113.8", ports=ports)
+    assert admit(engine, policy, moved, resource="services", operation="UPDATE", old=legacy) == [lb]
+
+
 def test_external_name_only_to_granted_hostnames(engine, prod):
     policy = policy_for(prod, "eval")
     assert admit(engine, policy, service(type="ExternalName", externalName="datasets.acme.dev"), resource="services") == []
