@@ -16,8 +16,11 @@ plus its binding, in the tenant's namespaces) refuses:
   `spec.clusterIP` cannot be refused here: the API server allocates the address before validating
   admission runs, so a chosen and an allocated one look the same to a policy;
 * Ingresses: a host that is not the tenant's (`<tenant>.<ingressDomain>` and its subdomains, plus
-  `network.ingressHosts`), a rule without host or a default backend (both catch every host), and
-  any `*snippet*` annotation (raw ingress-controller configuration);
+  `network.ingressHosts`), a rule without host or a default backend (both catch every host), any
+  `*snippet*` annotation (raw ingress-controller configuration), any controller annotation not on
+  the stack's allow-list (`guardRails.ingressAnnotations`: nothing that makes the shared controller
+  fetch, mirror or authenticate elsewhere, such as `auth-url` or `mirror-target`), and a Secret
+  annotation (`auth-tls-secret`, `proxy-ssl-secret`, ...) naming another namespace's Secret;
 * Secrets of type `kubernetes.io/service-account-token` (a token that never expires and outlives
   the membership of whoever created it);
 * RoleBindings: subjects that are not the tenant's (its groups and users, ServiceAccounts of its
@@ -98,6 +101,11 @@ def _unset_or_kept(value: str, old: str) -> str:
     return f'({value} == "" || (request.operation == "UPDATE" && has({old}) && {old} == {value}))'
 
 
+def _own_secret(value: str) -> str:
+    """CEL: an annotation value `[namespace/]name` names a Secret of the request's own namespace."""
+    return f'(!{value}.contains("/") || {value}.startsWith(request.namespace + "/"))'
+
+
 def _subjects(tenant: Tenant) -> tuple[list[str], list[str]]:
     access = tenant.access
     groups = sorted({g for role in ROLES for g in getattr(access, f"{role}s").groups})
@@ -172,6 +180,14 @@ def _validations(tenant: Tenant, environment: Environment) -> list[dict[str, str
     bad_subject = f"object.subjects.filter(s, !({subject_ok}))[0]"
     rule_hosts = '(has(object.spec.rules) ? object.spec.rules.map(r, has(r.host) ? r.host : "") : [])'
     tls_hosts = "(has(object.spec.tls) ? object.spec.tls.filter(t, has(t.hosts)).map(t, t.hosts) : [])"
+    annotations = platform.guard_rails.ingress_annotations
+    allowed_annotations = sorted({*annotations.allowed, *annotations.secret_references})
+
+    def not_allowed_annotation(key: str) -> str:
+        # snippet keys have their own rule (and message); keys of no controller prefix are not the controller's
+        return (f'(!{key}.contains("snippet") && {cel_list(annotations.controller_prefixes)}.exists(p, {key}.startsWith(p)) && '
+                f"!({key} in {cel_list(allowed_annotations)}))")
+
     ingress_rule = f"Ingress hosts of tenant {name} must be one of: {names_or_none(ingress_exact)}, or a subdomain of: {names_or_none(s[1:] for s in ingress_suffixes)}"
     return [
         {
@@ -264,6 +280,34 @@ def _validations(tenant: Tenant, environment: Environment) -> list[dict[str, str
                 f'" is refused in tenant {name}: snippet annotations inject raw configuration into the shared ingress controller"'
             ),
             "message": f"snippet annotations are refused on Ingresses of tenant {name}",
+            "reason": "Forbidden",
+        },
+        {
+            "expression": (
+                f'!{_is("ingresses")} || !has(object.metadata.annotations) || '
+                f"object.metadata.annotations.all(k, !{not_allowed_annotation('k')})"
+            ),
+            "messageExpression": (
+                f'"annotation " + object.metadata.annotations.filter(k, {not_allowed_annotation("k")})[0] + '
+                f'" is not on the allow-list of ingress-controller annotations of tenant {name}: controller annotations that '
+                'fetch, mirror or authenticate elsewhere (auth-url, mirror-target, ...) make the shared controller reach other '
+                f'tenants\' addresses; allowed (guardRails.ingressAnnotations): {names_or_none(allowed_annotations)}"'
+            ),
+            "message": f"ingress-controller annotations of tenant {name} must be on the stack's allow-list (guardRails.ingressAnnotations)",
+            "reason": "Forbidden",
+        },
+        {
+            "expression": (
+                f'!{_is("ingresses")} || !has(object.metadata.annotations) || '
+                f"{cel_list(annotations.secret_references)}.all(k, !(k in object.metadata.annotations) || "
+                f"{_own_secret('object.metadata.annotations[k]')})"
+            ),
+            "messageExpression": (
+                f'"annotation " + {cel_list(annotations.secret_references)}.filter(k, k in object.metadata.annotations && '
+                f'!{_own_secret("object.metadata.annotations[k]")})[0] + " names a Secret of another namespace: Ingresses of tenant {name} '
+                'may name only Secrets of their own namespace (name, or " + request.namespace + "/name)"'
+            ),
+            "message": f"Ingress annotations of tenant {name} may name only Secrets of the Ingress's own namespace",
             "reason": "Forbidden",
         },
         {

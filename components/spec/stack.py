@@ -216,6 +216,58 @@ def _default_guard_objects() -> ObjectCounts:
     )
 
 
+NGINX = "nginx.ingress.kubernetes.io/"
+# ingress-nginx annotations that change only how the controller serves the tenant's own backends.
+# Left out on purpose: anything that makes the controller fetch or send elsewhere (auth-url,
+# auth-signin, mirror-target, mirror-uri, global-rate-limit*, custom-http-errors/default-backend,
+# upstream-vhost, proxy-redirect-*), service-upstream, ssl-passthrough and every *snippet*.
+_DEFAULT_INGRESS_ANNOTATIONS = tuple(NGINX + name for name in (
+    "affinity", "affinity-mode", "app-root", "auth-realm", "auth-tls-pass-certificate-to-upstream", "auth-tls-verify-client",
+    "auth-tls-verify-depth", "auth-type", "backend-protocol", "client-body-buffer-size", "cors-allow-credentials",
+    "cors-allow-headers", "cors-allow-methods", "cors-allow-origin", "cors-expose-headers", "cors-max-age", "enable-cors",
+    "force-ssl-redirect", "limit-burst-multiplier", "limit-connections", "limit-rpm", "limit-rps", "proxy-body-size",
+    "proxy-buffer-size", "proxy-buffering", "proxy-connect-timeout", "proxy-next-upstream", "proxy-next-upstream-timeout",
+    "proxy-next-upstream-tries", "proxy-read-timeout", "proxy-request-buffering", "proxy-send-timeout", "proxy-ssl-name",
+    "proxy-ssl-server-name", "proxy-ssl-verify", "proxy-ssl-verify-depth", "rewrite-target", "session-cookie-expires",
+    "session-cookie-max-age", "session-cookie-name", "session-cookie-path", "session-cookie-samesite", "ssl-redirect",
+    "use-regex", "whitelist-source-range",
+))
+_DEFAULT_SECRET_ANNOTATIONS = tuple(NGINX + name for name in ("auth-secret", "auth-tls-secret", "proxy-ssl-secret"))
+AnnotationKey = Annotated[str, Field(pattern=r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$", max_length=316)]
+
+
+class IngressAnnotations(Model):
+    """Which ingress-controller annotations tenants may set: an allow-list, never a deny-list.
+
+    An annotation whose key starts with a controller prefix is refused unless listed; others (your
+    own, tools' tracking annotations) are not the controller's business and pass. `*snippet*` keys
+    are refused always."""
+
+    controller_prefixes: list[Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/$")]] = Field(
+        [NGINX], description="annotation key prefixes the cluster's ingress controllers read, e.g. nginx.ingress.kubernetes.io/"
+    )
+    allowed: list[AnnotationKey] = Field(
+        list(_DEFAULT_INGRESS_ANNOTATIONS),
+        description="controller annotations tenants may set (full keys); the default is ingress-nginx's that change only "
+        "how it serves the tenant's own backends (no auth-url, mirror-*, upstream-vhost, ...)",
+    )
+    secret_references: list[AnnotationKey] = Field(
+        list(_DEFAULT_SECRET_ANNOTATIONS),
+        description="controller annotations that name a Secret (`[namespace/]name`): allowed only naming a Secret "
+        "of the Ingress's own namespace",
+    )
+
+    @model_validator(mode="after")
+    def _meaningful(self) -> "IngressAnnotations":
+        for key in (*self.allowed, *self.secret_references):
+            if "snippet" in key:
+                raise ValueError(f"'{key}': snippet annotations inject raw controller configuration and are never allowed")
+            if not any(key.startswith(p) for p in self.controller_prefixes):
+                raise ValueError(f"'{key}' has none of the controllerPrefixes ({', '.join(self.controller_prefixes)}): "
+                                 "annotations of other prefixes are allowed anyway; list controller annotations only")
+        return self
+
+
 class GuardRails(Model):
     """Quota keys every tenant namespace gets unless the tenant sets its own: object counts and storage."""
 
@@ -227,6 +279,9 @@ class GuardRails(Model):
     storage_classes: list[DnsSubdomain] = Field(
         [],
         description="every StorageClass of the cluster; a class neither the tenant nor `storage` gives a cap is pinned at 0",
+    )
+    ingress_annotations: IngressAnnotations = Field(
+        default_factory=IngressAnnotations, description="ingress-controller annotations tenants may set (an allow-list)"
     )
 
 

@@ -219,6 +219,8 @@ LF = "llm-finetune"
 FOREIGN_POOL = "can reach node pool 'h100-serve', dedicated to tenant inference; dedicated nodes belong to their tenant for every pod"
 GATED = "e2e-gated"
 MANAGED = "tenant-owners"
+NGINX = "nginx.ingress.kubernetes.io/"
+OWN_HOST = "llm-finetune.apps.acme.dev"
 HOST_PROBE = {"httpGet": {"host": "169.254.169.254", "path": "/latest/meta-data/", "port": 80}}
 
 CASES: list[Case] = [
@@ -301,7 +303,22 @@ CASES: list[Case] = [
     Case(6, "configuration-snippet annotation", LF, "POST", "ingresses",
          lambda: ingress("llm-finetune.apps.acme.dev", {"nginx.ingress.kubernetes.io/configuration-snippet": "return 200;"}),
          (guard(LF), "annotation nginx.ingress.kubernetes.io/configuration-snippet is refused")),
+    Case(6, "auth-url to the metadata endpoint", LF, "POST", "ingresses",
+         lambda: ingress(OWN_HOST, {f"{NGINX}auth-url": "http://169.254.169.254/latest/meta-data/"}),
+         (guard(LF), f"annotation {NGINX}auth-url is not on the allow-list of ingress-controller annotations")),
+    Case(6, "mirror-target to another tenant's pods", LF, "POST", "ingresses",
+         lambda: ingress(OWN_HOST, {f"{NGINX}mirror-target": "http://web.inference.svc.cluster.local:8080$request_uri"}),
+         (guard(LF), f"annotation {NGINX}mirror-target is not on the allow-list of ingress-controller annotations")),
+    Case(6, "auth-tls-secret naming another tenant's Secret", LF, "POST", "ingresses",
+         lambda: ingress(OWN_HOST, {f"{NGINX}auth-tls-secret": "inference/serving-ca"}),
+         (guard(LF), f"annotation {NGINX}auth-tls-secret names a Secret of another namespace")),
+    Case(6, "proxy-ssl-secret naming another tenant's Secret", LF, "POST", "ingresses",
+         lambda: ingress(OWN_HOST, {f"{NGINX}proxy-ssl-secret": "eval/client-cert"}),
+         (guard(LF), f"annotation {NGINX}proxy-ssl-secret names a Secret of another namespace")),
     Case(6, "the tenant's own hostname", LF, "POST", "ingresses", lambda: ingress("ui.llm-finetune.apps.acme.dev")),
+    Case(6, "ordinary controller annotations and the namespace's own client CA", LF, "POST", "ingresses",
+         lambda: ingress(OWN_HOST, {f"{NGINX}rewrite-target": "/", f"{NGINX}proxy-body-size": "64m",
+                                    f"{NGINX}auth-tls-secret": f"{LF}/client-ca", "cert-manager.io/cluster-issuer": "letsencrypt"})),
     # 7. Pod Security at the cluster's version (latest): probe host.
     Case(7, "probe with host", LF, "POST", "pods", lambda: pod(livenessProbe=HOST_PROBE),
          ('violates PodSecurity "baseline:latest"', "host")),

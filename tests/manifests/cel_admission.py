@@ -59,7 +59,8 @@ def admit(engine, policy: dict, obj: dict | None, *, resource: str, operation: s
     spec = policy["spec"]
     activation: dict[str, Any] = {
         "object": obj, "oldObject": old,
-        "request": {"operation": operation, "resource": {"resource": resource}, "userInfo": {"username": user}},
+        "request": {"operation": operation, "resource": {"resource": resource}, "userInfo": {"username": user},
+                    "namespace": (namespace or {"metadata": {"name": "ns"}})["metadata"]["name"]},
         "namespaceObject": namespace or {"metadata": {"name": "ns"}},
     }
     for condition in spec.get("matchConditions", []):

@@ -169,6 +169,48 @@ def test_snippet_annotations_are_refused(engine, prod):
     assert admit(engine, policy, fine, resource="ingresses") == []
 
 
+def test_controller_annotations_only_from_the_allow_list(engine, prod):
+    policy = policy_for(prod, "eval")
+    host = ["eval.apps.acme.dev"]
+    for key, value in (("auth-url", "http://169.254.169.254/latest/meta-data/"),
+                       ("mirror-target", "http://web.llm-finetune.svc:8080$request_uri"), ("upstream-vhost", "web.inference.svc")):
+        messages = admit(engine, policy, ingress(host, annotations={f"nginx.ingress.kubernetes.io/{key}": value}), resource="ingresses")
+        assert len(messages) == 1 and messages[0].startswith(
+            f"annotation nginx.ingress.kubernetes.io/{key} is not on the allow-list of ingress-controller annotations of tenant eval"), messages
+        assert "nginx.ingress.kubernetes.io/rewrite-target" in messages[0]  # the message says what is allowed
+    ordinary = {"nginx.ingress.kubernetes.io/rewrite-target": "/", "nginx.ingress.kubernetes.io/proxy-body-size": "64m",
+                "cert-manager.io/cluster-issuer": "letsencrypt", "app.kubernetes.io/part-of": "eval-ui"}
+    assert admit(engine, policy, ingress(host, annotations=ordinary), resource="ingresses") == []
+
+
+def test_secret_annotations_name_only_the_namespaces_own_secrets(engine, prod):
+    policy = policy_for(prod, "eval")
+    host = ["eval.apps.acme.dev"]
+    eval_ns = {"metadata": {"name": "eval"}}
+    for key in ("auth-tls-secret", "proxy-ssl-secret", "auth-secret"):
+        foreign = ingress(host, annotations={f"nginx.ingress.kubernetes.io/{key}": "inference/serving-tls"})
+        assert admit(engine, policy, foreign, resource="ingresses", namespace=eval_ns) == [
+            f"annotation nginx.ingress.kubernetes.io/{key} names a Secret of another namespace: Ingresses of tenant eval "
+            "may name only Secrets of their own namespace (name, or eval/name)"]
+        for own in ("eval/client-ca", "client-ca"):
+            fine = ingress(host, annotations={f"nginx.ingress.kubernetes.io/{key}": own})
+            assert admit(engine, policy, fine, resource="ingresses", namespace=eval_ns) == [], own
+    # Not a prefix match on the namespace name: eval-x is another namespace.
+    sibling = ingress(host, annotations={"nginx.ingress.kubernetes.io/auth-tls-secret": "evalx/ca"})
+    assert len(admit(engine, policy, sibling, resource="ingresses", namespace=eval_ns)) == 1
+
+
+def test_the_stack_allow_list_replaces_the_default(prod):
+    from components.spec.stack import IngressAnnotations
+
+    custom = IngressAnnotations(controllerPrefixes=["haproxy.org/"], allowed=["haproxy.org/timeout-server"], secretReferences=[])
+    assert custom.allowed == ["haproxy.org/timeout-server"]
+    with pytest.raises(ValueError, match="never allowed"):
+        IngressAnnotations(allowed=["nginx.ingress.kubernetes.io/server-snippet"])
+    with pytest.raises(ValueError, match="has none of the controllerPrefixes"):
+        IngressAnnotations(allowed=["example.com/anything"])
+
+
 # ---- Secrets -----------------------------------------------------------------------------------
 
 
