@@ -1,7 +1,7 @@
 """What a tenant member may not do with the objects RBAC lets them write, enforced at admission.
 
 RBAC says *which* objects a role may write, never *what is in them*. The tenant roles may create
-Pods, Services, Ingresses, Secrets and (owners) RoleBindings; each of these carries a field that
+Pods, Services, Ingresses, Secrets, (owners) RoleBindings and (with a bundle) PodDisruptionBudgets; each of these carries a field that
 reaches beyond the tenant. One ValidatingAdmissionPolicy per tenant (`gpu-tenancy-guard-<tenant>`,
 plus its binding, in the tenant's namespaces) refuses:
 
@@ -21,6 +21,9 @@ plus its binding, in the tenant's namespaces) refuses:
   the stack's allow-list (`guardRails.ingressAnnotations`: nothing that makes the shared controller
   fetch, mirror or authenticate elsewhere, such as `auth-url` or `mirror-target`), and a Secret
   annotation (`auth-tls-secret`, `proxy-ssl-secret`, ...) naming another namespace's Secret;
+* PodDisruptionBudgets (tenants with the `pod-disruption-budgets` bundle) that allow no disruption
+  (`maxUnavailable: 0`, `minAvailable: 100%`) and, unless the stack sets `guardRails.pdbMinAvailable`,
+  any `minAvailable` (it blocks a node drain whenever it reaches the replica count);
 * Secrets of type `kubernetes.io/service-account-token` (a token that never expires and outlives
   the membership of whoever created it);
 * RoleBindings: subjects that are not the tenant's (its groups and users, ServiceAccounts of its
@@ -180,7 +183,8 @@ def _validations(tenant: Tenant, environment: Environment) -> list[dict[str, str
     bad_subject = f"object.subjects.filter(s, !({subject_ok}))[0]"
     rule_hosts = '(has(object.spec.rules) ? object.spec.rules.map(r, has(r.host) ? r.host : "") : [])'
     tls_hosts = "(has(object.spec.tls) ? object.spec.tls.filter(t, has(t.hosts)).map(t, t.hosts) : [])"
-    annotations = platform.guard_rails.ingress_annotations
+    rails = platform.guard_rails
+    annotations = rails.ingress_annotations
     allowed_annotations = sorted({*annotations.allowed, *annotations.secret_references})
 
     def not_allowed_annotation(key: str) -> str:
@@ -311,6 +315,23 @@ def _validations(tenant: Tenant, environment: Environment) -> list[dict[str, str
             "reason": "Forbidden",
         },
         {
+            "expression": (
+                f'!{_is("poddisruptionbudgets")} || (has(object.spec.maxUnavailable) ? '
+                '!string(object.spec.maxUnavailable).matches("^0+%?$") : '
+                f'({"true" if rails.pdb_min_available else "false"} && has(object.spec.minAvailable) && '
+                '!string(object.spec.minAvailable).matches("^0*100%$")))'
+            ),
+            "message": (
+                f"PodDisruptionBudgets of tenant {name} must allow a disruption: set maxUnavailable to at least 1 (or a "
+                "percentage above 0%); "
+                + ("minAvailable below 100% is allowed by the stack, but blocks a drain whenever it reaches the replica count"
+                   if rails.pdb_min_available else
+                   "minAvailable is refused by the stack (guardRails.pdbMinAvailable): it blocks a node drain whenever it "
+                   "reaches the replica count")
+            ),
+            "reason": "Forbidden",
+        },
+        {
             "expression": f'!{_is("secrets")} || !has(object.type) || object.type != {cel_string(SERVICE_ACCOUNT_TOKEN)}',
             "message": (
                 f"Secrets of type {SERVICE_ACCOUNT_TOKEN} are refused in tenant {name}: the token never expires and outlives "
@@ -373,6 +394,7 @@ def guard_policy(tenant: Tenant, environment: Environment) -> KubeObject:
         {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]},
         {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["secrets", "services"]},
         {"apiGroups": ["networking.k8s.io"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["ingresses"]},
+        {"apiGroups": ["policy"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["poddisruptionbudgets"]},
         {"apiGroups": ["rbac.authorization.k8s.io"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE", "DELETE"], "resources": ["rolebindings"]},
     ]
     spec: dict[str, Any] = {

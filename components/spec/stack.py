@@ -280,6 +280,11 @@ class GuardRails(Model):
         [],
         description="every StorageClass of the cluster; a class neither the tenant nor `storage` gives a cap is pinned at 0",
     )
+    pdb_min_available: bool = Field(
+        False,
+        description="let tenants' PodDisruptionBudgets use minAvailable (below 100%); it blocks a node drain whenever it "
+        "reaches the replica count, so by default only maxUnavailable of at least 1 is admitted",
+    )
     ingress_annotations: IngressAnnotations = Field(
         default_factory=IngressAnnotations, description="ingress-controller annotations tenants may set (an allow-list)"
     )

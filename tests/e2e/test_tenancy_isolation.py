@@ -14,7 +14,8 @@ And the legitimate neighbour of each attack is admitted for every role RBAC lets
 
 Classes (issue 13): 1 dedicated nodes and GPU visibility, 2 priority, 3 cross-namespace affinity,
 4 RoleBinding subjects and managed bindings, 5 Services, 6 Ingress, 7 Pod Security version,
-8 guard-rail quotas, 9 service-account-token Secrets, 10 node read. Class 11 (NetworkPolicy) cannot
+8 guard-rail quotas, 9 service-account-token Secrets, 10 node read, 12 PodDisruptionBudgets
+(issue 22). Class 11 (NetworkPolicy) cannot
 be exercised without a CNI: tests/manifests/test_network_reachability.py evaluates it.
 """
 
@@ -78,10 +79,11 @@ PATHS = {
     "persistentvolumeclaims": "/api/v1/namespaces/{ns}/persistentvolumeclaims",
     "ingresses": "/apis/networking.k8s.io/v1/namespaces/{ns}/ingresses",
     "rolebindings": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
+    "poddisruptionbudgets": "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets",
     "nodes": "/api/v1/nodes",
     "priorityclasses": "/apis/scheduling.k8s.io/v1/priorityclasses",
 }
-GROUPS = {"ingresses": "networking.k8s.io", "rolebindings": "rbac.authorization.k8s.io", "priorityclasses": "scheduling.k8s.io"}
+GROUPS = {"ingresses": "networking.k8s.io", "poddisruptionbudgets": "policy", "rolebindings": "rbac.authorization.k8s.io", "priorityclasses": "scheduling.k8s.io"}
 METHOD_VERB = {"POST": "create", "PATCH": "patch", "PUT": "update", "DELETE": "delete", "GET": "get", "LIST": "list"}
 
 
@@ -179,6 +181,11 @@ def group(name: str) -> dict:
 def pvc(size: str, storage_class: str) -> dict:
     return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": f"e2e-{uuid.uuid4().hex[:8]}"},
             "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": storage_class, "resources": {"requests": {"storage": size}}}}
+
+
+def pdb(**spec: Any) -> dict:
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": f"e2e-{uuid.uuid4().hex[:8]}"},
+            "spec": {"selector": {"matchLabels": {"app": "web"}}, **spec}}
 
 
 def guard(tenant: str) -> str:
@@ -319,6 +326,14 @@ CASES: list[Case] = [
     Case(6, "ordinary controller annotations and the namespace's own client CA", LF, "POST", "ingresses",
          lambda: ingress(OWN_HOST, {f"{NGINX}rewrite-target": "/", f"{NGINX}proxy-body-size": "64m",
                                     f"{NGINX}auth-tls-secret": f"{LF}/client-ca", "cert-manager.io/cluster-issuer": "letsencrypt"})),
+    # 12. PodDisruptionBudgets (inference owners hold the pod-disruption-budgets bundle): none that blocks a drain.
+    Case(12, "maxUnavailable 0", "inference", "POST", "poddisruptionbudgets", lambda: pdb(maxUnavailable=0),
+         (guard("inference"), "PodDisruptionBudgets of tenant inference must allow a disruption")),
+    Case(12, "minAvailable 100%", "inference", "POST", "poddisruptionbudgets", lambda: pdb(minAvailable="100%"),
+         (guard("inference"), "PodDisruptionBudgets of tenant inference must allow a disruption")),
+    Case(12, "minAvailable (not allowed by the stack)", "inference", "POST", "poddisruptionbudgets", lambda: pdb(minAvailable=2),
+         (guard("inference"), "minAvailable is refused by the stack (guardRails.pdbMinAvailable)")),
+    Case(12, "a budget that allows one disruption", "inference", "POST", "poddisruptionbudgets", lambda: pdb(maxUnavailable=1)),
     # 7. Pod Security at the cluster's version (latest): probe host.
     Case(7, "probe with host", LF, "POST", "pods", lambda: pod(livenessProbe=HOST_PROBE),
          ('violates PodSecurity "baseline:latest"', "host")),
@@ -401,16 +416,17 @@ def test_attack_is_refused_by_its_rule_and_neighbour_admitted(apiserver, ready, 
 
 def test_every_attack_reaches_its_rule_for_some_role():
     """Not vacuous: for every attack at least one role gets past RBAC (checked statically from the roles)."""
-    from components.manifests.rbac import role_rules
+    from components.manifests.rbac import bundle_rules, role_rules
 
-    def may(role: str, verb: str, resource: str) -> bool:
+    def may(role: str, verb: str, resource: str, tenant: str) -> bool:
         rbac_role = {"ci": "developer"}.get(role, role)
-        return any(resource in r["resources"] and verb in r["verbs"] for r in role_rules(rbac_role))
+        rules = [*role_rules(rbac_role), *bundle_rules(TENANTS[tenant], rbac_role, ENV.platform)]
+        return any(resource in r["resources"] and verb in r["verbs"] for r in rules)
 
     for case in CASES:
         roles = members(case.tenant, case.namespace)
         ci = next((g.role for g in TENANTS[case.tenant].access.ci_service_accounts), None)
-        reach = [r for r in roles if may(ci if r == "ci" else r, METHOD_VERB[case.method], case.resource)]
+        reach = [r for r in roles if may(ci if r == "ci" else r, METHOD_VERB[case.method], case.resource, case.tenant)]
         assert reach, case.id
 
 

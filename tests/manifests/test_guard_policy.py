@@ -3,6 +3,8 @@ against the objects a tenant member may write: pods, Services, Ingresses, Secret
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from components.manifests import guard_policy as gp
@@ -211,6 +213,34 @@ def test_the_stack_allow_list_replaces_the_default(prod):
         IngressAnnotations(allowed=["example.com/anything"])
 
 
+# ---- PodDisruptionBudgets ------------------------------------------------------------------------
+
+
+def pdb(**spec):
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "web"},
+            "spec": {"selector": {"matchLabels": {"app": "web"}}, **spec}}
+
+
+def test_budgets_that_block_a_drain_are_refused(engine, prod):
+    policy = policy_for(prod, "inference")
+    for blocking in (pdb(maxUnavailable=0), pdb(maxUnavailable="0%"), pdb(maxUnavailable="00%"), pdb(minAvailable="100%"),
+                     pdb(minAvailable=2), pdb(minAvailable="50%"), pdb()):
+        messages = admit(engine, policy, blocking, resource="poddisruptionbudgets")
+        assert len(messages) == 1 and messages[0].startswith(
+            "PodDisruptionBudgets of tenant inference must allow a disruption: set maxUnavailable to at least 1"), blocking
+    for fine in (pdb(maxUnavailable=1), pdb(maxUnavailable="10%"), pdb(maxUnavailable=3)):
+        assert admit(engine, policy, fine, resource="poddisruptionbudgets") == [], fine
+
+
+def test_the_stack_may_allow_min_available_below_100_percent(engine, prod):
+    platform = prod.platform.model_copy(update={"guard_rails": prod.platform.guard_rails.model_copy(update={"pdb_min_available": True})})
+    tenant = next(t.spec for t in prod.tenants if t.name == "inference")
+    policy = gp.guard_policy(tenant, dataclasses.replace(prod, platform=platform, derived={}))
+    assert admit(engine, policy, pdb(minAvailable=2), resource="poddisruptionbudgets") == []
+    assert len(admit(engine, policy, pdb(minAvailable="100%"), resource="poddisruptionbudgets")) == 1
+    assert len(admit(engine, policy, pdb(maxUnavailable=0), resource="poddisruptionbudgets")) == 1
+
+
 # ---- Secrets -----------------------------------------------------------------------------------
 
 
@@ -272,4 +302,4 @@ def test_one_policy_and_binding_per_tenant_in_its_namespaces_only(prod):
     assert policy["spec"]["failurePolicy"] == "Fail"
     assert policy_binding["spec"] == {"policyName": "gpu-tenancy-guard-eval", "validationActions": ["Deny"]}
     resources = {r for rule in policy["spec"]["matchConstraints"]["resourceRules"] for r in rule["resources"]}
-    assert resources == {"pods", "services", "secrets", "ingresses", "rolebindings"}
+    assert resources == {"pods", "services", "secrets", "ingresses", "rolebindings", "poddisruptionbudgets"}
