@@ -10,6 +10,9 @@ plus its binding, in the tenant's namespaces) refuses:
   stack's classes are capped per tenant by quota); `NVIDIA_VISIBLE_DEVICES` set by hand, or
   `NVIDIA_DRIVER_CAPABILITIES` or a GPU RuntimeClass without a GPU request (with the NVIDIA
   toolkit's defaults they expose GPUs no quota counted);
+* Pods: projected ServiceAccount tokens longer-lived than `guardRails.serviceAccountTokens` allows
+  or for an audience it does not list (a pod may run as any ServiceAccount of its namespace, so
+  otherwise a developer gets the CI account's token for any audience, for years);
 * Services: `spec.externalIPs` (CVE-2020-8554: captures traffic for any IP); `type: ExternalName`
   except to the hostnames the tenant is granted (`network.externalNames`; none by default, never an
   IP address); `spec.loadBalancerIP` (claims a shared address; on UPDATE unless unchanged). A chosen
@@ -156,6 +159,14 @@ def _variables(tenant: Tenant, environment: Environment) -> list[dict[str, str]]
             ),
         },
         {
+            "name": "projectedTokens",
+            "expression": (
+                f'{_is("pods")} && has(object.spec.volumes) ? object.spec.volumes'
+                ".filter(v, has(v.projected) && has(v.projected.sources))"
+                ".map(v, v.projected.sources.filter(s, has(s.serviceAccountToken)).map(s, s.serviceAccountToken)) : []"
+            ),
+        },
+        {
             "name": "runtimeClasses",
             "expression": cel_list(platform.gpu_operator.runtime_classes),
         },
@@ -184,6 +195,7 @@ def _validations(tenant: Tenant, environment: Environment) -> list[dict[str, str
     rule_hosts = '(has(object.spec.rules) ? object.spec.rules.map(r, has(r.host) ? r.host : "") : [])'
     tls_hosts = "(has(object.spec.tls) ? object.spec.tls.filter(t, has(t.hosts)).map(t, t.hosts) : [])"
     rails = platform.guard_rails
+    tokens = rails.service_account_tokens
     annotations = rails.ingress_annotations
     allowed_annotations = sorted({*annotations.allowed, *annotations.secret_references})
 
@@ -213,6 +225,19 @@ def _validations(tenant: Tenant, environment: Environment) -> list[dict[str, str
                 'NVIDIA_DRIVER_CAPABILITIES needs a GPU request (nvidia.com resources); without one it exposes GPUs no quota counts"'
             ),
             "message": f"NVIDIA_VISIBLE_DEVICES, or NVIDIA_DRIVER_CAPABILITIES without a GPU request, is refused in pods of tenant {name}",
+            "reason": "Forbidden",
+        },
+        {
+            "expression": (
+                "variables.projectedTokens.all(l, l.all(t, "
+                f"(!has(t.expirationSeconds) || t.expirationSeconds <= {tokens.max_expiration_seconds}) && "
+                f'(!has(t.audience) || t.audience == "" || t.audience in {cel_list(tokens.audiences)})))'
+            ),
+            "message": (
+                f"ServiceAccount tokens projected into pods of tenant {name} must expire within {tokens.max_expiration_seconds} "
+                f"seconds and have no audience (the API server's) or one of: {names_or_none(tokens.audiences)} "
+                "(guardRails.serviceAccountTokens): a pod may run as any ServiceAccount of its namespace, the CI account's too"
+            ),
             "reason": "Forbidden",
         },
         {

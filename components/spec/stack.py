@@ -268,6 +268,21 @@ class IngressAnnotations(Model):
         return self
 
 
+class ServiceAccountTokens(Model):
+    """Bounds on the ServiceAccount tokens a pod asks the kubelet for (projected `serviceAccountToken`).
+
+    Anyone who may create pods may run them as any ServiceAccount of the namespace, the tenant's CI
+    account included, and the kubelet mints the token the pod spec asks for: without a bound, a
+    developer gets the CI account's token for any audience and a lifetime of years."""
+
+    max_expiration_seconds: Annotated[int, Field(ge=600, le=86400, strict=True)] = Field(
+        3607, description="longest token lifetime a pod may ask for (the kube-api-access volume the API server injects asks 3607)"
+    )
+    audiences: list[Annotated[str, Field(min_length=1, max_length=253)]] = Field(
+        [], description="audiences a pod may ask a token for besides the API server's own (audience unset), e.g. vault"
+    )
+
+
 class GuardRails(Model):
     """Quota keys every tenant namespace gets unless the tenant sets its own: object counts and storage."""
 
@@ -284,6 +299,9 @@ class GuardRails(Model):
         False,
         description="let tenants' PodDisruptionBudgets use minAvailable (below 100%); it blocks a node drain whenever it "
         "reaches the replica count, so by default only maxUnavailable of at least 1 is admitted",
+    )
+    service_account_tokens: ServiceAccountTokens = Field(
+        default_factory=ServiceAccountTokens, description="lifetime and audiences of the tokens pods may ask for"
     )
     ingress_annotations: IngressAnnotations = Field(
         default_factory=IngressAnnotations, description="ingress-controller annotations tenants may set (an allow-list)"

@@ -183,6 +183,12 @@ def pvc(size: str, storage_class: str) -> dict:
             "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": storage_class, "resources": {"requests": {"storage": size}}}}
 
 
+def token_pod(**token: Any) -> dict:
+    """A pod running as the tenant's CI ServiceAccount with a projected token the kubelet would mint."""
+    volume = {"name": "token", "projected": {"sources": [{"serviceAccountToken": {"path": "token", **token}}]}}
+    return pod(serviceAccountName=CI_ACCOUNT, volumes=[volume])
+
+
 def pdb(**spec: Any) -> dict:
     return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": f"e2e-{uuid.uuid4().hex[:8]}"},
             "spec": {"selector": {"matchLabels": {"app": "web"}}, **spec}}
@@ -226,6 +232,7 @@ LF = "llm-finetune"
 FOREIGN_POOL = "can reach node pool 'h100-serve', dedicated to tenant inference; dedicated nodes belong to their tenant for every pod"
 GATED = "e2e-gated"
 MANAGED = "tenant-owners"
+CI_ACCOUNT = TENANTS[LF].access.ci_service_accounts[0].name
 NGINX = "nginx.ingress.kubernetes.io/"
 OWN_HOST = "llm-finetune.apps.acme.dev"
 HOST_PROBE = {"httpGet": {"host": "169.254.169.254", "path": "/latest/meta-data/", "port": 80}}
@@ -352,6 +359,11 @@ CASES: list[Case] = [
          lambda: {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
                   "metadata": {"name": f"e2e-{uuid.uuid4().hex[:8]}", "annotations": {"kubernetes.io/service-account.name": "trainer-ci"}}},
          (guard(LF), "Secrets of type kubernetes.io/service-account-token are refused")),
+    Case(9, "the CI account's token for a foreign audience, valid 2^32 s, by a pod running as it", LF, "POST", "pods",
+         lambda: token_pod(audience="https://ci.acme.dev", expirationSeconds=2**32),
+         (guard(LF), "ServiceAccount tokens projected into pods of tenant llm-finetune must expire within")),
+    Case(9, "the CI account's token for the API server, for its pipeline's pod", LF, "POST", "pods",
+         lambda: token_pod(expirationSeconds=3600)),
     Case(9, "Opaque Secret", LF, "POST", "secrets",
          lambda: {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": f"e2e-{uuid.uuid4().hex[:8]}"}, "stringData": {"k": "v"}}),
 ]

@@ -103,6 +103,35 @@ def test_gpu_visibility_without_a_gpu_request_is_refused(engine, prod):
     assert len(admit(engine, policy, init, resource="pods")) == 1
 
 
+def token_pod(service_account="trainer-ci", **token):
+    volume = {"name": "token", "projected": {"sources": [{"serviceAccountToken": {"path": "token", **token}}]}}
+    return pod(serviceAccountName=service_account, volumes=[{"name": "data", "emptyDir": {}}, volume])
+
+
+def test_projected_tokens_are_bounded_in_lifetime_and_audience(engine, prod):
+    policy = policy_for(prod, "llm-finetune")
+    bound = ("ServiceAccount tokens projected into pods of tenant llm-finetune must expire within 3607 seconds and have no "
+             "audience (the API server's) or one of: none (guardRails.serviceAccountTokens): a pod may run as any "
+             "ServiceAccount of its namespace, the CI account's too")
+    for attack in (token_pod(expirationSeconds=2**32), token_pod(audience="https://ci.acme.dev"),
+                   token_pod(audience="vault", expirationSeconds=3600)):
+        assert admit(engine, policy, attack, resource="pods") == [bound], attack
+    # Neighbours: the API server's audience within the bound, what the API server injects, no token volume at all.
+    for fine in (token_pod(expirationSeconds=3600), token_pod(expirationSeconds=3607, audience=""), token_pod(), pod()):
+        assert admit(engine, policy, fine, resource="pods") == [], fine
+
+
+def test_the_stack_lists_extra_token_audiences(engine, prod):
+    rails = prod.platform.guard_rails
+    tokens = rails.service_account_tokens.model_copy(update={"audiences": ["vault"], "max_expiration_seconds": 7200})
+    platform = prod.platform.model_copy(update={"guard_rails": rails.model_copy(update={"service_account_tokens": tokens})})
+    tenant = next(t.spec for t in prod.tenants if t.name == "llm-finetune")
+    policy = gp.guard_policy(tenant, dataclasses.replace(prod, platform=platform, derived={}))
+    assert admit(engine, policy, token_pod(audience="vault", expirationSeconds=7200), resource="pods") == []
+    assert len(admit(engine, policy, token_pod(audience="vault", expirationSeconds=7201), resource="pods")) == 1
+    assert len(admit(engine, policy, token_pod(audience="https://ci.acme.dev"), resource="pods")) == 1
+
+
 # ---- Services ----------------------------------------------------------------------------------
 
 
