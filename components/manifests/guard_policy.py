@@ -27,6 +27,9 @@ plus its binding, in the tenant's namespaces) refuses:
 * PodDisruptionBudgets (tenants with the `pod-disruption-budgets` bundle) that allow no disruption
   (`maxUnavailable: 0`, `minAvailable: 100%`) and, unless the stack sets `guardRails.pdbMinAvailable`,
   any `minAvailable` (it blocks a node drain whenever it reaches the replica count);
+* Kueue Workloads (created by the Kueue controller from the tenant's Jobs) at a priority above the
+  tenant's highest granted PriorityClass: a Job naming `system-node-critical` would otherwise get
+  a Workload admitted ahead of everyone, although its pods are refused later;
 * Secrets of type `kubernetes.io/service-account-token` (a token that never expires and outlives
   the membership of whoever created it);
 * RoleBindings: subjects that are not the tenant's (its groups and users, ServiceAccounts of its
@@ -51,6 +54,7 @@ from ..fleet.environment import Environment
 from ..spec.tenant import Tenant
 from .meta import TENANT_LABEL, KubeObject, kube_object, object_meta, tenant_labels
 from .placement_policy import _is_gpu_resource
+from .quota import priority_cap
 from .rbac import ROLES, role_binding_name
 
 API_VERSION = "admissionregistration.k8s.io/v1"
@@ -110,6 +114,23 @@ def _unset_or_kept(value: str, old: str) -> str:
 def _own_secret(value: str) -> str:
     """CEL: an annotation value `[namespace/]name` names a Secret of the request's own namespace."""
     return f'(!{value}.contains("/") || {value}.startsWith(request.namespace + "/"))'
+
+
+def granted_priority_classes(tenant: Tenant, environment: Environment) -> dict[str, int]:
+    """The stack's PriorityClasses the tenant may use (its cap there is not `pods: 0`), with their values.
+
+    >>> from components.spec.stack import Platform
+    >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
+    >>> sorted(granted_priority_classes(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
+    ...     displayName="A", costCenter="cc-1"), env))
+    ['batch', 'interactive', 'training']
+    """
+    granted = {}
+    for name, spec in environment.platform.priority_classes.items():
+        cap = priority_cap(tenant, name, spec)
+        if cap is None or cap.pods != 0:
+            granted[name] = spec.value
+    return dict(sorted(granted.items()))
 
 
 def _subjects(tenant: Tenant) -> tuple[list[str], list[str]]:
@@ -195,6 +216,8 @@ def _validations(tenant: Tenant, environment: Environment) -> list[dict[str, str
     rule_hosts = '(has(object.spec.rules) ? object.spec.rules.map(r, has(r.host) ? r.host : "") : [])'
     tls_hosts = "(has(object.spec.tls) ? object.spec.tls.filter(t, has(t.hosts)).map(t, t.hosts) : [])"
     rails = platform.guard_rails
+    granted = granted_priority_classes(tenant, environment)
+    top_priority = max([0, *granted.values()])
     tokens = rails.service_account_tokens
     annotations = rails.ingress_annotations
     allowed_annotations = sorted({*annotations.allowed, *annotations.secret_references})
@@ -357,6 +380,16 @@ def _validations(tenant: Tenant, environment: Environment) -> list[dict[str, str
             "reason": "Forbidden",
         },
         {
+            "expression": f'!{_is("workloads")} || !has(object.spec.priority) || object.spec.priority <= {top_priority}',
+            "messageExpression": (
+                f'"Kueue Workload priority " + string(object.spec.priority) + " is above what tenant {name} may use ({top_priority}, '
+                f'the highest of its PriorityClasses: {names_or_none(f"{k}={v}" for k, v in granted.items())}): its Job names a '
+                'PriorityClass it is not granted (e.g. system-node-critical) and would be admitted ahead of everyone"'
+            ),
+            "message": f"Kueue Workloads of tenant {name} may not have a priority above its PriorityClasses ({top_priority})",
+            "reason": "Forbidden",
+        },
+        {
             "expression": f'!{_is("secrets")} || !has(object.type) || object.type != {cel_string(SERVICE_ACCOUNT_TOKEN)}',
             "message": (
                 f"Secrets of type {SERVICE_ACCOUNT_TOKEN} are refused in tenant {name}: the token never expires and outlives "
@@ -419,6 +452,7 @@ def guard_policy(tenant: Tenant, environment: Environment) -> KubeObject:
         {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]},
         {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["secrets", "services"]},
         {"apiGroups": ["networking.k8s.io"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["ingresses"]},
+        {"apiGroups": ["kueue.x-k8s.io"], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"], "resources": ["workloads"]},
         {"apiGroups": ["policy"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["poddisruptionbudgets"]},
         {"apiGroups": ["rbac.authorization.k8s.io"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE", "DELETE"], "resources": ["rolebindings"]},
     ]

@@ -270,6 +270,31 @@ def test_the_stack_may_allow_min_available_below_100_percent(engine, prod):
     assert len(admit(engine, policy, pdb(maxUnavailable=0), resource="poddisruptionbudgets")) == 1
 
 
+# ---- Kueue Workloads -----------------------------------------------------------------------------
+
+
+def workload(priority=None, priority_class=None):
+    spec = {"queueName": "default", "podSets": []}
+    if priority is not None:
+        spec["priority"] = priority
+    if priority_class:
+        spec.update(priorityClassName=priority_class, priorityClassSource="scheduling.k8s.io/priorityclass")
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": {"name": "job-x"}, "spec": spec}
+
+
+def test_workload_priority_never_above_the_tenants_classes(engine, prod):
+    policy = policy_for(prod, "llm-finetune")   # batch 10000, interactive 40000, training 50000; not online-inference
+    for value, cls in ((2000001000, "system-node-critical"), (100000, "online-inference")):
+        assert admit(engine, policy, workload(value, cls), resource="workloads") == [
+            f"Kueue Workload priority {value} is above what tenant llm-finetune may use (50000, the highest of its "
+            "PriorityClasses: batch=10000, interactive=40000, training=50000): its Job names a PriorityClass it is not "
+            "granted (e.g. system-node-critical) and would be admitted ahead of everyone"]
+    for fine in (workload(50000, "training"), workload(0), workload()):
+        assert admit(engine, policy, fine, resource="workloads") == [], fine
+    # inference is granted online-inference.
+    assert admit(engine, policy_for(prod, "inference"), workload(100000, "online-inference"), resource="workloads") == []
+
+
 # ---- Secrets -----------------------------------------------------------------------------------
 
 
@@ -331,4 +356,4 @@ def test_one_policy_and_binding_per_tenant_in_its_namespaces_only(prod):
     assert policy["spec"]["failurePolicy"] == "Fail"
     assert policy_binding["spec"] == {"policyName": "gpu-tenancy-guard-eval", "validationActions": ["Deny"]}
     resources = {r for rule in policy["spec"]["matchConstraints"]["resourceRules"] for r in rule["resources"]}
-    assert resources == {"pods", "services", "secrets", "ingresses", "rolebindings", "poddisruptionbudgets"}
+    assert resources == {"pods", "services", "secrets", "ingresses", "rolebindings", "poddisruptionbudgets", "workloads"}
