@@ -19,45 +19,13 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..model.load import Environment
-from ..model.stack import Platform
 from . import mig_config, time_slicing
-from .meta import FIELD_MANAGER, KubeObject, kube_object
+from .meta import FIELD_MANAGER, KubeObject, gpu_class_label, kube_object, pool_label, tenant_label
 
 NODE_KIND = "Node"
-GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 PATCH_FIELD_MANAGER = "pulumi.com/patchFieldManager"
 PATCH_FORCE = "pulumi.com/patchForce"
 TAINT_EFFECT = "NoSchedule"
-
-
-def gpu_class_label(platform: Platform) -> str:
-    """Node label naming a node's GPU class.
-
-    >>> from components.model.stack import Platform
-    >>> gpu_class_label(Platform.model_validate({"labelDomain": "gpu.example.com"}))
-    'gpu.example.com/gpu-class'
-    """
-    return f"{platform.label_domain}/gpu-class"
-
-
-def pool_label(platform: Platform) -> str:
-    """Node label naming a node's pool.
-
-    >>> from components.model.stack import Platform
-    >>> pool_label(Platform.model_validate({"labelDomain": "gpu.example.com"}))
-    'gpu.example.com/pool'
-    """
-    return f"{platform.label_domain}/pool"
-
-
-def tenant_label(platform: Platform) -> str:
-    """Node label and taint key naming the tenant a dedicated node belongs to.
-
-    >>> from components.model.stack import Platform
-    >>> tenant_label(Platform.model_validate({"labelDomain": "gpu.example.com"}))
-    'gpu.example.com/tenant'
-    """
-    return f"{platform.label_domain}/tenant"
 
 
 def dedicated_pool_owners(environment: Environment) -> dict[str, str]:

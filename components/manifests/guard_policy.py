@@ -38,7 +38,7 @@ from typing import Any, Iterable
 from .cel import cel_list, cel_string, names_or_none
 from ..model.load import Environment
 from ..model.tenant import Tenant
-from .meta import TENANT_LABEL, KubeObject, kube_object, object_meta, tenant_labels
+from .meta import TENANT_LABEL, KubeObject, kube_object, object_meta, owned_labels
 from .placement_policy import _is_gpu_resource
 from .rbac import ROLES, role_binding_name
 
@@ -321,7 +321,7 @@ def guard_policy(tenant: Tenant, environment: Environment) -> KubeObject:
     return kube_object(
         API_VERSION,
         "ValidatingAdmissionPolicy",
-        object_meta(policy_name(tenant.name), labels=tenant_labels(tenant.name, environment.name)),
+        object_meta(policy_name(tenant.name), labels=owned_labels(tenant, environment)),
         spec=spec,
     )
 
@@ -331,7 +331,7 @@ def guard_binding(tenant: Tenant, environment: Environment) -> KubeObject:
     return kube_object(
         API_VERSION,
         "ValidatingAdmissionPolicyBinding",
-        object_meta(policy_name(tenant.name), labels=tenant_labels(tenant.name, environment.name)),
+        object_meta(policy_name(tenant.name), labels=owned_labels(tenant, environment)),
         spec={"policyName": policy_name(tenant.name), "validationActions": ["Deny"]},
     )
 

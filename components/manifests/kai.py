@@ -30,11 +30,9 @@ from ..model.queue_checks import (
 )
 from ..model.stack import Platform
 from ..model.tenant import Tenant
-from .meta import TENANT_LABEL, KubeObject, kube_object, object_meta, platform_labels
-from .namespace import environment_label, owned_labels
+from .meta import KAI_QUEUE_LABEL, TENANT_LABEL, KubeObject, environment_label, kube_object, object_meta, owned_labels, platform_labels
 
 API_VERSION = "scheduling.run.ai/v2"
-QUEUE_LABEL = "kai.scheduler/queue"
 POLICY_NAME = "gpu-tenancy-kai-queue"
 UNLIMITED = -1
 
@@ -138,7 +136,7 @@ def queue_pinning_policy(environment: Environment) -> list[KubeObject]:
     labels = platform_labels(environment_label(environment))
     queue = (
         f"request.kind.kind == 'Pod' ? "
-        f"(has(object.metadata.labels) && '{QUEUE_LABEL}' in object.metadata.labels ? object.metadata.labels['{QUEUE_LABEL}'] : '') : "
+        f"(has(object.metadata.labels) && '{KAI_QUEUE_LABEL}' in object.metadata.labels ? object.metadata.labels['{KAI_QUEUE_LABEL}'] : '') : "
         f"(has(object.spec) && has(object.spec.queue) ? object.spec.queue : '')"
     )
     policy_spec = {
@@ -154,7 +152,7 @@ def queue_pinning_policy(environment: Environment) -> list[KubeObject]:
             {
                 "expression": "request.kind.kind == 'Pod' ? (variables.queue == '' || variables.queue == variables.tenant) : variables.queue == variables.tenant",
                 "messageExpression": (
-                    f"'{QUEUE_LABEL} must be ' + variables.tenant + ', the queue of the tenant that owns namespace ' "
+                    f"'{KAI_QUEUE_LABEL} must be ' + variables.tenant + ', the queue of the tenant that owns namespace ' "
                     f"+ request.namespace + ' (got \\'' + variables.queue + '\\')'"
                 ),
                 "reason": "Forbidden",

@@ -26,13 +26,21 @@ from ..model import feasibility as feas
 from ..model.load import Environment
 from ..model.queue_checks import KUEUE_CPU_FLAVOR, cohort_of, dedicated_only_classes, kueue_compute_nominal
 from ..model.tenant import Tenant
-from .gpu_nodes import dedicated_pool_owners, gpu_class_label, pool_label, pool_taints
-from .meta import TENANT_LABEL, KubeObject, kube_object, object_meta, platform_labels
-from .namespace import environment_label, owned_labels
+from .gpu_nodes import dedicated_pool_owners, pool_taints
+from .meta import (
+    TENANT_LABEL,
+    KubeObject,
+    environment_label,
+    gpu_class_label,
+    kube_object,
+    object_meta,
+    owned_labels,
+    platform_labels,
+    pool_label,
+)
 
 API_VERSION = "kueue.x-k8s.io/v1beta2"
 LOCAL_QUEUE = "default"
-QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 
 
 def flavor_pools(tenant: Tenant, environment: Environment) -> list[str]:

@@ -10,8 +10,7 @@ from __future__ import annotations
 from ..model.checks import effective_limits
 from ..model.load import Environment
 from ..model.tenant import ResourceValues, Tenant
-from .meta import KubeObject, kube_object, object_meta
-from .namespace import owned_labels
+from .meta import KubeObject, kube_object, object_meta, owned_labels
 
 LIMIT_RANGE = "tenant-limits"
 

@@ -16,9 +16,8 @@ import yaml
 from ..model import mig
 from ..model.load import Environment
 from ..model.stack import NodePool, Platform
-from .meta import KubeObject, kube_object, object_meta, platform_labels
+from .meta import MIG_CONFIG_LABEL, KubeObject, environment_label, kube_object, object_meta, platform_labels
 
-MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 ALL_DISABLED = "all-disabled"
 CONFIG_KEY = "config.yaml"
 
@@ -169,6 +168,6 @@ def mig_config_map(environment: Environment) -> KubeObject | None:
     return kube_object(
         "v1",
         "ConfigMap",
-        object_meta(operator.mig_config, namespace=operator.namespace, labels=platform_labels(environment.name)),
+        object_meta(operator.mig_config, namespace=operator.namespace, labels=platform_labels(environment_label(environment))),
         data={CONFIG_KEY: config_text(mig_parted_config(platform))},
     )

@@ -31,8 +31,7 @@ from grafana_foundation_sdk.models import prometheus as pm
 from ..model.load import Environment
 from ..model.monitoring import Monitoring
 from . import monitoring_rules as r
-from .meta import KubeObject, kube_object, object_meta, platform_labels
-from .namespace import environment_label
+from .meta import KubeObject, environment_label, kube_object, object_meta, platform_labels
 
 FLEET = "gpu-tenancy-fleet-overview"
 TENANT = "gpu-tenancy-tenant"

@@ -27,15 +27,23 @@ from ..model.load import Environment
 from ..model.monitoring import Monitoring
 from ..model.stack import Platform
 from ..model.tenant import Tenant
-from .gpu_nodes import gpu_class_label
 from .kueue import gpu_class_quotas
-from .meta import GROUP, TENANT_LABEL, KubeObject, kube_object, object_meta, platform_labels, tenant_labels
-from .namespace import environment_label
+from .meta import (
+    GROUP,
+    MIG_STATE_LABEL,
+    TENANT_LABEL,
+    KubeObject,
+    environment_label,
+    gpu_class_label,
+    kube_object,
+    object_meta,
+    platform_labels,
+    tenant_labels,
+)
 from .quota import TENANT_QUOTA, cluster_gpu_resources
 
 API_VERSION = "monitoring.coreos.com/v1"
 RULE_NAME = "gpu-tenancy"
-MIG_STATE_LABEL = "nvidia.com/mig.config.state"
 RUNBOOK_ANCHOR = "docs/monitoring.md#"
 
 # Recording rule names: the public vocabulary of the dashboards and of docs/monitoring.md.

@@ -33,11 +33,9 @@ import ipaddress
 
 from ..model.load import Environment
 from ..model.tenant import PlatformIngress, Port, Tenant
-from .meta import KubeObject, kube_object, object_meta
-from .namespace import owned_labels
+from .meta import NAMESPACE_NAME_LABEL, KubeObject, kube_object, object_meta, owned_labels
 
 NETWORKING_API = "networking.k8s.io/v1"
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 METADATA_ENDPOINTS = ("169.254.169.254/32", "fd00:ec2::254/128")
 
 DEFAULT_DENY = "default-deny"

@@ -38,10 +38,20 @@ from .cel import cel_list, cel_string, names_or_none
 from ..model import capacity as cap
 from ..model.load import Environment
 from ..model.tenant import Tenant
-from .gpu_nodes import GPU_PRODUCT_LABEL, dedicated_pool_owners, gpu_class_label, pool_label, tenant_label
+from .gpu_nodes import dedicated_pool_owners
 
-HOSTNAME_LABEL = "kubernetes.io/hostname"
-from .meta import TENANT_LABEL, KubeObject, kube_object, object_meta, tenant_labels
+from .meta import (
+    GPU_PRODUCT_LABEL,
+    HOSTNAME_LABEL,
+    TENANT_LABEL,
+    KubeObject,
+    gpu_class_label,
+    kube_object,
+    object_meta,
+    owned_labels,
+    pool_label,
+    tenant_label,
+)
 
 API_VERSION = "admissionregistration.k8s.io/v1"
 NAME_PREFIX = "gpu-tenancy-placement"
@@ -419,7 +429,7 @@ def placement_policy(tenant: Tenant, environment: Environment) -> KubeObject:
     return kube_object(
         API_VERSION,
         "ValidatingAdmissionPolicy",
-        object_meta(policy_name(tenant.name), labels=tenant_labels(tenant.name, environment.name)),
+        object_meta(policy_name(tenant.name), labels=owned_labels(tenant, environment)),
         spec=spec,
     )
 
@@ -433,7 +443,7 @@ def placement_binding(tenant: Tenant, environment: Environment) -> KubeObject:
     return kube_object(
         API_VERSION,
         "ValidatingAdmissionPolicyBinding",
-        object_meta(policy_name(tenant.name), labels=tenant_labels(tenant.name, environment.name)),
+        object_meta(policy_name(tenant.name), labels=owned_labels(tenant, environment)),
         spec={"policyName": policy_name(tenant.name), "validationActions": ["Deny"]},
     )
 

@@ -7,7 +7,7 @@ quotas); the classes themselves are cluster-wide.
 from __future__ import annotations
 
 from ..model.load import Environment
-from .meta import KubeObject, kube_object, object_meta, platform_labels
+from .meta import KubeObject, environment_label, kube_object, object_meta, platform_labels
 
 
 def priority_classes(environment: Environment) -> list[KubeObject]:
@@ -22,7 +22,7 @@ def priority_classes(environment: Environment) -> list[KubeObject]:
             kube_object(
                 "scheduling.k8s.io/v1",
                 "PriorityClass",
-                object_meta(name, labels=platform_labels(environment.name)),
+                object_meta(name, labels=platform_labels(environment_label(environment))),
                 value=spec.value,
                 globalDefault=spec.global_default,
                 preemptionPolicy=spec.preemption_policy,

@@ -60,8 +60,7 @@ from ..model.quantity import Quantity
 from ..model.load import Environment
 from ..model.stack import Platform, PriorityClassSpec
 from ..model.tenant import PriorityCap, Tenant
-from .meta import KubeObject, kube_object, object_meta
-from .namespace import owned_labels
+from .meta import KubeObject, kube_object, object_meta, owned_labels
 from .queues import gpu_ceiling_by_resource
 
 TENANT_QUOTA = "tenant-quota"

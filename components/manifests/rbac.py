@@ -32,8 +32,7 @@ from typing import Iterable
 
 from ..model.load import Environment
 from ..model.tenant import ServiceAccountGrant, Subjects, Tenant
-from .meta import KubeObject, kube_object, object_meta, platform_labels
-from .namespace import environment_label, owned_labels
+from .meta import KubeObject, environment_label, kube_object, object_meta, owned_labels, platform_labels
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 RBAC_API = f"{RBAC_GROUP}/v1"

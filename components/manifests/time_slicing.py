@@ -15,9 +15,8 @@ import yaml
 from ..model.capacity import GPU
 from ..model.load import Environment
 from ..model.stack import GpuClass, NodePool, Platform
-from .meta import KubeObject, kube_object, object_meta, platform_labels
+from .meta import DEVICE_PLUGIN_CONFIG_LABEL, KubeObject, environment_label, kube_object, object_meta, platform_labels
 
-DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 
 
 def sharing_config(gpu_class: GpuClass) -> dict[str, Any]:
@@ -95,6 +94,6 @@ def device_plugin_config_map(environment: Environment) -> KubeObject | None:
     return kube_object(
         "v1",
         "ConfigMap",
-        object_meta(operator.device_plugin_config, namespace=operator.namespace, labels=platform_labels(environment.name)),
+        object_meta(operator.device_plugin_config, namespace=operator.namespace, labels=platform_labels(environment_label(environment))),
         data=data,
     )

@@ -44,9 +44,9 @@ import yaml
 from ..model import capacity as cap
 from ..model.load import Environment
 from ..model.tenant import Tenant
-from .gpu_nodes import TAINT_EFFECT, gpu_class_label, tenant_label
+from .gpu_nodes import TAINT_EFFECT
 from .limit_range import container_limits
-from .meta import MANAGED_BY
+from .meta import MANAGED_BY, gpu_class_label, tenant_label
 from .namespace import pod_security_level
 from .quota import compute_hard, gpu_hard, object_count_hard, storage_hard
 

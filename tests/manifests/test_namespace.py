@@ -2,13 +2,11 @@ from __future__ import annotations
 
 import json
 
-from components.manifests.meta import COST_CENTER_LABEL, ENVIRONMENT_LABEL, TENANT_LABEL
+from components.manifests.meta import COST_CENTER_LABEL, ENVIRONMENT_LABEL, LIFECYCLE_LABEL, TENANT_LABEL
 from components.manifests.namespace import (
     CONTACTS_ANNOTATION,
     DISPLAY_NAME_ANNOTATION,
-    LIFECYCLE_LABEL,
     OWNERS_ANNOTATION,
-    environment_label,
     namespaces,
     pod_security_level,
 )
@@ -84,8 +82,3 @@ def test_tenant_without_contacts_or_description_has_no_such_annotations(make_ten
 def test_suspended_lifecycle_is_labelled(make_tenant, make_environment):
     labels = _labels(namespaces(make_tenant(lifecycle="suspended"), make_environment())[0])
     assert labels[LIFECYCLE_LABEL] == "suspended"
-
-
-def test_environment_label_prefers_the_stack_environment_field(make_environment):
-    assert environment_label(make_environment("prod-eu")) == "prod-eu"
-    assert environment_label(make_environment("prod-eu", environment="prod")) == "prod"

@@ -14,7 +14,7 @@ import uuid
 import pytest
 from kubernetes import client
 
-from components.manifests.gpu_nodes import pool_label, tenant_label
+from components.manifests.meta import pool_label, tenant_label
 from components.manifests.placement_policy import pinning_resources, placement
 from components.model import capacity as cap
 from tests.e2e.scheduling.conftest import _running

@@ -111,7 +111,7 @@ def test_job_without_selectors_lands_only_on_the_tenants_pools(kueue_stack, jobs
 def test_a_class_the_tenant_may_not_use_never_gets_a_pod(kueue_stack, jobs, tenant, gpu_class):
     """Asking for the class by its label: no flavor of the tenant's queue matches, nothing is admitted."""
     platform = ENVIRONMENT.platform
-    from components.manifests.gpu_nodes import gpu_class_label
+    from components.manifests.meta import gpu_class_label
 
     resource = cap.class_resource(platform.gpu_classes[gpu_class])
     name = jobs.submit(tenant, job({resource: 1}, node_selector={gpu_class_label(platform): gpu_class}))
