@@ -4,6 +4,7 @@ Pulumi components, `tenants render`, `tenants diff` and the tests all read.
 
 from __future__ import annotations
 
+from ..model.facts import TenantView
 from ..model.load import Environment
 from ..model.tenant import Tenant
 from . import gpu_platform, monitoring_rules, queues, tenant_core, vcluster
@@ -12,7 +13,7 @@ from .meta import KubeObject, sort_objects
 PLATFORM = "_platform"
 
 
-def tenant_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]:
+def tenant_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """Objects of one tenant: namespaces, quotas, LimitRange, RBAC, NetworkPolicies, GPU placement,
     queues, and with monitoring its quota series (a PrometheusRule in the monitoring namespace).
 
@@ -21,10 +22,10 @@ def tenant_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]
     """
     return sort_objects(
         [
-            *tenant_core.tenant_objects(tenant, environment),
-            *gpu_platform.tenant_gpu_objects(tenant, environment),
-            *queues.tenant_queue_objects(tenant, environment),
-            *filter(None, [monitoring_rules.tenant_prometheus_rule(tenant, environment)]),
+            *tenant_core.tenant_objects(tenant, view),
+            *gpu_platform.tenant_gpu_objects(tenant, view),
+            *queues.tenant_queue_objects(tenant, view),
+            *filter(None, [monitoring_rules.tenant_prometheus_rule(tenant, view)]),
         ]
     )
 
@@ -52,9 +53,9 @@ def monitoring_objects(environment: Environment) -> list[KubeObject]:
     return ([rule] if rule else []) + monitoring_dashboards.dashboard_config_maps(environment)
 
 
-def helm_releases(tenant: Tenant, environment: Environment) -> list[dict]:
+def helm_releases(tenant: Tenant, view: TenantView) -> list[dict]:
     """Helm charts a tenant gets (its optional vCluster), as plain release descriptions."""
-    release = vcluster.vcluster_release(tenant, environment)
+    release = vcluster.vcluster_release(tenant, view)
     return [release] if release else []
 
 
@@ -62,5 +63,5 @@ def environment_objects(environment: Environment) -> dict[str, list[KubeObject]]
     """All objects of an environment keyed by owner: `_platform` first, then tenants by name."""
     result = {PLATFORM: platform_objects(environment)}
     for loaded in environment.tenants:
-        result[loaded.name] = tenant_objects(loaded.spec, environment)
+        result[loaded.name] = tenant_objects(loaded.spec, environment.view(loaded.spec))
     return result

@@ -28,27 +28,6 @@ PATCH_FORCE = "pulumi.com/patchForce"
 TAINT_EFFECT = "NoSchedule"
 
 
-def dedicated_pool_owners(environment: Environment) -> dict[str, str]:
-    """Pool name -> the tenant that lists it in `gpu.dedicatedPools` (decommissioned tenants release theirs).
-
-    >>> dedicated_pool_owners(prod)   # doctest: +SKIP
-    {'h100-serve': 'inference', 'h100-train': 'llm-finetune'}
-    """
-    # Every tenant's placement policy asks; computing it once per fleet keeps building linear.
-    key = ("dedicated_pool_owners", id(environment.tenants), len(environment.tenants))
-    cached = environment.derived.get(key)
-    if cached is None:
-        owners: dict[str, str] = {}
-        for loaded in environment.tenants:
-            if loaded.spec.lifecycle == "decommissioned":
-                continue
-            for pool in loaded.spec.gpu.dedicated_pools:
-                if pool in environment.platform.node_pools:
-                    owners.setdefault(pool, loaded.name)
-        cached = environment.derived[key] = dict(sorted(owners.items()))
-    return dict(cached)
-
-
 def pool_labels(environment: Environment, pool_name: str) -> dict[str, str]:
     """Every label a node of the pool must carry.
 
@@ -58,7 +37,7 @@ def pool_labels(environment: Environment, pool_name: str) -> dict[str, str]:
     platform = environment.platform
     pool = platform.node_pools[pool_name]
     labels = {gpu_class_label(platform): pool.gpu_class, pool_label(platform): pool_name}
-    owner = dedicated_pool_owners(environment).get(pool_name)
+    owner = environment.facts.pool_owners.get(pool_name)
     if owner is not None:
         labels[tenant_label(platform)] = owner
     labels.update(mig_config.node_labels(platform, pool))
@@ -76,7 +55,7 @@ def pool_taints(environment: Environment, pool_name: str) -> list[dict[str, str]
     >>> pool_taints(prod, "h100-serve")   # doctest: +SKIP
     [{'effect': 'NoSchedule', 'key': 'gpu.acme.dev/tenant', 'value': 'inference'}]
     """
-    owner = dedicated_pool_owners(environment).get(pool_name)
+    owner = environment.facts.pool_owners.get(pool_name)
     if owner is None:
         return []
     return [{"effect": TAINT_EFFECT, "key": tenant_label(environment.platform), "value": owner}]

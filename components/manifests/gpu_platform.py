@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..model.facts import TenantView
 from ..model.load import Environment
 from ..model.tenant import Tenant
 from . import gpu_nodes, mig_config, placement_policy, priority_classes, time_slicing
@@ -26,10 +27,10 @@ def platform_gpu_objects(environment: Environment) -> list[KubeObject]:
     return sort_objects(objects)
 
 
-def tenant_gpu_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]:
+def tenant_gpu_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """The tenant's placement policy and its binding, in `sort_objects` order.
 
     >>> [o["metadata"]["name"] for o in tenant_gpu_objects(prod.tenants[0].spec, prod)]   # doctest: +SKIP
     ['gpu-tenancy-placement-eval', 'gpu-tenancy-placement-eval']
     """
-    return sort_objects(placement_policy.placement_objects(tenant, environment))
+    return sort_objects(placement_policy.placement_objects(tenant, view))

@@ -19,6 +19,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ..model import capacity as cap
+from ..model.facts import TenantView
 from ..model.load import Environment
 from ..model.queue_checks import (
     KaiAmounts,
@@ -73,13 +74,13 @@ def gpu_limit(tenant: Tenant, platform: Platform) -> Fraction | int:
     return quota + extra
 
 
-def leaf_queue(tenant: Tenant, environment: Environment) -> KubeObject:
+def leaf_queue(tenant: Tenant, view: TenantView) -> KubeObject:
     """The tenant's leaf Queue under its department.
 
     >>> leaf_queue(staging.tenants[0].spec, staging)["spec"]["parentQueue"]   # doctest: +SKIP
     'dept-research'
     """
-    platform = environment.platform
+    platform = view.platform
     amounts = kai_amounts(tenant, platform)
     weight = tenant.queue.weight if tenant.queue.weight is not None else 1
     spec = {
@@ -91,11 +92,11 @@ def leaf_queue(tenant: Tenant, environment: Environment) -> KubeObject:
             "memory": _resource(amounts.memory, UNLIMITED, weight),
         },
     }
-    return kube_object(API_VERSION, "Queue", object_meta(tenant.name, labels=owned_labels(tenant, environment)), spec=spec)
+    return kube_object(API_VERSION, "Queue", object_meta(tenant.name, labels=owned_labels(tenant, view)), spec=spec)
 
 
 def _members(environment: Environment) -> list[Tenant]:
-    return [t.spec for t in environment.tenants if t.spec.lifecycle != "decommissioned"]
+    return [spec for _, spec in environment.facts.active]
 
 
 def department_queues(environment: Environment) -> list[KubeObject]:
@@ -175,9 +176,9 @@ def queue_pinning_policy(environment: Environment) -> list[KubeObject]:
     return [policy, binding]
 
 
-def tenant_kai_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]:
+def tenant_kai_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """The tenant's leaf Queue."""
-    return [leaf_queue(tenant, environment)]
+    return [leaf_queue(tenant, view)]
 
 
 def platform_kai_objects(environment: Environment) -> list[KubeObject]:

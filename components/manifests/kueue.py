@@ -23,10 +23,11 @@ from __future__ import annotations
 
 from ..model import capacity as cap
 from ..model import feasibility as feas
+from ..model.facts import TenantView
 from ..model.load import Environment
 from ..model.queue_checks import KUEUE_CPU_FLAVOR, cohort_of, dedicated_only_classes, kueue_compute_nominal
 from ..model.tenant import Tenant
-from .gpu_nodes import dedicated_pool_owners, pool_taints
+from .gpu_nodes import pool_taints
 from .meta import (
     TENANT_LABEL,
     KubeObject,
@@ -43,47 +44,43 @@ API_VERSION = "kueue.x-k8s.io/v1beta2"
 LOCAL_QUEUE = "default"
 
 
-def flavor_pools(tenant: Tenant, environment: Environment) -> list[str]:
+def flavor_pools(tenant: Tenant, view: TenantView) -> list[str]:
     """The node pools whose flavors the tenant's ClusterQueue lists: exactly those its pods may land on."""
-    platform = environment.platform
-    return feas.reachable_pools(tenant.name, tenant, platform, dedicated_pool_owners(environment))
+    return list(view.reachable_pools)
 
 
-def gpu_flavor_quotas(tenant: Tenant, environment: Environment) -> dict[str, dict[str, int]]:
+def gpu_flavor_quotas(tenant: Tenant, view: TenantView) -> dict[str, dict[str, int]]:
     """Nominal quota per flavor (node pool) and extended resource of the tenant's ClusterQueue.
 
     Every pool the tenant may reach is a flavor listing each GPU resource the pool offers (0 where
     the tenant holds no quota there, so that it may still borrow). A class quota (or MIG profile
     quota) is split across the tenant's pools of that class (offering that profile) as the
-    capacity check's flow places it (`components.model.feasibility.quota_split`), so the nominal
+    capacity check's flow places it (`components.model.facts.FleetFacts.quota_split`), so the nominal
     quotas of all tenants on one pool fit in it together.
     """
-    platform = environment.platform
-    pools = flavor_pools(tenant, environment)
+    platform = view.platform
+    pools = flavor_pools(tenant, view)
     result: dict[str, dict[str, int]] = {
         pool: {resource: 0 for resource in cap.node_gpu_resources(platform, platform.node_pools[pool])} for pool in pools
     }
-    split = feas.quota_split(environment).get(tenant.name)
-    if split is None:  # a tenant that is not part of the environment (tests, previews): on its own
-        owners = dedicated_pool_owners(environment)
-        split = feas.split_of(feas.feasibility([(tenant.name, tenant)], platform, owners)).get(tenant.name, {})
-    for commodity, by_pool in split.items():
+    # A tenant the fleet does not count (tests, previews) is split on its own (`FleetFacts.view`).
+    for commodity, by_pool in view.quota_split:
         resource = feas.commodity_resource(platform, commodity)
-        for pool, units in by_pool.items():
+        for pool, units in by_pool:
             if pool in result:
                 result[pool][resource] = result[pool].get(resource, 0) + units
     return {pool: dict(sorted(resources.items())) for pool, resources in sorted(result.items())}
 
 
-def gpu_class_quotas(tenant: Tenant, environment: Environment) -> dict[str, dict[str, int]]:
+def gpu_class_quotas(tenant: Tenant, view: TenantView) -> dict[str, dict[str, int]]:
     """`gpu_flavor_quotas` summed per GPU class: the tenant's nominal quota per class and resource.
 
     >>> gpu_class_quotas(prod.tenants[0].spec, prod)["a100"]   # doctest: +SKIP
     {'nvidia.com/gpu': 20, 'nvidia.com/mig-1g.10gb': 0, 'nvidia.com/mig-3g.40gb': 0}
     """
-    platform = environment.platform
+    platform = view.platform
     result: dict[str, dict[str, int]] = {}
-    for pool, resources in gpu_flavor_quotas(tenant, environment).items():
+    for pool, resources in gpu_flavor_quotas(tenant, view).items():
         per_class = result.setdefault(platform.node_pools[pool].gpu_class, {})
         for resource, count in resources.items():
             per_class[resource] = per_class.get(resource, 0) + count
@@ -136,7 +133,7 @@ def _resource(name: str, nominal, borrowing: int | None = None, lending: int | N
     return item
 
 
-def resource_groups(tenant: Tenant, environment: Environment) -> list[dict]:
+def resource_groups(tenant: Tenant, view: TenantView) -> list[dict]:
     """The ClusterQueue's resource groups: cpu/memory in `default-flavor`, GPU resources per pool flavor.
 
     Every flavor of a group lists every covered resource, in the group's order (Kueue requires it).
@@ -146,7 +143,7 @@ def resource_groups(tenant: Tenant, environment: Environment) -> list[dict]:
     >>> resource_groups(prod.tenants[0].spec, prod)[0]["coveredResources"]   # doctest: +SKIP
     ['cpu', 'memory']
     """
-    platform = environment.platform
+    platform = view.platform
     groups = []
     compute = kueue_compute_nominal(tenant, platform)
     if compute:
@@ -156,7 +153,7 @@ def resource_groups(tenant: Tenant, environment: Environment) -> list[dict]:
                 "flavors": [{"name": KUEUE_CPU_FLAVOR, "resources": [_resource(r, compute[r]) for r in sorted(compute)]}],
             }
         )
-    flavors = gpu_flavor_quotas(tenant, environment)
+    flavors = gpu_flavor_quotas(tenant, view)
     covered = sorted({resource for resources in flavors.values() for resource in resources})
     if covered:
         has_cohort = cohort_of(tenant, platform) is not None
@@ -191,13 +188,13 @@ def resource_groups(tenant: Tenant, environment: Environment) -> list[dict]:
     return groups
 
 
-def cluster_queue(tenant: Tenant, environment: Environment) -> KubeObject:
+def cluster_queue(tenant: Tenant, view: TenantView) -> KubeObject:
     """The tenant's ClusterQueue, named like the tenant; held (no new admissions) while suspended.
 
     >>> cluster_queue(prod.tenants[0].spec, prod)["spec"]["namespaceSelector"]   # doctest: +SKIP
     {'matchLabels': {'gpu-tenancy.dev/tenant': 'eval'}}
     """
-    platform = environment.platform
+    platform = view.platform
     settings = platform.queues.kueue
     preemption: dict = {
         "reclaimWithinCohort": settings.preemption.reclaim_within_cohort,
@@ -209,7 +206,7 @@ def cluster_queue(tenant: Tenant, environment: Environment) -> KubeObject:
         "namespaceSelector": {"matchLabels": {TENANT_LABEL: tenant.name}},
         "preemption": dict(sorted(preemption.items())),
         "queueingStrategy": settings.queueing_strategy,
-        "resourceGroups": resource_groups(tenant, environment),
+        "resourceGroups": resource_groups(tenant, view),
     }
     cohort = cohort_of(tenant, platform)
     if cohort is not None:
@@ -219,30 +216,30 @@ def cluster_queue(tenant: Tenant, environment: Environment) -> KubeObject:
     if tenant.lifecycle == "suspended":
         # Mirrors the suspended ResourceQuota: running workloads keep running, nothing new is admitted.
         spec["stopPolicy"] = "Hold"
-    labels = owned_labels(tenant, environment)
+    labels = owned_labels(tenant, view)
     return kube_object(API_VERSION, "ClusterQueue", object_meta(tenant.name, labels=labels), spec=dict(sorted(spec.items())))
 
 
-def local_queues(tenant: Tenant, environment: Environment) -> list[KubeObject]:
+def local_queues(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """A LocalQueue `default` in each tenant namespace; workloads opt in with `kueue.x-k8s.io/queue-name: default`.
 
     >>> [q["metadata"]["namespace"] for q in local_queues(prod.tenants[1].spec, prod)]   # doctest: +SKIP
     ['inference', 'inference-canary']
     """
-    labels = owned_labels(tenant, environment)
+    labels = owned_labels(tenant, view)
     return [
         kube_object(API_VERSION, "LocalQueue", object_meta(LOCAL_QUEUE, namespace=namespace, labels=labels), spec={"clusterQueue": tenant.name})
         for namespace in tenant.all_namespaces
     ]
 
 
-def tenant_kueue_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]:
+def tenant_kueue_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """The tenant's ClusterQueue and LocalQueues.
 
     >>> [o["kind"] for o in tenant_kueue_objects(prod.tenants[0].spec, prod)]   # doctest: +SKIP
     ['ClusterQueue', 'LocalQueue']
     """
-    return [cluster_queue(tenant, environment), *local_queues(tenant, environment)]
+    return [cluster_queue(tenant, view), *local_queues(tenant, view)]
 
 
 def platform_kueue_objects(environment: Environment) -> list[KubeObject]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..model.environment import Environment
+from ..model.facts import TenantView
 from ..model.stack import Platform
 from ..model.tenant import Tenant
 
@@ -83,13 +84,13 @@ def tenant_label(platform: Platform) -> str:
 
 
 def environment_label(environment: Environment) -> str:
-    """The one value of the environment label: the stack's `environment`, else the stack name.
+    """The one value of the environment label: the stack's `environment`, else the stack name (a fleet fact).
 
     >>> platform = Platform(labelDomain="gpu.example.com", environment="production")
     >>> environment_label(Environment("prod", platform, None, []))
     'production'
     """
-    return environment.platform.environment or environment.name
+    return environment.facts.environment_label
 
 
 def tenant_labels(tenant: str, environment: str) -> dict[str, str]:
@@ -110,15 +111,14 @@ def platform_labels(environment: str) -> dict[str, str]:
     return {**MANAGED_BY, ENVIRONMENT_LABEL: environment}
 
 
-def owned_labels(tenant: Tenant, environment: Environment) -> dict[str, str]:
+def owned_labels(tenant: Tenant, view: TenantView) -> dict[str, str]:
     """Labels every object of the tenant carries (namespaced or not).
 
-    >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> owned_labels(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
-    ...     displayName="A", costCenter="cc-1"), env)["gpu-tenancy.dev/tenant"]
-    'a'
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A", costCenter="cc-1")
+    >>> owned_labels(t, Environment("dev", Platform(labelDomain="gpu.example.com"), None, []).view(t))
+    {'app.kubernetes.io/managed-by': 'gpu-tenancy', 'gpu-tenancy.dev/tenant': 'a', 'gpu-tenancy.dev/environment': 'dev'}
     """
-    return tenant_labels(tenant.name, environment_label(environment))
+    return tenant_labels(tenant.name, view.environment_label)
 
 
 def object_meta(

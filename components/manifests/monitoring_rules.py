@@ -23,6 +23,7 @@ from typing import Any
 
 from ..model import capacity as cap
 from ..model import mig
+from ..model.facts import TenantView
 from ..model.load import Environment
 from ..model.monitoring import Monitoring
 from ..model.stack import Platform
@@ -166,7 +167,7 @@ def class_capacity(platform: Platform) -> dict[tuple[str, str], int]:
     return dict(sorted(result.items()))
 
 
-def tenant_class_quotas(tenant: Tenant, environment: Environment) -> dict[tuple[str, str], int]:
+def tenant_class_quotas(tenant: Tenant, view: TenantView) -> dict[tuple[str, str], int]:
     """A tenant's nominal GPU quota per (GPU class, resource), as its Kueue flavors carry it.
 
     >>> tenant_class_quotas(prod.tenants[0].spec, prod)[("a100", "nvidia.com/gpu")]   # doctest: +SKIP
@@ -174,7 +175,7 @@ def tenant_class_quotas(tenant: Tenant, environment: Environment) -> dict[tuple[
     """
     return {
         (gpu_class, resource): count
-        for gpu_class, resources in gpu_class_quotas(tenant, environment).items()
+        for gpu_class, resources in gpu_class_quotas(tenant, view).items()
         for resource, count in resources.items()
     }
 
@@ -466,20 +467,20 @@ def platform_rule_group(environment: Environment) -> dict[str, Any] | None:
     return {"name": f"gpu-tenancy.{environment_label(environment)}", "rules": rules}
 
 
-def tenant_rule_group(tenant: Tenant, environment: Environment) -> dict[str, Any] | None:
+def tenant_rule_group(tenant: Tenant, view: TenantView) -> dict[str, Any] | None:
     """One tenant's group: its nominal GPU quota per class and resource (static series); None when
     monitoring is off or the tenant has no GPU quota.
 
     >>> tenant_rule_group(prod.tenants[0].spec, prod)["name"]   # doctest: +SKIP
     'gpu-tenancy.prod.tenant.llm-finetune'
     """
-    if enabled_monitoring(environment.platform) is None:
+    if enabled_monitoring(view.platform) is None:
         return None
     rules = [
         _record(TENANT_QUOTA_STACK, f"vector({count})", {"tenant": tenant.name, "gpu_class": gpu_class, "resource": sanitize(resource)})
-        for (gpu_class, resource), count in sorted(tenant_class_quotas(tenant, environment).items())
+        for (gpu_class, resource), count in sorted(tenant_class_quotas(tenant, view).items())
     ]
-    return {"name": f"gpu-tenancy.{environment_label(environment)}.tenant.{tenant.name}", "rules": rules} if rules else None
+    return {"name": f"gpu-tenancy.{view.environment_label}.tenant.{tenant.name}", "rules": rules} if rules else None
 
 
 def rule_groups(environment: Environment) -> list[dict[str, Any]]:
@@ -489,7 +490,7 @@ def rule_groups(environment: Environment) -> list[dict[str, Any]]:
     platform = platform_rule_group(environment)
     if platform is None:
         return []
-    tenants = [tenant_rule_group(loaded.spec, environment) for loaded in environment.tenants]
+    tenants = [tenant_rule_group(loaded.spec, environment.view(loaded.spec)) for loaded in environment.tenants]
     return [*sorted((g for g in tenants if g), key=lambda g: g["name"]), platform]
 
 
@@ -511,15 +512,15 @@ def prometheus_rule(environment: Environment) -> KubeObject | None:
     return _rule_object(RULE_NAME, environment.platform.monitoring, group, platform_labels(environment_label(environment)))
 
 
-def tenant_prometheus_rule(tenant: Tenant, environment: Environment) -> KubeObject | None:
+def tenant_prometheus_rule(tenant: Tenant, view: TenantView) -> KubeObject | None:
     """A tenant's PrometheusRule (its quota series), in the monitoring namespace; None when
     monitoring is off or the tenant has no GPU quota. It belongs to the tenant's stack.
 
     >>> tenant_prometheus_rule(prod.tenants[0].spec, prod)["metadata"]["name"]   # doctest: +SKIP
     'gpu-tenancy-tenant-llm-finetune'
     """
-    group = tenant_rule_group(tenant, environment)
+    group = tenant_rule_group(tenant, view)
     if group is None:
         return None
-    return _rule_object(f"{RULE_NAME}-tenant-{tenant.name}", environment.platform.monitoring, group,
-                        tenant_labels(tenant.name, environment_label(environment)))
+    return _rule_object(f"{RULE_NAME}-tenant-{tenant.name}", view.platform.monitoring, group,
+                        tenant_labels(tenant.name, view.environment_label))

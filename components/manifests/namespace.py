@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from ..model.load import Environment
+from ..model.facts import TenantView
 from ..model.stack import Platform
 from ..model.tenant import Tenant
 from .meta import COST_CENTER_LABEL, GROUP, LIFECYCLE_LABEL, KubeObject, kube_object, object_meta, owned_labels
@@ -80,19 +80,20 @@ def namespace_annotations(tenant: Tenant) -> dict[str, str]:
     return annotations
 
 
-def namespaces(tenant: Tenant, environment: Environment) -> list[KubeObject]:
+def namespaces(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """One Namespace per tenant namespace (its own first), labelled for ownership, cost and Pod Security.
 
+    >>> from components.model.environment import Environment
     >>> from components.model.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", namespaces=["a-data"])
-    >>> [ns["metadata"]["name"] for ns in namespaces(t, env)]
+    >>> [ns["metadata"]["name"] for ns in namespaces(t, env.view(t))]
     ['a', 'a-data']
     """
-    platform = environment.platform
+    platform = view.platform
     labels = {
-        **owned_labels(tenant, environment),
+        **owned_labels(tenant, view),
         COST_CENTER_LABEL: tenant.cost_center,
         LIFECYCLE_LABEL: tenant.lifecycle,
         **pod_security_labels(pod_security_level(tenant, platform), platform.pod_security.version),

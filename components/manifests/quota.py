@@ -57,7 +57,7 @@ from ..model import capacity as cap
 from ..model import mig
 from ..model.budget import budget_home, compute_hard, namespace_slices, split_budget  # noqa: F401  (part of this module's API)
 from ..model.quantity import Quantity
-from ..model.load import Environment
+from ..model.facts import TenantView
 from ..model.stack import Platform, PriorityClassSpec
 from ..model.tenant import PriorityCap, Tenant
 from .meta import KubeObject, kube_object, object_meta, owned_labels
@@ -255,19 +255,20 @@ def priority_hard(tenant: Tenant, platform: Platform, priority: PriorityCap, bud
     return hard
 
 
-def resource_quotas(tenant: Tenant, environment: Environment) -> list[KubeObject]:
+def resource_quotas(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """Every ResourceQuota of the tenant, in each of its namespaces (see the module docstring).
 
+    >>> from components.model.environment import Environment
     >>> from components.model.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", quota={"cpu": {"requests": "8"}}, lifecycle="suspended")
-    >>> [q["metadata"]["name"] for q in resource_quotas(t, env)]
+    >>> [q["metadata"]["name"] for q in resource_quotas(t, env.view(t))]
     ['tenant-quota', 'priority-online-inference', 'cross-namespace-affinity', 'suspended']
     """
-    platform = environment.platform
-    labels = owned_labels(tenant, environment)
-    budgets = {**compute_hard(tenant), **gpu_hard(tenant, platform, gpu_ceiling_by_resource(tenant, environment))}
+    platform = view.platform
+    labels = owned_labels(tenant, view)
+    budgets = {**compute_hard(tenant), **gpu_hard(tenant, platform, gpu_ceiling_by_resource(tenant, view))}
     slices = namespace_slices(tenant, platform)
     guard_rails = {**storage_hard(tenant, platform), **object_count_hard(tenant, platform)}
     home = budget_home(tenant)

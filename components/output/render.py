@@ -30,7 +30,7 @@ def render_files(environment: Environment, objects: dict[str, list[dict]] | None
     for owner, owned in (objects if objects is not None else environment_objects(environment)).items():
         files[f"{owner}.yaml"] = HEADER + dump_objects(owned)
     for loaded in environment.tenants:
-        releases = helm_releases(loaded.spec, environment)
+        releases = helm_releases(loaded.spec, environment.view(loaded.spec))
         if releases:
             files[f"{loaded.name}.helm.yaml"] = HELM_HEADER + dump_objects(releases)
     return dict(sorted(files.items()))

@@ -377,7 +377,7 @@ def release_objects(environment: Environment) -> dict[str, list[KubeObject]]:
             {"apiVersion": "helm", "kind": "HelmRelease",
              "metadata": {"name": release["name"], "namespace": release["namespace"]},
              "spec": {key: value for key, value in release.items() if key not in ("name", "namespace")}}
-            for release in helm_releases(loaded.spec, environment)
+            for release in helm_releases(loaded.spec, environment.view(loaded.spec))
         ]
     return result
 

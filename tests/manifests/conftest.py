@@ -50,6 +50,11 @@ def tenant_of(environment: Environment, name: str) -> Tenant:
     raise KeyError(f"no tenant '{name}' in environment '{environment.name}'")
 
 
+def viewed(builder: Callable[..., Any], tenant: Tenant, environment: Environment) -> Any:
+    """`builder(tenant, view)`, the view being the tenant's window on `environment`'s fleet."""
+    return builder(tenant, environment.view(tenant))
+
+
 @pytest.fixture
 def tenant_in() -> Callable[[Environment, str], Tenant]:
     """`tenant_in(prod, "eval")`: an example tenant's spec in one environment."""
@@ -175,7 +180,7 @@ def rendered(environments: dict[str, Environment]) -> dict[str, dict[str, list[d
     cases = {name: (env, [t.spec for t in env.tenants]) for name, env in environments.items()}
     cases["lab"] = synthetic_environment()
     return {
-        name: {"_platform": platform_core_objects(env), **{t.name: tenant_objects(t, env) for t in tenants}}
+        name: {"_platform": platform_core_objects(env), **{t.name: tenant_objects(t, env.view(t)) for t in tenants}}
         for name, (env, tenants) in cases.items()
     }
 

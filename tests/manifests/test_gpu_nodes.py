@@ -111,15 +111,6 @@ def test_no_requirements_without_autoscaled_pools(prod):
     assert gpu_nodes.node_group_requirements(prod) == {}
 
 
-def test_dedicated_owners_skip_decommissioned_tenants(prod):
-    assert gpu_nodes.dedicated_pool_owners(prod) == {"h100-serve": "inference", "h100-train": "llm-finetune"}
-    environment = replace(prod, tenants=[
-        replace(t, spec=t.spec.model_copy(update={"lifecycle": "decommissioned"})) if t.name == "inference" else t
-        for t in prod.tenants
-    ])
-    assert gpu_nodes.dedicated_pool_owners(environment) == {"h100-train": "llm-finetune"}
-
-
 def test_is_node_patch_only_for_nodes():
     assert gpu_nodes.is_node_patch({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}})
     assert not gpu_nodes.is_node_patch({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "n"}})

@@ -38,7 +38,7 @@ def test_platform_objects_by_kind():
 def test_tenant_objects_are_the_placement_pair():
     prod = load_environment(REPO, "prod")
     for loaded in prod.tenants:
-        objects = gpu_platform.tenant_gpu_objects(loaded.spec, prod)
+        objects = gpu_platform.tenant_gpu_objects(loaded.spec, prod.view(loaded.spec))
         assert [(o["kind"], o["metadata"]["name"]) for o in objects] == [
             ("ValidatingAdmissionPolicy", f"gpu-tenancy-placement-{loaded.name}"),
             ("ValidatingAdmissionPolicyBinding", f"gpu-tenancy-placement-{loaded.name}"),
@@ -49,7 +49,7 @@ def test_sorted_deterministic_and_json_ready(environment):
     first = gpu_platform.platform_gpu_objects(environment)
     assert first == sort_objects(first) == gpu_platform.platform_gpu_objects(environment)
     for loaded in environment.tenants:
-        objects = gpu_platform.tenant_gpu_objects(loaded.spec, environment)
+        objects = gpu_platform.tenant_gpu_objects(loaded.spec, environment.view(loaded.spec))
         assert objects == sort_objects(objects)
         first = first + objects
     assert json.loads(json.dumps(first)) == first
@@ -67,7 +67,7 @@ def test_every_object_is_labelled_or_a_node_patch(environment):
 def test_every_object_matches_the_kubernetes_schema(environment, kube_schemas):
     objects = list(gpu_platform.platform_gpu_objects(environment))
     for loaded in environment.tenants:
-        objects += gpu_platform.tenant_gpu_objects(loaded.spec, environment)
+        objects += gpu_platform.tenant_gpu_objects(loaded.spec, environment.view(loaded.spec))
     for version in kube_schemas.versions:
         for obj in objects:
             assert kube_schemas.errors(obj, version) == [], (version, obj["kind"], obj["metadata"]["name"])
@@ -75,7 +75,7 @@ def test_every_object_matches_the_kubernetes_schema(environment, kube_schemas):
 
 def test_the_schema_check_catches_a_misspelt_field(kube_schemas):
     prod = load_environment(REPO, "prod")
-    policy = gpu_platform.tenant_gpu_objects(prod.tenants[0].spec, prod)[0]
+    policy = gpu_platform.tenant_gpu_objects(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))[0]
     broken = {**policy, "spec": {**policy["spec"], "validationz": []}}
     assert kube_schemas.errors(broken, kube_schemas.versions[0]) != []
     node = next(o for o in gpu_platform.platform_gpu_objects(prod) if is_node_patch(o))

@@ -28,7 +28,7 @@ def staging():
 
 
 def _queues(environment) -> dict[str, dict]:
-    objects = queues.platform_queue_objects(environment) + [o for t in environment.tenants for o in queues.tenant_queue_objects(t.spec, environment)]
+    objects = queues.platform_queue_objects(environment) + [o for t in environment.tenants for o in queues.tenant_queue_objects(t.spec, environment.view(t.spec))]
     return {o["metadata"]["name"]: o["spec"] for o in objects if o["kind"] == "Queue"}
 
 
@@ -171,4 +171,4 @@ def test_a_tenant_with_only_shared_gpus_gets_a_kai_quota_and_limit(make_tenant):
     lab = queue_lab("kai")
     tenant = make_tenant(gpu={"classes": ["l4"]}, quota={"gpu": {"l4": 4}}, queue={"borrowingLimit": {"l4": 2}})
     from components.manifests.kai import leaf_queue
-    assert leaf_queue(tenant, lab)["spec"]["resources"]["gpu"] == {"limit": 6, "overQuotaWeight": 1, "quota": 4}
+    assert leaf_queue(tenant, lab.view(tenant))["spec"]["resources"]["gpu"] == {"limit": 6, "overQuotaWeight": 1, "quota": 4}

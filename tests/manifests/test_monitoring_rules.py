@@ -116,7 +116,7 @@ def test_static_series_carry_capacity_overcommit_and_quotas(make_environment, ma
     # The class sums come from the tenants' own series: no tenant is named in the environment's group.
     assert stack[(r.CLASS_QUOTA_STACK, ())] == f"sum by (gpu_class, resource) ({r.TENANT_QUOTA_STACK})"
     assert "team-a" not in yaml.safe_dump(r.platform_rule_group(env))
-    group = r.tenant_rule_group(tenant, env)
+    group = r.tenant_rule_group(tenant, env.view(tenant))
     own = {tuple(sorted(rule["labels"].items())): rule["expr"] for rule in group["rules"]}
     assert group["name"] == f"gpu-tenancy.{env.name}.tenant.team-a"
     assert {rule["record"] for rule in group["rules"]} == {r.TENANT_QUOTA_STACK}
@@ -129,8 +129,8 @@ def test_each_tenant_has_its_own_rule_object_in_its_own_objects(prod):
 
     monitoring = prod.platform.monitoring
     for loaded in prod.tenants:
-        rules = [o for o in tenant_objects(loaded.spec, prod) if o["kind"] == "PrometheusRule"]
-        group = r.tenant_rule_group(loaded.spec, prod)
+        rules = [o for o in tenant_objects(loaded.spec, prod.view(loaded.spec)) if o["kind"] == "PrometheusRule"]
+        group = r.tenant_rule_group(loaded.spec, prod.view(loaded.spec))
         if group is None:
             assert rules == [], loaded.name
             continue
@@ -148,7 +148,7 @@ def test_a_tenant_without_gpu_quota_has_no_rule(make_environment, make_tenant):
     base = environment(make_environment)
     tenant = make_tenant(name="cpu-only")
     env = Environment(base.name, base.platform, None, [LoadedTenant(tenant, None)])
-    assert r.tenant_rule_group(tenant, env) is None and r.tenant_prometheus_rule(tenant, env) is None
+    assert r.tenant_rule_group(tenant, env.view(tenant)) is None and r.tenant_prometheus_rule(tenant, env.view(tenant)) is None
     assert [g["name"] for g in r.rule_groups(env)] == [f"gpu-tenancy.{env.name}"]
 
 
@@ -206,7 +206,7 @@ def test_each_group_reads_only_what_it_or_a_tenant_group_records(prod):
     *tenants, platform = groups
     assert platform["name"] == "gpu-tenancy.prod"
     assert [g["name"] for g in tenants] == sorted(f"gpu-tenancy.prod.tenant.{t.name}" for t in prod.tenants
-                                                 if r.tenant_rule_group(t.spec, prod))
+                                                 if r.tenant_rule_group(t.spec, prod.view(t.spec)))
     assert {rule["record"] for g in tenants for rule in g["rules"]} == {r.TENANT_QUOTA_STACK}
     assert all(rule["expr"].startswith("vector(") for g in tenants for rule in g["rules"])
     rules = platform["rules"]
