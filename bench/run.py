@@ -113,7 +113,7 @@ def _pulumi_run(body) -> tuple[float, int]:
 
 def phase_fleet(root: Path) -> dict:
     from components.resources.fleet import Fleet
-    from components.model.load import load_environment
+    from components.load import load_environment
 
     environment = load_environment(root, STACK)
     seconds, resources = _pulumi_run(lambda: Fleet(environment.name, environment))
@@ -126,7 +126,7 @@ def phase_bare(root: Path) -> dict:
     from components.manifests.build import environment_objects
     from components.manifests.meta import object_id
     from components.resources.kubernetes import register
-    from components.model.load import load_environment
+    from components.load import load_environment
 
     environment = load_environment(root, STACK)
     objects = [obj for items in environment_objects(environment).values() for obj in items]
@@ -155,7 +155,7 @@ def phase_diff(root: Path, repeat: int) -> dict:
 def phase_build(root: Path, repeat: int) -> dict:
     """Build every object of the (already loaded) environment: the builders alone."""
     from components.manifests.build import environment_objects
-    from components.model.load import fewer_gc_passes, load_environment
+    from components.load import fewer_gc_passes, load_environment
 
     times = []
     with fewer_gc_passes():   # as the CLI runs its commands

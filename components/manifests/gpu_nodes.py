@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..model.load import Environment
+from ..fleet.environment import Environment
 from . import mig_config, time_slicing
 from .meta import FIELD_MANAGER, KubeObject, gpu_class_label, kube_object, pool_label, tenant_label
 

@@ -36,8 +36,8 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from .cel import cel_list, cel_string, names_or_none
-from ..model.facts import TenantView
-from ..model.tenant import Tenant
+from ..fleet.facts import TenantView
+from ..spec.tenant import Tenant
 from .meta import TENANT_LABEL, KubeObject, kube_object, object_meta, owned_labels
 from .placement_policy import _is_gpu_resource
 from .rbac import ROLES, role_binding_name
@@ -64,8 +64,8 @@ def policy_name(tenant: str) -> str:
 def ingress_hosts(tenant: Tenant, view: TenantView) -> tuple[list[str], list[str]]:
     """(exact hostnames, suffixes) an Ingress of the tenant may serve.
 
-    >>> from components.model.environment import Environment
-    >>> from components.model.stack import Platform
+    >>> from components.fleet.environment import Environment
+    >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com", ingressDomain="apps.example.com"), None, [])
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", network={"ingressHosts": ["a.example.org", "*.b.example.org"]})
@@ -302,8 +302,8 @@ def _dynamic(entries: list[dict[str, str]]) -> list[dict[str, str]]:
 def guard_policy(tenant: Tenant, view: TenantView) -> KubeObject:
     """The tenant's guard ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1).
 
-    >>> from components.model.environment import Environment
-    >>> from components.model.stack import Platform
+    >>> from components.fleet.environment import Environment
+    >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1")
@@ -343,8 +343,8 @@ def guard_binding(tenant: Tenant, view: TenantView) -> KubeObject:
 def guard_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """Policy and binding of one tenant; none for a decommissioned tenant (its namespaces are going away).
 
-    >>> from components.model.environment import Environment
-    >>> from components.model.stack import Platform
+    >>> from components.fleet.environment import Environment
+    >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant",
     ...     name="a", displayName="A", costCenter="cc-1")

@@ -21,12 +21,12 @@ ResourceQuota still rejects pods beyond the namespace's quota (see docs/queues-a
 
 from __future__ import annotations
 
-from ..model import capacity as cap
-from ..model import feasibility as feas
-from ..model.facts import TenantView
-from ..model.load import Environment
-from ..model.queue_checks import KUEUE_CPU_FLAVOR, cohort_of, dedicated_only_classes, kueue_compute_nominal
-from ..model.tenant import Tenant
+from ..fleet import gpu_capacity as cap
+from ..fleet import feasibility as feas
+from ..fleet.facts import TenantView
+from ..fleet.environment import Environment
+from ..fleet.queue_arithmetic import KUEUE_CPU_FLAVOR, cohort_of, dedicated_only_classes, kueue_compute_nominal
+from ..spec.tenant import Tenant
 from .gpu_nodes import pool_taints
 from .meta import (
     TENANT_LABEL,
@@ -55,7 +55,7 @@ def gpu_flavor_quotas(tenant: Tenant, view: TenantView) -> dict[str, dict[str, i
     Every pool the tenant may reach is a flavor listing each GPU resource the pool offers (0 where
     the tenant holds no quota there, so that it may still borrow). A class quota (or MIG profile
     quota) is split across the tenant's pools of that class (offering that profile) as the
-    capacity check's flow places it (`components.model.facts.FleetFacts.quota_split`), so the nominal
+    capacity check's flow places it (`components.fleet.facts.FleetFacts.quota_split`), so the nominal
     quotas of all tenants on one pool fit in it together.
     """
     platform = view.platform

@@ -7,9 +7,9 @@ Values are the tenant's `limits`, each unset one taken from the stack's `limitRa
 
 from __future__ import annotations
 
-from ..model.checks import effective_limits
-from ..model.facts import TenantView
-from ..model.tenant import ResourceValues, Tenant
+from ..fleet.budget import effective_limits
+from ..fleet.facts import TenantView
+from ..spec.tenant import ResourceValues, Tenant
 from .meta import KubeObject, kube_object, object_meta, owned_labels
 
 LIMIT_RANGE = "tenant-limits"
@@ -25,8 +25,8 @@ def _values(values: ResourceValues) -> dict[str, str]:
 def container_limits(tenant: Tenant, view: TenantView) -> dict:
     """The `type: Container` limit item, empty sections left out.
 
-    >>> from components.model.environment import Environment
-    >>> from components.model.stack import Platform
+    >>> from components.fleet.environment import Environment
+    >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
     ...     displayName="A", costCenter="cc-1")
@@ -45,8 +45,8 @@ def container_limits(tenant: Tenant, view: TenantView) -> dict:
 def limit_ranges(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """One LimitRange `tenant-limits` per tenant namespace; none when there is nothing to set.
 
-    >>> from components.model.environment import Environment
-    >>> from components.model.stack import Platform
+    >>> from components.fleet.environment import Environment
+    >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1",
     ...     kind="Tenant", name="a", displayName="A", costCenter="cc-1", namespaces=["a-data"])

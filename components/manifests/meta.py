@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..model.environment import Environment
-from ..model.facts import TenantView
-from ..model.stack import Platform
-from ..model.tenant import Tenant
+from ..fleet.environment import Environment
+from ..fleet.facts import TenantView
+from ..spec.stack import Platform
+from ..spec.tenant import Tenant
 
 GROUP = "gpu-tenancy.dev"
 TENANT_LABEL = f"{GROUP}/tenant"

@@ -21,13 +21,13 @@ import re
 from fractions import Fraction
 from typing import Any
 
-from ..model import capacity as cap
-from ..model import mig
-from ..model.facts import TenantView
-from ..model.load import Environment
-from ..model.monitoring import Monitoring
-from ..model.stack import Platform
-from ..model.tenant import Tenant
+from ..fleet import gpu_capacity as cap
+from ..fleet import mig
+from ..fleet.facts import TenantView
+from ..fleet.environment import Environment
+from ..spec.monitoring import Monitoring
+from ..spec.stack import Platform
+from ..spec.tenant import Tenant
 from .kueue import gpu_class_quotas
 from .meta import (
     GROUP,

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 
-from ..model.facts import TenantView
-from ..model.stack import Platform
-from ..model.tenant import Tenant
+from ..fleet.facts import TenantView
+from ..spec.stack import Platform
+from ..spec.tenant import Tenant
 from .meta import COST_CENTER_LABEL, GROUP, LIFECYCLE_LABEL, KubeObject, kube_object, object_meta, owned_labels
 
 DISPLAY_NAME_ANNOTATION = f"{GROUP}/display-name"
@@ -29,7 +29,7 @@ _STRICTNESS = {"privileged": 0, "baseline": 1, "restricted": 2}
 def pod_security_level(tenant: Tenant, platform: Platform) -> str:
     """The tenant's Pod Security level: its own if set, else the stack's; never looser than the stack's.
 
-    >>> from components.model.stack import Platform
+    >>> from components.spec.stack import Platform
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", podSecurity="restricted")
     >>> pod_security_level(t, Platform(labelDomain="gpu.example.com"))
@@ -83,8 +83,8 @@ def namespace_annotations(tenant: Tenant) -> dict[str, str]:
 def namespaces(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """One Namespace per tenant namespace (its own first), labelled for ownership, cost and Pod Security.
 
-    >>> from components.model.environment import Environment
-    >>> from components.model.stack import Platform
+    >>> from components.fleet.environment import Environment
+    >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", namespaces=["a-data"])

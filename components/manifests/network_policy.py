@@ -31,8 +31,8 @@ from __future__ import annotations
 import copy
 import ipaddress
 
-from ..model.facts import TenantView
-from ..model.tenant import PlatformIngress, Port, Tenant
+from ..fleet.facts import TenantView
+from ..spec.tenant import PlatformIngress, Port, Tenant
 from .meta import NAMESPACE_NAME_LABEL, KubeObject, kube_object, object_meta, owned_labels
 
 NETWORKING_API = "networking.k8s.io/v1"
@@ -93,8 +93,8 @@ def metadata_excepts(cidr: str, excepts: list[str]) -> list[str]:
 def platform_grants(tenant: Tenant, view: TenantView) -> list[tuple[str, list[Port]]]:
     """(role, ports) of each platform role the tenant accepts ingress from; ports from the grant or the stack.
 
-    >>> from components.model.environment import Environment
-    >>> from components.model.stack import Platform
+    >>> from components.fleet.environment import Environment
+    >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com", platformPorts={"monitoring": [{"port": 9090}]}), None, [])
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", network={"ingressFrom": {"platform": ["monitoring"]}})
@@ -123,8 +123,8 @@ def _ingress_rule(peer_namespaces: list[str], ports: list[Port], direction: str)
 def policy_specs(tenant: Tenant, view: TenantView) -> list[tuple[str, list[str], dict]]:
     """(name, policyTypes, rules) of every policy a tenant namespace gets, in a fixed order.
 
-    >>> from components.model.environment import Environment
-    >>> from components.model.stack import Platform
+    >>> from components.fleet.environment import Environment
+    >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant",
     ...     name="a", displayName="A", costCenter="cc-1")
@@ -183,8 +183,8 @@ def policy_specs(tenant: Tenant, view: TenantView) -> list[tuple[str, list[str],
 def network_policies(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """Every NetworkPolicy of the tenant, the same set in each of its namespaces.
 
-    >>> from components.model.environment import Environment
-    >>> from components.model.stack import Platform
+    >>> from components.fleet.environment import Environment
+    >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
     ...     displayName="A", costCenter="cc-1", namespaces=["a-data"])

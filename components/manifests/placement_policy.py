@@ -35,9 +35,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .cel import cel_list, cel_string, names_or_none
-from ..model import capacity as cap
-from ..model.facts import TenantView
-from ..model.tenant import Tenant
+from ..fleet import gpu_capacity as cap
+from ..fleet.facts import TenantView
+from ..spec.tenant import Tenant
 
 from .meta import (
     GPU_PRODUCT_LABEL,

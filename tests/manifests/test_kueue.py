@@ -6,7 +6,7 @@ import copy
 
 from components.manifests import kueue
 from components.manifests.placement_policy import placement
-from components.model.load import Environment
+from components.fleet.environment import Environment
 
 from .test_queues_crds import LAB_PLATFORM, queue_lab
 

@@ -7,7 +7,8 @@ import pytest
 
 from components.manifests.build import environment_objects
 from components.manifests.meta import ENVIRONMENT_LABEL, environment_label, object_id
-from components.model.load import Environment, load_environment
+from components.fleet.environment import Environment
+from components.load import load_environment
 
 from .conftest import EXAMPLE_ENVIRONMENTS, REPO_ROOT
 
