@@ -19,7 +19,7 @@ so building every tenant stays linear in the fleet size.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cached_property
 from types import MappingProxyType
 from typing import Mapping
@@ -228,6 +228,10 @@ class TenantView:
     def dedicated_pools(self) -> list[str]:
         """The pools the fleet gives this tenant alone, by name."""
         return [pool for pool, owner in self.pool_owners if owner == self.tenant]
+
+    def without_platform(self) -> tuple:
+        """Every field but the platform: what views of one platform (compared once) can differ in."""
+        return tuple(getattr(self, f.name) for f in fields(self) if f.name != "platform")
 
 
 def lendable_on_pools(tenant: Tenant, platform: Platform, split: Split) -> dict[Commodity, dict[str, int]]:

@@ -4,6 +4,8 @@ Pulumi components, `tenants render`, `tenants diff` and the tests all read.
 
 from __future__ import annotations
 
+from typing import Collection
+
 from ..fleet.facts import TenantView
 from ..fleet.environment import Environment
 from ..spec.tenant import Tenant
@@ -59,9 +61,15 @@ def helm_releases(tenant: Tenant, view: TenantView) -> list[dict]:
     return [release] if release else []
 
 
-def environment_objects(environment: Environment) -> dict[str, list[KubeObject]]:
-    """All objects of an environment keyed by owner: `_platform` first, then tenants by name."""
+def environment_objects(environment: Environment, skip: Collection[str] = ()) -> dict[str, list[KubeObject]]:
+    """All objects of an environment keyed by owner: `_platform` first, then tenants by name
+    (but those in `skip`, whose objects the caller knows already).
+
+    >>> list(environment_objects(prod, skip={"eval", "inference"}))   # doctest: +SKIP
+    ['_platform', 'llm-finetune']
+    """
     result = {PLATFORM: platform_objects(environment)}
     for loaded in environment.tenants:
-        result[loaded.name] = tenant_objects(loaded.spec, environment.view(loaded.spec))
+        if loaded.name not in skip:
+            result[loaded.name] = tenant_objects(loaded.spec, environment.view(loaded.spec))
     return result
