@@ -19,7 +19,7 @@ def tenant_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """Objects of one tenant: namespaces, quotas, LimitRange, RBAC, NetworkPolicies, GPU placement,
     queues, and with monitoring its quota series (a PrometheusRule in the monitoring namespace).
 
-    >>> [o["kind"] for o in tenant_objects(env.tenants[0].spec, env)][:1]   # doctest: +SKIP
+    >>> [o["kind"] for o in tenant_objects(env.tenants[0].spec, env.view(env.tenants[0].spec))][:1]   # doctest: +SKIP
     ['Namespace']
     """
     return sort_objects(
@@ -36,9 +36,9 @@ def platform_objects(environment: Environment) -> list[KubeObject]:
     """Cluster-wide objects: PriorityClasses, node labels, MIG/time-slicing configs, policies, shared RBAC, monitoring."""
     return sort_objects(
         [
-            *tenant_core.platform_core_objects(environment),
-            *gpu_platform.platform_gpu_objects(environment),
-            *queues.platform_queue_objects(environment),
+            *tenant_core.platform_core_objects(environment.facts),
+            *gpu_platform.platform_gpu_objects(environment.facts),
+            *queues.platform_queue_objects(environment.facts),
             *monitoring_objects(environment),
         ]
     )
@@ -51,8 +51,8 @@ def monitoring_objects(environment: Environment) -> list[KubeObject]:
     # Grafana's SDK is a heavy import: only stacks with monitoring pay for it, not every CLI start.
     from . import monitoring_dashboards
 
-    rule = monitoring_rules.prometheus_rule(environment)
-    return ([rule] if rule else []) + monitoring_dashboards.dashboard_config_maps(environment)
+    rule = monitoring_rules.prometheus_rule(environment.facts)
+    return ([rule] if rule else []) + monitoring_dashboards.dashboard_config_maps(environment.facts)
 
 
 def helm_releases(tenant: Tenant, view: TenantView) -> list[dict]:

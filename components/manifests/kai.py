@@ -19,8 +19,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ..fleet import gpu_capacity as cap
-from ..fleet.facts import TenantView
-from ..fleet.environment import Environment
+from ..fleet.facts import FleetFacts, TenantView
 from ..fleet.queue_arithmetic import (
     KaiAmounts,
     kai_amounts,
@@ -31,7 +30,7 @@ from ..fleet.queue_arithmetic import (
 )
 from ..spec.stack import Platform
 from ..spec.tenant import Tenant
-from .meta import KAI_QUEUE_LABEL, TENANT_LABEL, KubeObject, environment_label, kube_object, object_meta, owned_labels, platform_labels
+from .meta import KAI_QUEUE_LABEL, TENANT_LABEL, KubeObject, kube_object, object_meta, owned_labels, platform_labels
 
 API_VERSION = "scheduling.run.ai/v2"
 POLICY_NAME = "gpu-tenancy-kai-queue"
@@ -77,7 +76,7 @@ def gpu_limit(tenant: Tenant, platform: Platform) -> Fraction | int:
 def leaf_queue(tenant: Tenant, view: TenantView) -> KubeObject:
     """The tenant's leaf Queue under its department.
 
-    >>> leaf_queue(staging.tenants[0].spec, staging)["spec"]["parentQueue"]   # doctest: +SKIP
+    >>> leaf_queue(staging.tenants[0].spec, staging.view(staging.tenants[0].spec))["spec"]["parentQueue"]   # doctest: +SKIP
     'dept-research'
     """
     platform = view.platform
@@ -95,22 +94,22 @@ def leaf_queue(tenant: Tenant, view: TenantView) -> KubeObject:
     return kube_object(API_VERSION, "Queue", object_meta(tenant.name, labels=owned_labels(tenant, view)), spec=spec)
 
 
-def _members(environment: Environment) -> list[Tenant]:
-    return [spec for _, spec in environment.facts.active]
+def _members(facts: FleetFacts) -> list[Tenant]:
+    return [spec for _, spec in facts.active]
 
 
-def department_queues(environment: Environment) -> list[KubeObject]:
+def department_queues(facts: FleetFacts) -> list[KubeObject]:
     """One parent Queue per department that has tenants or is declared in the stack.
 
-    >>> [q["metadata"]["name"] for q in department_queues(staging)]   # doctest: +SKIP
+    >>> [q["metadata"]["name"] for q in department_queues(staging.facts)]   # doctest: +SKIP
     ['dept-research', 'dept-serving']
     """
-    platform = environment.platform
+    platform = facts.platform
     declared = platform.queues.kai.departments
     children: dict[str, list[KaiAmounts]] = {name: [] for name in declared}
-    for tenant in _members(environment):
+    for tenant in _members(facts):
         children.setdefault(kai_department_of(tenant, platform), []).append(kai_amounts(tenant, platform))
-    labels = platform_labels(environment_label(environment))
+    labels = platform_labels(facts.environment_label)
     queues = []
     for name, amounts in sorted(children.items()):
         department = declared.get(name)
@@ -125,16 +124,16 @@ def department_queues(environment: Environment) -> list[KubeObject]:
     return queues
 
 
-def queue_pinning_policy(environment: Environment) -> list[KubeObject]:
+def queue_pinning_policy(facts: FleetFacts) -> list[KubeObject]:
     """ValidatingAdmissionPolicy + binding: in tenant namespaces, only the tenant's own queue.
 
     The namespace's tenant label names the queue (leaf queues are named like tenants), so one
     policy serves every tenant; tenants cannot edit their namespace's labels.
 
-    >>> [o["kind"] for o in queue_pinning_policy(staging)]   # doctest: +SKIP
+    >>> [o["kind"] for o in queue_pinning_policy(staging.facts)]   # doctest: +SKIP
     ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']
     """
-    labels = platform_labels(environment_label(environment))
+    labels = platform_labels(facts.environment_label)
     queue = (
         f"request.kind.kind == 'Pod' ? "
         f"(has(object.metadata.labels) && '{KAI_QUEUE_LABEL}' in object.metadata.labels ? object.metadata.labels['{KAI_QUEUE_LABEL}'] : '') : "
@@ -181,6 +180,6 @@ def tenant_kai_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     return [leaf_queue(tenant, view)]
 
 
-def platform_kai_objects(environment: Environment) -> list[KubeObject]:
+def platform_kai_objects(facts: FleetFacts) -> list[KubeObject]:
     """Department Queues and the queue-pinning admission policy."""
-    return [*department_queues(environment), *queue_pinning_policy(environment)]
+    return [*department_queues(facts), *queue_pinning_policy(facts)]

@@ -23,15 +23,13 @@ from __future__ import annotations
 
 from ..fleet import gpu_capacity as cap
 from ..fleet import feasibility as feas
-from ..fleet.facts import TenantView
-from ..fleet.environment import Environment
+from ..fleet.facts import FleetFacts, TenantView
 from ..fleet.queue_arithmetic import KUEUE_CPU_FLAVOR, cohort_of, dedicated_only_classes, kueue_compute_nominal
 from ..spec.tenant import Tenant
 from .gpu_nodes import pool_taints
 from .meta import (
     TENANT_LABEL,
     KubeObject,
-    environment_label,
     gpu_class_label,
     kube_object,
     object_meta,
@@ -75,7 +73,7 @@ def gpu_flavor_quotas(tenant: Tenant, view: TenantView) -> dict[str, dict[str, i
 def gpu_class_quotas(tenant: Tenant, view: TenantView) -> dict[str, dict[str, int]]:
     """`gpu_flavor_quotas` summed per GPU class: the tenant's nominal quota per class and resource.
 
-    >>> gpu_class_quotas(prod.tenants[0].spec, prod)["a100"]   # doctest: +SKIP
+    >>> gpu_class_quotas(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))["a100"]   # doctest: +SKIP
     {'nvidia.com/gpu': 20, 'nvidia.com/mig-1g.10gb': 0, 'nvidia.com/mig-3g.40gb': 0}
     """
     platform = view.platform
@@ -87,7 +85,7 @@ def gpu_class_quotas(tenant: Tenant, view: TenantView) -> dict[str, dict[str, in
     return {name: dict(sorted(r.items())) for name, r in sorted(result.items())}
 
 
-def _flavor_tolerations(environment: Environment, pool: str) -> list[dict]:
+def _flavor_tolerations(facts: FleetFacts, pool: str) -> list[dict]:
     """Tolerations for the pool's taints: a dedicated pool's `<labelDomain>/tenant=<owner>:NoSchedule`.
 
     Only the owner's ClusterQueue lists a dedicated pool's flavor, so only the owner's pods get the
@@ -95,11 +93,11 @@ def _flavor_tolerations(environment: Environment, pool: str) -> list[dict]:
     """
     return [
         {"effect": taint["effect"], "key": taint["key"], "operator": "Equal", "value": taint["value"]}
-        for taint in pool_taints(environment, pool)
+        for taint in pool_taints(facts, pool)
     ]
 
 
-def resource_flavors(environment: Environment) -> list[KubeObject]:
+def resource_flavors(facts: FleetFacts) -> list[KubeObject]:
     """`default-flavor` (cpu, memory; no node constraint) and one ResourceFlavor per GPU node pool.
 
     A flavor's node labels are the pool's class and pool labels, which every node of the pool
@@ -107,17 +105,17 @@ def resource_flavors(environment: Environment) -> list[KubeObject]:
     pool and pass the tenant's placement policy (a pool selector always pins) with no selector of
     their own. A flavor per class would span pools dedicated to different tenants.
 
-    >>> [f["metadata"]["name"] for f in resource_flavors(dev)]   # doctest: +SKIP
+    >>> [f["metadata"]["name"] for f in resource_flavors(dev.facts)]   # doctest: +SKIP
     ['a100-mig', 'default-flavor', 'l4-shared']
     """
-    platform = environment.platform
-    labels = platform_labels(environment_label(environment))
+    platform = facts.platform
+    labels = platform_labels(facts.environment_label)
     flavors = [kube_object(API_VERSION, "ResourceFlavor", object_meta(KUEUE_CPU_FLAVOR, labels=labels), spec={})]
     for name, pool in sorted(platform.node_pools.items()):
         if pool.gpu_class not in platform.gpu_classes:
             continue
         spec: dict = {"nodeLabels": {gpu_class_label(platform): pool.gpu_class, pool_label(platform): name}}
-        tolerations = _flavor_tolerations(environment, name)
+        tolerations = _flavor_tolerations(facts, name)
         if tolerations:
             spec["tolerations"] = tolerations
         flavors.append(kube_object(API_VERSION, "ResourceFlavor", object_meta(name, labels=labels), spec=spec))
@@ -140,7 +138,7 @@ def resource_groups(tenant: Tenant, view: TenantView) -> list[dict]:
     Borrowing and lending limits are per GPU class (`queue.borrowingLimit`/`lendingLimit`); each
     flavor of the class carries them on the class's own resource (a flavor is one pool).
 
-    >>> resource_groups(prod.tenants[0].spec, prod)[0]["coveredResources"]   # doctest: +SKIP
+    >>> resource_groups(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))[0]["coveredResources"]   # doctest: +SKIP
     ['cpu', 'memory']
     """
     platform = view.platform
@@ -191,7 +189,7 @@ def resource_groups(tenant: Tenant, view: TenantView) -> list[dict]:
 def cluster_queue(tenant: Tenant, view: TenantView) -> KubeObject:
     """The tenant's ClusterQueue, named like the tenant; held (no new admissions) while suspended.
 
-    >>> cluster_queue(prod.tenants[0].spec, prod)["spec"]["namespaceSelector"]   # doctest: +SKIP
+    >>> cluster_queue(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))["spec"]["namespaceSelector"]   # doctest: +SKIP
     {'matchLabels': {'gpu-tenancy.dev/tenant': 'eval'}}
     """
     platform = view.platform
@@ -223,7 +221,7 @@ def cluster_queue(tenant: Tenant, view: TenantView) -> KubeObject:
 def local_queues(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """A LocalQueue `default` in each tenant namespace; workloads opt in with `kueue.x-k8s.io/queue-name: default`.
 
-    >>> [q["metadata"]["namespace"] for q in local_queues(prod.tenants[1].spec, prod)]   # doctest: +SKIP
+    >>> [q["metadata"]["namespace"] for q in local_queues(prod.tenants[1].spec, prod.view(prod.tenants[1].spec))]   # doctest: +SKIP
     ['inference', 'inference-canary']
     """
     labels = owned_labels(tenant, view)
@@ -236,12 +234,12 @@ def local_queues(tenant: Tenant, view: TenantView) -> list[KubeObject]:
 def tenant_kueue_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """The tenant's ClusterQueue and LocalQueues.
 
-    >>> [o["kind"] for o in tenant_kueue_objects(prod.tenants[0].spec, prod)]   # doctest: +SKIP
+    >>> [o["kind"] for o in tenant_kueue_objects(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))]   # doctest: +SKIP
     ['ClusterQueue', 'LocalQueue']
     """
     return [cluster_queue(tenant, view), *local_queues(tenant, view)]
 
 
-def platform_kueue_objects(environment: Environment) -> list[KubeObject]:
+def platform_kueue_objects(facts: FleetFacts) -> list[KubeObject]:
     """Cluster-wide Kueue objects: the ResourceFlavors (cohorts need no object of their own)."""
-    return resource_flavors(environment)
+    return resource_flavors(facts)

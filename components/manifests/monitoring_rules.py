@@ -23,8 +23,7 @@ from typing import Any
 
 from ..fleet import gpu_capacity as cap
 from ..fleet import mig
-from ..fleet.facts import TenantView
-from ..fleet.environment import Environment
+from ..fleet.facts import FleetFacts, TenantView
 from ..spec.monitoring import Monitoring
 from ..spec.stack import Platform
 from ..spec.tenant import Tenant
@@ -34,7 +33,6 @@ from .meta import (
     MIG_STATE_LABEL,
     TENANT_LABEL,
     KubeObject,
-    environment_label,
     gpu_class_label,
     kube_object,
     object_meta,
@@ -170,7 +168,7 @@ def class_capacity(platform: Platform) -> dict[tuple[str, str], int]:
 def tenant_class_quotas(tenant: Tenant, view: TenantView) -> dict[tuple[str, str], int]:
     """A tenant's nominal GPU quota per (GPU class, resource), as its Kueue flavors carry it.
 
-    >>> tenant_class_quotas(prod.tenants[0].spec, prod)[("a100", "nvidia.com/gpu")]   # doctest: +SKIP
+    >>> tenant_class_quotas(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))[("a100", "nvidia.com/gpu")]   # doctest: +SKIP
     20
     """
     return {
@@ -237,9 +235,9 @@ def mapping_rules(platform: Platform) -> list[dict[str, Any]]:
     ]
 
 
-def allocation_rules(environment: Environment) -> list[dict[str, Any]]:
+def allocation_rules(facts: FleetFacts) -> list[dict[str, Any]]:
     """GPUs held per pod and per tenant and class, and the namespace quota used vs hard."""
-    platform = environment.platform
+    platform = facts.platform
     resources = _alternatives(gpu_resources(platform))
     held = (
         f'sum by (namespace, pod, node, resource) (kube_pod_container_resource_requests{{resource=~"{resources}", node!=""}}'
@@ -259,10 +257,10 @@ def allocation_rules(environment: Environment) -> list[dict[str, Any]]:
     return rules
 
 
-def stack_rules(environment: Environment) -> list[dict[str, Any]]:
+def stack_rules(facts: FleetFacts) -> list[dict[str, Any]]:
     """What the stack declares: capacity and overcommit per class (static series), and the quotas of
     all tenants per class (summed from the tenants' own static series)."""
-    platform = environment.platform
+    platform = facts.platform
     rules = []
     for (gpu_class, resource), count in class_capacity(platform).items():
         rules.append(_record(CLASS_CAPACITY_STACK, f"vector({count})", {"gpu_class": gpu_class, "resource": sanitize(resource)}))
@@ -324,7 +322,7 @@ def _ours(expr: str) -> str:
     return f"({expr}) and on (tenant) max by (tenant) ({NAMESPACE_TENANT})"
 
 
-def queue_rules(environment: Environment, exporters: frozenset[str], monitoring: Monitoring) -> list[dict[str, Any]]:
+def queue_rules(facts: FleetFacts, exporters: frozenset[str], monitoring: Monitoring) -> list[dict[str, Any]]:
     """Queue wait percentiles and pending workloads (Kueue), or allocated vs deserved GPUs (KAI), per tenant."""
     rules = []
     if "kueue" in exporters:
@@ -347,9 +345,9 @@ def queue_rules(environment: Environment, exporters: frozenset[str], monitoring:
     return rules
 
 
-def alert_rules(environment: Environment, exporters: frozenset[str], monitoring: Monitoring) -> list[dict[str, Any]]:
+def alert_rules(facts: FleetFacts, exporters: frozenset[str], monitoring: Monitoring) -> list[dict[str, Any]]:
     """Alerts with the tenant (and pod) in their labels and a runbook in their annotations."""
-    platform = environment.platform
+    platform = facts.platform
     t = monitoring.thresholds
     ratio = _number(Fraction(t.near_quota_ratio))
     percent = _number(Fraction(t.near_quota_ratio) * 100)
@@ -445,7 +443,7 @@ def alert_rules(environment: Environment, exporters: frozenset[str], monitoring:
     return alerts
 
 
-def platform_rule_group(environment: Environment) -> dict[str, Any] | None:
+def platform_rule_group(facts: FleetFacts) -> dict[str, Any] | None:
     """The environment's group: every rule but the tenants' quotas, in dependency order; None when
     monitoring is off.
 
@@ -455,23 +453,23 @@ def platform_rule_group(environment: Environment) -> dict[str, Any] | None:
     one interval late per hop). The one input from other groups is the tenants' quotas: constant
     series, so reading them one interval late changes nothing.
     """
-    monitoring = enabled_monitoring(environment.platform)
+    monitoring = enabled_monitoring(facts.platform)
     if monitoring is None:
         return None
-    exporters = monitoring.exporters_for(environment.platform.scheduler)
-    rules = [*mapping_rules(environment.platform), *stack_rules(environment), *allocation_rules(environment)]
+    exporters = monitoring.exporters_for(facts.platform.scheduler)
+    rules = [*mapping_rules(facts.platform), *stack_rules(facts), *allocation_rules(facts)]
     if "dcgm" in exporters:
         rules += utilisation_rules(monitoring)
-    rules += queue_rules(environment, exporters, monitoring)
-    rules += alert_rules(environment, exporters, monitoring)
-    return {"name": f"gpu-tenancy.{environment_label(environment)}", "rules": rules}
+    rules += queue_rules(facts, exporters, monitoring)
+    rules += alert_rules(facts, exporters, monitoring)
+    return {"name": f"gpu-tenancy.{facts.environment_label}", "rules": rules}
 
 
 def tenant_rule_group(tenant: Tenant, view: TenantView) -> dict[str, Any] | None:
     """One tenant's group: its nominal GPU quota per class and resource (static series); None when
     monitoring is off or the tenant has no GPU quota.
 
-    >>> tenant_rule_group(prod.tenants[0].spec, prod)["name"]   # doctest: +SKIP
+    >>> tenant_rule_group(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))["name"]   # doctest: +SKIP
     'gpu-tenancy.prod.tenant.llm-finetune'
     """
     if enabled_monitoring(view.platform) is None:
@@ -483,14 +481,14 @@ def tenant_rule_group(tenant: Tenant, view: TenantView) -> dict[str, Any] | None
     return {"name": f"gpu-tenancy.{view.environment_label}.tenant.{tenant.name}", "rules": rules} if rules else None
 
 
-def rule_groups(environment: Environment) -> list[dict[str, Any]]:
+def rule_groups(facts: FleetFacts) -> list[dict[str, Any]]:
     """Every group the environment's PrometheusRules hold, as Prometheus loads them: the tenants'
     (by name), then the environment's; [] when monitoring is off. `promtool` and the tests read this.
     """
-    platform = platform_rule_group(environment)
+    platform = platform_rule_group(facts)
     if platform is None:
         return []
-    tenants = [tenant_rule_group(loaded.spec, environment.view(loaded.spec)) for loaded in environment.tenants]
+    tenants = [tenant_rule_group(spec, facts.view(spec)) for _, spec in facts.members]
     return [*sorted((g for g in tenants if g), key=lambda g: g["name"]), platform]
 
 
@@ -504,19 +502,19 @@ def _rule_object(name: str, monitoring: Monitoring, group: dict[str, Any], label
     )
 
 
-def prometheus_rule(environment: Environment) -> KubeObject | None:
+def prometheus_rule(facts: FleetFacts) -> KubeObject | None:
     """The environment's PrometheusRule, labelled so that the stack's Prometheus selects it; None when monitoring is off."""
-    group = platform_rule_group(environment)
+    group = platform_rule_group(facts)
     if group is None:
         return None
-    return _rule_object(RULE_NAME, environment.platform.monitoring, group, platform_labels(environment_label(environment)))
+    return _rule_object(RULE_NAME, facts.platform.monitoring, group, platform_labels(facts.environment_label))
 
 
 def tenant_prometheus_rule(tenant: Tenant, view: TenantView) -> KubeObject | None:
     """A tenant's PrometheusRule (its quota series), in the monitoring namespace; None when
     monitoring is off or the tenant has no GPU quota. It belongs to the tenant's stack.
 
-    >>> tenant_prometheus_rule(prod.tenants[0].spec, prod)["metadata"]["name"]   # doctest: +SKIP
+    >>> tenant_prometheus_rule(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))["metadata"]["name"]   # doctest: +SKIP
     'gpu-tenancy-tenant-llm-finetune'
     """
     group = tenant_rule_group(tenant, view)

@@ -6,8 +6,7 @@ With `none`, the namespace ResourceQuota is the only GPU budget and nothing is b
 from __future__ import annotations
 
 from ..fleet import gpu_capacity as cap
-from ..fleet.facts import TenantView
-from ..fleet.environment import Environment
+from ..fleet.facts import FleetFacts, TenantView
 from ..fleet import feasibility as feas
 from ..spec.tenant import Tenant
 from . import kai, kueue
@@ -17,7 +16,7 @@ from .meta import KubeObject, sort_objects
 def tenant_queue_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """The tenant's queue objects: Kueue ClusterQueue + LocalQueues, or a KAI leaf Queue; none when decommissioned.
 
-    >>> [o["kind"] for o in tenant_queue_objects(prod.tenants[0].spec, prod)]   # doctest: +SKIP
+    >>> [o["kind"] for o in tenant_queue_objects(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))]   # doctest: +SKIP
     ['ClusterQueue', 'LocalQueue']
     """
     if tenant.lifecycle == "decommissioned":
@@ -30,17 +29,17 @@ def tenant_queue_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     return []
 
 
-def platform_queue_objects(environment: Environment) -> list[KubeObject]:
+def platform_queue_objects(facts: FleetFacts) -> list[KubeObject]:
     """Cluster-wide queue objects: Kueue ResourceFlavors, or KAI department Queues and the queue-pinning policy.
 
-    >>> [o["kind"] for o in platform_queue_objects(dev)]   # doctest: +SKIP
+    >>> [o["kind"] for o in platform_queue_objects(dev.facts)]   # doctest: +SKIP
     []
     """
-    scheduler = environment.platform.scheduler
+    scheduler = facts.platform.scheduler
     if scheduler == "kueue":
-        return sort_objects(kueue.platform_kueue_objects(environment))
+        return sort_objects(kueue.platform_kueue_objects(facts))
     if scheduler == "kai":
-        return sort_objects(kai.platform_kai_objects(environment))
+        return sort_objects(kai.platform_kai_objects(facts))
     return []
 
 
@@ -53,7 +52,7 @@ def gpu_ceiling_by_resource(tenant: Tenant, view: TenantView) -> dict[str, int]:
     (`components.fleet.facts.FleetFacts.borrowable`, read from the view). Without a queueing scheduler, or with Kueue and no
     cohort, it is the nominal quota. The ResourceQuota then admits exactly the pods the queue admits.
 
-    >>> gpu_ceiling_by_resource(prod.tenants[0].spec, prod)   # doctest: +SKIP
+    >>> gpu_ceiling_by_resource(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))   # doctest: +SKIP
     {'nvidia.com/gpu': 20, 'nvidia.com/mig-1g.10gb': 48, 'nvidia.com/mig-3g.40gb': 16}
     """
     platform = view.platform

@@ -30,11 +30,10 @@ import functools
 
 from typing import Iterable
 
-from ..fleet.facts import TenantView
-from ..fleet.environment import Environment
+from ..fleet.facts import FleetFacts, TenantView
 from ..spec.role_bundles import READ_VERBS, effective_bundles
 from ..spec.tenant import ServiceAccountGrant, Subjects, Tenant
-from .meta import KubeObject, environment_label, kube_object, object_meta, owned_labels, platform_labels
+from .meta import KubeObject, kube_object, object_meta, owned_labels, platform_labels
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 RBAC_API = f"{RBAC_GROUP}/v1"
@@ -247,6 +246,7 @@ def all_subjects(tenant: Tenant) -> list[dict]:
 def roles(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """The three tenant Roles in every tenant namespace.
 
+    >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
@@ -270,6 +270,7 @@ def roles(tenant: Tenant, view: TenantView) -> list[KubeObject]:
 def role_bindings(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """A RoleBinding per tenant role and namespace that has subjects; none for an empty role.
 
+    >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
@@ -299,6 +300,7 @@ def role_bindings(tenant: Tenant, view: TenantView) -> list[KubeObject]:
 def service_accounts(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """The tenant's CI ServiceAccounts, each in its namespace (the tenant's own unless stated).
 
+    >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
@@ -317,6 +319,7 @@ def service_accounts(tenant: Tenant, view: TenantView) -> list[KubeObject]:
 def cluster_viewer_binding(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """The tenant's ClusterRoleBinding of every subject to the shared read-only ClusterRole.
 
+    >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
@@ -341,6 +344,7 @@ def cluster_viewer_binding(tenant: Tenant, view: TenantView) -> list[KubeObject]
 def tenant_rbac_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """Roles, RoleBindings, ServiceAccounts and the cluster-viewer binding of one tenant.
 
+    >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
@@ -356,22 +360,23 @@ def tenant_rbac_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     ]
 
 
-def platform_rbac_objects(environment: Environment) -> list[KubeObject]:
+def platform_rbac_objects(facts: FleetFacts) -> list[KubeObject]:
     """The shared read-only ClusterRole and the platform admins' `cluster-admin` binding.
 
+    >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> [o["kind"] for o in platform_rbac_objects(env)]
+    >>> [o["kind"] for o in platform_rbac_objects(env.facts)]
     ['ClusterRole', 'ClusterRoleBinding']
     """
-    labels = platform_labels(environment_label(environment))
+    labels = platform_labels(facts.environment_label)
     return [
-        kube_object(RBAC_API, "ClusterRole", object_meta(CLUSTER_VIEWER, labels=labels), rules=cluster_viewer_rules(environment.platform.tenant_access.node_read)),
+        kube_object(RBAC_API, "ClusterRole", object_meta(CLUSTER_VIEWER, labels=labels), rules=cluster_viewer_rules(facts.platform.tenant_access.node_read)),
         kube_object(
             RBAC_API,
             "ClusterRoleBinding",
             object_meta(PLATFORM_ADMIN_BINDING, labels=labels),
             roleRef={"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": "cluster-admin"},
-            subjects=[{"kind": "Group", "apiGroup": RBAC_GROUP, "name": environment.platform.platform_admin_group}],
+            subjects=[{"kind": "Group", "apiGroup": RBAC_GROUP, "name": facts.platform.platform_admin_group}],
         ),
     ]

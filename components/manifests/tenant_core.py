@@ -11,8 +11,7 @@ decommission), never a side effect of a builder returning less.
 
 from __future__ import annotations
 
-from ..fleet.facts import TenantView
-from ..fleet.environment import Environment
+from ..fleet.facts import FleetFacts, TenantView
 from ..spec.tenant import Tenant
 from .guard_policy import guard_objects
 from .limit_range import limit_ranges
@@ -26,6 +25,7 @@ from .rbac import platform_rbac_objects, tenant_rbac_objects
 def tenant_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """The tenant's core objects in deterministic order.
 
+    >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
@@ -45,12 +45,13 @@ def tenant_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     )
 
 
-def platform_core_objects(environment: Environment) -> list[KubeObject]:
+def platform_core_objects(facts: FleetFacts) -> list[KubeObject]:
     """Cluster-wide objects the tenants' access relies on: the read-only ClusterRole and the admin binding.
 
+    >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> [o["metadata"]["name"] for o in platform_core_objects(env)]
+    >>> [o["metadata"]["name"] for o in platform_core_objects(env.facts)]
     ['gpu-tenancy:cluster-viewer', 'gpu-tenancy:platform-admins']
     """
-    return sort_objects(platform_rbac_objects(environment))
+    return sort_objects(platform_rbac_objects(facts))

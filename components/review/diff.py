@@ -157,8 +157,8 @@ def node_group_changes(before: Environment | None, after: Environment | None) ->
     >>> node_group_changes(None, dev)[0]["change"]   # doctest: +SKIP
     'added'
     """
-    old = node_group_requirements(before) if before else {}
-    new = node_group_requirements(after) if after else {}
+    old = node_group_requirements(before.facts) if before else {}
+    new = node_group_requirements(after.facts) if after else {}
     return [
         {"pool": pool, "fields": field_changes(old.get(pool), new.get(pool)) if pool in old and pool in new else [],
          "change": "added" if pool not in old else "removed" if pool not in new else "changed"}

@@ -25,7 +25,7 @@ def _groups(queue: dict) -> dict[str, dict[str, dict[str, dict]]]:
 
 
 def test_a_flavor_per_node_pool_pins_to_it_plus_one_for_cpu_and_memory():
-    flavors = {f["metadata"]["name"]: f["spec"] for f in kueue.resource_flavors(queue_lab("kueue"))}
+    flavors = {f["metadata"]["name"]: f["spec"] for f in kueue.resource_flavors(queue_lab("kueue").facts)}
     assert sorted(flavors) == ["a100-solo", "default-flavor", "h100-shared", "h100-train", "l4", "mig"]
     assert flavors["default-flavor"] == {}
     assert flavors["l4"] == {"nodeLabels": {"gpu.example.com/gpu-class": "l4", "gpu.example.com/pool": "l4"}}
@@ -148,8 +148,8 @@ def test_a_pool_without_an_owning_tenant_adds_no_toleration():
     lab = queue_lab("kueue", nodePools=platform["nodePools"])
     # the owner of a dedicated pool is the tenant that lists it; without tenants nobody owns h100-train
     empty = Environment(lab.name, lab.platform, None, [])
-    assert all("tolerations" not in f["spec"] for f in kueue.resource_flavors(empty))
-    assert any("tolerations" in f["spec"] for f in kueue.resource_flavors(lab))
+    assert all("tolerations" not in f["spec"] for f in kueue.resource_flavors(empty.facts))
+    assert any("tolerations" in f["spec"] for f in kueue.resource_flavors(lab.facts))
 
 
 def test_placement_and_queue_flavors_reach_the_same_pools(environments):

@@ -35,13 +35,13 @@ def test_the_stack_scheduler_picks_the_builder(examples):
     prod, staging, dev = examples["prod"], examples["staging"], examples["dev"]
     eval_prod = next(t.spec for t in prod.tenants if t.name == "eval")
     assert [o["kind"] for o in queues.tenant_queue_objects(eval_prod, prod.view(eval_prod))] == ["ClusterQueue", "LocalQueue"]
-    assert {o["kind"] for o in queues.platform_queue_objects(prod)} == {"ResourceFlavor"}
+    assert {o["kind"] for o in queues.platform_queue_objects(prod.facts)} == {"ResourceFlavor"}
     eval_staging = next(t.spec for t in staging.tenants if t.name == "eval")
     assert [o["kind"] for o in queues.tenant_queue_objects(eval_staging, staging.view(eval_staging))] == ["Queue"]
-    assert Counter(o["kind"] for o in queues.platform_queue_objects(staging)) == Counter(
+    assert Counter(o["kind"] for o in queues.platform_queue_objects(staging.facts)) == Counter(
         {"Queue": 2, "ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1}
     )
-    assert queues.platform_queue_objects(dev) == []
+    assert queues.platform_queue_objects(dev.facts) == []
     assert all(queues.tenant_queue_objects(t.spec, dev.view(t.spec)) == [] for t in dev.tenants)
 
 

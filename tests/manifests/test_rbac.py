@@ -153,7 +153,7 @@ def test_tenant_without_subjects_gets_no_cluster_binding(make_tenant, make_envir
 
 
 def test_platform_rbac_objects(prod):
-    viewer, admin = platform_rbac_objects(prod)
+    viewer, admin = platform_rbac_objects(prod.facts)
     assert viewer["kind"] == "ClusterRole" and viewer["metadata"]["name"] == CLUSTER_VIEWER
     # Nodes are not readable unless the stack opts in (tenantAccess.nodeRead).
     assert _grants(viewer["rules"]) == {
@@ -170,10 +170,10 @@ def test_platform_rbac_objects(prod):
 
 
 def test_node_read_is_a_stack_opt_in(make_environment):
-    viewer, _ = platform_rbac_objects(make_environment(tenantAccess={"nodeRead": True}))
+    viewer, _ = platform_rbac_objects(make_environment(tenantAccess={"nodeRead": True}).facts)
     assert {(g, r, v) for g, r, v in _grants(viewer["rules"]) if r == "nodes"} == {("", "nodes", verb) for verb in READ}
 
 
 def test_platform_admin_group_comes_from_the_stack(make_environment):
-    _, admin = platform_rbac_objects(make_environment(platformAdminGroup="sre"))
+    _, admin = platform_rbac_objects(make_environment(platformAdminGroup="sre").facts)
     assert admin["subjects"][0]["name"] == "sre"

@@ -88,7 +88,7 @@ def test_suspended_and_decommissioned_tenants_keep_their_objects():
 
 
 def test_platform_core_objects(prod):
-    assert _ids(platform_core_objects(prod)) == [
+    assert _ids(platform_core_objects(prod.facts)) == [
         ("ClusterRole", "", "gpu-tenancy:cluster-viewer"),
         ("ClusterRoleBinding", "", "gpu-tenancy:platform-admins"),
     ]

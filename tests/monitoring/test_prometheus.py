@@ -82,7 +82,7 @@ def prometheus(lab, promtool, prometheus_binary, tmp_path_factory) -> Iterator[P
         cwd=work, capture_output=True, text=True, timeout=300,
     )
     assert backfill.returncode == 0, backfill.stdout[-3000:] + backfill.stderr[-3000:]
-    (work / "rules.yaml").write_text(yaml.safe_dump({"groups": r.rule_groups(lab)}, sort_keys=False, width=100000))
+    (work / "rules.yaml").write_text(yaml.safe_dump({"groups": r.rule_groups(lab.facts)}, sort_keys=False, width=100000))
     (work / "prometheus.yml").write_text(yaml.safe_dump({"global": {"evaluation_interval": "2s"}, "rule_files": ["rules.yaml"]}))
     port = _free_port()
     log = work / "prometheus.log"
@@ -124,7 +124,7 @@ def test_the_server_is_the_pinned_build(prometheus):
 def test_rules_loaded_and_healthy(prometheus, lab):
     groups = prometheus.get("/api/v1/rules")["groups"]
     loaded = [rule for group in groups for rule in group["rules"]]
-    assert len(loaded) == sum(len(g["rules"]) for g in r.rule_groups(lab))
+    assert len(loaded) == sum(len(g["rules"]) for g in r.rule_groups(lab.facts))
     assert [rule["name"] for rule in loaded if rule["health"] != "ok"] == []
 
 
@@ -209,7 +209,7 @@ def _matches(got: list[tuple[dict[str, str], float]], want: Expected) -> bool:
 
 def dashboard_answers(prometheus: Prometheus, lab) -> dict[str, Any]:
     """Every panel query's answer: {"fleet": {title: {refId: rows}}, "tenant": {tenant: {title: {refId: rows}}}}."""
-    boards = md.dashboards(lab)
+    boards = md.dashboards(lab.facts)
     result: dict[str, Any] = {"fleet": {}, "tenant": {}}
     for panel in panels(boards[md.FLEET]):
         result["fleet"][panel["title"]] = {t["refId"]: answer(prometheus, t["expr"]) for t in panel["targets"]}
@@ -227,7 +227,7 @@ def answers(prometheus, lab) -> dict[str, Any]:
 
 
 def test_every_panel_has_an_expectation(lab):
-    boards = md.dashboards(lab)
+    boards = md.dashboards(lab.facts)
     assert {p["title"] for p in panels(boards[md.FLEET])} == set(FLEET)
     for tenant, expected in TENANT.items():
         assert {p["title"] for p in panels(boards[md.TENANT])} == set(expected), tenant
@@ -253,7 +253,7 @@ def test_tenant_dashboard_answers_per_tenant(answers, tenant):
 
 
 def test_tenant_variable_lists_the_tenants(prometheus, lab):
-    variable = next(v for v in md.dashboards(lab)[md.TENANT]["templating"]["list"] if v["name"] == md.TENANT_VARIABLE)
+    variable = next(v for v in md.dashboards(lab.facts)[md.TENANT]["templating"]["list"] if v["name"] == md.TENANT_VARIABLE)
     metric = variable["query"].removeprefix("label_values(").split(",")[0]
     values = prometheus.get("/api/v1/label/tenant/values", **{"match[]": metric})
     assert values == ["alpha", "beta"]
@@ -284,7 +284,7 @@ def test_pictures_show_what_the_dashboards_answer(answers, lab):
     data_digest = pictures.digest(text)
     data_path = pictures.DOCS / pictures.DATA_FILE
     if os.environ.get("GPU_TENANCY_WRITE_PICTURES") == "1":
-        boards = md.dashboards(lab)
+        boards = md.dashboards(lab.facts)
         data_path.parent.mkdir(parents=True, exist_ok=True)
         data_path.write_text(text)
         pictures.render(boards[md.FLEET], answers["fleet"], boards[md.FLEET]["title"] + " - synthetic test data",
