@@ -9,7 +9,7 @@ from components.manifests import guard_policy as gp
 
 from .cel_admission import ENGINES
 from .cel_admission import admit as _admit
-from .conftest import viewed
+from .example_tenants import viewed
 
 GPU = {"limits": {"nvidia.com/gpu": "1"}}
 MEMBER = {"operator": False}

@@ -8,11 +8,12 @@ import pytest
 from components.manifests.build import environment_objects
 from components.manifests.meta import ENVIRONMENT_LABEL, environment_label, object_id
 from components.fleet.environment import Environment
-from components.load import load_environment
+from components.load import load_environment, stack_names
 
-from .conftest import EXAMPLE_ENVIRONMENTS, REPO_ROOT
 
-RENAMED = Path(__file__).resolve().parents[1] / "fixtures" / "environment-label"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE_ENVIRONMENTS = tuple(stack_names(REPO_ROOT))
+RENAMED = REPO_ROOT / "tests" / "fixtures" / "environment-label"
 PLATFORM_KEY = "  gpu-tenancy:platform:\n"
 
 

@@ -11,7 +11,7 @@ from components.manifests.namespace import (
     pod_security_level,
 )
 
-from .conftest import viewed, tenant_of
+from .example_tenants import tenant_of, viewed
 
 
 def _labels(ns: dict) -> dict:

@@ -16,7 +16,7 @@ from components.manifests.rbac import (
     tenant_rbac_objects,
 )
 
-from .conftest import viewed, tenant_of
+from .example_tenants import tenant_of, viewed
 
 GROUP = "rbac.authorization.k8s.io"
 

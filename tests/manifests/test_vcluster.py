@@ -15,7 +15,7 @@ from components.load import load_environment
 from components.validate.vcluster import schema_errors
 
 from .test_queues_crds import queue_lab
-from .conftest import viewed
+from .example_tenants import viewed
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -13,7 +13,7 @@ from components.manifests.meta import object_id
 from components.load import load_environment, stack_names
 from components.output.render import PARALLEL_FROM, render_files, render_in_processes
 from components.resources.kubernetes import with_field_manager
-from tests.pulumi_harness import REPO, normalise, run_program
+from tools.pulumi_mocks import REPO, normalise, run_program
 from tests.resources.test_fleet import _registered_objects
 
 STACKS = stack_names(REPO)
