@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..spec.problems import InvalidInput
-from . import capacity, diff, importing, init, moves, new, render, schema, stacks, validate
+from . import capacity, chargeback, diff, importing, init, moves, new, render, schema, stacks, validate
 from .common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, report
 
 # name -> module with `add_parser(subparsers)` and `run(args) -> exit code`; help lists them in this order.
@@ -24,6 +24,7 @@ COMMANDS = {
     "render": render,
     "diff": diff,
     "capacity": capacity,
+    "report": chargeback,
     "stacks": stacks,
     "moves": moves,
 }
