@@ -22,6 +22,7 @@ from components.load import load_environment, stack_names
 from components.spec.monitoring import Monitoring
 
 from . import synthetic
+from .chargeback import ALPHA_BUSY, CC1_ALPHA, CC2_BETA, GPU_HOURS_ALLOCATED, GPU_HOURS_USED, SLICE_OF_A100
 from .conftest import REPO_ROOT
 
 pytestmark = pytest.mark.monitoring
@@ -148,27 +149,6 @@ def expression_tests() -> list[dict[str, Any]]:
     tests.append({"expr": r.CLASS_ALLOCATABLE, "eval_time": "2h30m",
                   "exp_samples": _samples(r.CLASS_ALLOCATABLE, [({**h100, **gpu}, 16), ({**mig, **slice_}, 56)])})
     return tests
-
-
-# Chargeback: what a device is of a GPU. H100s are whole; a 1g.10gb instance of an A100 is 1 of its 7
-# compute slices.
-SLICE_OF_A100 = 1 / 7
-ALPHA_BUSY = 8 * 0.9 + 8 * 0.8 + 0.01  # train-0, train-1 (GPU_UTIL fallback), notebook
-CC1_ALPHA, CC2_BETA = {"cost_center": "cc-1", "tenant": "alpha"}, {"cost_center": "cc-2", "tenant": "beta"}
-
-# GPU-hours over the three hours (0, 3h] of the synthetic data, by hand. Allocated: alpha holds
-# 8 + 8 + 1 H100s all along; beta 4 H100s, and 3 slices (mig-job) plus 2 more for the burst's hour
-# (30m..89m). Used: activity x held GPU-equivalents.
-GPU_HOURS_ALLOCATED = [
-    ({**CC1_ALPHA, "gpu_class": "h100"}, 17 * 3),
-    ({**CC2_BETA, "gpu_class": "h100"}, 4 * 3),
-    ({**CC2_BETA, "gpu_class": "a100-mig"}, 3 * SLICE_OF_A100 * 3 + 2 * SLICE_OF_A100 * 1),
-]
-GPU_HOURS_USED = [
-    ({**CC1_ALPHA, "gpu_class": "h100"}, ALPHA_BUSY * 3),
-    ({**CC2_BETA, "gpu_class": "h100"}, 4 * 0.5 * 3),
-    ({**CC2_BETA, "gpu_class": "a100-mig"}, 3 * SLICE_OF_A100 * 0.6 * 3 + 2 * SLICE_OF_A100 * 0.3 * 1),
-]
 
 
 def chargeback_cases() -> list[tuple[str, str, list[tuple[dict[str, str], float]]]]:
