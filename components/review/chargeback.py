@@ -3,7 +3,7 @@
 Pure: `period_queries` says what to ask Prometheus (the chargeback recording rules integrated
 over the period, `monitoring_rules.gpu_hours_expr`), `chargeback_rows` turns its answers (the
 `data.result` of `/api/v1/query`) into rows, and the formatters lay them out. The HTTP call is the
-command's (components/cli/report.py), so all of this is tested on canned answers.
+command's (components/cli/reports.py), so all of this is tested on canned answers.
 """
 
 from __future__ import annotations

@@ -184,7 +184,7 @@ def chargeback_prometheus(prometheus, lab, promtool, prometheus_binary, tmp_path
 
 
 def test_the_server_is_the_pinned_build(prometheus):
-    from tests.lanes import tool_versions
+    from tools.lanes import tool_versions
 
     assert prometheus.get("/api/v1/status/buildinfo")["version"] == tool_versions()["PROMETHEUS_RELEASE"]
 

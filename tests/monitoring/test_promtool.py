@@ -23,7 +23,8 @@ from components.spec.monitoring import Monitoring
 
 from . import synthetic
 from .chargeback import ALPHA_BUSY, CC1_ALPHA, CC2_BETA, GPU_HOURS_ALLOCATED, GPU_HOURS_USED, SLICE_OF_A100
-from .conftest import REPO_ROOT
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.monitoring
 MIB = synthetic.MIB
