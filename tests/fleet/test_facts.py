@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.synthetic import write_project
+from tools.synthetic import write_project
 from components.fleet import feasibility as feas
 from components.fleet.facts import lendable_on_pools
 from components.load import load_environment

@@ -12,7 +12,7 @@ from pathlib import Path
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from bench.synthetic import tenant_name, write_project
+from tools.synthetic import tenant_name, write_project
 from components.fleet.environment import Environment
 from components.load import load_environment
 from components.review.diff import Side, compare_stack, unchanged_tenants

@@ -7,7 +7,7 @@ import shutil
 import pytest
 import yaml
 
-from bench.synthetic import write_project
+from tools.synthetic import write_project
 from components.cli import main
 from components.manifests.meta import object_id
 from components.load import load_environment, stack_names
