@@ -5,6 +5,7 @@
 #   monitoring lane: promtool, prometheus                          -> $CACHE_DIR/prometheus/<PROMETHEUS_VERSION>/
 #   engine lane:     pulumi (the CLI)                              -> $CACHE_DIR/pulumi/<PULUMI_VERSION>/
 #                    pulumi-resource-kubernetes (the provider)     -> $CACHE_DIR/pulumi-kubernetes/<PULUMI_KUBERNETES_VERSION>/
+#   network lane:    kube-network-policies (the SIG Network agent) -> $CACHE_DIR/kube-network-policies/<KUBE_NETWORK_POLICIES_VERSION>/
 #
 # Idempotent: a binary is rebuilt only when it is missing or its inputs
 # (go.mod, go.sum, main.go, tags, ldflags) changed; with everything present this
@@ -13,9 +14,10 @@
 # Usage: tools/build.sh [--print-dir [binary|group]] [binary|group...]
 #   --print-dir   print the output directory (of a binary or group; default the e2e binaries) and exit
 #   binary        any of: etcd kube-apiserver kube-controller-manager kube-scheduler kueue
-#                 promtool prometheus pulumi pulumi-resource-kubernetes
+#                 promtool prometheus pulumi pulumi-resource-kubernetes kube-network-policies
 #   group         k8s (the default: the three e2e binaries), scheduling (kube-scheduler kueue),
-#                 monitoring (promtool prometheus), pulumi (the CLI and the provider), all
+#                 monitoring (promtool prometheus), pulumi (the CLI and the provider),
+#                 network (kube-network-policies), all
 set -euo pipefail
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/go-env.sh"
 
@@ -23,7 +25,8 @@ k8s_bins=(etcd kube-apiserver kube-controller-manager)
 sched_bins=(kube-scheduler kueue)
 prom_bins=(promtool prometheus)
 pulumi_bins=(pulumi pulumi-resource-kubernetes)
-all=("${k8s_bins[@]}" "${sched_bins[@]}" "${prom_bins[@]}" "${pulumi_bins[@]}")
+network_bins=(kube-network-policies)
+all=("${k8s_bins[@]}" "${sched_bins[@]}" "${prom_bins[@]}" "${pulumi_bins[@]}" "${network_bins[@]}")
 
 is_prom() { case "$1" in promtool|prometheus) return 0;; *) return 1;; esac; }
 out_dir_for() {
@@ -31,6 +34,7 @@ out_dir_for() {
     promtool|prometheus|monitoring) echo "$PROM_BIN_DIR" ;;
     pulumi) echo "$PULUMI_BIN_DIR" ;;
     pulumi-resource-kubernetes) echo "$PULUMI_K8S_BIN_DIR" ;;
+    kube-network-policies|network) echo "$NETWORK_BIN_DIR" ;;
     *) echo "$K8S_BIN_DIR" ;;
   esac
 }
@@ -41,6 +45,7 @@ version_for() {
     promtool|prometheus) echo "$PROMETHEUS_VERSION" ;;
     pulumi) echo "$PULUMI_VERSION" ;;
     pulumi-resource-kubernetes) echo "$PULUMI_KUBERNETES_VERSION ($PULUMI_KUBERNETES_MODULE_VERSION)" ;;
+    kube-network-policies) echo "$KUBE_NETWORK_POLICIES_VERSION" ;;
     *) echo "$K8S_VERSION" ;;
   esac
 }
@@ -54,6 +59,7 @@ for arg in "${@:-k8s}"; do
     scheduling) targets+=("${sched_bins[@]}") ;;
     monitoring) targets+=("${prom_bins[@]}") ;;
     pulumi) targets+=("${pulumi_bins[@]}") ;;
+    network) targets+=("${network_bins[@]}") ;;
     all) targets+=("${all[@]}") ;;
     *) targets+=("$arg") ;;
   esac
@@ -68,6 +74,7 @@ module_dir_for() { if is_prom "$1"; then echo "$TOOLS_DIR/prometheus"; else echo
 package_for() {
   if is_prom "$1"; then echo "github.com/prometheus/prometheus/cmd/$1"
   elif [ "$1" = kueue ]; then echo "sigs.k8s.io/kueue/cmd/kueue"   # the go.mod `tool`: upstream's main, unchanged
+  elif [ "$1" = kube-network-policies ]; then echo "sigs.k8s.io/kube-network-policies/cmd"   # likewise
   else echo "."; fi
 }
 tags_for() { if is_prom "$1"; then echo "$PROMETHEUS_TAGS"; else echo ""; fi; }
@@ -90,6 +97,10 @@ ldflags_for() {
   fi
   if [ "$name" = pulumi-resource-kubernetes ]; then  # the provider's version and its schema's version
     echo "-s -w -X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=${PULUMI_KUBERNETES_VERSION#v}"
+    return
+  fi
+  if [ "$name" = kube-network-policies ]; then  # upstream's Makefile sets no version variables
+    echo "-s -w"
     return
   fi
   if [ "$name" = etcd ]; then
@@ -132,7 +143,7 @@ stamp_for() {  # hash of everything that determines the binary
     return
   fi
   { cat "$TOOLS_DIR/$name/go.mod" "$TOOLS_DIR/$name/go.sum"
-    [ ! -f "$TOOLS_DIR/$name/main.go" ] || cat "$TOOLS_DIR/$name/main.go"   # tools/pulumi and tools/kueue have none
+    [ ! -f "$TOOLS_DIR/$name/main.go" ] || cat "$TOOLS_DIR/$name/main.go"   # tools/pulumi, kueue, kube-network-policies have none
     case "$name" in
       etcd|kube-*|kueue) echo "$K8S_VERSION $ETCD_VERSION" ;;
       *) version_for "$name" ;;
