@@ -1,0 +1,62 @@
+"""The network dataplane lane (`make e2e-network`): NetworkPolicies enforced on packets.
+
+Each example stack's Namespaces and NetworkPolicies go to the real API server of the e2e lane
+(`tests/e2e/conftest.py`), the Kubernetes SIG Network reference agent `kube-network-policies`
+(`tools/kube-network-policies`, built by `tools/build.sh network`) watches them, and every cell
+(source, destination, protocol, port) of `plan.py` is probed through network namespaces
+(`dataplane.py`) and compared with the project's evaluator (`tests/manifests/network_reachability.py`).
+
+Every test module here sets `pytestmark = pytest.mark.network`; the other lanes leave them out.
+Outside `make e2e-network` a lane that cannot run (not root, a command, the agent or a kernel
+feature missing) is skipped with the reason; `make e2e-network` sets
+GPU_TENANCY_NETWORK_REQUIRED=1, which turns that skip into an error.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.e2e import conftest as e2e
+from tests.e2e.network.dataplane import kernel_unavailable_reason
+from tests.lanes import gate_lane, tool_versions
+
+_HERE = Path(__file__).resolve().parent
+NETWORK_MARKER = "network: enforces NetworkPolicies on packets with kube-network-policies (make e2e-network)"
+AGENT = "kube-network-policies"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", NETWORK_MARKER)
+
+
+def agent_binary() -> Path:
+    """Where `tools/build.sh network` puts the agent (the same override as tools/go-env.sh).
+
+    >>> agent_binary().name
+    'kube-network-policies'
+    """
+    override = os.environ.get("GPU_TENANCY_NETWORK_BIN_DIR")
+    if override:
+        return Path(override) / AGENT
+    cache = Path(os.environ.get("GPU_TENANCY_CACHE_DIR") or e2e.REPO_ROOT / ".cache")
+    return cache / AGENT / tool_versions()["KUBE_NETWORK_POLICIES_VERSION"] / AGENT
+
+
+def _reason() -> str:
+    control_plane = e2e.lane_unavailable_reason()
+    if control_plane:
+        return control_plane
+    if not os.access(agent_binary(), os.X_OK):
+        hint = "" if shutil.which("go") else " (and install Go >= 1.26 first)"
+        return (f"network dataplane lane: {agent_binary()} not built; run `make e2e-network` or "
+                f"`tools/build.sh network`{hint}, ~6 min cold")
+    return kernel_unavailable_reason()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    gate_lane(items, _HERE, _reason, "GPU_TENANCY_NETWORK_REQUIRED")

@@ -1,0 +1,395 @@
+"""A one-node pod network made of network namespaces, and the SIG Network agent enforcing on it.
+
+Everything lives in namespaces this module creates (names `gtn<hex>-...`): a "node" namespace
+that routes between veth pairs, and one namespace per endpoint (a pod, or an outside address such
+as an egress CIDR, the API server, the node-local DNS cache or the metadata endpoint). The host's
+firewall, routes and interfaces are never touched; veths are created inside the node namespace
+with their peer placed straight into the endpoint's, and every address is routed only there.
+
+The node forwards new connections (conntrack state NEW) to NFQUEUE 100 with the xtables target
+(`iptables-legacy`), without `--queue-bypass`: with no agent bound to the queue the kernel drops
+them (fail-closed). This kernel cannot queue from nftables (no CONFIG_NFT_QUEUE), so the agent's
+own nftables programming fails; the agent logs it and retries, and its verdicts on the queue are
+what enforce. The agent reads in-cluster credentials only: it runs in the node namespace inside a
+private mount namespace whose own tmpfs on /run holds the ServiceAccount token and CA, with
+KUBERNETES_SERVICE_HOST/PORT pointing at a relay in the node namespace's loopback that forwards to
+the API server on the host's loopback (the only path between the two).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import selectors
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, TypeVar
+
+QUEUE = 100                       # the agent's default --nfqueue-id
+NODE_NAME = "gpu-tenancy-dataplane"
+_CLONE_NEWNET = 0x40000000
+_libc = ctypes.CDLL("libc.so.6", use_errno=True)
+T = TypeVar("T")
+
+REQUIRED_COMMANDS = ("ip", "iptables-legacy", "nft", "conntrack", "unshare", "mount")
+
+
+def _run(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    if check and done.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)}: exit {done.returncode}: {done.stderr.strip()}")
+    return done
+
+
+def in_netns(name: str, make: Callable[[], T]) -> T:
+    """Run `make` in a short-lived thread that entered network namespace `name` (sockets created
+    there stay in it); the calling thread never changes namespace.
+
+    >>> listener = in_netns("gtn1a2b3c-node", lambda: socket.create_server(("127.0.0.1", 0)))  # doctest: +SKIP
+    """
+    box: dict[str, object] = {}
+
+    def enter() -> None:
+        fd = os.open(f"/run/netns/{name}", os.O_RDONLY)
+        try:
+            if _libc.setns(fd, _CLONE_NEWNET) != 0:
+                raise OSError(ctypes.get_errno(), f"setns {name}")
+            box["value"] = make()
+        except BaseException as exc:  # handed to the caller
+            box["error"] = exc
+        finally:
+            os.close(fd)
+
+    thread = threading.Thread(target=enter, name=f"netns-{name}")
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box["value"]  # type: ignore[return-value]
+
+
+def kernel_unavailable_reason() -> str:
+    """Why this machine cannot host the lane ("" if it can): root, the commands, veth pairs and
+    the xtables NFQUEUE target, tried in a scratch namespace that is deleted again.
+
+    >>> isinstance(kernel_unavailable_reason(), str)
+    True
+    """
+    if os.geteuid() != 0:
+        return "network dataplane lane: needs root (network namespaces, veth pairs, netfilter)"
+    missing = [c for c in REQUIRED_COMMANDS if shutil.which(c) is None]
+    if missing:
+        return (f"network dataplane lane: {', '.join(missing)} not installed; "
+                "`apt-get install -y nftables iptables conntrack` (make e2e-network does it)")
+    scratch = f"gtn{uuid.uuid4().hex[:6]}-check"
+    try:
+        _run("ip", "netns", "add", scratch)
+        _run("ip", "-n", scratch, "link", "add", "name", "probe0", "type", "veth", "peer", "name", "probe1")
+        _run("ip", "netns", "exec", scratch, "iptables-legacy", "-A", "FORWARD", "-m", "conntrack",
+             "--ctstate", "NEW", "-j", "NFQUEUE", "--queue-num", str(QUEUE))
+    except (RuntimeError, subprocess.TimeoutExpired) as exc:
+        return f"network dataplane lane: the kernel lacks a feature the lane needs: {exc}"
+    finally:
+        _run("ip", "netns", "del", scratch, check=False)
+    return ""
+
+
+@dataclass(frozen=True)
+class Site:
+    """An endpoint's namespace: its name, address and the node-side veth."""
+
+    label: str        # the endpoint's name in the plan (what its servers answer)
+    netns: str
+    ip: str
+    node_side: str
+
+
+class Topology:
+    """The node namespace, one namespace per endpoint, and servers answering on every probed port."""
+
+    def __init__(self) -> None:
+        self.prefix = f"gtn{uuid.uuid4().hex[:6]}"
+        self.node = f"{self.prefix}-node"
+        self.sites: dict[str, Site] = {}
+        self._namespaces: list[str] = []
+        self._sockets: list[socket.socket] = []
+        self._selector = selectors.DefaultSelector()
+        self._stop = threading.Event()
+        self._server: threading.Thread | None = None
+        self._add_namespace(self.node)
+        _run("ip", "-n", self.node, "link", "set", "lo", "up")
+        self._sysctl(self.node, "net.ipv4.ip_forward=1")
+
+    def _add_namespace(self, name: str) -> None:
+        _run("ip", "netns", "add", name)
+        self._namespaces.append(name)
+
+    @staticmethod
+    def _sysctl(netns: str, *settings: str) -> None:
+        _run("ip", "netns", "exec", netns, "sysctl", "-qw", *settings)
+
+    def add_site(self, label: str, ip: str) -> Site:
+        """A namespace holding `ip`/32 on eth0, its default route on-link towards the node, which
+        answers ARP for every other address (proxy ARP, no delay) and routes `ip` back to it."""
+        index = len(self.sites)
+        site = Site(label, f"{self.prefix}-e{index}", ip, f"v{index}")
+        self._add_namespace(site.netns)
+        _run("ip", "-n", self.node, "link", "add", "name", site.node_side, "type", "veth",
+             "peer", "name", "eth0", "netns", site.netns)
+        _run("ip", "-n", site.netns, "link", "set", "lo", "up")
+        _run("ip", "-n", site.netns, "addr", "add", f"{ip}/32", "dev", "eth0")
+        _run("ip", "-n", site.netns, "link", "set", "eth0", "up")
+        _run("ip", "-n", site.netns, "route", "add", "default", "dev", "eth0", "scope", "link")
+        self._sysctl(self.node, f"net.ipv4.conf.{site.node_side}.proxy_arp=1",
+                     f"net.ipv4.neigh.{site.node_side}.proxy_delay=0")
+        _run("ip", "-n", self.node, "link", "set", site.node_side, "up")
+        _run("ip", "-n", self.node, "route", "add", f"{ip}/32", "dev", site.node_side)
+        self.sites[label] = site
+        return site
+
+    def steer_new_connections_to_queue(self) -> None:
+        """Every new forwarded connection to the agent's queue; no bypass, so no agent = drop."""
+        _run("ip", "netns", "exec", self.node, "iptables-legacy", "-A", "FORWARD", "-m", "conntrack",
+             "--ctstate", "NEW", "-j", "NFQUEUE", "--queue-num", str(QUEUE))
+
+    def node_state(self) -> str:
+        """The node's netfilter state (rules with counters, nftables tables, conntrack), for reports."""
+        parts = []
+        for argv in (("iptables-legacy", "-L", "FORWARD", "-v", "-n"), ("nft", "list", "tables"),
+                     ("conntrack", "-C")):
+            done = _run("ip", "netns", "exec", self.node, *argv, check=False)
+            parts.append(f"$ {' '.join(argv)}\n{done.stdout.strip()}{done.stderr.strip()}")
+        return "\n".join(parts)
+
+    # ---- servers -------------------------------------------------------------------------
+
+    def serve(self, probes: Iterable[tuple[str, int]]) -> None:
+        """In every site, listen on each (protocol, port) and answer with the site's label."""
+        probes = list(probes)
+        for site in self.sites.values():
+            def listeners() -> list[socket.socket]:
+                out = []
+                for protocol, port in probes:
+                    kind = socket.SOCK_STREAM if protocol == "TCP" else socket.SOCK_DGRAM
+                    s = socket.socket(socket.AF_INET, kind)
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                    s.bind((site.ip, port))
+                    if kind == socket.SOCK_STREAM:
+                        s.listen(128)
+                    s.setblocking(False)
+                    out.append(s)
+                return out
+
+            for s in in_netns(site.netns, listeners):
+                self._sockets.append(s)
+                self._selector.register(s, selectors.EVENT_READ, site.label.encode())
+        self._server = threading.Thread(target=self._answer, name="dataplane-servers", daemon=True)
+        self._server.start()
+
+    def _answer(self) -> None:
+        while not self._stop.is_set():
+            for key, _ in self._selector.select(timeout=0.2):
+                sock, tag = key.fileobj, key.data
+                try:
+                    if sock.type == socket.SOCK_STREAM:
+                        conn, _ = sock.accept()
+                        with conn:
+                            conn.setblocking(True)
+                            conn.settimeout(1)
+                            conn.sendall(tag)
+                    else:
+                        _, peer = sock.recvfrom(512)
+                        sock.sendto(tag, peer)
+                except OSError:
+                    continue
+
+    # ---- probes --------------------------------------------------------------------------
+
+    def probe(self, cells: list[tuple[str, str, str, int]], timeout: float = 3.0,
+              window: int = 256) -> list[str | None]:
+        """For each (source label, destination label, protocol, port): the label that answered
+        (allowed), None if nothing answered within `timeout` (denied), or "error:<reason>".
+
+        At most `window` probes are in flight (the agent's queue holds 1024 packets, and an
+        overflow drops: fail-closed would read as "denied")."""
+        results: list[str | None] = []
+        for start in range(0, len(cells), window):
+            results += self._probe_batch(cells[start:start + window], timeout)
+        return results
+
+    def _probe_batch(self, cells: list[tuple[str, str, str, int]], timeout: float) -> list[str | None]:
+        by_source: dict[str, list[int]] = {}
+        for i, (src, *_rest) in enumerate(cells):
+            by_source.setdefault(src, []).append(i)
+        sockets: dict[int, socket.socket] = {}
+        for src, indices in by_source.items():
+            def open_all(indices: list[int] = indices) -> dict[int, socket.socket]:
+                out = {}
+                for i in indices:
+                    _, dst, protocol, port = cells[i]
+                    kind = socket.SOCK_STREAM if protocol == "TCP" else socket.SOCK_DGRAM
+                    s = socket.socket(socket.AF_INET, kind)
+                    s.setblocking(False)
+                    if kind == socket.SOCK_STREAM:
+                        s.connect_ex((self.sites[dst].ip, port))
+                    else:
+                        s.connect((self.sites[dst].ip, port))
+                        s.send(b"probe")
+                    out[i] = s
+                return out
+            sockets.update(in_netns(self.sites[src].netns, open_all))
+
+        results: list[str | None] = [None] * len(cells)
+        selector = selectors.DefaultSelector()
+        for i, s in sockets.items():
+            events = selectors.EVENT_WRITE if s.type == socket.SOCK_STREAM else selectors.EVENT_READ
+            selector.register(s, events, i)
+        deadline = time.monotonic() + timeout
+        pending = set(sockets)
+        try:
+            while pending and time.monotonic() < deadline:
+                for key, events in selector.select(timeout=max(0.0, deadline - time.monotonic())):
+                    s, i = key.fileobj, key.data
+                    if events & selectors.EVENT_WRITE:   # TCP connect finished, one way or the other
+                        err = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+                        if err:
+                            results[i] = f"error:{errno.errorcode.get(err, err)}"
+                            selector.unregister(s)
+                            pending.discard(i)
+                        else:
+                            selector.modify(s, selectors.EVENT_READ, i)
+                        continue
+                    try:
+                        data = s.recv(512)
+                    except OSError as exc:
+                        data, results[i] = b"", f"error:{errno.errorcode.get(exc.errno, exc.errno)}"
+                    if data:
+                        results[i] = data.decode(errors="replace")
+                    elif results[i] is None:
+                        results[i] = "error:closed without an answer"
+                    selector.unregister(s)
+                    pending.discard(i)
+        finally:
+            selector.close()
+            for s in sockets.values():
+                s.close()
+        return results
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._server is not None:
+            self._server.join(5)
+        self._selector.close()
+        for s in self._sockets:
+            s.close()
+        for name in reversed(self._namespaces):
+            _run("ip", "netns", "del", name, check=False)
+        self._namespaces.clear()
+
+
+class Relay:
+    """127.0.0.1:<port> in the node namespace, forwarded to the API server on the host's loopback."""
+
+    def __init__(self, node_netns: str, target: tuple[str, int]) -> None:
+        self.target = target
+
+        def listen() -> socket.socket:
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            s.listen(16)
+            return s
+
+        self._listener = in_netns(node_netns, listen)
+        self.port = self._listener.getsockname()[1]
+        self._closed = threading.Event()
+        self._conns: list[socket.socket] = []
+        threading.Thread(target=self._accept, name="apiserver-relay", daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self._closed.is_set():
+            try:
+                inner, _ = self._listener.accept()
+            except OSError:
+                return
+            try:
+                outer = socket.create_connection(self.target, timeout=10)   # from the host namespace
+            except OSError:
+                inner.close()
+                continue
+            outer.settimeout(None)
+            self._conns += [inner, outer]
+            for a, b in ((inner, outer), (outer, inner)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        self._closed.set()
+        try:
+            self._listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._listener.close()
+        for s in self._conns:
+            s.close()
+
+
+class Agent:
+    """kube-network-policies in the node namespace, with in-cluster credentials on a private /run."""
+
+    def __init__(self, binary: Path, node_netns: str, api_port: int, credentials: Path, log: Path) -> None:
+        self.log = log
+        script = ('set -e; mount -t tmpfs -o size=1m,mode=0755 gpu-tenancy-run /run; '
+                  'sa=/run/secrets/kubernetes.io/serviceaccount; mkdir -p "$sa"; cp "$1"/* "$sa"/; '
+                  'shift; exec "$@"')
+        argv = ["ip", "netns", "exec", node_netns, "unshare", "--mount", "--propagation", "private", "--",
+                "/bin/sh", "-c", script, "sh", str(credentials), str(binary),
+                f"--hostname-override={NODE_NAME}", f"--nfqueue-id={QUEUE}", "--fail-open=false",
+                "--disable-nri", "--metrics-bind-address=127.0.0.1:9080", "-v=2"]
+        env = {"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"),
+               "KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": str(api_port)}
+        self._log = open(log, "wb")
+        self.popen = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=self._log,
+                                      stderr=subprocess.STDOUT, start_new_session=True,
+                                      preexec_fn=_die_with_parent)
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def stop(self) -> None:
+        if self.alive():
+            self.popen.send_signal(signal.SIGTERM)
+            try:
+                self.popen.wait(10)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait(5)
+        self._log.close()
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child
+    """The agent dies with pytest, even when teardown never runs (PR_SET_PDEATHSIG)."""
+    _libc.prctl(1, signal.SIGKILL)
