@@ -131,7 +131,9 @@ def plan_stack(stack: str, environment: Any, objects: list[dict[str, Any]]) -> P
     for block in blocks:
         # Whether an ipBlock matches pod addresses is implementation-defined (the agent matches
         # them, the evaluator does not); validate keeps egress CIDRs off clusterNetwork.pods.
-        if pod_cidr.overlaps(ipaddress.ip_network(block["cidr"])):
+        excepted = any(pod_cidr.subnet_of(ipaddress.ip_network(e)) for e in block.get("except", [])
+                       if ipaddress.ip_network(e).version == 4)
+        if pod_cidr.overlaps(ipaddress.ip_network(block["cidr"])) and not excepted:
             raise ValueError(f"{stack}: ipBlock {block['cidr']} overlaps the pod range {pod_cidr}; "
                              "the dataplane and the evaluator would disagree by definition, not by a bug")
     hosts = pod_cidr.hosts()
