@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -60,3 +62,17 @@ def _reason() -> str:
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     gate_lane(items, _HERE, _reason, "GPU_TENANCY_NETWORK_REQUIRED")
+
+
+@pytest.fixture(scope="module")
+def control_plane() -> Iterator[e2e.ControlPlane]:
+    """A control plane of the e2e lane's making, for this lane alone: it deletes every pod and
+    NetworkPolicy between stacks, which must not touch the stacks other e2e tests applied."""
+    workdir = Path(tempfile.mkdtemp(prefix="gpu-tenancy-network-"))
+    cp = e2e.ControlPlane(e2e.BIN_DIR, workdir)
+    try:
+        cp.start()
+        yield cp
+    finally:
+        cp.stop()
+        shutil.rmtree(workdir, ignore_errors=True)

@@ -1,6 +1,6 @@
 """A one-node pod network made of network namespaces, and the SIG Network agent enforcing on it.
 
-Everything lives in namespaces this module creates (names `gtn<hex>-...`): a "node" namespace
+Everything lives in namespaces this module creates (names `gtn<pid>-<hex>-...`): a "node" namespace
 that routes between veth pairs, and one namespace per endpoint (a pod, or an outside address such
 as an egress CIDR, the API server, the node-local DNS cache or the metadata endpoint). The host's
 firewall, routes and interfaces are never touched; veths are created inside the node namespace
@@ -36,10 +36,10 @@ from typing import Callable, Iterable, TypeVar
 QUEUE = 100                       # the agent's default --nfqueue-id
 NODE_NAME = "gpu-tenancy-dataplane"
 _CLONE_NEWNET = 0x40000000
-_libc = ctypes.CDLL("libc.so.6", use_errno=True)
+_libc = ctypes.CDLL("libc.so.6", use_errno=True)   # setns(2): Python 3.11 has no os.setns
 T = TypeVar("T")
 
-REQUIRED_COMMANDS = ("ip", "iptables-legacy", "nft", "conntrack", "unshare", "mount")
+REQUIRED_COMMANDS = ("ip", "iptables-legacy", "nft", "conntrack", "unshare", "mount", "setpriv")
 
 
 def _run(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -53,7 +53,7 @@ def in_netns(name: str, make: Callable[[], T]) -> T:
     """Run `make` in a short-lived thread that entered network namespace `name` (sockets created
     there stay in it); the calling thread never changes namespace.
 
-    >>> listener = in_netns("gtn1a2b3c-node", lambda: socket.create_server(("127.0.0.1", 0)))  # doctest: +SKIP
+    >>> listener = in_netns("gtn4242-1a2b-node", lambda: socket.create_server(("127.0.0.1", 0)))  # doctest: +SKIP
     """
     box: dict[str, object] = {}
 
@@ -89,7 +89,7 @@ def kernel_unavailable_reason() -> str:
     if missing:
         return (f"network dataplane lane: {', '.join(missing)} not installed; "
                 "`apt-get install -y nftables iptables conntrack` (make e2e-network does it)")
-    scratch = f"gtn{uuid.uuid4().hex[:6]}-check"
+    scratch = f"gtn{os.getpid()}-{uuid.uuid4().hex[:4]}-check"
     try:
         _run("ip", "netns", "add", scratch)
         _run("ip", "-n", scratch, "link", "add", "name", "probe0", "type", "veth", "peer", "name", "probe1")
@@ -100,6 +100,23 @@ def kernel_unavailable_reason() -> str:
     finally:
         _run("ip", "netns", "del", scratch, check=False)
     return ""
+
+
+def remove_stale_namespaces() -> list[str]:
+    """Delete the namespaces of lane runs whose process is gone (a run killed before its teardown);
+    their names carry the pid (`gtn<pid>-...`), so a run still going keeps its own.
+
+    >>> remove_stale_namespaces()  # doctest: +SKIP
+    ['gtn4242-1a2b-node', 'gtn4242-1a2b-e0']
+    """
+    removed = []
+    for line in _run("ip", "netns", "list").stdout.splitlines():
+        name = line.split()[0] if line.split() else ""
+        pid = name[3:].split("-", 1)[0]
+        if name.startswith("gtn") and pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            _run("ip", "netns", "del", name, check=False)
+            removed.append(name)
+    return removed
 
 
 @dataclass(frozen=True)
@@ -116,7 +133,8 @@ class Topology:
     """The node namespace, one namespace per endpoint, and servers answering on every probed port."""
 
     def __init__(self) -> None:
-        self.prefix = f"gtn{uuid.uuid4().hex[:6]}"
+        remove_stale_namespaces()
+        self.prefix = f"gtn{os.getpid()}-{uuid.uuid4().hex[:4]}"
         self.node = f"{self.prefix}-node"
         self.sites: dict[str, Site] = {}
         self._namespaces: list[str] = []
@@ -362,7 +380,10 @@ class Agent:
         script = ('set -e; mount -t tmpfs -o size=1m,mode=0755 gpu-tenancy-run /run; '
                   'sa=/run/secrets/kubernetes.io/serviceaccount; mkdir -p "$sa"; cp "$1"/* "$sa"/; '
                   'shift; exec "$@"')
-        argv = ["ip", "netns", "exec", node_netns, "unshare", "--mount", "--propagation", "private", "--",
+        # setpriv: the agent gets SIGKILL when pytest dies without teardown (no preexec_fn: the
+        # relay and server threads run while we fork).
+        argv = ["setpriv", "--pdeathsig", "KILL", "--",
+                "ip", "netns", "exec", node_netns, "unshare", "--mount", "--propagation", "private", "--",
                 "/bin/sh", "-c", script, "sh", str(credentials), str(binary),
                 f"--hostname-override={NODE_NAME}", f"--nfqueue-id={QUEUE}", "--fail-open=false",
                 "--disable-nri", "--metrics-bind-address=127.0.0.1:9080", "-v=2"]
@@ -370,8 +391,7 @@ class Agent:
                "KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": str(api_port)}
         self._log = open(log, "wb")
         self.popen = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=self._log,
-                                      stderr=subprocess.STDOUT, start_new_session=True,
-                                      preexec_fn=_die_with_parent)
+                                      stderr=subprocess.STDOUT, start_new_session=True)
 
     def alive(self) -> bool:
         return self.popen.poll() is None
@@ -389,7 +409,3 @@ class Agent:
                 self.popen.wait(5)
         self._log.close()
 
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child
-    """The agent dies with pytest, even when teardown never runs (PR_SET_PDEATHSIG)."""
-    _libc.prctl(1, signal.SIGKILL)

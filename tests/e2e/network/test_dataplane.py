@@ -34,24 +34,24 @@ READY_WITHIN = 90.0   # seconds for the agent to sync its caches and answer the 
 
 
 @pytest.fixture(scope="module")
-def credentials(apiserver: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def credentials(control_plane: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The agent's in-cluster credentials: a ServiceAccount with the read-only grants upstream's
     install.yaml gives it (list/watch pods, namespaces, NetworkPolicies), a token and the CA."""
     namespace, name = AGENT_ACCOUNT
-    apiserver.apply({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": namespace}})
-    apiserver.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name},
-                     "rules": [{"apiGroups": [""], "resources": ["pods", "namespaces"], "verbs": ["list", "watch"]},
-                               {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"],
-                                "verbs": ["list", "watch"]}]})
-    apiserver.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-                     "metadata": {"name": name},
-                     "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-                     "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}]})
-    token = k8s.CoreV1Api(apiserver.api_client).create_namespaced_service_account_token(
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name},
+            "rules": [{"apiGroups": [""], "resources": ["pods", "namespaces"], "verbs": ["list", "watch"]},
+                      {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"], "verbs": ["list", "watch"]}]}
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+               "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}]}
+    for obj in ({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": namespace}},
+                role, binding):
+        control_plane.apply(obj)
+    token = k8s.CoreV1Api(control_plane.api_client).create_namespaced_service_account_token(
         name, namespace, {"spec": {"expirationSeconds": 3600}}).status.token
     directory = tmp_path_factory.mktemp("serviceaccount")
     (directory / "token").write_text(token)
-    (directory / "ca.crt").write_bytes(Path(apiserver.ca_file).read_bytes())
+    (directory / "ca.crt").write_bytes(Path(control_plane.ca_file).read_bytes())
     (directory / "namespace").write_text(namespace)
     for path in directory.iterdir():
         path.chmod(0o600)
@@ -201,9 +201,9 @@ def enforced(apiserver: Any, stack: str, credentials: Path, log: Path,
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_every_cell_agrees_with_the_evaluator(apiserver, credentials, e2e_summary, tmp_path, stack):
+def test_every_cell_agrees_with_the_evaluator(control_plane, credentials, e2e_summary, tmp_path, stack):
     started = time.monotonic()
-    with enforced(apiserver, stack, credentials, tmp_path / "agent.log") as lane:
+    with enforced(control_plane, stack, credentials, tmp_path / "agent.log") as lane:
         plan = lane.plan
         verdicts_of_cells = lane.judge(plan.cells)
         log = lane.agent.log_text()
@@ -229,7 +229,7 @@ def test_every_cell_agrees_with_the_evaluator(apiserver, credentials, e2e_summar
     assert verdicts.get("drop", 0) >= denied, verdicts
 
 
-def test_a_policy_the_evaluator_does_not_know_shows_as_disagreement(apiserver, credentials, tmp_path):
+def test_a_policy_the_evaluator_does_not_know_shows_as_disagreement(control_plane, credentials, tmp_path):
     """The comparison can fail: a NetworkPolicy applied behind the evaluator's back (every namespace
     may reach eval on the unnamed TCP port) turns exactly the cells from pods whose egress nothing
     isolates into eval on that port to "allowed", where the evaluator says "denied"."""
@@ -242,7 +242,7 @@ def test_a_policy_the_evaluator_does_not_know_shows_as_disagreement(apiserver, c
               "spec": {"podSelector": {}, "policyTypes": ["Ingress"],
                        "ingress": [{"from": [{"namespaceSelector": {}}],
                                     "ports": [{"protocol": "TCP", "port": unnamed[1]}]}]}}
-    with enforced(apiserver, "prod", credentials, tmp_path / "agent.log", [opened]) as lane:
+    with enforced(control_plane, "prod", credentials, tmp_path / "agent.log", [opened]) as lane:
         into_eval = [c for c in lane.plan.cells if c.destination.name == "eval" and (c.protocol, c.port) == unnamed]
         got = lane.judge(into_eval)
     # Pods that may egress anywhere (no policy of theirs isolates them) now reach eval on that port.
