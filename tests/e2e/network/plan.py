@@ -109,7 +109,7 @@ def _inside(block: dict[str, Any]) -> str:
 def plan_stack(stack: str, environment: Any, objects: list[dict[str, Any]]) -> Plan:
     """Endpoints, ports and expected verdicts for one stack's rendered objects.
 
-    >>> from components.model.load import load_environment
+    >>> from components.load import load_environment
     >>> from components.manifests.build import environment_objects
     >>> from tests.e2e.conftest import REPO_ROOT
     >>> env = load_environment(REPO_ROOT, "prod")

@@ -20,7 +20,7 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
 from components.manifests.build import environment_objects
-from components.model.load import load_environment
+from components.load import load_environment
 from tests.e2e import conftest as e2e
 from tests.e2e.network.conftest import agent_binary
 from tests.e2e.network.dataplane import NODE_NAME, Agent, Relay, Topology
