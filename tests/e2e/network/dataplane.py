@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import ipaddress
+import itertools
 import os
 import selectors
 import shutil
@@ -39,7 +41,9 @@ _CLONE_NEWNET = 0x40000000
 _libc = ctypes.CDLL("libc.so.6", use_errno=True)   # setns(2): Python 3.11 has no os.setns
 T = TypeVar("T")
 
-REQUIRED_COMMANDS = ("ip", "iptables-legacy", "nft", "conntrack", "unshare", "mount", "setpriv")
+REQUIRED_COMMANDS = ("ip", "iptables-legacy", "ip6tables-legacy", "nft", "conntrack", "unshare", "mount", "setpriv")
+# New forwarded connections to the agent's queue, without --queue-bypass (no reader = drop).
+STEER_RULE = ("-A", "FORWARD", "-m", "conntrack", "--ctstate", "NEW", "-j", "NFQUEUE", "--queue-num", str(QUEUE))
 
 
 def _run(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -93,13 +97,17 @@ def kernel_unavailable_reason() -> str:
     try:
         _run("ip", "netns", "add", scratch)
         _run("ip", "-n", scratch, "link", "add", "name", "probe0", "type", "veth", "peer", "name", "probe1")
-        _run("ip", "netns", "exec", scratch, "iptables-legacy", "-A", "FORWARD", "-m", "conntrack",
-             "--ctstate", "NEW", "-j", "NFQUEUE", "--queue-num", str(QUEUE))
+        for tables in ("iptables-legacy", "ip6tables-legacy"):
+            _run("ip", "netns", "exec", scratch, tables, *STEER_RULE)
     except (RuntimeError, subprocess.TimeoutExpired) as exc:
         return f"network dataplane lane: the kernel lacks a feature the lane needs: {exc}"
     finally:
         _run("ip", "netns", "del", scratch, check=False)
     return ""
+
+
+def _family(address: str) -> socket.AddressFamily:
+    return socket.AF_INET6 if ipaddress.ip_address(address).version == 6 else socket.AF_INET
 
 
 def remove_stale_namespaces() -> list[str]:
@@ -121,11 +129,11 @@ def remove_stale_namespaces() -> list[str]:
 
 @dataclass(frozen=True)
 class Site:
-    """An endpoint's namespace: its name, address and the node-side veth."""
+    """An endpoint's namespace: its name, addresses and the node-side veth."""
 
     label: str        # the endpoint's name in the plan (what its servers answer)
     netns: str
-    ip: str
+    addresses: tuple[str, ...]
     node_side: str
 
 
@@ -144,45 +152,54 @@ class Topology:
         self._server: threading.Thread | None = None
         self._add_namespace(self.node)
         _run("ip", "-n", self.node, "link", "set", "lo", "up")
-        self._sysctl(self.node, "net.ipv4.ip_forward=1")
+        self._sysctl(self.node, "net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1")
 
     def _add_namespace(self, name: str) -> None:
         _run("ip", "netns", "add", name)
         self._namespaces.append(name)
+        # Interfaces created later copy `default`: no duplicate address detection, so IPv6
+        # addresses are usable at once (nothing else is on these links).
+        self._sysctl(name, "net.ipv6.conf.default.accept_dad=0", "net.ipv6.conf.all.accept_dad=0")
 
     @staticmethod
     def _sysctl(netns: str, *settings: str) -> None:
         _run("ip", "netns", "exec", netns, "sysctl", "-qw", *settings)
 
-    def add_site(self, label: str, ip: str) -> Site:
-        """A namespace holding `ip`/32 on eth0, its default route on-link towards the node, which
-        answers ARP for every other address (proxy ARP, no delay) and routes `ip` back to it."""
+    def add_site(self, label: str, addresses: Iterable[str]) -> Site:
+        """A namespace holding each address as a host route on eth0, routed back by the node.
+
+        IPv4: an on-link default route, the node answering ARP for every other address (proxy ARP,
+        no delay). IPv6: a default route via fe80::1, which every node-side veth holds."""
         index = len(self.sites)
-        site = Site(label, f"{self.prefix}-e{index}", ip, f"v{index}")
+        site = Site(label, f"{self.prefix}-e{index}", tuple(addresses), f"v{index}")
         self._add_namespace(site.netns)
         _run("ip", "-n", self.node, "link", "add", "name", site.node_side, "type", "veth",
              "peer", "name", "eth0", "netns", site.netns)
         _run("ip", "-n", site.netns, "link", "set", "lo", "up")
-        _run("ip", "-n", site.netns, "addr", "add", f"{ip}/32", "dev", "eth0")
         _run("ip", "-n", site.netns, "link", "set", "eth0", "up")
-        _run("ip", "-n", site.netns, "route", "add", "default", "dev", "eth0", "scope", "link")
         self._sysctl(self.node, f"net.ipv4.conf.{site.node_side}.proxy_arp=1",
                      f"net.ipv4.neigh.{site.node_side}.proxy_delay=0")
+        _run("ip", "-n", self.node, "addr", "add", "fe80::1/64", "dev", site.node_side)
         _run("ip", "-n", self.node, "link", "set", site.node_side, "up")
-        _run("ip", "-n", self.node, "route", "add", f"{ip}/32", "dev", site.node_side)
+        for address in site.addresses:
+            v6 = ipaddress.ip_address(address).version == 6
+            _run("ip", "-n", site.netns, "addr", "add", f"{address}/{128 if v6 else 32}", "dev", "eth0")
+            _run("ip", "-n", self.node, "route", "add", f"{address}/{128 if v6 else 32}", "dev", site.node_side)
+        _run("ip", "-n", site.netns, "-4", "route", "add", "default", "dev", "eth0", "scope", "link")
+        _run("ip", "-n", site.netns, "-6", "route", "add", "default", "via", "fe80::1", "dev", "eth0")
         self.sites[label] = site
         return site
 
     def steer_new_connections_to_queue(self) -> None:
         """Every new forwarded connection to the agent's queue; no bypass, so no agent = drop."""
-        _run("ip", "netns", "exec", self.node, "iptables-legacy", "-A", "FORWARD", "-m", "conntrack",
-             "--ctstate", "NEW", "-j", "NFQUEUE", "--queue-num", str(QUEUE))
+        for tables in ("iptables-legacy", "ip6tables-legacy"):
+            _run("ip", "netns", "exec", self.node, tables, *STEER_RULE)
 
     def node_state(self) -> str:
         """The node's netfilter state (rules with counters, nftables tables, conntrack), for reports."""
         parts = []
-        for argv in (("iptables-legacy", "-L", "FORWARD", "-v", "-n"), ("nft", "list", "tables"),
-                     ("conntrack", "-C")):
+        for argv in (("iptables-legacy", "-L", "FORWARD", "-v", "-n"), ("ip6tables-legacy", "-L", "FORWARD", "-v", "-n"),
+                     ("nft", "list", "tables"), ("conntrack", "-C")):
             done = _run("ip", "netns", "exec", self.node, *argv, check=False)
             parts.append(f"$ {' '.join(argv)}\n{done.stdout.strip()}{done.stderr.strip()}")
         return "\n".join(parts)
@@ -193,13 +210,13 @@ class Topology:
         """In every site, listen on each (protocol, port) and answer with the site's label."""
         probes = list(probes)
         for site in self.sites.values():
-            def listeners() -> list[socket.socket]:
+            def listeners(site: Site = site) -> list[socket.socket]:
                 out = []
-                for protocol, port in probes:
+                for (protocol, port), address in itertools.product(probes, site.addresses):
                     kind = socket.SOCK_STREAM if protocol == "TCP" else socket.SOCK_DGRAM
-                    s = socket.socket(socket.AF_INET, kind)
+                    s = socket.socket(_family(address), kind)
                     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                    s.bind((site.ip, port))
+                    s.bind((address, port))
                     if kind == socket.SOCK_STREAM:
                         s.listen(128)
                     s.setblocking(False)
@@ -233,7 +250,7 @@ class Topology:
 
     def probe(self, cells: list[tuple[str, str, str, int]], timeout: float = 3.0,
               window: int = 256) -> list[str | None]:
-        """For each (source label, destination label, protocol, port): the label that answered
+        """For each (source label, destination address, protocol, port): the label that answered
         (allowed), None if nothing answered within `timeout` (denied), or "error:<reason>".
 
         At most `window` probes are in flight (the agent's queue holds 1024 packets, and an
@@ -243,7 +260,7 @@ class Topology:
             results += self._probe_batch(cells[start:start + window], timeout)
         return results
 
-    def _probe_batch(self, cells: list[tuple[str, str, str, int]], timeout: float) -> list[str | None]:
+    def _probe_batch(self, cells: list[tuple[str, str, str, int]], timeout: float) -> list[str | None]:  
         by_source: dict[str, list[int]] = {}
         for i, (src, *_rest) in enumerate(cells):
             by_source.setdefault(src, []).append(i)
@@ -252,14 +269,14 @@ class Topology:
             def open_all(indices: list[int] = indices) -> dict[int, socket.socket]:
                 out = {}
                 for i in indices:
-                    _, dst, protocol, port = cells[i]
+                    _, address, protocol, port = cells[i]
                     kind = socket.SOCK_STREAM if protocol == "TCP" else socket.SOCK_DGRAM
-                    s = socket.socket(socket.AF_INET, kind)
+                    s = socket.socket(_family(address), kind)
                     s.setblocking(False)
                     if kind == socket.SOCK_STREAM:
-                        s.connect_ex((self.sites[dst].ip, port))
+                        s.connect_ex((address, port))
                     else:
-                        s.connect((self.sites[dst].ip, port))
+                        s.connect((address, port))
                         s.send(b"probe")
                     out[i] = s
                 return out

@@ -1,7 +1,7 @@
 """What the dataplane lane probes for one stack, and what the project's evaluator expects of it.
 
 Pure: from a loaded environment and its rendered objects to endpoints (pods and outside
-addresses, each with the IPv4 address the lane gives it), the (protocol, port) pairs to try and
+addresses, each with the addresses the lane gives it), the (protocol, port) pairs to try and
 one expected verdict per cell from `tests/manifests/network_reachability.py`. The lane
 (`dataplane.py`) then builds exactly these endpoints and asks the real agent.
 """
@@ -14,10 +14,11 @@ from typing import Any, Iterable
 
 from tests.manifests.network_reachability import Address, Cluster, Endpoint, Pod
 
-METADATA = "169.254.169.254"
-# TEST-NET-1 (RFC 5737): an address no example policy names, answered by a namespace of the lane.
-UNNAMED_OUTSIDE = "192.0.2.10"
-DEFAULT_POD_CIDR = "10.244.0.0/16"
+METADATA = {4: "169.254.169.254", 6: "fd00:ec2::254"}
+# Documentation ranges (RFC 5737, RFC 3849): addresses no example policy names, answered by a
+# namespace of the lane.
+UNNAMED_OUTSIDE = {4: "192.0.2.10", 6: "2001:db8::10"}
+DEFAULT_POD_CIDRS = {4: "10.244.0.0/16", 6: "fd00:10:244::/64"}
 PROBE_LABELS = {"app": "probe"}
 PEER_LABELS = {"app": "peer"}   # a second pod in each tenant namespace: traffic that stays inside one
 # A namespace anyone who may create namespaces can label as a tenant: it must get none of its access.
@@ -26,10 +27,10 @@ INTRUDER = ("intruder", {"gpu-tenancy.dev/tenant": "eval"})
 
 @dataclass(frozen=True)
 class PlannedEndpoint:
-    """A pod (namespace set) or an outside address (namespace None) with its lane address."""
+    """A pod (namespace set; an IPv4 and an IPv6 address) or an outside address (namespace None)."""
 
     name: str
-    ip: str
+    addresses: tuple[str, ...]
     namespace: str | None = None
     labels: tuple[tuple[str, str], ...] = ()
 
@@ -37,26 +38,40 @@ class PlannedEndpoint:
     def is_pod(self) -> bool:
         return self.namespace is not None
 
-    def evaluated(self) -> Endpoint:
-        """The same endpoint as the evaluator sees it.
+    @property
+    def families(self) -> set[int]:
+        return {ipaddress.ip_address(a).version for a in self.addresses}
 
-        >>> PlannedEndpoint("dns", "10.244.0.10", "kube-system", (("k8s-app", "kube-dns"),)).evaluated()
+    def address(self, family: int) -> str:
+        """The endpoint's address of one IP family.
+
+        >>> PlannedEndpoint("eval", ("10.244.0.10", "fd00:10:244::a"), "eval").address(6)
+        'fd00:10:244::a'
+        """
+        return next(a for a in self.addresses if ipaddress.ip_address(a).version == family)
+
+    def evaluated(self, family: int) -> Endpoint:
+        """The same endpoint as the evaluator sees it (a pod by namespace and labels, never by address).
+
+        >>> PlannedEndpoint("dns", ("10.244.0.10",), "kube-system", (("k8s-app", "kube-dns"),)).evaluated(4)
         Pod(namespace='kube-system', labels=(('k8s-app', 'kube-dns'),))
         """
-        return Pod(self.namespace, self.labels) if self.is_pod else Address(self.ip)
+        return Pod(self.namespace, self.labels) if self.is_pod else Address(self.address(family))
 
 
 @dataclass(frozen=True)
 class Cell:
     source: PlannedEndpoint
     destination: PlannedEndpoint
+    family: int
     protocol: str
     port: int
     expected: bool
 
     def __str__(self) -> str:
         verdict = "allowed" if self.expected else "denied"
-        return f"{self.source.name} -> {self.destination.name} {self.protocol}/{self.port} (evaluator: {verdict})"
+        return (f"{self.source.name} -> {self.destination.name} ({self.destination.address(self.family)}) "
+                f"{self.protocol}/{self.port} (evaluator: {verdict})")
 
 
 @dataclass
@@ -106,48 +121,66 @@ def _inside(block: dict[str, Any]) -> str:
     raise ValueError(f"ipBlock {block} has no address outside its exceptions")
 
 
+def _pod_ranges(stack: str, declared: list[str], blocks: list[dict[str, Any]]) -> dict[int, Any]:
+    """The pod range of each family (the stack's `clusterNetwork.pods`, else the defaults), refused
+    where an ipBlock covers it: whether an ipBlock matches pod addresses is implementation-defined
+    (the agent matches them, the evaluator does not), and validate keeps egress CIDRs off them."""
+    ranges = {4: ipaddress.ip_network(DEFAULT_POD_CIDRS[4]), 6: ipaddress.ip_network(DEFAULT_POD_CIDRS[6])}
+    for cidr in reversed(declared):
+        network = ipaddress.ip_network(cidr)
+        ranges[network.version] = network
+    for block in blocks:
+        network = ipaddress.ip_network(block["cidr"])
+        pods = ranges[network.version]
+        excepted = any(pods.subnet_of(ipaddress.ip_network(e)) for e in block.get("except", [])
+                       if ipaddress.ip_network(e).version == network.version)
+        if pods.overlaps(network) and not excepted:
+            raise ValueError(f"{stack}: ipBlock {block['cidr']} overlaps the pod range {pods}; "
+                             "the dataplane and the evaluator would disagree by definition, not by a bug")
+    return ranges
+
+
 def plan_stack(stack: str, environment: Any, objects: list[dict[str, Any]]) -> Plan:
     """Endpoints, ports and expected verdicts for one stack's rendered objects.
+
+    Pods have both families; a cell uses IPv4 unless one end is an IPv6-only address (so every
+    pod also speaks IPv6 to the IPv6 addresses, and the agent must find pods by either address).
 
     >>> from components.load import load_environment
     >>> from components.manifests.build import environment_objects
     >>> from tests.e2e.conftest import REPO_ROOT
     >>> env = load_environment(REPO_ROOT, "prod")
     >>> plan = plan_stack("prod", env, [o for objs in environment_objects(env).values() for o in objs])
-    >>> ("UDP", 53) in plan.probes and any(e.name == "metadata" for e in plan.endpoints)
+    >>> ("UDP", 53) in plan.probes and {"metadata", "metadata-v6"} <= {e.name for e in plan.endpoints}
     True
     """
     platform = environment.platform
     policies = [o for o in objects if o["kind"] == "NetworkPolicy"]
     rendered_namespaces = [o["metadata"]["name"] for o in objects if o["kind"] == "Namespace"]
-    blocks = [b for b in _ip_blocks(policies) if ipaddress.ip_network(b["cidr"]).version == 4]
+    blocks = _ip_blocks(policies)
 
     extra = {ns: {} for role in sorted(platform.platform_namespaces) for ns in platform.platform_namespaces[role]}
     dns = platform.cluster_dns
     extra.setdefault(dns.namespace, {})
     extra[INTRUDER[0]] = dict(INTRUDER[1])
 
-    pod_cidr = ipaddress.ip_network((platform.cluster_network.pods or [DEFAULT_POD_CIDR])[0])
-    for block in blocks:
-        # Whether an ipBlock matches pod addresses is implementation-defined (the agent matches
-        # them, the evaluator does not); validate keeps egress CIDRs off clusterNetwork.pods.
-        excepted = any(pod_cidr.subnet_of(ipaddress.ip_network(e)) for e in block.get("except", [])
-                       if ipaddress.ip_network(e).version == 4)
-        if pod_cidr.overlaps(ipaddress.ip_network(block["cidr"])) and not excepted:
-            raise ValueError(f"{stack}: ipBlock {block['cidr']} overlaps the pod range {pod_cidr}; "
-                             "the dataplane and the evaluator would disagree by definition, not by a bug")
-    hosts = pod_cidr.hosts()
-    for _ in range(9):  # leave .1-.9 (gateways in real clusters) unused
-        next(hosts)
+    ranges = _pod_ranges(stack, platform.cluster_network.pods, blocks)
+    pods: list[PlannedEndpoint] = []
 
-    def pod(name: str, namespace: str, labels: dict[str, str]) -> PlannedEndpoint:
-        return PlannedEndpoint(name, str(next(hosts)), namespace, tuple(sorted(labels.items())))
+    def pod(name: str, namespace: str, labels: dict[str, str]) -> None:
+        index = 10 + len(pods)   # leave .1-.9 (gateways in real clusters) unused
+        pods.append(PlannedEndpoint(name, (str(ranges[4][index]), str(ranges[6][index])), namespace,
+                                    tuple(sorted(labels.items()))))
 
-    endpoints = [pod(ns, ns, PROBE_LABELS) for ns in rendered_namespaces]
-    endpoints += [pod(f"{ns}-peer", ns, PEER_LABELS) for ns in rendered_namespaces]
-    endpoints += [pod(ns, ns, PROBE_LABELS) for ns in extra if ns != dns.namespace]
-    endpoints.append(pod("cluster-dns", dns.namespace, dict(dns.pod_labels)))
-    endpoints.append(pod(f"{dns.namespace}-other", dns.namespace, PROBE_LABELS))
+    for ns in rendered_namespaces:
+        pod(ns, ns, PROBE_LABELS)
+    for ns in rendered_namespaces:
+        pod(f"{ns}-peer", ns, PEER_LABELS)
+    for ns in extra:
+        if ns != dns.namespace:
+            pod(ns, ns, PROBE_LABELS)
+    pod("cluster-dns", dns.namespace, dict(dns.pod_labels))
+    pod(f"{dns.namespace}-other", dns.namespace, PROBE_LABELS)
 
     addresses: dict[str, str] = {}   # ip -> name, first name wins
     api = platform.cluster_network.api_server
@@ -155,21 +188,27 @@ def plan_stack(stack: str, environment: Any, objects: list[dict[str, Any]]) -> P
         addresses.setdefault(_inside({"cidr": cidr}), "api-server")
     if dns.node_local:
         addresses.setdefault(dns.node_local, "node-local-dns")
-    addresses.setdefault(METADATA, "metadata")
+    addresses.setdefault(METADATA[4], "metadata")
+    addresses.setdefault(METADATA[6], "metadata-v6")
     for block in blocks:
         addresses.setdefault(_inside(block), f"egress-{block['cidr']}")
-    addresses.setdefault(UNNAMED_OUTSIDE, "outside")
-    endpoints += [PlannedEndpoint(name, ip) for ip, name in addresses.items()]
+    addresses.setdefault(UNNAMED_OUTSIDE[4], "outside")
+    addresses.setdefault(UNNAMED_OUTSIDE[6], "outside-v6")
+    endpoints = pods + [PlannedEndpoint(name, (ip,)) for ip, name in addresses.items()]
 
     named = _named_ports(policies) | {(p.protocol, p.port) for p in (api.ports if api else [])}
     unnamed = max(port for _, port in named) + 1
     probes = sorted(named) + [("TCP", unnamed), ("UDP", unnamed)]
 
     cluster = Cluster.from_objects(objects, extra)
-    cells = [
-        Cell(src, dst, protocol, port, cluster.may_reach(src.evaluated(), dst.evaluated(), port, protocol))
-        for src in endpoints for dst in endpoints
-        if src != dst and (src.is_pod or dst.is_pod)   # address to address crosses no policy
-        for protocol, port in probes
-    ]
+    cells = []
+    for src in endpoints:
+        for dst in endpoints:
+            common = src.families & dst.families
+            if src == dst or not (src.is_pod or dst.is_pod) or not common:   # address to address crosses no policy
+                continue
+            family = min(common)
+            cells += [Cell(src, dst, family, protocol, port,
+                           cluster.may_reach(src.evaluated(family), dst.evaluated(family), port, protocol))
+                      for protocol, port in probes]
     return Plan(stack, endpoints, probes, cells, extra)

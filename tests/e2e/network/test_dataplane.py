@@ -104,7 +104,7 @@ def _apply_stack(apiserver: Any, plan: Plan, objects: list[dict[str, Any]]) -> N
                            what=f"ServiceAccount {endpoint.namespace}/default")
         pod = core.create_namespaced_pod(endpoint.namespace, _probe_pod(endpoint))
         core.patch_namespaced_pod_status(pod.metadata.name, endpoint.namespace, {"status": {
-            "phase": "Running", "podIP": endpoint.ip, "podIPs": [{"ip": endpoint.ip}]}})
+            "phase": "Running", "podIP": endpoint.addresses[0], "podIPs": [{"ip": a} for a in endpoint.addresses]}})
 
 
 def _sentinel(plan: Plan) -> Cell:
@@ -114,7 +114,7 @@ def _sentinel(plan: Plan) -> Cell:
 
 
 def _as_probes(cells: list[Cell]) -> list[tuple[str, str, str, int]]:
-    return [(c.source.name, c.destination.name, c.protocol, c.port) for c in cells]
+    return [(c.source.name, c.destination.address(c.family), c.protocol, c.port) for c in cells]
 
 
 def _wait_until_enforcing(topology: Topology, agent: Agent, sentinel: Cell) -> float:
@@ -182,7 +182,7 @@ def enforced(apiserver: Any, stack: str, credentials: Path, log: Path,
     relay = agent = None
     try:
         for endpoint in plan.endpoints:
-            topology.add_site(endpoint.name, endpoint.ip)
+            topology.add_site(endpoint.name, endpoint.addresses)
         topology.steer_new_connections_to_queue()
         topology.serve(plan.probes)
         sentinel = _sentinel(plan)
@@ -215,7 +215,8 @@ def test_every_cell_agrees_with_the_evaluator(control_plane, credentials, e2e_su
     total = len(plan.cells)
     e2e_summary.append(
         f"network dataplane {stack}: {total - len(disagreements)}/{total} cells agree with the evaluator "
-        f"(allowed {allowed}, denied {denied}; {len(plan.endpoints)} endpoints, "
+        f"(allowed {allowed}, denied {denied}; {sum(c.family == 6 for c in plan.cells)} over IPv6; "
+        f"{len(plan.endpoints)} endpoints, "
         f"{len(plan.probes)} protocol/ports); agent verdicts {verdicts.get('accept', 0)} accept, "
         f"{verdicts.get('drop', 0)} drop; enforcing after {lane.ready_after:.1f}s, its own nftables rules "
         f"{'refused by the kernel, tolerated' if 'syncing nftables rules' in log else 'accepted'}; "
