@@ -58,6 +58,13 @@ def credentials(control_plane: Any, tmp_path_factory: pytest.TempPathFactory) ->
     return directory
 
 
+def _render(stack: str) -> tuple[Plan, list[dict[str, Any]]]:
+    """The example stack's rendered objects (the pure builders, offline) and the lane's plan for them."""
+    environment = load_environment(e2e.REPO_ROOT, stack)
+    objects = [o for objs in environment_objects(environment).values() for o in objs]
+    return plan_stack(stack, environment, objects), objects
+
+
 def _reset(apiserver: Any) -> None:
     """No NetworkPolicy and no pod left from the previous stack (only this lane creates them)."""
     core, net = k8s.CoreV1Api(apiserver.api_client), k8s.NetworkingV1Api(apiserver.api_client)
@@ -141,8 +148,7 @@ def test_every_endpoint_has_an_allowed_cell_both_ways():
     """A denied cell means a dropped packet only if the wires work: every endpoint of every stack
     sends and receives in some cell the evaluator allows, so a broken site shows as a disagreement."""
     for stack in STACKS:
-        environment = load_environment(e2e.REPO_ROOT, stack)
-        plan = plan_stack(stack, environment, [o for objs in environment_objects(environment).values() for o in objs])
+        plan, _ = _render(stack)
         for endpoint in plan.endpoints:
             assert any(c.expected and c.source == endpoint for c in plan.cells), (stack, endpoint.name, "sends")
             assert any(c.expected and c.destination == endpoint for c in plan.cells), (stack, endpoint.name, "receives")
@@ -173,9 +179,7 @@ def enforced(apiserver: Any, stack: str, credentials: Path, log: Path,
     """Apply `stack` (plus `extra_objects`, which the plan's evaluator does not see), build its
     endpoints, check the queue is fail-closed, start the agent and wait until it enforces.
     Namespaces, the relay and the agent are gone afterwards, also on failure."""
-    environment = load_environment(e2e.REPO_ROOT, stack)
-    objects = [o for objs in environment_objects(environment).values() for o in objs]
-    plan = plan_stack(stack, environment, objects)
+    plan, objects = _render(stack)
     _reset(apiserver)
     _apply_stack(apiserver, plan, objects + list(extra_objects))
     topology = Topology()
@@ -234,9 +238,7 @@ def test_a_policy_the_evaluator_does_not_know_shows_as_disagreement(control_plan
     """The comparison can fail: a NetworkPolicy applied behind the evaluator's back (every namespace
     may reach eval on the unnamed TCP port) turns exactly the cells from pods whose egress nothing
     isolates into eval on that port to "allowed", where the evaluator says "denied"."""
-    environment = load_environment(e2e.REPO_ROOT, "prod")
-    unnamed = plan_stack("prod", environment, [o for objs in environment_objects(environment).values()
-                                               for o in objs]).probes[-2]
+    unnamed = _render("prod")[0].probes[-2]
     assert unnamed[0] == "TCP"
     opened = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
               "metadata": {"name": "opened-behind-the-evaluator", "namespace": "eval"},
