@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Callable, Iterable, TypeVar
 
 QUEUE = 100                       # the agent's default --nfqueue-id
+UDP_RESEND = 0.5                  # seconds between datagrams of one UDP probe
 NODE_NAME = "gpu-tenancy-dataplane"
 _CLONE_NEWNET = 0x40000000
 _libc = ctypes.CDLL("libc.so.6", use_errno=True)   # setns(2): Python 3.11 has no os.setns
@@ -289,9 +290,21 @@ class Topology:
             selector.register(s, events, i)
         deadline = time.monotonic() + timeout
         pending = set(sockets)
+        # TCP retransmits its SYN by itself; a datagram lost before the queue (a neighbour entry
+        # still resolving under load) is sent again, as a UDP client such as a resolver does.
+        resend_at = time.monotonic() + UDP_RESEND
         try:
             while pending and time.monotonic() < deadline:
-                for key, events in selector.select(timeout=max(0.0, deadline - time.monotonic())):
+                if time.monotonic() >= resend_at:
+                    for i in pending:
+                        if sockets[i].type == socket.SOCK_DGRAM:
+                            try:
+                                sockets[i].send(b"probe")
+                            except OSError:
+                                pass   # an ICMP error: the receive below reports it
+                    resend_at += UDP_RESEND
+                wake = min(deadline, resend_at) - time.monotonic()
+                for key, events in selector.select(timeout=max(0.0, wake)):
                     s, i = key.fileobj, key.data
                     if events & selectors.EVENT_WRITE:   # TCP connect finished, one way or the other
                         err = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)

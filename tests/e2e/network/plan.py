@@ -51,12 +51,14 @@ class PlannedEndpoint:
         return next(a for a in self.addresses if ipaddress.ip_address(a).version == family)
 
     def evaluated(self, family: int) -> Endpoint:
-        """The same endpoint as the evaluator sees it (a pod by namespace and labels, never by address).
+        """The same endpoint as the evaluator sees it, with the address of the cell's family.
 
         >>> PlannedEndpoint("dns", ("10.244.0.10",), "kube-system", (("k8s-app", "kube-dns"),)).evaluated(4)
-        Pod(namespace='kube-system', labels=(('k8s-app', 'kube-dns'),))
+        Pod(namespace='kube-system', labels=(('k8s-app', 'kube-dns'),), ip='10.244.0.10')
         """
-        return Pod(self.namespace, self.labels) if self.is_pod else Address(self.address(family))
+        if self.is_pod:
+            return Pod(self.namespace, self.labels, self.address(family))
+        return Address(self.address(family))
 
 
 @dataclass(frozen=True)
@@ -121,22 +123,16 @@ def _inside(block: dict[str, Any]) -> str:
     raise ValueError(f"ipBlock {block} has no address outside its exceptions")
 
 
-def _pod_ranges(stack: str, declared: list[str], blocks: list[dict[str, Any]]) -> dict[int, Any]:
-    """The pod range of each family (the stack's `clusterNetwork.pods`, else the defaults), refused
-    where an ipBlock covers it: whether an ipBlock matches pod addresses is implementation-defined
-    (the agent matches them, the evaluator does not), and validate keeps egress CIDRs off them."""
+def pod_ranges(declared: list[str]) -> dict[int, Any]:
+    """The pod range of each family: the stack's `clusterNetwork.pods`, else the defaults.
+
+    >>> str(pod_ranges(["10.8.0.0/16"])[4]), str(pod_ranges([])[6])
+    ('10.8.0.0/16', 'fd00:10:244::/64')
+    """
     ranges = {4: ipaddress.ip_network(DEFAULT_POD_CIDRS[4]), 6: ipaddress.ip_network(DEFAULT_POD_CIDRS[6])}
     for cidr in reversed(declared):
         network = ipaddress.ip_network(cidr)
         ranges[network.version] = network
-    for block in blocks:
-        network = ipaddress.ip_network(block["cidr"])
-        pods = ranges[network.version]
-        excepted = any(pods.subnet_of(ipaddress.ip_network(e)) for e in block.get("except", [])
-                       if ipaddress.ip_network(e).version == network.version)
-        if pods.overlaps(network) and not excepted:
-            raise ValueError(f"{stack}: ipBlock {block['cidr']} overlaps the pod range {pods}; "
-                             "the dataplane and the evaluator would disagree by definition, not by a bug")
     return ranges
 
 
@@ -164,7 +160,7 @@ def plan_stack(stack: str, environment: Any, objects: list[dict[str, Any]]) -> P
     extra.setdefault(dns.namespace, {})
     extra[INTRUDER[0]] = dict(INTRUDER[1])
 
-    ranges = _pod_ranges(stack, platform.cluster_network.pods, blocks)
+    ranges = pod_ranges(platform.cluster_network.pods)
     pods: list[PlannedEndpoint] = []
 
     def pod(name: str, namespace: str, labels: dict[str, str]) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import pytest
 from kubernetes import client as k8s
@@ -24,7 +24,7 @@ from components.load import load_environment
 from tests.e2e import conftest as e2e
 from tests.e2e.network.conftest import agent_binary
 from tests.e2e.network.dataplane import NODE_NAME, Agent, Relay, Topology
-from tests.e2e.network.plan import Cell, Plan, PlannedEndpoint, plan_stack
+from tests.e2e.network.plan import Cell, Plan, PlannedEndpoint, plan_stack, pod_ranges
 
 pytestmark = pytest.mark.network
 
@@ -58,10 +58,11 @@ def credentials(control_plane: Any, tmp_path_factory: pytest.TempPathFactory) ->
     return directory
 
 
-def _render(stack: str) -> tuple[Plan, list[dict[str, Any]]]:
-    """The example stack's rendered objects (the pure builders, offline) and the lane's plan for them."""
+def _render(stack: str, known: Iterable[dict[str, Any]] = ()) -> tuple[Plan, list[dict[str, Any]]]:
+    """The example stack's rendered objects (the pure builders, offline) plus `known`, and the
+    lane's plan for them."""
     environment = load_environment(e2e.REPO_ROOT, stack)
-    objects = [o for objs in environment_objects(environment).values() for o in objs]
+    objects = [o for objs in environment_objects(environment).values() for o in objs] + list(known)
     return plan_stack(stack, environment, objects), objects
 
 
@@ -175,13 +176,13 @@ class Enforced:
 
 @contextmanager
 def enforced(apiserver: Any, stack: str, credentials: Path, log: Path,
-             extra_objects: list[dict[str, Any]] = ()) -> Iterator[Enforced]:
-    """Apply `stack` (plus `extra_objects`, which the plan's evaluator does not see), build its
-    endpoints, check the queue is fail-closed, start the agent and wait until it enforces.
-    Namespaces, the relay and the agent are gone afterwards, also on failure."""
-    plan, objects = _render(stack)
+             known: Iterable[dict[str, Any]] = (), hidden: Iterable[dict[str, Any]] = ()) -> Iterator[Enforced]:
+    """Apply `stack` plus `known` and `hidden` objects (the plan's evaluator sees `known`, not
+    `hidden`), build its endpoints, check the queue is fail-closed, start the agent and wait until
+    it enforces. Namespaces, the relay and the agent are gone afterwards, also on failure."""
+    plan, objects = _render(stack, known)
     _reset(apiserver)
-    _apply_stack(apiserver, plan, objects + list(extra_objects))
+    _apply_stack(apiserver, plan, objects + list(hidden))
     topology = Topology()
     relay = agent = None
     try:
@@ -245,10 +246,33 @@ def test_a_policy_the_evaluator_does_not_know_shows_as_disagreement(control_plan
               "spec": {"podSelector": {}, "policyTypes": ["Ingress"],
                        "ingress": [{"from": [{"namespaceSelector": {}}],
                                     "ports": [{"protocol": "TCP", "port": unnamed[1]}]}]}}
-    with enforced(control_plane, "prod", credentials, tmp_path / "agent.log", [opened]) as lane:
+    with enforced(control_plane, "prod", credentials, tmp_path / "agent.log", hidden=[opened]) as lane:
         into_eval = [c for c in lane.plan.cells if c.destination.name == "eval" and (c.protocol, c.port) == unnamed]
         got = lane.judge(into_eval)
     # Pods that may egress anywhere (no policy of theirs isolates them) now reach eval on that port.
     unisolated = {"ingress-nginx", "monitoring", "intruder", "cluster-dns", "kube-system-other"}
     flipped = {c.source.name for c, verdict in zip(into_eval, got) if verdict == "allowed" and not c.expected}
     assert flipped == unisolated, (flipped, got)
+
+
+def test_an_ip_block_over_pod_addresses_reaches_those_pods(control_plane, credentials, tmp_path):
+    """Whether an ipBlock matches pods is the implementation's choice in the API's words; the
+    reference agent matches them (as upstream's NetworkPolicy e2e tests expect), so the evaluator
+    does too when it knows the pod's address. An egress rule of eval to the whole pod range on the
+    unnamed port: eval's pods then reach every pod no ingress policy isolates on it, and no other."""
+    plan, _ = _render("prod")
+    unnamed = plan.probes[-2]
+    pod_range = str(pod_ranges(load_environment(e2e.REPO_ROOT, "prod").platform.cluster_network.pods)[4])
+    wide = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+            "metadata": {"name": "egress-to-the-pod-range", "namespace": "eval"},
+            "spec": {"podSelector": {}, "policyTypes": ["Egress"],
+                     "egress": [{"to": [{"ipBlock": {"cidr": pod_range}}],
+                                 "ports": [{"protocol": "TCP", "port": unnamed[1]}]}]}}
+    with enforced(control_plane, "prod", credentials, tmp_path / "agent.log", known=[wide]) as lane:
+        from_eval = [c for c in lane.plan.cells
+                     if c.source.namespace == "eval" and c.destination.is_pod and (c.protocol, c.port) == unnamed]
+        got = lane.judge(from_eval)
+    disagreements = [f"{c}: dataplane {v}" for c, v in zip(from_eval, got) if v != ("allowed" if c.expected else "denied")]
+    assert not disagreements, disagreements
+    reached = {c.destination.name for c, v in zip(from_eval, got) if v == "allowed"}
+    assert {"ingress-nginx", "monitoring", "intruder", "cluster-dns", "kube-system-other"} <= reached, reached
