@@ -1,7 +1,7 @@
 """The network dataplane lane (`make e2e-network`): NetworkPolicies enforced on packets.
 
 Each example stack's Namespaces and NetworkPolicies go to the real API server of the e2e lane
-(`tests/e2e/conftest.py`), the Kubernetes SIG Network reference agent `kube-network-policies`
+(`tools/control_plane.py`), the Kubernetes SIG Network reference agent `kube-network-policies`
 (`tools/kube-network-policies`, built by `tools/build.sh network`) watches them, and every cell
 (source, destination, protocol, port) of `plan.py` is probed through network namespaces
 (`dataplane.py`) and compared with the project's evaluator (`tests/manifests/network_reachability.py`).
@@ -22,34 +22,20 @@ from typing import Iterator
 
 import pytest
 
-from tests.e2e import conftest as e2e
-from tests.e2e.network.dataplane import kernel_unavailable_reason
-from tests.lanes import gate_lane, tool_versions
+from tests.e2e.network.dataplane import agent_binary, kernel_unavailable_reason
+from tools.control_plane import BIN_DIR, ControlPlane, lane_unavailable_reason
+from tools.lanes import gate_lane
 
 _HERE = Path(__file__).resolve().parent
 NETWORK_MARKER = "network: enforces NetworkPolicies on packets with kube-network-policies (make e2e-network)"
-AGENT = "kube-network-policies"
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", NETWORK_MARKER)
 
 
-def agent_binary() -> Path:
-    """Where `tools/build.sh network` puts the agent (the same override as tools/go-env.sh).
-
-    >>> agent_binary().name
-    'kube-network-policies'
-    """
-    override = os.environ.get("GPU_TENANCY_NETWORK_BIN_DIR")
-    if override:
-        return Path(override) / AGENT
-    cache = Path(os.environ.get("GPU_TENANCY_CACHE_DIR") or e2e.REPO_ROOT / ".cache")
-    return cache / AGENT / tool_versions()["KUBE_NETWORK_POLICIES_VERSION"] / AGENT
-
-
 def _reason() -> str:
-    control_plane = e2e.lane_unavailable_reason()
+    control_plane = lane_unavailable_reason()
     if control_plane:
         return control_plane
     if not os.access(agent_binary(), os.X_OK):
@@ -65,11 +51,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="module")
-def control_plane() -> Iterator[e2e.ControlPlane]:
+def control_plane() -> Iterator[ControlPlane]:
     """A control plane of the e2e lane's making, for this lane alone: it deletes every pod and
     NetworkPolicy between stacks, which must not touch the stacks other e2e tests applied."""
     workdir = Path(tempfile.mkdtemp(prefix="gpu-tenancy-network-"))
-    cp = e2e.ControlPlane(e2e.BIN_DIR, workdir)
+    cp = ControlPlane(BIN_DIR, workdir)
     try:
         cp.start()
         yield cp

@@ -35,6 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, TypeVar
 
+from tools.control_plane import REPO_ROOT
+from tools.lanes import tool_versions
+
 QUEUE = 100                       # the agent's default --nfqueue-id
 UDP_RESEND = 0.5                  # seconds between datagrams of one UDP probe
 NODE_NAME = "gpu-tenancy-dataplane"
@@ -45,6 +48,22 @@ T = TypeVar("T")
 REQUIRED_COMMANDS = ("ip", "iptables-legacy", "ip6tables-legacy", "nft", "conntrack", "unshare", "mount", "setpriv")
 # New forwarded connections to the agent's queue, without --queue-bypass (no reader = drop).
 STEER_RULE = ("-A", "FORWARD", "-m", "conntrack", "--ctstate", "NEW", "-j", "NFQUEUE", "--queue-num", str(QUEUE))
+
+
+AGENT = "kube-network-policies"
+
+
+def agent_binary() -> Path:
+    """Where `tools/build.sh network` puts the agent (the same override as tools/go-env.sh).
+
+    >>> agent_binary().name
+    'kube-network-policies'
+    """
+    override = os.environ.get("GPU_TENANCY_NETWORK_BIN_DIR")
+    if override:
+        return Path(override) / AGENT
+    cache = Path(os.environ.get("GPU_TENANCY_CACHE_DIR") or REPO_ROOT / ".cache")
+    return cache / AGENT / tool_versions()["KUBE_NETWORK_POLICIES_VERSION"] / AGENT
 
 
 def _run(*argv: str, check: bool = True) -> subprocess.CompletedProcess:

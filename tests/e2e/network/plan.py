@@ -144,7 +144,7 @@ def plan_stack(stack: str, environment: Any, objects: list[dict[str, Any]]) -> P
 
     >>> from components.load import load_environment
     >>> from components.manifests.build import environment_objects
-    >>> from tests.e2e.conftest import REPO_ROOT
+    >>> from tools.control_plane import REPO_ROOT
     >>> env = load_environment(REPO_ROOT, "prod")
     >>> plan = plan_stack("prod", env, [o for objs in environment_objects(env).values() for o in objs])
     >>> ("UDP", 53) in plan.probes and {"metadata", "metadata-v6"} <= {e.name for e in plan.endpoints}

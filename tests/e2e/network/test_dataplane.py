@@ -21,10 +21,9 @@ from kubernetes.client.rest import ApiException
 
 from components.manifests.build import environment_objects
 from components.load import load_environment
-from tests.e2e import conftest as e2e
-from tests.e2e.network.conftest import agent_binary
-from tests.e2e.network.dataplane import NODE_NAME, Agent, Relay, Topology
+from tests.e2e.network.dataplane import NODE_NAME, Agent, Relay, Topology, agent_binary
 from tests.e2e.network.plan import Cell, Plan, PlannedEndpoint, plan_stack, pod_ranges
+from tools.control_plane import REPO_ROOT
 
 pytestmark = pytest.mark.network
 
@@ -61,7 +60,7 @@ def credentials(control_plane: Any, tmp_path_factory: pytest.TempPathFactory) ->
 def _render(stack: str, known: Iterable[dict[str, Any]] = ()) -> tuple[Plan, list[dict[str, Any]]]:
     """The example stack's rendered objects (the pure builders, offline) plus `known`, and the
     lane's plan for them."""
-    environment = load_environment(e2e.REPO_ROOT, stack)
+    environment = load_environment(REPO_ROOT, stack)
     objects = [o for objs in environment_objects(environment).values() for o in objs] + list(known)
     return plan_stack(stack, environment, objects), objects
 
@@ -282,7 +281,7 @@ def test_an_ip_block_over_pod_addresses_reaches_those_pods(control_plane, creden
     unnamed port: eval's pods then reach every pod no ingress policy isolates on it, and no other."""
     plan, _ = _render("prod")
     unnamed = plan.probes[-2]
-    pod_range = str(pod_ranges(load_environment(e2e.REPO_ROOT, "prod").platform.cluster_network.pods)[4])
+    pod_range = str(pod_ranges(load_environment(REPO_ROOT, "prod").platform.cluster_network.pods)[4])
     wide = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
             "metadata": {"name": "egress-to-the-pod-range", "namespace": "eval"},
             "spec": {"podSelector": {}, "policyTypes": ["Egress"],
