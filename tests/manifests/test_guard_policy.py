@@ -11,6 +11,7 @@ from components.manifests import guard_policy as gp
 
 from .cel_admission import ENGINES
 from .cel_admission import admit as _admit
+from .example_tenants import viewed
 
 GPU = {"limits": {"nvidia.com/gpu": "1"}}
 MEMBER = {"operator": False}
@@ -28,7 +29,7 @@ def admit(engine, policy, obj, *, given=None, **kwargs):
 
 
 def policy_for(environment, tenant: str) -> dict:
-    return gp.guard_policy(next(t.spec for t in environment.tenants if t.name == tenant), environment)
+    return viewed(gp.guard_policy, next(t.spec for t in environment.tenants if t.name == tenant), environment)
 
 
 def pod(env=None, resources=None, **spec):
@@ -126,7 +127,7 @@ def test_the_stack_lists_extra_token_audiences(engine, prod):
     tokens = rails.service_account_tokens.model_copy(update={"audiences": ["vault"], "max_expiration_seconds": 7200})
     platform = prod.platform.model_copy(update={"guard_rails": rails.model_copy(update={"service_account_tokens": tokens})})
     tenant = next(t.spec for t in prod.tenants if t.name == "llm-finetune")
-    policy = gp.guard_policy(tenant, dataclasses.replace(prod, platform=platform, derived={}))
+    policy = gp.guard_policy(tenant, dataclasses.replace(prod.view(tenant), platform=platform))
     assert admit(engine, policy, token_pod(audience="vault", expirationSeconds=7200), resource="pods") == []
     assert len(admit(engine, policy, token_pod(audience="vault", expirationSeconds=7201), resource="pods")) == 1
     assert len(admit(engine, policy, token_pod(audience="https://ci.acme.dev"), resource="pods")) == 1
@@ -264,7 +265,7 @@ def test_budgets_that_block_a_drain_are_refused(engine, prod):
 def test_the_stack_may_allow_min_available_below_100_percent(engine, prod):
     platform = prod.platform.model_copy(update={"guard_rails": prod.platform.guard_rails.model_copy(update={"pdb_min_available": True})})
     tenant = next(t.spec for t in prod.tenants if t.name == "inference")
-    policy = gp.guard_policy(tenant, dataclasses.replace(prod, platform=platform, derived={}))
+    policy = gp.guard_policy(tenant, dataclasses.replace(prod.view(tenant), platform=platform))
     assert admit(engine, policy, pdb(minAvailable=2), resource="poddisruptionbudgets") == []
     assert len(admit(engine, policy, pdb(minAvailable="100%"), resource="poddisruptionbudgets")) == 1
     assert len(admit(engine, policy, pdb(maxUnavailable=0), resource="poddisruptionbudgets")) == 1
@@ -350,7 +351,7 @@ def test_managed_role_bindings_belong_to_the_platform(engine, prod):
 
 
 def test_one_policy_and_binding_per_tenant_in_its_namespaces_only(prod):
-    objects = gp.guard_objects(next(t.spec for t in prod.tenants if t.name == "eval"), prod)
+    objects = viewed(gp.guard_objects, next(t.spec for t in prod.tenants if t.name == "eval"), prod)
     policy, policy_binding = objects
     assert policy["spec"]["matchConstraints"]["namespaceSelector"] == {"matchLabels": {"gpu-tenancy.dev/tenant": "eval"}}
     assert policy["spec"]["failurePolicy"] == "Fail"
