@@ -238,6 +238,12 @@ NGINX = "nginx.ingress.kubernetes.io/"
 OWN_HOST = "llm-finetune.apps.acme.dev"
 HOST_PROBE = {"httpGet": {"host": "169.254.169.254", "path": "/latest/meta-data/", "port": 80}}
 
+def annotation_attack(what: str, name: str, value: str, refusal: str) -> Case:
+    """An Ingress of llm-finetune's own host whose one controller annotation the guard refuses."""
+    return Case(6, what, LF, "POST", "ingresses", lambda: ingress(OWN_HOST, {f"{NGINX}{name}": value}),
+                (guard(LF), f"annotation {NGINX}{name} {refusal}"))
+
+
 CASES: list[Case] = [
     # 1. Dedicated nodes belong to their tenant for every pod; GPU visibility needs a GPU request.
     Case(1, "CPU pod selecting another tenant's node by hostname", LF, "POST", "pods",
@@ -318,18 +324,14 @@ CASES: list[Case] = [
     Case(6, "configuration-snippet annotation", LF, "POST", "ingresses",
          lambda: ingress("llm-finetune.apps.acme.dev", {"nginx.ingress.kubernetes.io/configuration-snippet": "return 200;"}),
          (guard(LF), "annotation nginx.ingress.kubernetes.io/configuration-snippet is refused")),
-    Case(6, "auth-url to the metadata endpoint", LF, "POST", "ingresses",
-         lambda: ingress(OWN_HOST, {f"{NGINX}auth-url": "http://169.254.169.254/latest/meta-data/"}),
-         (guard(LF), f"annotation {NGINX}auth-url is not on the allow-list of ingress-controller annotations")),
-    Case(6, "mirror-target to another tenant's pods", LF, "POST", "ingresses",
-         lambda: ingress(OWN_HOST, {f"{NGINX}mirror-target": "http://web.inference.svc.cluster.local:8080$request_uri"}),
-         (guard(LF), f"annotation {NGINX}mirror-target is not on the allow-list of ingress-controller annotations")),
-    Case(6, "auth-tls-secret naming another tenant's Secret", LF, "POST", "ingresses",
-         lambda: ingress(OWN_HOST, {f"{NGINX}auth-tls-secret": "inference/serving-ca"}),
-         (guard(LF), f"annotation {NGINX}auth-tls-secret names a Secret of another namespace")),
-    Case(6, "proxy-ssl-secret naming another tenant's Secret", LF, "POST", "ingresses",
-         lambda: ingress(OWN_HOST, {f"{NGINX}proxy-ssl-secret": "eval/client-cert"}),
-         (guard(LF), f"annotation {NGINX}proxy-ssl-secret names a Secret of another namespace")),
+    annotation_attack("auth-url to the metadata endpoint", "auth-url", "http://169.254.169.254/latest/meta-data/",
+                      "is not on the allow-list of ingress-controller annotations"),
+    annotation_attack("mirror-target to another tenant's pods", "mirror-target",
+                      "http://web.inference.svc.cluster.local:8080$request_uri", "is not on the allow-list of ingress-controller annotations"),
+    annotation_attack("auth-tls-secret naming another tenant's Secret", "auth-tls-secret", "inference/serving-ca",
+                      "names a Secret of another namespace"),
+    annotation_attack("proxy-ssl-secret naming another tenant's Secret", "proxy-ssl-secret", "eval/client-cert",
+                      "names a Secret of another namespace"),
     Case(6, "the tenant's own hostname", LF, "POST", "ingresses", lambda: ingress("ui.llm-finetune.apps.acme.dev")),
     Case(6, "ordinary controller annotations and the namespace's own client CA", LF, "POST", "ingresses",
          lambda: ingress(OWN_HOST, {f"{NGINX}rewrite-target": "/", f"{NGINX}proxy-body-size": "64m",
