@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from ..fleet.environment import Environment
 from ..spec.tenant import Tenant
-from . import gpu_nodes, mig_config, placement_policy, priority_classes, time_slicing
+from . import device_classes, gpu_nodes, mig_config, placement_policy, priority_classes, time_slicing
 from .meta import KubeObject, sort_objects
 
 
 def platform_gpu_objects(environment: Environment) -> list[KubeObject]:
-    """Node patches, the MIG and time-slicing ConfigMaps and the PriorityClasses, in `sort_objects` order.
+    """Node patches, the MIG and time-slicing ConfigMaps, the PriorityClasses and the tool's DRA
+    DeviceClasses, in `sort_objects` order.
 
     Placement policies are per tenant (see `tenant_gpu_objects`), so none of them is here.
 
@@ -19,6 +20,7 @@ def platform_gpu_objects(environment: Environment) -> list[KubeObject]:
     objects = [
         *gpu_nodes.node_patches(environment),
         *priority_classes.priority_classes(environment),
+        *device_classes.device_classes(environment),
     ]
     for config_map in (mig_config.mig_config_map(environment), time_slicing.device_plugin_config_map(environment)):
         if config_map is not None:
