@@ -82,6 +82,9 @@ CONTROLLERS = (
     # foregroundDeletion finalizer that only the garbage collector removes (without it, deleting
     # a cluster-scoped object waits for the provider's 10-minute timeout). tests/e2e/pulumi_engine.
     "garbage-collector-controller",
+    # Creates a pod's ResourceClaims from its ResourceClaimTemplates: the DRA path a tenant takes
+    # without any claim RBAC, metered only when that claim is created (tests/e2e/test_tenancy_dra.py).
+    "resource-claim-controller",
 )
 
 E2E_MARKER = "e2e: needs a real kube-apiserver (make e2e)"
