@@ -78,6 +78,17 @@ def device_class_hard(tenant: Tenant, platform: Platform, gpu_keys: set[str]) ->
     return dict(sorted(hard.items()))
 
 
+def dra_extended_resources(platform: Platform) -> list[str]:
+    """The `extendedResourceName`s of the stack's DeviceClasses: pods asking for them get DRA devices.
+
+    >>> from components.spec.stack import Platform
+    >>> dra_extended_resources(Platform(labelDomain="x.dev", deviceClasses={"gpu.nvidia.com": {"owner": "driver",
+    ...     "extendedResourceName": "example.com/gpu"}}))
+    ['example.com/gpu']
+    """
+    return sorted({spec.extended_resource_name for spec in platform.device_classes.values() if spec.extended_resource_name})
+
+
 def device_classes(environment: Environment) -> list[KubeObject]:
     """One `resource.k8s.io/v1` DeviceClass per tool-owned entry of `deviceClasses`, by name.
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..fleet.environment import Environment
 from ..spec.tenant import Tenant
-from . import device_classes, gpu_nodes, mig_config, placement_policy, priority_classes, time_slicing
+from . import claim_policy, device_classes, gpu_nodes, mig_config, placement_policy, priority_classes, time_slicing
 from .meta import KubeObject, sort_objects
 
 
@@ -29,9 +29,9 @@ def platform_gpu_objects(environment: Environment) -> list[KubeObject]:
 
 
 def tenant_gpu_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]:
-    """The tenant's placement policy and its binding, in `sort_objects` order.
+    """The tenant's placement policy and its binding, and with a DeviceClass grant its claim policy and binding, in `sort_objects` order.
 
     >>> [o["metadata"]["name"] for o in tenant_gpu_objects(prod.tenants[0].spec, prod)]   # doctest: +SKIP
     ['gpu-tenancy-placement-eval', 'gpu-tenancy-placement-eval']
     """
-    return sort_objects(placement_policy.placement_objects(tenant, environment))
+    return sort_objects([*placement_policy.placement_objects(tenant, environment), *claim_policy.claim_objects(tenant, environment)])

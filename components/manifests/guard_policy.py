@@ -103,7 +103,7 @@ def _is(resource: str) -> str:
 
 def _variables(tenant: Tenant, environment: Environment) -> list[dict[str, str]]:
     platform = environment.platform
-    gpu = _is_gpu_resource("r")
+    gpu = _is_gpu_resource("r", environment)
     containers = "(object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : []))"
     return [
         {

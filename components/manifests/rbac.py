@@ -33,6 +33,7 @@ from typing import Iterable
 from ..fleet.environment import Environment
 from ..spec.role_bundles import READ_VERBS, effective_bundles
 from ..spec.tenant import ServiceAccountGrant, Subjects, Tenant
+from .claim_policy import claim_rules
 from .meta import KubeObject, kube_object, object_meta, platform_labels
 from .namespace import environment_label, owned_labels
 
@@ -260,7 +261,7 @@ def roles(tenant: Tenant, environment: Environment) -> list[KubeObject]:
             RBAC_API,
             "Role",
             object_meta(role_name(role), namespace=namespace, labels=labels),
-            rules=[*role_rules(role), *bundle_rules(tenant, role, environment.platform)],
+            rules=[*role_rules(role), *bundle_rules(tenant, role, environment.platform), *claim_rules(tenant, role, environment)],
         )
         for namespace in tenant.all_namespaces
         for role in ROLES
