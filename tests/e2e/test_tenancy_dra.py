@@ -138,8 +138,9 @@ def placed(body: dict, environment, tenant: str) -> dict:
     return body
 
 
-def class_pinned(body: dict, stack: AppliedStack, gpu_class: str) -> dict:
-    body["spec"]["nodeSelector"] = {f"{stack.environment.platform.label_domain}/gpu-class": gpu_class}
+def pool_pinned(body: dict, stack: AppliedStack, pool: str) -> dict:
+    """The pod selects one pool (h100 has robotics' dedicated pool too, so the class alone does not pin)."""
+    body["spec"]["nodeSelector"] = {f"{stack.environment.platform.label_domain}/pool": pool}
     return body
 
 
@@ -157,7 +158,7 @@ def test_dra_pod_of_a_tenant_without_gpus_is_refused(dra_stack, as_member, devic
 @pytest.mark.parametrize("device_class", DRIVER_CLASSES)
 def test_placed_pod_is_still_refused_by_quota_for_an_ungranted_class(dra_stack, as_member, device_class):
     core, _ = as_member(GRANTED[1])
-    pod = class_pinned(gpu_pod({IMPLICIT + device_class: "1"}), dra_stack, "h100")
+    pod = pool_pinned(gpu_pod({IMPLICIT + device_class: "1"}), dra_stack, "h100-shared")
     body = refused(lambda: core.create_namespaced_pod(GRANTED[0], pod, dry_run="All"))
     assert "exceeded quota: tenant-quota" in body and f"limited: requests.{IMPLICIT}{device_class}=0" in body
 
@@ -194,11 +195,11 @@ def prod_group(tenant: str) -> list[str]:
 def test_granted_developer_gets_implicit_and_mapped_extended_resources_within_the_grant(dra_stack, as_member):
     core, _ = as_member(GRANTED[1])
     namespace = GRANTED[0]
-    for resources, gpu_class in (({IMPLICIT + H100: "2"}, "h100"), ({IMPLICIT + B200: "1"}, "b200"), ({"gpu.dra.dev/b200": "1"}, "b200")):
-        core.create_namespaced_pod(namespace, class_pinned(gpu_pod(resources), dra_stack, gpu_class), dry_run="All")
-    body = refused(lambda: core.create_namespaced_pod(namespace, class_pinned(gpu_pod({IMPLICIT + H100: "3"}), dra_stack, "h100"), dry_run="All"))
+    for resources, pool in (({IMPLICIT + H100: "2"}, "h100-shared"), ({IMPLICIT + B200: "1"}, "b200-train"), ({"gpu.dra.dev/b200": "1"}, "b200-train")):
+        core.create_namespaced_pod(namespace, pool_pinned(gpu_pod(resources), dra_stack, pool), dry_run="All")
+    body = refused(lambda: core.create_namespaced_pod(namespace, pool_pinned(gpu_pod({IMPLICIT + H100: "3"}), dra_stack, "h100-shared"), dry_run="All"))
     assert f"limited: requests.{IMPLICIT}{H100}=2" in body
-    body = refused(lambda: core.create_namespaced_pod(namespace, class_pinned(gpu_pod({"gpu.dra.dev/b200": "2"}), dra_stack, "b200"), dry_run="All"))
+    body = refused(lambda: core.create_namespaced_pod(namespace, pool_pinned(gpu_pod({"gpu.dra.dev/b200": "2"}), dra_stack, "b200-train"), dry_run="All"))
     assert "limited: requests.gpu.dra.dev/b200=1" in body
 
 
@@ -288,7 +289,7 @@ def test_device_plugin_gpus_and_claims_of_the_mapped_class_share_one_budget(apis
     core, custom = as_member(GRANTED[1])
     namespace = GRANTED[0]
     used_before = apiserver.quota_used(namespace)
-    made = core.create_namespaced_pod(namespace, class_pinned(gpu_pod({GPU: "2"}), dra_stack, "h100"))
+    made = core.create_namespaced_pod(namespace, pool_pinned(gpu_pod({GPU: "2"}), dra_stack, "h100-shared"))
     try:
         apiserver.wait_for(
             lambda: core.read_namespaced_resource_quota("tenant-quota", namespace).status.used.get(f"requests.{GPU}") == "2",
@@ -307,7 +308,7 @@ def test_claim_from_a_template_is_metered_when_the_claim_controller_creates_it(a
                 "metadata": {"name": "e2e-dra-template"}, "spec": {"spec": claim_spec(B200)}}
     custom.create_namespaced_custom_object("resource.k8s.io", "v1", namespace, "resourceclaimtemplates", template)
     used_before = apiserver.quota_used(namespace)
-    made = core.create_namespaced_pod(namespace, class_pinned(gpu_pod(claim_template="e2e-dra-template"), dra_stack, "b200"))
+    made = core.create_namespaced_pod(namespace, pool_pinned(gpu_pod(claim_template="e2e-dra-template"), dra_stack, "b200-train"))
     try:
         claims = apiserver.wait_for(lambda: admin_custom.list_namespaced_custom_object(
             "resource.k8s.io", "v1", namespace, "resourceclaims")["items"], what="the claim from the template")
