@@ -21,7 +21,8 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from tests.e2e.conftest import AppliedStack, ControlPlane, wait_policies_typechecked
+from tools.applied_stack import AppliedStack, wait_policies_typechecked
+from tools.control_plane import ControlPlane
 
 pytestmark = pytest.mark.e2e
 
@@ -183,7 +184,7 @@ def test_example_stack_tenants_must_place_dra_pods(dra_stack, prod_stack, as_mem
 def prod_group(tenant: str) -> list[str]:
     """Groups bound to the tenant's developer (else owner) role in the example prod stack."""
     from components.load import load_environment
-    from tests.e2e.conftest import REPO_ROOT
+    from tools.control_plane import REPO_ROOT
 
     spec = next(t.spec for t in load_environment(REPO_ROOT, "prod").tenants if t.name == tenant)
     for role in (spec.access.developers, spec.access.owners):
