@@ -23,11 +23,11 @@ the DeviceClass's own selection, never reach a node the pod cannot; they are lef
 
 from __future__ import annotations
 
-from ..fleet.environment import Environment
+from ..fleet.facts import TenantView
 from ..spec.tenant import Tenant
 from .cel import cel_list, names_or_none
 from .device_classes import device_class_grants
-from .meta import TENANT_LABEL, KubeObject, kube_object, object_meta, tenant_labels
+from .meta import TENANT_LABEL, KubeObject, kube_object, object_meta, owned_labels
 
 API_VERSION = "admissionregistration.k8s.io/v1"
 NAME_PREFIX = "gpu-tenancy-claims"
@@ -35,22 +35,22 @@ DRA_GROUP = "resource.k8s.io"
 CLAIM_RESOURCES = ("resourceclaims", "resourceclaimtemplates")
 
 
-def claimable_device_classes(tenant: Tenant, environment: Environment) -> list[str]:
+def claimable_device_classes(tenant: Tenant, view: TenantView) -> list[str]:
     """DeviceClasses the tenant has a grant for: the only ones its claims may name.
 
-    >>> claimable_device_classes(dra.tenants[0].spec, dra)   # doctest: +SKIP
+    >>> claimable_device_classes(dra.tenants[0].spec, dra.view(dra.tenants[0].spec))   # doctest: +SKIP
     ['b200.gpu.dra.dev', 'h100.gpu.dra.dev']
     """
-    return sorted(name for name, count in device_class_grants(tenant, environment.platform).items() if count > 0)
+    return sorted(name for name, count in device_class_grants(tenant, view.platform).items() if count > 0)
 
 
-def claim_rules(tenant: Tenant, role: str, environment: Environment) -> list[dict]:
+def claim_rules(tenant: Tenant, role: str, view: TenantView) -> list[dict]:
     """RBAC rules for claims of one tenant role: write for owners and developers, read for viewers, none without a grant.
 
-    >>> claim_rules(dra.tenants[0].spec, "viewer", dra)   # doctest: +SKIP
+    >>> claim_rules(dra.tenants[0].spec, "viewer", dra.view(dra.tenants[0].spec))   # doctest: +SKIP
     [{'apiGroups': ['resource.k8s.io'], 'resources': ['resourceclaims', 'resourceclaimtemplates'], 'verbs': ['get', 'list', 'watch']}]
     """
-    if not claimable_device_classes(tenant, environment):
+    if not claimable_device_classes(tenant, view):
         return []
     verbs = ["get", "list", "watch"]
     if role != "viewer":
@@ -63,13 +63,13 @@ def _subrequests() -> str:
     return "variables.requests.map(r, has(r.exactly) ? [r.exactly] : (has(r.firstAvailable) ? r.firstAvailable : []))"
 
 
-def claim_policy(tenant: Tenant, environment: Environment) -> KubeObject:
+def claim_policy(tenant: Tenant, view: TenantView) -> KubeObject:
     """The tenant's ValidatingAdmissionPolicy on ResourceClaims and ResourceClaimTemplates.
 
-    >>> [v["message"][:20] for v in claim_policy(dra.tenants[0].spec, dra)["spec"]["validations"]][:1]   # doctest: +SKIP
+    >>> [v["message"][:20] for v in claim_policy(dra.tenants[0].spec, dra.view(dra.tenants[0].spec))["spec"]["validations"]][:1]   # doctest: +SKIP
     ['a claim may name onl']
     """
-    allowed = claimable_device_classes(tenant, environment)
+    allowed = claimable_device_classes(tenant, view)
     # A claim's devices are under spec, a template's under spec.spec; both checked by the same rules.
     devices = (
         'request.resource.resource == "resourceclaims" ? '
@@ -114,21 +114,21 @@ def claim_policy(tenant: Tenant, environment: Environment) -> KubeObject:
         ],
     }
     name = f"{NAME_PREFIX}-{tenant.name}"
-    return kube_object(API_VERSION, "ValidatingAdmissionPolicy", object_meta(name, labels=tenant_labels(tenant.name, environment.name)), spec=spec)
+    return kube_object(API_VERSION, "ValidatingAdmissionPolicy", object_meta(name, labels=owned_labels(tenant, view)), spec=spec)
 
 
-def claim_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]:
+def claim_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """The claim policy and its Deny binding, for tenants with a DeviceClass grant ([] otherwise: no claim verbs either).
 
-    >>> [o["kind"] for o in claim_objects(dra.tenants[0].spec, dra)]   # doctest: +SKIP
+    >>> [o["kind"] for o in claim_objects(dra.tenants[0].spec, dra.view(dra.tenants[0].spec))]   # doctest: +SKIP
     ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']
     """
-    if not claimable_device_classes(tenant, environment):
+    if not claimable_device_classes(tenant, view):
         return []
-    policy = claim_policy(tenant, environment)
+    policy = claim_policy(tenant, view)
     name = policy["metadata"]["name"]
     binding = kube_object(
-        API_VERSION, "ValidatingAdmissionPolicyBinding", object_meta(name, labels=tenant_labels(tenant.name, environment.name)),
+        API_VERSION, "ValidatingAdmissionPolicyBinding", object_meta(name, labels=owned_labels(tenant, view)),
         spec={"policyName": name, "validationActions": ["Deny"]},
     )
     return [policy, binding]

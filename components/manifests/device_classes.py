@@ -25,7 +25,7 @@ budget and every path into a device of the class is charged in a key that holds 
 from __future__ import annotations
 
 from ..fleet import gpu_capacity as cap
-from ..fleet.environment import Environment
+from ..fleet.facts import FleetFacts
 from ..spec.stack import Platform
 from ..spec.tenant import Tenant
 from .meta import KubeObject, kube_object, object_meta, platform_labels
@@ -89,14 +89,14 @@ def dra_extended_resources(platform: Platform) -> list[str]:
     return sorted({spec.extended_resource_name for spec in platform.device_classes.values() if spec.extended_resource_name})
 
 
-def device_classes(environment: Environment) -> list[KubeObject]:
+def device_classes(facts: FleetFacts) -> list[KubeObject]:
     """One `resource.k8s.io/v1` DeviceClass per tool-owned entry of `deviceClasses`, by name.
 
-    >>> [o["metadata"]["name"] for o in device_classes(prod)]   # doctest: +SKIP
+    >>> [o["metadata"]["name"] for o in device_classes(dra.facts)]   # doctest: +SKIP
     ['h100.gpu.example.com']
     """
     objects = []
-    for name, spec in sorted(environment.platform.device_classes.items()):
+    for name, spec in sorted(facts.platform.device_classes.items()):
         if spec.owner != "tool":
             continue
         selectors = [{"cel": {"expression": f"device.driver == '{spec.driver}'"}}]
@@ -107,7 +107,7 @@ def device_classes(environment: Environment) -> list[KubeObject]:
             body["extendedResourceName"] = spec.extended_resource_name
         objects.append(
             kube_object(
-                "resource.k8s.io/v1", "DeviceClass", object_meta(name, labels=platform_labels(environment.name)), spec=body
+                "resource.k8s.io/v1", "DeviceClass", object_meta(name, labels=platform_labels(facts.environment_label)), spec=body
             )
         )
     return objects

@@ -130,7 +130,7 @@ def pinned(environment, tenant: str) -> dict:
 
     spec = next(t.spec for t in environment.tenants if t.name == tenant)
     domain = environment.platform.label_domain
-    return {"nodeSelector": {f"{domain}/pool": placement(spec, environment).pools[0]},
+    return {"nodeSelector": {f"{domain}/pool": placement(spec, environment.view(spec)).pools[0]},
             "tolerations": [{"key": f"{domain}/tenant", "operator": "Equal", "value": tenant, "effect": "NoSchedule"}]}
 
 

@@ -31,6 +31,10 @@ def tenant(environment, name):
     return next(t.spec for t in environment.tenants if t.name == name)
 
 
+def view(environment, name):
+    return environment.view(tenant(environment, name))
+
+
 def request_exactly(device_class, mode="ExactCount", **extra):
     exactly = {"deviceClassName": device_class, "allocationMode": mode, **extra}
     if mode == "ExactCount":
@@ -52,7 +56,7 @@ def admit(engine, policy, obj, resource="resourceclaims"):
 
 @pytest.mark.parametrize("wrap, resource", [(claim, "resourceclaims"), (template, "resourceclaimtemplates")])
 def test_granted_classes_are_admitted_and_every_escape_refused(engine, dra, wrap, resource):
-    policy = claim_policy(tenant(dra, "vision"), dra)
+    policy = claim_policy(tenant(dra, "vision"), view(dra, "vision"))
     fallback = {"name": "gpu", "firstAvailable": [
         {"name": "a", "deviceClassName": H100, "allocationMode": "ExactCount", "count": 1},
         {"name": "b", "deviceClassName": "mig.nvidia.com", "allocationMode": "ExactCount", "count": 1}]}
@@ -73,17 +77,17 @@ def test_granted_classes_are_admitted_and_every_escape_refused(engine, dra, wrap
 
 def test_claim_verbs_and_policy_come_only_with_a_grant(dra):
     vision, speech = tenant(dra, "vision"), tenant(dra, "speech")
-    assert [o["kind"] for o in claim_objects(vision, dra)] == ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]
-    assert claim_objects(speech, dra) == []
-    assert claim_rules(speech, "developer", dra) == []
-    assert "create" in claim_rules(vision, "developer", dra)[0]["verbs"]
-    assert claim_rules(vision, "viewer", dra)[0]["verbs"] == ["get", "list", "watch"]
+    assert [o["kind"] for o in claim_objects(vision, dra.view(vision))] == ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]
+    assert claim_objects(speech, dra.view(speech)) == []
+    assert claim_rules(speech, "developer", dra.view(speech)) == []
+    assert "create" in claim_rules(vision, "developer", dra.view(vision))[0]["verbs"]
+    assert claim_rules(vision, "viewer", dra.view(vision))[0]["verbs"] == ["get", "list", "watch"]
 
 
 def test_example_stacks_grant_no_claims(environments):
     for environment in environments.values():
         for loaded in environment.tenants:
-            assert claim_objects(loaded.spec, environment) == []
+            assert claim_objects(loaded.spec, environment.view(loaded.spec)) == []
 
 
 def pod(resources=None, node_selector=None, claims=False):
@@ -96,7 +100,7 @@ def pod(resources=None, node_selector=None, claims=False):
 
 
 def test_dra_pods_must_select_the_tenants_pools(engine, dra):
-    policy = placement_policy(tenant(dra, "vision"), dra)
+    policy = placement_policy(tenant(dra, "vision"), view(dra, "vision"))
     must_select = "pods of tenant vision that request GPUs must select where they run"
     for unplaced in (pod({"deviceclass.resource.kubernetes.io/h100.gpu.dra.dev": "1"}), pod({"gpu.dra.dev/b200": "1"}),
                      pod(claims=True)):

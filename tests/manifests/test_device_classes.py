@@ -31,7 +31,7 @@ def quota_hard(objects, tenant, namespace=None, name="tenant-quota"):
 
 def test_only_tool_owned_classes_are_created_with_driver_and_selector(dra):
     environment, _ = dra
-    by_name = {o["metadata"]["name"]: o for o in device_classes(environment)}
+    by_name = {o["metadata"]["name"]: o for o in device_classes(environment.facts)}
     assert sorted(by_name) == ["b200.gpu.dra.dev", "h100.gpu.dra.dev"]  # gpu.nvidia.com, mig.nvidia.com: the driver's
     h100 = by_name["h100.gpu.dra.dev"]["spec"]
     assert h100["extendedResourceName"] == "nvidia.com/gpu"
@@ -52,9 +52,9 @@ def test_device_classes_validate_strictly_where_resource_v1_exists(dra, kube_sch
     versions = [v for v in kube_schemas.versions if Version(v) >= Version("1.34")]
     assert versions
     for version in versions:
-        for obj in device_classes(environment):
+        for obj in device_classes(environment.facts):
             assert kube_schemas.errors(obj, version) == [], version
-    broken = {**device_classes(environment)[0]}
+    broken = {**device_classes(environment.facts)[0]}
     broken["spec"] = {**broken["spec"], "extendedResourceNames": "typo"}
     assert kube_schemas.errors(broken, versions[-1]) != []
 
