@@ -89,9 +89,10 @@ def test_a_pod_pinned_by_its_request_needs_no_selector(plain_stack):
     platform = environment.platform
     checked = 0
     for loaded in environment.tenants:
-        allowed = placement(loaded.spec, environment.view(loaded.spec))
+        view = environment.view(loaded.spec)
+        allowed = placement(loaded.spec, view)
         held = cap.gpu_quota_by_resource(loaded.spec, platform)
-        for resource in pinning_resources(allowed, environment.view(allowed)):
+        for resource in pinning_resources(allowed, view):
             if held.get(resource) and loaded.spec.lifecycle == "active":
                 assert _bind(plain_stack, loaded.name, _pod(resource, None, None)) in allowed.pools
                 checked += 1
