@@ -21,8 +21,9 @@ run: $(VENV)/.installed ## render the example prod stack to out/prod (offline, n
 validate: $(VENV)/.installed
 	$(VENV)/bin/tenants validate
 
-test: $(VENV)/.installed ## unit, schema and mock-runtime tests (no cluster needed)
+test: $(VENV)/.installed ## unit, schema and mock-runtime tests, then every docstring example of components/ (no cluster needed)
 	$(PY) -m pytest -q -m "not e2e and not go and not monitoring and not pulumi" -p no:cacheprovider
+	$(PY) -m pytest -q --doctest-modules components -p no:cacheprovider
 
 lint: $(VENV)/.installed ## workflows through actionlint (built from its Go module, cached)
 	$(PY) -m pytest -q -m go -p no:cacheprovider tests/test_workflows.py

@@ -46,8 +46,9 @@ def add_parser(sub) -> None:
 def pulumi(root: Path, *argv: str) -> str:
     """Run the `pulumi` CLI in the project directory and return its standard output.
 
-    >>> pulumi(Path("."), "stack", "ls", "--json")   # doctest: +SKIP
-    '[{"name": "prod", ...}]'
+    >>> getfixture("monkeypatch").setenv("PULUMI", "echo")  # a stand-in binary that shows its arguments
+    >>> pulumi(root, "stack", "ls", "--json")
+    'stack ls --json --non-interactive\\n'
     """
     binary = os.environ.get("PULUMI") or shutil.which("pulumi")
     if not binary:

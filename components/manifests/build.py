@@ -16,7 +16,7 @@ def tenant_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]
     """Objects of one tenant: namespaces, quotas, LimitRange, RBAC, NetworkPolicies, GPU placement,
     queues, and with monitoring its quota series (a PrometheusRule in the monitoring namespace).
 
-    >>> [o["kind"] for o in tenant_objects(env.tenants[0].spec, env)][:1]   # doctest: +SKIP
+    >>> [o["kind"] for o in tenant_objects(tenant, prod)][:1]
     ['Namespace']
     """
     return sort_objects(

@@ -63,7 +63,7 @@ def tenant_label(platform: Platform) -> str:
 def dedicated_pool_owners(environment: Environment) -> dict[str, str]:
     """Pool name -> the tenant that lists it in `gpu.dedicatedPools` (decommissioned tenants release theirs).
 
-    >>> dedicated_pool_owners(prod)   # doctest: +SKIP
+    >>> dedicated_pool_owners(prod)
     {'h100-serve': 'inference', 'h100-train': 'llm-finetune'}
     """
     # Every tenant's placement policy asks; computing it once per fleet keeps building linear.
@@ -84,7 +84,7 @@ def dedicated_pool_owners(environment: Environment) -> dict[str, str]:
 def pool_labels(environment: Environment, pool_name: str) -> dict[str, str]:
     """Every label a node of the pool must carry.
 
-    >>> pool_labels(prod, "h100-serve")["gpu.acme.dev/tenant"]   # doctest: +SKIP
+    >>> pool_labels(prod, "h100-serve")["gpu.acme.dev/tenant"]
     'inference'
     """
     platform = environment.platform
@@ -105,7 +105,7 @@ def pool_taints(environment: Environment, pool_name: str) -> list[dict[str, str]
     GPU pod would have to tolerate it by hand, and the placement policy already decides which
     classes a tenant may use.
 
-    >>> pool_taints(prod, "h100-serve")   # doctest: +SKIP
+    >>> pool_taints(prod, "h100-serve")
     [{'effect': 'NoSchedule', 'key': 'gpu.acme.dev/tenant', 'value': 'inference'}]
     """
     owner = dedicated_pool_owners(environment).get(pool_name)
@@ -135,7 +135,7 @@ def node_patch(name: str, labels: Mapping[str, str], taints: list[dict[str, str]
 def node_patches(environment: Environment) -> list[KubeObject]:
     """One partial Node per static node of every pool; taints on dedicated pools unless `patchTaints: false`.
 
-    >>> [p["metadata"]["name"] for p in node_patches(dev)]   # doctest: +SKIP
+    >>> [p["metadata"]["name"] for p in node_patches(dev)]
     ['dev-a100-01', 'dev-l4-01']
     """
     patches = []
@@ -165,7 +165,7 @@ def node_group_requirements(environment: Environment) -> dict[str, dict[str, Any
     autoscaler. Dedicated pools always list their tenant taint here, as nothing fights over taints
     that a node is born with.
 
-    >>> node_group_requirements(dev)["l4-shared"]["labels"]["gpu.acme.dev/pool"]   # doctest: +SKIP
+    >>> node_group_requirements(dev)["l4-shared"]["labels"]["gpu.acme.dev/pool"]
     'l4-shared'
     """
     result: dict[str, dict[str, Any]] = {}

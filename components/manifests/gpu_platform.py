@@ -13,7 +13,7 @@ def platform_gpu_objects(environment: Environment) -> list[KubeObject]:
 
     Placement policies are per tenant (see `tenant_gpu_objects`), so none of them is here.
 
-    >>> sorted({o["kind"] for o in platform_gpu_objects(dev)})   # doctest: +SKIP
+    >>> sorted({o["kind"] for o in platform_gpu_objects(dev)})
     ['ConfigMap', 'Node', 'PriorityClass']
     """
     objects = [
@@ -29,7 +29,7 @@ def platform_gpu_objects(environment: Environment) -> list[KubeObject]:
 def tenant_gpu_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]:
     """The tenant's placement policy and its binding, in `sort_objects` order.
 
-    >>> [o["metadata"]["name"] for o in tenant_gpu_objects(prod.tenants[0].spec, prod)]   # doctest: +SKIP
+    >>> [o["metadata"]["name"] for o in tenant_gpu_objects(prod.tenants[0].spec, prod)]
     ['gpu-tenancy-placement-eval', 'gpu-tenancy-placement-eval']
     """
     return sort_objects(placement_policy.placement_objects(tenant, environment))

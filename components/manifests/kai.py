@@ -78,7 +78,7 @@ def gpu_limit(tenant: Tenant, platform: Platform) -> Fraction | int:
 def leaf_queue(tenant: Tenant, environment: Environment) -> KubeObject:
     """The tenant's leaf Queue under its department.
 
-    >>> leaf_queue(staging.tenants[0].spec, staging)["spec"]["parentQueue"]   # doctest: +SKIP
+    >>> leaf_queue(staging.tenants[0].spec, staging)["spec"]["parentQueue"]
     'dept-research'
     """
     platform = environment.platform
@@ -103,7 +103,7 @@ def _members(environment: Environment) -> list[Tenant]:
 def department_queues(environment: Environment) -> list[KubeObject]:
     """One parent Queue per department that has tenants or is declared in the stack.
 
-    >>> [q["metadata"]["name"] for q in department_queues(staging)]   # doctest: +SKIP
+    >>> [q["metadata"]["name"] for q in department_queues(staging)]
     ['dept-research', 'dept-serving']
     """
     platform = environment.platform
@@ -132,7 +132,7 @@ def queue_pinning_policy(environment: Environment) -> list[KubeObject]:
     The namespace's tenant label names the queue (leaf queues are named like tenants), so one
     policy serves every tenant; tenants cannot edit their namespace's labels.
 
-    >>> [o["kind"] for o in queue_pinning_policy(staging)]   # doctest: +SKIP
+    >>> [o["kind"] for o in queue_pinning_policy(staging)]
     ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']
     """
     labels = platform_labels(environment_label(environment))

@@ -70,8 +70,8 @@ def gpu_flavor_quotas(tenant: Tenant, environment: Environment) -> dict[str, dic
 def gpu_class_quotas(tenant: Tenant, environment: Environment) -> dict[str, dict[str, int]]:
     """`gpu_flavor_quotas` summed per GPU class: the tenant's nominal quota per class and resource.
 
-    >>> gpu_class_quotas(prod.tenants[0].spec, prod)["a100"]   # doctest: +SKIP
-    {'nvidia.com/gpu': 20, 'nvidia.com/mig-1g.10gb': 0, 'nvidia.com/mig-3g.40gb': 0}
+    >>> gpu_class_quotas(prod.tenants[0].spec, prod)["a100"]
+    {'nvidia.com/gpu': 20}
     """
     platform = environment.platform
     result: dict[str, dict[str, int]] = {}
@@ -102,7 +102,7 @@ def resource_flavors(environment: Environment) -> list[KubeObject]:
     pool and pass the tenant's placement policy (a pool selector always pins) with no selector of
     their own. A flavor per class would span pools dedicated to different tenants.
 
-    >>> [f["metadata"]["name"] for f in resource_flavors(dev)]   # doctest: +SKIP
+    >>> [f["metadata"]["name"] for f in resource_flavors(dev)]
     ['a100-mig', 'default-flavor', 'l4-shared']
     """
     platform = environment.platform
@@ -135,7 +135,7 @@ def resource_groups(tenant: Tenant, environment: Environment) -> list[dict]:
     Borrowing and lending limits are per GPU class (`queue.borrowingLimit`/`lendingLimit`); each
     flavor of the class carries them on the class's own resource (a flavor is one pool).
 
-    >>> resource_groups(prod.tenants[0].spec, prod)[0]["coveredResources"]   # doctest: +SKIP
+    >>> resource_groups(prod.tenants[0].spec, prod)[0]["coveredResources"]
     ['cpu', 'memory']
     """
     platform = environment.platform
@@ -186,7 +186,7 @@ def resource_groups(tenant: Tenant, environment: Environment) -> list[dict]:
 def cluster_queue(tenant: Tenant, environment: Environment) -> KubeObject:
     """The tenant's ClusterQueue, named like the tenant; held (no new admissions) while suspended.
 
-    >>> cluster_queue(prod.tenants[0].spec, prod)["spec"]["namespaceSelector"]   # doctest: +SKIP
+    >>> cluster_queue(prod.tenants[0].spec, prod)["spec"]["namespaceSelector"]
     {'matchLabels': {'gpu-tenancy.dev/tenant': 'eval'}}
     """
     platform = environment.platform
@@ -218,7 +218,7 @@ def cluster_queue(tenant: Tenant, environment: Environment) -> KubeObject:
 def local_queues(tenant: Tenant, environment: Environment) -> list[KubeObject]:
     """A LocalQueue `default` in each tenant namespace; workloads opt in with `kueue.x-k8s.io/queue-name: default`.
 
-    >>> [q["metadata"]["namespace"] for q in local_queues(prod.tenants[1].spec, prod)]   # doctest: +SKIP
+    >>> [q["metadata"]["namespace"] for q in local_queues(prod.tenants[1].spec, prod)]
     ['inference', 'inference-canary']
     """
     labels = owned_labels(tenant, environment)
@@ -231,7 +231,7 @@ def local_queues(tenant: Tenant, environment: Environment) -> list[KubeObject]:
 def tenant_kueue_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]:
     """The tenant's ClusterQueue and LocalQueues.
 
-    >>> [o["kind"] for o in tenant_kueue_objects(prod.tenants[0].spec, prod)]   # doctest: +SKIP
+    >>> [o["kind"] for o in tenant_kueue_objects(prod.tenants[0].spec, prod)]
     ['ClusterQueue', 'LocalQueue']
     """
     return [cluster_queue(tenant, environment), *local_queues(tenant, environment)]

@@ -159,7 +159,7 @@ def uses_mig_manager(platform: Platform) -> bool:
 def mig_config_map(environment: Environment) -> KubeObject | None:
     """The ConfigMap for ClusterPolicy `migManager.config.name`; None when no pool has MIG-capable GPUs.
 
-    >>> mig_config_map(env)["data"]["config.yaml"].splitlines()[0]   # doctest: +SKIP
+    >>> mig_config_map(prod)["data"]["config.yaml"].splitlines()[0]
     'version: v1'
     """
     platform = environment.platform

@@ -161,7 +161,7 @@ def class_capacity(platform: Platform) -> dict[tuple[str, str], int]:
 def tenant_class_quotas(tenant: Tenant, environment: Environment) -> dict[tuple[str, str], int]:
     """A tenant's nominal GPU quota per (GPU class, resource), as its Kueue flavors carry it.
 
-    >>> tenant_class_quotas(prod.tenants[0].spec, prod)[("a100", "nvidia.com/gpu")]   # doctest: +SKIP
+    >>> tenant_class_quotas(prod.tenants[0].spec, prod)[("a100", "nvidia.com/gpu")]
     20
     """
     return {
@@ -462,8 +462,8 @@ def tenant_rule_group(tenant: Tenant, environment: Environment) -> dict[str, Any
     """One tenant's group: its nominal GPU quota per class and resource (static series); None when
     monitoring is off or the tenant has no GPU quota.
 
-    >>> tenant_rule_group(prod.tenants[0].spec, prod)["name"]   # doctest: +SKIP
-    'gpu-tenancy.prod.tenant.llm-finetune'
+    >>> tenant_rule_group(prod.tenants[0].spec, prod)["name"]
+    'gpu-tenancy.prod.tenant.eval'
     """
     if enabled_monitoring(environment.platform) is None:
         return None
@@ -507,8 +507,8 @@ def tenant_prometheus_rule(tenant: Tenant, environment: Environment) -> KubeObje
     """A tenant's PrometheusRule (its quota series), in the monitoring namespace; None when
     monitoring is off or the tenant has no GPU quota. It belongs to the tenant's stack.
 
-    >>> tenant_prometheus_rule(prod.tenants[0].spec, prod)["metadata"]["name"]   # doctest: +SKIP
-    'gpu-tenancy-tenant-llm-finetune'
+    >>> tenant_prometheus_rule(prod.tenants[0].spec, prod)["metadata"]["name"]
+    'gpu-tenancy-tenant-eval'
     """
     group = tenant_rule_group(tenant, environment)
     if group is None:

@@ -69,7 +69,7 @@ def placement(tenant: Tenant, environment: Environment) -> Placement:
     class the tenant lists in `gpu.classes`. A class selector pins only if every pool of the class
     is allowed; otherwise it would also match another tenant's dedicated nodes.
 
-    >>> placement(prod.tenants[1].spec, prod).pools   # doctest: +SKIP
+    >>> placement(prod.tenants[1].spec, prod).pools
     ['h100-serve']
     """
     platform = environment.platform
@@ -396,7 +396,7 @@ def _pin_message(p: Placement, class_key: str, pool_key: str, tenant_key: str) -
 def placement_policy(tenant: Tenant, environment: Environment) -> KubeObject:
     """The tenant's ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1, Kubernetes 1.30+).
 
-    >>> placement_policy(prod.tenants[0].spec, prod)["spec"]["failurePolicy"]   # doctest: +SKIP
+    >>> placement_policy(prod.tenants[0].spec, prod)["spec"]["failurePolicy"]
     'Fail'
     """
     p = placement(tenant, environment)
@@ -427,7 +427,7 @@ def placement_policy(tenant: Tenant, environment: Environment) -> KubeObject:
 def placement_binding(tenant: Tenant, environment: Environment) -> KubeObject:
     """The binding that switches the tenant's policy on, denying (not just warning about) violations.
 
-    >>> placement_binding(prod.tenants[0].spec, prod)["spec"]["validationActions"]   # doctest: +SKIP
+    >>> placement_binding(prod.tenants[0].spec, prod)["spec"]["validationActions"]
     ['Deny']
     """
     return kube_object(
@@ -442,7 +442,7 @@ def placement_objects(tenant: Tenant, environment: Environment) -> list[KubeObje
     """Policy and binding of one tenant, also while it is decommissioned: its pods may still run
     until its namespaces are deleted, and the program deletes the policy only after them.
 
-    >>> [o["kind"] for o in placement_objects(prod.tenants[0].spec, prod)]   # doctest: +SKIP
+    >>> [o["kind"] for o in placement_objects(prod.tenants[0].spec, prod)]
     ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']
     """
     return [placement_policy(tenant, environment), placement_binding(tenant, environment)]
@@ -456,7 +456,7 @@ def pinning_resources(p: Placement, environment: Environment) -> list[str]:
     time-slicing share offered nowhere else): a pod requesting only these can be scheduled only
     there, so its request pins it and it needs no selector of its own.
 
-    >>> pinning_resources(placement(prod.tenants[0].spec, prod), prod)   # doctest: +SKIP
+    >>> pinning_resources(placement(prod.tenants[0].spec, prod), prod)
     ['nvidia.com/mig-1g.10gb', 'nvidia.com/mig-3g.40gb']
     """
     platform = environment.platform

@@ -17,7 +17,7 @@ from .meta import KubeObject, sort_objects
 def tenant_queue_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]:
     """The tenant's queue objects: Kueue ClusterQueue + LocalQueues, or a KAI leaf Queue; none when decommissioned.
 
-    >>> [o["kind"] for o in tenant_queue_objects(prod.tenants[0].spec, prod)]   # doctest: +SKIP
+    >>> [o["kind"] for o in tenant_queue_objects(prod.tenants[0].spec, prod)]
     ['ClusterQueue', 'LocalQueue']
     """
     if tenant.lifecycle == "decommissioned":
@@ -33,7 +33,7 @@ def tenant_queue_objects(tenant: Tenant, environment: Environment) -> list[KubeO
 def platform_queue_objects(environment: Environment) -> list[KubeObject]:
     """Cluster-wide queue objects: Kueue ResourceFlavors, or KAI department Queues and the queue-pinning policy.
 
-    >>> [o["kind"] for o in platform_queue_objects(dev)]   # doctest: +SKIP
+    >>> [o["kind"] for o in platform_queue_objects(dev)]
     []
     """
     scheduler = environment.platform.scheduler
@@ -53,7 +53,7 @@ def gpu_ceiling_by_resource(tenant: Tenant, environment: Environment) -> dict[st
     (`components.model.queue_checks.borrowable`). Without a queueing scheduler, or with Kueue and no
     cohort, it is the nominal quota. The ResourceQuota then admits exactly the pods the queue admits.
 
-    >>> gpu_ceiling_by_resource(prod.tenants[0].spec, prod)   # doctest: +SKIP
+    >>> gpu_ceiling_by_resource(prod.tenants[0].spec, prod)
     {'nvidia.com/gpu': 20, 'nvidia.com/mig-1g.10gb': 48, 'nvidia.com/mig-3g.40gb': 16}
     """
     platform = environment.platform

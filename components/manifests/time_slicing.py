@@ -80,8 +80,8 @@ def node_labels(platform: Platform, pool: NodePool) -> dict[str, str]:
 def device_plugin_config_map(environment: Environment) -> KubeObject | None:
     """The ConfigMap for ClusterPolicy `devicePlugin.config.name`; None without time-sliced classes.
 
-    >>> sorted(device_plugin_config_map(env)["data"])   # doctest: +SKIP
-    ['l4']
+    >>> sorted(device_plugin_config_map(dev)["data"]), device_plugin_config_map(prod)
+    (['l4'], None)
     """
     platform = environment.platform
     sliced = {name: c for name, c in sorted(platform.gpu_classes.items()) if c.sharing == "timeSlicing"}

@@ -66,7 +66,7 @@ CHART_LIMIT_DEFAULT_KEYS = ("cpu", "ephemeral-storage", "memory")
 def node_selector(tenant: Tenant, environment: Environment) -> dict[str, str]:
     """Node labels the vCluster syncs nodes by (and pins its pods to); {} when no one label set fits.
 
-    >>> node_selector(prod.tenants[1].spec, prod)   # doctest: +SKIP
+    >>> node_selector(prod.tenants[1].spec, prod)
     {'gpu.acme.dev/tenant': 'inference'}
     """
     platform = environment.platform
@@ -81,7 +81,7 @@ def node_selector(tenant: Tenant, environment: Environment) -> dict[str, str]:
 def enforced_tolerations(tenant: Tenant, environment: Environment) -> list[str]:
     """Tolerations added to every synced pod, in vCluster's `key=value:Effect` form.
 
-    >>> enforced_tolerations(prod.tenants[1].spec, prod)   # doctest: +SKIP
+    >>> enforced_tolerations(prod.tenants[1].spec, prod)
     ['gpu.acme.dev/tenant=inference:NoSchedule']
     """
     platform = environment.platform
@@ -93,7 +93,7 @@ def enforced_tolerations(tenant: Tenant, environment: Environment) -> list[str]:
 def mirrored_quota(tenant: Tenant, environment: Environment) -> dict[str, Any]:
     """`policies.resourceQuota.quota`: the tenant's `tenant-quota`, chart defaults it leaves open nulled.
 
-    >>> mirrored_quota(dev.tenants[0].spec, dev)["count/pods"] is None   # doctest: +SKIP
+    >>> mirrored_quota(dev.tenants[0].spec, dev)["count/pods"] is None
     True
     """
     hard: dict[str, Any] = {
@@ -110,7 +110,7 @@ def mirrored_quota(tenant: Tenant, environment: Environment) -> dict[str, Any]:
 def mirrored_limit_range(tenant: Tenant, environment: Environment) -> dict[str, Any]:
     """`policies.limitRange` sections from the tenant's effective LimitRange.
 
-    >>> mirrored_limit_range(dev.tenants[0].spec, dev)["defaultRequest"]["ephemeral-storage"] is None   # doctest: +SKIP
+    >>> mirrored_limit_range(dev.tenants[0].spec, dev)["defaultRequest"]["ephemeral-storage"] is None
     True
     """
     item = container_limits(tenant, environment)
@@ -182,7 +182,7 @@ def _plain(value: Any) -> Any:
 def vcluster_values(tenant: Tenant, environment: Environment) -> dict[str, Any]:
     """The chart values: generated ones with the tenant's `vcluster.values` merged last, maps sorted.
 
-    >>> vcluster_values(dev.tenants[0].spec, dev)["policies"]["networkPolicy"]["enabled"]   # doctest: +SKIP
+    >>> vcluster_values(dev.tenants[0].spec, dev)["policies"]["networkPolicy"]["enabled"]
     True
     """
     return _plain(deep_merge(generated_values(tenant, environment), tenant.vcluster.values))
@@ -206,8 +206,8 @@ def values_yaml(values: dict[str, Any]) -> str:
 def vcluster_release(tenant: Tenant, environment: Environment) -> dict | None:
     """The tenant's vCluster as a plain Helm release description, or None when it has none.
 
-    >>> vcluster_release(dev.tenants[0].spec, dev)["chart"]   # doctest: +SKIP
-    'vcluster'
+    >>> vcluster_release(dev.tenants[2].spec, dev)["chart"], vcluster_release(dev.tenants[0].spec, dev)
+    ('vcluster', None)
     """
     if not tenant.vcluster.enabled or tenant.lifecycle == "decommissioned":
         return None

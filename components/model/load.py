@@ -1,7 +1,7 @@
 """Load a project (stack files and tenant files) into validated specs, or every problem at once.
 
->>> env = load_environment(Path("."), "dev")          # doctest: +SKIP
->>> [t.name for t in env.tenants]                     # doctest: +SKIP
+>>> env = load_environment(root, "dev")
+>>> [t.name for t in env.tenants]
 ['eval', 'inference', 'llm-finetune']
 """
 
@@ -180,8 +180,8 @@ def load_program_environment(root: Path, stack: str, platform_config: Any) -> En
     stack `<env>.<shard>` has no inventory of its own: it loads its environment's files, and its
     shard must be one the environment lists.
 
-    >>> load_program_environment(Path("."), "prod.a", None).name   # doctest: +SKIP
-    'prod'
+    >>> load_program_environment(lab_root, "lab.blue", None).name
+    'lab'
     """
     env, shard = split_stack_name(stack)
     if shard is not None:
@@ -271,8 +271,10 @@ def environment_from_data(
     `data:platform` with the field. `known_stacks`: the environments that `environments:`
     overrides may name (default: any).
 
-    >>> environment = environment_from_data("dev", platform, {"team-a": {"name": "team-a", ...}})  # doctest: +SKIP
-    >>> [t.name for t in environment.tenants]                                                     # doctest: +SKIP
+    >>> team_a = {"apiVersion": "gpu-tenancy.dev/v1alpha1", "kind": "Tenant", "name": "team-a",
+    ...           "displayName": "Team A", "costCenter": "cc-1"}
+    >>> environment = environment_from_data("dev", {"labelDomain": "gpu.example.com"}, {"team-a": team_a})
+    >>> [t.name for t in environment.tenants]
     ['team-a']
     """
     platform_doc = SourceDocument(f"data:platform of stack {env}", {"config": {CONFIG_KEY: copy.deepcopy(platform)}})

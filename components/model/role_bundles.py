@@ -162,6 +162,8 @@ def rule_problems(rule: BundleRule) -> list[tuple[tuple, str]]:
     >>> [m for _, m in rule_problems(BundleRule(apiGroups=["ray.io"], resources=["rayclusters"], verbs=["get"]))]
     []
     >>> rule_problems(BundleRule(apiGroups=[""], resources=["resourcequotas"], verbs=["get", "patch"]))[0][0]
+    ('resources', 0)
+    >>> rule_problems(BundleRule(apiGroups=["ray.io"], resources=["rayclusters"], verbs=["get", "escalate"]))[0][0]
     ('verbs', 1)
     """
     found: list[tuple[tuple, str]] = []

@@ -23,7 +23,7 @@ HELM_HEADER = "# Helm releases installed by the Pulumi program (chart, version a
 def render_files(environment: Environment, objects: dict[str, list[dict]] | None = None) -> dict[str, str]:
     """File name -> text for one environment (`objects`: its `environment_objects`, when already built).
 
-    >>> sorted(render_files(load_environment(Path("."), "prod")))   # doctest: +SKIP
+    >>> sorted(render_files(prod))
     ['_platform.yaml', 'eval.yaml', 'inference.yaml', 'llm-finetune.yaml']
     """
     files: dict[str, str] = {}

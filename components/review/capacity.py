@@ -75,7 +75,7 @@ def isolation(gpu_class: GpuClass) -> str:
 def capacity_table(environment: Environment) -> dict[str, Any]:
     """Per GPU class and per MIG profile: capacity, sharing, limit, requested quotas, free, per-tenant split.
 
-    >>> capacity_table(prod)["gpuClasses"]["h100"]["capacity"]   # doctest: +SKIP
+    >>> capacity_table(prod)["gpuClasses"]["h100"]["capacity"]
     64
     """
     platform = environment.platform
@@ -251,7 +251,7 @@ def _aligned(header: list[str], rows: list[list[str]]) -> list[str]:
 def format_text(table: dict[str, Any]) -> str:
     """Aligned columns for a terminal.
 
-    >>> format_text(capacity_table(prod)).splitlines()[0]   # doctest: +SKIP
+    >>> format_text(capacity_table(prod)).splitlines()[0]
     'GPU capacity of stack prod'
     """
     out = [f"GPU capacity of stack {table['environment']}", LEGEND, ""]
@@ -279,7 +279,7 @@ def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
 def format_markdown(table: dict[str, Any]) -> str:
     """Tables for a pull-request comment.
 
-    >>> format_markdown(capacity_table(prod)).splitlines()[0]   # doctest: +SKIP
+    >>> format_markdown(capacity_table(prod)).splitlines()[0]
     '### GPU capacity of stack `prod`'
     """
     out = [f"### GPU capacity of stack `{table['environment']}`", "", f"_{LEGEND}_", ""]
@@ -301,7 +301,7 @@ def format_markdown(table: dict[str, Any]) -> str:
 def format_json(table: dict[str, Any]) -> str:
     """The table itself, for tools.
 
-    >>> json.loads(format_json(capacity_table(prod)))["environment"]   # doctest: +SKIP
+    >>> json.loads(format_json(capacity_table(prod)))["environment"]
     'prod'
     """
     return json.dumps(table, indent=2) + "\n"

@@ -50,7 +50,7 @@ def capacity_rows(environment: Environment) -> dict[tuple[str, str], dict[str, A
 
     Taken from `tenants capacity` (the arithmetic of `tenants validate`), so the three never disagree.
 
-    >>> capacity_rows(prod)[("gpuClass", "h100")]["status"]   # doctest: +SKIP
+    >>> capacity_rows(prod)[("gpuClass", "h100")]["status"]
     'warning'
     """
     table = capacity_table(environment)
@@ -64,7 +64,7 @@ def capacity_rows(environment: Environment) -> dict[tuple[str, str], dict[str, A
 def capacity_changes(before: Environment | None, after: Environment | None) -> list[dict[str, Any]]:
     """Every GPU class and MIG profile on either side, with both sides' figures and whether they differ.
 
-    >>> [(r["name"], r["from"], r["to"]["capacity"]) for r in capacity_changes(None, prod)][:1]   # doctest: +SKIP
+    >>> [(r["name"], r["from"], r["to"]["capacity"]) for r in capacity_changes(None, prod)][:1]
     [('a100', None, 16)]
     """
     old = capacity_rows(before) if before else {}
@@ -87,7 +87,7 @@ def _is_node(obj: Mapping[str, Any]) -> bool:
 def mig_config_names(*environments: Environment | None) -> set[str]:
     """Names of the MIG Manager ConfigMap (stack setting `gpuOperator.migConfig`) on either side.
 
-    >>> mig_config_names(dev, None)   # doctest: +SKIP
+    >>> mig_config_names(dev, None)
     {'gpu-tenancy-mig-config'}
     """
     return {e.platform.gpu_operator.mig_config for e in environments if e is not None}
@@ -153,7 +153,7 @@ def node_group_changes(before: Environment | None, after: Environment | None) ->
     """Autoscaled pools whose required node labels or taints change: their node group definition
     (outside this project) must be updated by hand.
 
-    >>> node_group_changes(None, dev)[0]["change"]   # doctest: +SKIP
+    >>> node_group_changes(None, dev)[0]["change"]
     'added'
     """
     from ..manifests.gpu_nodes import node_group_requirements
@@ -368,7 +368,7 @@ def release_objects(environment: Environment) -> dict[str, list[KubeObject]]:
     """Each tenant's Helm releases (its vCluster) as pseudo-objects of kind `HelmRelease`, so they diff
     like the rest; they are not Kubernetes objects (`tenants render` writes them to `<tenant>.helm.yaml`).
 
-    >>> release_objects(dev)["llm-finetune"][0]["kind"]   # doctest: +SKIP
+    >>> release_objects(dev)["llm-finetune"][0]["kind"]
     'HelmRelease'
     """
     result = {}
@@ -414,7 +414,7 @@ def _safe(compute: Callable[[], Any], fallback: Any, notes: list[str], what: str
 def compare_stack(name: str, base: Side, head: Side, *, project: str = "gpu-tenancy") -> dict[str, Any]:
     """Everything that changes in one stack, with the warnings a reviewer must not miss.
 
-    >>> compare_stack("dev", Side(env), Side(env))["change"]   # doctest: +SKIP
+    >>> compare_stack("dev", Side(dev), Side(dev))["change"]
     'unchanged'
     """
     notes = [f"stack {name}: {p}" for p in base.problems]
