@@ -5,8 +5,8 @@ of stacks/ with the tenants of tenants/), `environment` (= `prod`, for examples 
 environment), `tenant` (prod's first tenant spec, `eval`) and `lab` (tests/fixtures/sharded: one
 environment split across the shard stacks `lab.blue` and `lab.green`). `root` is the example project,
 `git_project` a committed copy of it in its own git repository, `scratch` an empty directory of the
-example's own, and `pulumi_mocks(body)` runs `body` under Pulumi's mock runtime and returns what it
-registered. Examples must not change these values: every example of the session shares them.
+example's own, `cli_args(*argv)` the arguments `tenants --root <example project> *argv` parses to, and
+`pulumi_mocks(body)` runs `body` under Pulumi's mock runtime and returns what it registered. Examples must not change these values: every example of the session shares them.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ def example_namespace(tmp_path_factory: pytest.TempPathFactory) -> dict:
         "lab_root": SHARDED,
         "git_project": _committed_copy(tmp_path_factory.mktemp("git-project")),
         "pulumi_mocks": _pulumi_mocks,
+        "cli_args": _cli_args,
     }
 
 
@@ -56,6 +57,12 @@ def _committed_copy(into: Path) -> Path:
     for command in (["init", "-q", "-b", "main"], ["add", "."], [*identity, "commit", "-q", "-m", "example project"]):
         subprocess.run(["git", "-C", str(into), *command], check=True, capture_output=True)
     return into
+
+
+def _cli_args(*argv: str):
+    from components.cli.main import _parser
+
+    return _parser().parse_args(["--root", str(REPO), *argv])
 
 
 def _pulumi_mocks(body, stack: str = "prod") -> list:

@@ -11,6 +11,13 @@ from .common import EXIT_OK, report
 
 
 def add_parser(sub) -> None:
+    """The `tenants capacity` subcommand.
+
+    >>> sub = argparse.ArgumentParser().add_subparsers()
+    >>> add_parser(sub)
+    >>> sub.choices["capacity"].parse_args(['--stack', 'prod'])
+    Namespace(stack='prod', format='text')
+    """
     parser = sub.add_parser(
         "capacity",
         help="GPU capacity per class and MIG profile against tenant quotas",
@@ -21,6 +28,16 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Print the capacity table of `--stack`; exit 0.
+
+    >>> run(cli_args("capacity", "--stack", "prod", "--format", "markdown"))
+    ### GPU capacity of stack `prod`
+    <BLANKLINE>
+    ...
+    | a100 | exclusive | nvidia.com/gpu | 2 | 16 | 1.25 | 20 | 20 | 0 | warning | eval 20 |
+    ...
+    0
+    """
     # Invalid input raises InvalidInput: `cli.main.main` prints every located problem and exits 1.
     environment = load_environment(args.root, args.stack)
     report(environment.warnings)

@@ -267,6 +267,13 @@ def _compare(
 
 
 def add_parser(sub) -> None:
+    """The `tenants diff` subcommand.
+
+    >>> sub = argparse.ArgumentParser().add_subparsers()
+    >>> add_parser(sub)
+    >>> sub.choices["diff"].parse_args(['--base', 'main'])
+    Namespace(base='main', stack=None, format='text')
+    """
     parser = sub.add_parser(
         "diff",
         help="what a change to tenants/ and stacks/ does, compared with a git ref (offline)",
@@ -281,6 +288,19 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Print what the working tree changes against `--base`; exit 0, or 2 for a bad ref.
+
+    >>> run(cli_args("--root", str(git_project), "diff", "--base", "HEAD", "--format", "json"))
+    {
+      "base": {
+        "commit": "...",
+        "how": "given with --base",
+        "ref": "HEAD"
+      },
+      "changed": false,
+    ...
+    0
+    """
     root = args.root.resolve()
     try:
         base = resolve_base(root, args.base)
