@@ -30,7 +30,11 @@ def tenant_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]
 
 
 def platform_objects(environment: Environment) -> list[KubeObject]:
-    """Cluster-wide objects: PriorityClasses, node labels, MIG/time-slicing configs, policies, shared RBAC, monitoring."""
+    """Cluster-wide objects: PriorityClasses, node labels, MIG/time-slicing configs, policies, shared RBAC, monitoring.
+
+    >>> sorted({o["kind"] for o in platform_objects(prod)})
+    ['ClusterRole', 'ClusterRoleBinding', 'ConfigMap', 'Node', 'PriorityClass', 'PrometheusRule', 'ResourceFlavor']
+    """
     return sort_objects(
         [
             *tenant_core.platform_core_objects(environment),
@@ -42,7 +46,13 @@ def platform_objects(environment: Environment) -> list[KubeObject]:
 
 
 def monitoring_objects(environment: Environment) -> list[KubeObject]:
-    """The PrometheusRule and the Grafana dashboard ConfigMaps ([] unless the stack has `monitoring:`)."""
+    """The PrometheusRule and the Grafana dashboard ConfigMaps ([] unless the stack has `monitoring:`).
+
+    >>> [(o["kind"], o["metadata"]["name"]) for o in monitoring_objects(prod)]
+    [('PrometheusRule', 'gpu-tenancy'), ('ConfigMap', 'gpu-tenancy-fleet-overview'), ('ConfigMap', 'gpu-tenancy-tenant')]
+    >>> monitoring_objects(dev)
+    []
+    """
     if environment.platform.monitoring is None:
         return []
     # Grafana's SDK is a heavy import: only stacks with monitoring pay for it, not every CLI start.
@@ -53,13 +63,22 @@ def monitoring_objects(environment: Environment) -> list[KubeObject]:
 
 
 def helm_releases(tenant: Tenant, environment: Environment) -> list[dict]:
-    """Helm charts a tenant gets (its optional vCluster), as plain release descriptions."""
+    """Helm charts a tenant gets (its optional vCluster), as plain release descriptions.
+
+    >>> [r["chart"] for r in helm_releases(dev.tenants[2].spec, dev)], helm_releases(dev.tenants[0].spec, dev)
+    (['vcluster'], [])
+    """
     release = vcluster.vcluster_release(tenant, environment)
     return [release] if release else []
 
 
 def environment_objects(environment: Environment) -> dict[str, list[KubeObject]]:
-    """All objects of an environment keyed by owner: `_platform` first, then tenants by name."""
+    """All objects of an environment keyed by owner: `_platform` first, then tenants by name.
+
+    >>> objects = environment_objects(dev)
+    >>> list(objects), objects["eval"][0]["kind"]
+    (['_platform', 'eval', 'inference', 'llm-finetune'], 'Namespace')
+    """
     result = {PLATFORM: platform_objects(environment)}
     for loaded in environment.tenants:
         result[loaded.name] = tenant_objects(loaded.spec, environment)

@@ -327,7 +327,12 @@ def guard_policy(tenant: Tenant, environment: Environment) -> KubeObject:
 
 
 def guard_binding(tenant: Tenant, environment: Environment) -> KubeObject:
-    """The binding that switches the guard policy on (Deny)."""
+    """The binding that switches the guard policy on (Deny).
+
+    >>> binding = guard_binding(tenant, prod)
+    >>> binding["spec"]["policyName"], binding["spec"]["validationActions"]
+    ('gpu-tenancy-guard-eval', ['Deny'])
+    """
     return kube_object(
         API_VERSION,
         "ValidatingAdmissionPolicyBinding",

@@ -178,10 +178,18 @@ def queue_pinning_policy(environment: Environment) -> list[KubeObject]:
 
 
 def tenant_kai_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]:
-    """The tenant's leaf Queue."""
+    """The tenant's leaf Queue.
+
+    >>> [(o["kind"], o["metadata"]["name"]) for o in tenant_kai_objects(staging.tenants[0].spec, staging)]
+    [('Queue', 'eval')]
+    """
     return [leaf_queue(tenant, environment)]
 
 
 def platform_kai_objects(environment: Environment) -> list[KubeObject]:
-    """Department Queues and the queue-pinning admission policy."""
+    """Department Queues and the queue-pinning admission policy.
+
+    >>> [(o["kind"], o["metadata"]["name"]) for o in platform_kai_objects(staging)]
+    [('Queue', 'dept-research'), ('Queue', 'dept-serving'), ('ValidatingAdmissionPolicy', 'gpu-tenancy-kai-queue'), ('ValidatingAdmissionPolicyBinding', 'gpu-tenancy-kai-queue')]
+    """
     return [*department_queues(environment), *queue_pinning_policy(environment)]

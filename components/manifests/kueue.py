@@ -36,7 +36,11 @@ QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 
 
 def flavor_pools(tenant: Tenant, environment: Environment) -> list[str]:
-    """The node pools whose flavors the tenant's ClusterQueue lists: exactly those its pods may land on."""
+    """The node pools whose flavors the tenant's ClusterQueue lists: exactly those its pods may land on.
+
+    >>> flavor_pools(tenant, prod), flavor_pools(prod.tenants[1].spec, prod)
+    (['a100-mig', 'a100-shared'], ['h100-serve'])
+    """
     platform = environment.platform
     return feas.reachable_pools(tenant.name, tenant, platform, dedicated_pool_owners(environment))
 
@@ -49,6 +53,9 @@ def gpu_flavor_quotas(tenant: Tenant, environment: Environment) -> dict[str, dic
     quota) is split across the tenant's pools of that class (offering that profile) as the
     capacity check's flow places it (`components.model.feasibility.quota_split`), so the nominal
     quotas of all tenants on one pool fit in it together.
+
+    >>> gpu_flavor_quotas(tenant, prod)
+    {'a100-mig': {'nvidia.com/mig-1g.10gb': 48, 'nvidia.com/mig-3g.40gb': 16}, 'a100-shared': {'nvidia.com/gpu': 20}}
     """
     platform = environment.platform
     pools = flavor_pools(tenant, environment)
@@ -238,5 +245,9 @@ def tenant_kueue_objects(tenant: Tenant, environment: Environment) -> list[KubeO
 
 
 def platform_kueue_objects(environment: Environment) -> list[KubeObject]:
-    """Cluster-wide Kueue objects: the ResourceFlavors (cohorts need no object of their own)."""
+    """Cluster-wide Kueue objects: the ResourceFlavors (cohorts need no object of their own).
+
+    >>> [(o["kind"], o["metadata"]["name"]) for o in platform_kueue_objects(prod)]
+    [('ResourceFlavor', 'a100-mig'), ('ResourceFlavor', 'a100-shared'), ('ResourceFlavor', 'default-flavor'), ('ResourceFlavor', 'h100-serve'), ('ResourceFlavor', 'h100-train')]
+    """
     return resource_flavors(environment)

@@ -213,7 +213,11 @@ def _by_class(expr: str) -> str:
 
 
 def mapping_rules(platform: Platform) -> list[dict[str, Any]]:
-    """Which tenant a namespace belongs to and which class a node is, from the labels we set."""
+    """Which tenant a namespace belongs to and which class a node is, from the labels we set.
+
+    >>> [rule["record"] for rule in mapping_rules(prod.platform)]
+    ['gpu_tenancy:namespace_tenant:info', 'gpu_tenancy:node_gpu_class:info']
+    """
     tenant = ksm_label(TENANT_LABEL)
     gpu_class = ksm_label(gpu_class_label(platform))
     return [
@@ -229,7 +233,11 @@ def mapping_rules(platform: Platform) -> list[dict[str, Any]]:
 
 
 def allocation_rules(environment: Environment) -> list[dict[str, Any]]:
-    """GPUs held per pod and per tenant and class, and the namespace quota used vs hard."""
+    """GPUs held per pod and per tenant and class, and the namespace quota used vs hard.
+
+    >>> [rule["record"] for rule in allocation_rules(prod)]
+    ['gpu_tenancy:pod_gpu_requests:sum', 'gpu_tenancy:tenant_gpu_requests:sum', 'gpu_tenancy:tenant_gpu_quota_used:sum', 'gpu_tenancy:tenant_gpu_quota_hard:sum']
+    """
     platform = environment.platform
     resources = _alternatives(gpu_resources(platform))
     held = (
@@ -252,7 +260,11 @@ def allocation_rules(environment: Environment) -> list[dict[str, Any]]:
 
 def stack_rules(environment: Environment) -> list[dict[str, Any]]:
     """What the stack declares: capacity and overcommit per class (static series), and the quotas of
-    all tenants per class (summed from the tenants' own static series)."""
+    all tenants per class (summed from the tenants' own static series).
+
+    >>> sorted({rule["record"] for rule in stack_rules(prod)})
+    ['gpu_tenancy:gpu_class_allocatable:sum', 'gpu_tenancy:gpu_class_capacity:stack', 'gpu_tenancy:gpu_class_overcommit:stack', 'gpu_tenancy:gpu_class_quota:stack']
+    """
     platform = environment.platform
     rules = []
     for (gpu_class, resource), count in class_capacity(platform).items():
@@ -278,6 +290,9 @@ def utilisation_rules(monitoring: Monitoring) -> list[dict[str, Any]]:
 
     `DCGM_FI_PROF_GR_ENGINE_ACTIVE` (a 0..1 ratio, also reported per MIG instance) is preferred;
     GPUs that only report `DCGM_FI_DEV_GPU_UTIL` (percent) fall back to it.
+
+    >>> [rule["record"] for rule in utilisation_rules(prod.platform.monitoring)]
+    ['gpu_tenancy:gpu_engine_active:ratio', 'gpu_tenancy:gpu_fb_used:bytes', 'gpu_tenancy:pod_gpu_engine_active:avg', 'gpu_tenancy:tenant_gpu_engine_active:avg', 'gpu_tenancy:tenant_gpu_engine_active:sum', 'gpu_tenancy:tenant_gpu_fb_used_bytes:sum']
     """
     prefix = monitoring.dcgm_label_prefix
     device = f"Hostname, gpu, GPU_I_ID, GPU_I_PROFILE, {prefix}namespace, {prefix}pod"
@@ -316,7 +331,14 @@ def _ours(expr: str) -> str:
 
 
 def queue_rules(environment: Environment, exporters: frozenset[str], monitoring: Monitoring) -> list[dict[str, Any]]:
-    """Queue wait percentiles and pending workloads (Kueue), or allocated vs deserved GPUs (KAI), per tenant."""
+    """Queue wait percentiles and pending workloads (Kueue), or allocated vs deserved GPUs (KAI), per tenant.
+
+    >>> monitoring = prod.platform.monitoring
+    >>> [rule["record"] for rule in queue_rules(prod, frozenset({"kueue"}), monitoring)]
+    ['gpu_tenancy:tenant_queue_wait_seconds:p50', 'gpu_tenancy:tenant_queue_wait_seconds:p95', 'gpu_tenancy:tenant_pending_workloads:sum']
+    >>> queue_rules(prod, frozenset(), monitoring)
+    []
+    """
     rules = []
     if "kueue" in exporters:
         window = monitoring.thresholds.queue_wait_window
@@ -339,7 +361,12 @@ def queue_rules(environment: Environment, exporters: frozenset[str], monitoring:
 
 
 def alert_rules(environment: Environment, exporters: frozenset[str], monitoring: Monitoring) -> list[dict[str, Any]]:
-    """Alerts with the tenant (and pod) in their labels and a runbook in their annotations."""
+    """Alerts with the tenant (and pod) in their labels and a runbook in their annotations.
+
+    >>> monitoring = prod.platform.monitoring
+    >>> [rule["alert"] for rule in alert_rules(prod, monitoring.exporters_for(prod.platform.scheduler), monitoring)]
+    ['GpuTenantNearQuota', 'GpuTenantPodPendingTooLong', 'GpuQuotaOverCapacity', 'GpuAllocatedIdle', 'GpuTenantWorkloadsPendingTooLong', 'GpuMigReconfigurationFailed']
+    """
     platform = environment.platform
     t = monitoring.thresholds
     ratio = _number(Fraction(t.near_quota_ratio))
@@ -445,6 +472,9 @@ def platform_rule_group(environment: Environment) -> dict[str, Any] | None:
     independently, and a chain of them would lag one interval per step (an idle alert would fire
     one interval late per hop). The one input from other groups is the tenants' quotas: constant
     series, so reading them one interval late changes nothing.
+
+    >>> platform_rule_group(prod)["name"], platform_rule_group(dev)
+    ('gpu-tenancy.prod', None)
     """
     monitoring = enabled_monitoring(environment.platform)
     if monitoring is None:
@@ -477,6 +507,9 @@ def tenant_rule_group(tenant: Tenant, environment: Environment) -> dict[str, Any
 def rule_groups(environment: Environment) -> list[dict[str, Any]]:
     """Every group the environment's PrometheusRules hold, as Prometheus loads them: the tenants'
     (by name), then the environment's; [] when monitoring is off. `promtool` and the tests read this.
+
+    >>> [group["name"] for group in rule_groups(prod)]
+    ['gpu-tenancy.prod.tenant.eval', 'gpu-tenancy.prod.tenant.inference', 'gpu-tenancy.prod.tenant.llm-finetune', 'gpu-tenancy.prod']
     """
     platform = platform_rule_group(environment)
     if platform is None:
@@ -496,7 +529,12 @@ def _rule_object(name: str, monitoring: Monitoring, group: dict[str, Any], label
 
 
 def prometheus_rule(environment: Environment) -> KubeObject | None:
-    """The environment's PrometheusRule, labelled so that the stack's Prometheus selects it; None when monitoring is off."""
+    """The environment's PrometheusRule, labelled so that the stack's Prometheus selects it; None when monitoring is off.
+
+    >>> rule = prometheus_rule(prod)
+    >>> rule["metadata"]["name"], rule["metadata"]["namespace"], prometheus_rule(dev)
+    ('gpu-tenancy', 'monitoring', None)
+    """
     group = platform_rule_group(environment)
     if group is None:
         return None

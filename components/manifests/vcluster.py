@@ -125,7 +125,11 @@ def mirrored_limit_range(tenant: Tenant, environment: Environment) -> dict[str, 
 
 
 def generated_values(tenant: Tenant, environment: Environment) -> dict[str, Any]:
-    """Chart values from the spec alone, before the tenant's overrides (see the module docstring)."""
+    """Chart values from the spec alone, before the tenant's overrides (see the module docstring).
+
+    >>> sorted(generated_values(dev.tenants[2].spec, dev))
+    ['policies', 'sync']
+    """
     quota = mirrored_quota(tenant, environment)
     limits = mirrored_limit_range(tenant, environment)
     pods: dict[str, Any] = {"enabled": True, "enforceTolerations": enforced_tolerations(tenant, environment)}
