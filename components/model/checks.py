@@ -52,7 +52,11 @@ def _platform_path(*parts) -> tuple:
 
 
 def check_platform(platform: Platform, doc: SourceDocument) -> list[Problem]:
-    """Problems in one stack's inventory: references between classes, pools and MIG layouts."""
+    """Problems in one stack's inventory: references between classes, pools and MIG layouts.
+
+    >>> check_platform(prod.platform, prod.platform_doc)
+    []
+    """
     problems: list[Problem] = []
     node_owner: dict[str, str] = {}
     for pool_name, pool in sorted(platform.node_pools.items()):
@@ -147,7 +151,12 @@ def _lower_than(low: Quantity | None, high: Quantity | None) -> bool:
 
 
 def effective_limits(tenant: Tenant, platform: Platform) -> LimitRangeSpec:
-    """The tenant's LimitRange values, each unset one taken from the stack's defaults."""
+    """The tenant's LimitRange values, each unset one taken from the stack's defaults.
+
+    >>> limits = effective_limits(tenant, prod.platform)
+    >>> limits.default_request.cpu, limits.default.memory
+    (Quantity('250m'), Quantity('4Gi'))
+    """
     merged = {}
     for part in ("default_request", "default", "max", "min"):
         own: ResourceValues = getattr(tenant.limits, part)
@@ -160,7 +169,13 @@ def effective_limits(tenant: Tenant, platform: Platform) -> LimitRangeSpec:
 
 
 def check_tenant(tenant: Tenant, doc: SourceDocument, platform: Platform) -> list[Problem]:
-    """Problems of one tenant against its environment's inventory."""
+    """Problems of one tenant against its environment's inventory.
+
+    >>> check_tenant(tenant, prod.tenants[0].doc, prod.platform)
+    []
+    >>> [str(p) for p in check_tenant(tenant, prod.tenants[0].doc, dev.platform)][:1]
+    ["tenants/eval.yaml:38:17: environments.prod.gpu.classes[0]: unknown GPU class 'a100'; did you mean 'a100-mig'? (stack prod)"]
+    """
     problems: list[Problem] = []
 
     def add(path: tuple, message: str, severity: str = "error") -> None:
@@ -305,7 +320,11 @@ def _namespace_quota_problems(tenant: Tenant, doc: SourceDocument, platform: Pla
 
 
 def check_fleet(environment, all_tenants) -> list[Problem]:
-    """Problems between tenants: duplicate names and namespaces, shared dedicated pools, capacity."""
+    """Problems between tenants: duplicate names and namespaces, shared dedicated pools, capacity.
+
+    >>> [p.message for p in check_fleet(prod, prod.tenants)][:1]
+    ["GPU class 'a100': tenant quotas on pool a100-shared add up to 20 (eval: 20), 100% of what it holds (capacity 16 x overcommit 1.25 = 20)"]
+    """
     platform: Platform = environment.platform
     doc: SourceDocument = environment.platform_doc
     problems: list[Problem] = []
@@ -458,7 +477,11 @@ def _quota_path(tenant, commodity) -> tuple:
 
 
 def check_environment(environment, all_tenants, known_envs: list[str]) -> list[Problem]:
-    """Every cross-file check for one environment."""
+    """Every cross-file check for one environment.
+
+    >>> [(p.severity, p.field) for p in check_environment(prod, prod.tenants, ["prod", "staging", "dev"])]
+    [('warning', 'config.gpu-tenancy:platform.nodePools.a100-shared'), ('warning', 'config.gpu-tenancy:platform.nodePools.h100-serve'), ('warning', 'config.gpu-tenancy:platform.nodePools.h100-train'), ('warning', 'config.gpu-tenancy:platform.nodePools.a100-mig')]
+    """
     problems = check_platform(environment.platform, environment.platform_doc)
     for loaded in environment.tenants:
         problems.extend(check_tenant(loaded.spec, loaded.doc, environment.platform))

@@ -84,7 +84,11 @@ def kai_parent_queue(department: str) -> str:
 
 
 def dedicated_only_classes(tenant: Tenant, platform: Platform) -> set[str]:
-    """GPU classes the tenant reaches only through its dedicated pools (never lent to others)."""
+    """GPU classes the tenant reaches only through its dedicated pools (never lent to others).
+
+    >>> dedicated_only_classes(prod.tenants[1].spec, prod.platform), dedicated_only_classes(tenant, prod.platform)
+    ({'h100'}, set())
+    """
     dedicated = {platform.node_pools[p].gpu_class for p in tenant.gpu.dedicated_pools if p in platform.node_pools}
     return dedicated - set(tenant.gpu.classes)
 
@@ -129,6 +133,9 @@ def lendable_on_pools(tenant: Tenant, environment) -> dict[feas.Commodity, dict[
     Its nominal quota on each pool (the split of `feasibility.quota_split`), capped per flavor by
     `lendingLimit` (Kueue; KAI lends all idle quota), and nothing of a class it reaches only through
     its dedicated pools (nobody else can be placed there).
+
+    >>> lendable_on_pools(tenant, prod)
+    {('class', 'a100'): {'a100-shared': 20}, ('mig', '1g.10gb'): {'a100-mig': 48}, ('mig', '3g.40gb'): {'a100-mig': 16}}
     """
     platform = environment.platform
     split = feas.quota_split(environment).get(tenant.name, {})
@@ -149,6 +156,12 @@ def lenders(tenant: Tenant, environment) -> dict[str, dict[feas.Commodity, int]]
 
     Borrowing happens flavor by flavor, and a flavor is a pool: quota lent on a pool the tenant
     cannot reach is no use to it.
+
+    >>> from components.model.load import environment_from_data
+    >>> kueue = {**lab.platform_doc.data["config"]["gpu-tenancy:platform"], "scheduler": "kueue"}
+    >>> cohort = environment_from_data("lab", kueue, {t.name: {**t.doc.data, "queue": {"cohort": "shared"}} for t in lab.tenants})
+    >>> lenders(cohort.tenants[0].spec, cohort)
+    {'robotics': {('class', 'l4'): 1}, 'speech': {('class', 'l4'): 1}, 'vision': {('class', 'l4'): 1}}
     """
     platform = environment.platform
     group = _queue_group(tenant, platform)
@@ -172,7 +185,15 @@ def lenders(tenant: Tenant, environment) -> dict[str, dict[feas.Commodity, int]]
 def borrowable(tenant: Tenant, environment, apply_limits: bool = True) -> dict[feas.Commodity, int]:
     """GPUs per commodity the tenant's queue can actually borrow: what `lenders` lend it, capped by
     `borrowingLimit` (unless `apply_limits` is false). A class reached only through dedicated pools
-    borrows nothing."""
+    borrows nothing.
+
+    >>> from components.model.load import environment_from_data
+    >>> kueue = {**lab.platform_doc.data["config"]["gpu-tenancy:platform"], "scheduler": "kueue"}
+    >>> capped = {"cohort": "shared", "borrowingLimit": {"l4": 2}}
+    >>> cohort = environment_from_data("lab", kueue, {t.name: {**t.doc.data, "queue": capped} for t in lab.tenants})
+    >>> borrowable(cohort.tenants[0].spec, cohort), borrowable(cohort.tenants[0].spec, cohort, apply_limits=False)
+    ({('class', 'l4'): 2}, {('class', 'l4'): 3})
+    """
     platform = environment.platform
     totals: dict[feas.Commodity, int] = {}
     for lent in lenders(tenant, environment).values():
@@ -243,7 +264,11 @@ def _queue_settings_used(tenant: Tenant) -> list[str]:
 
 
 def check_tenant_queue(tenant: Tenant, doc, platform: Platform) -> list[Problem]:
-    """Problems of one tenant's `queue` settings against the stack's scheduler and GPU classes."""
+    """Problems of one tenant's `queue` settings against the stack's scheduler and GPU classes.
+
+    >>> check_tenant_queue(staging.tenants[0].spec, staging.tenants[0].doc, staging.platform)
+    []
+    """
     problems: list[Problem] = []
 
     def add(path: tuple, message: str, severity: str = "error") -> None:
@@ -312,7 +337,11 @@ def kueue_compute_nominal(tenant: Tenant, platform: Platform) -> dict[str, str]:
 
 
 def check_queues(environment) -> list[Problem]:
-    """Problems between tenants' queues: borrowing beyond the cohort, KAI departments and names."""
+    """Problems between tenants' queues: borrowing beyond the cohort, KAI departments and names.
+
+    >>> check_queues(prod), check_queues(staging)
+    ([], [])
+    """
     platform: Platform = environment.platform
     doc = environment.platform_doc
     problems: list[Problem] = []
@@ -442,7 +471,11 @@ def _num(value) -> str:
 
 
 def check_environment_queues(environment) -> list[Problem]:
-    """Every queue check of one environment: each enabled tenant's settings, then across tenants."""
+    """Every queue check of one environment: each enabled tenant's settings, then across tenants.
+
+    >>> check_environment_queues(staging)
+    []
+    """
     problems: list[Problem] = []
     for loaded in environment.tenants:
         if loaded.spec.lifecycle != "decommissioned":

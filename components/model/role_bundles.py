@@ -103,7 +103,11 @@ def shipped_bundles() -> dict[str, RoleBundle]:
 
 
 def effective_bundles(platform) -> dict[str, RoleBundle]:
-    """The bundles a stack offers: the shipped ones, then its `roleBundles` (adding or replacing by name)."""
+    """The bundles a stack offers: the shipped ones, then its `roleBundles` (adding or replacing by name).
+
+    >>> sorted(effective_bundles(prod.platform))
+    ['kserve', 'kubeflow-notebooks', 'kubeflow-pipelines', 'leaderworkersets', 'leases', 'pod-disruption-budgets', 'ray']
+    """
     return {**shipped_bundles(), **platform.role_bundles}
 
 
@@ -198,7 +202,11 @@ def rule_problems(rule: BundleRule) -> list[tuple[tuple, str]]:
 
 
 def check_role_bundles(platform, doc) -> list[Problem]:
-    """Guard-rail problems of the stack's own `roleBundles`, each at its line in the stack file."""
+    """Guard-rail problems of the stack's own `roleBundles`, each at its line in the stack file.
+
+    >>> check_role_bundles(prod.platform, prod.platform_doc)
+    []
+    """
     problems = []
     for name, bundle in sorted(platform.role_bundles.items()):
         for index, rule in enumerate(bundle.rules):
@@ -214,7 +222,11 @@ def _close(value: str, known) -> str:
 
 
 def check_tenant_bundles(tenant, doc, platform) -> list[Problem]:
-    """Every bundle a tenant names must be offered by the stack."""
+    """Every bundle a tenant names must be offered by the stack.
+
+    >>> check_tenant_bundles(tenant, prod.tenants[0].doc, prod.platform)
+    []
+    """
     offered = effective_bundles(platform)
     problems = []
     for role in ("owners", "developers", "viewers"):
@@ -227,7 +239,11 @@ def check_tenant_bundles(tenant, doc, platform) -> list[Problem]:
 
 
 def check_environment_bundles(environment) -> list[Problem]:
-    """The stack's bundles against the guard rails, and the bundles each deployed tenant names."""
+    """The stack's bundles against the guard rails, and the bundles each deployed tenant names.
+
+    >>> check_environment_bundles(prod)
+    []
+    """
     problems = check_role_bundles(environment.platform, environment.platform_doc)
     for loaded in environment.tenants:
         problems.extend(check_tenant_bundles(loaded.spec, loaded.doc, environment.platform))

@@ -114,7 +114,11 @@ def _contains(values: Any, path: tuple[str, ...]) -> bool:
 
 
 def check_tenant_vcluster(tenant: Tenant, doc, platform: Platform) -> list[Problem]:
-    """Problems of one tenant's `vcluster` settings: unknown or invalid values, guarded keys, pinning."""
+    """Problems of one tenant's `vcluster` settings: unknown or invalid values, guarded keys, pinning.
+
+    >>> check_tenant_vcluster(dev.tenants[2].spec, dev.tenants[2].doc, dev.platform)
+    []
+    """
     problems: list[Problem] = []
     spec = tenant.vcluster
 
@@ -150,14 +154,22 @@ def check_tenant_vcluster(tenant: Tenant, doc, platform: Platform) -> list[Probl
 
 
 def check_vcluster_platform(platform: Platform, doc) -> list[Problem]:
-    """A chart version other than the one whose schema we ship is checked against the wrong schema."""
+    """A chart version other than the one whose schema we ship is checked against the wrong schema.
+
+    >>> check_vcluster_platform(dev.platform, dev.platform_doc)
+    []
+    """
     if platform.vcluster.chart_version != SCHEMA_CHART_VERSION:
         return [doc.problem(("config", CONFIG_KEY, "vcluster", "chartVersion"), f"tenants' vCluster values are checked against the {SCHEMA_CHART_VERSION} chart schema; update components/data/vcluster/ for {platform.vcluster.chart_version}", severity="warning")]
     return []
 
 
 def check_environment_vclusters(environment) -> list[Problem]:
-    """Every vCluster check of one environment."""
+    """Every vCluster check of one environment.
+
+    >>> check_environment_vclusters(dev)
+    []
+    """
     problems: list[Problem] = []
     if any(t.spec.vcluster.enabled for t in environment.tenants):
         problems.extend(check_vcluster_platform(environment.platform, environment.platform_doc))
@@ -190,6 +202,9 @@ def check_local_chart(environment, root: Path) -> list[Problem]:
     """`vcluster.chart`: the local chart must exist under the project and be `chartVersion`.
 
     Checked before anything is registered, so a wrong path is a located error, not a failed release.
+
+    >>> check_local_chart(dev, root)
+    []
     """
     platform: Platform = environment.platform
     chart = platform.vcluster.chart
