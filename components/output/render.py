@@ -45,6 +45,13 @@ def check_output_directory(out: Path) -> None:
 
     `--out .` or `--out tenants` would otherwise swap the project (or the team files) for the
     rendered YAML. An earlier output holds only `*.yaml` files that start with our headers.
+
+    >>> check_output_directory(scratch / "new"), check_output_directory(scratch)
+    (None, None)
+    >>> check_output_directory(root / "tenants")
+    Traceback (most recent call last):
+    ...
+    components.output.render.OutputError: .../tenants holds eval.yaml, which tenants render did not write; ...
     """
     if not os.path.lexists(out):
         return
@@ -72,7 +79,13 @@ def _rendered_by_us(path: Path) -> bool:
 
 
 def write_directory(files: dict[str, str], out: Path) -> None:
-    """Replace `out` with exactly these files, atomically from a reader's point of view."""
+    """Replace `out` with exactly these files, atomically from a reader's point of view.
+
+    >>> write_directory({"a.yaml": HEADER + "kind: A\\n"}, scratch / "out")
+    >>> write_directory({"b.yaml": HEADER + "kind: B\\n"}, scratch / "out")
+    >>> sorted(p.name for p in (scratch / "out").iterdir())
+    ['b.yaml']
+    """
     check_output_directory(out)
     out = out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)

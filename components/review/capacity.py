@@ -154,6 +154,9 @@ def pool_rows(environment: Environment) -> dict[str, Any]:
     same split as the Kueue flavors); `status` is over when the pool is among those an
     over-promised set of tenants shares, warning when the pools linked by shared tenants are
     near full together.
+
+    >>> pool_rows(prod)["a100-shared"]
+    {'gpuClass': 'a100', 'dedicatedTo': None, 'nodes': 2, 'resources': {'nvidia.com/gpu': {'capacity': 16, 'limit': 20, 'requested': 20, 'free': 0, 'status': 'warning', 'byTenant': {'eval': 20}}}}
     """
     platform = environment.platform
     ratio = Fraction(platform.capacity_warning_ratio)
