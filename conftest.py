@@ -23,7 +23,7 @@ SHARDED = REPO / "tests" / "fixtures" / "sharded"
 
 @pytest.fixture(scope="session")
 def example_namespace(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    from components.model.load import load_environment
+    from components import load_environment
 
     prod, staging, dev = (load_environment(REPO, name) for name in ("prod", "staging", "dev"))
     return {

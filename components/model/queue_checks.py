@@ -157,7 +157,7 @@ def lenders(tenant: Tenant, environment) -> dict[str, dict[feas.Commodity, int]]
     Borrowing happens flavor by flavor, and a flavor is a pool: quota lent on a pool the tenant
     cannot reach is no use to it.
 
-    >>> from components.model.load import environment_from_data
+    >>> from components import environment_from_data
     >>> kueue = {**lab.platform_doc.data["config"]["gpu-tenancy:platform"], "scheduler": "kueue"}
     >>> cohort = environment_from_data("lab", kueue, {t.name: {**t.doc.data, "queue": {"cohort": "shared"}} for t in lab.tenants})
     >>> lenders(cohort.tenants[0].spec, cohort)
@@ -187,7 +187,7 @@ def borrowable(tenant: Tenant, environment, apply_limits: bool = True) -> dict[f
     `borrowingLimit` (unless `apply_limits` is false). A class reached only through dedicated pools
     borrows nothing.
 
-    >>> from components.model.load import environment_from_data
+    >>> from components import environment_from_data
     >>> kueue = {**lab.platform_doc.data["config"]["gpu-tenancy:platform"], "scheduler": "kueue"}
     >>> capped = {"cohort": "shared", "borrowingLimit": {"l4": 2}}
     >>> cohort = environment_from_data("lab", kueue, {t.name: {**t.doc.data, "queue": capped} for t in lab.tenants})
