@@ -118,6 +118,10 @@ def check_tenant_vcluster(tenant: Tenant, doc, platform: Platform) -> list[Probl
 
     >>> check_tenant_vcluster(dev.tenants[2].spec, dev.tenants[2].doc, dev.platform)
     []
+    >>> spec = dev.tenants[2].spec
+    >>> gold = spec.model_copy(update={"vcluster": spec.vcluster.model_copy(update={"priority_class_name": "gold"})})
+    >>> [p.message for p in check_tenant_vcluster(gold, dev.tenants[2].doc, dev.platform)]
+    ["unknown PriorityClass 'gold' (known: batch, interactive, online-inference, training)"]
     """
     problems: list[Problem] = []
     spec = tenant.vcluster
