@@ -30,8 +30,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 os.environ["GRPC_ENABLE_FORK_SUPPORT"] = "false"  # see tests/e2e/pulumi_engine/conftest.py
 
-from components.model.problems import InvalidInput  # noqa: E402  (after the path is set)
-from components.model.sharding import split_stack_name  # noqa: E402
+from components.spec.problems import InvalidInput  # noqa: E402  (after the path is set)
+from components.spec.sharding import split_stack_name  # noqa: E402
 
 
 def main() -> int:
@@ -111,8 +111,8 @@ def stacks_to_deploy(root: Path, stack: str) -> list[str]:
     >>> stacks_to_deploy(REPO, "prod")
     ['prod']
     """
-    from components.model.load import load_environment
-    from components.model.shard_stacks import stack_part, stack_parts
+    from components.load import load_environment
+    from components.fleet.shard_stacks import stack_part, stack_parts
 
     environment = load_environment(root, split_stack_name(stack)[0])
     parts = [p.stack for p in stack_parts(environment)]

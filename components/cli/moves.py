@@ -75,7 +75,7 @@ def existing_stacks(root: Path, environment: str) -> dict[str, str]:
     >>> existing_stacks(root, "lab")
     {'lab.blue': 'acme/gpu-tenancy/lab.blue'}
     """
-    from ..model.sharding import split_stack_name
+    from ..spec.sharding import split_stack_name
 
     listed = [row["name"] for row in json.loads(pulumi(root, "stack", "ls", "--json") or "[]")]
     short = {name.rsplit("/", 1)[-1]: name for name in listed}
@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     pulumi state move --source lab.blue --dest lab.green --yes 'urn:pulumi:lab.blue::gpu-tenancy::gpu-tenancy:index:Fleet$gpu-tenancy:index:Tenant::vision'
     0
     """
-    from ..model.load import load_environment
+    from ..load import load_environment
     from ..review.stack_changes import move_warning
     from ..review.state_moves import StateExportError, deployed_tenants, planned_moves
 

@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     >>> json.loads((scratch / "tenant.schema.json").read_text())["title"]
     'Tenant'
     """
-    from ..model.schema import stack_schema, tenant_schema
+    from ..spec.json_schema import stack_schema, tenant_schema
 
     schema = tenant_schema() if args.kind == "tenant" else stack_schema()
     text = json.dumps(schema, indent=2, sort_keys=True) + "\n"

@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 
-from ..model.shard_stacks import StackPart, stack_parts
+from ..fleet.shard_stacks import StackPart, stack_parts
 from .common import EXIT_INVALID, EXIT_OK, report, stacks
 
 
@@ -69,8 +69,8 @@ def run(args: argparse.Namespace) -> int:
     lab.green: tenants robotics, vision (pinned)
     0
     """
-    from ..model.load import load_environment
-    from ..model.problems import InvalidInput, errors_only
+    from ..load import load_environment
+    from ..spec.problems import InvalidInput, errors_only
 
     rows, lines, problems = [], [], []
     for env in stacks(args.root, args.stack):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..model.problems import InvalidInput, sorted_problems
+from ..spec.problems import InvalidInput, sorted_problems
 from .common import EXIT_INVALID, EXIT_OK, report, stacks
 
 
@@ -29,8 +29,8 @@ def run(args: argparse.Namespace) -> int:
     prod: 3 tenant(s) ok
     0
     """
-    from ..model.load import load_environment
-    from ..model.shard_stacks import stack_parts
+    from ..load import load_environment
+    from ..fleet.shard_stacks import stack_parts
     from .stacks import describe
 
     envs = stacks(args.root, args.stack)

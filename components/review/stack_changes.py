@@ -15,8 +15,8 @@ from __future__ import annotations
 import shlex
 from typing import Any, Optional
 
-from ..model.environment import Environment
-from ..model.shard_stacks import stack_parts, tenant_stack
+from ..fleet.environment import Environment
+from ..fleet.shard_stacks import stack_parts, tenant_stack
 
 FLEET_TYPE = "gpu-tenancy:index:Fleet"
 TENANT_TYPE = "gpu-tenancy:index:Tenant"
@@ -68,7 +68,7 @@ def touched_stacks(
     (`tenant`, `renamedFrom`, `change`).
 
     >>> from dataclasses import replace
-    >>> from components.model.sharding import Sharding
+    >>> from components.spec.sharding import Sharding
     >>> to_blue = Sharding(shards=["blue", "green"], assignments={"vision": "blue"})
     >>> resharded = replace(lab, platform=lab.platform.model_copy(update={"sharding": to_blue}), derived={})
     >>> stacks, [move] = touched_stacks(lab, resharded, [("vision", "vision")], [], platform_changed=False)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from components.model.problems import InvalidInput
+from components.spec.problems import InvalidInput
 
 REPO = Path(__file__).resolve().parents[2]
 SHARDED = REPO / "tests" / "fixtures" / "sharded"

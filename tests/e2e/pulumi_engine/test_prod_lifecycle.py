@@ -141,7 +141,7 @@ def test_rename_with_previous_names_replaces_cleanly_and_deletes_no_data(prod, t
     prod.tenant_file("finetune").write_text(text)
     replace_once(prod.tenant_file("eval"), "tenants: [llm-finetune]", "tenants: [finetune]")
 
-    from components.model.load import load_environment
+    from components.load import load_environment
     from components.review.diff import Side, compare_stack
 
     document = compare_stack(STACK, Side(load_environment(base, STACK)), Side(load_environment(prod.project, STACK)))

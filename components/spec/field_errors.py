@@ -1,0 +1,214 @@
+"""Turn pydantic validation errors into located, actionable problems."""
+
+from __future__ import annotations
+
+import difflib
+import re
+import typing
+import unicodedata
+from decimal import Decimal
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from .problems import Problem
+from .yaml_source import SourceDocument, yaml_kind, yaml_text
+
+
+def _data_path(data: Any, loc: tuple) -> tuple:
+    """Keep only the parts of a pydantic `loc` that walk the data (drops union-member tags)."""
+    path: list = []
+    node = data
+    for part in loc:
+        if isinstance(node, dict) and part in node:
+            path.append(part)
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            path.append(part)
+            node = node[part]
+        elif isinstance(node, dict) and isinstance(part, str) and part not in node and part == loc[-1]:
+            path.append(part)  # a missing or unknown field: name it
+            break
+    return tuple(path)
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    found: list[type[BaseModel]] = []
+    for arg in typing.get_args(annotation):
+        found.extend(_models_in(arg))
+    return found
+
+
+def _model_at(model: type[BaseModel], path: tuple) -> type[BaseModel] | None:
+    current: type[BaseModel] | None = model
+    for part in path:
+        if current is None:
+            return None
+        if isinstance(part, int):
+            continue
+        field = next(
+            (f for name, f in current.model_fields.items() if part in (name, f.alias)),
+            None,
+        )
+        if field is None:
+            # A dict key (e.g. a GPU class name): stay on the value model of the dict.
+            continue
+        models = _models_in(field.annotation)
+        current = models[0] if models else None
+    return current
+
+
+def field_names(model: type[BaseModel]) -> list[str]:
+    """The names a model's fields have in files (aliases such as `displayName`).
+
+    >>> from components.spec.tenant import Contact
+    >>> field_names(Contact)
+    ['name', 'email', 'chat']
+    """
+    return [f.alias or name for name, f in model.model_fields.items()]
+
+
+def _message(error: dict, root_model: type[BaseModel], path: tuple) -> str:
+    kind = error["type"]
+    ctx = error.get("ctx") or {}
+    got = error.get("input")
+    shown = yaml_text(got)
+    if kind == "extra_forbidden":
+        parent = _model_at(root_model, path[:-1])
+        known = field_names(parent) if parent else []
+        close = difflib.get_close_matches(str(path[-1]), known, n=1, cutoff=0.6)
+        hint = f"; did you mean '{close[0]}'?" if close else (f"; known fields: {', '.join(known)}" if known else "")
+        return f"unknown field{hint}"
+    if kind == "missing":
+        return "required field is missing"
+    if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
+        op = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}[kind]
+        bound = next(iter(ctx.values())) if ctx else "?"
+        return f"must be {op} {bound} (got {shown})"
+    if kind == "string_pattern_mismatch":
+        foreign = [c for c in str(got) if ord(c) > 127]
+        if foreign:
+            names = ", ".join(f"'{c}' (U+{ord(c):04X} {unicodedata.name(c, 'unknown')})" for c in dict.fromkeys(foreign))
+            return f"{shown} contains non-ASCII character(s) {names}; names must be plain ASCII (look-alike letters are not allowed)"
+        return f"{shown} is not valid here (must match {ctx.get('pattern')})"
+    if kind == "string_too_long":
+        return f"{shown} is too long (at most {ctx.get('max_length')} characters)"
+    if kind == "string_too_short":
+        return "must not be empty"
+    if kind == "literal_error":
+        return f"{shown} is not allowed; expected one of {ctx.get('expected')}"
+    if kind in ("int_type", "int_parsing", "int_from_float"):
+        number = re.match(r"^\s*([0-9]+)\s*[A-Za-z]", got) if isinstance(got, str) else None
+        if number:  # "4 GPUs": the count is there, the word is not allowed
+            return f"must be a whole number (got {shown}); write just {number[1]}"
+        return f"must be a whole number (got {shown})"
+    if kind in ("string_type",):
+        if isinstance(got, bool):
+            return (f"must be a string (got {shown}: YAML reads unquoted yes/no, on/off and true/false as "
+                    f"booleans); quote it, e.g. \"{'yes' if got else 'no'}\"")
+        if isinstance(got, (int, float, Decimal)):
+            return f"must be a string (got the number {shown}); quote it: \"{shown}\""
+        return f"must be a string (got {shown})"
+    if kind in ("dict_type", "model_type", "model_attributes_type"):
+        return f"must be a mapping of fields (got {yaml_kind(got)}: {shown})" if got is not None else "must be a mapping of fields (got null)"
+    if kind == "list_type":
+        return f"must be a list (got {yaml_kind(got)}: {shown})" if got is not None else "must be a list (got null)"
+    if kind in ("bool_type", "bool_parsing"):
+        return f"must be true or false (got {shown})"
+    if kind == "quantity":
+        return error["msg"]
+    if kind == "value_error":
+        return str(ctx.get("error", error["msg"]))
+    return error["msg"]
+
+
+def model_problems(error: ValidationError, doc: SourceDocument, data: Any, model: type[BaseModel], prefix: tuple = ()) -> list[Problem]:
+    """Problems for every error of one pydantic validation, located in `doc`.
+
+    `data` is what was validated and `prefix` its path inside the document (e.g. the stack config key).
+
+    >>> from pydantic import ValidationError
+    >>> from components.spec.tenant import Tenant
+    >>> from components.spec.yaml_source import parse_yaml
+    >>> doc = parse_yaml("kind: Tenant\\nname: Team_A\\n", "tenants/team-a.yaml")
+    >>> try:
+    ...     Tenant.model_validate(doc.data)
+    ... except ValidationError as err:
+    ...     [str(p) for p in model_problems(err, doc, doc.data, Tenant)][:2]
+    ['tenants/team-a.yaml:1:1: apiVersion: required field is missing', "tenants/team-a.yaml:2:1: name: 'Team_A' is not valid here (must match ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$)"]
+    """
+    problems: list[Problem] = []
+    seen: set[tuple] = set()
+    items = error.errors(include_url=False)
+    noise = _misshapen_alternatives(items, data)
+    for index, item in enumerate(items):
+        if index in noise:
+            continue
+        path = _data_path(data, tuple(item["loc"]))
+        message = _message(item, model, path)
+        key = (path, message)
+        if key in seen:
+            continue
+        seen.add(key)
+        problems.append(doc.problem(prefix + path, message, field_name=doc.field_name(prefix + path)))
+    return _collapse_union_noise(problems)
+
+
+_CONTAINER_KINDS = {"dict_type", "model_type", "model_attributes_type", "list_type"}
+_SCALAR_KINDS = {
+    "int_type", "int_parsing", "int_from_float", "string_type", "bool_type", "bool_parsing",
+    "float_type", "float_parsing", "decimal_type", "decimal_parsing", "literal_error",
+}
+
+
+def _misshapen_alternatives(items: list[dict], data: Any) -> set[int]:
+    """Errors of union alternatives that expected another shape than the input (a mapping where a
+    number was given, or the reverse), when another alternative did fit: `gpu: -1` should say
+    "must be >= 0", not also "must be a mapping"."""
+    groups: dict[tuple, list[int]] = {}
+    inputs: dict[tuple, Any] = {}
+    for index, item in enumerate(items):
+        if item["type"] == "missing":
+            continue  # a missing field's name is not in the data either, but it is no union member
+        loc, node = tuple(item["loc"]), data
+        for cut, part in enumerate(loc):
+            if isinstance(node, dict) and part in node:
+                node = node[part]
+            elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+                node = node[part]
+            else:  # a union member tag such as 'constrained-int': the union sits at loc[:cut]
+                groups.setdefault(loc[:cut], []).append(index)
+                inputs[loc[:cut]] = node
+                break
+    noise: set[int] = set()
+    for prefix, members in groups.items():
+        if len(members) < 2:
+            continue
+        container = isinstance(inputs[prefix], (dict, list))
+        wrong_shape = {
+            i for i in members
+            if len(items[i]["loc"]) == len(prefix) + 1
+            and items[i]["type"] in (_SCALAR_KINDS if container else _CONTAINER_KINDS)
+        }
+        # A literal mismatch (`tenants: some` where `all` or a list is expected) fits neither better.
+        fitting = [i for i in members if i not in wrong_shape and items[i]["type"] != "literal_error"]
+        if wrong_shape and fitting:
+            noise |= wrong_shape
+    return noise
+
+
+def _collapse_union_noise(problems: list[Problem]) -> list[Problem]:
+    by_place: dict[tuple, list[Problem]] = {}
+    for problem in problems:
+        by_place.setdefault((problem.line, problem.column, problem.field), []).append(problem)
+    result = []
+    for group in by_place.values():
+        if len(group) > 1:
+            messages = "; or ".join(dict.fromkeys(p.message for p in group))
+            first = group[0]
+            result.append(Problem(first.file, first.line, first.column, first.field, messages, first.severity, first.stack))
+        else:
+            result.extend(group)
+    return result
