@@ -21,13 +21,13 @@ import components
 REPO = Path(__file__).resolve().parents[1]
 
 
-def package_modules(package: types.ModuleType) -> list[types.ModuleType]:
+def _package_modules(package: types.ModuleType) -> list[types.ModuleType]:
     """Every module of the package; not `__main__`, which runs the CLI when imported."""
     names = [info.name for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}.")]
     return [package, *(importlib.import_module(n) for n in names if not n.endswith(".__main__"))]
 
 
-def without_example(module: types.ModuleType) -> list[str]:
+def _without_example(module: types.ModuleType) -> list[str]:
     """Public functions and Pulumi components defined in `module` whose docstring has no `>>>`."""
     missing = []
     for name, obj in vars(module).items():
@@ -39,26 +39,26 @@ def without_example(module: types.ModuleType) -> list[str]:
     return missing
 
 
-def docstring_tests(module: types.ModuleType) -> list[doctest.DocTest]:
+def _docstring_tests(module: types.ModuleType) -> list[doctest.DocTest]:
     """The module's docstrings that hold examples, as doctest (and so pytest) finds them."""
     return [test for test in doctest.DocTestFinder().find(module) if test.examples]
 
 
-def skipped_examples(tests: list[doctest.DocTest]) -> list[str]:
+def _skipped_examples(tests: list[doctest.DocTest]) -> list[str]:
     return [f"{t.name} (line {t.lineno + e.lineno + 1})" for t in tests for e in t.examples if e.options.get(doctest.SKIP)]
 
 
-MODULES = package_modules(components)
-TESTS = [test for module in MODULES for test in docstring_tests(module)]
+MODULES = _package_modules(components)
+TESTS = [test for module in MODULES for test in _docstring_tests(module)]
 
 
 def test_every_public_function_and_component_shows_an_example():
-    missing = [name for module in MODULES for name in without_example(module)]
+    missing = [name for module in MODULES for name in _without_example(module)]
     assert missing == [], "add a `>>>` example (run by make test) to: " + ", ".join(missing)
 
 
 def test_no_example_is_skipped():
-    assert skipped_examples(TESTS) == [], "give the example the names it needs (conftest.py) instead of +SKIP"
+    assert _skipped_examples(TESTS) == [], "give the example the names it needs (conftest.py) instead of +SKIP"
 
 
 def test_make_test_runs_every_example():
@@ -82,5 +82,5 @@ def test_the_checks_catch_a_missing_and_a_skipped_example(tmp_path, monkeypatch)
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     sloppy = importlib.import_module("sloppy")
-    assert without_example(sloppy) == ["sloppy.unshown"]
-    assert skipped_examples(docstring_tests(sloppy)) == ["sloppy.skipped (line 10)"]
+    assert _without_example(sloppy) == ["sloppy.unshown"]
+    assert _skipped_examples(_docstring_tests(sloppy)) == ["sloppy.skipped (line 10)"]
