@@ -25,8 +25,11 @@ test: $(VENV)/.installed ## unit, schema and mock-runtime tests, then every docs
 	$(PY) -m pytest -q -m "not e2e and not go and not monitoring and not pulumi" -p no:cacheprovider
 	$(PY) -m pytest -q --doctest-modules components -p no:cacheprovider
 
-lint: $(VENV)/.installed ## workflows through actionlint (built from its Go module, cached)
-	$(PY) -m pytest -q -m go -p no:cacheprovider tests/test_workflows.py
+# The lint lane: the workflows through actionlint, and every GPU sharing config the tool writes through
+# NVIDIA's own parsers (the device plugin's and mig-parted's, built from ../shared/src; tools/README.md).
+lint: $(VENV)/.installed ## workflows through actionlint; time-slicing and MIG configs through NVIDIA's parsers (Go, cached)
+	tools/build.sh validators
+	GPU_TENANCY_VALIDATORS_REQUIRED=1 $(PY) -m pytest -q -m go -p no:cacheprovider tests/test_workflows.py tests/tools/nvidia_validators
 
 # The real-apiserver lane: builds kube-apiserver, kube-controller-manager and etcd from Go modules
 # (cached outside git, ~7 min cold, seconds warm) and runs tests/e2e against them.
