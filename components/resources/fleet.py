@@ -24,7 +24,7 @@ class Fleet(pulumi.ComponentResource):
     tenant to the destination's root; the Tenant's aliases take it back under this Fleet.)
 
     >>> registered = pulumi_mocks(lambda: Fleet("lab", lab, stack="lab.blue"), stack="lab.blue")
-    >>> [r.name for r in registered if r.type == "gpu-tenancy:index:Tenant"]
+    >>> sorted(r.name for r in registered if r.type == "gpu-tenancy:index:Tenant")
     ['audio', 'speech']
     """
 
