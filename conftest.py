@@ -66,7 +66,7 @@ def _cli_args(*argv: str):
 
 
 def _pulumi_mocks(body, stack: str = "prod") -> list:
-    from tests.pulumi_harness import run_body
+    from tools.pulumi_mocks import run_body
 
     registrations, _ = run_body(stack, {}, body)
     return registrations
