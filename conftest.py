@@ -2,7 +2,7 @@
 
 The example project's environments are loaded once per session: `prod`, `staging`, `dev` (the stacks
 of stacks/ with the tenants of tenants/), `environment` (= `prod`, for examples about any
-environment), `tenant` (prod's first tenant spec, `eval`) and `lab` (tests/fixtures/sharded: one
+environment), `tenant` (prod's first tenant spec, `eval`), `view` (that tenant's view of prod's fleet) and `lab` (tests/fixtures/sharded: one
 environment split across the shard stacks `lab.blue` and `lab.green`). `root` is the example project,
 `git_project` a committed copy of it in its own git repository, `scratch` an empty directory of the
 example's own, `cli_args(*argv)` the arguments `tenants --root <example project> *argv` parses to, and
@@ -33,6 +33,7 @@ def example_namespace(tmp_path_factory: pytest.TempPathFactory) -> dict:
         "dev": dev,
         "environment": prod,
         "tenant": prod.tenants[0].spec,
+        "view": prod.view(prod.tenants[0].spec),
         "lab": load_environment(SHARDED, "lab"),
         "lab_root": SHARDED,
         "git_project": _committed_copy(tmp_path_factory.mktemp("git-project")),

@@ -58,7 +58,8 @@ def commodity_resource(platform: Platform, commodity: Commodity) -> str:
 
 
 def pool_owners(tenants: Iterable[tuple[str, Tenant]], platform: Platform) -> dict[str, str]:
-    """Pool -> the first (not decommissioned) tenant that lists it in `gpu.dedicatedPools`.
+    """Pool -> the first (not decommissioned) tenant that lists it in `gpu.dedicatedPools`: the one rule
+    of who owns a dedicated pool (builders read it as the fleet fact `FleetFacts.pool_owners`).
 
     >>> pool_owners([(t.name, t.spec) for t in prod.tenants], prod.platform)
     {'h100-serve': 'inference', 'h100-train': 'llm-finetune'}
@@ -76,7 +77,8 @@ def pool_owners(tenants: Iterable[tuple[str, Tenant]], platform: Platform) -> di
 def reachable_pools(name: str, tenant: Tenant, platform: Platform, owners: Mapping[str, str]) -> list[str]:
     """Pools the tenant's pods may land on: its dedicated pools and the shared pools of its listed classes.
 
-    The same rule as the placement policy (`components.manifests.placement_policy.placement`).
+    The one rule: the placement policy, the Kueue flavors and this capacity check all read it
+    (builders through `components.fleet.facts.TenantView.reachable_pools`).
 
     >>> owners = pool_owners([(t.name, t.spec) for t in prod.tenants], prod.platform)
     >>> reachable_pools("eval", tenant, prod.platform, owners), reachable_pools("inference", prod.tenants[1].spec, prod.platform, owners)
@@ -362,26 +364,6 @@ def feasibility(tenants: Iterable[tuple[str, Tenant]], platform: Platform,
         edges = {t: [p for p in reach[t] if p in pools] for t in demand[commodity]}
         results[commodity] = solve(commodity, demand[commodity], edges, dict(pools), limit)
     return results
-
-
-def quota_split(environment) -> dict[str, dict[Commodity, dict[str, int]]]:
-    """tenant -> commodity -> pool -> units: how each tenant's quota is spread over the pools it reaches.
-
-    The flow of `feasibility` over every tenant that is not decommissioned (a suspended tenant keeps
-    its queue, held). When quotas do not fit (validation refuses such a stack) the units the flow
-    could not place go to the tenant's first reachable pool, so the split always adds up to the quota.
-    Computed once per environment.
-
-    >>> quota_split(prod)["eval"]
-    {('class', 'a100'): {'a100-shared': 20}, ('mig', '1g.10gb'): {'a100-mig': 48}, ('mig', '3g.40gb'): {'a100-mig': 16}}
-    """
-    key = ("quota_split", id(environment.tenants), len(environment.tenants))
-    cached = environment.derived.get(key)
-    if cached is None:
-        platform = environment.platform
-        tenants = [(t.name, t.spec) for t in environment.tenants if t.spec.lifecycle != "decommissioned"]
-        cached = environment.derived[key] = split_of(feasibility(tenants, platform))
-    return cached
 
 
 def split_of(results: Mapping[Commodity, CommodityResult]) -> dict[str, dict[Commodity, dict[str, int]]]:

@@ -70,7 +70,7 @@ def touched_stacks(
     >>> from dataclasses import replace
     >>> from components.spec.sharding import Sharding
     >>> to_blue = Sharding(shards=["blue", "green"], assignments={"vision": "blue"})
-    >>> resharded = replace(lab, platform=lab.platform.model_copy(update={"sharding": to_blue}), derived={})
+    >>> resharded = replace(lab, platform=lab.platform.model_copy(update={"sharding": to_blue}))
     >>> stacks, [move] = touched_stacks(lab, resharded, [("vision", "vision")], [], platform_changed=False)
     >>> stacks, move["command"]
     (['lab.blue', 'lab.green'], "pulumi state move --source lab.green --dest lab.blue --yes 'urn:pulumi:lab.green::gpu-tenancy::gpu-tenancy:index:Fleet$gpu-tenancy:index:Tenant::vision'")
