@@ -21,8 +21,9 @@ run: $(VENV)/.installed ## render the example prod stack to out/prod (offline, n
 validate: $(VENV)/.installed
 	$(VENV)/bin/tenants validate
 
-test: $(VENV)/.installed ## unit, schema and mock-runtime tests (no cluster needed)
+test: $(VENV)/.installed ## unit, schema and mock-runtime tests, then every docstring example of components/ (no cluster needed)
 	$(PY) -m pytest -q -m "not e2e and not go and not monitoring and not pulumi and not network" -p no:cacheprovider
+	$(PY) -m pytest -q --doctest-modules components -p no:cacheprovider
 
 # The lint lane: the workflows through actionlint, and every GPU sharing config the tool writes through
 # NVIDIA's own parsers (the device plugin's and mig-parted's, built from ../shared/src; tools/README.md).

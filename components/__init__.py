@@ -8,8 +8,9 @@ The public API (docs/library.md); everything else is internal and may move:
     Fleet, Tenant, GpuPlatform                        the Pulumi components (providers only through `opts`)
     Environment, InvalidInput, Problem                what the loaders return and raise
 
->>> from components import load_environment, Fleet            # doctest: +SKIP
->>> fleet = Fleet("prod", load_environment(Path("."), "prod"))  # doctest: +SKIP
+>>> from components import environment_objects, load_environment
+>>> sorted(environment_objects(load_environment(root, "prod")))
+['_platform', 'eval', 'inference', 'llm-finetune']
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Load a project (stack files and tenant files) into validated specs, or every problem at once.
 
->>> env = load_environment(Path("."), "dev")          # doctest: +SKIP
->>> [t.name for t in env.tenants]                     # doctest: +SKIP
+>>> env = load_environment(root, "dev")
+>>> [t.name for t in env.tenants]
 ['eval', 'inference', 'llm-finetune']
 """
 
@@ -42,8 +42,10 @@ def reading_each_file_once():
     """Within the block, identical tenant files are parsed and validated once (loads stay independent:
     each gets its own copy of what loading changes).
 
-    >>> with reading_each_file_once():   # doctest: +SKIP
-    ...     base, head = load_environment(base_root, "prod"), load_environment(root, "prod")
+    >>> with reading_each_file_once():
+    ...     base, head = load_environment(root, "prod"), load_environment(root, "prod")
+    >>> base.tenants[0].spec == head.tenants[0].spec, base.tenants[0].spec is head.tenants[0].spec
+    (True, False)
     """
     token = _READ_BEFORE.set({})
     try:
@@ -54,12 +56,20 @@ def reading_each_file_once():
 
 def stack_names(root: Path) -> list[str]:
     """Environments that have a `stacks/Pulumi.<env>.yaml` (not the shard stacks `<env>.<shard>`,
-    whose files, if any, hold only Pulumi's own settings)."""
+    whose files, if any, hold only Pulumi's own settings).
+
+    >>> stack_names(root), stack_names(lab_root)
+    (['dev', 'prod', 'staging'], ['lab'])
+    """
     return [name for name in _stack_file_names(root) if split_stack_name(name)[1] is None]
 
 
 def shard_stack_files(root: Path) -> list[str]:
-    """Stack names of the `stacks/Pulumi.<env>.<shard>.yaml` files."""
+    """Stack names of the `stacks/Pulumi.<env>.<shard>.yaml` files.
+
+    >>> shard_stack_files(root)
+    []
+    """
     return [name for name in _stack_file_names(root) if split_stack_name(name)[1] is not None]
 
 
@@ -72,6 +82,11 @@ def _stack_file_names(root: Path) -> list[str]:
 
 
 def stack_file(root: Path, env: str) -> Path:
+    """The stack file of `env` (`.yaml` or `.yml`; the `.yaml` name when there is none yet).
+
+    >>> stack_file(root, "prod").relative_to(root).as_posix(), stack_file(root, "lab").name
+    ('stacks/Pulumi.prod.yaml', 'Pulumi.lab.yaml')
+    """
     for suffix in TENANT_SUFFIXES:
         candidate = root / "stacks" / f"Pulumi.{env}{suffix}"
         if candidate.exists() or candidate.is_symlink():
@@ -87,7 +102,11 @@ def _display(path: Path, root: Path) -> str:
 
 
 def parse_platform(doc: SourceDocument, env: str) -> Platform:
-    """Validate the `gpu-tenancy:platform` object of a parsed stack file."""
+    """Validate the `gpu-tenancy:platform` object of a parsed stack file.
+
+    >>> parse_platform(prod.platform_doc, "prod").label_domain
+    'gpu.acme.dev'
+    """
     config = doc.data.get("config") if isinstance(doc.data, dict) else None
     if not isinstance(config, dict) or CONFIG_KEY not in config:
         raise InvalidInput([doc.problem(("config",), f"missing `config: {{{CONFIG_KEY}: ...}}` with the cluster inventory")])
@@ -102,6 +121,12 @@ def parse_platform(doc: SourceDocument, env: str) -> Platform:
 
 
 def load_platform(root: Path, env: str) -> tuple[Platform, SourceDocument]:
+    """The validated platform of `stacks/Pulumi.<env>.yaml` and the parsed file (raises `InvalidInput`).
+
+    >>> platform, doc = load_platform(root, "dev")
+    >>> platform.label_domain, doc.file
+    ('gpu.acme.dev', 'stacks/Pulumi.dev.yaml')
+    """
     path = stack_file(root, env)
     display = _display(path, root)
     if not path.exists() and not path.is_symlink():  # a broken link is reported by read_text
@@ -112,6 +137,11 @@ def load_platform(root: Path, env: str) -> tuple[Platform, SourceDocument]:
 
 
 def tenant_paths(root: Path) -> list[Path]:
+    """The tenant files under `tenants/` (`.yaml` or `.yml`), sorted.
+
+    >>> [p.name for p in tenant_paths(root)]
+    ['eval.yaml', 'inference.yaml', 'llm-finetune.yaml']
+    """
     directory = root / "tenants"
     if not directory.is_dir():
         return []
@@ -119,7 +149,12 @@ def tenant_paths(root: Path) -> list[Path]:
 
 
 def read_tenant_documents(root: Path) -> tuple[list[SourceDocument], list[Problem]]:
-    """Parse every tenant file; files that cannot be parsed become problems."""
+    """Parse every tenant file; files that cannot be parsed become problems.
+
+    >>> docs, problems = read_tenant_documents(root)
+    >>> [d.file for d in docs], problems
+    (['tenants/eval.yaml', 'tenants/inference.yaml', 'tenants/llm-finetune.yaml'], [])
+    """
     docs, problems = [], []
     read_before = _READ_BEFORE.get()
     for path in tenant_paths(root):
@@ -162,7 +197,13 @@ def _without_nulls(value: Any) -> Any:
 
 def for_environment(doc: SourceDocument, env: str | None) -> SourceDocument:
     """The tenant document with `environments.<env>` merged over the base (maps merge, lists replace,
-    `null` removes a key); its problems name the stack."""
+    `null` removes a key); its problems name the stack.
+
+    >>> docs, _ = read_tenant_documents(root)
+    >>> base, merged = docs[2].data["quota"]["gpu"], for_environment(docs[2], "dev").data["quota"]["gpu"]
+    >>> base, merged
+    (40, {'l4': 2})
+    """
     data = doc.data
     if not isinstance(data, dict):
         return doc
@@ -183,7 +224,12 @@ def for_environment(doc: SourceDocument, env: str | None) -> SourceDocument:
 
 
 def validate_tenant(doc: SourceDocument, env: str | None = None) -> Tenant:
-    """Validate one tenant document (for an environment, with its overrides merged)."""
+    """Validate one tenant document (for an environment, with its overrides merged).
+
+    >>> docs, _ = read_tenant_documents(root)
+    >>> validate_tenant(docs[0]).name, validate_tenant(docs[0], "dev").lifecycle
+    ('eval', 'active')
+    """
     return _validate_merged(doc, for_environment(doc, env))
 
 
@@ -212,8 +258,8 @@ def load_program_environment(root: Path, stack: str, platform_config: Any) -> En
     stack `<env>.<shard>` has no inventory of its own: it loads its environment's files, and its
     shard must be one the environment lists.
 
-    >>> load_program_environment(Path("."), "prod.a", None).name   # doctest: +SKIP
-    'prod'
+    >>> load_program_environment(lab_root, "lab.blue", None).name
+    'lab'
     """
     env, shard = split_stack_name(stack)
     if shard is not None:
@@ -248,6 +294,13 @@ def fewer_gc_passes(threshold: int = 50_000):
     models that all stay alive; at the default threshold (700 allocations) the collector rescans
     them over and over: 30% of loading and half of building at that size (docs/performance.md).
     Cycles are still collected, in larger batches.
+
+    >>> import gc
+    >>> with fewer_gc_passes(100_000):
+    ...     gc.get_threshold()[0]
+    100000
+    >>> gc.get_threshold()[0] < 100_000  # restored afterwards
+    True
     """
     before = gc.get_threshold()
     gc.set_threshold(max(threshold, before[0]), *before[1:])
@@ -260,7 +313,12 @@ def fewer_gc_passes(threshold: int = 50_000):
 def load_environment(
     root: Path, env: str, *, strict_warnings: bool = False, platform_doc: SourceDocument | None = None
 ) -> Environment:
-    """Load and cross-check everything the stack `env` deploys; raise `InvalidInput` with all problems."""
+    """Load and cross-check everything the stack `env` deploys; raise `InvalidInput` with all problems.
+
+    >>> environment = load_environment(root, "staging")
+    >>> environment.name, [t.name for t in environment.tenants], environment.platform.scheduler
+    ('staging', ['eval', 'inference', 'llm-finetune'], 'kai')
+    """
     with fewer_gc_passes():
         return _load_environment(root, env, strict_warnings=strict_warnings, platform_doc=platform_doc)
 
@@ -303,8 +361,10 @@ def environment_from_data(
     `data:platform` with the field. `known_stacks`: the environments that `environments:`
     overrides may name (default: any).
 
-    >>> environment = environment_from_data("dev", platform, {"team-a": {"name": "team-a", ...}})  # doctest: +SKIP
-    >>> [t.name for t in environment.tenants]                                                     # doctest: +SKIP
+    >>> team_a = {"apiVersion": "gpu-tenancy.dev/v1alpha1", "kind": "Tenant", "name": "team-a",
+    ...           "displayName": "Team A", "costCenter": "cc-1"}
+    >>> environment = environment_from_data("dev", {"labelDomain": "gpu.example.com"}, {"team-a": team_a})
+    >>> [t.name for t in environment.tenants]
     ['team-a']
     """
     platform_doc = SourceDocument(f"data:platform of stack {env}", {"config": {CONFIG_KEY: copy.deepcopy(platform)}})
@@ -326,7 +386,14 @@ def environment_from_documents(
     strict_warnings: bool = False,
 ) -> Environment:
     """Validate a platform document and tenant documents into one environment, or raise
-    `InvalidInput` with every problem (those in `problems` too)."""
+    `InvalidInput` with every problem (those in `problems` too).
+
+    >>> docs, problems = read_tenant_documents(root)
+    >>> environment = environment_from_documents("dev", dev.platform_doc, docs, problems, known_envs=["prod", "staging", "dev"])
+    >>> [t.name for t in environment.tenants]
+    ['eval', 'inference', 'llm-finetune']
+    """
+
     problems = list(problems)
     platform = None
     if platform_doc is not None:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-CHECKED = ["components", "tests", "bench", "tools", "__main__.py"]
+CHECKED = ["components", "tests", "bench", "tools", "__main__.py", "conftest.py"]
 
 
 def test_no_unused_imports_or_variables_and_no_undefined_names():

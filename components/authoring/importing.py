@@ -323,8 +323,9 @@ def environment_with_imports(root, env: str, texts: dict[str, str]):
     project's other tenant files, validated as `tenants validate --stack env` would (a stack that lists
     its tenants as if it listed them too); raises `InvalidInput` with every problem.
 
-    >>> environment_with_imports(Path("."), "dev", {"team-a": text}).tenants  # doctest: +SKIP
-    [...]
+    >>> text = tenant_file_text(tenant_skeleton("team-a"))
+    >>> [t.name for t in environment_with_imports(root, "dev", {"team-a": text}).tenants]
+    ['eval', 'inference', 'llm-finetune', 'team-a']
     """
     from ..load import environment_from_documents, load_platform, read_tenant_documents, stack_names
     from ..spec.stack import CONFIG_KEY
@@ -345,8 +346,11 @@ def environment_with_imports(root, env: str, texts: dict[str, str]):
 def check_against_stack(root, env: str, texts: dict[str, str]) -> list:
     """Errors the imported files cause in stack `env` (see `environment_with_imports`); empty when valid.
 
-    >>> check_against_stack(Path("."), "dev", {"team-a": text})  # doctest: +SKIP
+    >>> check_against_stack(root, "dev", {"team-a": tenant_file_text(tenant_skeleton("team-a"))})
     []
+    >>> skeleton = tenant_skeleton("team-a")
+    >>> [p.message for p in check_against_stack(root, "dev", {"team-a": tenant_file_text({**skeleton, "gpu": {"classes": ["h100"]}})})]
+    ["unknown GPU class 'h100' (known: a100-mig, l4)"]
     """
     from ..spec.problems import InvalidInput, errors_only
 
@@ -358,7 +362,11 @@ def check_against_stack(root, env: str, texts: dict[str, str]) -> list:
 
 
 def object_key(obj: dict[str, Any]) -> tuple[str, str, str, str]:
-    """(apiVersion, kind, namespace, name) of an object."""
+    """(apiVersion, kind, namespace, name) of an object.
+
+    >>> object_key({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "tenant-quota", "namespace": "team-a"}})
+    ('v1', 'ResourceQuota', 'team-a', 'tenant-quota')
+    """
     meta = obj.get("metadata") or {}
     return obj.get("apiVersion", ""), obj.get("kind", ""), meta.get("namespace") or "", meta.get("name", "")
 

@@ -57,14 +57,24 @@ def fill_from_catalogue(platform: dict[str, Any]) -> dict[str, Any]:
 
 def stack_document(platform: dict[str, Any], file: str, positions: dict | None = None) -> SourceDocument:
     """The stack file's document for `platform`; `positions` of an inventory file's paths (relative
-    to the platform object) keep problems located in that file."""
+    to the platform object) keep problems located in that file.
+
+    >>> stack_document({"labelDomain": "gpu.example.com"}, "stacks/Pulumi.lab.yaml").data
+    {'config': {'gpu-tenancy:platform': {'labelDomain': 'gpu.example.com'}}}
+    """
     prefix = ("config", CONFIG_KEY)
     located = {prefix + tuple(path): position for path, position in (positions or {}).items()}
     return SourceDocument(file, {"config": {CONFIG_KEY: platform}}, located)
 
 
 def check_stack(env: str, doc: SourceDocument) -> list[Problem]:
-    """Every problem (warnings too) of a stack with no tenants."""
+    """Every problem (warnings too) of a stack with no tenants.
+
+    >>> check_stack("lab", stack_document({"labelDomain": "gpu.example.com"}, "stacks/Pulumi.lab.yaml"))
+    []
+    >>> [str(p) for p in check_stack("lab", stack_document({}, "stacks/Pulumi.lab.yaml"))]
+    ['stacks/Pulumi.lab.yaml: config.gpu-tenancy:platform.labelDomain: required field is missing']
+    """
     try:
         environment = environment_from_documents(env, doc, [], [], known_envs=[env])
     except InvalidInput as err:
@@ -77,7 +87,17 @@ _ORDER = ("environment", "kubeContext", "labelDomain", "platformAdminGroup", "pl
 
 
 def stack_text(env: str, platform: dict[str, Any]) -> str:
-    """The stack file: the platform object under `config`, the usual keys first, with a header."""
+    """The stack file: the platform object under `config`, the usual keys first, with a header.
+
+    >>> print(stack_text("lab", {"tenants": "all", "labelDomain": "gpu.example.com"}), end="")
+    # Stack lab: the cluster inventory of one environment, written by `tenants init`.
+    # Every field: docs/file-format.md (Platform). `tenants: all` deploys every tenants/*.yaml;
+    # a list, e.g. [team-a], deploys only those.
+    config:
+      gpu-tenancy:platform:
+        labelDomain: gpu.example.com
+        tenants: all
+    """
     ordered = {key: platform[key] for key in _ORDER if key in platform}
     ordered.update({key: value for key, value in platform.items() if key not in ordered})
     body = yaml.safe_dump({"config": {CONFIG_KEY: ordered}}, sort_keys=False, default_flow_style=False, width=100)

@@ -143,6 +143,11 @@ def check_against_project(root: Path, name: str, text: str) -> ProjectFit:
 
     Errors a stack has without the new file are not the new file's: they are left out (and a stack
     that cannot be read at all is reported in `broken_stacks`).
+
+    >>> text = new_tenant_file("team-a", owner_groups=["team-a-owners"], gpu={"h100": 1})
+    >>> fit = check_against_project(root, "team-a", text)
+    >>> fit.stacks[0].stack, [p.message for p in fit.stacks[0].problems][:1]
+    ('dev', ["unknown GPU class 'h100' (known: a100-mig, l4)"])
     """
     new_file = f"tenants/{name}.yaml"
     new_doc = parse_yaml(text, new_file)

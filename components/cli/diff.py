@@ -81,7 +81,7 @@ def _verify(root: Path, ref: str) -> str | None:
 def resolve_base(root: Path, ref: str | None) -> dict[str, str]:
     """The base commit as `{ref, commit, how}`; the default is the merge base with origin/main.
 
-    >>> resolve_base(Path("."), "HEAD")["ref"]   # doctest: +SKIP
+    >>> resolve_base(git_project, "HEAD")["ref"]
     'HEAD'
     """
     try:
@@ -110,7 +110,9 @@ def resolve_base(root: Path, ref: str | None) -> dict[str, str]:
 def export_tree(root: Path, commit: str, dest: Path) -> None:
     """Write the commit's tenants/ and stacks/ (of the project at `root`) under `dest`, checkout-free.
 
-    >>> export_tree(Path("."), "HEAD", Path("/tmp/base"))   # doctest: +SKIP
+    >>> export_tree(git_project, "HEAD", scratch)
+    >>> sorted(p.name for p in (scratch / "stacks").iterdir())
+    ['Pulumi.dev.yaml', 'Pulumi.prod.yaml', 'Pulumi.staging.yaml']
     """
     prefix = _git(root, "rev-parse", "--show-prefix").decode().strip()
     paths = [f"{prefix}{part}" for part in PROJECT_DIRS]
@@ -147,8 +149,13 @@ def export_tree(root: Path, commit: str, dest: Path) -> None:
 def load_lenient(root: Path, env: str) -> Side:
     """The base stack as far as it loads: invalid tenant files left out, cross-file checks skipped.
 
-    >>> load_lenient(Path("/tmp/base"), "prod").problems   # doctest: +SKIP
+    >>> load_lenient(root, "prod").problems
     []
+    >>> import shutil
+    >>> (scratch / "stacks").mkdir(); _ = shutil.copy(root / "stacks" / "Pulumi.dev.yaml", scratch / "stacks")
+    >>> (scratch / "tenants").mkdir(); _ = (scratch / "tenants" / "broken.yaml").write_text("kind: Tenant\\n")
+    >>> load_lenient(scratch, "dev").problems
+    ['the base is invalid (4 error(s)); diffed as far as it loads: tenants/broken.yaml:1:1: apiVersion: required field is missing; ...']
     """
     try:
         environment = load_environment(root, env)
@@ -181,8 +188,11 @@ def load_lenient(root: Path, env: str) -> Side:
 def edited_files(root: Path, base_root: Path) -> list[str]:
     """Project files (as problems name them, e.g. `tenants/a.yaml`) added or changed since the base.
 
-    >>> edited_files(Path("."), Path("/tmp/base"))   # doctest: +SKIP
-    ['tenants/vision.yaml']
+    >>> import shutil
+    >>> _ = shutil.copytree(root / "tenants", scratch / "tenants")
+    >>> _ = (scratch / "tenants" / "eval.yaml").write_text("# the base's version\\n")
+    >>> edited_files(root, scratch)
+    ['tenants/eval.yaml', 'stacks/Pulumi.dev.yaml', 'stacks/Pulumi.prod.yaml', 'stacks/Pulumi.staging.yaml']
     """
     edited = []
     for part in PROJECT_DIRS:
@@ -214,7 +224,9 @@ def diff_document(root: Path, base: dict[str, str], stacks: list[str] | None, ba
 
     Raises `InvalidInput` for an invalid working tree and `UsageError` (exit 2) for a stack on neither side.
 
-    >>> diff_document(Path("."), base, None, Path("/tmp/base"))["changed"]   # doctest: +SKIP
+    >>> base = resolve_base(git_project, "HEAD")
+    >>> export_tree(git_project, base["commit"], scratch)
+    >>> diff_document(git_project, base, None, scratch)["changed"]
     False
     """
     return _compare(root, base, stacks, base_root)[0]
@@ -262,6 +274,13 @@ def _compare_sides(
 
 
 def add_parser(sub) -> None:
+    """The `tenants diff` subcommand.
+
+    >>> sub = argparse.ArgumentParser().add_subparsers()
+    >>> add_parser(sub)
+    >>> sub.choices["diff"].parse_args(['--base', 'main'])
+    Namespace(base='main', stack=None, format='text')
+    """
     parser = sub.add_parser(
         "diff",
         help="what a change to tenants/ and stacks/ does, compared with a git ref (offline)",
@@ -276,6 +295,19 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Print what the working tree changes against `--base`; exit 0, or 2 for a bad ref.
+
+    >>> run(cli_args("--root", str(git_project), "diff", "--base", "HEAD", "--format", "json"))
+    {
+      "base": {
+        "commit": "...",
+        "how": "given with --base",
+        "ref": "HEAD"
+      },
+      "changed": false,
+    ...
+    0
+    """
     root = args.root.resolve()
     try:
         base = resolve_base(root, args.base)
@@ -302,8 +334,10 @@ def changed_outside_project_files(root: Path, commit: str) -> list[str]:
     """Files changed since `commit` (committed, staged, unstaged or untracked) other than tenant and
     stack files and documentation: code, dependencies, the program, workflows.
 
-    >>> changed_outside_project_files(Path("."), "HEAD")   # doctest: +SKIP
-    ['components/manifests/quota.py']
+    >>> _ = (git_project / "Pulumi.yaml").write_text("name: renamed\\n")
+    >>> changed_outside_project_files(git_project, "HEAD")
+    ['Pulumi.yaml']
+    >>> _ = subprocess.run(["git", "-C", git_project, "checkout", "Pulumi.yaml"], check=True)
     """
     prefix = _git(root, "rev-parse", "--show-prefix").decode().strip()
     listed = _git(root, "diff", "--name-only", "-z", commit, "--", ":/").decode().split("\0")

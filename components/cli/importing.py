@@ -28,6 +28,13 @@ _LIVE_KINDS = (
 
 
 def add_parser(sub) -> None:
+    """The `tenants import` subcommand.
+
+    >>> sub = argparse.ArgumentParser().add_subparsers()
+    >>> add_parser(sub)
+    >>> sub.choices["import"].parse_args(["--stack", "dev", "--from", "profiles.yaml"])
+    Namespace(stack='dev', kubeconfig=None, context=None, selector=None, namespace=[], files=[PosixPath('profiles.yaml')], gpu_class=[], report=None, force=False, stdout=False)
+    """
     parser = sub.add_parser(
         "import",
         help="write tenant files for namespaces that already exist, or from Capsule/Kubeflow/Kueue files",
@@ -70,7 +77,14 @@ def _kubernetes_client():
 
 
 def read_cluster(kubeconfig: Path | None, context: str | None, selector: str | None, names: list[str]) -> tuple[list[dict], list[dict]]:
-    """The selected namespaces and the objects of each that the importer maps, as plain dicts."""
+    """The selected namespaces and the objects of each that the importer maps, as plain dicts.
+
+    >>> _ = (scratch / "kubeconfig").write_text("apiVersion: v1\\nkind: Config\\nclusters: []\\ncontexts: []\\nusers: []\\n")
+    >>> read_cluster(scratch / "kubeconfig", "prod-admin", "team", [])  # a kubeconfig without the context: no cluster is asked
+    Traceback (most recent call last):
+    ...
+    kubernetes.config.config_exception.ConfigException: Invalid kube-config file. Expected object with name prod-admin in .../kubeconfig/contexts list
+    """
     client, config = _kubernetes_client()
     api = config.new_client_from_config(config_file=str(kubeconfig) if kubeconfig else None, context=context)
     plain = api.sanitize_for_serialization
@@ -93,7 +107,14 @@ def read_cluster(kubeconfig: Path | None, context: str | None, selector: str | N
 
 
 def read_live(kubeconfig: Path | None, context: str | None, objects: list[dict]) -> dict[tuple, dict | None]:
-    """The live object of each of `objects` (by `object_key`), None where there is none or its kind is not served."""
+    """The live object of each of `objects` (by `object_key`), None where there is none or its kind is not served.
+
+    >>> _ = (scratch / "kubeconfig").write_text("apiVersion: v1\\nkind: Config\\nclusters: []\\ncontexts: []\\nusers: []\\n")
+    >>> read_live(scratch / "kubeconfig", "prod-admin", [])  # a kubeconfig without the context: no cluster is asked
+    Traceback (most recent call last):
+    ...
+    kubernetes.config.config_exception.ConfigException: Invalid kube-config file. Expected object with name prod-admin in .../kubeconfig/contexts list
+    """
     from ..authoring.importing import object_key
 
     _, config = _kubernetes_client()
@@ -140,6 +161,19 @@ def _read_files(paths: list[Path]) -> list[dict[str, Any]]:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Write (or with `--stdout` print) the tenant files of what already runs; exit 0, 1 when nothing imports or the files are invalid, 2 for usage.
+
+    >>> profile = root / "tests" / "authoring" / "upstream" / "kubeflow-v1beta1-profile.yaml"
+    >>> run(cli_args("import", "--stack", "dev", "--from", str(profile), "--stdout"))
+    # yaml-language-server: $schema=../docs/schema/tenant.schema.json
+    ...
+    name: test-user-profile
+    ...
+      gpu:
+        l4: 1
+    ...
+    0
+    """
     from ..authoring.import_cluster import tenants_from_cluster
     from ..authoring.import_files import tenants_from_documents
     from ..authoring.importing import adoption_plan, environment_with_imports, tenant_file_text

@@ -22,6 +22,13 @@ _PREFIX = "config.gpu-tenancy:platform."
 
 
 def add_parser(sub) -> None:
+    """The `tenants init` subcommand.
+
+    >>> sub = argparse.ArgumentParser().add_subparsers()
+    >>> add_parser(sub)
+    >>> sub.choices["init"].parse_args(['--label-domain', 'gpu.example.com', '--gpu-class', 'l4=L4-24GB'])
+    Namespace(stack='prod', label_domain='gpu.example.com', gpu_class=['l4=L4-24GB'], pool=[], inventory=None, list_models=False, force=False)
+    """
     init = sub.add_parser(
         "init",
         help="write a minimal stack for a described cluster (no tenants)",
@@ -105,6 +112,16 @@ def _say(problem: Problem, args, inventory: str | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Write `stacks/Pulumi.<stack>.yaml` from the flags (or print the known GPU models); exit 0, or 1 with the problem.
+
+    >>> run(cli_args("--root", str(scratch), "init", "--stack", "lab", "--label-domain", "gpu.example.com",
+    ...     "--gpu-class", "l4=L4", "--pool", "l4-shared=l4:4:gpu-01"))
+    wrote .../stacks/Pulumi.lab.yaml: 1 GPU class(es), 1 node pool(s), no tenants
+    ...
+    0
+    >>> sorted(p.name for p in (scratch / "stacks").iterdir())
+    ['Pulumi.lab.yaml']
+    """
     from ..authoring import new_stack as inv
     from ..spec.base import DNS_LABEL_PATTERN
     from ..load import stack_file

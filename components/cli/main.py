@@ -54,7 +54,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `tenants` console script and `python -m components`.
 
-    >>> main(["validate", "--stack", "dev"])  # doctest: +SKIP
+    >>> main(["--root", str(root), "validate", "--stack", "dev"])
+    dev: 3 tenant(s) ok
     0
     """
     parser = _parser()

@@ -26,6 +26,13 @@ class PulumiCommandError(RuntimeError):
 
 
 def add_parser(sub) -> None:
+    """The `tenants moves` subcommand.
+
+    >>> sub = argparse.ArgumentParser().add_subparsers()
+    >>> add_parser(sub)
+    >>> sub.choices["moves"].parse_args(['--stack', 'prod', 'prod.json'])
+    Namespace(stack='prod', exports=[PosixPath('prod.json')], format='text', run=False)
+    """
     parser = sub.add_parser(
         "moves",
         help="the `pulumi state move`s that put each tenant into its stack, planned from the stacks' state",
@@ -46,8 +53,9 @@ def add_parser(sub) -> None:
 def pulumi(root: Path, *argv: str) -> str:
     """Run the `pulumi` CLI in the project directory and return its standard output.
 
-    >>> pulumi(Path("."), "stack", "ls", "--json")   # doctest: +SKIP
-    '[{"name": "prod", ...}]'
+    >>> getfixture("monkeypatch").setenv("PULUMI", "echo")  # a stand-in binary that shows its arguments
+    >>> pulumi(root, "stack", "ls", "--json")
+    'stack ls --json --non-interactive\\n'
     """
     binary = os.environ.get("PULUMI") or shutil.which("pulumi")
     if not binary:
@@ -59,7 +67,14 @@ def pulumi(root: Path, *argv: str) -> str:
 
 
 def existing_stacks(root: Path, environment: str) -> dict[str, str]:
-    """The environment's stacks that the backend has: short name -> the name the backend lists."""
+    """The environment's stacks that the backend has: short name -> the name the backend lists.
+
+    >>> listing = '[{"name": "acme/gpu-tenancy/lab.blue"}, {"name": "acme/gpu-tenancy/prod"}]'
+    >>> _ = (scratch / "pulumi").write_text(f"#!/bin/sh\\necho '{listing}'\\n"); (scratch / "pulumi").chmod(0o755)
+    >>> getfixture("monkeypatch").setenv("PULUMI", str(scratch / "pulumi"))  # a stand-in CLI that lists two stacks
+    >>> existing_stacks(root, "lab")
+    {'lab.blue': 'acme/gpu-tenancy/lab.blue'}
+    """
     from ..spec.sharding import split_stack_name
 
     listed = [row["name"] for row in json.loads(pulumi(root, "stack", "ls", "--json") or "[]")]
@@ -86,6 +101,15 @@ def _read_exports(args: argparse.Namespace, existing: dict[str, str] | None) -> 
 
 
 def run(args: argparse.Namespace) -> int:
+    """Print (or with `--run` make) the `pulumi state move`s of `--stack`; exit 0, or 1 for an unreadable state.
+
+    >>> import json
+    >>> _ = (scratch / "blue.json").write_text(json.dumps({"version": 3, "deployment": {"resources": [{"type": "gpu-tenancy:index:Tenant",
+    ...     "urn": "urn:pulumi:lab.blue::gpu-tenancy::gpu-tenancy:index:Fleet$gpu-tenancy:index:Tenant::vision"}]}}))
+    >>> run(cli_args("--root", str(lab_root), "moves", "--stack", "lab", str(scratch / "blue.json")))
+    pulumi state move --source lab.blue --dest lab.green --yes 'urn:pulumi:lab.blue::gpu-tenancy::gpu-tenancy:index:Fleet$gpu-tenancy:index:Tenant::vision'
+    0
+    """
     from ..load import load_environment
     from ..review.stack_changes import move_warning
     from ..review.state_moves import StateExportError, deployed_tenants, planned_moves

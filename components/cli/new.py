@@ -39,6 +39,13 @@ _LIMITS = re.compile(r"^limits\.(defaultRequest|default|max|min)\.(cpu|memory)")
 
 
 def add_parser(sub) -> None:
+    """The `tenants new` subcommand.
+
+    >>> sub = argparse.ArgumentParser().add_subparsers()
+    >>> add_parser(sub)
+    >>> sub.choices["new"].parse_args(['team-a', '--owner-group', 'team-a-owners'])
+    Namespace(name='team-a', owner_group=['team-a-owners'], developer_group=[], viewer_group=[], display_name=None, cost_center='unassigned', email=None, gpu_class=[], gpu=[], mig=[], cpu=None, memory=None, force=False, stdout=False)
+    """
     new = sub.add_parser(
         "new",
         help="write a commented tenant file for a new team",
@@ -163,6 +170,16 @@ def _class_problems(args, classes: list[str], fit) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Write (or with `--stdout` print) a commented tenant file that every stack accepts; exit 0, or 1 with the problems.
+
+    >>> run(cli_args("new", "team-a", "--owner-group", "team-a-owners", "--stdout"))
+    # yaml-language-server: $schema=../docs/schema/tenant.schema.json
+    ...
+    apiVersion: gpu-tenancy.dev/v1alpha1
+    kind: Tenant
+    name: team-a    ...
+    0
+    """
     from ..authoring.new_tenant import check_against_project, new_tenant_file
 
     try:

@@ -33,6 +33,13 @@ class Capacity:
 
     @staticmethod
     def add_parser(sub) -> None:
+        """The `tenants capacity` subcommand.
+
+        >>> sub = argparse.ArgumentParser().add_subparsers()
+        >>> Capacity.add_parser(sub)
+        >>> sub.choices["capacity"].parse_args(["--stack", "prod"])
+        Namespace(stack='prod', format='text')
+        """
         parser = sub.add_parser(
             "capacity",
             help="GPU capacity per class and MIG profile against tenant quotas",
@@ -43,6 +50,16 @@ class Capacity:
 
     @staticmethod
     def run(args: argparse.Namespace) -> int:
+        """Print the capacity table of `--stack`; exit 0.
+
+        >>> Capacity.run(cli_args("capacity", "--stack", "prod", "--format", "markdown"))
+        ### GPU capacity of stack `prod`
+        <BLANKLINE>
+        ...
+        | a100 | exclusive | nvidia.com/gpu | 2 | 16 | 1.25 | 20 | 20 | 0 | warning | eval 20 |
+        ...
+        0
+        """
         # Invalid input raises InvalidInput: `cli.main.main` prints every located problem and exits 1.
         environment = load_environment(args.root, args.stack)
         report(environment.warnings)
@@ -72,8 +89,10 @@ def moment(text: str) -> datetime:
 def instant_query(base_url: str, expr: str, at: datetime) -> list[dict[str, Any]]:
     """The vector Prometheus answers for `expr` at `at` (`/api/v1/query`).
 
-    >>> instant_query("http://127.0.0.1:9", "up", datetime.now(timezone.utc))  # doctest: +SKIP
-    [{'metric': {...}, 'value': [...]}]
+    >>> instant_query("http://127.0.0.1:9", "up", datetime.now(timezone.utc))  # nothing listens there
+    Traceback (most recent call last):
+    ...
+    components.cli.reports.PrometheusError: cannot query Prometheus at http://127.0.0.1:9: ...
     """
     query = urllib.parse.urlencode({"query": expr, "time": f"{at.timestamp():.3f}"})
     url = f"{base_url.rstrip('/')}/api/v1/query?{query}"

@@ -11,12 +11,26 @@ from .common import EXIT_OK
 
 
 def add_parser(sub) -> None:
+    """The `tenants schema` subcommand.
+
+    >>> sub = argparse.ArgumentParser().add_subparsers()
+    >>> add_parser(sub)
+    >>> sub.choices["schema"].parse_args(['--kind', 'stack'])
+    Namespace(kind='stack', out=None)
+    """
     schema = sub.add_parser("schema", help="print the JSON Schema of tenant files (or stack config)")
     schema.add_argument("--kind", choices=["tenant", "stack"], default="tenant")
     schema.add_argument("--out", type=Path, help="write to this file instead of stdout")
 
 
 def run(args: argparse.Namespace) -> int:
+    """Print (or write to `--out`) the JSON Schema of tenant files or of the stack config; exit 0.
+
+    >>> run(cli_args("schema", "--out", str(scratch / "tenant.schema.json")))
+    0
+    >>> json.loads((scratch / "tenant.schema.json").read_text())["title"]
+    'Tenant'
+    """
     from ..spec.json_schema import stack_schema, tenant_schema
 
     schema = tenant_schema() if args.kind == "tenant" else stack_schema()

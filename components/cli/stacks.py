@@ -15,6 +15,13 @@ from .common import EXIT_INVALID, EXIT_OK, report, stacks
 
 
 def add_parser(sub) -> None:
+    """The `tenants stacks` subcommand.
+
+    >>> sub = argparse.ArgumentParser().add_subparsers()
+    >>> add_parser(sub)
+    >>> sub.choices["stacks"].parse_args(['--stack', 'lab'])
+    Namespace(stack=['lab'], format='text')
+    """
     parser = sub.add_parser(
         "stacks",
         help="the Pulumi stacks of each environment in deploy order (platform, then shards), with their tenants",
@@ -54,6 +61,14 @@ def as_json(environment_name: str, part: StackPart) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Print each environment's stacks in deploy order with their tenants; exit 0, or 1 for invalid input.
+
+    >>> run(cli_args("--root", str(lab_root), "stacks"))
+    lab: platform objects (tenants are in the shard stacks)
+    lab.blue: tenants audio, speech
+    lab.green: tenants robotics, vision (pinned)
+    0
+    """
     from ..load import load_environment
     from ..spec.problems import InvalidInput, errors_only
 

@@ -10,12 +10,25 @@ from .common import EXIT_INVALID, EXIT_OK, report, stacks
 
 
 def add_parser(sub) -> None:
+    """The `tenants validate` subcommand.
+
+    >>> sub = argparse.ArgumentParser().add_subparsers()
+    >>> add_parser(sub)
+    >>> sub.choices["validate"].parse_args(['--strict'])
+    Namespace(stack=None, strict=True)
+    """
     validate = sub.add_parser("validate", help="check tenant and stack files; print every problem")
     validate.add_argument("--stack", action="append", metavar="ENV", help="environment(s) to check (default: every stack)")
     validate.add_argument("--strict", action="store_true", help="treat warnings as errors")
 
 
 def run(args: argparse.Namespace) -> int:
+    """Check every stack (or `--stack`s) and print each problem; exit 0, or 1 when a stack is invalid.
+
+    >>> run(cli_args("validate", "--stack", "prod"))
+    prod: 3 tenant(s) ok
+    0
+    """
     from ..load import load_environment
     from ..fleet.shard_stacks import stack_parts
     from .stacks import describe

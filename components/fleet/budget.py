@@ -93,7 +93,12 @@ def split_budget(total: dict[str, str], slices: dict[str, dict[str, str]]) -> di
 
 
 def effective_limits(tenant: Tenant, platform: Platform) -> LimitRangeSpec:
-    """The tenant's LimitRange values, each unset one taken from the stack's defaults."""
+    """The tenant's LimitRange values, each unset one taken from the stack's defaults.
+
+    >>> limits = effective_limits(tenant, prod.platform)
+    >>> limits.default_request.cpu, limits.default.memory
+    (Quantity('250m'), Quantity('4Gi'))
+    """
     merged = {}
     for part in ("default_request", "default", "max", "min"):
         own: ResourceValues = getattr(tenant.limits, part)

@@ -1,6 +1,6 @@
 """An environment as loaded: the platform inventory of one stack file and the tenants it deploys.
 
->>> environment.name, [t.name for t in environment.tenants]   # doctest: +SKIP
+>>> dev.name, [t.name for t in dev.tenants]
 ('dev', ['eval', 'inference', 'llm-finetune'])
 """
 

@@ -45,6 +45,11 @@ def commodity_text(commodity: Commodity) -> str:
 
 
 def commodity_resource(platform: Platform, commodity: Commodity) -> str:
+    """The extended resource a commodity is requested as.
+
+    >>> commodity_resource(prod.platform, ("class", "h100")), commodity_resource(prod.platform, ("mig", "3g.40gb"))
+    ('nvidia.com/gpu', 'nvidia.com/mig-3g.40gb')
+    """
     kind, name = commodity
     return cap.class_resource(platform.gpu_classes[name]) if kind == "class" else mig.resource_name(name)
 
@@ -54,7 +59,11 @@ def commodity_resource(platform: Platform, commodity: Commodity) -> str:
 
 def pool_owners(tenants: Iterable[tuple[str, Tenant]], platform: Platform) -> dict[str, str]:
     """Pool -> the first (not decommissioned) tenant that lists it in `gpu.dedicatedPools`: the one rule
-    of who owns a dedicated pool (builders read it as the fleet fact `FleetFacts.pool_owners`)."""
+    of who owns a dedicated pool (builders read it as the fleet fact `FleetFacts.pool_owners`).
+
+    >>> pool_owners([(t.name, t.spec) for t in prod.tenants], prod.platform)
+    {'h100-serve': 'inference', 'h100-train': 'llm-finetune'}
+    """
     owners: dict[str, str] = {}
     for name, tenant in tenants:
         if tenant.lifecycle == "decommissioned":
@@ -70,6 +79,10 @@ def reachable_pools(name: str, tenant: Tenant, platform: Platform, owners: Mappi
 
     The one rule: the placement policy, the Kueue flavors and this capacity check all read it
     (builders through `components.fleet.facts.TenantView.reachable_pools`).
+
+    >>> owners = pool_owners([(t.name, t.spec) for t in prod.tenants], prod.platform)
+    >>> reachable_pools("eval", tenant, prod.platform, owners), reachable_pools("inference", prod.tenants[1].spec, prod.platform, owners)
+    (['a100-mig', 'a100-shared'], ['h100-serve'])
     """
     listed = set(tenant.gpu.classes)
     return sorted(
@@ -84,7 +97,11 @@ def reachable_pools(name: str, tenant: Tenant, platform: Platform, owners: Mappi
 
 
 def pool_supply(platform: Platform, pool: NodePool) -> dict[Commodity, int]:
-    """Units of each commodity the whole pool holds, before overcommit."""
+    """Units of each commodity the whole pool holds, before overcommit.
+
+    >>> pool_supply(prod.platform, prod.platform.node_pools["a100-mig"])
+    {('mig', '1g.10gb'): 56, ('mig', '3g.40gb'): 16}
+    """
     gpu_class = platform.gpu_classes.get(pool.gpu_class)
     if gpu_class is None:
         return {}
@@ -98,7 +115,11 @@ def pool_supply(platform: Platform, pool: NodePool) -> dict[Commodity, int]:
 
 
 def pool_limit(platform: Platform, pool: NodePool, units: int) -> int:
-    """What quotas may promise on `units` of the pool: floor(units x the class's overcommit)."""
+    """What quotas may promise on `units` of the pool: floor(units x the class's overcommit).
+
+    >>> pool_limit(prod.platform, prod.platform.node_pools["a100-shared"], 16)
+    20
+    """
     return math.floor(units * Fraction(platform.gpu_classes[pool.gpu_class].overcommit))
 
 
@@ -107,6 +128,9 @@ def tenant_demand(tenant: Tenant, platform: Platform) -> dict[Commodity, int]:
 
     Quotas that per-tenant validation already refuses -- a class the tenant may not use or the
     stack does not define, a MIG profile no class it may use provides -- are left out.
+
+    >>> tenant_demand(tenant, prod.platform)
+    {('class', 'a100'): 20, ('mig', '1g.10gb'): 48, ('mig', '3g.40gb'): 16}
     """
     allowed = set(cap.allowed_classes(tenant, platform))
     result: dict[Commodity, int] = {}
@@ -238,7 +262,12 @@ def max_flow(demand: Mapping[str, int], edges: Mapping[str, list[str]],
 
 def hall_violated(tenants: Iterable[str], demand: Mapping[str, int], edges: Mapping[str, list[str]],
                   limit: Mapping[str, int]) -> bool:
-    """Whether these tenants together ask for more than the pools they can reach hold."""
+    """Whether these tenants together ask for more than the pools they can reach hold.
+
+    >>> edges = {"a": ["p"], "b": ["p", "q"]}
+    >>> hall_violated(["a", "b"], {"a": 4, "b": 4}, edges, {"p": 4, "q": 4}), hall_violated(["a", "b"], {"a": 4, "b": 4}, edges, {"p": 4, "q": 0})
+    (False, True)
+    """
     tenants = list(tenants)
     pools = {p for t in tenants for p in edges.get(t, [])}
     return sum(demand[t] for t in tenants) > sum(limit[p] for p in pools)
@@ -246,7 +275,11 @@ def hall_violated(tenants: Iterable[str], demand: Mapping[str, int], edges: Mapp
 
 def minimal_violators(candidates: Iterable[str], demand: Mapping[str, int], edges: Mapping[str, list[str]],
                       limit: Mapping[str, int]) -> list[str]:
-    """Drop tenants from a violating set while it still violates: no tenant of the result can go."""
+    """Drop tenants from a violating set while it still violates: no tenant of the result can go.
+
+    >>> minimal_violators(["a", "b", "c"], {"a": 5, "b": 1, "c": 1}, {"a": ["p"], "b": ["p"], "c": ["q"]}, {"p": 4, "q": 4})
+    ['a']
+    """
     current = sorted(candidates)
     changed = True
     while changed:   # until no single tenant can go (dropping one may make another droppable)
@@ -287,6 +320,12 @@ def components(result: "CommodityResult") -> list[tuple[list[str], list[str]]]:
 
 def solve(commodity: Commodity, demand: dict[str, int], edges: dict[str, list[str]],
           supply: dict[str, int], limit: dict[str, int]) -> CommodityResult:
+    """Place every tenant's demand of one commodity on the pools it reaches (max flow); name the over-promised tenants.
+
+    >>> result = solve(("class", "h100"), {"a": 4, "b": 4}, {"a": ["p"], "b": ["p", "q"]}, {"p": 4, "q": 4}, {"p": 4, "q": 4})
+    >>> result.flow, result.violators
+    ({'a': {'p': 4}, 'b': {'q': 4}}, [])
+    """
     result = CommodityResult(commodity, dict(sorted(demand.items())), edges, supply, limit)
     flow, reached = max_flow(demand, edges, limit)
     result.flow = flow
@@ -301,6 +340,10 @@ def feasibility(tenants: Iterable[tuple[str, Tenant]], platform: Platform,
 
     `tenants` are (name, spec) pairs of the tenants whose quotas count (the active ones);
     `owners` the dedicated pools of every tenant that still holds one (default: from `tenants`).
+
+    >>> results = feasibility([(t.name, t.spec) for t in prod.tenants], prod.platform)
+    >>> {commodity: result.violators for commodity, result in sorted(results.items())}
+    {('class', 'a100'): [], ('class', 'h100'): [], ('mig', '1g.10gb'): [], ('mig', '3g.40gb'): []}
     """
     tenants = list(tenants)
     owners = pool_owners(tenants, platform) if owners is None else owners
@@ -324,6 +367,11 @@ def feasibility(tenants: Iterable[tuple[str, Tenant]], platform: Platform,
 
 
 def split_of(results: Mapping[Commodity, CommodityResult]) -> dict[str, dict[Commodity, dict[str, int]]]:
+    """tenant -> commodity -> pool -> units, from solved flow problems (pools that carry nothing left out).
+
+    >>> split_of(feasibility([(t.name, t.spec) for t in prod.tenants], prod.platform))["inference"]
+    {('class', 'h100'): {'h100-serve': 24}}
+    """
     split: dict[str, dict[Commodity, dict[str, int]]] = {}
     for commodity, result in sorted(results.items()):
         for tenant, want in result.demand.items():

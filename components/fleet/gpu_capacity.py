@@ -50,6 +50,11 @@ def mps_memory_per_replica(gpu_class: GpuClass) -> str | None:
 
 
 def is_mig_mixed(gpu_class: GpuClass) -> bool:
+    """Whether the class is partitioned with the mixed MIG strategy (one resource per profile).
+
+    >>> is_mig_mixed(prod.platform.gpu_classes["a100-mig"]), is_mig_mixed(prod.platform.gpu_classes["h100"])
+    (True, False)
+    """
     return gpu_class.sharing == "mig" and gpu_class.mig is not None and gpu_class.mig.strategy == "mixed"
 
 
@@ -58,6 +63,9 @@ def pool_layout(platform: Platform, pool: NodePool) -> list[tuple[int, dict[str,
 
     GPUs not covered by the layout stay whole (MIG disabled) and are not part of the result.
     Returns [] when the pool has no valid layout (validation reports why).
+
+    >>> pool_layout(prod.platform, prod.platform.node_pools["a100-mig"])
+    [(4, {'1g.10gb': 7}), (4, {'3g.40gb': 2})]
     """
     if pool.mig_layout is None:
         return []
@@ -77,7 +85,13 @@ def pool_layout(platform: Platform, pool: NodePool) -> list[tuple[int, dict[str,
 
 
 def node_mig_profiles(platform: Platform, pool: NodePool) -> dict[str, int]:
-    """MIG devices per profile on one node of a mixed-strategy MIG pool ({} otherwise)."""
+    """MIG devices per profile on one node of a mixed-strategy MIG pool ({} otherwise).
+
+    >>> node_mig_profiles(prod.platform, prod.platform.node_pools["a100-mig"])
+    {'1g.10gb': 28, '3g.40gb': 8}
+    >>> node_mig_profiles(prod.platform, prod.platform.node_pools["h100-train"])
+    {}
+    """
     gpu_class = platform.gpu_classes.get(pool.gpu_class)
     if gpu_class is None or not is_mig_mixed(gpu_class):
         return {}
@@ -93,6 +107,9 @@ def node_class_units(platform: Platform, pool: NodePool) -> int:
 
     Whole GPUs; x replicas when time-sliced or shared by MPS; MIG single: slices plus GPUs the layout leaves whole;
     MIG mixed: only the GPUs the layout leaves whole (its slices are `node_mig_profiles`).
+
+    >>> node_class_units(prod.platform, prod.platform.node_pools["h100-train"])
+    8
     """
     gpu_class = platform.gpu_classes.get(pool.gpu_class)
     if gpu_class is None:
@@ -185,7 +202,11 @@ def capacity(platform: Platform) -> Capacity:
 
 
 def allowed_classes(tenant: Tenant, platform: Platform) -> list[str]:
-    """GPU classes the tenant may use: listed ones plus those of its dedicated pools."""
+    """GPU classes the tenant may use: listed ones plus those of its dedicated pools.
+
+    >>> allowed_classes(tenant, prod.platform), allowed_classes(prod.tenants[1].spec, prod.platform)
+    (['a100', 'a100-mig'], ['h100'])
+    """
     names = set(tenant.gpu.classes)
     for pool in tenant.gpu.dedicated_pools:
         if pool in platform.node_pools:
@@ -194,7 +215,11 @@ def allowed_classes(tenant: Tenant, platform: Platform) -> list[str]:
 
 
 def gpu_quota_by_class(tenant: Tenant, platform: Platform) -> dict[str, int]:
-    """The tenant's whole-GPU quota per class; a plain number applies to its single allowed class."""
+    """The tenant's whole-GPU quota per class; a plain number applies to its single allowed class.
+
+    >>> gpu_quota_by_class(prod.tenants[2].spec, prod.platform)
+    {'h100': 40}
+    """
     quota = tenant.quota.gpu
     if quota is None:
         return {}
@@ -230,7 +255,11 @@ def counts_in_device_plugin_resource(platform: Platform, name: str, gpu_class: G
 
 
 def gpu_quota_by_resource(tenant: Tenant, platform: Platform) -> dict[str, int]:
-    """What the namespace ResourceQuota enforces: requested devices per extended resource."""
+    """What the namespace ResourceQuota enforces: requested devices per extended resource.
+
+    >>> gpu_quota_by_resource(tenant, prod.platform)
+    {'nvidia.com/gpu': 20, 'nvidia.com/mig-1g.10gb': 48, 'nvidia.com/mig-3g.40gb': 16}
+    """
     totals: dict[str, int] = {}
     for name, count in gpu_quota_by_class(tenant, platform).items():
         gpu_class = platform.gpu_classes.get(name)
@@ -245,4 +274,9 @@ def gpu_quota_by_resource(tenant: Tenant, platform: Platform) -> dict[str, int]:
 
 
 def ratio_text(value: Decimal | Fraction) -> str:
+    """A ratio as people write it: no trailing zeros, at most two decimals.
+
+    >>> ratio_text(Fraction(5, 4)), ratio_text(Decimal("2.00")), ratio_text(Fraction(1, 3))
+    ('1.25', '2', '0.333333')
+    """
     return f"{float(value):g}"

@@ -68,7 +68,11 @@ def kai_parent_queue(department: str) -> str:
 
 
 def dedicated_only_classes(tenant: Tenant, platform: Platform) -> set[str]:
-    """GPU classes the tenant reaches only through its dedicated pools (never lent to others)."""
+    """GPU classes the tenant reaches only through its dedicated pools (never lent to others).
+
+    >>> dedicated_only_classes(prod.tenants[1].spec, prod.platform), dedicated_only_classes(tenant, prod.platform)
+    ({'h100'}, set())
+    """
     dedicated = {platform.node_pools[p].gpu_class for p in tenant.gpu.dedicated_pools if p in platform.node_pools}
     return dedicated - set(tenant.gpu.classes)
 
@@ -156,6 +160,11 @@ def kai_amounts(tenant: Tenant, platform: Platform) -> KaiAmounts:
 
 
 def compute_nominal(tenant: Tenant, platform: Platform, resource: str):
+    """The Kueue nominal quota of `resource` (cpu, memory): the tenant's requests quota, else the stack's capacity of it.
+
+    >>> compute_nominal(tenant, prod.platform, "cpu"), compute_nominal(tenant, prod.platform, "memory")
+    (Quantity('96'), Quantity('768Gi'))
+    """
     pair = getattr(tenant.quota, resource)
     if pair is not None and pair.requests is not None:
         return pair.requests

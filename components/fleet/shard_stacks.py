@@ -1,8 +1,8 @@
 """Which Pulumi stack of an environment holds what: the platform objects and each tenant
 (docs/sharding.md; the assignment rule itself is in sharding.py).
 
->>> [(p.stack, p.tenants) for p in stack_parts(environment)]   # doctest: +SKIP
-[('prod', ()), ('prod.a', ('eval',)), ('prod.b', ('inference', 'llm-finetune'))]
+>>> [(p.stack, p.tenants) for p in stack_parts(lab)]
+[('lab', ()), ('lab.blue', ('audio', 'speech')), ('lab.green', ('robotics', 'vision'))]
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from ..spec.sharding import assigned_shard, shard_stack_name, split_stack_name
 def tenant_stack(environment: Environment, tenant: str) -> str:
     """The Pulumi stack that holds a tenant: `<env>` when unsharded, else `<env>.<shard>`.
 
-    >>> tenant_stack(environment, "team-a")   # doctest: +SKIP
-    'prod.b'
+    >>> tenant_stack(lab, "vision"), tenant_stack(prod, "eval")
+    ('lab.green', 'prod')
     """
     sharding = environment.platform.sharding
     if sharding is None:
@@ -41,8 +41,8 @@ def stack_parts(environment: Environment) -> list[StackPart]:
     """The environment's Pulumi stacks in deploy order: its own stack (the platform, and every
     tenant when unsharded), then one per shard, in the order `shards` lists them.
 
-    >>> [p.stack for p in stack_parts(environment)]   # doctest: +SKIP
-    ['prod', 'prod.a', 'prod.b']
+    >>> [p.stack for p in stack_parts(lab)]
+    ['lab', 'lab.blue', 'lab.green']
     """
     names = [t.name for t in environment.tenants]
     sharding = environment.platform.sharding
@@ -60,8 +60,8 @@ def stack_part(environment: Environment, stack: str) -> StackPart:
     """What the Pulumi stack `stack` of this environment registers; `ValueError` (with the fix)
     for a shard the environment does not have.
 
-    >>> stack_part(environment, "prod").platform   # doctest: +SKIP
-    True
+    >>> stack_part(lab, "lab").platform, stack_part(lab, "lab.blue").platform
+    (True, False)
     """
     for part in stack_parts(environment):
         if part.stack == stack:
@@ -83,8 +83,8 @@ def stack_part(environment: Environment, stack: str) -> StackPart:
 def stack_tenants(environment: Environment, stack: str) -> list[LoadedTenant]:
     """The loaded tenants one Pulumi stack registers.
 
-    >>> [t.name for t in stack_tenants(environment, "prod.a")]   # doctest: +SKIP
-    ['eval']
+    >>> [t.name for t in stack_tenants(lab, "lab.blue")]
+    ['audio', 'speech']
     """
     members = set(stack_part(environment, stack).tenants)
     return [t for t in environment.tenants if t.name in members]

@@ -19,7 +19,7 @@ def tenant_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """Objects of one tenant: namespaces, quotas, LimitRange, RBAC, NetworkPolicies, GPU placement,
     queues, and with monitoring its quota series (a PrometheusRule in the monitoring namespace).
 
-    >>> [o["kind"] for o in tenant_objects(env.tenants[0].spec, env.view(env.tenants[0].spec))][:1]   # doctest: +SKIP
+    >>> [o["kind"] for o in tenant_objects(tenant, view)][:1]
     ['Namespace']
     """
     return sort_objects(
@@ -33,7 +33,11 @@ def tenant_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
 
 
 def platform_objects(environment: Environment) -> list[KubeObject]:
-    """Cluster-wide objects: PriorityClasses, node labels, MIG/time-slicing configs, policies, shared RBAC, monitoring."""
+    """Cluster-wide objects: PriorityClasses, node labels, MIG/time-slicing configs, policies, shared RBAC, monitoring.
+
+    >>> sorted({o["kind"] for o in platform_objects(prod)})
+    ['ClusterRole', 'ClusterRoleBinding', 'ConfigMap', 'Node', 'PriorityClass', 'PrometheusRule', 'ResourceFlavor']
+    """
     return sort_objects(
         [
             *tenant_core.platform_core_objects(environment.facts),
@@ -45,7 +49,13 @@ def platform_objects(environment: Environment) -> list[KubeObject]:
 
 
 def monitoring_objects(environment: Environment) -> list[KubeObject]:
-    """The PrometheusRule and the Grafana dashboard ConfigMaps ([] unless the stack has `monitoring:`)."""
+    """The PrometheusRule and the Grafana dashboard ConfigMaps ([] unless the stack has `monitoring:`).
+
+    >>> [(o["kind"], o["metadata"]["name"]) for o in monitoring_objects(prod)]
+    [('PrometheusRule', 'gpu-tenancy'), ('ConfigMap', 'gpu-tenancy-fleet-overview'), ('ConfigMap', 'gpu-tenancy-tenant')]
+    >>> monitoring_objects(dev)
+    []
+    """
     if environment.platform.monitoring is None:
         return []
     # Grafana's SDK is a heavy import: only stacks with monitoring pay for it, not every CLI start.
@@ -56,7 +66,11 @@ def monitoring_objects(environment: Environment) -> list[KubeObject]:
 
 
 def helm_releases(tenant: Tenant, view: TenantView) -> list[dict]:
-    """Helm charts a tenant gets (its optional vCluster), as plain release descriptions."""
+    """Helm charts a tenant gets (its optional vCluster), as plain release descriptions.
+
+    >>> [r["chart"] for r in helm_releases(dev.tenants[2].spec, dev.view(dev.tenants[2].spec))], helm_releases(dev.tenants[0].spec, dev.view(dev.tenants[0].spec))
+    (['vcluster'], [])
+    """
     release = vcluster.vcluster_release(tenant, view)
     return [release] if release else []
 
@@ -65,7 +79,7 @@ def environment_objects(environment: Environment, skip: Collection[str] = ()) ->
     """All objects of an environment keyed by owner: `_platform` first, then tenants by name
     (but those in `skip`, whose objects the caller knows already).
 
-    >>> list(environment_objects(prod, skip={"eval", "inference"}))   # doctest: +SKIP
+    >>> list(environment_objects(prod, skip={"eval", "inference"}))
     ['_platform', 'llm-finetune']
     """
     result = {PLATFORM: platform_objects(environment)}

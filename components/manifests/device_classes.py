@@ -92,8 +92,8 @@ def dra_extended_resources(platform: Platform) -> list[str]:
 def device_classes(facts: FleetFacts) -> list[KubeObject]:
     """One `resource.k8s.io/v1` DeviceClass per tool-owned entry of `deviceClasses`, by name.
 
-    >>> [o["metadata"]["name"] for o in device_classes(dra.facts)]   # doctest: +SKIP
-    ['h100.gpu.example.com']
+    >>> [o["metadata"]["name"] for o in device_classes(dra.facts)]
+    ['b200.gpu.dra.dev', 'h100.gpu.dra.dev']
     """
     objects = []
     for name, spec in sorted(facts.platform.device_classes.items()):

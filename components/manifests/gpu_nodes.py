@@ -31,7 +31,7 @@ TAINT_EFFECT = "NoSchedule"
 def pool_labels(facts: FleetFacts, pool_name: str) -> dict[str, str]:
     """Every label a node of the pool must carry.
 
-    >>> pool_labels(prod.facts, "h100-serve")["gpu.acme.dev/tenant"]   # doctest: +SKIP
+    >>> pool_labels(prod.facts, "h100-serve")["gpu.acme.dev/tenant"]
     'inference'
     """
     platform = facts.platform
@@ -52,7 +52,7 @@ def pool_taints(facts: FleetFacts, pool_name: str) -> list[dict[str, str]]:
     GPU pod would have to tolerate it by hand, and the placement policy already decides which
     classes a tenant may use.
 
-    >>> pool_taints(prod.facts, "h100-serve")   # doctest: +SKIP
+    >>> pool_taints(prod.facts, "h100-serve")
     [{'effect': 'NoSchedule', 'key': 'gpu.acme.dev/tenant', 'value': 'inference'}]
     """
     owner = facts.pool_owners.get(pool_name)
@@ -82,7 +82,7 @@ def node_patch(name: str, labels: Mapping[str, str], taints: list[dict[str, str]
 def node_patches(facts: FleetFacts) -> list[KubeObject]:
     """One partial Node per static node of every pool; taints on dedicated pools unless `patchTaints: false`.
 
-    >>> [p["metadata"]["name"] for p in node_patches(dev.facts)]   # doctest: +SKIP
+    >>> [p["metadata"]["name"] for p in node_patches(dev.facts)]
     ['dev-a100-01', 'dev-l4-01']
     """
     patches = []
@@ -112,7 +112,7 @@ def node_group_requirements(facts: FleetFacts) -> dict[str, dict[str, Any]]:
     autoscaler. Dedicated pools always list their tenant taint here, as nothing fights over taints
     that a node is born with.
 
-    >>> node_group_requirements(dev.facts)["l4-shared"]["labels"]["gpu.acme.dev/pool"]   # doctest: +SKIP
+    >>> node_group_requirements(dev.facts)["l4-shared"]["labels"]["gpu.acme.dev/pool"]
     'l4-shared'
     """
     result: dict[str, dict[str, Any]] = {}

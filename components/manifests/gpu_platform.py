@@ -14,7 +14,7 @@ def platform_gpu_objects(facts: FleetFacts) -> list[KubeObject]:
 
     Placement policies are per tenant (see `tenant_gpu_objects`), so none of them is here.
 
-    >>> sorted({o["kind"] for o in platform_gpu_objects(dev.facts)})   # doctest: +SKIP
+    >>> sorted({o["kind"] for o in platform_gpu_objects(dev.facts)})
     ['ConfigMap', 'Node', 'PriorityClass']
     """
     objects = [
@@ -31,7 +31,7 @@ def platform_gpu_objects(facts: FleetFacts) -> list[KubeObject]:
 def tenant_gpu_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """The tenant's placement policy and its binding, and with a DeviceClass grant its claim policy and binding, in `sort_objects` order.
 
-    >>> [o["metadata"]["name"] for o in tenant_gpu_objects(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))]   # doctest: +SKIP
+    >>> [o["metadata"]["name"] for o in tenant_gpu_objects(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))]
     ['gpu-tenancy-placement-eval', 'gpu-tenancy-placement-eval']
     """
     return sort_objects([*placement_policy.placement_objects(tenant, view), *claim_policy.claim_objects(tenant, view)])

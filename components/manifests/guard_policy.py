@@ -476,7 +476,12 @@ def guard_policy(tenant: Tenant, view: TenantView) -> KubeObject:
 
 
 def guard_binding(tenant: Tenant, view: TenantView) -> KubeObject:
-    """The binding that switches the guard policy on (Deny)."""
+    """The binding that switches the guard policy on (Deny).
+
+    >>> binding = guard_binding(tenant, view)
+    >>> binding["spec"]["policyName"], binding["spec"]["validationActions"]
+    ('gpu-tenancy-guard-eval', ['Deny'])
+    """
     return kube_object(
         API_VERSION,
         "ValidatingAdmissionPolicyBinding",

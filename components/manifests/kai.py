@@ -76,7 +76,7 @@ def gpu_limit(tenant: Tenant, platform: Platform) -> Fraction | int:
 def leaf_queue(tenant: Tenant, view: TenantView) -> KubeObject:
     """The tenant's leaf Queue under its department.
 
-    >>> leaf_queue(staging.tenants[0].spec, staging.view(staging.tenants[0].spec))["spec"]["parentQueue"]   # doctest: +SKIP
+    >>> leaf_queue(staging.tenants[0].spec, staging.view(staging.tenants[0].spec))["spec"]["parentQueue"]
     'dept-research'
     """
     platform = view.platform
@@ -101,7 +101,7 @@ def _members(facts: FleetFacts) -> list[Tenant]:
 def department_queues(facts: FleetFacts) -> list[KubeObject]:
     """One parent Queue per department that has tenants or is declared in the stack.
 
-    >>> [q["metadata"]["name"] for q in department_queues(staging.facts)]   # doctest: +SKIP
+    >>> [q["metadata"]["name"] for q in department_queues(staging.facts)]
     ['dept-research', 'dept-serving']
     """
     platform = facts.platform
@@ -130,7 +130,7 @@ def queue_pinning_policy(facts: FleetFacts) -> list[KubeObject]:
     The namespace's tenant label names the queue (leaf queues are named like tenants), so one
     policy serves every tenant; tenants cannot edit their namespace's labels.
 
-    >>> [o["kind"] for o in queue_pinning_policy(staging.facts)]   # doctest: +SKIP
+    >>> [o["kind"] for o in queue_pinning_policy(staging.facts)]
     ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']
     """
     labels = platform_labels(facts.environment_label)
@@ -176,10 +176,18 @@ def queue_pinning_policy(facts: FleetFacts) -> list[KubeObject]:
 
 
 def tenant_kai_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
-    """The tenant's leaf Queue."""
+    """The tenant's leaf Queue.
+
+    >>> [(o["kind"], o["metadata"]["name"]) for o in tenant_kai_objects(staging.tenants[0].spec, staging.view(staging.tenants[0].spec))]
+    [('Queue', 'eval')]
+    """
     return [leaf_queue(tenant, view)]
 
 
 def platform_kai_objects(facts: FleetFacts) -> list[KubeObject]:
-    """Department Queues and the queue-pinning admission policy."""
+    """Department Queues and the queue-pinning admission policy.
+
+    >>> [(o["kind"], o["metadata"]["name"]) for o in platform_kai_objects(staging.facts)]
+    [('Queue', 'dept-research'), ('Queue', 'dept-serving'), ('ValidatingAdmissionPolicy', 'gpu-tenancy-kai-queue'), ('ValidatingAdmissionPolicyBinding', 'gpu-tenancy-kai-queue')]
+    """
     return [*department_queues(facts), *queue_pinning_policy(facts)]

@@ -43,7 +43,11 @@ LOCAL_QUEUE = "default"
 
 
 def flavor_pools(tenant: Tenant, view: TenantView) -> list[str]:
-    """The node pools whose flavors the tenant's ClusterQueue lists: exactly those its pods may land on."""
+    """The node pools whose flavors the tenant's ClusterQueue lists: exactly those its pods may land on.
+
+    >>> flavor_pools(tenant, view), flavor_pools(prod.tenants[1].spec, prod.view(prod.tenants[1].spec))
+    (['a100-mig', 'a100-shared'], ['h100-serve'])
+    """
     return list(view.reachable_pools)
 
 
@@ -55,6 +59,9 @@ def gpu_flavor_quotas(tenant: Tenant, view: TenantView) -> dict[str, dict[str, i
     quota) is split across the tenant's pools of that class (offering that profile) as the
     capacity check's flow places it (`components.fleet.facts.FleetFacts.quota_split`), so the nominal
     quotas of all tenants on one pool fit in it together.
+
+    >>> gpu_flavor_quotas(tenant, view)
+    {'a100-mig': {'nvidia.com/mig-1g.10gb': 48, 'nvidia.com/mig-3g.40gb': 16}, 'a100-shared': {'nvidia.com/gpu': 20}}
     """
     platform = view.platform
     pools = flavor_pools(tenant, view)
@@ -73,8 +80,8 @@ def gpu_flavor_quotas(tenant: Tenant, view: TenantView) -> dict[str, dict[str, i
 def gpu_class_quotas(tenant: Tenant, view: TenantView) -> dict[str, dict[str, int]]:
     """`gpu_flavor_quotas` summed per GPU class: the tenant's nominal quota per class and resource.
 
-    >>> gpu_class_quotas(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))["a100"]   # doctest: +SKIP
-    {'nvidia.com/gpu': 20, 'nvidia.com/mig-1g.10gb': 0, 'nvidia.com/mig-3g.40gb': 0}
+    >>> gpu_class_quotas(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))["a100"]
+    {'nvidia.com/gpu': 20}
     """
     platform = view.platform
     result: dict[str, dict[str, int]] = {}
@@ -105,7 +112,7 @@ def resource_flavors(facts: FleetFacts) -> list[KubeObject]:
     pool and pass the tenant's placement policy (a pool selector always pins) with no selector of
     their own. A flavor per class would span pools dedicated to different tenants.
 
-    >>> [f["metadata"]["name"] for f in resource_flavors(dev.facts)]   # doctest: +SKIP
+    >>> [f["metadata"]["name"] for f in resource_flavors(dev.facts)]
     ['a100-mig', 'default-flavor', 'l4-shared']
     """
     platform = facts.platform
@@ -138,7 +145,7 @@ def resource_groups(tenant: Tenant, view: TenantView) -> list[dict]:
     Borrowing and lending limits are per GPU class (`queue.borrowingLimit`/`lendingLimit`); each
     flavor of the class carries them on the class's own resource (a flavor is one pool).
 
-    >>> resource_groups(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))[0]["coveredResources"]   # doctest: +SKIP
+    >>> resource_groups(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))[0]["coveredResources"]
     ['cpu', 'memory']
     """
     platform = view.platform
@@ -189,7 +196,7 @@ def resource_groups(tenant: Tenant, view: TenantView) -> list[dict]:
 def cluster_queue(tenant: Tenant, view: TenantView) -> KubeObject:
     """The tenant's ClusterQueue, named like the tenant; held (no new admissions) while suspended.
 
-    >>> cluster_queue(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))["spec"]["namespaceSelector"]   # doctest: +SKIP
+    >>> cluster_queue(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))["spec"]["namespaceSelector"]
     {'matchLabels': {'gpu-tenancy.dev/tenant': 'eval'}}
     """
     platform = view.platform
@@ -221,7 +228,7 @@ def cluster_queue(tenant: Tenant, view: TenantView) -> KubeObject:
 def local_queues(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """A LocalQueue `default` in each tenant namespace; workloads opt in with `kueue.x-k8s.io/queue-name: default`.
 
-    >>> [q["metadata"]["namespace"] for q in local_queues(prod.tenants[1].spec, prod.view(prod.tenants[1].spec))]   # doctest: +SKIP
+    >>> [q["metadata"]["namespace"] for q in local_queues(prod.tenants[1].spec, prod.view(prod.tenants[1].spec))]
     ['inference', 'inference-canary']
     """
     labels = owned_labels(tenant, view)
@@ -234,12 +241,16 @@ def local_queues(tenant: Tenant, view: TenantView) -> list[KubeObject]:
 def tenant_kueue_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """The tenant's ClusterQueue and LocalQueues.
 
-    >>> [o["kind"] for o in tenant_kueue_objects(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))]   # doctest: +SKIP
+    >>> [o["kind"] for o in tenant_kueue_objects(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))]
     ['ClusterQueue', 'LocalQueue']
     """
     return [cluster_queue(tenant, view), *local_queues(tenant, view)]
 
 
 def platform_kueue_objects(facts: FleetFacts) -> list[KubeObject]:
-    """Cluster-wide Kueue objects: the ResourceFlavors (cohorts need no object of their own)."""
+    """Cluster-wide Kueue objects: the ResourceFlavors (cohorts need no object of their own).
+
+    >>> [(o["kind"], o["metadata"]["name"]) for o in platform_kueue_objects(prod.facts)]
+    [('ResourceFlavor', 'a100-mig'), ('ResourceFlavor', 'a100-shared'), ('ResourceFlavor', 'default-flavor'), ('ResourceFlavor', 'h100-serve'), ('ResourceFlavor', 'h100-train')]
+    """
     return resource_flavors(facts)

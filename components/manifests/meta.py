@@ -105,8 +105,8 @@ def tenant_labels(tenant: str, environment: str) -> dict[str, str]:
 def platform_labels(environment: str) -> dict[str, str]:
     """Labels on cluster-wide objects that belong to no single tenant; `environment` is `environment_label(...)`.
 
-    >>> platform_labels("prod")["gpu-tenancy.dev/environment"]
-    'prod'
+    >>> platform_labels("prod")
+    {'app.kubernetes.io/managed-by': 'gpu-tenancy', 'gpu-tenancy.dev/environment': 'prod'}
     """
     return {**MANAGED_BY, ENVIRONMENT_LABEL: environment}
 
@@ -128,7 +128,11 @@ def object_meta(
     labels: Mapping[str, str] | None = None,
     annotations: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """`metadata` with sorted labels and annotations; empty maps are left out."""
+    """`metadata` with sorted labels and annotations; empty maps are left out.
+
+    >>> object_meta("quota", namespace="team-a", labels={"b": "2", "a": "1"}, annotations={})
+    {'name': 'quota', 'namespace': 'team-a', 'labels': {'a': '1', 'b': '2'}}
+    """
     meta: dict[str, Any] = {"name": name}
     if namespace is not None:
         meta["namespace"] = namespace
@@ -140,7 +144,11 @@ def object_meta(
 
 
 def kube_object(api_version: str, kind: str, metadata: dict[str, Any], **fields: Any) -> KubeObject:
-    """A Kubernetes object as a plain dict, fields in the conventional order."""
+    """A Kubernetes object as a plain dict, fields in the conventional order.
+
+    >>> kube_object("v1", "ConfigMap", object_meta("settings", namespace="team-a"), data={"mode": "strict"})
+    {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'settings', 'namespace': 'team-a'}, 'data': {'mode': 'strict'}}
+    """
     return {"apiVersion": api_version, "kind": kind, "metadata": metadata, **{k: v for k, v in fields.items() if v is not None}}
 
 
@@ -155,6 +163,13 @@ def object_id(obj: Mapping[str, Any]) -> str:
 
 
 def sort_objects(objects: list[KubeObject]) -> list[KubeObject]:
-    """Deterministic order: namespaces first, then by kind and identity."""
+    """Deterministic order: namespaces first, then by kind and identity.
+
+    >>> objects = [kube_object("v1", "ConfigMap", object_meta("b", namespace="team-a")),
+    ...            kube_object("v1", "Namespace", object_meta("team-a")),
+    ...            kube_object("v1", "ConfigMap", object_meta("a", namespace="team-a"))]
+    >>> [(o["kind"], o["metadata"]["name"]) for o in sort_objects(objects)]
+    [('Namespace', 'team-a'), ('ConfigMap', 'a'), ('ConfigMap', 'b')]
+    """
     first = {"Namespace": 0, "PriorityClass": 1, "ClusterRole": 2}
     return sorted(objects, key=lambda o: (first.get(o["kind"], 9), o["kind"], object_id(o)))

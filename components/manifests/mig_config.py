@@ -158,7 +158,7 @@ def uses_mig_manager(platform: Platform) -> bool:
 def mig_config_map(facts: FleetFacts) -> KubeObject | None:
     """The ConfigMap for ClusterPolicy `migManager.config.name`; None when no pool has MIG-capable GPUs.
 
-    >>> mig_config_map(env.facts)["data"]["config.yaml"].splitlines()[0]   # doctest: +SKIP
+    >>> mig_config_map(prod.facts)["data"]["config.yaml"].splitlines()[0]
     'version: v1'
     """
     platform = facts.platform

@@ -66,7 +66,12 @@ def _busy_share(selector: str = "") -> str:
 
 
 def fleet_panels(exporters: frozenset[str], monitoring: Monitoring) -> list[tuple[str, list[PanelSpec]]]:
-    """Rows and panels of the fleet overview (queries of missing exporters are left out)."""
+    """Rows and panels of the fleet overview (queries of missing exporters are left out).
+
+    >>> monitoring = prod.platform.monitoring
+    >>> [row for row, _ in fleet_panels(monitoring.exporters_for(prod.platform.scheduler), monitoring)]
+    ['GPU classes', 'Tenants', 'Chargeback', 'Idle GPUs']
+    """
     classes = [
         PanelSpec(
             "Capacity by GPU class (stack inventory)",
@@ -177,7 +182,11 @@ CHARGEBACK_RANGE = "$__range"  # Grafana's dashboard time range, e.g. a month
 
 def chargeback_panel(exporters: frozenset[str]) -> PanelSpec:
     """GPU-hours per cost centre, tenant and class over the dashboard's time range (allocated, and
-    used when DCGM is scraped); `tenants report` prints the same figures for any period."""
+    used when DCGM is scraped); `tenants report` prints the same figures for any period.
+
+    >>> chargeback_panel(prod.platform.monitoring.exporters_for(prod.platform.scheduler)).title
+    'GPU-hours by cost centre, tenant and class (time range)'
+    """
     legend = "{{cost_center}} {{tenant}} {{gpu_class}}"
     queries = [Query(r.gpu_hours_expr(r.TENANT_ALLOCATED_GPUS, CHARGEBACK_RANGE), legend + " allocated")]
     if "dcgm" in exporters:
@@ -194,7 +203,12 @@ def chargeback_panel(exporters: frozenset[str]) -> PanelSpec:
 
 
 def tenant_panels(exporters: frozenset[str], monitoring: Monitoring) -> list[tuple[str, list[PanelSpec]]]:
-    """Rows and panels of the per-tenant dashboard; queries select `tenant="$tenant"`."""
+    """Rows and panels of the per-tenant dashboard; queries select `tenant="$tenant"`.
+
+    >>> monitoring = prod.platform.monitoring
+    >>> [row for row, _ in tenant_panels(monitoring.exporters_for(prod.platform.scheduler), monitoring)]
+    ['Allocation', 'Utilisation', 'Queue']
+    """
     t = f'{{tenant="${TENANT_VARIABLE}"}}'
     allocation = [
         PanelSpec(
@@ -298,7 +312,13 @@ def _datasource_variable() -> Any:
 
 
 def build_dashboard(uid: str, title: str, rows: list[tuple[str, list[PanelSpec]]], tags: list[str], tenant_variable: bool) -> dm.Dashboard:
-    """A dashboard model from rows of panel specs (typed SDK objects, not yet JSON)."""
+    """A dashboard model from rows of panel specs (typed SDK objects, not yet JSON).
+
+    >>> monitoring = prod.platform.monitoring
+    >>> model = build_dashboard("demo", "Demo", tenant_panels(frozenset(), monitoring), ["gpu-tenancy"], True)
+    >>> [(v["name"], v["type"]) for v in dashboard_json(model)["templating"]["list"]]
+    [('datasource', 'datasource'), ('tenant', 'query')]
+    """
     builder = (
         gd.Dashboard(title)
         .uid(uid)
@@ -330,12 +350,23 @@ def build_dashboard(uid: str, title: str, rows: list[tuple[str, list[PanelSpec]]
 
 
 def dashboard_json(model: dm.Dashboard) -> dict[str, Any]:
-    """The dashboard as Grafana's JSON (plain dicts, through the SDK's encoder)."""
+    """The dashboard as Grafana's JSON (plain dicts, through the SDK's encoder).
+
+    >>> board = dashboard_json(build_dashboard("demo", "Demo", [], ["gpu-tenancy"], False))
+    >>> board["uid"], board["title"], board["tags"]
+    ('demo', 'Demo', ['gpu-tenancy'])
+    """
     return json.loads(json.dumps(model, cls=JSONEncoder))
 
 
 def dashboards(facts: FleetFacts) -> dict[str, dict[str, Any]]:
-    """Dashboard JSON by ConfigMap name; {} when monitoring is off."""
+    """Dashboard JSON by ConfigMap name; {} when monitoring is off.
+
+    >>> {name: board["title"] for name, board in dashboards(prod.facts).items()}
+    {'gpu-tenancy-fleet-overview': 'GPU fleet overview (prod)', 'gpu-tenancy-tenant': 'GPU tenant (prod)'}
+    >>> dashboards(dev.facts)
+    {}
+    """
     monitoring = r.enabled_monitoring(facts.platform)
     if monitoring is None:
         return {}
@@ -353,12 +384,23 @@ def dashboards(facts: FleetFacts) -> dict[str, dict[str, Any]]:
 
 
 def dashboard_text(dashboard: dict[str, Any]) -> str:
-    """Deterministic JSON text of a dashboard (sorted keys), as the ConfigMap carries it."""
+    """Deterministic JSON text of a dashboard (sorted keys), as the ConfigMap carries it.
+
+    >>> print(dashboard_text({"title": "Demo", "panels": []}), end="")
+    {
+     "panels": [],
+     "title": "Demo"
+    }
+    """
     return json.dumps(dashboard, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def dashboard_config_maps(facts: FleetFacts) -> list[KubeObject]:
-    """One ConfigMap per dashboard, labelled for the Grafana sidecar; [] when monitoring is off."""
+    """One ConfigMap per dashboard, labelled for the Grafana sidecar; [] when monitoring is off.
+
+    >>> [(c["metadata"]["name"], sorted(c["data"])) for c in dashboard_config_maps(prod.facts)]
+    [('gpu-tenancy-fleet-overview', ['gpu-tenancy-fleet-overview.json']), ('gpu-tenancy-tenant', ['gpu-tenancy-tenant.json'])]
+    """
     monitoring = r.enabled_monitoring(facts.platform)
     if monitoring is None:
         return []

@@ -225,7 +225,7 @@ def gpu_hours_expr(series: str, period: str) -> str:
 def tenant_class_quotas(tenant: Tenant, view: TenantView) -> dict[tuple[str, str], int]:
     """A tenant's nominal GPU quota per (GPU class, resource), as its Kueue flavors carry it.
 
-    >>> tenant_class_quotas(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))[("a100", "nvidia.com/gpu")]   # doctest: +SKIP
+    >>> tenant_class_quotas(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))[("a100", "nvidia.com/gpu")]
     20
     """
     return {
@@ -285,7 +285,11 @@ def _label_info(record: str, metric: str, key: str, label: str, kubernetes_label
 
 
 def mapping_rules(platform: Platform) -> list[dict[str, Any]]:
-    """Which tenant and cost centre a namespace belongs to and which class a node is, from the labels we set."""
+    """Which tenant and cost centre a namespace belongs to and which class a node is, from the labels we set.
+
+    >>> [rule["record"] for rule in mapping_rules(prod.platform)]
+    ['gpu_tenancy:namespace_tenant:info', 'gpu_tenancy:namespace_cost_center:info', 'gpu_tenancy:node_gpu_class:info']
+    """
     return [
         _label_info(NAMESPACE_TENANT, "kube_namespace_labels", "namespace", "tenant", TENANT_LABEL),
         _label_info(NAMESPACE_COST_CENTER, "kube_namespace_labels", "namespace", "cost_center", COST_CENTER_LABEL),
@@ -294,7 +298,11 @@ def mapping_rules(platform: Platform) -> list[dict[str, Any]]:
 
 
 def allocation_rules(facts: FleetFacts) -> list[dict[str, Any]]:
-    """GPUs held per pod and per tenant and class, and the namespace quota used vs hard."""
+    """GPUs held per pod and per tenant and class, and the namespace quota used vs hard.
+
+    >>> [rule["record"] for rule in allocation_rules(prod.facts)]
+    ['gpu_tenancy:pod_gpu_requests:sum', 'gpu_tenancy:tenant_gpu_requests:sum', 'gpu_tenancy:tenant_gpu_quota_used:sum', 'gpu_tenancy:tenant_gpu_quota_hard:sum']
+    """
     platform = facts.platform
     resources = _alternatives(gpu_resources(platform))
     held = (
@@ -317,7 +325,11 @@ def allocation_rules(facts: FleetFacts) -> list[dict[str, Any]]:
 
 def stack_rules(facts: FleetFacts) -> list[dict[str, Any]]:
     """What the stack declares: capacity and overcommit per class (static series), and the quotas of
-    all tenants per class (summed from the tenants' own static series)."""
+    all tenants per class (summed from the tenants' own static series).
+
+    >>> sorted({rule["record"] for rule in stack_rules(prod.facts)})
+    ['gpu_tenancy:gpu_class_allocatable:sum', 'gpu_tenancy:gpu_class_capacity:stack', 'gpu_tenancy:gpu_class_overcommit:stack', 'gpu_tenancy:gpu_class_quota:stack']
+    """
     platform = facts.platform
     rules = []
     for (gpu_class, resource), count in class_capacity(platform).items():
@@ -343,6 +355,9 @@ def utilisation_rules(monitoring: Monitoring) -> list[dict[str, Any]]:
 
     `DCGM_FI_PROF_GR_ENGINE_ACTIVE` (a 0..1 ratio, also reported per MIG instance) is preferred;
     GPUs that only report `DCGM_FI_DEV_GPU_UTIL` (percent) fall back to it.
+
+    >>> [rule["record"] for rule in utilisation_rules(prod.platform.monitoring)]
+    ['gpu_tenancy:gpu_engine_active:ratio', 'gpu_tenancy:gpu_fb_used:bytes', 'gpu_tenancy:pod_gpu_engine_active:avg', 'gpu_tenancy:tenant_gpu_engine_active:avg', 'gpu_tenancy:tenant_gpu_engine_active:sum', 'gpu_tenancy:tenant_gpu_fb_used_bytes:sum']
     """
     prefix = monitoring.dcgm_label_prefix
     device = f"Hostname, gpu, GPU_I_ID, GPU_I_PROFILE, {prefix}namespace, {prefix}pod"
@@ -375,7 +390,12 @@ def utilisation_rules(monitoring: Monitoring) -> list[dict[str, Any]]:
 
 def chargeback_rules(facts: FleetFacts, exporters: frozenset[str]) -> list[dict[str, Any]]:
     """GPU-equivalents held (requests of scheduled pods) and busy (DCGM activity x held), per tenant,
-    cost centre and class: each device weighted by what it is of a GPU (`device_gpu_fractions`)."""
+    cost centre and class: each device weighted by what it is of a GPU (`device_gpu_fractions`).
+
+    >>> exporters = prod.platform.monitoring.exporters_for(prod.platform.scheduler)
+    >>> sorted({rule["record"] for rule in chargeback_rules(prod.facts, exporters)})[:3]
+    ['gpu_tenancy:gpu_class_device_gpu_fraction:stack', 'gpu_tenancy:pod_gpu_allocated:gpus', 'gpu_tenancy:tenant_gpu_allocated:gpus']
+    """
     rules = [
         _record(DEVICE_GPU_FRACTION, f"vector({_number(fraction)})", {"gpu_class": gpu_class, "resource": sanitize(resource)})
         for (gpu_class, resource), fraction in device_gpu_fractions(facts.platform).items()
@@ -410,7 +430,14 @@ def _ours(expr: str) -> str:
 
 
 def queue_rules(facts: FleetFacts, exporters: frozenset[str], monitoring: Monitoring) -> list[dict[str, Any]]:
-    """Queue wait percentiles and pending workloads (Kueue), or allocated vs deserved GPUs (KAI), per tenant."""
+    """Queue wait percentiles and pending workloads (Kueue), or allocated vs deserved GPUs (KAI), per tenant.
+
+    >>> monitoring = prod.platform.monitoring
+    >>> [rule["record"] for rule in queue_rules(prod.facts, frozenset({"kueue"}), monitoring)]
+    ['gpu_tenancy:tenant_queue_wait_seconds:p50', 'gpu_tenancy:tenant_queue_wait_seconds:p95', 'gpu_tenancy:tenant_pending_workloads:sum']
+    >>> queue_rules(prod.facts, frozenset(), monitoring)
+    []
+    """
     rules = []
     if "kueue" in exporters:
         window = monitoring.thresholds.queue_wait_window
@@ -433,7 +460,12 @@ def queue_rules(facts: FleetFacts, exporters: frozenset[str], monitoring: Monito
 
 
 def alert_rules(facts: FleetFacts, exporters: frozenset[str], monitoring: Monitoring) -> list[dict[str, Any]]:
-    """Alerts with the tenant (and pod) in their labels and a runbook in their annotations."""
+    """Alerts with the tenant (and pod) in their labels and a runbook in their annotations.
+
+    >>> monitoring = prod.platform.monitoring
+    >>> [rule["alert"] for rule in alert_rules(prod.facts, monitoring.exporters_for(prod.platform.scheduler), monitoring)]
+    ['GpuTenantNearQuota', 'GpuTenantPodPendingTooLong', 'GpuQuotaOverCapacity', 'GpuAllocatedIdle', 'GpuTenantWorkloadsPendingTooLong', 'GpuMigReconfigurationFailed']
+    """
     platform = facts.platform
     t = monitoring.thresholds
     ratio = _number(Fraction(t.near_quota_ratio))
@@ -539,6 +571,9 @@ def platform_rule_group(facts: FleetFacts) -> dict[str, Any] | None:
     independently, and a chain of them would lag one interval per step (an idle alert would fire
     one interval late per hop). The one input from other groups is the tenants' quotas: constant
     series, so reading them one interval late changes nothing.
+
+    >>> platform_rule_group(prod.facts)["name"], platform_rule_group(dev.facts)
+    ('gpu-tenancy.prod', None)
     """
     monitoring = enabled_monitoring(facts.platform)
     if monitoring is None:
@@ -557,8 +592,8 @@ def tenant_rule_group(tenant: Tenant, view: TenantView) -> dict[str, Any] | None
     """One tenant's group: its nominal GPU quota per class and resource (static series); None when
     monitoring is off or the tenant has no GPU quota.
 
-    >>> tenant_rule_group(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))["name"]   # doctest: +SKIP
-    'gpu-tenancy.prod.tenant.llm-finetune'
+    >>> tenant_rule_group(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))["name"]
+    'gpu-tenancy.prod.tenant.eval'
     """
     if enabled_monitoring(view.platform) is None:
         return None
@@ -572,6 +607,9 @@ def tenant_rule_group(tenant: Tenant, view: TenantView) -> dict[str, Any] | None
 def rule_groups(facts: FleetFacts) -> list[dict[str, Any]]:
     """Every group the environment's PrometheusRules hold, as Prometheus loads them: the tenants'
     (by name), then the environment's; [] when monitoring is off. `promtool` and the tests read this.
+
+    >>> [group["name"] for group in rule_groups(prod.facts)]
+    ['gpu-tenancy.prod.tenant.eval', 'gpu-tenancy.prod.tenant.inference', 'gpu-tenancy.prod.tenant.llm-finetune', 'gpu-tenancy.prod']
     """
     platform = platform_rule_group(facts)
     if platform is None:
@@ -591,7 +629,12 @@ def _rule_object(name: str, monitoring: Monitoring, group: dict[str, Any], label
 
 
 def prometheus_rule(facts: FleetFacts) -> KubeObject | None:
-    """The environment's PrometheusRule, labelled so that the stack's Prometheus selects it; None when monitoring is off."""
+    """The environment's PrometheusRule, labelled so that the stack's Prometheus selects it; None when monitoring is off.
+
+    >>> rule = prometheus_rule(prod.facts)
+    >>> rule["metadata"]["name"], rule["metadata"]["namespace"], prometheus_rule(dev.facts)
+    ('gpu-tenancy', 'monitoring', None)
+    """
     group = platform_rule_group(facts)
     if group is None:
         return None
@@ -602,8 +645,8 @@ def tenant_prometheus_rule(tenant: Tenant, view: TenantView) -> KubeObject | Non
     """A tenant's PrometheusRule (its quota series), in the monitoring namespace; None when
     monitoring is off or the tenant has no GPU quota. It belongs to the tenant's stack.
 
-    >>> tenant_prometheus_rule(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))["metadata"]["name"]   # doctest: +SKIP
-    'gpu-tenancy-tenant-llm-finetune'
+    >>> tenant_prometheus_rule(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))["metadata"]["name"]
+    'gpu-tenancy-tenant-eval'
     """
     group = tenant_rule_group(tenant, view)
     if group is None:

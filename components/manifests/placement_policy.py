@@ -82,7 +82,7 @@ def placement(tenant: Tenant, view: TenantView) -> Placement:
     class the tenant lists in `gpu.classes`. A class selector pins only if every pool of the class
     is allowed; otherwise it would also match another tenant's dedicated nodes.
 
-    >>> placement(prod.tenants[1].spec, prod.view(prod.tenants[1].spec)).pools   # doctest: +SKIP
+    >>> placement(prod.tenants[1].spec, prod.view(prod.tenants[1].spec)).pools
     ['h100-serve']
     """
     platform = view.platform
@@ -408,7 +408,7 @@ def _pin_message(p: Placement, class_key: str, pool_key: str, tenant_key: str) -
 def placement_policy(tenant: Tenant, view: TenantView) -> KubeObject:
     """The tenant's ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1, Kubernetes 1.30+).
 
-    >>> placement_policy(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))["spec"]["failurePolicy"]   # doctest: +SKIP
+    >>> placement_policy(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))["spec"]["failurePolicy"]
     'Fail'
     """
     p = placement(tenant, view)
@@ -439,7 +439,7 @@ def placement_policy(tenant: Tenant, view: TenantView) -> KubeObject:
 def placement_binding(tenant: Tenant, view: TenantView) -> KubeObject:
     """The binding that switches the tenant's policy on, denying (not just warning about) violations.
 
-    >>> placement_binding(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))["spec"]["validationActions"]   # doctest: +SKIP
+    >>> placement_binding(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))["spec"]["validationActions"]
     ['Deny']
     """
     return kube_object(
@@ -454,7 +454,7 @@ def placement_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """Policy and binding of one tenant, also while it is decommissioned: its pods may still run
     until its namespaces are deleted, and the program deletes the policy only after them.
 
-    >>> [o["kind"] for o in placement_objects(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))]   # doctest: +SKIP
+    >>> [o["kind"] for o in placement_objects(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))]
     ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']
     """
     return [placement_policy(tenant, view), placement_binding(tenant, view)]
@@ -468,8 +468,8 @@ def pinning_resources(p: Placement, view: TenantView) -> list[str]:
     time-slicing share offered nowhere else): a pod requesting only these can be scheduled only
     there, so its request pins it and it needs no selector of its own.
 
-    >>> view = prod.view(prod.tenants[0].spec)   # doctest: +SKIP
-    >>> pinning_resources(placement(prod.tenants[0].spec, view), view)   # doctest: +SKIP
+    >>> view = prod.view(prod.tenants[0].spec)
+    >>> pinning_resources(placement(prod.tenants[0].spec, view), view)
     ['nvidia.com/mig-1g.10gb', 'nvidia.com/mig-3g.40gb']
     """
     platform = view.platform

@@ -13,7 +13,7 @@ from .meta import KubeObject, kube_object, object_meta, platform_labels
 def priority_classes(facts: FleetFacts) -> list[KubeObject]:
     """One `scheduling.k8s.io/v1` PriorityClass per entry of the stack's `priorityClasses`, by name.
 
-    >>> [(o["metadata"]["name"], o["value"]) for o in priority_classes(prod.facts)][:1]   # doctest: +SKIP
+    >>> [(o["metadata"]["name"], o["value"]) for o in priority_classes(prod.facts)][:1]
     [('batch', 10000)]
     """
     objects = []

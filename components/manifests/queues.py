@@ -16,7 +16,7 @@ from .meta import KubeObject, sort_objects
 def tenant_queue_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """The tenant's queue objects: Kueue ClusterQueue + LocalQueues, or a KAI leaf Queue; none when decommissioned.
 
-    >>> [o["kind"] for o in tenant_queue_objects(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))]   # doctest: +SKIP
+    >>> [o["kind"] for o in tenant_queue_objects(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))]
     ['ClusterQueue', 'LocalQueue']
     """
     if tenant.lifecycle == "decommissioned":
@@ -32,7 +32,7 @@ def tenant_queue_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
 def platform_queue_objects(facts: FleetFacts) -> list[KubeObject]:
     """Cluster-wide queue objects: Kueue ResourceFlavors, or KAI department Queues and the queue-pinning policy.
 
-    >>> [o["kind"] for o in platform_queue_objects(dev.facts)]   # doctest: +SKIP
+    >>> [o["kind"] for o in platform_queue_objects(dev.facts)]
     []
     """
     scheduler = facts.platform.scheduler
@@ -52,7 +52,7 @@ def gpu_ceiling_by_resource(tenant: Tenant, view: TenantView) -> dict[str, int]:
     (`components.fleet.facts.FleetFacts.borrowable`, read from the view). Without a queueing scheduler, or with Kueue and no
     cohort, it is the nominal quota. The ResourceQuota then admits exactly the pods the queue admits.
 
-    >>> gpu_ceiling_by_resource(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))   # doctest: +SKIP
+    >>> gpu_ceiling_by_resource(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))
     {'nvidia.com/gpu': 20, 'nvidia.com/mig-1g.10gb': 48, 'nvidia.com/mig-3g.40gb': 16}
     """
     platform = view.platform

@@ -138,7 +138,7 @@ def gpu_hard(tenant: Tenant, platform: Platform, granted: dict[str, int] | None 
     ...     "model": "H100-80GB", "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi"}})
     >>> gpu_hard(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", gpu={"classes": ["h100"]}, quota={"gpu": 8}), p)
-    {'requests.nvidia.com/gpu': '8'}
+    {'requests.nvidia.com/gpu': '8', 'requests.nvidia.com/gpu.shared': '0', 'requests.nvidia.com/mig-1g.10gb': '0', ...}
     """
     granted = cap.gpu_quota_by_resource(tenant, platform) if granted is None else granted
     counts = {resource: 0 for resource in quota_gpu_resources(platform)}
@@ -269,7 +269,7 @@ def resource_quotas(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", quota={"cpu": {"requests": "8"}}, lifecycle="suspended")
     >>> [q["metadata"]["name"] for q in resource_quotas(t, env.view(t))]
-    ['tenant-quota', 'priority-online-inference', 'cross-namespace-affinity', 'suspended']
+    ['tenant-quota', 'priority-online-inference', 'priority-training', 'cross-namespace-affinity', 'suspended']
     """
     platform = view.platform
     labels = owned_labels(tenant, view)

@@ -87,8 +87,8 @@ def node_labels(platform: Platform, pool: NodePool) -> dict[str, str]:
 def device_plugin_config_map(facts: FleetFacts) -> KubeObject | None:
     """The ConfigMap for ClusterPolicy `devicePlugin.config.name`; None without time-sliced or MPS classes.
 
-    >>> sorted(device_plugin_config_map(env.facts)["data"])   # doctest: +SKIP
-    ['l4']
+    >>> sorted(device_plugin_config_map(dev.facts)["data"]), device_plugin_config_map(prod.facts)
+    (['l4'], None)
     """
     platform = facts.platform
     sliced = {name: c for name, c in sorted(platform.gpu_classes.items()) if c.replication}

@@ -67,7 +67,7 @@ CHART_LIMIT_DEFAULT_KEYS = ("cpu", "ephemeral-storage", "memory")
 def node_selector(tenant: Tenant, view: TenantView) -> dict[str, str]:
     """Node labels the vCluster syncs nodes by (and pins its pods to); {} when no one label set fits.
 
-    >>> node_selector(prod.tenants[1].spec, prod.view(prod.tenants[1].spec))   # doctest: +SKIP
+    >>> node_selector(prod.tenants[1].spec, prod.view(prod.tenants[1].spec))
     {'gpu.acme.dev/tenant': 'inference'}
     """
     platform = view.platform
@@ -82,7 +82,7 @@ def node_selector(tenant: Tenant, view: TenantView) -> dict[str, str]:
 def enforced_tolerations(tenant: Tenant, view: TenantView) -> list[str]:
     """Tolerations added to every synced pod, in vCluster's `key=value:Effect` form.
 
-    >>> enforced_tolerations(prod.tenants[1].spec, prod.view(prod.tenants[1].spec))   # doctest: +SKIP
+    >>> enforced_tolerations(prod.tenants[1].spec, prod.view(prod.tenants[1].spec))
     ['gpu.acme.dev/tenant=inference:NoSchedule']
     """
     platform = view.platform
@@ -94,7 +94,7 @@ def enforced_tolerations(tenant: Tenant, view: TenantView) -> list[str]:
 def mirrored_quota(tenant: Tenant, view: TenantView) -> dict[str, Any]:
     """`policies.resourceQuota.quota`: the tenant's `tenant-quota`, chart defaults it leaves open nulled.
 
-    >>> mirrored_quota(dev.tenants[0].spec, dev.view(dev.tenants[0].spec))["count/pods"] is None   # doctest: +SKIP
+    >>> mirrored_quota(dev.tenants[0].spec, dev.view(dev.tenants[0].spec))["count/pods"] is None
     True
     """
     gpus = gpu_hard(tenant, view.platform)
@@ -113,7 +113,7 @@ def mirrored_quota(tenant: Tenant, view: TenantView) -> dict[str, Any]:
 def mirrored_limit_range(tenant: Tenant, view: TenantView) -> dict[str, Any]:
     """`policies.limitRange` sections from the tenant's effective LimitRange.
 
-    >>> mirrored_limit_range(dev.tenants[0].spec, dev.view(dev.tenants[0].spec))["defaultRequest"]["ephemeral-storage"] is None   # doctest: +SKIP
+    >>> mirrored_limit_range(dev.tenants[0].spec, dev.view(dev.tenants[0].spec))["defaultRequest"]["ephemeral-storage"] is None
     True
     """
     item = container_limits(tenant, view)
@@ -128,7 +128,11 @@ def mirrored_limit_range(tenant: Tenant, view: TenantView) -> dict[str, Any]:
 
 
 def generated_values(tenant: Tenant, view: TenantView) -> dict[str, Any]:
-    """Chart values from the spec alone, before the tenant's overrides (see the module docstring)."""
+    """Chart values from the spec alone, before the tenant's overrides (see the module docstring).
+
+    >>> sorted(generated_values(dev.tenants[2].spec, dev.view(dev.tenants[2].spec)))
+    ['policies', 'sync']
+    """
     quota = mirrored_quota(tenant, view)
     limits = mirrored_limit_range(tenant, view)
     pods: dict[str, Any] = {"enabled": True, "enforceTolerations": enforced_tolerations(tenant, view)}
@@ -185,7 +189,7 @@ def _plain(value: Any) -> Any:
 def vcluster_values(tenant: Tenant, view: TenantView) -> dict[str, Any]:
     """The chart values: generated ones with the tenant's `vcluster.values` merged last, maps sorted.
 
-    >>> vcluster_values(dev.tenants[0].spec, dev.view(dev.tenants[0].spec))["policies"]["networkPolicy"]["enabled"]   # doctest: +SKIP
+    >>> vcluster_values(dev.tenants[0].spec, dev.view(dev.tenants[0].spec))["policies"]["networkPolicy"]["enabled"]
     True
     """
     return _plain(deep_merge(generated_values(tenant, view), tenant.vcluster.values))
@@ -209,8 +213,8 @@ def values_yaml(values: dict[str, Any]) -> str:
 def vcluster_release(tenant: Tenant, view: TenantView) -> dict | None:
     """The tenant's vCluster as a plain Helm release description, or None when it has none.
 
-    >>> vcluster_release(dev.tenants[0].spec, dev.view(dev.tenants[0].spec))["chart"]   # doctest: +SKIP
-    'vcluster'
+    >>> vcluster_release(dev.tenants[2].spec, dev.view(dev.tenants[2].spec))["chart"], vcluster_release(dev.tenants[0].spec, dev.view(dev.tenants[0].spec))
+    ('vcluster', None)
     """
     if not tenant.vcluster.enabled or tenant.lifecycle == "decommissioned":
         return None

@@ -24,7 +24,7 @@ HELM_HEADER = "# Helm releases installed by the Pulumi program (chart, version a
 def render_files(environment: Environment, objects: dict[str, list[dict]] | None = None) -> dict[str, str]:
     """File name -> text for one environment (`objects`: its `environment_objects`, when already built).
 
-    >>> sorted(render_files(load_environment(Path("."), "prod")))   # doctest: +SKIP
+    >>> sorted(render_files(prod))
     ['_platform.yaml', 'eval.yaml', 'inference.yaml', 'llm-finetune.yaml']
     """
     files: dict[str, str] = {}
@@ -49,7 +49,9 @@ def render_in_processes(environment: Environment, processes: int) -> tuple[dict[
     apart: the platform and every `processes`-th tenant here, the others in forked workers that send
     their text back. The same bytes as `render_files` (tests/output/test_render.py).
 
-    >>> files, count = render_in_processes(load_environment(Path("."), "prod"), 2)   # doctest: +SKIP
+    >>> files, count = render_in_processes(prod, 2)
+    >>> files == render_files(prod), count > 0
+    (True, True)
     """
     global _FORKED
     names = [loaded.name for loaded in environment.tenants]
@@ -115,6 +117,13 @@ def check_output_directory(out: Path) -> None:
 
     `--out .` or `--out tenants` would otherwise swap the project (or the team files) for the
     rendered YAML. An earlier output holds only `*.yaml` files that start with our headers.
+
+    >>> check_output_directory(scratch / "new"), check_output_directory(scratch)
+    (None, None)
+    >>> check_output_directory(root / "tenants")
+    Traceback (most recent call last):
+    ...
+    components.output.render.OutputError: .../tenants holds eval.yaml, which tenants render did not write; ...
     """
     if not os.path.lexists(out):
         return
@@ -142,7 +151,13 @@ def _rendered_by_us(path: Path) -> bool:
 
 
 def write_directory(files: dict[str, str], out: Path) -> None:
-    """Replace `out` with exactly these files, atomically from a reader's point of view."""
+    """Replace `out` with exactly these files, atomically from a reader's point of view.
+
+    >>> write_directory({"a.yaml": HEADER + "kind: A\\n"}, scratch / "out")
+    >>> write_directory({"b.yaml": HEADER + "kind: B\\n"}, scratch / "out")
+    >>> sorted(p.name for p in (scratch / "out").iterdir())
+    ['b.yaml']
+    """
     check_output_directory(out)
     out = out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -295,5 +295,12 @@ def dump_objects(objects: list[dict]) -> str:
 
 
 def dump_objects_pyyaml(objects: list[dict]) -> str:
-    """What `dump_objects` writes, by PyYAML alone: the reference for tests and benchmarks."""
+    """What `dump_objects` writes, by PyYAML alone: the reference for tests and benchmarks.
+
+    >>> print(dump_objects_pyyaml([{"kind": "Namespace", "metadata": {"name": "team-a"}}]), end="")
+    ---
+    kind: Namespace
+    metadata:
+      name: team-a
+    """
     return yaml.dump_all(objects, Dumper=_Dumper, explicit_start=True, **_DUMP_OPTIONS)

@@ -23,7 +23,9 @@ class Fleet(pulumi.ComponentResource):
     tenant's URNs differ between shards by the stack alone. (`pulumi state move` parents a moved
     tenant to the destination's root; the Tenant's aliases take it back under this Fleet.)
 
-    >>> Fleet("prod", load_environment(Path("."), "prod"), stack="prod.a")   # doctest: +SKIP
+    >>> registered = pulumi_mocks(lambda: Fleet("lab", lab, stack="lab.blue"), stack="lab.blue")
+    >>> sorted(r.name for r in registered if r.type == "gpu-tenancy:index:Tenant")
+    ['audio', 'speech']
     """
 
     def __init__(

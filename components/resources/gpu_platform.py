@@ -14,7 +14,10 @@ class GpuPlatform(pulumi.ComponentResource):
     """PriorityClasses, node labels (NodePatch with a fixed field manager), MIG and time-slicing
     ConfigMaps, admission policies and shared RBAC: everything that belongs to no single tenant.
 
-    >>> GpuPlatform("prod-platform", platform_objects(environment))   # doctest: +SKIP
+    >>> from components.manifests.build import platform_objects
+    >>> registered = pulumi_mocks(lambda: GpuPlatform("prod-platform", platform_objects(prod)))
+    >>> sorted({r.type for r in registered})[:3]
+    ['gpu-tenancy:index:GpuPlatform', 'kubernetes:core/v1:ConfigMap', 'kubernetes:core/v1:NodePatch']
     """
 
     def __init__(self, name: str, objects: list[KubeObject], opts: Optional[pulumi.ResourceOptions] = None) -> None:

@@ -85,12 +85,21 @@ def cluster_provider(context: str) -> k8s.Provider:
     as a provider input, so the same stack previewed from another checkout or CI runner showed a
     provider change. With an empty value the provider loads the kubeconfig the usual way
     (`$KUBECONFIG`, then `~/.kube/config`) without remembering where it was.
+
+    >>> [(r.type, sorted(r.inputs.items())) for r in pulumi_mocks(lambda: cluster_provider("prod-admin"))]
+    [('pulumi:providers:kubernetes', [('context', 'prod-admin'), ('kubeconfig', '')])]
     """
     return k8s.Provider("cluster", context=context, kubeconfig="")
 
 
 def register(name: str, obj: KubeObject, opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
-    """Create the typed resource for one object, applied under our stable field manager."""
+    """Create the typed resource for one object, applied under our stable field manager.
+
+    >>> from components.manifests.meta import kube_object
+    >>> namespace = kube_object("v1", "Namespace", {"name": "team-a"})
+    >>> [(r.type, r.inputs["metadata"]["annotations"]) for r in pulumi_mocks(lambda: register("team-a", namespace, pulumi.ResourceOptions()))]
+    [('kubernetes:core/v1:Namespace', {'pulumi.com/patchFieldManager': 'gpu-tenancy'})]
+    """
     cls = resource_class(obj["apiVersion"], obj["kind"])
     fields = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
     fields["metadata"] = with_field_manager(fields["metadata"])

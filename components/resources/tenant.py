@@ -34,7 +34,9 @@ class Tenant(pulumi.ComponentResource):
     Namespaces first (they depend on the tenant's cluster-scoped objects, so the engine deletes
     them in reverse order and waits for each): no pod ever runs without its policies.
 
-    >>> Tenant("team-a", spec, environment)   # doctest: +SKIP
+    >>> registered = pulumi_mocks(lambda: Tenant("eval", tenant, prod))
+    >>> [(r.name, r.options["retainOnDelete"]) for r in registered if r.type == "kubernetes:core/v1:Namespace"]
+    [('eval-namespace-eval', True)]
     """
 
     namespaces: pulumi.Output[list[str]]

@@ -14,7 +14,10 @@ def register_vcluster(name: str, release: dict, opts: pulumi.ResourceOptions) ->
     A Release (not `helm.v4.Chart`) because vCluster's chart relies on Helm semantics (release
     name, upgrade of a StatefulSet, hooks) and the release is one object to retain or delete.
 
-    >>> register_vcluster("team-a-vcluster", {"name": "vcluster", ...}, opts)   # doctest: +SKIP
+    >>> from components.manifests.vcluster import vcluster_release
+    >>> release = vcluster_release(dev.tenants[2].spec, dev)
+    >>> [(r.type, r.inputs["chart"]) for r in pulumi_mocks(lambda: register_vcluster("llm-finetune-vcluster", release, None))]
+    [('kubernetes:helm.sh/v3:Release', 'vcluster')]
     """
     # A local chart (`vcluster.chart` in the stack) has no repository; its path is relative to the
     # project root, which is the working directory of `pulumi` and of the provider it starts.

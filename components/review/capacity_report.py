@@ -84,7 +84,7 @@ def isolation(gpu_class: GpuClass) -> str:
 def capacity_table(environment: Environment) -> dict[str, Any]:
     """Per GPU class and per MIG profile: capacity, sharing, limit, requested quotas, free, per-tenant split.
 
-    >>> capacity_table(prod)["gpuClasses"]["h100"]["capacity"]   # doctest: +SKIP
+    >>> capacity_table(prod)["gpuClasses"]["h100"]["capacity"]
     64
     """
     platform = environment.platform
@@ -163,6 +163,9 @@ def pool_rows(environment: Environment) -> dict[str, Any]:
     same split as the Kueue flavors); `status` is over when the pool is among those an
     over-promised set of tenants shares, warning when the pools linked by shared tenants are
     near full together.
+
+    >>> pool_rows(prod)["a100-shared"]
+    {'gpuClass': 'a100', 'dedicatedTo': None, 'nodes': 2, 'resources': {'nvidia.com/gpu': {'capacity': 16, 'limit': 20, 'requested': 20, 'free': 0, 'status': 'warning', 'byTenant': {'eval': 20}}}}
     """
     platform = environment.platform
     ratio = Fraction(platform.capacity_warning_ratio)
@@ -260,7 +263,7 @@ def _aligned(header: list[str], rows: list[list[str]]) -> list[str]:
 def format_text(table: dict[str, Any]) -> str:
     """Aligned columns for a terminal.
 
-    >>> format_text(capacity_table(prod)).splitlines()[0]   # doctest: +SKIP
+    >>> format_text(capacity_table(prod)).splitlines()[0]
     'GPU capacity of stack prod'
     """
     out = [f"GPU capacity of stack {table['environment']}", LEGEND, ""]
@@ -288,7 +291,7 @@ def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
 def format_markdown(table: dict[str, Any]) -> str:
     """Tables for a pull-request comment.
 
-    >>> format_markdown(capacity_table(prod)).splitlines()[0]   # doctest: +SKIP
+    >>> format_markdown(capacity_table(prod)).splitlines()[0]
     '### GPU capacity of stack `prod`'
     """
     out = [f"### GPU capacity of stack `{table['environment']}`", "", f"_{LEGEND}_", ""]
@@ -310,7 +313,7 @@ def format_markdown(table: dict[str, Any]) -> str:
 def format_json(table: dict[str, Any]) -> str:
     """The table itself, for tools.
 
-    >>> json.loads(format_json(capacity_table(prod)))["environment"]   # doctest: +SKIP
+    >>> json.loads(format_json(capacity_table(prod)))["environment"]
     'prod'
     """
     return json.dumps(table, indent=2) + "\n"

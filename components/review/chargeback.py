@@ -83,7 +83,14 @@ def _hours(value: Optional[float]) -> str:
 
 
 def format_csv(rows: list[ChargebackRow], start: datetime, end: datetime) -> str:
-    """One line per row under a header (GPU-hours with three decimals; used empty without DCGM data)."""
+    """One line per row under a header (GPU-hours with three decimals; used empty without DCGM data).
+
+    >>> from datetime import datetime, timezone
+    >>> start, end = datetime(2026, 11, 1, tzinfo=timezone.utc), datetime(2026, 12, 1, tzinfo=timezone.utc)
+    >>> print(format_csv([ChargebackRow("cc-ml", "eval", "a100", 120.0, 90.5)], start, end), end="")
+    cost_center,tenant,gpu_class,allocated_gpu_hours,used_gpu_hours
+    cc-ml,eval,a100,120.000,90.500
+    """
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
@@ -93,7 +100,18 @@ def format_csv(rows: list[ChargebackRow], start: datetime, end: datetime) -> str
 
 
 def format_text(rows: list[ChargebackRow], start: datetime, end: datetime) -> str:
-    """An aligned table with a total per cost centre and one for all, headed by the period."""
+    """An aligned table with a total per cost centre and one for all, headed by the period.
+
+    >>> from datetime import datetime, timezone
+    >>> start, end = datetime(2026, 11, 1, tzinfo=timezone.utc), datetime(2026, 12, 1, tzinfo=timezone.utc)
+    >>> print(format_text([ChargebackRow("cc-ml", "eval", "a100", 120.0, 90.5), ChargebackRow("cc-ml", "inference", "h100", 10.0, None)], start, end), end="")
+    GPU-hours from 2026-11-01T00:00:00+00:00 to 2026-12-01T00:00:00+00:00
+    cost centre  tenant     GPU class  allocated GPU-h  used GPU-h  used
+    cc-ml        eval       a100               120.000      90.500   75%
+    cc-ml        inference  h100                10.000
+    cc-ml        (total)                       130.000      90.500   70%
+    (all)                                      130.000      90.500   70%
+    """
     header = ("cost centre", "tenant", "GPU class", "allocated GPU-h", "used GPU-h", "used")
     lines: list[tuple[str, ...]] = []
 

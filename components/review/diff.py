@@ -51,7 +51,7 @@ def capacity_rows(environment: Environment) -> dict[tuple[str, str], dict[str, A
 
     Taken from `tenants capacity` (the arithmetic of `tenants validate`), so the three never disagree.
 
-    >>> capacity_rows(prod)[("gpuClass", "h100")]["status"]   # doctest: +SKIP
+    >>> capacity_rows(prod)[("gpuClass", "h100")]["status"]
     'warning'
     """
     table = capacity_table(environment)
@@ -65,7 +65,7 @@ def capacity_rows(environment: Environment) -> dict[tuple[str, str], dict[str, A
 def capacity_changes(before: Environment | None, after: Environment | None) -> list[dict[str, Any]]:
     """Every GPU class and MIG profile on either side, with both sides' figures and whether they differ.
 
-    >>> [(r["name"], r["from"], r["to"]["capacity"]) for r in capacity_changes(None, prod)][:1]   # doctest: +SKIP
+    >>> [(r["name"], r["from"], r["to"]["capacity"]) for r in capacity_changes(None, prod)][:1]
     [('a100', None, 16)]
     """
     old = capacity_rows(before) if before else {}
@@ -88,7 +88,7 @@ def _is_node(obj: Mapping[str, Any]) -> bool:
 def mig_config_names(*environments: Environment | None) -> set[str]:
     """Names of the MIG Manager ConfigMap (stack setting `gpuOperator.migConfig`) on either side.
 
-    >>> mig_config_names(dev, None)   # doctest: +SKIP
+    >>> mig_config_names(dev, None)
     {'gpu-tenancy-mig-config'}
     """
     return {e.platform.gpu_operator.mig_config for e in environments if e is not None}
@@ -154,7 +154,7 @@ def node_group_changes(before: Environment | None, after: Environment | None) ->
     """Autoscaled pools whose required node labels or taints change: their node group definition
     (outside this project) must be updated by hand.
 
-    >>> node_group_changes(None, dev)[0]["change"]   # doctest: +SKIP
+    >>> node_group_changes(None, dev)[0]["change"]
     'added'
     """
     old = node_group_requirements(before.facts) if before else {}
@@ -370,7 +370,7 @@ def unchanged_tenants(before: Environment | None, after: Environment | None) -> 
     else, so such a tenant's objects are equal by construction: the diff need not build them. A
     platform that changes changes every view: then no tenant is skipped.
 
-    >>> unchanged_tenants(prod, prod) == {t.name for t in prod.tenants}   # doctest: +SKIP
+    >>> unchanged_tenants(prod, prod) == {t.name for t in prod.tenants}
     True
     """
     if before is None or after is None or before.platform != after.platform:
@@ -389,7 +389,7 @@ def release_objects(environment: Environment, skip: Collection[str] = ()) -> dic
     """Each tenant's Helm releases (its vCluster) as pseudo-objects of kind `HelmRelease`, so they diff
     like the rest; they are not Kubernetes objects (`tenants render` writes them to `<tenant>.helm.yaml`).
 
-    >>> release_objects(dev)["llm-finetune"][0]["kind"]   # doctest: +SKIP
+    >>> release_objects(dev)["llm-finetune"][0]["kind"]
     'HelmRelease'
     """
     result = {}
@@ -440,7 +440,7 @@ def compare_stack(name: str, base: Side, head: Side, *, project: str = "gpu-tena
     `incremental` builds only the tenants that are not `unchanged_tenants` (the same result as
     building all of them, checked by tests/hardening/test_incremental_diff.py).
 
-    >>> compare_stack("dev", Side(env), Side(env))["change"]   # doctest: +SKIP
+    >>> compare_stack("dev", Side(dev), Side(dev))["change"]
     'unchanged'
     """
     notes = [f"stack {name}: {p}" for p in base.problems]

@@ -34,8 +34,8 @@ def tenant_urn(stack: str, project: str, tenant: str) -> str:
 def state_move_command(source: str, dest: str, urns: list[str]) -> str:
     """The shell command that moves resources (and their children) between two stacks' states.
 
-    >>> state_move_command("prod.a", "prod.b", ["urn:x"])
-    "pulumi state move --source prod.a --dest prod.b --yes 'urn:x'"
+    >>> state_move_command("prod.a", "prod.b", [tenant_urn("prod.a", "gpu-tenancy", "eval")])
+    "pulumi state move --source prod.a --dest prod.b --yes 'urn:pulumi:prod.a::gpu-tenancy::gpu-tenancy:index:Fleet$gpu-tenancy:index:Tenant::eval'"
     """
     return " ".join(["pulumi", "state", "move", "--source", source, "--dest", dest, "--yes", *map(shlex.quote, urns)])
 
@@ -67,8 +67,13 @@ def touched_stacks(
     `pairs` are (base name, head name) per tenant, `details` the changed tenants' diffs
     (`tenant`, `renamedFrom`, `change`).
 
-    >>> touched_stacks(env, env_sharded, [("eval", "eval")], [], platform_changed=False)[0]   # doctest: +SKIP
-    ['prod', 'prod.b']
+    >>> from dataclasses import replace
+    >>> from components.spec.sharding import Sharding
+    >>> to_blue = Sharding(shards=["blue", "green"], assignments={"vision": "blue"})
+    >>> resharded = replace(lab, platform=lab.platform.model_copy(update={"sharding": to_blue}))
+    >>> stacks, [move] = touched_stacks(lab, resharded, [("vision", "vision")], [], platform_changed=False)
+    >>> stacks, move["command"]
+    (['lab.blue', 'lab.green'], "pulumi state move --source lab.green --dest lab.blue --yes 'urn:pulumi:lab.green::gpu-tenancy::gpu-tenancy:index:Fleet$gpu-tenancy:index:Tenant::vision'")
     """
     stacks: set[str] = set()
     if platform_changed:
@@ -93,8 +98,8 @@ def touched_stacks(
 def shard_move(environment: Environment, tenant: str, source: str, dest: str, urn: str) -> dict[str, Any]:
     """One tenant's move between two stacks of `environment`, with the command that makes it.
 
-    >>> shard_move(env, "eval", "prod", "prod.a", "urn:x")["command"]   # doctest: +SKIP
-    "pulumi state move --source prod --dest prod.a --yes 'urn:x'"
+    >>> shard_move(lab, "vision", "lab.blue", "lab.green", "urn:x")["command"]
+    'pulumi state move --source lab.blue --dest lab.green --yes urn:x'
     """
     spec = next((t.spec for t in environment.tenants if t.name == tenant), None)
     return {

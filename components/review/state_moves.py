@@ -9,8 +9,9 @@ read, never rebuilt). A tenant found under a previous name (`previousNames`) mov
 the destination's aliases adopt it. Tenants whose file is gone stay where they are: leaving a
 stack retains them (docs/offboarding.md).
 
->>> planned_moves(environment, {"prod": {"eval": "urn:pulumi:prod::p::gpu-tenancy:index:Tenant::eval"}})   # doctest: +SKIP
-[{'tenant': 'eval', 'from': 'prod', 'to': 'prod.a', ...}]
+>>> [(m["tenant"], m["from"], m["to"]) for m in planned_moves(lab, {
+...     "lab.blue": {"vision": "urn:pulumi:lab.blue::p::gpu-tenancy:index:Tenant::vision"}})]
+[('vision', 'lab.blue', 'lab.green')]
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ def planned_moves(environment: Environment, deployed: Mapping[str, Mapping[str, 
     (source stack, tenant); `deployed` maps each stack to its `{tenant: urn}` (deployed_tenants).
     Stacks of other environments are refused, and so is a tenant held by two stacks.
 
-    >>> planned_moves(environment, {"prod": {}})   # doctest: +SKIP
+    >>> planned_moves(prod, {"prod": {}})
     []
     """
     foreign = sorted(s for s in deployed if split_stack_name(s)[0] != environment.name)

@@ -30,7 +30,7 @@ def quota_values(tenant: Tenant, environment: Environment) -> dict[str, Any]:
     A plain GPU count is attributed to the tenant's single allowed class, so `gpu: 40` and
     `gpu: {h100: 40}` read the same.
 
-    >>> quota_values(llm_finetune, prod)["gpu.h100"]   # doctest: +SKIP
+    >>> quota_values(prod.tenants[2].spec, prod)["gpu.h100"]
     40
     """
     dumped = tenant.quota.model_dump(mode="json", by_alias=True, exclude_none=True, exclude={"gpu", "mig"})
@@ -239,8 +239,10 @@ def tenant_changes(
 
     `before` and `after` may carry different names (a rename through `previousNames`).
 
-    >>> tenant_changes(spec, env, spec, env, [])   # doctest: +SKIP
-    None
+    >>> tenant_changes(tenant, prod, tenant, prod, []) is None
+    True
+    >>> tenant_changes(None, None, tenant, prod, [])["lifecycle"]
+    {'from': None, 'to': 'active'}
     """
     quota = quota_changes(
         quota_values(before, before_env) if before else {}, quota_values(after, after_env) if after else {}

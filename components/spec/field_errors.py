@@ -61,6 +61,12 @@ def _model_at(model: type[BaseModel], path: tuple) -> type[BaseModel] | None:
 
 
 def field_names(model: type[BaseModel]) -> list[str]:
+    """The names a model's fields have in files (aliases such as `displayName`).
+
+    >>> from components.spec.tenant import Contact
+    >>> field_names(Contact)
+    ['name', 'email', 'chat']
+    """
     return [f.alias or name for name, f in model.model_fields.items()]
 
 
@@ -122,6 +128,16 @@ def model_problems(error: ValidationError, doc: SourceDocument, data: Any, model
     """Problems for every error of one pydantic validation, located in `doc`.
 
     `data` is what was validated and `prefix` its path inside the document (e.g. the stack config key).
+
+    >>> from pydantic import ValidationError
+    >>> from components.spec.tenant import Tenant
+    >>> from components.spec.yaml_source import parse_yaml
+    >>> doc = parse_yaml("kind: Tenant\\nname: Team_A\\n", "tenants/team-a.yaml")
+    >>> try:
+    ...     Tenant.model_validate(doc.data)
+    ... except ValidationError as err:
+    ...     [str(p) for p in model_problems(err, doc, doc.data, Tenant)][:2]
+    ['tenants/team-a.yaml:1:1: apiVersion: required field is missing', "tenants/team-a.yaml:2:1: name: 'Team_A' is not valid here (must match ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$)"]
     """
     problems: list[Problem] = []
     seen: set[tuple] = set()

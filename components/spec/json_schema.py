@@ -29,7 +29,12 @@ def tenant_schema() -> dict[str, Any]:
 
 
 def stack_schema() -> dict[str, Any]:
-    """JSON Schema of a `stacks/Pulumi.<env>.yaml` file (our config key; other config keys are free)."""
+    """JSON Schema of a `stacks/Pulumi.<env>.yaml` file (our config key; other config keys are free).
+
+    >>> schema = stack_schema()
+    >>> sorted(schema["properties"]["config"]["properties"])
+    ['gpu-tenancy:platform']
+    """
     platform = Platform.model_json_schema(by_alias=True, mode="validation")
     defs = platform.pop("$defs", {})
     return {

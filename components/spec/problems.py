@@ -73,4 +73,9 @@ def sorted_problems(problems: Iterable[Problem]) -> list[Problem]:
 
 
 def errors_only(problems: Iterable[Problem]) -> list[Problem]:
+    """The problems that are errors (warnings left out).
+
+    >>> errors_only([Problem("a.yaml", 1, 1, "x", "bad"), Problem("a.yaml", 2, 1, "y", "odd", severity="warning")])
+    [Problem(file='a.yaml', line=1, column=1, field='x', message='bad', severity='error', stack='')]
+    """
     return [p for p in problems if p.severity == "error"]

@@ -100,5 +100,9 @@ def shipped_bundles() -> dict[str, RoleBundle]:
 
 
 def effective_bundles(platform) -> dict[str, RoleBundle]:
-    """The bundles a stack offers: the shipped ones, then its `roleBundles` (adding or replacing by name)."""
+    """The bundles a stack offers: the shipped ones, then its `roleBundles` (adding or replacing by name).
+
+    >>> sorted(effective_bundles(prod.platform))
+    ['kserve', 'kubeflow-notebooks', 'kubeflow-pipelines', 'leaderworkersets', 'leases', 'pod-disruption-budgets', 'ray']
+    """
     return {**shipped_bundles(), **platform.role_bundles}

@@ -313,7 +313,7 @@ class Decommission(Model):
 class Tenant(Model):
     """One team sharing the cluster. `name` is also its default namespace.
 
-    >>> Tenant.model_validate({"apiVersion": API_VERSION, "kind": "Tenant", "name": "team-a",
+    >>> Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha1", "kind": "Tenant", "name": "team-a",
     ...     "displayName": "Team A", "costCenter": "cc-1"}).name
     'team-a'
     """

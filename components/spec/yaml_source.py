@@ -139,7 +139,11 @@ def yaml_kind(value: Any) -> str:
 
 
 def dotted(path: Path_) -> str:
-    """`('quota', 'gpu', 0)` -> `quota.gpu[0]`."""
+    """`('quota', 'gpu', 0)` -> `quota.gpu[0]`.
+
+    >>> dotted(("quota", "gpu", 0))
+    'quota.gpu[0]'
+    """
     out = ""
     for part in path:
         if isinstance(part, int):
@@ -309,6 +313,13 @@ def read_text(path: Path, display: str, root: Path | None = None) -> str:
     """Read a regular, UTF-8 file no larger than MAX_FILE_BYTES, that stays inside `root`.
 
     Raises `InvalidInput` with a one-line explanation for anything else.
+
+    >>> read_text(root / "tenants" / "eval.yaml", "tenants/eval.yaml", root).splitlines()[0]
+    '# yaml-language-server: $schema=../docs/schema/tenant.schema.json'
+    >>> read_text(root / "tenants", "tenants", root)
+    Traceback (most recent call last):
+    ...
+    components.spec.problems.InvalidInput: tenants: is a directory, not a file; remove it or rename it so it does not end in .yaml
     """
     def fail(message: str) -> InvalidInput:
         return InvalidInput([Problem(display, 0, 0, "", message)])

@@ -20,6 +20,9 @@ def capacity_problems(environment: Environment) -> list[Problem]:
 
     See `components.fleet.feasibility`: per GPU class and MIG profile, a max-flow over tenants x
     reachable pools; dedicated pools are capacity for their owner only.
+
+    >>> [(p.severity, p.field) for p in capacity_problems(prod)][:1]
+    [('warning', 'config.gpu-tenancy:platform.nodePools.a100-shared')]
     """
     platform: Platform = environment.platform
     doc: SourceDocument = environment.platform_doc

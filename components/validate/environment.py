@@ -15,7 +15,13 @@ from .vcluster import check_environment_vclusters
 
 
 def overrides_name_stacks(all_tenants: list[LoadedTenant], known_envs: list[str]) -> list[Problem]:
-    """A tenant file's `environments` overrides name stacks that exist (when the stacks are known)."""
+    """A tenant file's `environments` overrides name stacks that exist (when the stacks are known).
+
+    >>> overrides_name_stacks(prod.tenants, ["prod", "staging", "dev"])
+    []
+    >>> [p.message for p in overrides_name_stacks(prod.tenants, ["prod"])][:1]
+    ["no stack 'dev' (stacks/Pulumi.dev.yaml) (known: prod)"]
+    """
     problems: list[Problem] = []
     for loaded in all_tenants:
         for env_name in loaded.spec.environments:
@@ -27,8 +33,8 @@ def overrides_name_stacks(all_tenants: list[LoadedTenant], known_envs: list[str]
 def check_environment(environment: Environment, all_tenants: list[LoadedTenant], known_envs: list[str]) -> list[Problem]:
     """Every cross-file check for one environment, in the order its problems are reported.
 
-    >>> check_environment(environment, environment.tenants, ["dev", "prod", "staging"])   # doctest: +SKIP
-    []
+    >>> [(p.severity, p.field) for p in check_environment(prod, prod.tenants, ["prod", "staging", "dev"])]
+    [('warning', 'config.gpu-tenancy:platform.nodePools.a100-shared'), ('warning', 'config.gpu-tenancy:platform.nodePools.h100-serve'), ('warning', 'config.gpu-tenancy:platform.nodePools.h100-train'), ('warning', 'config.gpu-tenancy:platform.nodePools.a100-mig')]
     """
     problems = check_platform(environment.platform, environment.platform_doc)
     for loaded in environment.tenants:

@@ -21,7 +21,11 @@ def platform_path(*parts) -> tuple:
 
 def node_pools_are_consistent(platform: Platform, doc: SourceDocument) -> list[Problem]:
     """Each pool names a known GPU class and a MIG layout exactly when the class is MIG-shared; a
-    node is in one pool; static nodes the tool does not taint are pointed out."""
+    node is in one pool; static nodes the tool does not taint are pointed out.
+
+    >>> node_pools_are_consistent(prod.platform, prod.platform_doc), node_pools_are_consistent(staging.platform, staging.platform_doc)
+    ([], [])
+    """
     problems: list[Problem] = []
     node_owner: dict[str, str] = {}
     for pool_name, pool in sorted(platform.node_pools.items()):
@@ -45,7 +49,11 @@ def node_pools_are_consistent(platform: Platform, doc: SourceDocument) -> list[P
 
 
 def mig_layouts_do_not_overlap(platform: Platform, doc: SourceDocument) -> list[Problem]:
-    """In a named MIG layout, each GPU index is in one group, and `devices: all` stands alone."""
+    """In a named MIG layout, each GPU index is in one group, and `devices: all` stands alone.
+
+    >>> mig_layouts_do_not_overlap(prod.platform, prod.platform_doc), mig_layouts_do_not_overlap(staging.platform, staging.platform_doc)
+    ([], [])
+    """
     problems: list[Problem] = []
     for name, layout in sorted(platform.mig_layouts.items()):
         seen: set[int] = set()
@@ -61,7 +69,11 @@ def mig_layouts_do_not_overlap(platform: Platform, doc: SourceDocument) -> list[
 
 
 def one_default_priority_class(platform: Platform, doc: SourceDocument) -> list[Problem]:
-    """At most one PriorityClass is the cluster's globalDefault."""
+    """At most one PriorityClass is the cluster's globalDefault.
+
+    >>> one_default_priority_class(prod.platform, prod.platform_doc), one_default_priority_class(staging.platform, staging.platform_doc)
+    ([], [])
+    """
     if sum(1 for pc in platform.priority_classes.values() if pc.global_default) > 1:
         return [doc.problem(platform_path("priorityClasses"), "at most one PriorityClass may be globalDefault")]
     return []
@@ -77,6 +89,11 @@ def _minor(version: str) -> int:
 
 
 def pod_security_is_current(platform: Platform, doc: SourceDocument) -> list[Problem]:
+    """The Pod Security version the stack pins must not be older than the cluster's (warning).
+
+    >>> pod_security_is_current(prod.platform, prod.platform_doc), pod_security_is_current(staging.platform, staging.platform_doc)
+    ([], [])
+    """
     pinned = platform.pod_security.version
     if pinned == "latest":
         return []

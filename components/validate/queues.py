@@ -29,7 +29,11 @@ def _queue_settings_used(tenant: Tenant) -> list[str]:
 
 
 def check_tenant_queue(tenant: Tenant, doc, platform: Platform) -> list[Problem]:
-    """Problems of one tenant's `queue` settings against the stack's scheduler and GPU classes."""
+    """Problems of one tenant's `queue` settings against the stack's scheduler and GPU classes.
+
+    >>> check_tenant_queue(staging.tenants[0].spec, staging.tenants[0].doc, staging.platform)
+    []
+    """
     problems: list[Problem] = []
 
     def add(path: tuple, message: str, severity: str = "error") -> None:
@@ -67,7 +71,11 @@ def check_tenant_queue(tenant: Tenant, doc, platform: Platform) -> list[Problem]
 
 
 def check_queues(environment) -> list[Problem]:
-    """Problems between tenants' queues: borrowing beyond the cohort, KAI departments and names."""
+    """Problems between tenants' queues: borrowing beyond the cohort, KAI departments and names.
+
+    >>> check_queues(prod), check_queues(staging)
+    ([], [])
+    """
     platform: Platform = environment.platform
     doc = environment.platform_doc
     problems: list[Problem] = []
@@ -185,7 +193,11 @@ def _num(value) -> str:
 
 
 def check_environment_queues(environment) -> list[Problem]:
-    """Every queue check of one environment: each enabled tenant's settings, then across tenants."""
+    """Every queue check of one environment: each enabled tenant's settings, then across tenants.
+
+    >>> check_environment_queues(staging)
+    []
+    """
     problems: list[Problem] = []
     for loaded in environment.tenants:
         if loaded.spec.lifecycle != "decommissioned":

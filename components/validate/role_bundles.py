@@ -74,6 +74,8 @@ def rule_problems(rule: BundleRule) -> list[tuple[tuple, str]]:
     >>> [m for _, m in rule_problems(BundleRule(apiGroups=["ray.io"], resources=["rayclusters"], verbs=["get"]))]
     []
     >>> rule_problems(BundleRule(apiGroups=[""], resources=["resourcequotas"], verbs=["get", "patch"]))[0][0]
+    ('resources', 0)
+    >>> rule_problems(BundleRule(apiGroups=["ray.io"], resources=["rayclusters"], verbs=["get", "escalate"]))[0][0]
     ('verbs', 1)
     """
     found: list[tuple[tuple, str]] = []
@@ -108,7 +110,11 @@ def rule_problems(rule: BundleRule) -> list[tuple[tuple, str]]:
 
 
 def check_role_bundles(platform, doc) -> list[Problem]:
-    """Guard-rail problems of the stack's own `roleBundles`, each at its line in the stack file."""
+    """Guard-rail problems of the stack's own `roleBundles`, each at its line in the stack file.
+
+    >>> check_role_bundles(prod.platform, prod.platform_doc)
+    []
+    """
     problems = []
     for name, bundle in sorted(platform.role_bundles.items()):
         for index, rule in enumerate(bundle.rules):
@@ -119,7 +125,11 @@ def check_role_bundles(platform, doc) -> list[Problem]:
 
 
 def check_tenant_bundles(tenant, doc, platform) -> list[Problem]:
-    """Every bundle a tenant names must be offered by the stack."""
+    """Every bundle a tenant names must be offered by the stack.
+
+    >>> check_tenant_bundles(tenant, prod.tenants[0].doc, prod.platform)
+    []
+    """
     offered = effective_bundles(platform)
     problems = []
     for role in ("owners", "developers", "viewers"):
@@ -130,7 +140,11 @@ def check_tenant_bundles(tenant, doc, platform) -> list[Problem]:
 
 
 def check_environment_bundles(environment) -> list[Problem]:
-    """The stack's bundles against the guard rails, and the bundles each deployed tenant names."""
+    """The stack's bundles against the guard rails, and the bundles each deployed tenant names.
+
+    >>> check_environment_bundles(prod)
+    []
+    """
     problems = check_role_bundles(environment.platform, environment.platform_doc)
     for loaded in environment.tenants:
         problems.extend(check_tenant_bundles(loaded.spec, loaded.doc, environment.platform))

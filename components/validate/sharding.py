@@ -15,8 +15,10 @@ def check_sharding(environment: Environment, shard_files: list[str]) -> list[Pro
     hold no tenant, and shard stack files (`stacks/Pulumi.<env>.<shard>.yaml`) of shards it does
     not list (their stacks may still hold tenants: move those before removing the stack).
 
-    >>> check_sharding(environment, [])   # doctest: +SKIP
+    >>> check_sharding(lab, [])
     []
+    >>> [p.message for p in check_sharding(lab, ["lab.red"])]
+    ['stacks/Pulumi.lab.red.yaml is the file of shard stack lab.red, but lab lists no such shard; if that stack still holds tenants, move them (`pulumi state move`, listed by tenants diff) before `pulumi stack rm lab.red`']
     """
     doc, sharding = environment.platform_doc, environment.platform.sharding
     where = platform_path("sharding")

@@ -34,7 +34,11 @@ def _lower_than(low: Quantity | None, high: Quantity | None) -> bool:
 
 
 def file_is_named_after_the_tenant(tenant: Tenant, doc: SourceDocument, platform: Platform) -> list[Problem]:
-    """One tenant per file, and the file carries its name."""
+    """One tenant per file, and the file carries its name.
+
+    >>> file_is_named_after_the_tenant(tenant, prod.tenants[0].doc, prod.platform)
+    []
+    """
     problems: list[Problem] = []
     add = _adder(problems, doc)
     stem = PurePath(doc.file).name.rsplit(".", 1)[0]
@@ -44,7 +48,11 @@ def file_is_named_after_the_tenant(tenant: Tenant, doc: SourceDocument, platform
 
 
 def namespaces_are_free(tenant: Tenant, doc: SourceDocument, platform: Platform) -> list[Problem]:
-    """No namespace of the cluster, of the platform services or the cluster DNS, none twice."""
+    """No namespace of the cluster, of the platform services or the cluster DNS, none twice.
+
+    >>> namespaces_are_free(tenant, prod.tenants[0].doc, prod.platform)
+    []
+    """
     problems: list[Problem] = []
     add = _adder(problems, doc)
     for index, namespace in enumerate(tenant.all_namespaces):
@@ -62,7 +70,13 @@ def namespaces_are_free(tenant: Tenant, doc: SourceDocument, platform: Platform)
 
 
 def gpu_references_exist(tenant: Tenant, doc: SourceDocument, platform: Platform) -> list[Problem]:
-    """The GPU classes and dedicated pools the tenant names are in the inventory."""
+    """The GPU classes and dedicated pools the tenant names are in the inventory.
+
+    >>> gpu_references_exist(tenant, prod.tenants[0].doc, prod.platform)
+    []
+    >>> [p.message for p in gpu_references_exist(tenant, prod.tenants[0].doc, dev.platform)][:1]
+    ["unknown GPU class 'a100'; did you mean 'a100-mig'?"]
+    """
     problems: list[Problem] = []
     add = _adder(problems, doc)
     for index, name in enumerate(tenant.gpu.classes):
@@ -76,7 +90,13 @@ def gpu_references_exist(tenant: Tenant, doc: SourceDocument, platform: Platform
 
 def gpu_quota_fits_the_classes(tenant: Tenant, doc: SourceDocument, platform: Platform) -> list[Problem]:
     """Whole-GPU quota: per class unless exactly one class is allowed, only for allowed classes,
-    and not for a class whose GPUs are all MIG-partitioned."""
+    and not for a class whose GPUs are all MIG-partitioned.
+
+    >>> gpu_quota_fits_the_classes(tenant, prod.tenants[0].doc, prod.platform)
+    []
+    >>> [p.message for p in gpu_quota_fits_the_classes(tenant, prod.tenants[0].doc, dev.platform)][:1]
+    ["unknown GPU class 'a100'; did you mean 'a100-mig'?"]
+    """
     problems: list[Problem] = []
     add = _adder(problems, doc)
     allowed = cap.allowed_classes(tenant, platform)
@@ -100,7 +120,13 @@ def gpu_quota_fits_the_classes(tenant: Tenant, doc: SourceDocument, platform: Pl
 
 
 def mig_quota_is_provided(tenant: Tenant, doc: SourceDocument, platform: Platform) -> list[Problem]:
-    """Every MIG profile with quota is offered by a pool of a class the tenant may use."""
+    """Every MIG profile with quota is offered by a pool of a class the tenant may use.
+
+    >>> mig_quota_is_provided(tenant, prod.tenants[0].doc, prod.platform)
+    []
+    >>> [p.message for p in mig_quota_is_provided(tenant, prod.tenants[0].doc, dev.platform)][:1]
+    ['no node pool provides MIG profile 3g.40gb (offered: 1g.10gb)']
+    """
     problems: list[Problem] = []
     add = _adder(problems, doc)
     allowed = cap.allowed_classes(tenant, platform)
@@ -117,7 +143,11 @@ def mig_quota_is_provided(tenant: Tenant, doc: SourceDocument, platform: Platfor
 
 
 def priority_classes_exist(tenant: Tenant, doc: SourceDocument, platform: Platform) -> list[Problem]:
-    """The PriorityClasses the quota is scoped to are the stack's."""
+    """The PriorityClasses the quota is scoped to are the stack's.
+
+    >>> priority_classes_exist(tenant, prod.tenants[0].doc, prod.platform)
+    []
+    """
     problems: list[Problem] = []
     add = _adder(problems, doc)
     for name in tenant.quota.priority_classes:
@@ -127,7 +157,11 @@ def priority_classes_exist(tenant: Tenant, doc: SourceDocument, platform: Platfo
 
 
 def compute_quota_is_usable(tenant: Tenant, doc: SourceDocument, platform: Platform) -> list[Problem]:
-    """Requests at most the limits, neither below zero."""
+    """Requests at most the limits, neither below zero.
+
+    >>> compute_quota_is_usable(tenant, prod.tenants[0].doc, prod.platform)
+    []
+    """
     problems: list[Problem] = []
     add = _adder(problems, doc)
     for resource in ("cpu", "memory", "ephemeral_storage"):
@@ -143,7 +177,11 @@ def compute_quota_is_usable(tenant: Tenant, doc: SourceDocument, platform: Platf
 
 def quota_has_limit_range_defaults(tenant: Tenant, doc: SourceDocument, platform: Platform) -> list[Problem]:
     """A quota on requests or limits needs a LimitRange default for pods that omit them, and a
-    default request no larger than the whole quota."""
+    default request no larger than the whole quota.
+
+    >>> quota_has_limit_range_defaults(tenant, prod.tenants[0].doc, prod.platform)
+    []
+    """
     problems: list[Problem] = []
     add = _adder(problems, doc)
     limits = effective_limits(tenant, platform)
@@ -161,7 +199,11 @@ def quota_has_limit_range_defaults(tenant: Tenant, doc: SourceDocument, platform
 
 
 def limit_range_is_ordered(tenant: Tenant, doc: SourceDocument, platform: Platform) -> list[Problem]:
-    """min <= default request <= default limit <= max, or defaulted pods are rejected."""
+    """min <= default request <= default limit <= max, or defaulted pods are rejected.
+
+    >>> limit_range_is_ordered(tenant, prod.tenants[0].doc, prod.platform)
+    []
+    """
     problems: list[Problem] = []
     add = _adder(problems, doc)
     limits = effective_limits(tenant, platform)
@@ -177,7 +219,11 @@ def limit_range_is_ordered(tenant: Tenant, doc: SourceDocument, platform: Platfo
 
 
 def ci_accounts_are_in_own_namespaces(tenant: Tenant, doc: SourceDocument, platform: Platform) -> list[Problem]:
-    """A CI ServiceAccount lives in one of the tenant's namespaces."""
+    """A CI ServiceAccount lives in one of the tenant's namespaces.
+
+    >>> ci_accounts_are_in_own_namespaces(tenant, prod.tenants[0].doc, prod.platform)
+    []
+    """
     problems: list[Problem] = []
     add = _adder(problems, doc)
     for index, grant in enumerate(tenant.access.ci_service_accounts):
@@ -187,7 +233,11 @@ def ci_accounts_are_in_own_namespaces(tenant: Tenant, doc: SourceDocument, platf
 
 
 def platform_service_grants_name_ports(tenant: Tenant, doc: SourceDocument, platform: Platform) -> list[Problem]:
-    """Ingress from a platform service names a known role and ports (its own or the stack's)."""
+    """Ingress from a platform service names a known role and ports (its own or the stack's).
+
+    >>> platform_service_grants_name_ports(tenant, prod.tenants[0].doc, prod.platform)
+    []
+    """
     problems: list[Problem] = []
     add = _adder(problems, doc)
     for index, grant in enumerate(tenant.network.ingress_from.platform):
@@ -202,7 +252,11 @@ def platform_service_grants_name_ports(tenant: Tenant, doc: SourceDocument, plat
 
 
 def api_server_egress_is_declared(tenant: Tenant, doc: SourceDocument, platform: Platform) -> list[Problem]:
-    """Egress to the API server needs the stack's API server endpoints."""
+    """Egress to the API server needs the stack's API server endpoints.
+
+    >>> api_server_egress_is_declared(tenant, prod.tenants[0].doc, prod.platform)
+    []
+    """
     problems: list[Problem] = []
     add = _adder(problems, doc)
     if tenant.network.api_server and platform.cluster_network.api_server is None:
@@ -211,7 +265,11 @@ def api_server_egress_is_declared(tenant: Tenant, doc: SourceDocument, platform:
 
 
 def egress_leaves_the_cluster(tenant: Tenant, doc: SourceDocument, platform: Platform) -> list[Problem]:
-    """Egress CIDRs are destinations outside the cluster's pod, service and node ranges."""
+    """Egress CIDRs are destinations outside the cluster's pod, service and node ranges.
+
+    >>> egress_leaves_the_cluster(tenant, prod.tenants[0].doc, prod.platform)
+    []
+    """
     problems: list[Problem] = []
     add = _adder(problems, doc)
     ranges = [(kind, ipaddress.ip_network(c)) for kind in ("pods", "services", "nodes") for c in getattr(platform.cluster_network, kind)]
@@ -228,7 +286,11 @@ def egress_leaves_the_cluster(tenant: Tenant, doc: SourceDocument, platform: Pla
 
 
 def pod_security_only_tightens(tenant: Tenant, doc: SourceDocument, platform: Platform) -> list[Problem]:
-    """A tenant may tighten the stack's Pod Security level, never loosen it."""
+    """A tenant may tighten the stack's Pod Security level, never loosen it.
+
+    >>> pod_security_only_tightens(tenant, prod.tenants[0].doc, prod.platform)
+    []
+    """
     problems: list[Problem] = []
     add = _adder(problems, doc)
     if tenant.pod_security is not None and _STRICTNESS[tenant.pod_security] < _STRICTNESS[platform.pod_security.level]:
@@ -237,7 +299,11 @@ def pod_security_only_tightens(tenant: Tenant, doc: SourceDocument, platform: Pl
 
 
 def namespace_quotas_fit(tenant: Tenant, doc: SourceDocument, platform: Platform) -> list[Problem]:
-    """Slices for extra namespaces must name one, come out of an existing budget and fit in it."""
+    """Slices for extra namespaces must name one, come out of an existing budget and fit in it.
+
+    >>> namespace_quotas_fit(tenant, prod.tenants[0].doc, prod.platform)
+    []
+    """
     problems = []
     for namespace in tenant.namespace_quotas:
         if namespace not in tenant.namespaces:

@@ -115,7 +115,15 @@ def _contains(values: Any, path: tuple[str, ...]) -> bool:
 
 
 def check_tenant_vcluster(tenant: Tenant, doc, platform: Platform) -> list[Problem]:
-    """Problems of one tenant's `vcluster` settings: unknown or invalid values, guarded keys, pinning."""
+    """Problems of one tenant's `vcluster` settings: unknown or invalid values, guarded keys, pinning.
+
+    >>> check_tenant_vcluster(dev.tenants[2].spec, dev.tenants[2].doc, dev.platform)
+    []
+    >>> spec = dev.tenants[2].spec
+    >>> gold = spec.model_copy(update={"vcluster": spec.vcluster.model_copy(update={"priority_class_name": "gold"})})
+    >>> [p.message for p in check_tenant_vcluster(gold, dev.tenants[2].doc, dev.platform)]
+    ["unknown PriorityClass 'gold' (known: batch, interactive, online-inference, training)"]
+    """
     problems: list[Problem] = []
     spec = tenant.vcluster
 
@@ -151,14 +159,22 @@ def check_tenant_vcluster(tenant: Tenant, doc, platform: Platform) -> list[Probl
 
 
 def check_vcluster_platform(platform: Platform, doc) -> list[Problem]:
-    """A chart version other than the one whose schema we ship is checked against the wrong schema."""
+    """A chart version other than the one whose schema we ship is checked against the wrong schema.
+
+    >>> check_vcluster_platform(dev.platform, dev.platform_doc)
+    []
+    """
     if platform.vcluster.chart_version != SCHEMA_CHART_VERSION:
         return [doc.problem(platform_path("vcluster", "chartVersion"), f"tenants' vCluster values are checked against the {SCHEMA_CHART_VERSION} chart schema; update components/data/vcluster/ for {platform.vcluster.chart_version}", severity="warning")]
     return []
 
 
 def check_environment_vclusters(environment) -> list[Problem]:
-    """Every vCluster check of one environment."""
+    """Every vCluster check of one environment.
+
+    >>> check_environment_vclusters(dev)
+    []
+    """
     problems: list[Problem] = []
     if any(t.spec.vcluster.enabled for t in environment.tenants):
         problems.extend(check_vcluster_platform(environment.platform, environment.platform_doc))
@@ -191,6 +207,9 @@ def check_local_chart(environment, root: Path) -> list[Problem]:
     """`vcluster.chart`: the local chart must exist under the project and be `chartVersion`.
 
     Checked before anything is registered, so a wrong path is a located error, not a failed release.
+
+    >>> check_local_chart(dev, root)
+    []
     """
     platform: Platform = environment.platform
     chart = platform.vcluster.chart
