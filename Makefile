@@ -60,9 +60,9 @@ e2e-pulumi: $(VENV)/.installed
 	tools/build.sh $(E2E_BINARIES)
 	GPU_TENANCY_E2E_REQUIRED=1 GPU_TENANCY_PULUMI_REQUIRED=1 $(PY) -m pytest -q tests/e2e/pulumi_engine -m pulumi -ra -p no:cacheprovider
 
-up: $(VENV)/.installed ## a real `pulumi up` of STACK (every stack of a sharded one) on a throw-away local control plane; FROM=dir for other stack/tenant files (Ctrl-C stops it)
+up: $(VENV)/.installed ## a real `pulumi up` of STACK (every stack of a sharded one, WORKERS=2 shards at a time) on a throw-away local control plane; FROM=dir for other stack/tenant files (Ctrl-C stops it)
 	tools/build.sh $(E2E_BINARIES)
-	$(PY) tools/up.py --stack $(STACK) $(if $(FROM),--from $(FROM)) $(UP_FLAGS)
+	$(PY) tools/up.py --stack $(STACK) $(if $(FROM),--from $(FROM)) $(if $(WORKERS),--workers $(WORKERS)) $(UP_FLAGS)
 
 bench: $(VENV)/.installed ## benchmarks at 10, 100 and 1000 tenants (docs/performance.md; ~10 min)
 	$(PY) bench/run.py --sizes 10,100,1000
