@@ -3,8 +3,6 @@ runs shards concurrently: all decided or checked before (or without) any control
 
 from __future__ import annotations
 
-import importlib.util
-import shutil
 import subprocess
 import sys
 import threading
@@ -13,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from components.model.problems import InvalidInput
+from tests.e2e.pulumi_engine.harness import up_module, with_local_vcluster_chart
 from tests.project_edits import line_of
 
 REPO = Path(__file__).resolve().parents[2]
@@ -21,11 +20,7 @@ SHARDED = REPO / "tests" / "fixtures" / "sharded"
 
 @pytest.fixture(scope="module")
 def up():
-    spec = importlib.util.spec_from_file_location("gpu_tenancy_up", REPO / "tools" / "up.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
+    return up_module()
 
 
 def test_an_unsharded_environment_is_one_stack(up):
@@ -54,17 +49,7 @@ def test_an_unknown_environment_is_refused(up):
 
 
 def _vcluster_source(tmp_path: Path, chart: str) -> Path:
-    """A FROM directory: the example's files, dev's inventory pointing its vClusters at `chart`."""
-    from tests.e2e.pulumi_engine.harness import write_local_vcluster_chart
-
-    source = tmp_path / "source"
-    for part in ("stacks", "tenants"):
-        shutil.copytree(REPO / part, source / part)
-    write_local_vcluster_chart(source)
-    dev = source / "stacks" / "Pulumi.dev.yaml"
-    dev.write_text(dev.read_text().replace("    labelDomain: gpu.acme.dev\n",
-                                           f"    labelDomain: gpu.acme.dev\n    vcluster:\n      chart: {chart}\n", 1))
-    return source
+    return with_local_vcluster_chart(tmp_path / "source", chart)
 
 
 def test_the_local_vcluster_chart_is_copied_into_the_throw_away_project(up, tmp_path):

@@ -432,3 +432,30 @@ def write_local_vcluster_chart(project: Path, version: str = "0.36.1", relative:
         "  namespace: {{ .Release.Namespace }}\ndata:\n  values.yaml: |\n{{ toYaml .Values | indent 4 }}\n"
     )
     return relative
+
+
+def with_local_vcluster_chart(dest: Path, chart: str = "charts/vcluster", source: Path = REPO_ROOT) -> Path:
+    """A `make up FROM=` directory: the example's stack and tenant files, a local vcluster chart
+    (`write_local_vcluster_chart`) and dev's inventory pointing its vClusters at `chart` (a path
+    that need not exist, to try a wrong one)."""
+    for part in ("stacks", "tenants"):
+        shutil.copytree(source / part, dest / part)
+    write_local_vcluster_chart(dest)
+    dev = dest / "stacks" / "Pulumi.dev.yaml"
+    dev.write_text(dev.read_text().replace("    labelDomain: gpu.acme.dev\n",
+                                           f"    labelDomain: gpu.acme.dev\n    vcluster:\n      chart: {chart}\n", 1))
+    return dest
+
+
+def up_module():
+    """tools/up.py (`make up`) as a module, loaded once."""
+    import importlib.util
+    import sys
+
+    name = "gpu_tenancy_up"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "tools" / "up.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # its dataclasses look their module up by name
+        spec.loader.exec_module(module)
+    return sys.modules[name]
