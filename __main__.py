@@ -13,8 +13,8 @@ from components.resources.departures import warn_about_departures
 from components.resources.fleet import Fleet
 from components.resources.kubernetes import cluster_provider
 from components.manifests.gpu_nodes import node_group_requirements
-from components.model.load import fewer_gc_passes, load_program_environment
-from components.model.problems import InvalidInput
+from components.load import fewer_gc_passes, load_program_environment
+from components.spec.problems import InvalidInput
 
 stack = pulumi.get_stack()
 try:

@@ -415,8 +415,8 @@ def measure_unsharded(base: Path, count: int, log: Callable[[str], None]) -> dic
 
 
 def measure_sharded(base: Path, count: int, shard_size: int, log: Callable[[str], None]) -> dict:
-    from components.model.load import load_environment
-    from components.model.shard_stacks import stack_parts
+    from components.load import load_environment
+    from components.fleet.shard_stacks import stack_parts
 
     shards = shard_names(count, shard_size)
     project = make_project(base / "sharded", count, shards)

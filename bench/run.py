@@ -110,7 +110,7 @@ def _pulumi_run(body) -> tuple[float, int]:
 
 def phase_fleet(root: Path) -> dict:
     from components.resources.fleet import Fleet
-    from components.model.load import load_environment
+    from components.load import load_environment
 
     environment = load_environment(root, STACK)
     seconds, resources = _pulumi_run(lambda: Fleet(environment.name, environment))
@@ -123,7 +123,7 @@ def phase_bare(root: Path) -> dict:
     from components.manifests.build import environment_objects
     from components.manifests.meta import object_id
     from components.resources.kubernetes import register
-    from components.model.load import load_environment
+    from components.load import load_environment
 
     environment = load_environment(root, STACK)
     objects = [obj for items in environment_objects(environment).values() for obj in items]

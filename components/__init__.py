@@ -17,8 +17,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .manifests.build import PLATFORM, environment_objects
-from .model.load import Environment, environment_from_data, load_environment
-from .model.problems import InvalidInput, Problem
+from .fleet.environment import Environment
+from .load import environment_from_data, load_environment
+from .spec.problems import InvalidInput, Problem
 
 if TYPE_CHECKING:  # the Pulumi components load Pulumi; the offline tools never need it
     from .resources.fleet import Fleet

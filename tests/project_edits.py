@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from components.model.load import load_environment
-from components.model.problems import InvalidInput
+from components.load import load_environment
+from components.spec.problems import InvalidInput
 
 
 def append_to(path: Path, text: str) -> None:

@@ -24,8 +24,8 @@ from bench.pulumi_engine import (
     verdicts,
 )
 from bench.synthetic import STACK
-from components.model.load import load_environment
-from components.model.shard_stacks import stack_parts, tenant_stack
+from components.load import load_environment
+from components.fleet.shard_stacks import stack_parts, tenant_stack
 
 
 @pytest.mark.parametrize("count, size, expected", [(10, 50, 1), (50, 50, 1), (51, 50, 2), (100, 50, 2), (300, 50, 6), (300, 100, 3)])

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.model.load import stack_names
+from components.load import stack_names
 
 REPO = Path(__file__).resolve().parent.parent
 WORKFLOWS = REPO / ".github" / "workflows"

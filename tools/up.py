@@ -41,8 +41,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 os.environ["GRPC_ENABLE_FORK_SUPPORT"] = "false"  # see tests/e2e/pulumi_engine/conftest.py
 
-from components.model.problems import InvalidInput  # noqa: E402  (after the path is set)
-from components.model.sharding import split_stack_name  # noqa: E402
+from components.spec.problems import InvalidInput  # noqa: E402  (after the path is set)
+from components.spec.sharding import split_stack_name  # noqa: E402
 
 RESULT_MARKER = "make up result: "   # the last line a stack's worker process prints (JSON)
 
@@ -129,7 +129,7 @@ def prepare(source: Path, stack: str, run: Path, *, copy_parts: bool = True) -> 
     >>> prepare(REPO, "prod", Path("/tmp/up/prod"))[1]   # doctest: +SKIP
     [('prod', ())]
     """
-    from components.model.load import load_environment
+    from components.load import load_environment
     from tests.e2e.pulumi_engine.harness import copy_project
 
     graph = deploy_graph(source, stack)
@@ -176,8 +176,8 @@ def deploy_graph(root: Path, stack: str) -> list[tuple[str, tuple[str, ...]]]:
     >>> deploy_graph(REPO, "prod")
     [('prod', ())]
     """
-    from components.model.load import load_environment
-    from components.model.shard_stacks import stack_part, stack_parts
+    from components.load import load_environment
+    from components.fleet.shard_stacks import stack_part, stack_parts
 
     environment = load_environment(root, split_stack_name(stack)[0])
     parts = stack_parts(environment) if stack == environment.name else [

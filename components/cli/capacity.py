@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..model.load import load_environment
-from ..review.capacity import LEGEND, FORMATTERS, capacity_table
+from ..load import load_environment
+from ..review.capacity_report import LEGEND, FORMATTERS, capacity_table
 from .common import EXIT_OK, report
 
 

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from ..model.problems import sorted_problems
+from ..spec.problems import sorted_problems
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
@@ -17,7 +17,7 @@ def stacks(root: Path, wanted: Sequence[str] | None) -> list[str]:
     >>> stacks(Path("."), ["dev"])
     ['dev']
     """
-    from ..model.load import stack_names
+    from ..load import stack_names
 
     return list(wanted) if wanted else stack_names(root)
 

@@ -20,20 +20,12 @@ import yaml
 
 from ..review.diff import Side, compare_stack, report, to_json
 from ..review.diff_format import format_markdown, format_text
-from ..model.load import (
-    Environment,
-    LoadedTenant,
-    for_environment,
-    load_environment,
-    load_platform,
-    read_tenant_documents,
-    stack_names,
-    validate_tenant,
-)
-from ..model.problems import InvalidInput, errors_only, sorted_problems
-from ..model.shard_stacks import stack_parts
-from ..model.sharding import split_stack_name
-from ..model.queue_checks import expand_queue_limits
+from ..fleet.environment import Environment, LoadedTenant
+from ..load import for_environment, load_environment, load_platform, read_tenant_documents, stack_names, validate_tenant
+from ..spec.problems import InvalidInput, errors_only, sorted_problems
+from ..fleet.shard_stacks import stack_parts
+from ..spec.sharding import split_stack_name
+from ..fleet.queue_arithmetic import expand_queue_limits
 from . import common
 
 DEFAULT_UPSTREAM = "origin/main"

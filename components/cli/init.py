@@ -13,7 +13,7 @@ import re
 import sys
 from pathlib import Path
 
-from ..model.problems import InvalidInput, Problem, errors_only
+from ..spec.problems import InvalidInput, Problem, errors_only
 from .common import EXIT_INVALID, EXIT_OK
 
 PROG = "tenants init"
@@ -45,7 +45,7 @@ class _OptionError(Exception):
 
 
 def _parse_class(value: str) -> tuple[str, dict]:
-    from ..model.inventory import GPU_MODELS
+    from ..authoring.new_stack import GPU_MODELS
 
     name, sep, model = value.partition("=")
     if not sep or not name or not model:
@@ -106,10 +106,10 @@ def _say(problem: Problem, args, inventory: str | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..model import inventory as inv
-    from ..model.base import DNS_LABEL_PATTERN
-    from ..model.load import stack_file
-    from ..model.yaml_source import parse_yaml, read_text
+    from ..authoring import new_stack as inv
+    from ..spec.base import DNS_LABEL_PATTERN
+    from ..load import stack_file
+    from ..spec.yaml_source import parse_yaml, read_text
 
     if args.list_models:
         for model, (product, memory) in sorted(inv.GPU_MODELS.items()):

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from ..model.problems import InvalidInput
+from ..spec.problems import InvalidInput
 from . import capacity, diff, init, moves, new, render, schema, stacks, validate
 from .common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, report
 
@@ -59,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    from ..model.load import fewer_gc_passes
+    from ..load import fewer_gc_passes
 
     try:
         with fewer_gc_passes():  # commands build many long-lived objects (docs/performance.md)

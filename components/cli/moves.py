@@ -60,7 +60,7 @@ def pulumi(root: Path, *argv: str) -> str:
 
 def existing_stacks(root: Path, environment: str) -> dict[str, str]:
     """The environment's stacks that the backend has: short name -> the name the backend lists."""
-    from ..model.sharding import split_stack_name
+    from ..spec.sharding import split_stack_name
 
     listed = [row["name"] for row in json.loads(pulumi(root, "stack", "ls", "--json") or "[]")]
     short = {name.rsplit("/", 1)[-1]: name for name in listed}
@@ -86,7 +86,7 @@ def _read_exports(args: argparse.Namespace, existing: dict[str, str] | None) -> 
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..model.load import load_environment
+    from ..load import load_environment
     from ..review.stack_changes import move_warning
     from ..review.state_moves import StateExportError, deployed_tenants, planned_moves
 

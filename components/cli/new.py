@@ -15,7 +15,7 @@ import re
 import sys
 from pathlib import Path
 
-from ..model.problems import InvalidInput, Problem
+from ..spec.problems import InvalidInput, Problem
 from .common import EXIT_INVALID, EXIT_OK
 
 PROG = "tenants new"
@@ -89,7 +89,7 @@ def _gpu(values: list[str]) -> int | dict[str, int] | None:
 def _pair(option: str, value: str | None) -> tuple[str, str] | None:
     if value is None:
         return None
-    from ..model.quantity import Quantity, QuantityError
+    from ..spec.quantity import Quantity, QuantityError
 
     requests, _, limits = value.partition(":")
     limits = limits or requests
@@ -163,7 +163,7 @@ def _class_problems(args, classes: list[str], fit) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..model.scaffold import check_against_project, new_tenant_file
+    from ..authoring.new_tenant import check_against_project, new_tenant_file
 
     try:
         gpu = _gpu(args.gpu)

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from ..manifests.build import environment_objects
-from ..model.load import load_environment
+from ..load import load_environment
 from ..output.render import OutputError, check_output_directory, render_files, write_directory
 from .common import EXIT_OK, EXIT_USAGE, report
 

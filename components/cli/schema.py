@@ -17,7 +17,7 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..model.schema import stack_schema, tenant_schema
+    from ..spec.json_schema import stack_schema, tenant_schema
 
     schema = tenant_schema() if args.kind == "tenant" else stack_schema()
     text = json.dumps(schema, indent=2, sort_keys=True) + "\n"

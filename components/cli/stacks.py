@@ -13,10 +13,10 @@ import json
 import subprocess
 import sys
 
+from ..fleet.shard_stacks import StackPart, stack_parts
 from ..manifests.operator_stacks import OperatorSettings, operator_stacks
-from ..model.shard_stacks import StackPart, stack_parts
-from ..model.stack import CONFIG_KEY
 from ..output.yaml_output import dump_objects
+from ..spec.stack import CONFIG_KEY
 from .common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, report, stacks
 
 
@@ -90,8 +90,8 @@ def origin_url(root) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..model.load import load_environment
-    from ..model.problems import InvalidInput, errors_only
+    from ..load import load_environment
+    from ..spec.problems import InvalidInput, errors_only
 
     settings = None
     if args.format == "operator":

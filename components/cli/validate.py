@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..model.problems import InvalidInput, sorted_problems
+from ..spec.problems import InvalidInput, sorted_problems
 from .common import EXIT_INVALID, EXIT_OK, report, stacks
 
 
@@ -16,8 +16,8 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..model.load import load_environment
-    from ..model.shard_stacks import stack_parts
+    from ..load import load_environment
+    from ..fleet.shard_stacks import stack_parts
     from .stacks import describe
 
     envs = stacks(args.root, args.stack)

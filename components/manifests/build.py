@@ -4,8 +4,8 @@ Pulumi components, `tenants render`, `tenants diff` and the tests all read.
 
 from __future__ import annotations
 
-from ..model.load import Environment
-from ..model.tenant import Tenant
+from ..fleet.environment import Environment
+from ..spec.tenant import Tenant
 from . import gpu_platform, monitoring_rules, queues, tenant_core, vcluster
 from .meta import KubeObject, sort_objects
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..model.load import Environment
-from ..model.stack import Platform
+from ..fleet.environment import Environment
+from ..spec.stack import Platform
 from . import mig_config, time_slicing
 from .meta import FIELD_MANAGER, KubeObject, kube_object
 
@@ -33,7 +33,7 @@ TAINT_EFFECT = "NoSchedule"
 def gpu_class_label(platform: Platform) -> str:
     """Node label naming a node's GPU class.
 
-    >>> from components.model.stack import Platform
+    >>> from components.spec.stack import Platform
     >>> gpu_class_label(Platform.model_validate({"labelDomain": "gpu.example.com"}))
     'gpu.example.com/gpu-class'
     """
@@ -43,7 +43,7 @@ def gpu_class_label(platform: Platform) -> str:
 def pool_label(platform: Platform) -> str:
     """Node label naming a node's pool.
 
-    >>> from components.model.stack import Platform
+    >>> from components.spec.stack import Platform
     >>> pool_label(Platform.model_validate({"labelDomain": "gpu.example.com"}))
     'gpu.example.com/pool'
     """
@@ -53,7 +53,7 @@ def pool_label(platform: Platform) -> str:
 def tenant_label(platform: Platform) -> str:
     """Node label and taint key naming the tenant a dedicated node belongs to.
 
-    >>> from components.model.stack import Platform
+    >>> from components.spec.stack import Platform
     >>> tenant_label(Platform.model_validate({"labelDomain": "gpu.example.com"}))
     'gpu.example.com/tenant'
     """

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..model.load import Environment
-from ..model.tenant import Tenant
+from ..fleet.environment import Environment
+from ..spec.tenant import Tenant
 from . import gpu_nodes, mig_config, placement_policy, priority_classes, time_slicing
 from .meta import KubeObject, sort_objects
 

@@ -36,8 +36,8 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from .cel import cel_list, cel_string, names_or_none
-from ..model.load import Environment
-from ..model.tenant import Tenant
+from ..fleet.environment import Environment
+from ..spec.tenant import Tenant
 from .meta import TENANT_LABEL, KubeObject, kube_object, object_meta, tenant_labels
 from .placement_policy import _is_gpu_resource
 from .rbac import ROLES, role_binding_name
@@ -64,7 +64,7 @@ def policy_name(tenant: str) -> str:
 def ingress_hosts(tenant: Tenant, environment: Environment) -> tuple[list[str], list[str]]:
     """(exact hostnames, suffixes) an Ingress of the tenant may serve.
 
-    >>> from components.model.stack import Platform
+    >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com", ingressDomain="apps.example.com"), None, [])
     >>> ingress_hosts(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", network={"ingressHosts": ["a.example.org", "*.b.example.org"]}), env)
@@ -300,7 +300,7 @@ def _dynamic(entries: list[dict[str, str]]) -> list[dict[str, str]]:
 def guard_policy(tenant: Tenant, environment: Environment) -> KubeObject:
     """The tenant's guard ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1).
 
-    >>> from components.model.stack import Platform
+    >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> guard_policy(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1"), env)["spec"]["matchConstraints"]["namespaceSelector"]
@@ -339,7 +339,7 @@ def guard_binding(tenant: Tenant, environment: Environment) -> KubeObject:
 def guard_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]:
     """Policy and binding of one tenant; none for a decommissioned tenant (its namespaces are going away).
 
-    >>> from components.model.stack import Platform
+    >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> [o["kind"] for o in guard_objects(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant",
     ...     name="a", displayName="A", costCenter="cc-1"), env)]

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from ..model import capacity as cap
-from ..model.load import Environment
-from ..model.queue_checks import (
+from ..fleet import gpu_capacity as cap
+from ..fleet.environment import Environment
+from ..fleet.queue_arithmetic import (
     KaiAmounts,
     kai_amounts,
     kai_declared_amount,
@@ -28,8 +28,8 @@ from ..model.queue_checks import (
     kai_gpu_units,
     kai_parent_queue,
 )
-from ..model.stack import Platform
-from ..model.tenant import Tenant
+from ..spec.stack import Platform
+from ..spec.tenant import Tenant
 from .meta import TENANT_LABEL, KubeObject, kube_object, object_meta, platform_labels
 from .namespace import environment_label, owned_labels
 
@@ -55,7 +55,7 @@ def gpu_limit(tenant: Tenant, platform: Platform) -> Fraction | int:
     KAI limits GPUs as one number across classes, so a bound exists only if `borrowingLimit`
     names each class the tenant may use (an unnamed class may borrow without limit).
 
-    >>> from components.model.stack import Platform
+    >>> from components.spec.stack import Platform
     >>> p = Platform.model_validate({"labelDomain": "x.dev", "gpuClasses": {"a100": {
     ...     "model": "A100-80GB", "product": "NVIDIA-A100-SXM4-80GB", "memory": "80Gi"}}})
     >>> gpu_limit(Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha1", "kind": "Tenant", "name": "a",

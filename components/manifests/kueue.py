@@ -21,11 +21,11 @@ ResourceQuota still rejects pods beyond the namespace's quota (see docs/queues-a
 
 from __future__ import annotations
 
-from ..model import capacity as cap
-from ..model import feasibility as feas
-from ..model.load import Environment
-from ..model.queue_checks import KUEUE_CPU_FLAVOR, cohort_of, dedicated_only_classes, kueue_compute_nominal
-from ..model.tenant import Tenant
+from ..fleet import gpu_capacity as cap
+from ..fleet import feasibility as feas
+from ..fleet.environment import Environment
+from ..fleet.queue_arithmetic import KUEUE_CPU_FLAVOR, cohort_of, dedicated_only_classes, kueue_compute_nominal
+from ..spec.tenant import Tenant
 from .gpu_nodes import dedicated_pool_owners, gpu_class_label, pool_label, pool_taints
 from .meta import TENANT_LABEL, KubeObject, kube_object, object_meta, platform_labels
 from .namespace import environment_label, owned_labels
@@ -47,7 +47,7 @@ def gpu_flavor_quotas(tenant: Tenant, environment: Environment) -> dict[str, dic
     Every pool the tenant may reach is a flavor listing each GPU resource the pool offers (0 where
     the tenant holds no quota there, so that it may still borrow). A class quota (or MIG profile
     quota) is split across the tenant's pools of that class (offering that profile) as the
-    capacity check's flow places it (`components.model.feasibility.quota_split`), so the nominal
+    capacity check's flow places it (`components.fleet.feasibility.quota_split`), so the nominal
     quotas of all tenants on one pool fit in it together.
     """
     platform = environment.platform

@@ -7,9 +7,9 @@ Values are the tenant's `limits`, each unset one taken from the stack's `limitRa
 
 from __future__ import annotations
 
-from ..model.checks import effective_limits
-from ..model.load import Environment
-from ..model.tenant import ResourceValues, Tenant
+from ..fleet.budget import effective_limits
+from ..fleet.environment import Environment
+from ..spec.tenant import ResourceValues, Tenant
 from .meta import KubeObject, kube_object, object_meta
 from .namespace import owned_labels
 
@@ -26,7 +26,7 @@ def _values(values: ResourceValues) -> dict[str, str]:
 def container_limits(tenant: Tenant, environment: Environment) -> dict:
     """The `type: Container` limit item, empty sections left out.
 
-    >>> from components.model.stack import Platform
+    >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> container_limits(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
     ...     displayName="A", costCenter="cc-1"), env)["defaultRequest"]
@@ -44,7 +44,7 @@ def container_limits(tenant: Tenant, environment: Environment) -> dict:
 def limit_ranges(tenant: Tenant, environment: Environment) -> list[KubeObject]:
     """One LimitRange `tenant-limits` per tenant namespace; none when there is nothing to set.
 
-    >>> from components.model.stack import Platform
+    >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> [o["metadata"]["namespace"] for o in limit_ranges(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1",
     ...     kind="Tenant", name="a", displayName="A", costCenter="cc-1", namespaces=["a-data"]), env)]

@@ -13,9 +13,9 @@ from typing import Any
 
 import yaml
 
-from ..model import mig
-from ..model.load import Environment
-from ..model.stack import NodePool, Platform
+from ..fleet import mig
+from ..fleet.environment import Environment
+from ..spec.stack import NodePool, Platform
 from .meta import KubeObject, kube_object, object_meta, platform_labels
 
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
@@ -29,7 +29,7 @@ def node_mig_config(platform: Platform, pool: NodePool) -> str | None:
     Pools of MIG-capable GPUs that are not shared by MIG get `all-disabled`, so a node that once
     carried slices is turned back into whole GPUs instead of keeping whatever it had.
 
-    >>> from components.model.stack import Platform
+    >>> from components.spec.stack import Platform
     >>> p = Platform.model_validate({"labelDomain": "gpu.example.com",
     ...     "gpuClasses": {"h100": {"model": "H100-80GB", "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi"}},
     ...     "nodePools": {"train": {"gpuClass": "h100", "gpusPerNode": 8, "nodes": ["n1"]}}})
@@ -47,7 +47,7 @@ def node_mig_config(platform: Platform, pool: NodePool) -> str | None:
 def node_labels(platform: Platform, pool: NodePool) -> dict[str, str]:
     """MIG labels every node of the pool carries (empty for GPUs without MIG).
 
-    >>> from components.model.stack import Platform
+    >>> from components.spec.stack import Platform
     >>> p = Platform.model_validate({"labelDomain": "gpu.example.com",
     ...     "gpuClasses": {"l4": {"model": "L4", "product": "NVIDIA-L4", "memory": "24Gi"}},
     ...     "nodePools": {"inf": {"gpuClass": "l4", "gpusPerNode": 2, "nodes": ["n1"]}}})
@@ -77,7 +77,7 @@ def layout_groups(platform: Platform, layout: str) -> list[dict[str, Any]]:
     GPUs that a custom layout leaves out are stated as `mig-enabled: false` when every pool using
     the layout has the same GPU count; otherwise mig-parted would leave them as they were.
 
-    >>> from components.model.stack import Platform
+    >>> from components.spec.stack import Platform
     >>> p = Platform.model_validate({"labelDomain": "gpu.example.com",
     ...     "gpuClasses": {"m": {"model": "A100-80GB", "product": "NVIDIA-A100-SXM4-80GB", "memory": "80Gi", "sharing": "mig"}},
     ...     "nodePools": {"p": {"gpuClass": "m", "gpusPerNode": 8, "nodes": ["n1"], "migLayout": "all-3g.40gb"}}})
@@ -110,7 +110,7 @@ def layout_groups(platform: Platform, layout: str) -> list[dict[str, Any]]:
 def mig_parted_config(platform: Platform) -> dict[str, Any]:
     """The mig-parted document (`version: v1`, `mig-configs`): `all-disabled` plus every layout in use.
 
-    >>> from components.model.stack import Platform
+    >>> from components.spec.stack import Platform
     >>> mig_parted_config(Platform.model_validate({"labelDomain": "gpu.example.com"}))
     {'version': 'v1', 'mig-configs': {'all-disabled': [{'devices': 'all', 'mig-enabled': False}]}}
     """
@@ -149,7 +149,7 @@ def config_text(document: dict[str, Any]) -> str:
 def uses_mig_manager(platform: Platform) -> bool:
     """Whether any pool gets an `nvidia.com/mig.config` label (so the MIG Manager needs our ConfigMap).
 
-    >>> from components.model.stack import Platform
+    >>> from components.spec.stack import Platform
     >>> uses_mig_manager(Platform.model_validate({"labelDomain": "gpu.example.com"}))
     False
     """

@@ -28,8 +28,8 @@ from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models import dashboard as dm
 from grafana_foundation_sdk.models import prometheus as pm
 
-from ..model.load import Environment
-from ..model.monitoring import Monitoring
+from ..fleet.environment import Environment
+from ..spec.monitoring import Monitoring
 from . import monitoring_rules as r
 from .meta import KubeObject, kube_object, object_meta, platform_labels
 from .namespace import environment_label

@@ -21,12 +21,12 @@ import re
 from fractions import Fraction
 from typing import Any
 
-from ..model import capacity as cap
-from ..model import mig
-from ..model.load import Environment
-from ..model.monitoring import Monitoring
-from ..model.stack import Platform
-from ..model.tenant import Tenant
+from ..fleet import gpu_capacity as cap
+from ..fleet import mig
+from ..fleet.environment import Environment
+from ..spec.monitoring import Monitoring
+from ..spec.stack import Platform
+from ..spec.tenant import Tenant
 from .gpu_nodes import gpu_class_label
 from .kueue import gpu_class_quotas
 from .meta import GROUP, TENANT_LABEL, KubeObject, kube_object, object_meta, platform_labels, tenant_labels

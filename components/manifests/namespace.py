@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 
-from ..model.load import Environment
-from ..model.stack import Platform
-from ..model.tenant import Tenant
+from ..fleet.environment import Environment
+from ..spec.stack import Platform
+from ..spec.tenant import Tenant
 from .meta import COST_CENTER_LABEL, GROUP, KubeObject, kube_object, object_meta, tenant_labels
 
 LIFECYCLE_LABEL = f"{GROUP}/lifecycle"
@@ -30,7 +30,7 @@ _STRICTNESS = {"privileged": 0, "baseline": 1, "restricted": 2}
 def environment_label(environment: Environment) -> str:
     """The value of the environment label: the stack's `environment`, else the stack name.
 
-    >>> from components.model.stack import Platform
+    >>> from components.spec.stack import Platform
     >>> environment_label(Environment("prod", Platform(labelDomain="gpu.example.com"), None, []))
     'prod'
     """
@@ -40,7 +40,7 @@ def environment_label(environment: Environment) -> str:
 def owned_labels(tenant: Tenant, environment: Environment) -> dict[str, str]:
     """Labels every object of the tenant carries (namespaced or not).
 
-    >>> from components.model.stack import Platform
+    >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> owned_labels(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
     ...     displayName="A", costCenter="cc-1"), env)["gpu-tenancy.dev/tenant"]
@@ -52,7 +52,7 @@ def owned_labels(tenant: Tenant, environment: Environment) -> dict[str, str]:
 def pod_security_level(tenant: Tenant, platform: Platform) -> str:
     """The tenant's Pod Security level: its own if set, else the stack's; never looser than the stack's.
 
-    >>> from components.model.stack import Platform
+    >>> from components.spec.stack import Platform
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", podSecurity="restricted")
     >>> pod_security_level(t, Platform(labelDomain="gpu.example.com"))
@@ -106,7 +106,7 @@ def namespace_annotations(tenant: Tenant) -> dict[str, str]:
 def namespaces(tenant: Tenant, environment: Environment) -> list[KubeObject]:
     """One Namespace per tenant namespace (its own first), labelled for ownership, cost and Pod Security.
 
-    >>> from components.model.stack import Platform
+    >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", namespaces=["a-data"])

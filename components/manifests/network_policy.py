@@ -31,8 +31,8 @@ from __future__ import annotations
 import copy
 import ipaddress
 
-from ..model.load import Environment
-from ..model.tenant import PlatformIngress, Port, Tenant
+from ..fleet.environment import Environment
+from ..spec.tenant import PlatformIngress, Port, Tenant
 from .meta import KubeObject, kube_object, object_meta
 from .namespace import owned_labels
 
@@ -95,7 +95,7 @@ def metadata_excepts(cidr: str, excepts: list[str]) -> list[str]:
 def platform_grants(tenant: Tenant, environment: Environment) -> list[tuple[str, list[Port]]]:
     """(role, ports) of each platform role the tenant accepts ingress from; ports from the grant or the stack.
 
-    >>> from components.model.stack import Platform
+    >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com", platformPorts={"monitoring": [{"port": 9090}]}), None, [])
     >>> platform_grants(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", network={"ingressFrom": {"platform": ["monitoring"]}}), env)[0][1][0].port
@@ -138,7 +138,7 @@ def _ingress_rule(peer_namespaces: list[str], ports: list[Port], direction: str)
 def policy_specs(tenant: Tenant, environment: Environment) -> list[tuple[str, list[str], dict]]:
     """(name, policyTypes, rules) of every policy a tenant namespace gets, in a fixed order.
 
-    >>> from components.model.stack import Platform
+    >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> [name for name, _, _ in policy_specs(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant",
     ...     name="a", displayName="A", costCenter="cc-1"), env)]
@@ -202,7 +202,7 @@ def policy_specs(tenant: Tenant, environment: Environment) -> list[tuple[str, li
 def network_policies(tenant: Tenant, environment: Environment) -> list[KubeObject]:
     """Every NetworkPolicy of the tenant, the same set in each of its namespaces.
 
-    >>> from components.model.stack import Platform
+    >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> len(network_policies(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
     ...     displayName="A", costCenter="cc-1", namespaces=["a-data"]), env))

@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from ..model.load import Environment
-from ..model.shard_stacks import StackPart, stack_parts
+from ..fleet.environment import Environment
+from ..fleet.shard_stacks import StackPart, stack_parts
 from .meta import ENVIRONMENT_LABEL, GROUP, MANAGED_BY, KubeObject, kube_object, object_meta
 
 API_VERSION = "pulumi.com/v1"

@@ -35,9 +35,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .cel import cel_list, cel_string, names_or_none
-from ..model import capacity as cap
-from ..model.load import Environment
-from ..model.tenant import Tenant
+from ..fleet import gpu_capacity as cap
+from ..fleet.environment import Environment
+from ..spec.tenant import Tenant
 from .gpu_nodes import GPU_PRODUCT_LABEL, dedicated_pool_owners, gpu_class_label, pool_label, tenant_label
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"

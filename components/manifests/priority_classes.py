@@ -6,7 +6,7 @@ quotas); the classes themselves are cluster-wide.
 
 from __future__ import annotations
 
-from ..model.load import Environment
+from ..fleet.environment import Environment
 from .meta import KubeObject, kube_object, object_meta, platform_labels
 
 

@@ -5,11 +5,11 @@ With `none`, the namespace ResourceQuota is the only GPU budget and nothing is b
 
 from __future__ import annotations
 
-from ..model import capacity as cap
-from ..model.load import Environment
-from ..model import feasibility as feas
-from ..model.queue_checks import borrowable
-from ..model.tenant import Tenant
+from ..fleet import gpu_capacity as cap
+from ..fleet.environment import Environment
+from ..fleet import feasibility as feas
+from ..fleet.queue_arithmetic import borrowable
+from ..spec.tenant import Tenant
 from . import kai, kueue
 from .meta import KubeObject, sort_objects
 
@@ -50,7 +50,7 @@ def gpu_ceiling_by_resource(tenant: Tenant, environment: Environment) -> dict[st
     The one rule (docs/queues-and-vclusters.md, "Quota under a queue"): nominal quota plus what the
     queue can borrow -- per class, its `borrowingLimit`, but never more than the other members of its
     cohort (KAI: department) lend on the pools it may reach; with no limit, all they lend there
-    (`components.model.queue_checks.borrowable`). Without a queueing scheduler, or with Kueue and no
+    (`components.fleet.queue_arithmetic.borrowable`). Without a queueing scheduler, or with Kueue and no
     cohort, it is the nominal quota. The ResourceQuota then admits exactly the pods the queue admits.
 
     >>> gpu_ceiling_by_resource(prod.tenants[0].spec, prod)   # doctest: +SKIP

@@ -53,13 +53,13 @@ its quota for that resource).
 
 from __future__ import annotations
 
-from ..model import capacity as cap
-from ..model import mig
-from ..model.budget import budget_home, compute_hard, namespace_slices, split_budget  # noqa: F401  (part of this module's API)
-from ..model.quantity import Quantity
-from ..model.load import Environment
-from ..model.stack import Platform, PriorityClassSpec
-from ..model.tenant import PriorityCap, Tenant
+from ..fleet import gpu_capacity as cap
+from ..fleet import mig
+from ..fleet.budget import budget_home, compute_hard, namespace_slices, split_budget  # noqa: F401  (part of this module's API)
+from ..spec.quantity import Quantity
+from ..fleet.environment import Environment
+from ..spec.stack import Platform, PriorityClassSpec
+from ..spec.tenant import PriorityCap, Tenant
 from .meta import KubeObject, kube_object, object_meta
 from .namespace import owned_labels
 from .queues import gpu_ceiling_by_resource
@@ -92,7 +92,7 @@ def priority_quota_name(priority_class: str) -> str:
 def cluster_gpu_resources(platform: Platform) -> list[str]:
     """Every GPU extended resource the cluster's classes advertise (whole GPUs, shares, MIG slices).
 
-    >>> from components.model.stack import Platform
+    >>> from components.spec.stack import Platform
     >>> cluster_gpu_resources(Platform(labelDomain="gpu.example.com", gpuClasses={"h100": {
     ...     "model": "H100-80GB", "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi"}}))
     ['nvidia.com/gpu']
@@ -110,7 +110,7 @@ def quota_gpu_resources(platform: Platform) -> list[str]:
     limited at all, so a profile no layout offers today (or a share no class renames) is pinned at
     "0" rather than left open for the day someone re-partitions a node by hand.
 
-    >>> from components.model.stack import Platform
+    >>> from components.spec.stack import Platform
     >>> quota_gpu_resources(Platform(labelDomain="gpu.example.com", gpuClasses={"h100": {
     ...     "model": "H100-80GB", "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi"}}))[:3]
     ['nvidia.com/gpu', 'nvidia.com/gpu.shared', 'nvidia.com/mig-1g.10gb']
@@ -129,7 +129,7 @@ def quota_gpu_resources(platform: Platform) -> list[str]:
 def gpu_hard(tenant: Tenant, platform: Platform, granted: dict[str, int] | None = None) -> dict[str, str]:
     """`requests.<resource>` quota keys for GPUs: the tenant's quota, "0" for every other cluster GPU resource.
 
-    >>> from components.model.stack import Platform
+    >>> from components.spec.stack import Platform
     >>> p = Platform(labelDomain="gpu.example.com", gpuClasses={"h100": {
     ...     "model": "H100-80GB", "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi"}})
     >>> gpu_hard(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
@@ -219,7 +219,7 @@ def _quota(name: str, namespace: str, labels: dict[str, str], hard: dict[str, st
 def priority_cap(tenant: Tenant, name: str, priority_class: PriorityClassSpec) -> PriorityCap | None:
     """The tenant's cap at one PriorityClass: its own entry, else the class's default, else none.
 
-    >>> from components.model.stack import PriorityClassSpec
+    >>> from components.spec.stack import PriorityClassSpec
     >>> pc = PriorityClassSpec(value=1, description="x", defaultTenantCap={"pods": 0})
     >>> priority_cap(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
     ...     displayName="A", costCenter="cc-1"), "serve", pc).pods
@@ -232,7 +232,7 @@ def priority_cap(tenant: Tenant, name: str, priority_class: PriorityClassSpec) -
 def priority_hard(tenant: Tenant, platform: Platform, priority: PriorityCap, budget: dict[str, str]) -> dict[str, str]:
     """Quota keys of one PriorityClass cap, never above the namespace's own budget for a key.
 
-    >>> from components.model.stack import Platform
+    >>> from components.spec.stack import Platform
     >>> priority_hard(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
     ...     displayName="A", costCenter="cc-1"), Platform(labelDomain="x.dev"), PriorityCap(pods=0), {})
     {'pods': '0'}
@@ -259,7 +259,7 @@ def priority_hard(tenant: Tenant, platform: Platform, priority: PriorityCap, bud
 def resource_quotas(tenant: Tenant, environment: Environment) -> list[KubeObject]:
     """Every ResourceQuota of the tenant, in each of its namespaces (see the module docstring).
 
-    >>> from components.model.stack import Platform
+    >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", quota={"cpu": {"requests": "8"}}, lifecycle="suspended")

@@ -30,8 +30,9 @@ import functools
 
 from typing import Iterable
 
-from ..model.load import Environment
-from ..model.tenant import ServiceAccountGrant, Subjects, Tenant
+from ..fleet.environment import Environment
+from ..spec.role_bundles import READ_VERBS, effective_bundles
+from ..spec.tenant import ServiceAccountGrant, Subjects, Tenant
 from .meta import KubeObject, kube_object, object_meta, platform_labels
 from .namespace import environment_label, owned_labels
 
@@ -156,7 +157,7 @@ def _role_rules(role: str) -> tuple[dict, ...]:
 
 
 # --------------------------------------------------------------------------------------------
-# Role bundles (components/model/role_bundles.py): extra rules a tenant adds to one of its roles.
+# Role bundles (components/spec/role_bundles.py): extra rules a tenant adds to one of its roles.
 # They are appended after the role's own rules; the stack's validation has already refused any
 # bundle rule that breaks the guard rails (RBAC, quota, LimitRange, NetworkPolicy, namespaces,
 # wildcards, escalate/bind/impersonate), and viewers keep only the read verbs.
@@ -167,14 +168,12 @@ def bundle_rules(tenant: Tenant, role: str, platform) -> list[dict]:
     """The rules of the bundles `tenant` opts into for `role`, in bundle-name order; for viewers
     only their read verbs (and never secrets).
 
-    >>> from components.model.stack import Platform
+    >>> from components.spec.stack import Platform
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", access={"viewers": {"groups": ["g"], "bundles": ["ray"]}})
     >>> bundle_rules(t, "viewer", Platform(labelDomain="gpu.example.com"))[0]["verbs"]
     ['get', 'list', 'watch']
     """
-    from ..model.role_bundles import READ_VERBS, effective_bundles
-
     names = sorted(set(getattr(tenant.access, f"{role}s").bundles))
     if not names:
         return []
@@ -248,7 +247,7 @@ def all_subjects(tenant: Tenant) -> list[dict]:
 def roles(tenant: Tenant, environment: Environment) -> list[KubeObject]:
     """The three tenant Roles in every tenant namespace.
 
-    >>> from components.model.stack import Platform
+    >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", access={"owners": {"groups": ["a-leads"]}, "ciServiceAccounts": [{"name": "ci"}]})
@@ -271,7 +270,7 @@ def roles(tenant: Tenant, environment: Environment) -> list[KubeObject]:
 def role_bindings(tenant: Tenant, environment: Environment) -> list[KubeObject]:
     """A RoleBinding per tenant role and namespace that has subjects; none for an empty role.
 
-    >>> from components.model.stack import Platform
+    >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", access={"owners": {"groups": ["a-leads"]}, "ciServiceAccounts": [{"name": "ci"}]})
@@ -300,7 +299,7 @@ def role_bindings(tenant: Tenant, environment: Environment) -> list[KubeObject]:
 def service_accounts(tenant: Tenant, environment: Environment) -> list[KubeObject]:
     """The tenant's CI ServiceAccounts, each in its namespace (the tenant's own unless stated).
 
-    >>> from components.model.stack import Platform
+    >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", access={"owners": {"groups": ["a-leads"]}, "ciServiceAccounts": [{"name": "ci"}]})
@@ -318,7 +317,7 @@ def service_accounts(tenant: Tenant, environment: Environment) -> list[KubeObjec
 def cluster_viewer_binding(tenant: Tenant, environment: Environment) -> list[KubeObject]:
     """The tenant's ClusterRoleBinding of every subject to the shared read-only ClusterRole.
 
-    >>> from components.model.stack import Platform
+    >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", access={"owners": {"groups": ["a-leads"]}, "ciServiceAccounts": [{"name": "ci"}]})
@@ -342,7 +341,7 @@ def cluster_viewer_binding(tenant: Tenant, environment: Environment) -> list[Kub
 def tenant_rbac_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]:
     """Roles, RoleBindings, ServiceAccounts and the cluster-viewer binding of one tenant.
 
-    >>> from components.model.stack import Platform
+    >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", access={"owners": {"groups": ["a-leads"]}, "ciServiceAccounts": [{"name": "ci"}]})
@@ -360,7 +359,7 @@ def tenant_rbac_objects(tenant: Tenant, environment: Environment) -> list[KubeOb
 def platform_rbac_objects(environment: Environment) -> list[KubeObject]:
     """The shared read-only ClusterRole and the platform admins' `cluster-admin` binding.
 
-    >>> from components.model.stack import Platform
+    >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> [o["kind"] for o in platform_rbac_objects(env)]
     ['ClusterRole', 'ClusterRoleBinding']

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from ..model.budget import budget_home
-from ..model.tenant import Tenant
+from ..fleet.budget import budget_home
+from ..spec.tenant import Tenant
 from .meta import KubeObject
 
 

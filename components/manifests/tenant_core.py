@@ -11,8 +11,8 @@ decommission), never a side effect of a builder returning less.
 
 from __future__ import annotations
 
-from ..model.load import Environment
-from ..model.tenant import Tenant
+from ..fleet.environment import Environment
+from ..spec.tenant import Tenant
 from .guard_policy import guard_objects
 from .limit_range import limit_ranges
 from .meta import KubeObject, sort_objects
@@ -25,7 +25,7 @@ from .rbac import platform_rbac_objects, tenant_rbac_objects
 def tenant_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]:
     """The tenant's core objects in deterministic order.
 
-    >>> from components.model.stack import Platform
+    >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> tenant_objects(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
     ...     displayName="A", costCenter="cc-1"), env)[0]["kind"]
@@ -46,7 +46,7 @@ def tenant_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]
 def platform_core_objects(environment: Environment) -> list[KubeObject]:
     """Cluster-wide objects the tenants' access relies on: the read-only ClusterRole and the admin binding.
 
-    >>> from components.model.stack import Platform
+    >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> [o["metadata"]["name"] for o in platform_core_objects(env)]
     ['gpu-tenancy:cluster-viewer', 'gpu-tenancy:platform-admins']

@@ -12,9 +12,9 @@ from typing import Any
 
 import yaml
 
-from ..model.capacity import GPU
-from ..model.load import Environment
-from ..model.stack import GpuClass, NodePool, Platform
+from ..fleet.gpu_capacity import GPU
+from ..fleet.environment import Environment
+from ..spec.stack import GpuClass, NodePool, Platform
 from .meta import KubeObject, kube_object, object_meta, platform_labels
 
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
@@ -26,7 +26,7 @@ def sharing_config(gpu_class: GpuClass) -> dict[str, Any]:
     `resources` names `nvidia.com/gpu` even when shares are renamed: the plugin then advertises
     them as `nvidia.com/gpu.shared`.
 
-    >>> from components.model.stack import GpuClass
+    >>> from components.spec.stack import GpuClass
     >>> sharing_config(GpuClass(model="L4", product="NVIDIA-L4", memory="24Gi", sharing="timeSlicing",
     ...     time_slicing={"replicas": 4}))["sharing"]["timeSlicing"]["resources"]
     [{'name': 'nvidia.com/gpu', 'replicas': 4}]
@@ -51,7 +51,7 @@ def sharing_config(gpu_class: GpuClass) -> dict[str, Any]:
 def config_key(platform: Platform, pool: NodePool) -> str | None:
     """The ConfigMap key (the GPU class name) a pool's nodes use; None when the pool is not time-sliced.
 
-    >>> from components.model.stack import Platform
+    >>> from components.spec.stack import Platform
     >>> p = Platform.model_validate({"labelDomain": "gpu.example.com",
     ...     "gpuClasses": {"l4": {"model": "L4", "product": "NVIDIA-L4", "memory": "24Gi", "sharing": "timeSlicing",
     ...                           "timeSlicing": {"replicas": 4}}},
@@ -66,7 +66,7 @@ def config_key(platform: Platform, pool: NodePool) -> str | None:
 def node_labels(platform: Platform, pool: NodePool) -> dict[str, str]:
     """The `nvidia.com/device-plugin.config` label of a time-sliced pool's nodes (empty otherwise).
 
-    >>> from components.model.stack import Platform
+    >>> from components.spec.stack import Platform
     >>> p = Platform.model_validate({"labelDomain": "gpu.example.com",
     ...     "gpuClasses": {"l4": {"model": "L4", "product": "NVIDIA-L4", "memory": "24Gi"}},
     ...     "nodePools": {"inf": {"gpuClass": "l4", "gpusPerNode": 2, "nodes": ["n1"]}}})

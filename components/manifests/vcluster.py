@@ -29,7 +29,7 @@ below make it say so from the inside too (keys of the chart's values.schema.json
 * `policies.podSecurityStandard`: the namespace's Pod Security level, checked inside the vCluster.
 
 The tenant's `vcluster.values` are merged last (maps merge, lists and scalars replace); overriding
-the isolation keys above (`components.model.vcluster_checks.GUARDED_PATHS`) is rejected by
+the isolation keys above (`components.validate.vcluster.GUARDED_PATHS`) is rejected by
 `tenants validate`.
 """
 
@@ -41,9 +41,9 @@ from typing import Any
 
 import yaml
 
-from ..model import capacity as cap
-from ..model.load import Environment
-from ..model.tenant import Tenant
+from ..fleet import gpu_capacity as cap
+from ..fleet.environment import Environment
+from ..spec.tenant import Tenant
 from .gpu_nodes import TAINT_EFFECT, gpu_class_label, tenant_label
 from .limit_range import container_limits
 from .meta import MANAGED_BY

@@ -9,9 +9,9 @@ import pulumi
 from .gpu_platform import GpuPlatform
 from ..manifests.build import platform_objects, tenant_objects
 from ..manifests.renames import rename_message
-from ..model.capacity import gpu_quota_by_resource
-from ..model.load import Environment
-from ..model.shard_stacks import stack_part
+from ..fleet.gpu_capacity import gpu_quota_by_resource
+from ..fleet.environment import Environment
+from ..fleet.shard_stacks import stack_part
 from .tenant import Tenant
 
 

@@ -9,8 +9,8 @@ import pulumi
 from ..manifests.build import helm_releases, tenant_objects
 from ..manifests.meta import KubeObject
 from .kubernetes import logical_name, register
-from ..model.load import Environment
-from ..model.tenant import Tenant as TenantSpec
+from ..fleet.environment import Environment
+from ..spec.tenant import Tenant as TenantSpec
 from .vcluster_release import register_vcluster
 
 

@@ -14,14 +14,15 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from ..manifests.build import PLATFORM, environment_objects, helm_releases, tenant_objects
+from ..manifests.gpu_nodes import node_group_requirements
 from ..manifests.meta import KubeObject, immutable_fields
 from ..manifests.renames import rename_message
-from .capacity import capacity_table
+from .capacity_report import capacity_table
 from .object_changes import field_changes, object_changes
-from ..model.load import Environment
+from ..fleet.environment import Environment
 from .stack_changes import move_warning, touched_stacks
-from ..model.quantity import Quantity, QuantityError
-from ..model.tenant import Tenant
+from ..spec.quantity import Quantity, QuantityError
+from ..spec.tenant import Tenant
 from .tenant_changes import set_change, tenant_changes
 
 FORMAT_VERSION = 1
@@ -156,8 +157,6 @@ def node_group_changes(before: Environment | None, after: Environment | None) ->
     >>> node_group_changes(None, dev)[0]["change"]   # doctest: +SKIP
     'added'
     """
-    from ..manifests.gpu_nodes import node_group_requirements
-
     old = node_group_requirements(before) if before else {}
     new = node_group_requirements(after) if after else {}
     return [

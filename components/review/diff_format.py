@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-from ..model.yaml_source import yaml_text
+from ..spec.yaml_source import yaml_text
 
 # GitHub rejects comments over 65536 characters; leave room for the sticky-comment header.
 MARKDOWN_LIMIT = 60000

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..model.environment import Environment
-from ..model.shard_stacks import tenant_stack
-from ..model.sharding import split_stack_name
+from ..fleet.environment import Environment
+from ..fleet.shard_stacks import tenant_stack
+from ..spec.sharding import split_stack_name
 from .stack_changes import TENANT_TYPE, shard_move
 
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 import ipaddress
 from typing import Any, Iterable
 
-from ..model import capacity as cap
-from ..model.load import Environment
-from ..model.quantity import Quantity, QuantityError
-from ..model.tenant import EgressRule, Port, Tenant
+from ..fleet import gpu_capacity as cap
+from ..fleet.environment import Environment
+from ..spec.quantity import Quantity, QuantityError
+from ..spec.tenant import EgressRule, Port, Tenant
 
 ROLES = ("owner", "developer", "viewer")
 

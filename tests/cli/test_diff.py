@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from components.cli import main
-from components.model.stack import CONFIG_KEY
+from components.spec.stack import CONFIG_KEY
 
 VISION = """\
 apiVersion: gpu-tenancy.dev/v1alpha1

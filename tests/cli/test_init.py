@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from components.cli.main import main
-from components.model.load import load_environment
-from components.model.stack import CONFIG_KEY
+from components.load import load_environment
+from components.spec.stack import CONFIG_KEY
 from tests.project_edits import line_of
 
 FLAGS = ["--label-domain", "gpu.example.com", "--gpu-class", "h100=H100-80GB", "--pool", "h100-a=h100:8:gpu-01,gpu-02"]

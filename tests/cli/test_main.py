@@ -10,11 +10,11 @@ import pytest
 import yaml
 
 from components.cli.main import _parser, main
-from components.model.schema import stack_schema, tenant_schema
+from components.spec.json_schema import stack_schema, tenant_schema
 from tests.cli.running import run
 
 REPO = Path(__file__).resolve().parents[2]
-BROKEN = REPO / "tests" / "model" / "broken"
+BROKEN = REPO / "tests" / "validate" / "broken"
 
 
 def exit_code(capsys, *argv: str) -> tuple[int, str, str]:

@@ -822,7 +822,7 @@ class AppliedStack:
     def render(stack: str, root: Path = REPO_ROOT) -> tuple[Any, dict[str, list[dict[str, Any]]]]:
         """(Environment, environment_objects) of one stack of a project (offline, pure builders)."""
         from components.manifests.build import environment_objects
-        from components.model.load import load_environment
+        from components.load import load_environment
 
         environment = load_environment(root, stack)
         return environment, environment_objects(environment)

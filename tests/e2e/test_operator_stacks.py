@@ -15,7 +15,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from components.manifests.operator_stacks import OperatorSettings, operator_stacks
-from components.model.load import load_environment, stack_names
+from components.load import load_environment, stack_names
 
 pytestmark = pytest.mark.e2e
 

@@ -29,7 +29,7 @@ from typing import Any, Callable
 import pytest
 from kubernetes import client
 
-from components.model.load import load_environment
+from components.load import load_environment
 
 pytestmark = pytest.mark.e2e
 

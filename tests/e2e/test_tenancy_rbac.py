@@ -27,7 +27,7 @@ import pytest
 from kubernetes import client
 
 from components.manifests.monitoring_rules import tenant_prometheus_rule
-from components.model.load import load_environment
+from components.load import load_environment
 
 pytestmark = pytest.mark.e2e
 
@@ -194,7 +194,7 @@ def test_matrix_covers_every_role_and_namespace_kind():
 # Role bundles: every shipped bundle, for every subject and namespace
 # --------------------------------------------------------------------------
 
-# One resource of each shipped bundle (components/model/role_bundles.py). The example tenants opt
+# One resource of each shipped bundle (components/spec/role_bundles.py). The example tenants opt
 # roles into bundles (tenants/*.yaml, access.<role>.bundles). The promise: a subject may use a
 # bundle's resource in a namespace only through a role it holds there whose tenant opted that role
 # into the bundle (every verb; viewers get/list only); nobody else, in no other tenant's namespace.
@@ -239,7 +239,7 @@ BUNDLE_CELLS = [(ns, bundle, verb) for ns in NAMESPACES for bundle in BUNDLE_PRO
 def test_bundle_matrix_covers_every_shipped_bundle_both_ways():
     """Every shipped bundle has a probe, is opted into by some role of the prod tenants, and the
     matrix expects it allowed for some subject and denied (beyond the base) for others."""
-    from components.model.role_bundles import SHIPPED_BUNDLES
+    from components.spec.role_bundles import SHIPPED_BUNDLES
 
     assert set(BUNDLE_PROBES) == set(SHIPPED_BUNDLES)
     for bundle in BUNDLE_PROBES:

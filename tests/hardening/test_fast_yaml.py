@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from bench.synthetic import write_project
 from components.manifests.build import environment_objects, helm_releases
 from components.output.yaml_output import dump_objects, dump_objects_pyyaml
-from components.model.load import load_environment, stack_names
+from components.load import load_environment, stack_names
 from tests.hardening.support import EXAMPLES
 
 REPO = Path(__file__).resolve().parents[2]

@@ -22,7 +22,7 @@ import pytest
 
 from bench.synthetic import write_project
 from components.cli import main
-from components.model.load import load_environment
+from components.load import load_environment
 
 STACK = "prod"
 EVAL = textwrap.dedent(
@@ -267,8 +267,8 @@ _TEN_THOUSAND = """
 import json, resource, sys
 from pathlib import Path
 resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))  # a ceiling, not a measurement
-from components.model.capacity import gpu_quota_by_class
-from components.model.load import load_environment
+from components.fleet.gpu_capacity import gpu_quota_by_class
+from components.load import load_environment
 env = load_environment(Path(sys.argv[1]), "bench")
 totals = {}
 for t in env.tenants:

@@ -24,9 +24,10 @@ from hypothesis import event, given, note, settings
 from components.cli import main
 from components.manifests.build import environment_objects
 from components.output.render import render_files
-from components.model import capacity as cap
-from components.model.load import Environment, load_environment
-from components.model.problems import InvalidInput
+from components.fleet import gpu_capacity as cap
+from components.fleet.environment import Environment
+from components.load import load_environment
+from components.spec.problems import InvalidInput
 from tests.hardening.strategies import ENV, TEXT_DAMAGE, Project, mutated_projects, projects
 from tests.hardening.support import EXAMPLES, canonical, strict_validator, unlocated
 

@@ -11,9 +11,10 @@ from typing import Any, Callable
 
 import pytest
 
-from components.model.load import Environment, load_environment, stack_names
-from components.model.stack import Platform
-from components.model.tenant import Tenant
+from components.fleet.environment import Environment
+from components.load import load_environment, stack_names
+from components.spec.stack import Platform
+from components.spec.tenant import Tenant
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_ENVIRONMENTS = tuple(stack_names(REPO_ROOT))

@@ -8,7 +8,7 @@ import yaml
 
 from components.manifests import gpu_nodes
 from components.manifests.meta import FIELD_MANAGER
-from components.model.load import load_environment
+from components.load import load_environment
 
 
 def _by_name(patches):

@@ -11,7 +11,7 @@ import pytest
 from components.manifests import gpu_platform
 from components.manifests.gpu_nodes import is_node_patch
 from components.manifests.meta import sort_objects
-from components.model.load import load_environment, stack_names
+from components.load import load_environment, stack_names
 
 REPO = Path(__file__).resolve().parents[2]
 STACKS = stack_names(REPO)

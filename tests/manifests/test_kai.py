@@ -14,8 +14,8 @@ import celpy
 import pytest
 
 from components.manifests import kai, queues
-from components.model.load import load_environment
-from components.model.queue_checks import kai_amounts
+from components.load import load_environment
+from components.fleet.queue_arithmetic import kai_amounts
 
 from .test_queues_crds import queue_lab
 

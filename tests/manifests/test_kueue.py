@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 
 from components.manifests import kueue
-from components.model.load import Environment
+from components.fleet.environment import Environment
 
 from .test_queues_crds import LAB_PLATFORM, queue_lab
 

@@ -8,8 +8,8 @@ import yaml
 
 from tests.project_edits import line_of, validation_errors
 from components.manifests import mig_config
-from components.model.capacity import capacity
-from components.model.stack import Platform
+from components.fleet.gpu_capacity import capacity
+from components.spec.stack import Platform
 
 # Byte-for-byte copies of NVIDIA's files (see SOURCES.md next to them).
 REFERENCE = Path(__file__).parents[1] / "fixtures" / "gpu-operator"  # upstream copies, see SOURCES.md there

@@ -14,9 +14,9 @@ import yaml
 
 from components.manifests import monitoring_rules as r
 from components.manifests.build import platform_objects
-from components.model.load import Environment, LoadedTenant
-from components.model.monitoring import Monitoring
-from components.model.stack import Platform
+from components.fleet.environment import Environment, LoadedTenant
+from components.spec.monitoring import Monitoring
+from components.spec.stack import Platform
 
 from .test_queues_crds import cel_failures, to_json_schema
 

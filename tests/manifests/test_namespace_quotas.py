@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from components.manifests.quota import TENANT_QUOTA, resource_quotas, split_budget
-from components.model.checks import check_tenant
-from components.model.quantity import Quantity
-from components.model.yaml_source import SourceDocument
+from components.validate.checks import check_tenant
+from components.spec.quantity import Quantity
+from components.spec.yaml_source import SourceDocument
 
 H100 = {"h100": {"model": "H100-80GB", "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi"}}
 

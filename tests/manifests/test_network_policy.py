@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from components.manifests.meta import TENANT_LABEL
 from components.manifests.network_policy import metadata_excepts, network_policies
-from components.model.load import LoadedTenant
+from components.fleet.environment import LoadedTenant
 
 from .conftest import tenant_of
 

@@ -10,7 +10,7 @@ import itertools
 import pytest
 
 from components.manifests.build import environment_objects
-from components.model.load import Environment, LoadedTenant
+from components.fleet.environment import Environment, LoadedTenant
 
 from .network_reachability import Address, Cluster, Pod, selects
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from components.manifests.operator_stacks import OperatorSettings, operator_stacks, stack_resource_name
-from components.model.load import load_environment, stack_names
+from components.load import load_environment, stack_names
 from tests.manifests.test_queues_crds import cel_failures, to_json_schema
 
 REPO = Path(__file__).resolve().parents[2]

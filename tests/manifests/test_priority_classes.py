@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from components.manifests.priority_classes import priority_classes
-from components.model.stack import PriorityClassSpec
+from components.spec.stack import PriorityClassSpec
 
 
 def test_one_class_per_entry_with_every_field(prod):

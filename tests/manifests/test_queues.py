@@ -11,9 +11,10 @@ import pytest
 
 from components.manifests import queues
 from components.manifests.quota import TENANT_QUOTA, resource_quotas
-from components.model import capacity as cap
-from components.model.load import Environment, load_environment
-from components.model.queue_checks import kai_gpu_units
+from components.fleet import gpu_capacity as cap
+from components.fleet.environment import Environment
+from components.load import load_environment
+from components.fleet.queue_arithmetic import kai_gpu_units
 
 from .test_queues_crds import queue_lab
 

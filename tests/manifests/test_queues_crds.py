@@ -21,9 +21,10 @@ import pytest
 import yaml
 
 from components.manifests import queues
-from components.model.load import Environment, LoadedTenant, load_environment
-from components.model.stack import Platform
-from components.model.tenant import Tenant
+from components.fleet.environment import Environment, LoadedTenant
+from components.load import load_environment
+from components.spec.stack import Platform
+from components.spec.tenant import Tenant
 
 REPO = Path(__file__).resolve().parents[2]
 

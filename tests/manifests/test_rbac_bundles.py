@@ -4,7 +4,7 @@ rules (viewers: read verbs only), no other role or tenant does, and the guard ra
 from __future__ import annotations
 
 from components.manifests.rbac import bundle_rules, role_rules, roles
-from components.model.role_bundles import FORBIDDEN_GROUPS, READ_VERBS, shipped_bundles
+from components.spec.role_bundles import FORBIDDEN_GROUPS, READ_VERBS, shipped_bundles
 
 from .conftest import tenant_of
 

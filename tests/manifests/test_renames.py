@@ -7,7 +7,7 @@ from pathlib import Path
 
 from components.manifests.build import tenant_objects
 from components.manifests.renames import rename_message, renamed_objects
-from components.model.load import load_environment
+from components.load import load_environment
 from components.review.diff import Side, compare_stack
 from tests.project_edits import rename_llm_finetune
 

@@ -4,7 +4,7 @@ import json
 
 from components.manifests.meta import ENVIRONMENT_LABEL, TENANT_LABEL, sort_objects
 from components.manifests.tenant_core import platform_core_objects, tenant_objects
-from components.model.load import Environment, LoadedTenant
+from components.fleet.environment import Environment, LoadedTenant
 
 from .conftest import synthetic_environment, tenant_of
 

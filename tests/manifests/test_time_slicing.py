@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from components.manifests import time_slicing
-from components.model.capacity import GPU_SHARED, capacity, class_resource, gpu_quota_by_resource
-from components.model.stack import Platform
-from components.model.tenant import Tenant
+from components.fleet.gpu_capacity import GPU_SHARED, capacity, class_resource, gpu_quota_by_resource
+from components.spec.stack import Platform
+from components.spec.tenant import Tenant
 
 # Byte-for-byte copies of NVIDIA's files (see SOURCES.md next to them).
 REFERENCE = Path(__file__).parents[1] / "fixtures" / "gpu-operator"  # upstream copies, see SOURCES.md there

@@ -10,8 +10,9 @@ import pytest
 from components.manifests import vcluster
 from components.manifests.limit_range import container_limits
 from components.manifests.quota import TENANT_QUOTA, resource_quotas
-from components.model.load import Environment, load_environment
-from components.model.vcluster_checks import schema_errors
+from components.fleet.environment import Environment
+from components.load import load_environment
+from components.validate.vcluster import schema_errors
 
 from .test_queues_crds import queue_lab
 

@@ -19,7 +19,8 @@ import pytest
 
 from tests.lanes import gate_lane, tool_versions
 
-from components.model.load import Environment, load_environment
+from components.fleet.environment import Environment
+from components.load import load_environment
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TOOLS_DIR = REPO_ROOT / "tools"

@@ -17,8 +17,9 @@ import pytest
 import yaml
 
 from components.manifests import monitoring_rules as r
-from components.model.load import Environment, load_environment, stack_names
-from components.model.monitoring import Monitoring
+from components.fleet.environment import Environment
+from components.load import load_environment, stack_names
+from components.spec.monitoring import Monitoring
 
 from . import synthetic
 from .conftest import REPO_ROOT

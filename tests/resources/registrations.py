@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from components.model.load import stack_names
+from components.load import stack_names
 from tests.pulumi_harness import REPO, normalise, run_program
 
 GOLDEN = Path(__file__).resolve().parent / "golden"

@@ -51,7 +51,7 @@ def test_a_renamed_tenant_gets_its_rename_message_instead_of_a_departure():
 def test_the_program_warns_about_a_rename_in_the_words_of_tenants_diff(tmp_path, caplog):
     import shutil
 
-    from components.model.load import load_environment
+    from components.load import load_environment
     from components.review.diff import Side, compare_stack
     from tests.project_edits import rename_llm_finetune
 

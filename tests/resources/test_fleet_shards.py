@@ -10,7 +10,7 @@ import pytest
 
 from components.manifests.build import environment_objects
 from components.manifests.meta import object_id
-from components.model.load import load_environment
+from components.load import load_environment
 from tests.project_edits import replace_once
 from tests.pulumi_harness import REPO, run_program
 

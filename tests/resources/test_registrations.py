@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from components.model.load import stack_names
+from components.load import stack_names
 from tests.pulumi_harness import REPO
 from tests.resources.registrations import GOLDEN, registrations_by_urn
 

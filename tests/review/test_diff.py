@@ -7,8 +7,8 @@ from pathlib import Path
 import yaml
 
 from components.review.diff import Side, capacity_rows, compare_stack, report
-from components.model.load import load_environment
-from components.model.stack import CONFIG_KEY
+from components.load import load_environment
+from components.spec.stack import CONFIG_KEY
 
 TEAM = """\
 apiVersion: gpu-tenancy.dev/v1alpha1

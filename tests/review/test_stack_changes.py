@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from components.model.load import load_environment
+from components.load import load_environment
 from components.review.diff import Side, compare_stack, report
 from components.review.diff_format import format_markdown, format_text
-from components.model.sharding import hashed_shard
+from components.spec.sharding import hashed_shard
 from components.review.stack_changes import tenant_urn
 from tests.project_edits import replace_once
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from components.model.load import load_environment
+from components.load import load_environment
 from components.review.stack_changes import TENANT_TYPE, tenant_urn
 from components.review.state_moves import StateExportError, deployed_tenants, planned_moves, stack_of_urn
 from tests.project_edits import replace_once

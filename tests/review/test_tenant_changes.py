@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from components.review.tenant_changes import access_changes, network_changes, quota_changes, quota_values, tenant_changes
-from components.model.load import Environment
-from components.model.stack import Platform
-from components.model.tenant import Tenant
+from components.fleet.environment import Environment
+from components.spec.stack import Platform
+from components.spec.tenant import Tenant
 
 PLATFORM = Platform.model_validate({
     "labelDomain": "gpu.example.com",

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from components.model.problems import InvalidInput
+from components.spec.problems import InvalidInput
 from tests.e2e.pulumi_engine.harness import up_module, with_local_vcluster_chart
 from tests.project_edits import line_of
 

@@ -83,7 +83,7 @@ class LocalCluster:
     def start(self) -> "LocalCluster":
         from kubernetes import client
 
-        from components.model.load import load_environment
+        from components.load import load_environment
 
         e2e = self._e2e
         environment = load_environment(self.project, self.stack)
@@ -349,7 +349,7 @@ def rendered_by_name(project: Path, stack: str) -> dict[str, dict[str, Any]]:
     from components.review.diff import release_objects
     from components.manifests.build import PLATFORM, environment_objects
     from components.resources.kubernetes import logical_name
-    from components.model.load import load_environment
+    from components.load import load_environment
 
     environment = load_environment(project, stack)
     out: dict[str, dict[str, Any]] = {}
@@ -380,7 +380,7 @@ def offline_changes(base: Path, head: Path, stack: str) -> dict[str, dict[str, s
     """
     from components.review.diff import Side, compare_stack
     from components.resources.kubernetes import logical_name
-    from components.model.load import load_environment
+    from components.load import load_environment
 
     before, after = load_environment(base, stack), load_environment(head, stack)
     document = compare_stack(stack, Side(before), Side(after))

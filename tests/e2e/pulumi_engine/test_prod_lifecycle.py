@@ -136,9 +136,9 @@ def test_rename_with_previous_names_replaces_cleanly_and_deletes_no_data(prod, t
     base = _snapshot(prod, tmp_path)
     rename_llm_finetune(prod.project)
 
+    from components.load import load_environment
     from components.manifests.build import tenant_objects
     from components.manifests.renames import renamed_objects
-    from components.model.load import load_environment
     from components.resources.kubernetes import logical_name
     from components.review.diff import Side, compare_stack
 

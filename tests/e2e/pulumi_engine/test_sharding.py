@@ -27,8 +27,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from components.model.load import load_environment
-from components.model.shard_stacks import stack_parts, tenant_stack
+from components.load import load_environment
+from components.fleet.shard_stacks import stack_parts, tenant_stack
 from components.review.stack_changes import FLEET_TYPE, TENANT_TYPE
 from tests.e2e.pulumi_engine.harness import (
     Engine,

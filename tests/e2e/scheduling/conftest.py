@@ -330,7 +330,7 @@ NODE_CPU, NODE_MEMORY, NODE_EPHEMERAL, NODE_PODS = "128", "1Ti", "3Ti", "110"
 
 def node_allocatable(platform: Any, pool_name: str) -> dict[str, str]:
     """What one node of the pool advertises: cpu/memory/pods and its pool's GPU resources."""
-    from components.model import capacity as cap
+    from components.fleet import gpu_capacity as cap
 
     resources = {"cpu": NODE_CPU, "memory": NODE_MEMORY, "ephemeral-storage": NODE_EPHEMERAL, "pods": NODE_PODS}
     for resource, count in cap.node_gpu_resources(platform, platform.node_pools[pool_name]).items():

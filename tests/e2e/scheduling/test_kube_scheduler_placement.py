@@ -16,7 +16,7 @@ from kubernetes import client
 
 from components.manifests.gpu_nodes import pool_label, tenant_label
 from components.manifests.placement_policy import pinning_resources, placement
-from components.model import capacity as cap
+from components.fleet import gpu_capacity as cap
 from tests.e2e.scheduling.conftest import _running
 
 pytestmark = [pytest.mark.e2e, pytest.mark.scheduling]

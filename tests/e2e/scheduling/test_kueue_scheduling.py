@@ -14,7 +14,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from components.manifests.placement_policy import placement
-from components.model import capacity as cap
+from components.fleet import gpu_capacity as cap
 from tests.e2e.conftest import REPO_ROOT, AppliedStack
 from tests.e2e.scheduling.jobs import KUEUE, Jobs, job
 

@@ -1,0 +1,88 @@
+"""`tenants init`: a minimal stack file for a described cluster, with no tenants.
+
+The cluster is described by flags or by a short inventory file: GPU classes (a model from the
+catalogue below fills in the GPU Feature Discovery product label and the GPU memory) and node
+pools. The inventory file holds the same fields as the stack's `gpu-tenancy:platform` object
+(docs/file-format.md), `product` and `memory` of a catalogue model being optional.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import yaml
+
+from ..load import environment_from_documents
+from ..spec.problems import InvalidInput, Problem
+from ..spec.stack import CONFIG_KEY
+from ..spec.yaml_source import SourceDocument
+
+# GPU model -> (nvidia.com/gpu.product label as GPU Feature Discovery sets it, memory per GPU).
+# MIG-capable models use the names of the MIG geometry table (components/data/nvidia/mig-profiles.yaml).
+# Check the label on your nodes: kubectl get nodes -L nvidia.com/gpu.product
+GPU_MODELS: dict[str, tuple[str, str]] = {
+    "A100-40GB": ("NVIDIA-A100-SXM4-40GB", "40Gi"),
+    "A100-80GB": ("NVIDIA-A100-SXM4-80GB", "80Gi"),
+    "A30-24GB": ("NVIDIA-A30", "24Gi"),
+    "A10G": ("NVIDIA-A10G", "24Gi"),
+    "B200-180GB": ("NVIDIA-B200", "180Gi"),
+    "H100-80GB": ("NVIDIA-H100-80GB-HBM3", "80Gi"),
+    "H100-NVL-94GB": ("NVIDIA-H100-NVL", "94Gi"),
+    "H200-141GB": ("NVIDIA-H200", "141Gi"),
+    "L4": ("NVIDIA-L4", "24Gi"),
+    "L40S": ("NVIDIA-L40S", "48Gi"),
+    "T4": ("Tesla-T4", "16Gi"),
+}
+
+
+def fill_from_catalogue(platform: dict[str, Any]) -> dict[str, Any]:
+    """A copy of `platform` whose GPU classes of a catalogue model have `product` and `memory`.
+
+    >>> fill_from_catalogue({"gpuClasses": {"l4": {"model": "L4"}}})["gpuClasses"]["l4"]["product"]
+    'NVIDIA-L4'
+    """
+    platform = copy.deepcopy(platform)
+    classes = platform.get("gpuClasses")
+    if isinstance(classes, dict):
+        for spec in classes.values():
+            if isinstance(spec, dict) and spec.get("model") in GPU_MODELS:
+                product, memory = GPU_MODELS[spec["model"]]
+                filled = {"model": spec["model"], "product": spec.get("product", product), "memory": spec.get("memory", memory)}
+                rest = {key: value for key, value in spec.items() if key not in filled}
+                spec.clear()
+                spec.update({**filled, **rest})
+    return platform
+
+
+def stack_document(platform: dict[str, Any], file: str, positions: dict | None = None) -> SourceDocument:
+    """The stack file's document for `platform`; `positions` of an inventory file's paths (relative
+    to the platform object) keep problems located in that file."""
+    prefix = ("config", CONFIG_KEY)
+    located = {prefix + tuple(path): position for path, position in (positions or {}).items()}
+    return SourceDocument(file, {"config": {CONFIG_KEY: platform}}, located)
+
+
+def check_stack(env: str, doc: SourceDocument) -> list[Problem]:
+    """Every problem (warnings too) of a stack with no tenants."""
+    try:
+        environment = environment_from_documents(env, doc, [], [], known_envs=[env])
+    except InvalidInput as err:
+        return err.problems
+    return environment.warnings
+
+
+_ORDER = ("environment", "kubeContext", "labelDomain", "platformAdminGroup", "platformNamespaces", "gpuClasses",
+          "nodePools", "migLayouts", "tenants")
+
+
+def stack_text(env: str, platform: dict[str, Any]) -> str:
+    """The stack file: the platform object under `config`, the usual keys first, with a header."""
+    ordered = {key: platform[key] for key in _ORDER if key in platform}
+    ordered.update({key: value for key, value in platform.items() if key not in ordered})
+    body = yaml.safe_dump({"config": {CONFIG_KEY: ordered}}, sort_keys=False, default_flow_style=False, width=100)
+    return (
+        f"# Stack {env}: the cluster inventory of one environment, written by `tenants init`.\n"
+        "# Every field: docs/file-format.md (Platform). `tenants: all` deploys every tenants/*.yaml;\n"
+        "# a list, e.g. [team-a], deploys only those.\n" + body
+    )

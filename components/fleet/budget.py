@@ -1,0 +1,106 @@
+"""A tenant's compute and GPU budget as ResourceQuota keys, how `namespaceQuotas` split it, and its
+LimitRange values after the stack's defaults.
+
+The validation (the slices must fit) and the quota builder (the primary namespace keeps the rest)
+both need these; they live here so that spec checks do not depend on the builders.
+"""
+
+from __future__ import annotations
+
+from . import gpu_capacity as cap
+from ..spec.quantity import Quantity, format_quantity
+from ..spec.stack import Platform
+from ..spec.tenant import LimitRangeSpec, ResourceValues, Tenant
+
+_COMPUTE = (("cpu", "cpu"), ("memory", "memory"), ("ephemeral_storage", "ephemeral-storage"))
+
+
+def compute_hard(tenant: Tenant) -> dict[str, str]:
+    """`requests.*`/`limits.*` keys for cpu, memory and ephemeral-storage, as the tenant wrote them.
+
+    >>> compute_hard(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
+    ...     displayName="A", costCenter="cc-1", quota={"cpu": {"requests": "8"}}))
+    {'requests.cpu': '8'}
+    """
+    hard = {}
+    for field, resource in _COMPUTE:
+        pair = getattr(tenant.quota, field)
+        if pair is None:
+            continue
+        for side in ("requests", "limits"):
+            value = getattr(pair, side)
+            if value is not None:
+                hard[f"{side}.{resource}"] = str(value)
+    return hard
+
+
+def namespace_slices(tenant: Tenant, platform: Platform) -> dict[str, dict[str, str]]:
+    """Budget keys carved out for each extra namespace listed in `namespaceQuotas`.
+
+    >>> from components.spec.stack import Platform
+    >>> namespace_slices(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
+    ...     displayName="A", costCenter="cc-1", namespaces=["a-canary"], quota={"cpu": {"requests": "8"}},
+    ...     namespaceQuotas={"a-canary": {"cpu": {"requests": "2"}}}), Platform(labelDomain="x.dev"))
+    {'a-canary': {'requests.cpu': '2'}}
+    """
+    slices = {}
+    for namespace, part in sorted(tenant.namespace_quotas.items()):
+        as_tenant = tenant.model_copy(
+            update={"quota": tenant.quota.model_copy(update={
+                "cpu": part.cpu, "memory": part.memory, "ephemeral_storage": part.ephemeral_storage,
+                "gpu": part.gpu, "mig": part.mig,
+            })}
+        )
+        gpus = {f"requests.{r}": str(c) for r, c in cap.gpu_quota_by_resource(as_tenant, platform).items()}
+        slices[namespace] = {**compute_hard(as_tenant), **gpus}
+    return slices
+
+
+def budget_home(tenant: Tenant) -> str:
+    """The namespace that keeps what the `namespaceQuotas` slices leave: the tenant's own namespace,
+    except during a rename.
+
+    A renamed tenant (`previousNames`) that keeps its old namespace under `namespaces` still runs its
+    workloads there: that namespace keeps the budget (the new one gets none) until the team moves,
+    by giving the old namespace an explicit `namespaceQuotas` slice (the new namespace then keeps
+    the rest) or by dropping it from `namespaces` (docs/renaming.md).
+
+    >>> budget_home(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="b",
+    ...     displayName="B", costCenter="cc-1", previousNames=["a"], namespaces=["a"]))
+    'a'
+    """
+    for previous in tenant.previous_names:
+        if previous in tenant.namespaces and previous not in tenant.namespace_quotas:
+            return previous
+    return tenant.name
+
+
+def split_budget(total: dict[str, str], slices: dict[str, dict[str, str]]) -> dict[str, str]:
+    """What the tenant's own namespace keeps: the total minus every slice (exact arithmetic).
+
+    >>> split_budget({"requests.cpu": "8", "requests.memory": "64Gi"}, {"canary": {"requests.cpu": "500m"}})
+    {'requests.cpu': '7500m', 'requests.memory': '64Gi'}
+    """
+    kept = {}
+    for key, value in total.items():
+        taken = [part[key] for part in slices.values() if key in part]
+        if not taken:
+            kept[key] = value
+            continue
+        remaining = Quantity.parse(value).value - sum(Quantity.parse(t).value for t in taken)
+        kept[key] = format_quantity(max(remaining, 0))
+    return kept
+
+
+def effective_limits(tenant: Tenant, platform: Platform) -> LimitRangeSpec:
+    """The tenant's LimitRange values, each unset one taken from the stack's defaults."""
+    merged = {}
+    for part in ("default_request", "default", "max", "min"):
+        own: ResourceValues = getattr(tenant.limits, part)
+        fallback: ResourceValues = getattr(platform.limit_range_defaults, part)
+        merged[part] = ResourceValues(**{
+            key: getattr(own, key) if getattr(own, key) is not None else getattr(fallback, key)
+            for key in ("cpu", "memory", "ephemeral_storage")
+        })
+    return LimitRangeSpec(**merged)
+

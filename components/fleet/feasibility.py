@@ -1,0 +1,352 @@
+"""Can every tenant's GPU quota be honoured at the same time, on the pools it may reach?
+
+A quota is a promise on specific nodes: a tenant's pods may only land on the pools the placement
+policy allows it (its dedicated pools, and the shared pools of the classes it lists), and a
+dedicated pool is capacity for its owner alone. So capacity is not checked per GPU class but as a
+flow problem, one per *commodity* -- a whole-GPU class (`("class", "h100")`) or a MIG profile
+(`("mig", "1g.10gb")`):
+
+    source --quota--> tenant --(may reach)--> pool --floor(capacity x overcommit)--> sink
+
+Every quota fits simultaneously exactly when the maximum flow equals the sum of the quotas
+(Hall's condition: every set of tenants T asks for at most what the pools T can reach hold).
+When it does not, the tenants reachable from the source in the residual graph form a violating
+set; it is shrunk to an inclusion-minimal one (no tenant can be dropped), which is what validation
+reports together with the pools that set shares.
+
+The flow of a feasible commodity is also how the Kueue builders split a tenant's class quota
+across the flavors (one per pool) of its ClusterQueue: a split the pools can honour together.
+Everything is deterministic (sorted names, breadth-first augmenting paths).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Iterable, Mapping
+
+from . import gpu_capacity as cap
+from . import mig
+from ..spec.stack import NodePool, Platform
+from ..spec.tenant import Tenant
+
+Commodity = tuple[str, str]   # ("class", <gpu class>) or ("mig", <profile>)
+
+
+def commodity_text(commodity: Commodity) -> str:
+    """
+    >>> commodity_text(("class", "h100")), commodity_text(("mig", "1g.10gb"))
+    ("GPU class 'h100'", 'MIG profile 1g.10gb')
+    """
+    kind, name = commodity
+    return f"GPU class '{name}'" if kind == "class" else f"MIG profile {name}"
+
+
+def commodity_resource(platform: Platform, commodity: Commodity) -> str:
+    kind, name = commodity
+    return cap.class_resource(platform.gpu_classes[name]) if kind == "class" else mig.resource_name(name)
+
+
+# --- who may reach which pool ----------------------------------------------------------------
+
+
+def pool_owners(tenants: Iterable[tuple[str, Tenant]], platform: Platform) -> dict[str, str]:
+    """Pool -> the first (not decommissioned) tenant that lists it in `gpu.dedicatedPools`."""
+    owners: dict[str, str] = {}
+    for name, tenant in tenants:
+        if tenant.lifecycle == "decommissioned":
+            continue
+        for pool in tenant.gpu.dedicated_pools:
+            if pool in platform.node_pools:
+                owners.setdefault(pool, name)
+    return dict(sorted(owners.items()))
+
+
+def reachable_pools(name: str, tenant: Tenant, platform: Platform, owners: Mapping[str, str]) -> list[str]:
+    """Pools the tenant's pods may land on: its dedicated pools and the shared pools of its listed classes.
+
+    The same rule as the placement policy (`components.manifests.placement_policy.placement`).
+    """
+    listed = set(tenant.gpu.classes)
+    return sorted(
+        pool_name
+        for pool_name, pool in platform.node_pools.items()
+        if pool.gpu_class in platform.gpu_classes
+        and (owners.get(pool_name) == name or (pool_name not in owners and pool.gpu_class in listed))
+    )
+
+
+# --- supply and demand -----------------------------------------------------------------------
+
+
+def pool_supply(platform: Platform, pool: NodePool) -> dict[Commodity, int]:
+    """Units of each commodity the whole pool holds, before overcommit."""
+    gpu_class = platform.gpu_classes.get(pool.gpu_class)
+    if gpu_class is None:
+        return {}
+    result: dict[Commodity, int] = {}
+    units = cap.node_class_units(platform, pool)
+    if units:
+        result[("class", pool.gpu_class)] = units * pool.node_count
+    for profile, count in cap.node_mig_profiles(platform, pool).items():
+        result[("mig", profile)] = count * pool.node_count
+    return result
+
+
+def pool_limit(platform: Platform, pool: NodePool, units: int) -> int:
+    """What quotas may promise on `units` of the pool: floor(units x the class's overcommit)."""
+    return math.floor(units * Fraction(platform.gpu_classes[pool.gpu_class].overcommit))
+
+
+def tenant_demand(tenant: Tenant, platform: Platform) -> dict[Commodity, int]:
+    """The tenant's GPU quota per commodity.
+
+    Quotas that per-tenant validation already refuses -- a class the tenant may not use or the
+    stack does not define, a MIG profile no class it may use provides -- are left out.
+    """
+    allowed = set(cap.allowed_classes(tenant, platform))
+    result: dict[Commodity, int] = {}
+    for name, count in cap.gpu_quota_by_class(tenant, platform).items():
+        if name in platform.gpu_classes and name in allowed and count:
+            result[("class", name)] = count
+    providers = cap.capacity(platform).mig_profile_classes
+    for profile, count in sorted(tenant.quota.mig.items()):
+        if count and set(providers.get(profile, [])) & allowed:
+            result[("mig", profile)] = count
+    return result
+
+
+# --- max flow --------------------------------------------------------------------------------
+
+
+@dataclass
+class CommodityResult:
+    """The flow problem of one commodity and its answer."""
+
+    commodity: Commodity
+    demand: dict[str, int]                    # tenant -> quota
+    edges: dict[str, list[str]]               # tenant -> pools it may reach that hold the commodity
+    supply: dict[str, int]                    # pool -> units (capacity, before overcommit)
+    limit: dict[str, int]                     # pool -> floor(units x overcommit)
+    flow: dict[str, dict[str, int]] = field(default_factory=dict)   # tenant -> pool -> units
+    violators: list[str] = field(default_factory=list)              # inclusion-minimal over-promised set
+
+    @property
+    def feasible(self) -> bool:
+        return not self.violators
+
+    def pools_of(self, tenants: Iterable[str]) -> list[str]:
+        return sorted({p for t in tenants for p in self.edges.get(t, [])})
+
+    def assigned(self, pool: str) -> int:
+        return sum(by_pool.get(pool, 0) for by_pool in self.flow.values())
+
+
+def max_flow(demand: Mapping[str, int], edges: Mapping[str, list[str]],
+             limit: Mapping[str, int]) -> tuple[dict[str, dict[str, int]], set[str]]:
+    """(tenant -> pool -> flow, tenants still reachable from the source in the residual graph).
+
+    Edmonds-Karp on the bipartite graph; tenants and pools are visited in sorted order so the
+    result is the same on every run. The reachable set is empty exactly when every demand is met.
+
+    >>> flow, cut = max_flow({"a": 3, "b": 2}, {"a": ["p"], "b": ["p", "q"]}, {"p": 3, "q": 1})
+    >>> flow, sorted(cut)
+    ({'a': {'p': 3}, 'b': {'q': 1}}, ['a', 'b'])
+    """
+    tenants = sorted(demand)
+    flow: dict[str, dict[str, int]] = {t: {} for t in tenants}
+    sent = {t: 0 for t in tenants}
+    used = {p: 0 for p in limit}
+    pools_of = {t: sorted(edges.get(t, [])) for t in tenants}
+    # Tenants with demand left, in order. `sent` never decreases (an augmenting path only moves
+    # intermediate tenants' flow between pools), so this list only shrinks.
+    pending = [t for t in tenants if demand[t] > 0]
+    holders: dict[str, set[str]] = {}   # pool -> tenants with flow on it (the residual edges p -> t)
+
+    def residual_search() -> tuple[dict, set[str]]:
+        # BFS from the source over: source->t (demand left), t->p (always), p->t (flow back), p->sink.
+        # Every tenant with demand left is a root at the head of the queue, in order; they are
+        # visited lazily, so that the common case (the first one has a pool with room) costs no more
+        # than that tenant's pools, not a pass over the fleet.
+        parent: dict = {}
+        queue: deque = deque()
+        seen_t: set[str] = set()
+
+        def visit(t: str) -> dict | None:
+            for p in pools_of[t]:
+                if ("p", p) not in parent:
+                    parent[("p", p)] = ("t", t)
+                    if used[p] < limit[p]:
+                        return {"end": ("p", p), "parent": parent}
+                    queue.append(("p", p))
+            return None
+
+        for t in pending:
+            parent[("t", t)] = None
+            seen_t.add(t)
+            found = visit(t)
+            if found:
+                return found, seen_t
+        while queue:
+            kind, node = queue.popleft()
+            if kind == "t":
+                found = visit(node)
+                if found:
+                    return found, seen_t
+            else:
+                for t in sorted(holders.get(node, ())):
+                    if ("t", t) not in parent:   # tenants with demand left are all roots already
+                        parent[("t", t)] = ("p", node)
+                        seen_t.add(t)
+                        queue.append(("t", t))
+        return {}, seen_t
+
+    while True:
+        found, reached = residual_search()
+        if not found:
+            return {t: dict(sorted((p, f) for p, f in flow[t].items() if f)) for t in tenants}, reached
+        parent = found["parent"]
+        path = []
+        node = found["end"]
+        while node is not None:
+            path.append(node)
+            node = parent[node]
+        path.reverse()   # t0, p1, t1, p2, ..., pk
+        start = path[0][1]
+        amount = demand[start] - sent[start]
+        amount = min(amount, limit[path[-1][1]] - used[path[-1][1]])
+        for i in range(2, len(path), 2):   # backward edges p -> t: flow t->p can be cancelled
+            amount = min(amount, flow[path[i][1]][path[i - 1][1]])
+        sent[start] += amount
+        used[path[-1][1]] += amount
+        for i in range(0, len(path) - 1):
+            (k1, a), (_, b) = path[i], path[i + 1]
+            if k1 == "t":
+                flow[a][b] = flow[a].get(b, 0) + amount
+                holders.setdefault(b, set()).add(a)
+            else:
+                flow[b][a] -= amount
+                if not flow[b][a]:
+                    holders[a].discard(b)
+        if sent[start] == demand[start]:
+            pending.remove(start)
+
+
+def hall_violated(tenants: Iterable[str], demand: Mapping[str, int], edges: Mapping[str, list[str]],
+                  limit: Mapping[str, int]) -> bool:
+    """Whether these tenants together ask for more than the pools they can reach hold."""
+    tenants = list(tenants)
+    pools = {p for t in tenants for p in edges.get(t, [])}
+    return sum(demand[t] for t in tenants) > sum(limit[p] for p in pools)
+
+
+def minimal_violators(candidates: Iterable[str], demand: Mapping[str, int], edges: Mapping[str, list[str]],
+                      limit: Mapping[str, int]) -> list[str]:
+    """Drop tenants from a violating set while it still violates: no tenant of the result can go."""
+    current = sorted(candidates)
+    changed = True
+    while changed:   # until no single tenant can go (dropping one may make another droppable)
+        changed = False
+        for t in sorted(current, key=lambda t: (demand[t], t)):
+            rest = [x for x in current if x != t]
+            if rest and hall_violated(rest, demand, edges, limit):
+                current, changed = rest, True
+                break
+    return current
+
+
+def components(result: "CommodityResult") -> list[tuple[list[str], list[str]]]:
+    """Connected groups of (tenants, pools) of one commodity: tenants linked by the pools they share.
+
+    >>> r = CommodityResult(("class", "x"), {"a": 1, "b": 1, "c": 1}, {"a": ["p"], "b": ["p", "q"], "c": ["r"]},
+    ...     {"p": 1, "q": 1, "r": 1}, {"p": 1, "q": 1, "r": 1})
+    >>> components(r)
+    [(['a', 'b'], ['p', 'q']), (['c'], ['r'])]
+    """
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        while parent.setdefault(x, x) != x:
+            x = parent[x]
+        return x
+
+    for tenant in result.demand:
+        find("t:" + tenant)
+        for pool in result.edges.get(tenant, []):
+            parent[find("t:" + tenant)] = find("p:" + pool)
+    groups: dict[str, tuple[list[str], list[str]]] = {}
+    for node in sorted(parent):
+        tenants, pools = groups.setdefault(find(node), ([], []))
+        (tenants if node.startswith("t:") else pools).append(node[2:])
+    return sorted(((sorted(t), sorted(p)) for t, p in groups.values() if t), key=lambda g: (g[1], g[0]))
+
+
+def solve(commodity: Commodity, demand: dict[str, int], edges: dict[str, list[str]],
+          supply: dict[str, int], limit: dict[str, int]) -> CommodityResult:
+    result = CommodityResult(commodity, dict(sorted(demand.items())), edges, supply, limit)
+    flow, reached = max_flow(demand, edges, limit)
+    result.flow = flow
+    if reached:
+        result.violators = minimal_violators(reached, demand, edges, limit)
+    return result
+
+
+def feasibility(tenants: Iterable[tuple[str, Tenant]], platform: Platform,
+                owners: Mapping[str, str] | None = None) -> dict[Commodity, CommodityResult]:
+    """The flow problem of every commodity some tenant holds quota of, solved.
+
+    `tenants` are (name, spec) pairs of the tenants whose quotas count (the active ones);
+    `owners` the dedicated pools of every tenant that still holds one (default: from `tenants`).
+    """
+    tenants = list(tenants)
+    owners = pool_owners(tenants, platform) if owners is None else owners
+    supply: dict[Commodity, dict[str, int]] = {}
+    for pool_name, pool in sorted(platform.node_pools.items()):
+        for commodity, units in pool_supply(platform, pool).items():
+            supply.setdefault(commodity, {})[pool_name] = units
+    demand: dict[Commodity, dict[str, int]] = {}
+    reach: dict[str, list[str]] = {}
+    for name, tenant in tenants:
+        reach[name] = reachable_pools(name, tenant, platform, owners)
+        for commodity, count in tenant_demand(tenant, platform).items():
+            demand.setdefault(commodity, {})[name] = count
+    results = {}
+    for commodity in sorted(demand):
+        pools = supply.get(commodity, {})
+        limit = {p: pool_limit(platform, platform.node_pools[p], units) for p, units in pools.items()}
+        edges = {t: [p for p in reach[t] if p in pools] for t in demand[commodity]}
+        results[commodity] = solve(commodity, demand[commodity], edges, dict(pools), limit)
+    return results
+
+
+def quota_split(environment) -> dict[str, dict[Commodity, dict[str, int]]]:
+    """tenant -> commodity -> pool -> units: how each tenant's quota is spread over the pools it reaches.
+
+    The flow of `feasibility` over every tenant that is not decommissioned (a suspended tenant keeps
+    its queue, held). When quotas do not fit (validation refuses such a stack) the units the flow
+    could not place go to the tenant's first reachable pool, so the split always adds up to the quota.
+    Computed once per environment.
+    """
+    key = ("quota_split", id(environment.tenants), len(environment.tenants))
+    cached = environment.derived.get(key)
+    if cached is None:
+        platform = environment.platform
+        tenants = [(t.name, t.spec) for t in environment.tenants if t.spec.lifecycle != "decommissioned"]
+        cached = environment.derived[key] = split_of(feasibility(tenants, platform))
+    return cached
+
+
+def split_of(results: Mapping[Commodity, CommodityResult]) -> dict[str, dict[Commodity, dict[str, int]]]:
+    split: dict[str, dict[Commodity, dict[str, int]]] = {}
+    for commodity, result in sorted(results.items()):
+        for tenant, want in result.demand.items():
+            by_pool = dict(result.flow.get(tenant, {}))
+            missing = want - sum(by_pool.values())
+            pools = result.edges.get(tenant, [])
+            if missing and pools:
+                by_pool[pools[0]] = by_pool.get(pools[0], 0) + missing
+            if by_pool:
+                split.setdefault(tenant, {})[commodity] = dict(sorted(by_pool.items()))
+    return split

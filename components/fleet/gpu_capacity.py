@@ -1,0 +1,208 @@
+"""GPU capacity of an environment and how tenant quotas map onto it.
+
+Vocabulary: a *GPU class* is a kind of device tenants ask for; a *resource* is the extended
+resource the device plugin advertises (`nvidia.com/gpu`, `nvidia.com/gpu.shared`,
+`nvidia.com/mig-1g.10gb`). ResourceQuota can only count resources, so per-class GPU quotas are
+summed per resource for the namespace quota; per-class limits are enforced only by the placement
+policy (which classes) and, when enabled, by Kueue or KAI queues (how many per class).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+from fractions import Fraction
+
+from . import mig
+from ..spec.stack import GpuClass, NodePool, Platform
+from ..spec.tenant import Tenant
+
+GPU = "nvidia.com/gpu"
+GPU_SHARED = "nvidia.com/gpu.shared"
+
+
+def class_resource(gpu_class: GpuClass) -> str:
+    """The extended resource a pod requests to get a device of this class (whole-GPU classes).
+
+    >>> from components.spec.stack import GpuClass
+    >>> class_resource(GpuClass(model="L4", product="NVIDIA-L4", memory="24Gi", sharing="timeSlicing",
+    ...     time_slicing={"replicas": 4, "renameByDefault": True}))
+    'nvidia.com/gpu.shared'
+    """
+    if gpu_class.sharing == "timeSlicing" and gpu_class.time_slicing and gpu_class.time_slicing.rename_by_default:
+        return GPU_SHARED
+    return GPU
+
+
+def is_mig_mixed(gpu_class: GpuClass) -> bool:
+    return gpu_class.sharing == "mig" and gpu_class.mig is not None and gpu_class.mig.strategy == "mixed"
+
+
+def pool_layout(platform: Platform, pool: NodePool) -> list[tuple[int, dict[str, int]]]:
+    """MIG devices of one node of the pool as (number of GPUs, profile -> count per GPU) groups.
+
+    GPUs not covered by the layout stay whole (MIG disabled) and are not part of the result.
+    Returns [] when the pool has no valid layout (validation reports why).
+    """
+    if pool.mig_layout is None:
+        return []
+    gpu_class = platform.gpu_classes.get(pool.gpu_class)
+    if gpu_class is None:
+        return []
+    named = mig.expand_named_layout(pool.mig_layout, gpu_class.model)
+    if pool.mig_layout in platform.mig_layouts:
+        groups = []
+        for group in platform.mig_layouts[pool.mig_layout]:
+            count = pool.gpus_per_node if group.devices == "all" else len([d for d in group.devices if d < pool.gpus_per_node])
+            groups.append((count, dict(group.profiles)))
+        return groups
+    if named is not None:
+        return [(pool.gpus_per_node, named)]
+    return []
+
+
+def node_mig_profiles(platform: Platform, pool: NodePool) -> dict[str, int]:
+    """MIG devices per profile on one node of a mixed-strategy MIG pool ({} otherwise)."""
+    gpu_class = platform.gpu_classes.get(pool.gpu_class)
+    if gpu_class is None or not is_mig_mixed(gpu_class):
+        return {}
+    result: dict[str, int] = {}
+    for count, devices in pool_layout(platform, pool):
+        for profile, per_gpu in devices.items():
+            result[profile] = result.get(profile, 0) + count * per_gpu
+    return dict(sorted(result.items()))
+
+
+def node_class_units(platform: Platform, pool: NodePool) -> int:
+    """Units of the class's own resource (`class_resource`) on one node of the pool.
+
+    Whole GPUs; x replicas when time-sliced; MIG single: slices plus GPUs the layout leaves whole;
+    MIG mixed: only the GPUs the layout leaves whole (its slices are `node_mig_profiles`).
+    """
+    gpu_class = platform.gpu_classes.get(pool.gpu_class)
+    if gpu_class is None:
+        return 0
+    if gpu_class.sharing == "timeSlicing" and gpu_class.time_slicing:
+        return pool.gpus_per_node * gpu_class.time_slicing.replicas
+    if gpu_class.sharing == "mig":
+        groups = pool_layout(platform, pool)
+        whole = max(pool.gpus_per_node - sum(count for count, _ in groups), 0)
+        if is_mig_mixed(gpu_class):
+            return whole
+        return whole + sum(count * sum(devices.values()) for count, devices in groups)
+    return pool.gpus_per_node
+
+
+def node_gpu_resources(platform: Platform, pool: NodePool) -> dict[str, int]:
+    """Extended resources one node of the pool advertises (its device plugin's allocatable).
+
+    >>> from components.spec.stack import Platform
+    >>> p = Platform.model_validate({"labelDomain": "x.dev", "gpuClasses": {"l4": {"model": "L4",
+    ...     "product": "NVIDIA-L4", "memory": "24Gi", "sharing": "timeSlicing", "timeSlicing": {"replicas": 4}}},
+    ...     "nodePools": {"l4": {"gpuClass": "l4", "gpusPerNode": 2, "nodes": ["n1"]}}})
+    >>> node_gpu_resources(p, p.node_pools["l4"])
+    {'nvidia.com/gpu': 8}
+    """
+    gpu_class = platform.gpu_classes.get(pool.gpu_class)
+    if gpu_class is None:
+        return {}
+    result = {mig.resource_name(profile): count for profile, count in node_mig_profiles(platform, pool).items()}
+    units = node_class_units(platform, pool)
+    if units:
+        result[class_resource(gpu_class)] = units
+    return dict(sorted(result.items()))
+
+
+@dataclass
+class Capacity:
+    """Devices per GPU class and per MIG profile (mixed strategy), in the units quotas use."""
+
+    per_class: dict[str, int] = field(default_factory=dict)
+    per_mig_profile: dict[str, int] = field(default_factory=dict)
+    mig_profile_classes: dict[str, list[str]] = field(default_factory=dict)
+
+    def limit_for_class(self, platform: Platform, name: str) -> Fraction:
+        overcommit = Fraction(platform.gpu_classes[name].overcommit)
+        return self.per_class.get(name, 0) * overcommit
+
+    def limit_for_profile(self, platform: Platform, profile: str) -> Fraction:
+        classes = self.mig_profile_classes.get(profile, [])
+        overcommit = min((Fraction(platform.gpu_classes[c].overcommit) for c in classes), default=Fraction(1))
+        return self.per_mig_profile.get(profile, 0) * overcommit
+
+
+def capacity(platform: Platform) -> Capacity:
+    """Hand-checkable capacity: nodes x GPUs per node, x replicas for time-slicing, x slices for MIG.
+
+    >>> from components.spec.stack import Platform
+    >>> p = Platform.model_validate({"labelDomain": "gpu.example.com",
+    ...     "gpuClasses": {"h100": {"model": "H100-80GB", "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi"}},
+    ...     "nodePools": {"train": {"gpuClass": "h100", "gpusPerNode": 8, "nodes": ["n1", "n2"]}}})
+    >>> capacity(p).per_class
+    {'h100': 16}
+    """
+    result = Capacity(per_class={name: 0 for name in platform.gpu_classes})
+    for pool_name, pool in sorted(platform.node_pools.items()):
+        gpu_class = platform.gpu_classes.get(pool.gpu_class)
+        if gpu_class is None:
+            continue
+        gpus = pool.node_count * pool.gpus_per_node
+        if gpu_class.sharing == "timeSlicing" and gpu_class.time_slicing:
+            result.per_class[pool.gpu_class] += gpus * gpu_class.time_slicing.replicas
+        elif gpu_class.sharing == "mig":
+            groups = pool_layout(platform, pool)
+            covered = sum(count for count, _ in groups)
+            if is_mig_mixed(gpu_class):
+                for count, devices in groups:
+                    for profile, per_gpu in devices.items():
+                        result.per_mig_profile[profile] = result.per_mig_profile.get(profile, 0) + pool.node_count * count * per_gpu
+                        classes = result.mig_profile_classes.setdefault(profile, [])
+                        if pool.gpu_class not in classes:
+                            classes.append(pool.gpu_class)
+                # GPUs the layout leaves whole still serve nvidia.com/gpu requests.
+                result.per_class[pool.gpu_class] += pool.node_count * max(pool.gpus_per_node - covered, 0)
+            else:
+                slices = sum(count * sum(devices.values()) for count, devices in groups)
+                result.per_class[pool.gpu_class] += pool.node_count * (slices + max(pool.gpus_per_node - covered, 0))
+        else:
+            result.per_class[pool.gpu_class] += gpus
+    return result
+
+
+def allowed_classes(tenant: Tenant, platform: Platform) -> list[str]:
+    """GPU classes the tenant may use: listed ones plus those of its dedicated pools."""
+    names = set(tenant.gpu.classes)
+    for pool in tenant.gpu.dedicated_pools:
+        if pool in platform.node_pools:
+            names.add(platform.node_pools[pool].gpu_class)
+    return sorted(names)
+
+
+def gpu_quota_by_class(tenant: Tenant, platform: Platform) -> dict[str, int]:
+    """The tenant's whole-GPU quota per class; a plain number applies to its single allowed class."""
+    quota = tenant.quota.gpu
+    if quota is None:
+        return {}
+    if isinstance(quota, int):
+        classes = allowed_classes(tenant, platform)
+        if len(classes) == 1:
+            return {classes[0]: quota}
+        return {} if quota == 0 else {"": quota}
+    return dict(sorted(quota.items()))
+
+
+def gpu_quota_by_resource(tenant: Tenant, platform: Platform) -> dict[str, int]:
+    """What the namespace ResourceQuota enforces: requested devices per extended resource."""
+    totals: dict[str, int] = {}
+    for name, count in gpu_quota_by_class(tenant, platform).items():
+        gpu_class = platform.gpu_classes.get(name)
+        resource = class_resource(gpu_class) if gpu_class else GPU
+        totals[resource] = totals.get(resource, 0) + count
+    for profile, count in sorted(tenant.quota.mig.items()):
+        resource = mig.resource_name(profile)
+        totals[resource] = totals.get(resource, 0) + count
+    return dict(sorted(totals.items()))
+
+
+def ratio_text(value: Decimal | Fraction) -> str:
+    return f"{float(value):g}"

@@ -1,0 +1,95 @@
+"""Which Pulumi stack of an environment holds what: the platform objects and each tenant
+(docs/sharding.md; the assignment rule itself is in sharding.py).
+
+>>> [(p.stack, p.tenants) for p in stack_parts(environment)]   # doctest: +SKIP
+[('prod', ()), ('prod.a', ('eval',)), ('prod.b', ('inference', 'llm-finetune'))]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from .environment import Environment, LoadedTenant
+from ..spec.sharding import assigned_shard, shard_stack_name, split_stack_name
+
+
+def tenant_stack(environment: Environment, tenant: str) -> str:
+    """The Pulumi stack that holds a tenant: `<env>` when unsharded, else `<env>.<shard>`.
+
+    >>> tenant_stack(environment, "team-a")   # doctest: +SKIP
+    'prod.b'
+    """
+    sharding = environment.platform.sharding
+    if sharding is None:
+        return environment.name
+    return shard_stack_name(environment.name, assigned_shard(tenant, sharding))
+
+
+@dataclass(frozen=True)
+class StackPart:
+    """What one Pulumi stack of an environment registers."""
+
+    stack: str
+    shard: Optional[str]            # None: the environment's own stack
+    platform: bool                  # the cluster-wide objects
+    tenants: tuple[str, ...]        # enabled tenants, by name
+    pinned: tuple[str, ...] = ()    # those placed by `assignments` rather than by hash
+    needs: tuple[str, ...] = ()     # stacks that must be deployed first (a shard: its environment's stack)
+
+
+def stack_parts(environment: Environment) -> list[StackPart]:
+    """The environment's Pulumi stacks in deploy order: its own stack (the platform, and every
+    tenant when unsharded), then one per shard, in the order `shards` lists them. That order is
+    one walk of the deploy graph (`needs`): every shard needs the environment's stack (its
+    PriorityClasses, node labels and shared policies) and nothing else, so shards may deploy
+    concurrently.
+
+    >>> [p.stack for p in stack_parts(environment)]   # doctest: +SKIP
+    ['prod', 'prod.a', 'prod.b']
+    """
+    names = [t.name for t in environment.tenants]
+    sharding = environment.platform.sharding
+    if sharding is None:
+        return [StackPart(environment.name, None, True, tuple(names))]
+    parts = [StackPart(environment.name, None, True, ())]
+    for shard in sharding.shards:
+        members = tuple(n for n in names if assigned_shard(n, sharding) == shard)
+        pinned = tuple(n for n in members if n in sharding.assignments)
+        parts.append(StackPart(shard_stack_name(environment.name, shard), shard, False, members, pinned,
+                               (environment.name,)))
+    return parts
+
+
+def stack_part(environment: Environment, stack: str) -> StackPart:
+    """What the Pulumi stack `stack` of this environment registers; `ValueError` (with the fix)
+    for a shard the environment does not have.
+
+    >>> stack_part(environment, "prod").platform   # doctest: +SKIP
+    True
+    """
+    for part in stack_parts(environment):
+        if part.stack == stack:
+            return part
+    _, shard = split_stack_name(stack)
+    sharding = environment.platform.sharding
+    if sharding is None:
+        raise ValueError(
+            f"stack {stack} is a shard of {environment.name}, but {environment.name} is not sharded; add "
+            f"`sharding: {{shards: [{shard}]}}` to its inventory, or use the stack {environment.name}"
+        )
+    raise ValueError(
+        f"stack {stack}: shard '{shard}' is not in {environment.name}'s `sharding.shards` "
+        f"({', '.join(sharding.shards)}); add it there, or move its tenants out (tenants diff lists the "
+        f"`pulumi state move` commands) and remove the stack"
+    )
+
+
+def stack_tenants(environment: Environment, stack: str) -> list[LoadedTenant]:
+    """The loaded tenants one Pulumi stack registers.
+
+    >>> [t.name for t in stack_tenants(environment, "prod.a")]   # doctest: +SKIP
+    ['eval']
+    """
+    members = set(stack_part(environment, stack).tenants)
+    return [t for t in environment.tenants if t.name in members]

@@ -1,0 +1,345 @@
+"""Load a project (stack files and tenant files) into validated specs, or every problem at once.
+
+>>> env = load_environment(Path("."), "dev")          # doctest: +SKIP
+>>> [t.name for t in env.tenants]                     # doctest: +SKIP
+['eval', 'inference', 'llm-finetune']
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import gc
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from .fleet.environment import Environment, LoadedTenant
+from .fleet.queue_arithmetic import expand_queue_limits
+from .fleet.shard_stacks import stack_tenants
+from .spec.field_errors import model_problems
+from .spec.problems import InvalidInput, Problem, errors_only
+from .spec.sharding import split_stack_name
+from .spec.stack import CONFIG_KEY, Platform
+from .spec.tenant import Tenant
+from .spec.yaml_source import SourceDocument, parse_yaml, read_text
+from .validate import vcluster
+from .validate.checks import check_environment
+from .validate.sharding import check_sharding
+
+TENANT_SUFFIXES = (".yaml", ".yml")
+
+
+def stack_names(root: Path) -> list[str]:
+    """Environments that have a `stacks/Pulumi.<env>.yaml` (not the shard stacks `<env>.<shard>`,
+    whose files, if any, hold only Pulumi's own settings)."""
+    return [name for name in _stack_file_names(root) if split_stack_name(name)[1] is None]
+
+
+def shard_stack_files(root: Path) -> list[str]:
+    """Stack names of the `stacks/Pulumi.<env>.<shard>.yaml` files."""
+    return [name for name in _stack_file_names(root) if split_stack_name(name)[1] is not None]
+
+
+def _stack_file_names(root: Path) -> list[str]:
+    stacks = root / "stacks"
+    names = []
+    for path in sorted(stacks.glob("Pulumi.*.y*ml")) if stacks.is_dir() else []:
+        names.append(path.name[len("Pulumi."):].rsplit(".", 1)[0])
+    return names
+
+
+def stack_file(root: Path, env: str) -> Path:
+    for suffix in TENANT_SUFFIXES:
+        candidate = root / "stacks" / f"Pulumi.{env}{suffix}"
+        if candidate.exists() or candidate.is_symlink():
+            return candidate
+    return root / "stacks" / f"Pulumi.{env}.yaml"
+
+
+def _display(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def parse_platform(doc: SourceDocument, env: str) -> Platform:
+    """Validate the `gpu-tenancy:platform` object of a parsed stack file."""
+    config = doc.data.get("config") if isinstance(doc.data, dict) else None
+    if not isinstance(config, dict) or CONFIG_KEY not in config:
+        raise InvalidInput([doc.problem(("config",), f"missing `config: {{{CONFIG_KEY}: ...}}` with the cluster inventory")])
+    data = config[CONFIG_KEY]
+    try:
+        platform = Platform.model_validate(data)
+    except ValidationError as err:
+        raise InvalidInput(model_problems(err, doc, data, Platform, ("config", CONFIG_KEY))) from None
+    if platform.environment is None:
+        platform.environment = env
+    return platform
+
+
+def load_platform(root: Path, env: str) -> tuple[Platform, SourceDocument]:
+    path = stack_file(root, env)
+    display = _display(path, root)
+    if not path.exists() and not path.is_symlink():  # a broken link is reported by read_text
+        known = ", ".join(stack_names(root)) or "none"
+        raise InvalidInput([Problem(display, 0, 0, "", f"no such stack '{env}' (known stacks: {known})")])
+    doc = parse_yaml(read_text(path, display, root / "stacks"), display)
+    return parse_platform(doc, env), doc
+
+
+def tenant_paths(root: Path) -> list[Path]:
+    directory = root / "tenants"
+    if not directory.is_dir():
+        return []
+    return sorted(p for p in directory.iterdir() if p.name.endswith(TENANT_SUFFIXES) and not p.name.startswith("."))
+
+
+def read_tenant_documents(root: Path) -> tuple[list[SourceDocument], list[Problem]]:
+    """Parse every tenant file; files that cannot be parsed become problems."""
+    docs, problems = [], []
+    for path in tenant_paths(root):
+        display = _display(path, root)
+        try:
+            docs.append(parse_yaml(read_text(path, display, root / "tenants"), display))
+        except InvalidInput as err:
+            problems.extend(err.problems)
+    return docs, problems
+
+
+def _deep_merge(base: Any, override: Any) -> Any:
+    """`override` over `base`: maps merge key by key, a `null` in the override removes the key, the
+    rest (lists, scalars) replaces."""
+    if isinstance(base, dict) and isinstance(override, dict):
+        merged = dict(base)
+        for key, value in override.items():
+            if value is None:
+                merged.pop(key, None)
+            else:
+                merged[key] = _deep_merge(base.get(key), value) if key in base else _without_nulls(value)
+        return merged
+    return _without_nulls(override)
+
+
+def _without_nulls(value: Any) -> Any:
+    """A copy of an override value that had nothing to merge into: `null` removes nothing there."""
+    if isinstance(value, dict):
+        return {key: _without_nulls(item) for key, item in value.items() if item is not None}
+    return copy.deepcopy(value)
+
+
+def for_environment(doc: SourceDocument, env: str | None) -> SourceDocument:
+    """The tenant document with `environments.<env>` merged over the base (maps merge, lists replace,
+    `null` removes a key); its problems name the stack."""
+    data = doc.data
+    if not isinstance(data, dict):
+        return doc
+    base = {k: v for k, v in data.items() if k != "environments"}
+    envs = data.get("environments")
+    override = envs.get(env) if isinstance(envs, dict) and env else None
+    if not isinstance(override, dict):
+        return SourceDocument(doc.file, base, doc.positions, dict(doc.origins))
+    merged = _deep_merge(base, override)
+    positions = dict(doc.positions)
+    origins = dict(doc.origins)
+    prefix = ("environments", env)
+    for path, position in doc.positions.items():
+        if path[:2] == prefix and len(path) > 2:
+            positions[path[2:]] = position
+            origins[path[2:]] = path
+    return SourceDocument(doc.file, merged, positions, origins, stack=env)
+
+
+def validate_tenant(doc: SourceDocument, env: str | None = None) -> Tenant:
+    """Validate one tenant document (for an environment, with its overrides merged)."""
+    return _validate_merged(doc, for_environment(doc, env))
+
+
+def _has_override(doc: SourceDocument, env: str) -> bool:
+    envs = doc.data.get("environments") if isinstance(doc.data, dict) else None
+    return isinstance(envs, dict) and isinstance(envs.get(env), dict)
+
+
+def _validate_merged(doc: SourceDocument, merged: SourceDocument) -> Tenant:
+    data = merged.data
+    if not isinstance(data, dict):
+        raise InvalidInput([doc.problem((), "a tenant file must be a mapping of fields (apiVersion, kind, name, ...)")])
+    try:
+        tenant = Tenant.model_validate({**data, "environments": doc.data.get("environments", {})})
+    except ValidationError as err:
+        raise InvalidInput(model_problems(err, merged, data, Tenant)) from None
+    return tenant
+
+
+def load_program_environment(root: Path, stack: str, platform_config: Any) -> Environment:
+    """For the Pulumi program of `stack`: the environment, with the platform object as Pulumi read
+    it from the stack's config.
+
+    It is normally the same file the offline tools read; if it differs (set outside the file),
+    Pulumi's value wins and errors are located in "pulumi config" instead of the file. A shard
+    stack `<env>.<shard>` has no inventory of its own: it loads its environment's files, and its
+    shard must be one the environment lists.
+
+    >>> load_program_environment(Path("."), "prod.a", None).name   # doctest: +SKIP
+    'prod'
+    """
+    env, shard = split_stack_name(stack)
+    if shard is not None:
+        if platform_config is not None:
+            where = _display(stack_file(root, stack), root)
+            raise InvalidInput([Problem(where, 0, 0, f"config.{CONFIG_KEY}", (
+                f"shard stack {stack} reads the inventory of {env} (stacks/Pulumi.{env}.yaml); remove "
+                f"`{CONFIG_KEY}` from its own config so that there is one inventory to edit"))])
+        environment = load_environment(root, env)
+        try:
+            stack_tenants(environment, stack)
+        except ValueError as err:
+            raise InvalidInput([environment.platform_doc.problem(("config", CONFIG_KEY, "sharding"), str(err))]) from None
+        return environment
+    path = stack_file(root, env)
+    doc = None
+    if path.exists():
+        try:
+            doc = parse_yaml(read_text(path, _display(path, root), root / "stacks"), _display(path, root))
+        except InvalidInput:
+            doc = None
+    if doc is None or not isinstance(doc.data, dict) or (doc.data.get("config") or {}).get(CONFIG_KEY) != platform_config:
+        doc = SourceDocument(f"pulumi config of stack {env}", {"config": {CONFIG_KEY: platform_config}})
+    return load_environment(root, env, platform_doc=doc)
+
+
+@contextlib.contextmanager
+def fewer_gc_passes(threshold: int = 50_000):
+    """Run the cyclic garbage collector less often while many small, long-lived objects are made.
+
+    Loading 10,000 tenant files or rendering 1,000 tenants creates millions of dicts, lists and
+    models that all stay alive; at the default threshold (700 allocations) the collector rescans
+    them over and over: 30% of loading and half of building at that size (docs/performance.md).
+    Cycles are still collected, in larger batches.
+    """
+    before = gc.get_threshold()
+    gc.set_threshold(max(threshold, before[0]), *before[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+
+
+def load_environment(
+    root: Path, env: str, *, strict_warnings: bool = False, platform_doc: SourceDocument | None = None
+) -> Environment:
+    """Load and cross-check everything the stack `env` deploys; raise `InvalidInput` with all problems."""
+    with fewer_gc_passes():
+        return _load_environment(root, env, strict_warnings=strict_warnings, platform_doc=platform_doc)
+
+
+def _load_environment(
+    root: Path, env: str, *, strict_warnings: bool, platform_doc: SourceDocument | None
+) -> Environment:
+    problems: list[Problem] = []
+    try:
+        if platform_doc is None:
+            platform_doc = load_platform(root, env)[1]
+    except InvalidInput as err:
+        problems.extend(err.problems)
+    docs, read_problems = read_tenant_documents(root)
+    problems.extend(read_problems)
+    environment = environment_from_documents(
+        env, platform_doc, docs, problems, known_envs=stack_names(root), strict_warnings=strict_warnings
+    )
+    chart_problems = vcluster.check_local_chart(environment, root)
+    if chart_problems:
+        raise InvalidInput(chart_problems)
+    shard_problems = check_sharding(environment, shard_stack_files(root))
+    if strict_warnings and shard_problems:
+        raise InvalidInput(environment.warnings + shard_problems)
+    environment.warnings.extend(shard_problems)
+    return environment
+
+
+def environment_from_data(
+    env: str,
+    platform: dict[str, Any],
+    tenants: dict[str, dict[str, Any]],
+    *,
+    known_stacks: list[str] | None = None,
+    strict_warnings: bool = False,
+) -> Environment:
+    """An environment from plain data instead of files: the platform dict (what a stack file holds
+    under `config.gpu-tenancy:platform`) and one dict per tenant (what a tenant file holds), keyed
+    by tenant name. Validated exactly like files; errors name `data:tenants/<key>` or
+    `data:platform` with the field. `known_stacks`: the environments that `environments:`
+    overrides may name (default: any).
+
+    >>> environment = environment_from_data("dev", platform, {"team-a": {"name": "team-a", ...}})  # doctest: +SKIP
+    >>> [t.name for t in environment.tenants]                                                     # doctest: +SKIP
+    ['team-a']
+    """
+    platform_doc = SourceDocument(f"data:platform of stack {env}", {"config": {CONFIG_KEY: copy.deepcopy(platform)}})
+    docs = [SourceDocument(f"data:tenants/{key}", copy.deepcopy(data)) for key, data in sorted(tenants.items())]
+    if known_stacks is None:
+        named = (data.get("environments") for data in tenants.values() if isinstance(data, dict))
+        known_stacks = sorted({env, *(key for envs in named if isinstance(envs, dict) for key in envs)})
+    with fewer_gc_passes():
+        return environment_from_documents(env, platform_doc, docs, [], known_envs=list(known_stacks), strict_warnings=strict_warnings)
+
+
+def environment_from_documents(
+    env: str,
+    platform_doc: SourceDocument | None,
+    docs: list[SourceDocument],
+    problems: list[Problem],
+    *,
+    known_envs: list[str],
+    strict_warnings: bool = False,
+) -> Environment:
+    """Validate a platform document and tenant documents into one environment, or raise
+    `InvalidInput` with every problem (those in `problems` too)."""
+    problems = list(problems)
+    platform = None
+    if platform_doc is not None:
+        try:
+            platform = parse_platform(platform_doc, env)
+        except InvalidInput as err:
+            problems.extend(err.problems)
+    tenants: list[LoadedTenant] = []
+    for doc in docs:
+        # The file as written must be valid in every environment; then with this one's overrides.
+        # Without an override for `env` the two are the same document: validated once.
+        base = for_environment(doc, None)
+        try:
+            spec = _validate_merged(doc, base)
+        except InvalidInput as err:
+            problems.extend(err.problems)
+            continue
+        if _has_override(doc, env):
+            merged = for_environment(doc, env)
+            try:
+                spec = _validate_merged(doc, merged)
+            except InvalidInput as err:
+                problems.extend(err.problems)
+                continue
+        else:
+            merged = base
+        tenants.append(LoadedTenant(spec, merged))
+    if platform is None or errors_only(problems):
+        raise InvalidInput(problems)
+    for loaded in tenants:
+        expand_queue_limits(loaded.spec, platform)
+    enabled, disabled = _enabled(platform, tenants)
+    environment = Environment(env, platform, platform_doc, enabled, disabled)
+    problems.extend(check_environment(environment, all_tenants=tenants, known_envs=known_envs))
+    if errors_only(problems) or (strict_warnings and problems):
+        raise InvalidInput(problems)
+    environment.warnings = problems
+    return environment
+
+
+def _enabled(platform: Platform, tenants: list[LoadedTenant]) -> tuple[list[LoadedTenant], list[str]]:
+    ordered = sorted(tenants, key=lambda t: t.name)
+    if platform.tenants == "all":
+        return ordered, []
+    wanted = set(platform.tenants)
+    return [t for t in ordered if t.name in wanted], [t.name for t in ordered if t.name not in wanted]

@@ -1,0 +1,310 @@
+"""`tenants capacity`: GPU capacity of a stack against the quotas its tenants hold.
+
+`capacity_table` is pure (an environment in, JSON-ready data out) so that two tables can be
+compared; the formatters only lay it out. The arithmetic is the one `tenants validate` uses:
+capacity = nodes x GPUs per node (x replicas when time-sliced, x slices per GPU for MIG), limit =
+capacity x overcommit, requested = the sum of active tenants' quotas, free = limit - requested.
+"""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from typing import Any
+
+from ..fleet import gpu_capacity as cap
+from ..fleet import feasibility as feas
+from ..fleet import mig
+from ..fleet.environment import Environment
+from ..spec.stack import GpuClass
+from ..spec.yaml_source import yaml_text
+
+FORMAT_VERSION = 1
+
+
+def _number(value: Fraction | int) -> int | float:
+    value = Fraction(value)
+    return int(value) if value.denominator == 1 else float(value)
+
+
+def _status(requested: int, limit: Fraction, ratio: Fraction) -> str:
+    if requested > limit:
+        return "over"
+    if limit and requested >= limit * ratio:
+        return "warning"
+    return "ok"
+
+
+def sharing_mode(gpu_class: GpuClass) -> str:
+    """Short name of how a class is shared, e.g. `time-slicing x4`.
+
+    >>> from components.spec.stack import GpuClass
+    >>> sharing_mode(GpuClass(model="A100-80GB", product="NVIDIA-A100-SXM4-80GB", memory="80Gi", sharing="mig"))
+    'MIG (mixed)'
+    """
+    if gpu_class.sharing == "timeSlicing" and gpu_class.time_slicing:
+        return f"time-slicing x{gpu_class.time_slicing.replicas}"
+    if gpu_class.sharing == "mig" and gpu_class.mig:
+        return f"MIG ({gpu_class.mig.strategy})"
+    return "exclusive"
+
+
+def isolation(gpu_class: GpuClass) -> str:
+    """A plain statement of what sharing means for the pods on one GPU.
+
+    >>> from components.spec.stack import GpuClass
+    >>> isolation(GpuClass(model="L4", product="NVIDIA-L4", memory="24Gi", sharing="timeSlicing",
+    ...     time_slicing={"replicas": 4}))
+    'up to 4 pods take turns on each GPU with no memory or fault isolation: one can use all the memory or crash the others'
+    """
+    if gpu_class.sharing == "timeSlicing" and gpu_class.time_slicing:
+        return (
+            f"up to {gpu_class.time_slicing.replicas} pods take turns on each GPU with no memory or fault isolation: "
+            "one can use all the memory or crash the others"
+        )
+    if gpu_class.sharing == "mig" and gpu_class.mig and gpu_class.mig.strategy == "single":
+        return "MIG slices with their own memory and compute, each advertised as nvidia.com/gpu"
+    if gpu_class.sharing == "mig":
+        return (
+            "MIG slices with their own memory and compute, requested as nvidia.com/mig-<profile> (see MIG "
+            "profiles); the class counts only GPUs its layouts leave whole"
+        )
+    return "one pod per GPU"
+
+
+def capacity_table(environment: Environment) -> dict[str, Any]:
+    """Per GPU class and per MIG profile: capacity, sharing, limit, requested quotas, free, per-tenant split.
+
+    >>> capacity_table(prod)["gpuClasses"]["h100"]["capacity"]   # doctest: +SKIP
+    64
+    """
+    platform = environment.platform
+    capacity = cap.capacity(platform)
+    ratio = Fraction(platform.capacity_warning_ratio)
+    active = [t for t in environment.tenants if t.spec.lifecycle == "active"]
+    classes: dict[str, Any] = {}
+    for name, gpu_class in sorted(platform.gpu_classes.items()):
+        pools = {p: pool for p, pool in sorted(platform.node_pools.items()) if pool.gpu_class == name}
+        by_tenant = {}
+        for loaded in active:
+            count = cap.gpu_quota_by_class(loaded.spec, platform).get(name, 0)
+            if count:
+                by_tenant[loaded.name] = count
+        limit = capacity.limit_for_class(platform, name)
+        requested = sum(by_tenant.values())
+        classes[name] = {
+            "model": gpu_class.model,
+            "sharing": sharing_mode(gpu_class),
+            "isolation": isolation(gpu_class),
+            "resource": cap.class_resource(gpu_class),
+            "pools": list(pools),
+            "nodes": sum(pool.node_count for pool in pools.values()),
+            "gpus": sum(pool.node_count * pool.gpus_per_node for pool in pools.values()),
+            "capacity": capacity.per_class.get(name, 0),
+            "overcommit": _number(Fraction(gpu_class.overcommit)),
+            "limit": _number(limit),
+            "requested": requested,
+            "free": _number(limit - requested),
+            "status": _status(requested, limit, ratio),
+            "byTenant": dict(sorted(by_tenant.items())),
+        }
+    profiles: dict[str, Any] = {}
+    wanted = set(capacity.per_mig_profile) | {p for t in active for p, c in t.spec.quota.mig.items() if c}
+    for profile in sorted(wanted):
+        by_tenant = {t.name: t.spec.quota.mig[profile] for t in active if t.spec.quota.mig.get(profile)}
+        owners = capacity.mig_profile_classes.get(profile, [])
+        overcommit = min((Fraction(platform.gpu_classes[c].overcommit) for c in owners), default=Fraction(1))
+        limit = capacity.limit_for_profile(platform, profile)
+        requested = sum(by_tenant.values())
+        profiles[profile] = {
+            "resource": mig.resource_name(profile),
+            "classes": sorted(owners),
+            "capacity": capacity.per_mig_profile.get(profile, 0),
+            "overcommit": _number(overcommit),
+            "limit": _number(limit),
+            "requested": requested,
+            "free": _number(limit - requested),
+            "status": _status(requested, limit, ratio),
+            "byTenant": dict(sorted(by_tenant.items())),
+        }
+    pools = pool_rows(environment)
+    tenants = {}
+    for loaded in environment.tenants:
+        tenants[loaded.name] = {
+            "lifecycle": loaded.spec.lifecycle,
+            "counted": loaded.spec.lifecycle == "active",
+            "gpu": {k: v for k, v in cap.gpu_quota_by_class(loaded.spec, platform).items() if v},
+            "mig": {k: v for k, v in sorted(loaded.spec.quota.mig.items()) if v},
+        }
+    return {
+        "formatVersion": FORMAT_VERSION,
+        "environment": environment.name,
+        "warningRatio": _number(ratio),
+        "gpuClasses": classes,
+        "migProfiles": profiles,
+        "pools": pools,
+        "tenants": dict(sorted(tenants.items())),
+    }
+
+
+def pool_rows(environment: Environment) -> dict[str, Any]:
+    """Per node pool and GPU resource: capacity, limit, the quota the feasibility check places there.
+
+    `requested` is each active tenant's share of its quota on this pool as the flow places it (the
+    same split as the Kueue flavors); `status` is over when the pool is among those an
+    over-promised set of tenants shares, warning when the pools linked by shared tenants are
+    near full together.
+    """
+    platform = environment.platform
+    ratio = Fraction(platform.capacity_warning_ratio)
+    active = [(t.name, t.spec) for t in environment.tenants if t.spec.lifecycle == "active"]
+    owners = feas.pool_owners([(t.name, t.spec) for t in environment.tenants], platform)
+    results = feas.feasibility(active, platform, owners)
+    rows: dict[str, Any] = {}
+    for name, pool in sorted(platform.node_pools.items()):
+        if pool.gpu_class not in platform.gpu_classes:
+            continue
+        resources: dict[str, Any] = {}
+        for commodity, units in sorted(feas.pool_supply(platform, pool).items()):
+            result = results.get(commodity)
+            by_tenant = {t: f[name] for t, f in sorted(result.flow.items()) if f.get(name)} if result else {}
+            limit = feas.pool_limit(platform, pool, units)
+            status = "ok"
+            if result is not None and name in result.pools_of(result.violators):
+                status = "over"
+            elif result is not None:
+                for tenants_, pools_ in feas.components(result):
+                    held = sum(result.limit[p] for p in pools_)
+                    if name in pools_ and held and sum(result.demand[t] for t in tenants_) >= held * ratio:
+                        status = "warning"
+            resources[feas.commodity_resource(platform, commodity)] = {
+                "capacity": units, "limit": limit, "requested": sum(by_tenant.values()),
+                "free": limit - sum(by_tenant.values()), "status": status, "byTenant": by_tenant,
+            }
+        rows[name] = {"gpuClass": pool.gpu_class, "dedicatedTo": owners.get(name), "nodes": pool.node_count,
+                      "resources": resources}
+    return rows
+
+
+# --- formatters --------------------------------------------------------------------------------
+
+_CLASS_COLUMNS = ["class", "sharing", "resource", "nodes", "capacity", "overcommit", "limit", "requested", "free", "status"]
+_PROFILE_COLUMNS = ["profile", "resource", "classes", "capacity", "overcommit", "limit", "requested", "free", "status"]
+LEGEND = (
+    "capacity: devices in the unit quotas use; limit = capacity x overcommit; "
+    "requested = sum of active tenants' quotas; free = limit - requested"
+)
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, list):
+        return ", ".join(value) or "-"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if value is None or isinstance(value, bool):
+        return yaml_text(value)
+    return str(value)
+
+
+def _class_rows(table: dict[str, Any]) -> list[list[str]]:
+    return [[name] + [_cell(row[c]) for c in _CLASS_COLUMNS[1:]] for name, row in table["gpuClasses"].items()]
+
+
+def _profile_rows(table: dict[str, Any]) -> list[list[str]]:
+    return [[name] + [_cell(row[c]) for c in _PROFILE_COLUMNS[1:]] for name, row in table["migProfiles"].items()]
+
+
+_POOL_COLUMNS = ["pool", "class", "dedicated to", "resource", "capacity", "limit", "requested", "free", "status"]
+
+
+def _pool_resources(table: dict[str, Any]) -> list[dict[str, Any]]:
+    return [res for row in table["pools"].values() for res in row["resources"].values()]
+
+
+def _pool_rows(table: dict[str, Any]) -> list[list[str]]:
+    return [
+        [name, row["gpuClass"], row["dedicatedTo"] or "-", resource] + [_cell(res[c]) for c in _POOL_COLUMNS[4:]]
+        for name, row in table["pools"].items() for resource, res in row["resources"].items()
+    ]
+
+
+def _split(by_tenant: dict[str, int]) -> str:
+    return ", ".join(f"{t} {c}" for t, c in by_tenant.items()) or "-"
+
+
+def _tenant_line(data: dict[str, Any]) -> str:
+    parts = [f"{c} {n}" for c, n in data["gpu"].items()] + [f"mig {p} {n}" for p, n in data["mig"].items()]
+    text = ", ".join(parts) or "no GPU quota"
+    return text if data["counted"] else f"{text} ({data['lifecycle']}: not counted)"
+
+
+def _aligned(header: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    numeric = {"nodes", "capacity", "overcommit", "limit", "requested", "free"}
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.rjust(w) if header[i] in numeric else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    return [line(header), *(line(r) for r in rows)]
+
+
+def format_text(table: dict[str, Any]) -> str:
+    """Aligned columns for a terminal.
+
+    >>> format_text(capacity_table(prod)).splitlines()[0]   # doctest: +SKIP
+    'GPU capacity of stack prod'
+    """
+    out = [f"GPU capacity of stack {table['environment']}", LEGEND, ""]
+    out += _aligned(_CLASS_COLUMNS, _class_rows(table))
+    if table["migProfiles"]:
+        out += [""] + _aligned(_PROFILE_COLUMNS, _profile_rows(table))
+    out += ["", "Per node pool (quota placed where each tenant may run; dedicated pools count for their owner only):"]
+    out += _aligned(_POOL_COLUMNS, _pool_rows(table))
+    out += ["", "Sharing:"]
+    out += [f"  {name}: {row['sharing']}: {row['isolation']}" for name, row in table["gpuClasses"].items()]
+    out += ["", "Requested by tenant:"]
+    out += [f"  {name}: {_split(row['byTenant'])}" for name, row in table["gpuClasses"].items() if row["byTenant"]]
+    out += [f"  mig {name}: {_split(row['byTenant'])}" for name, row in table["migProfiles"].items() if row["byTenant"]]
+    out += ["", "Tenants:"]
+    out += [f"  {name}: {_tenant_line(data)}" for name, data in table["tenants"].items()]
+    return "\n".join(out) + "\n"
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"] + [
+        "| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows
+    ]
+
+
+def format_markdown(table: dict[str, Any]) -> str:
+    """Tables for a pull-request comment.
+
+    >>> format_markdown(capacity_table(prod)).splitlines()[0]   # doctest: +SKIP
+    '### GPU capacity of stack `prod`'
+    """
+    out = [f"### GPU capacity of stack `{table['environment']}`", "", f"_{LEGEND}_", ""]
+    class_header = _CLASS_COLUMNS + ["by tenant"]
+    class_rows = [r + [_split(row["byTenant"])] for r, row in zip(_class_rows(table), table["gpuClasses"].values())]
+    out += _md_table(class_header, class_rows)
+    if table["migProfiles"]:
+        profile_rows = [r + [_split(row["byTenant"])] for r, row in zip(_profile_rows(table), table["migProfiles"].values())]
+        out += ["", "#### MIG profiles", ""] + _md_table(_PROFILE_COLUMNS + ["by tenant"], profile_rows)
+    out += ["", "#### Node pools", ""] + _md_table(_POOL_COLUMNS + ["by tenant"], [
+        r + [_split(res["byTenant"])] for r, res in zip(_pool_rows(table), _pool_resources(table))])
+    out += ["", "#### Sharing", ""]
+    out += [f"- **{name}** ({row['sharing']}): {row['isolation']}" for name, row in table["gpuClasses"].items()]
+    out += ["", "#### Tenants", ""]
+    out += _md_table(["tenant", "quota"], [[name, _tenant_line(data)] for name, data in table["tenants"].items()])
+    return "\n".join(out) + "\n"
+
+
+def format_json(table: dict[str, Any]) -> str:
+    """The table itself, for tools.
+
+    >>> json.loads(format_json(capacity_table(prod)))["environment"]   # doctest: +SKIP
+    'prod'
+    """
+    return json.dumps(table, indent=2) + "\n"
+
+
+FORMATTERS = {"text": format_text, "markdown": format_markdown, "json": format_json}

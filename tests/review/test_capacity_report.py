@@ -1,0 +1,133 @@
+"""`tenants capacity`: figures checked by hand, every format, every stack, invalid input."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from components.review.capacity_report import capacity_table, format_markdown, format_text
+from components.cli import main
+from components.load import load_environment, stack_names
+
+REPO = Path(__file__).resolve().parents[2]
+FORMATS = ["text", "markdown", "json"]
+
+
+@pytest.fixture(scope="module")
+def prod():
+    return load_environment(REPO, "prod")
+
+
+@pytest.fixture(scope="module")
+def dev():
+    return load_environment(REPO, "dev")
+
+
+def test_prod_figures(prod):
+    table = capacity_table(prod)
+    h100 = table["gpuClasses"]["h100"]
+    # 5 + 3 nodes x 8 H100; quotas inference 24 + llm-finetune 40.
+    assert (h100["nodes"], h100["capacity"], h100["limit"], h100["requested"], h100["free"]) == (8, 64, 64, 64, 0)
+    assert h100["byTenant"] == {"inference": 24, "llm-finetune": 40} and h100["status"] == "warning"
+    a100 = table["gpuClasses"]["a100"]
+    # 2 nodes x 8 A100, overcommit 1.25 -> limit 20; eval holds 20.
+    assert (a100["capacity"], a100["overcommit"], a100["limit"], a100["requested"], a100["free"]) == (16, 1.25, 20, 20, 0)
+    assert table["gpuClasses"]["a100-mig"]["capacity"] == 0  # every GPU of the pool is partitioned
+    one, three = table["migProfiles"]["1g.10gb"], table["migProfiles"]["3g.40gb"]
+    # 2 nodes x 4 GPUs x 7 slices, and 2 nodes x 4 GPUs x 2 slices.
+    assert (one["capacity"], one["requested"], one["free"], one["status"]) == (56, 48, 8, "ok")
+    assert (three["capacity"], three["requested"], three["free"], three["status"]) == (16, 16, 0, "warning")
+    assert one["resource"] == "nvidia.com/mig-1g.10gb" and one["classes"] == ["a100-mig"]
+
+
+def test_dev_figures(dev):
+    table = capacity_table(dev)
+    l4 = table["gpuClasses"]["l4"]
+    # (1 static + 1 autoscaled) nodes x 2 GPUs x 4 replicas; overcommit 1.5; three tenants hold 2 each.
+    assert (l4["capacity"], l4["limit"], l4["requested"], l4["free"], l4["status"]) == (16, 24, 6, 18, "ok")
+    assert l4["sharing"] == "time-slicing x4" and "no memory or fault isolation" in l4["isolation"]
+    assert table["migProfiles"]["1g.10gb"]["capacity"] == 56  # 1 node x 8 GPUs x 7
+    assert table["migProfiles"]["1g.10gb"]["byTenant"] == {"eval": 40}
+
+
+def test_inactive_tenants_are_listed_but_not_counted(prod):
+    environment = replace(prod, tenants=[
+        replace(t, spec=t.spec.model_copy(update={"lifecycle": "suspended"})) if t.name == "inference" else t
+        for t in prod.tenants
+    ])
+    table = capacity_table(environment)
+    assert table["gpuClasses"]["h100"]["requested"] == 40
+    assert table["tenants"]["inference"] == {"lifecycle": "suspended", "counted": False, "gpu": {"h100": 24}, "mig": {}}
+    assert "inference: h100 24 (suspended: not counted)" in format_text(table)
+
+
+@pytest.mark.parametrize("stack", stack_names(REPO))
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_every_stack_in_every_format(stack, fmt, capsys):
+    assert main(["--root", str(REPO), "capacity", "--stack", stack, "--format", fmt]) == 0
+    out = capsys.readouterr().out
+    table = capacity_table(load_environment(REPO, stack))
+    if fmt == "json":
+        assert json.loads(out) == table
+    else:
+        for name, row in table["gpuClasses"].items():
+            assert name in out and row["sharing"] in out
+        for profile in table["migProfiles"]:
+            assert profile in out
+
+
+def test_text_states_time_slicing_isolation(dev):
+    text = format_text(capacity_table(dev))
+    assert "l4: time-slicing x4: up to 4 pods take turns on each GPU with no memory or fault isolation" in text
+    row = next(line for line in text.splitlines() if line.startswith("l4 "))
+    assert row.split() == ["l4", "time-slicing", "x4", "nvidia.com/gpu", "2", "16", "1.5", "24", "6", "18", "ok"]
+
+
+def test_markdown_tables(prod):
+    markdown = format_markdown(capacity_table(prod))
+    assert "| h100 | exclusive | nvidia.com/gpu | 8 | 64 | 1 | 64 | 64 | 0 | warning | inference 24, llm-finetune 40 |" in markdown
+    assert "| 1g.10gb | nvidia.com/mig-1g.10gb | a100-mig | 56 | 1 | 56 | 48 | 8 | ok | eval 48 |" in markdown
+
+
+def test_agrees_with_the_diff_capacity_rows(prod, dev):
+    from components.review.diff import capacity_rows
+
+    for environment in (prod, dev):
+        table = capacity_table(environment)
+        for (kind, name), row in capacity_rows(environment).items():
+            ours = table["gpuClasses" if kind == "gpuClass" else "migProfiles"][name]
+            assert {k: ours[k] for k in row} == row, (kind, name)
+
+
+def test_invalid_input_exits_1_with_located_errors(project_copy, capsys):
+    path = project_copy / "stacks" / "Pulumi.prod.yaml"
+    text = path.read_text().replace("profiles: {1g.10gb: 7}", "profiles: {1g.10gb: 8}")
+    path.write_text(text)
+    line = next(i for i, content in enumerate(text.splitlines(), 1) if "profiles: {1g.10gb: 8}" in content)
+    assert main(["--root", str(project_copy), "capacity", "--stack", "prod", "--format", "json"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert f"stacks/Pulumi.prod.yaml:{line}:11: config.gpu-tenancy:platform.migLayouts.eval-mix[0].profiles: " in captured.err
+
+
+def test_unknown_stack_and_usage(capsys):
+    assert main(["--root", str(REPO), "capacity", "--stack", "nope"]) == 1
+    assert "no such stack 'nope'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as err:
+        main(["--root", str(REPO), "capacity"])
+    assert err.value.code == 2
+
+
+def test_the_report_shows_capacity_per_pool_with_dedicated_pools_for_their_owner(prod):
+    from components.review.capacity_report import capacity_table, format_text
+
+    pools = capacity_table(prod)["pools"]
+    assert pools["h100-serve"]["dedicatedTo"] == "inference"
+    assert pools["h100-serve"]["resources"]["nvidia.com/gpu"]["byTenant"] == {"inference": 24}
+    assert pools["a100-shared"]["resources"]["nvidia.com/gpu"] == {
+        "capacity": 16, "limit": 20, "requested": 20, "free": 0, "status": "warning", "byTenant": {"eval": 20}}
+    assert set(pools["a100-mig"]["resources"]) == {"nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb"}
+    assert "Per node pool" in format_text(capacity_table(prod))
