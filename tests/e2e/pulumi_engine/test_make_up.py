@@ -36,7 +36,7 @@ def refuse_quotas_in(cp, namespaces: list[str]) -> None:
         "spec": {"failurePolicy": "Fail",
                  "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
                                                          "operations": ["CREATE", "UPDATE"], "resources": ["resourcequotas"]}]},
-                 "validations": [{"expression": f"!(object.metadata.namespace in {json.dumps(refused)})",
+                 "validations": [{"expression": f"!(request.namespace in {json.dumps(refused)})",
                                   "message": "e2e: this cluster refuses quotas here"}]},
     })
     cp.apply({
