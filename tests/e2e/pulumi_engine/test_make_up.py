@@ -16,7 +16,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from tests.e2e.pulumi_engine.harness import LocalCluster, up_module, with_local_vcluster_chart
+from tests.e2e.pulumi_engine.harness import LocalCluster, rendered_by_name, up_module, with_local_vcluster_chart
 
 pytestmark = pytest.mark.pulumi
 
@@ -114,5 +114,6 @@ def test_make_up_deploys_a_vcluster_stack_offline_and_prints_commands_that_work(
         outputs.append(ran.stdout)
     export = json.loads(outputs[1])
     releases = [r for r in export["deployment"]["resources"] if r["type"] == "kubernetes:helm.sh/v3:Release"]
-    assert releases, "dev's vCluster releases are in the state"
+    rendered = [n for n, o in rendered_by_name(source, "dev").items() if o["kind"] == "HelmRelease"]
+    assert rendered and len(releases) == len(rendered), (releases, rendered)  # every vCluster of dev, installed
     e2e_summary.append(f"make up STACK=dev with a local vcluster chart: {len(releases)} releases, {seconds:.1f}s wall")
