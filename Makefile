@@ -24,8 +24,11 @@ validate: $(VENV)/.installed
 test: $(VENV)/.installed ## unit, schema and mock-runtime tests (no cluster needed)
 	$(PY) -m pytest -q -m "not e2e and not go and not monitoring and not pulumi" -p no:cacheprovider
 
-lint: $(VENV)/.installed ## workflows through actionlint (built from its Go module, cached)
-	$(PY) -m pytest -q -m go -p no:cacheprovider tests/test_workflows.py
+# The lint lane: the workflows through actionlint, and every GPU sharing config the tool writes through
+# NVIDIA's own parsers (the device plugin's and mig-parted's, built from ../shared/src; tools/README.md).
+lint: $(VENV)/.installed ## workflows through actionlint; time-slicing and MIG configs through NVIDIA's parsers (Go, cached)
+	tools/build.sh validators
+	GPU_TENANCY_VALIDATORS_REQUIRED=1 $(PY) -m pytest -q -m go -p no:cacheprovider tests/test_workflows.py tests/tools/nvidia_validators
 
 # The real-apiserver lane: builds kube-apiserver, kube-controller-manager and etcd from Go modules
 # (cached outside git, ~7 min cold, seconds warm) and runs tests/e2e against them.
@@ -35,9 +38,10 @@ e2e: $(VENV)/.installed
 	GPU_TENANCY_E2E_REQUIRED=1 $(PY) -m pytest -q tests/e2e -m "e2e and not scheduling" -ra -p no:cacheprovider
 
 # The scheduling lane: the same control plane plus kube-scheduler and the Kueue controller manager
-# (built from Go modules into the same cache; see tools/README.md) and the job controller.
+# (built from Go modules into the same cache; see tools/README.md) and the job controller; on the
+# KAI stack also KAI's scheduler, binder and pod-grouper (built from the pinned source snapshot).
 e2e-scheduling: $(VENV)/.installed
-	tools/build.sh k8s scheduling
+	tools/build.sh k8s scheduling kai
 	GPU_TENANCY_E2E_REQUIRED=1 GPU_TENANCY_SCHEDULING_REQUIRED=1 \
 	  $(PY) -m pytest -q tests/e2e/scheduling -m scheduling -ra -p no:cacheprovider
 

@@ -5,6 +5,10 @@
 #   monitoring lane: promtool, prometheus                          -> $CACHE_DIR/prometheus/<PROMETHEUS_VERSION>/
 #   engine lane:     pulumi (the CLI)                              -> $CACHE_DIR/pulumi/<PULUMI_VERSION>/
 #                    pulumi-resource-kubernetes (the provider)     -> $CACHE_DIR/pulumi-kubernetes/<PULUMI_KUBERNETES_VERSION>/
+#   KAI Scheduler:   kai-scheduler, kai-binder, kai-podgrouper     -> $CACHE_DIR/kai/<KAI_VERSION>/
+#                    (from the source snapshot KAI_SOURCE, extracted into $CACHE_DIR/kai/src-<sha256>/)
+#   lint lane:       nvidia-validators (the device plugin's and     -> $CACHE_DIR/nvidia-validators/
+#                    mig-parted's config parsers, from ../shared/src)
 #
 # Idempotent: a binary is rebuilt only when it is missing or its inputs
 # (go.mod, go.sum, main.go, tags, ldflags) changed; with everything present this
@@ -13,9 +17,11 @@
 # Usage: tools/build.sh [--print-dir [binary|group]] [binary|group...]
 #   --print-dir   print the output directory (of a binary or group; default the e2e binaries) and exit
 #   binary        any of: etcd kube-apiserver kube-controller-manager kube-scheduler kueue
-#                 promtool prometheus pulumi pulumi-resource-kubernetes
+#                 promtool prometheus pulumi pulumi-resource-kubernetes nvidia-validators
+#                 kai-scheduler kai-binder kai-podgrouper
 #   group         k8s (the default: the three e2e binaries), scheduling (kube-scheduler kueue),
-#                 monitoring (promtool prometheus), pulumi (the CLI and the provider), all
+#                 monitoring (promtool prometheus), pulumi (the CLI and the provider),
+#                 validators (nvidia-validators), kai (KAI's scheduler, binder and pod-grouper), all
 set -euo pipefail
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/go-env.sh"
 
@@ -23,14 +29,19 @@ k8s_bins=(etcd kube-apiserver kube-controller-manager)
 sched_bins=(kube-scheduler kueue)
 prom_bins=(promtool prometheus)
 pulumi_bins=(pulumi pulumi-resource-kubernetes)
-all=("${k8s_bins[@]}" "${sched_bins[@]}" "${prom_bins[@]}" "${pulumi_bins[@]}")
+kai_bins=(kai-scheduler kai-binder kai-podgrouper)
+validator_bins=(nvidia-validators)
+all=("${k8s_bins[@]}" "${sched_bins[@]}" "${prom_bins[@]}" "${pulumi_bins[@]}" "${validator_bins[@]}" "${kai_bins[@]}")
 
 is_prom() { case "$1" in promtool|prometheus) return 0;; *) return 1;; esac; }
+is_kai() { case "$1" in kai-scheduler|kai-binder|kai-podgrouper|kai) return 0;; *) return 1;; esac; }
 out_dir_for() {
   case "$1" in
     promtool|prometheus|monitoring) echo "$PROM_BIN_DIR" ;;
     pulumi) echo "$PULUMI_BIN_DIR" ;;
     pulumi-resource-kubernetes) echo "$PULUMI_K8S_BIN_DIR" ;;
+    kai|kai-*) echo "$KAI_BIN_DIR" ;;
+    nvidia-validators|validators) echo "$VALIDATORS_BIN_DIR" ;;
     *) echo "$K8S_BIN_DIR" ;;
   esac
 }
@@ -41,6 +52,8 @@ version_for() {
     promtool|prometheus) echo "$PROMETHEUS_VERSION" ;;
     pulumi) echo "$PULUMI_VERSION" ;;
     pulumi-resource-kubernetes) echo "$PULUMI_KUBERNETES_VERSION ($PULUMI_KUBERNETES_MODULE_VERSION)" ;;
+    kai-*) echo "$KAI_VERSION" ;;
+    nvidia-validators) echo "device plugin $NVIDIA_DEVICE_PLUGIN_VERSION, mig-parted $MIG_PARTED_VERSION" ;;
     *) echo "$K8S_VERSION" ;;
   esac
 }
@@ -54,6 +67,8 @@ for arg in "${@:-k8s}"; do
     scheduling) targets+=("${sched_bins[@]}") ;;
     monitoring) targets+=("${prom_bins[@]}") ;;
     pulumi) targets+=("${pulumi_bins[@]}") ;;
+    kai) targets+=("${kai_bins[@]}") ;;
+    validators) targets+=("${validator_bins[@]}") ;;
     all) targets+=("${all[@]}") ;;
     *) targets+=("$arg") ;;
   esac
@@ -92,6 +107,12 @@ ldflags_for() {
     echo "-s -w -X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=${PULUMI_KUBERNETES_VERSION#v}"
     return
   fi
+  if is_kai "$name"; then  # what KAI's build/makefile/golang.mk sets; buildDate = the commit's date
+    local v=github.com/kai-scheduler/KAI-scheduler/pkg/scheduler/version
+    echo "-s -w -X $v.gitVersion=$KAI_VERSION -X $v.gitCommit=$KAI_COMMIT -X $v.gitTreeState=clean -X $v.buildDate=$KAI_COMMIT_DATE"
+    return
+  fi
+  if [ "$name" = nvidia-validators ]; then echo "-s -w"; return; fi
   if [ "$name" = etcd ]; then
     echo "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=go.etcd.io/etcd/server/v3@$ETCD_VERSION"
     return
@@ -131,8 +152,13 @@ stamp_for() {  # hash of everything that determines the binary
     } | sha256sum | cut -d' ' -f1
     return
   fi
+  if is_kai "$name"; then  # no wrapper module: the snapshot (by its hash) is the whole input
+    echo "$name $KAI_VERSION $KAI_COMMIT $KAI_SOURCE_SHA256 $(ldflags_for "$name")" | sha256sum | cut -d' ' -f1
+    return
+  fi
   { cat "$TOOLS_DIR/$name/go.mod" "$TOOLS_DIR/$name/go.sum"
     [ ! -f "$TOOLS_DIR/$name/main.go" ] || cat "$TOOLS_DIR/$name/main.go"   # tools/pulumi and tools/kueue have none
+    [ "$name" != nvidia-validators ] || upstream_snapshot_hash
     case "$name" in
       etcd|kube-*|kueue) echo "$K8S_VERSION $ETCD_VERSION" ;;
       *) version_for "$name" ;;
@@ -158,6 +184,48 @@ stage_provider() {
   chmod -R u+w "$stage"
 }
 
+# KAI's source snapshot, extracted once per sha256 into the cache (never into the checkout) after
+# checking the tarball against the pinned hash; prints the source directory.
+kai_source() {
+  local tarball="$REPO_ROOT/$KAI_SOURCE" dir="$CACHE_DIR/kai/src-${KAI_SOURCE_SHA256:0:12}" got tmp
+  if [ -f "$dir/.extracted" ]; then echo "$dir"; return; fi
+  if [ ! -f "$tarball" ]; then
+    echo "build.sh: KAI's source snapshot $tarball is missing (tools/versions.env KAI_SOURCE)" >&2; return 1
+  fi
+  got="$(sha256sum "$tarball" | cut -d' ' -f1)"
+  if [ "$got" != "$KAI_SOURCE_SHA256" ]; then
+    echo "build.sh: $tarball has sha256 $got, tools/versions.env pins $KAI_SOURCE_SHA256; refusing to build it" >&2; return 1
+  fi
+  tmp="$dir.tmp.$$"; rm -rf "$tmp" "$dir"; mkdir -p "$tmp"
+  tar -xzf "$tarball" -C "$tmp"
+  echo "$KAI_SOURCE_SHA256" > "$tmp/.extracted"
+  mv "$tmp" "$dir"
+  echo "$dir"
+}
+
+# nvidia-validators builds against NVIDIA's snapshots in ../shared/src (the module proxy refuses
+# those modules; its go.mod replaces them by these paths): they must be there, be the pinned
+# commits, and their content is part of the stamp.
+SHARED_SRC_DIR="$REPO_ROOT/../shared/src"
+check_upstream_snapshots() {
+  local commit
+  for dir in k8s-device-plugin mig-parted; do
+    if [ ! -f "$SHARED_SRC_DIR/$dir/go.mod" ]; then
+      echo "build.sh: nvidia-validators needs NVIDIA's sources in $SHARED_SRC_DIR/$dir (../shared beside the checkout, as CI has it); not found." >&2
+      exit 1
+    fi
+  done
+  for commit in "$NVIDIA_DEVICE_PLUGIN_COMMIT" "$MIG_PARTED_COMMIT"; do
+    if ! grep -q "$commit" "$SHARED_SRC_DIR/SOURCES.md"; then
+      echo "build.sh: $SHARED_SRC_DIR/SOURCES.md does not list commit $commit (tools/versions.env): the snapshot changed; update versions.env after checking it." >&2
+      exit 1
+    fi
+  done
+}
+upstream_snapshot_hash() {
+  (cd "$SHARED_SRC_DIR" && find k8s-device-plugin mig-parted -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
+}
+
 go_ok() {  # the wrapper go.mod files say "go 1.26.0"; GOTOOLCHAIN=local forbids upgrading
   local v
   v="$(go env GOVERSION 2>/dev/null)"; v="${v#go}"
@@ -166,6 +234,7 @@ go_ok() {  # the wrapper go.mod files say "go 1.26.0"; GOTOOLCHAIN=local forbids
 
 for name in "${targets[@]}"; do
   case " ${all[*]} " in *" $name "*) ;; *) echo "build.sh: unknown binary '$name'" >&2; exit 2;; esac
+  [ "$name" != nvidia-validators ] || check_upstream_snapshots
   dir="$(out_dir_for "$name")"; mkdir -p "$dir"
   out="$dir/$name" stampf="$dir/.$name.stamp"
   want="$(stamp_for "$name")"
@@ -191,6 +260,18 @@ for name in "${targets[@]}"; do
       rm -rf "$stage"; stage_provider "$stage"
       (cd "$stage" && go build -ldflags "$(ldflags_for "$name")" -o "$out.tmp.$$" .)
       rm -rf "$stage" ;;
+    kai-*)
+      src="$(kai_source)"
+      (cd "$src" && go mod download && go build -ldflags "$(ldflags_for "$name")" -o "$out.tmp.$$" "./cmd/${name#kai-}") ;;
+    nvidia-validators)
+      # go-nvml (imported by mig-parted's types) is cgo only; NVML itself is dlopened on first
+      # use, which the validators never reach, so the binary runs without a GPU or driver.
+      if ! command -v "${CC:-cc}" >/dev/null 2>&1; then
+        echo "build.sh: nvidia-validators needs a C compiler for cgo (go-nvml); install gcc (apt-get install gcc) and rerun." >&2
+        exit 1
+      fi
+      (cd "$TOOLS_DIR/nvidia-validators" && CGO_ENABLED=1 CGO_CFLAGS="-O2 -Wno-deprecated-declarations" \
+        go build -ldflags "$(ldflags_for "$name")" -o "$out.tmp.$$" .) ;;
     *)
       mdir="$(module_dir_for "$name")"
       # Make sure the module sources (and the .info used for the build date) exist.

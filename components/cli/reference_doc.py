@@ -131,7 +131,7 @@ tenant may use exactly one class. A GPU class is a kind of device as tenants see
 sharing mode); the stack maps each class to node pools.
 
 Kubernetes ResourceQuota cannot count per class. It counts extended resources: every whole-GPU
-class is requested as `nvidia.com/gpu` (time-sliced classes with `renameByDefault` as
+class is requested as `nvidia.com/gpu` (time-sliced and MPS classes with `renameByDefault` as
 `nvidia.com/gpu.shared`), and each MIG profile as `nvidia.com/mig-<profile>`. So the namespace quota
 enforces the *sum* per resource: `{{h100: 8, a100: 4}}` becomes `requests.nvidia.com/gpu: 12`. Which
 classes the pods may land on is enforced separately by the GPU placement admission policy
@@ -143,12 +143,16 @@ times the class's `overcommit` (error), and warns from `capacityWarningRatio` of
 Quotas are about what pods may *declare* at admission, not a runtime limit, and `quota.memory` is
 container memory, never GPU memory.
 
-## Sharing GPUs: time-slicing versus MIG
+## Sharing GPUs: time-slicing, MPS and MIG
 
 * `sharing: exclusive`: one pod per GPU.
 * `sharing: timeSlicing`: the device plugin advertises `replicas` shares per GPU and pods take turns.
   There is no memory or fault isolation: one pod can exhaust the GPU's memory or crash the others'
   contexts. Capacity is nodes x GPUs per node x replicas.
+* `sharing: mps`: the device plugin advertises `replicas` shares per GPU (at most 48) and runs their
+  pods at once through its CUDA MPS server; each gets memory / replicas of the GPU's memory and
+  1/replicas of its compute threads (`tenants capacity` shows the figure). A fatal GPU fault in one
+  pod can still end the others on that GPU. Capacity as for time-slicing.
 * `sharing: mig`: Multi-Instance GPU partitions each GPU (A100, H100, H200, B200, A30) into instances
   with their own memory and compute slices, isolated in hardware. A pool's `migLayout` says how
   (`all-1g.10gb`, or a layout under `migLayouts`); it is checked against the GPU's real geometry,

@@ -14,6 +14,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 from . import mig
+from ..spec.quantity import Quantity, format_quantity
 from ..spec.stack import GpuClass, NodePool, Platform
 from ..spec.tenant import Tenant
 
@@ -29,9 +30,23 @@ def class_resource(gpu_class: GpuClass) -> str:
     ...     time_slicing={"replicas": 4, "renameByDefault": True}))
     'nvidia.com/gpu.shared'
     """
-    if gpu_class.sharing == "timeSlicing" and gpu_class.time_slicing and gpu_class.time_slicing.rename_by_default:
+    if gpu_class.replication and gpu_class.replication.rename_by_default:
         return GPU_SHARED
     return GPU
+
+
+def mps_memory_per_replica(gpu_class: GpuClass) -> str | None:
+    """GPU memory each MPS client may pin: the class's memory / replicas in whole MiB, as the device
+    plugin's MPS daemon computes it from the device's real total (a little below the nominal one).
+
+    >>> mps_memory_per_replica(GpuClass(model="H100-80GB", product="NVIDIA-H100-80GB-HBM3", memory="80Gi",
+    ...     sharing="mps", mps={"replicas": 3}))
+    '27306Mi'
+    """
+    if gpu_class.sharing != "mps" or gpu_class.mps is None:
+        return None
+    per_replica = int(Quantity.parse(gpu_class.memory).value) // gpu_class.mps.replicas
+    return format_quantity(Fraction(per_replica // 2**20 * 2**20))
 
 
 def is_mig_mixed(gpu_class: GpuClass) -> bool:
@@ -76,14 +91,14 @@ def node_mig_profiles(platform: Platform, pool: NodePool) -> dict[str, int]:
 def node_class_units(platform: Platform, pool: NodePool) -> int:
     """Units of the class's own resource (`class_resource`) on one node of the pool.
 
-    Whole GPUs; x replicas when time-sliced; MIG single: slices plus GPUs the layout leaves whole;
+    Whole GPUs; x replicas when time-sliced or shared by MPS; MIG single: slices plus GPUs the layout leaves whole;
     MIG mixed: only the GPUs the layout leaves whole (its slices are `node_mig_profiles`).
     """
     gpu_class = platform.gpu_classes.get(pool.gpu_class)
     if gpu_class is None:
         return 0
-    if gpu_class.sharing == "timeSlicing" and gpu_class.time_slicing:
-        return pool.gpus_per_node * gpu_class.time_slicing.replicas
+    if gpu_class.replication:
+        return pool.gpus_per_node * gpu_class.replication.replicas
     if gpu_class.sharing == "mig":
         groups = pool_layout(platform, pool)
         whole = max(pool.gpus_per_node - sum(count for count, _ in groups), 0)
@@ -147,8 +162,8 @@ def capacity(platform: Platform) -> Capacity:
         if gpu_class is None:
             continue
         gpus = pool.node_count * pool.gpus_per_node
-        if gpu_class.sharing == "timeSlicing" and gpu_class.time_slicing:
-            result.per_class[pool.gpu_class] += gpus * gpu_class.time_slicing.replicas
+        if gpu_class.replication:
+            result.per_class[pool.gpu_class] += gpus * gpu_class.replication.replicas
         elif gpu_class.sharing == "mig":
             groups = pool_layout(platform, pool)
             covered = sum(count for count, _ in groups)

@@ -139,8 +139,8 @@ def class_capacity(platform: Platform) -> dict[tuple[str, str], int]:
             continue
         whole = cap.class_resource(gpu_class)
         gpus = pool.node_count * pool.gpus_per_node
-        if gpu_class.sharing == "timeSlicing" and gpu_class.time_slicing:
-            add((pool.gpu_class, whole), gpus * gpu_class.time_slicing.replicas)
+        if gpu_class.replication:
+            add((pool.gpu_class, whole), gpus * gpu_class.replication.replicas)
         elif gpu_class.sharing == "mig":
             groups = cap.pool_layout(platform, pool)
             covered = sum(count for count, _ in groups)

@@ -1,9 +1,11 @@
-"""GPU time-slicing as the NVIDIA device plugin reads it: one ConfigMap entry per time-sliced class.
+"""GPU time-slicing and MPS as the NVIDIA device plugin reads them: one ConfigMap entry per class.
 
 ClusterPolicy `devicePlugin.config.name` points to the ConfigMap; each node picks its entry by
-the label `nvidia.com/device-plugin.config`. Time-slicing advertises each GPU `replicas` times;
-the pods sharing a GPU take turns on it with no memory or fault isolation (one pod can use all
-the memory, or crash the others' CUDA contexts). MIG is the isolating alternative.
+the label `nvidia.com/device-plugin.config`. Both modes advertise each GPU `replicas` times.
+Time-sliced pods take turns on the GPU with no memory or fault isolation (one pod can use all
+the memory, or crash the others' CUDA contexts). MPS pods run at once through the plugin's MPS
+server, each capped at 1/replicas of the memory and compute threads, but a fatal fault in one can
+still end the others. MIG is the isolating alternative.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 
 
 def sharing_config(gpu_class: GpuClass) -> dict[str, Any]:
-    """The device-plugin config of one time-sliced class.
+    """The device-plugin config of one time-sliced or MPS class.
 
     `resources` names `nvidia.com/gpu` even when shares are renamed: the plugin then advertises
     them as `nvidia.com/gpu.shared`.
@@ -31,17 +33,23 @@ def sharing_config(gpu_class: GpuClass) -> dict[str, Any]:
     ...     time_slicing={"replicas": 4}))["sharing"]["timeSlicing"]["resources"]
     [{'name': 'nvidia.com/gpu', 'replicas': 4}]
     """
-    if gpu_class.time_slicing is None:
-        raise ValueError(f"GPU class of model {gpu_class.model} is not time-sliced (sharing: {gpu_class.sharing})")
-    settings = gpu_class.time_slicing
+    settings = gpu_class.replication
+    if settings is None:
+        raise ValueError(
+            f"GPU class of model {gpu_class.model} is not shared by the device plugin (sharing: {gpu_class.sharing})"
+        )
+    # One MPS client per container: two shares would not widen its memory or thread limit, so the
+    # plugin refuses such requests (its default for MPS, written out so the file says what runs).
+    fail_requests = settings.fail_requests_greater_than_one if gpu_class.time_slicing else True
     return {
         "version": "v1",
-        # Sliced GPUs are whole devices; an explicit `none` keeps a cluster-wide MIG strategy off them.
+        # Shared GPUs are whole devices (the plugin refuses MPS with the mixed strategy); an explicit
+        # `none` keeps a cluster-wide MIG strategy off them.
         "flags": {"migStrategy": "none"},
         "sharing": {
-            "timeSlicing": {
+            "timeSlicing" if gpu_class.time_slicing else "mps": {
                 "renameByDefault": settings.rename_by_default,
-                "failRequestsGreaterThanOne": settings.fail_requests_greater_than_one,
+                "failRequestsGreaterThanOne": fail_requests,
                 "resources": [{"name": GPU, "replicas": settings.replicas}],
             }
         },
@@ -49,7 +57,7 @@ def sharing_config(gpu_class: GpuClass) -> dict[str, Any]:
 
 
 def config_key(platform: Platform, pool: NodePool) -> str | None:
-    """The ConfigMap key (the GPU class name) a pool's nodes use; None when the pool is not time-sliced.
+    """The ConfigMap key (the GPU class name) a pool's nodes use; None unless time-sliced or MPS.
 
     >>> from components.spec.stack import Platform
     >>> p = Platform.model_validate({"labelDomain": "gpu.example.com",
@@ -60,11 +68,11 @@ def config_key(platform: Platform, pool: NodePool) -> str | None:
     'l4'
     """
     gpu_class = platform.gpu_classes.get(pool.gpu_class)
-    return pool.gpu_class if gpu_class is not None and gpu_class.sharing == "timeSlicing" else None
+    return pool.gpu_class if gpu_class is not None and gpu_class.replication else None
 
 
 def node_labels(platform: Platform, pool: NodePool) -> dict[str, str]:
-    """The `nvidia.com/device-plugin.config` label of a time-sliced pool's nodes (empty otherwise).
+    """The `nvidia.com/device-plugin.config` label of a time-sliced or MPS pool's nodes (empty otherwise).
 
     >>> from components.spec.stack import Platform
     >>> p = Platform.model_validate({"labelDomain": "gpu.example.com",
@@ -78,13 +86,13 @@ def node_labels(platform: Platform, pool: NodePool) -> dict[str, str]:
 
 
 def device_plugin_config_map(environment: Environment) -> KubeObject | None:
-    """The ConfigMap for ClusterPolicy `devicePlugin.config.name`; None without time-sliced classes.
+    """The ConfigMap for ClusterPolicy `devicePlugin.config.name`; None without time-sliced or MPS classes.
 
     >>> sorted(device_plugin_config_map(env)["data"])   # doctest: +SKIP
     ['l4']
     """
     platform = environment.platform
-    sliced = {name: c for name, c in sorted(platform.gpu_classes.items()) if c.sharing == "timeSlicing"}
+    sliced = {name: c for name, c in sorted(platform.gpu_classes.items()) if c.replication}
     if not sliced:
         return None
     operator = platform.gpu_operator

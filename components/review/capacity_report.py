@@ -44,6 +44,8 @@ def sharing_mode(gpu_class: GpuClass) -> str:
     """
     if gpu_class.sharing == "timeSlicing" and gpu_class.time_slicing:
         return f"time-slicing x{gpu_class.time_slicing.replicas}"
+    if gpu_class.sharing == "mps" and gpu_class.mps:
+        return f"MPS x{gpu_class.mps.replicas} ({cap.mps_memory_per_replica(gpu_class)} each)"
     if gpu_class.sharing == "mig" and gpu_class.mig:
         return f"MIG ({gpu_class.mig.strategy})"
     return "exclusive"
@@ -61,6 +63,13 @@ def isolation(gpu_class: GpuClass) -> str:
         return (
             f"up to {gpu_class.time_slicing.replicas} pods take turns on each GPU with no memory or fault isolation: "
             "one can use all the memory or crash the others"
+        )
+    if gpu_class.sharing == "mps" and gpu_class.mps:
+        replicas = gpu_class.mps.replicas
+        return (
+            f"up to {replicas} pods run on each GPU at once through the MPS server, each limited to "
+            f"{cap.mps_memory_per_replica(gpu_class)} of GPU memory and {100 // replicas}% of its threads; "
+            "no fault isolation: a fatal GPU fault in one can end the others"
         )
     if gpu_class.sharing == "mig" and gpu_class.mig and gpu_class.mig.strategy == "single":
         return "MIG slices with their own memory and compute, each advertised as nvidia.com/gpu"

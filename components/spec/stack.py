@@ -51,6 +51,16 @@ class TimeSlicing(Model):
     fail_requests_greater_than_one: bool = Field(True, description="reject pods that ask for more than one share (more shares would not mean more GPU)")
 
 
+class Mps(Model):
+    """CUDA MPS: up to `replicas` pods run on one GPU at once through the device plugin's MPS server,
+    each limited to 1/replicas of the GPU's memory and of its compute threads. A fatal GPU fault in
+    one pod can still end every pod on that GPU."""
+
+    # The plugin's MPS control daemon refuses more than 48 clients on Volta or newer GPUs.
+    replicas: Annotated[int, Field(ge=2, le=48)] = Field(description="MPS clients per GPU; each gets memory/replicas of GPU memory")
+    rename_by_default: bool = Field(False, description="advertise the shares as nvidia.com/gpu.shared")
+
+
 class MigSharing(Model):
     """MIG partitions each GPU into isolated instances (own memory and compute slices)."""
 
@@ -63,8 +73,13 @@ class GpuClass(Model):
     model: str = Field(description="GPU model, e.g. H100-80GB (a key of the MIG geometry table for MIG classes)")
     product: LabelValue = Field(description="GPU Feature Discovery label nvidia.com/gpu.product, e.g. NVIDIA-H100-80GB-HBM3")
     memory: Annotated[str, Field(pattern=r"^[0-9]+(Gi|G)$")] = Field(description="GPU memory per device, e.g. 80Gi")
-    sharing: Literal["exclusive", "mig", "timeSlicing"] = Field("exclusive", description="exclusive: one pod per GPU; timeSlicing: pods take turns; mig: isolated MIG instances")
+    sharing: Literal["exclusive", "mig", "timeSlicing", "mps"] = Field(
+        "exclusive",
+        description="exclusive: one pod per GPU; timeSlicing: pods take turns; mps: pods run at once, each with "
+        "a share of memory and compute; mig: isolated MIG instances",
+    )
     time_slicing: Optional[TimeSlicing] = None
+    mps: Optional[Mps] = None
     mig: Optional[MigSharing] = None
     overcommit: Annotated[Decimal, Field(ge=1, le=10)] = Field(
         Decimal(1), description="how far the sum of tenant quotas may exceed capacity (1 = not at all)"
@@ -77,11 +92,24 @@ class GpuClass(Model):
             raise ValueError("sharing 'timeSlicing' needs `timeSlicing: {replicas: N}`")
         if self.sharing != "timeSlicing" and self.time_slicing is not None:
             raise ValueError(f"`timeSlicing` is set but sharing is '{self.sharing}'")
+        if self.sharing == "mps" and self.mps is None:
+            raise ValueError("sharing 'mps' needs `mps: {replicas: N}`")
+        if self.sharing != "mps" and self.mps is not None:
+            raise ValueError(f"`mps` is set but sharing is '{self.sharing}'")
         if self.sharing == "mig" and self.mig is None:
             self.mig = MigSharing()
         if self.sharing != "mig" and self.mig is not None:
             raise ValueError(f"`mig` is set but sharing is '{self.sharing}'")
         return self
+
+    @property
+    def replication(self) -> TimeSlicing | Mps | None:
+        """The device plugin's sharing settings (time-slicing or MPS); None when it advertises whole GPUs or MIG.
+
+        >>> GpuClass(model="L4", product="NVIDIA-L4", memory="24Gi", sharing="mps", mps={"replicas": 4}).replication.replicas
+        4
+        """
+        return self.time_slicing if self.sharing == "timeSlicing" else self.mps if self.sharing == "mps" else None
 
 
 class NodePool(Model):
@@ -270,7 +298,7 @@ class GpuOperator(Model):
     )
     device_plugin_config: DnsSubdomain = Field(
         "gpu-tenancy-device-plugin-config",
-        description="time-slicing ConfigMap; set ClusterPolicy devicePlugin.config.name to it",
+        description="time-slicing and MPS ConfigMap; set ClusterPolicy devicePlugin.config.name to it",
     )
     runtime_classes: list[DnsSubdomain] = Field(
         ["nvidia", "nvidia-cdi", "nvidia-legacy"],

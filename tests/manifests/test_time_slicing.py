@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from components.manifests import time_slicing
-from components.fleet.gpu_capacity import GPU_SHARED, capacity, class_resource, gpu_quota_by_resource
+from components.fleet.gpu_capacity import GPU_SHARED, capacity, class_resource, gpu_quota_by_resource, mps_memory_per_replica
 from components.spec.stack import Platform
 from components.spec.tenant import Tenant
 
@@ -81,6 +81,47 @@ def test_renamed_shares_are_a_separate_resource():
     assert gpu_quota_by_resource(tenant, platform) == {"nvidia.com/gpu": 2, "nvidia.com/gpu.shared": 10}
 
 
+MPS_POOLS = {"l4": {"gpuClass": "l4-mps", "gpusPerNode": 2, "nodes": ["m1", "m2"]}}
+
+
+def _mps_class(**mps) -> dict:
+    return {"model": "L4", "product": "NVIDIA-L4", "memory": "24Gi", "sharing": "mps", "mps": {"replicas": 3, **mps}}
+
+
+def test_mps_class_gets_an_mps_entry_selected_like_time_slicing(make_environment):
+    environment = make_environment(gpuClasses={"l4-mps": _mps_class()}, nodePools=MPS_POOLS)
+    config_map = time_slicing.device_plugin_config_map(environment)
+    assert yaml.safe_load(config_map["data"]["l4-mps"]) == {
+        "version": "v1",
+        "flags": {"migStrategy": "none"},
+        "sharing": {"mps": {
+            "renameByDefault": False,
+            "failRequestsGreaterThanOne": True,
+            "resources": [{"name": "nvidia.com/gpu", "replicas": 3}],
+        }},
+    }
+    platform = environment.platform
+    assert time_slicing.node_labels(platform, platform.node_pools["l4"]) == {"nvidia.com/device-plugin.config": "l4-mps"}
+    assert capacity(platform).per_class["l4-mps"] == 2 * 2 * 3
+    # 24Gi / 3 = 8Gi; the plugin's MPS daemon divides the device's real total the same way.
+    assert mps_memory_per_replica(platform.gpu_classes["l4-mps"]) == "8Gi"
+
+
+def test_renamed_mps_shares_are_metered_as_shared_gpus(make_environment):
+    platform = make_environment(gpuClasses={"l4-mps": _mps_class(renameByDefault=True)}, nodePools=MPS_POOLS).platform
+    entry = time_slicing.sharing_config(platform.gpu_classes["l4-mps"])["sharing"]["mps"]
+    assert entry["renameByDefault"] is True
+    assert class_resource(platform.gpu_classes["l4-mps"]) == GPU_SHARED
+
+
+def test_mps_memory_per_replica_is_whole_mebibytes(make_environment):
+    gpu_classes = {"odd": {**_mps_class(), "memory": "80G", "mps": {"replicas": 7}}}
+    platform = make_environment(gpuClasses=gpu_classes, nodePools={}).platform
+    # 80e9 bytes / 7 = 11428571428 bytes, floored to 10899 MiB.
+    assert mps_memory_per_replica(platform.gpu_classes["odd"]) == "10899Mi"
+    assert mps_memory_per_replica(platform.gpu_classes["odd"].model_copy(update={"sharing": "exclusive", "mps": None})) is None
+
+
 def test_no_config_map_without_time_sliced_classes(dev):
     platform = dev.platform.model_copy(deep=True)
     del platform.gpu_classes["l4"]
@@ -89,5 +130,5 @@ def test_no_config_map_without_time_sliced_classes(dev):
 
 
 def test_sharing_config_refuses_other_classes():
-    with pytest.raises(ValueError, match="not time-sliced"):
+    with pytest.raises(ValueError, match="not shared by the device plugin"):
         time_slicing.sharing_config(_platform().gpu_classes["h100"])

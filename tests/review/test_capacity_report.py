@@ -10,7 +10,9 @@ import pytest
 
 from components.review.capacity_report import capacity_table, format_markdown, format_text
 from components.cli import main
+from components.fleet.environment import Environment
 from components.load import load_environment, stack_names
+from components.spec.stack import Platform
 
 REPO = Path(__file__).resolve().parents[2]
 FORMATS = ["text", "markdown", "json"]
@@ -84,6 +86,22 @@ def test_text_states_time_slicing_isolation(dev):
     assert "l4: time-slicing x4: up to 4 pods take turns on each GPU with no memory or fault isolation" in text
     row = next(line for line in text.splitlines() if line.startswith("l4 "))
     assert row.split() == ["l4", "time-slicing", "x4", "nvidia.com/gpu", "2", "16", "1.5", "24", "6", "18", "ok"]
+
+
+def test_mps_states_each_pods_memory_and_compute_share():
+    platform = Platform.model_validate({
+        "labelDomain": "gpu.example.com",
+        "gpuClasses": {"h100-mps": {"model": "H100-80GB", "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi",
+                                    "sharing": "mps", "mps": {"replicas": 4}}},
+        "nodePools": {"p": {"gpuClass": "h100-mps", "gpusPerNode": 8, "nodes": ["n1", "n2"]}},
+    })
+    row = capacity_table(Environment("test", platform, None, []))["gpuClasses"]["h100-mps"]
+    assert (row["capacity"], row["resource"]) == (2 * 8 * 4, "nvidia.com/gpu")
+    assert row["sharing"] == "MPS x4 (20Gi each)"  # 80Gi / 4
+    assert row["isolation"] == (
+        "up to 4 pods run on each GPU at once through the MPS server, each limited to 20Gi of GPU memory and "
+        "25% of its threads; no fault isolation: a fatal GPU fault in one can end the others"
+    )
 
 
 def test_markdown_tables(prod):
