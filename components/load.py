@@ -25,7 +25,7 @@ from .spec.stack import CONFIG_KEY, Platform
 from .spec.tenant import Tenant
 from .spec.yaml_source import SourceDocument, parse_yaml, read_text
 from .validate import vcluster
-from .validate.checks import check_environment
+from .validate.environment import check_environment
 from .validate.sharding import check_sharding
 
 TENANT_SUFFIXES = (".yaml", ".yml")

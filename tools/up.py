@@ -1,6 +1,6 @@
 """`make up [STACK=prod] [FROM=dir] [WORKERS=2]`: a real `pulumi up` of the example on a throw-away local control plane.
 
-Starts etcd, kube-apiserver and kube-controller-manager on loopback (tests/e2e's control plane),
+Starts etcd, kube-apiserver and kube-controller-manager on loopback (tools/control_plane.py),
 registers the stack's GPU Nodes and installs the Kueue/KAI CRDs the way a cluster has them before
 the first deployment, writes a kubeconfig whose context is the stack's `kubeContext`, and runs
 `__main__.py` through the real engine (the Pulumi CLI and the Kubernetes provider built by
@@ -38,10 +38,9 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 os.environ["GRPC_ENABLE_FORK_SUPPORT"] = "false"  # see tests/e2e/pulumi_engine/conftest.py
 
-from components.spec.problems import InvalidInput  # noqa: E402  (after the path is set)
+from components.spec.problems import InvalidInput  # noqa: E402  (after the fork setting)
 from components.spec.sharding import split_stack_name  # noqa: E402
 
 RESULT_MARKER = "make up result: "   # the last line a stack's worker process prints (JSON)
@@ -75,7 +74,7 @@ def main() -> int:
     if args.workers < 1:
         parser.error("--workers must be at least 1")
 
-    from tests.e2e.pulumi_engine.harness import LocalCluster, missing_pulumi_tools
+    from tools.engine import LocalCluster, missing_pulumi_tools
 
     run = (args.dir / args.stack).resolve()
     try:
@@ -130,7 +129,7 @@ def prepare(source: Path, stack: str, run: Path, *, copy_parts: bool = True) -> 
     [('prod', ())]
     """
     from components.load import load_environment
-    from tests.e2e.pulumi_engine.harness import copy_project
+    from tools.engine import copy_project
 
     graph = deploy_graph(source, stack)
     files = stack_files(load_environment(source, split_stack_name(stack)[0]))
@@ -260,7 +259,7 @@ def state_commands(project: Path, state: Path, stacks: Sequence[str]) -> list[st
     >>> state_commands(Path("/p"), Path("/s"), ["lab"])[0].startswith("cd /p && PULUMI_BACKEND_URL=file:///s/backend")
     True
     """
-    from tests.e2e.pulumi_engine.harness import pulumi_bin_dirs
+    from tools.engine import pulumi_bin_dirs
 
     env = " ".join(f"{k}={shlex.quote(v)}" for k, v in engine_env(state).items())
     cli = shlex.quote(str(pulumi_bin_dirs()["pulumi"] / "pulumi"))
@@ -281,7 +280,7 @@ def subprocess_deploy(project: Path, state: Path, kubeconfig: Path,
     """
 
     def deploy(stack: str) -> StackRun:
-        command = [sys.executable, str(Path(__file__).resolve()), "--one-stack", stack, "--dir", str(project),
+        command = [sys.executable, "-m", "tools.up", "--one-stack", stack, "--dir", str(project),
                    "--state", str(state), "--kubeconfig", str(kubeconfig)]
         start = time.monotonic()
         result: Optional[dict] = None
@@ -302,7 +301,7 @@ def subprocess_deploy(project: Path, state: Path, kubeconfig: Path,
 
 def deploy_in_process(project: Path, stack: str, state: Path, kubeconfig: Path) -> int:
     """The worker: `pulumi up` of one stack of the copied project; the last line is the result."""
-    from tests.e2e.pulumi_engine.harness import Engine
+    from tools.engine import Engine
 
     try:
         engine = Engine(project, stack, state, kubeconfig)

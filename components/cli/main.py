@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..spec.problems import InvalidInput
-from . import capacity, diff, init, moves, new, render, schema, stacks, validate
+from . import capacity, diff, importing, init, moves, new, render, schema, stacks, validate
 from .common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, report
 
 # name -> module with `add_parser(subparsers)` and `run(args) -> exit code`; help lists them in this order.
@@ -20,6 +20,7 @@ COMMANDS = {
     "validate": validate,
     "schema": schema,
     "new": new,
+    "import": importing,
     "render": render,
     "diff": diff,
     "capacity": capacity,

@@ -116,7 +116,7 @@ def prometheus(lab, promtool, prometheus_binary, tmp_path_factory) -> Iterator[P
 
 
 def test_the_server_is_the_pinned_build(prometheus):
-    from tests.lanes import tool_versions
+    from tools.lanes import tool_versions
 
     assert prometheus.get("/api/v1/status/buildinfo")["version"] == tool_versions()["PROMETHEUS_RELEASE"]
 

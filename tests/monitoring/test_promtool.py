@@ -22,7 +22,8 @@ from components.load import load_environment, stack_names
 from components.spec.monitoring import Monitoring
 
 from . import synthetic
-from .conftest import REPO_ROOT
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.monitoring
 MIB = synthetic.MIB

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from components.spec.problems import InvalidInput
-from tests.e2e.pulumi_engine.harness import up_module, with_local_vcluster_chart
 from tests.project_edits import line_of
+from tools import up as up_module
+from tools.engine import with_local_vcluster_chart
 
 REPO = Path(__file__).resolve().parents[2]
 SHARDED = REPO / "tests" / "fixtures" / "sharded"
@@ -20,7 +21,7 @@ SHARDED = REPO / "tests" / "fixtures" / "sharded"
 
 @pytest.fixture(scope="module")
 def up():
-    return up_module()
+    return up_module
 
 
 def test_an_unsharded_environment_is_one_stack(up):
@@ -77,8 +78,8 @@ def test_a_bad_chart_path_is_a_located_error_before_anything_is_copied(up, tmp_p
 def test_make_up_reports_the_bad_path_without_a_traceback(tmp_path):
     source = _vcluster_source(tmp_path, "charts/no-such-chart")
 
-    done = subprocess.run([sys.executable, str(REPO / "tools" / "up.py"), "--stack", "dev", "--from", str(source),
-                           "--dir", str(tmp_path / "run"), "--exit"], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "tools.up", "--stack", "dev", "--from", str(source),
+                           "--dir", str(tmp_path / "run"), "--exit"], capture_output=True, text=True, cwd=REPO)
 
     assert done.returncode == 2
     assert "Traceback" not in done.stderr

@@ -16,7 +16,8 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from tests.e2e.pulumi_engine.harness import LocalCluster, rendered_by_name, up_module, with_local_vcluster_chart
+from tools import up
+from tools.engine import LocalCluster, rendered_by_name, with_local_vcluster_chart
 
 pytestmark = pytest.mark.pulumi
 
@@ -58,7 +59,6 @@ def refuse_quotas_in(cp, namespaces: list[str]) -> None:
 
 
 def test_two_workers_deploy_every_shard_they_can_and_the_run_fails_at_the_end(tmp_path, e2e_summary):
-    up = up_module()
     run = tmp_path / "run"
     project, graph = up.prepare(SHARDED, "lab", run)
     cluster = LocalCluster(run / "cluster", project, "lab").start()
@@ -98,7 +98,7 @@ def test_make_up_deploys_a_vcluster_stack_offline_and_prints_commands_that_work(
     source = with_local_vcluster_chart(tmp_path / "source")
 
     start = time.monotonic()
-    done = subprocess.run([sys.executable, str(REPO / "tools" / "up.py"), "--stack", "dev", "--from", str(source),
+    done = subprocess.run([sys.executable, "-m", "tools.up", "--stack", "dev", "--from", str(source),
                            "--dir", str(tmp_path / "run"), "--exit"], capture_output=True, text=True, cwd=REPO)
     seconds = time.monotonic() - start
 
