@@ -28,11 +28,10 @@ from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models import dashboard as dm
 from grafana_foundation_sdk.models import prometheus as pm
 
-from ..fleet.environment import Environment
+from ..fleet.facts import FleetFacts
 from ..spec.monitoring import Monitoring
 from . import monitoring_rules as r
 from .meta import KubeObject, kube_object, object_meta, platform_labels
-from .namespace import environment_label
 
 FLEET = "gpu-tenancy-fleet-overview"
 TENANT = "gpu-tenancy-tenant"
@@ -151,7 +150,7 @@ def fleet_panels(exporters: frozenset[str], monitoring: Monitoring) -> list[tupl
                 unit="none",
             )
         )
-    rows = [("GPU classes", classes), ("Tenants", tenants)]
+    rows = [("GPU classes", classes), ("Tenants", tenants), ("Chargeback", [chargeback_panel(exporters)])]
     if "dcgm" in exporters:
         idle = float(monitoring.idle_ratio)
         rows.append(
@@ -171,6 +170,27 @@ def fleet_panels(exporters: frozenset[str], monitoring: Monitoring) -> list[tupl
             )
         )
     return rows
+
+
+CHARGEBACK_RANGE = "$__range"  # Grafana's dashboard time range, e.g. a month
+
+
+def chargeback_panel(exporters: frozenset[str]) -> PanelSpec:
+    """GPU-hours per cost centre, tenant and class over the dashboard's time range (allocated, and
+    used when DCGM is scraped); `tenants report` prints the same figures for any period."""
+    legend = "{{cost_center}} {{tenant}} {{gpu_class}}"
+    queries = [Query(r.gpu_hours_expr(r.TENANT_ALLOCATED_GPUS, CHARGEBACK_RANGE), legend + " allocated")]
+    if "dcgm" in exporters:
+        queries.append(Query(r.gpu_hours_expr(r.TENANT_USED_GPUS, CHARGEBACK_RANGE), legend + " used"))
+    return PanelSpec(
+        "GPU-hours by cost centre, tenant and class (time range)",
+        "GPU-hours over the dashboard's time range: allocated = devices held by scheduled pods, used = their engine "
+        "activity; a MIG instance or time-slice share counts as what it is of a GPU (a 1g.10gb of an A100 is 1/7).",
+        tuple(queries),
+        unit="none",
+        kind="table",
+        width=24,
+    )
 
 
 def tenant_panels(exporters: frozenset[str], monitoring: Monitoring) -> list[tuple[str, list[PanelSpec]]]:
@@ -314,13 +334,13 @@ def dashboard_json(model: dm.Dashboard) -> dict[str, Any]:
     return json.loads(json.dumps(model, cls=JSONEncoder))
 
 
-def dashboards(environment: Environment) -> dict[str, dict[str, Any]]:
+def dashboards(facts: FleetFacts) -> dict[str, dict[str, Any]]:
     """Dashboard JSON by ConfigMap name; {} when monitoring is off."""
-    monitoring = r.enabled_monitoring(environment.platform)
+    monitoring = r.enabled_monitoring(facts.platform)
     if monitoring is None:
         return {}
-    env = environment_label(environment)
-    exporters = monitoring.exporters_for(environment.platform.scheduler)
+    env = facts.environment_label
+    exporters = monitoring.exporters_for(facts.platform.scheduler)
     tags = ["gpu-tenancy", env]
     return {
         FLEET: dashboard_json(
@@ -337,12 +357,12 @@ def dashboard_text(dashboard: dict[str, Any]) -> str:
     return json.dumps(dashboard, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def dashboard_config_maps(environment: Environment) -> list[KubeObject]:
+def dashboard_config_maps(facts: FleetFacts) -> list[KubeObject]:
     """One ConfigMap per dashboard, labelled for the Grafana sidecar; [] when monitoring is off."""
-    monitoring = r.enabled_monitoring(environment.platform)
+    monitoring = r.enabled_monitoring(facts.platform)
     if monitoring is None:
         return []
-    labels = {**platform_labels(environment_label(environment)), **monitoring.dashboard_labels}
+    labels = {**platform_labels(facts.environment_label), **monitoring.dashboard_labels}
     annotations = {FOLDER_ANNOTATION: monitoring.dashboard_folder} if monitoring.dashboard_folder else None
     return [
         kube_object(
@@ -351,6 +371,6 @@ def dashboard_config_maps(environment: Environment) -> list[KubeObject]:
             object_meta(name, namespace=monitoring.namespace, labels=labels, annotations=annotations),
             data={f"{name}.json": dashboard_text(dashboard)},
         )
-        for name, dashboard in sorted(dashboards(environment).items())
+        for name, dashboard in sorted(dashboards(facts).items())
     ]
 

@@ -23,19 +23,27 @@ from typing import Any
 
 from ..fleet import gpu_capacity as cap
 from ..fleet import mig
-from ..fleet.environment import Environment
+from ..fleet.facts import FleetFacts, TenantView
 from ..spec.monitoring import Monitoring
 from ..spec.stack import Platform
 from ..spec.tenant import Tenant
-from .gpu_nodes import gpu_class_label
 from .kueue import gpu_class_quotas
-from .meta import GROUP, TENANT_LABEL, KubeObject, kube_object, object_meta, platform_labels, tenant_labels
-from .namespace import environment_label
+from .meta import (
+    COST_CENTER_LABEL,
+    GROUP,
+    MIG_STATE_LABEL,
+    TENANT_LABEL,
+    KubeObject,
+    gpu_class_label,
+    kube_object,
+    object_meta,
+    platform_labels,
+    tenant_labels,
+)
 from .quota import TENANT_QUOTA, cluster_gpu_resources
 
 API_VERSION = "monitoring.coreos.com/v1"
 RULE_NAME = "gpu-tenancy"
-MIG_STATE_LABEL = "nvidia.com/mig.config.state"
 RUNBOOK_ANCHOR = "docs/monitoring.md#"
 
 # Recording rule names: the public vocabulary of the dashboards and of docs/monitoring.md.
@@ -61,6 +69,15 @@ QUEUE_WAIT_P95 = "gpu_tenancy:tenant_queue_wait_seconds:p95"
 PENDING_WORKLOADS = "gpu_tenancy:tenant_pending_workloads:sum"
 KAI_ALLOCATED = "gpu_tenancy:tenant_queue_allocated_gpus:kai"
 KAI_DESERVED = "gpu_tenancy:tenant_queue_deserved_gpus:kai"
+# Chargeback: GPU-equivalents (what a device is of a physical GPU) held and kept busy, per tenant,
+# cost centre and class; GPU-hours are their integral over a period (`gpu_hours_expr`).
+NAMESPACE_COST_CENTER = "gpu_tenancy:namespace_cost_center:info"
+DEVICE_GPU_FRACTION = "gpu_tenancy:gpu_class_device_gpu_fraction:stack"
+POD_ALLOCATED_GPUS = "gpu_tenancy:pod_gpu_allocated:gpus"
+TENANT_ALLOCATED_GPUS = "gpu_tenancy:tenant_gpu_allocated:gpus"
+TENANT_USED_GPUS = "gpu_tenancy:tenant_gpu_used:gpus"
+CHARGEBACK_LABELS = ("cost_center", "tenant", "gpu_class")
+GPU_HOURS_RESOLUTION_MINUTES = 1
 
 
 def enabled_monitoring(platform: Platform) -> Monitoring | None:
@@ -158,15 +175,62 @@ def class_capacity(platform: Platform) -> dict[tuple[str, str], int]:
     return dict(sorted(result.items()))
 
 
-def tenant_class_quotas(tenant: Tenant, environment: Environment) -> dict[tuple[str, str], int]:
+def device_gpu_fractions(platform: Platform) -> dict[tuple[str, str], Fraction]:
+    """What one device of each (GPU class, extended resource) is of a physical GPU, for chargeback.
+
+    A whole GPU is 1; a time-slice or MPS share 1/replicas; a MIG instance (mixed strategy) its
+    compute slices over the GPU's (a 1g.10gb on an A100 is 1/7); under the single strategy, where
+    every slice is an `nvidia.com/gpu`, the class's GPUs over the devices they advertise.
+
+    >>> device_gpu_fractions(Platform.model_validate({"labelDomain": "x.dev", "gpuClasses": {"l4": {
+    ...     "model": "L4", "product": "NVIDIA-L4", "memory": "24Gi", "sharing": "timeSlicing",
+    ...     "timeSlicing": {"replicas": 4}}}, "nodePools": {"p": {"gpuClass": "l4", "gpusPerNode": 2, "nodes": ["n1"]}}}))
+    {('l4', 'nvidia.com/gpu'): Fraction(1, 4)}
+    """
+    gpus: dict[str, int] = {}
+    for pool in platform.node_pools.values():
+        gpus[pool.gpu_class] = gpus.get(pool.gpu_class, 0) + pool.node_count * pool.gpus_per_node
+    capacity = class_capacity(platform)
+    result: dict[tuple[str, str], Fraction] = {}
+    for (class_name, resource), devices in capacity.items():
+        gpu_class = platform.gpu_classes[class_name]
+        whole = cap.class_resource(gpu_class)
+        if resource != whole:  # a MIG profile's own resource (mixed strategy)
+            geometry = mig.geometry()[gpu_class.model]
+            profile = next(p for name, p in geometry.profiles.items() if mig.resource_name(name) == resource)
+            result[(class_name, resource)] = Fraction(profile.compute, geometry.compute_slices)
+        elif gpu_class.replication:
+            result[(class_name, resource)] = Fraction(1, gpu_class.replication.replicas)
+        elif gpu_class.sharing == "mig" and not cap.is_mig_mixed(gpu_class):
+            result[(class_name, resource)] = Fraction(gpus[class_name], devices)
+        else:
+            result[(class_name, resource)] = Fraction(1)
+    return result
+
+
+def gpu_hours_expr(series: str, period: str) -> str:
+    """PromQL for the GPU-hours of a GPU-equivalents series over `period` ending at the query's time,
+    per cost centre, tenant and class: a 1-minute subquery summed, so the result does not depend on
+    the rule evaluation interval, and a pod that stops stops counting (staleness).
+
+    >>> print(gpu_hours_expr(TENANT_ALLOCATED_GPUS, "3h"))
+    sum by (cost_center, tenant, gpu_class) (sum_over_time(gpu_tenancy:tenant_gpu_allocated:gpus[3h:1m])) / 60
+    """
+    minutes = GPU_HOURS_RESOLUTION_MINUTES
+    return (
+        f"sum by ({', '.join(CHARGEBACK_LABELS)}) (sum_over_time({series}[{period}:{minutes}m])) / {60 // minutes}"
+    )
+
+
+def tenant_class_quotas(tenant: Tenant, view: TenantView) -> dict[tuple[str, str], int]:
     """A tenant's nominal GPU quota per (GPU class, resource), as its Kueue flavors carry it.
 
-    >>> tenant_class_quotas(prod.tenants[0].spec, prod)[("a100", "nvidia.com/gpu")]   # doctest: +SKIP
+    >>> tenant_class_quotas(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))[("a100", "nvidia.com/gpu")]   # doctest: +SKIP
     20
     """
     return {
         (gpu_class, resource): count
-        for gpu_class, resources in gpu_class_quotas(tenant, environment).items()
+        for gpu_class, resources in gpu_class_quotas(tenant, view).items()
         for resource, count in resources.items()
     }
 
@@ -212,25 +276,26 @@ def _by_class(expr: str) -> str:
 # --- groups -------------------------------------------------------------------------------------
 
 
+def _label_info(record: str, metric: str, key: str, label: str, kubernetes_label: str) -> dict[str, Any]:
+    """1 per object (`key`) carrying `kubernetes_label`, its value as `label`."""
+    source = ksm_label(kubernetes_label)
+    return _record(
+        record, f'max by ({key}, {label}) (label_replace({metric}{{{source}!=""}}, "{label}", "$1", "{source}", "(.+)"))'
+    )
+
+
 def mapping_rules(platform: Platform) -> list[dict[str, Any]]:
-    """Which tenant a namespace belongs to and which class a node is, from the labels we set."""
-    tenant = ksm_label(TENANT_LABEL)
-    gpu_class = ksm_label(gpu_class_label(platform))
+    """Which tenant and cost centre a namespace belongs to and which class a node is, from the labels we set."""
     return [
-        _record(
-            NAMESPACE_TENANT,
-            f'max by (namespace, tenant) (label_replace(kube_namespace_labels{{{tenant}!=""}}, "tenant", "$1", "{tenant}", "(.+)"))',
-        ),
-        _record(
-            NODE_CLASS,
-            f'max by (node, gpu_class) (label_replace(kube_node_labels{{{gpu_class}!=""}}, "gpu_class", "$1", "{gpu_class}", "(.+)"))',
-        ),
+        _label_info(NAMESPACE_TENANT, "kube_namespace_labels", "namespace", "tenant", TENANT_LABEL),
+        _label_info(NAMESPACE_COST_CENTER, "kube_namespace_labels", "namespace", "cost_center", COST_CENTER_LABEL),
+        _label_info(NODE_CLASS, "kube_node_labels", "node", "gpu_class", gpu_class_label(platform)),
     ]
 
 
-def allocation_rules(environment: Environment) -> list[dict[str, Any]]:
+def allocation_rules(facts: FleetFacts) -> list[dict[str, Any]]:
     """GPUs held per pod and per tenant and class, and the namespace quota used vs hard."""
-    platform = environment.platform
+    platform = facts.platform
     resources = _alternatives(gpu_resources(platform))
     held = (
         f'sum by (namespace, pod, node, resource) (kube_pod_container_resource_requests{{resource=~"{resources}", node!=""}}'
@@ -250,10 +315,10 @@ def allocation_rules(environment: Environment) -> list[dict[str, Any]]:
     return rules
 
 
-def stack_rules(environment: Environment) -> list[dict[str, Any]]:
+def stack_rules(facts: FleetFacts) -> list[dict[str, Any]]:
     """What the stack declares: capacity and overcommit per class (static series), and the quotas of
     all tenants per class (summed from the tenants' own static series)."""
-    platform = environment.platform
+    platform = facts.platform
     rules = []
     for (gpu_class, resource), count in class_capacity(platform).items():
         rules.append(_record(CLASS_CAPACITY_STACK, f"vector({count})", {"gpu_class": gpu_class, "resource": sanitize(resource)}))
@@ -308,6 +373,35 @@ def utilisation_rules(monitoring: Monitoring) -> list[dict[str, Any]]:
     ]
 
 
+def chargeback_rules(facts: FleetFacts, exporters: frozenset[str]) -> list[dict[str, Any]]:
+    """GPU-equivalents held (requests of scheduled pods) and busy (DCGM activity x held), per tenant,
+    cost centre and class: each device weighted by what it is of a GPU (`device_gpu_fractions`)."""
+    rules = [
+        _record(DEVICE_GPU_FRACTION, f"vector({_number(fraction)})", {"gpu_class": gpu_class, "resource": sanitize(resource)})
+        for (gpu_class, resource), fraction in device_gpu_fractions(facts.platform).items()
+    ]
+    pod = "tenant, gpu_class, namespace, pod"
+    by_cost_center = f"on (namespace) group_left (cost_center) {NAMESPACE_COST_CENTER}"
+    rules += [
+        _record(
+            POD_ALLOCATED_GPUS,
+            f"sum by ({pod}) ({POD_REQUESTS} * on (gpu_class, resource) group_left () {DEVICE_GPU_FRACTION})",
+        ),
+        _record(TENANT_ALLOCATED_GPUS, f"sum by ({', '.join(CHARGEBACK_LABELS)}) ({POD_ALLOCATED_GPUS} * {by_cost_center})"),
+    ]
+    if "dcgm" in exporters:
+        # A pod's busy GPU-equivalents: the average activity of its devices times what it holds, so a
+        # 1g.10gb instance fully busy is 1/7 GPU, and a time-slice share carries its part of the GPU.
+        rules.append(
+            _record(
+                TENANT_USED_GPUS,
+                f"sum by ({', '.join(CHARGEBACK_LABELS)}) ({POD_ACTIVE} * on ({pod}) group_left () {POD_ALLOCATED_GPUS}"
+                f" * {by_cost_center})",
+            )
+        )
+    return rules
+
+
 def _ours(expr: str) -> str:
     # A queue is named like its tenant; keep those of tenants that have namespaces labelled by us,
     # which leaves other teams' queues out without listing tenants here (a new tenant changes
@@ -315,7 +409,7 @@ def _ours(expr: str) -> str:
     return f"({expr}) and on (tenant) max by (tenant) ({NAMESPACE_TENANT})"
 
 
-def queue_rules(environment: Environment, exporters: frozenset[str], monitoring: Monitoring) -> list[dict[str, Any]]:
+def queue_rules(facts: FleetFacts, exporters: frozenset[str], monitoring: Monitoring) -> list[dict[str, Any]]:
     """Queue wait percentiles and pending workloads (Kueue), or allocated vs deserved GPUs (KAI), per tenant."""
     rules = []
     if "kueue" in exporters:
@@ -338,9 +432,9 @@ def queue_rules(environment: Environment, exporters: frozenset[str], monitoring:
     return rules
 
 
-def alert_rules(environment: Environment, exporters: frozenset[str], monitoring: Monitoring) -> list[dict[str, Any]]:
+def alert_rules(facts: FleetFacts, exporters: frozenset[str], monitoring: Monitoring) -> list[dict[str, Any]]:
     """Alerts with the tenant (and pod) in their labels and a runbook in their annotations."""
-    platform = environment.platform
+    platform = facts.platform
     t = monitoring.thresholds
     ratio = _number(Fraction(t.near_quota_ratio))
     percent = _number(Fraction(t.near_quota_ratio) * 100)
@@ -436,7 +530,7 @@ def alert_rules(environment: Environment, exporters: frozenset[str], monitoring:
     return alerts
 
 
-def platform_rule_group(environment: Environment) -> dict[str, Any] | None:
+def platform_rule_group(facts: FleetFacts) -> dict[str, Any] | None:
     """The environment's group: every rule but the tenants' quotas, in dependency order; None when
     monitoring is off.
 
@@ -446,42 +540,43 @@ def platform_rule_group(environment: Environment) -> dict[str, Any] | None:
     one interval late per hop). The one input from other groups is the tenants' quotas: constant
     series, so reading them one interval late changes nothing.
     """
-    monitoring = enabled_monitoring(environment.platform)
+    monitoring = enabled_monitoring(facts.platform)
     if monitoring is None:
         return None
-    exporters = monitoring.exporters_for(environment.platform.scheduler)
-    rules = [*mapping_rules(environment.platform), *stack_rules(environment), *allocation_rules(environment)]
+    exporters = monitoring.exporters_for(facts.platform.scheduler)
+    rules = [*mapping_rules(facts.platform), *stack_rules(facts), *allocation_rules(facts)]
     if "dcgm" in exporters:
         rules += utilisation_rules(monitoring)
-    rules += queue_rules(environment, exporters, monitoring)
-    rules += alert_rules(environment, exporters, monitoring)
-    return {"name": f"gpu-tenancy.{environment_label(environment)}", "rules": rules}
+    rules += chargeback_rules(facts, exporters)
+    rules += queue_rules(facts, exporters, monitoring)
+    rules += alert_rules(facts, exporters, monitoring)
+    return {"name": f"gpu-tenancy.{facts.environment_label}", "rules": rules}
 
 
-def tenant_rule_group(tenant: Tenant, environment: Environment) -> dict[str, Any] | None:
+def tenant_rule_group(tenant: Tenant, view: TenantView) -> dict[str, Any] | None:
     """One tenant's group: its nominal GPU quota per class and resource (static series); None when
     monitoring is off or the tenant has no GPU quota.
 
-    >>> tenant_rule_group(prod.tenants[0].spec, prod)["name"]   # doctest: +SKIP
+    >>> tenant_rule_group(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))["name"]   # doctest: +SKIP
     'gpu-tenancy.prod.tenant.llm-finetune'
     """
-    if enabled_monitoring(environment.platform) is None:
+    if enabled_monitoring(view.platform) is None:
         return None
     rules = [
         _record(TENANT_QUOTA_STACK, f"vector({count})", {"tenant": tenant.name, "gpu_class": gpu_class, "resource": sanitize(resource)})
-        for (gpu_class, resource), count in sorted(tenant_class_quotas(tenant, environment).items())
+        for (gpu_class, resource), count in sorted(tenant_class_quotas(tenant, view).items())
     ]
-    return {"name": f"gpu-tenancy.{environment_label(environment)}.tenant.{tenant.name}", "rules": rules} if rules else None
+    return {"name": f"gpu-tenancy.{view.environment_label}.tenant.{tenant.name}", "rules": rules} if rules else None
 
 
-def rule_groups(environment: Environment) -> list[dict[str, Any]]:
+def rule_groups(facts: FleetFacts) -> list[dict[str, Any]]:
     """Every group the environment's PrometheusRules hold, as Prometheus loads them: the tenants'
     (by name), then the environment's; [] when monitoring is off. `promtool` and the tests read this.
     """
-    platform = platform_rule_group(environment)
+    platform = platform_rule_group(facts)
     if platform is None:
         return []
-    tenants = [tenant_rule_group(loaded.spec, environment) for loaded in environment.tenants]
+    tenants = [tenant_rule_group(spec, facts.view(spec)) for _, spec in facts.members]
     return [*sorted((g for g in tenants if g), key=lambda g: g["name"]), platform]
 
 
@@ -495,23 +590,23 @@ def _rule_object(name: str, monitoring: Monitoring, group: dict[str, Any], label
     )
 
 
-def prometheus_rule(environment: Environment) -> KubeObject | None:
+def prometheus_rule(facts: FleetFacts) -> KubeObject | None:
     """The environment's PrometheusRule, labelled so that the stack's Prometheus selects it; None when monitoring is off."""
-    group = platform_rule_group(environment)
+    group = platform_rule_group(facts)
     if group is None:
         return None
-    return _rule_object(RULE_NAME, environment.platform.monitoring, group, platform_labels(environment_label(environment)))
+    return _rule_object(RULE_NAME, facts.platform.monitoring, group, platform_labels(facts.environment_label))
 
 
-def tenant_prometheus_rule(tenant: Tenant, environment: Environment) -> KubeObject | None:
+def tenant_prometheus_rule(tenant: Tenant, view: TenantView) -> KubeObject | None:
     """A tenant's PrometheusRule (its quota series), in the monitoring namespace; None when
     monitoring is off or the tenant has no GPU quota. It belongs to the tenant's stack.
 
-    >>> tenant_prometheus_rule(prod.tenants[0].spec, prod)["metadata"]["name"]   # doctest: +SKIP
+    >>> tenant_prometheus_rule(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))["metadata"]["name"]   # doctest: +SKIP
     'gpu-tenancy-tenant-llm-finetune'
     """
-    group = tenant_rule_group(tenant, environment)
+    group = tenant_rule_group(tenant, view)
     if group is None:
         return None
-    return _rule_object(f"{RULE_NAME}-tenant-{tenant.name}", environment.platform.monitoring, group,
-                        tenant_labels(tenant.name, environment_label(environment)))
+    return _rule_object(f"{RULE_NAME}-tenant-{tenant.name}", view.platform.monitoring, group,
+                        tenant_labels(tenant.name, view.environment_label))

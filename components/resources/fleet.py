@@ -43,7 +43,7 @@ class Fleet(pulumi.ComponentResource):
         self.platform = GpuPlatform(f"{name}-platform", platform_objects(environment), child) if part.platform else None
         # Tenant components are named after the tenant alone: their URNs must not depend on the
         # fleet's contents (the parent chain already scopes them to this fleet).
-        objects = {loaded.name: tenant_objects(loaded.spec, environment) for loaded in tenants}
+        objects = {loaded.name: tenant_objects(loaded.spec, environment.view(loaded.spec)) for loaded in tenants}
         self.tenants = {
             loaded.name: Tenant(loaded.name, loaded.spec, environment, child, objects=objects[loaded.name])
             for loaded in tenants

@@ -28,7 +28,7 @@ def test_the_objects_named_after_the_old_name_are_those_the_diff_removes(tmp_pat
     environment = load_environment(head, "prod")
     tenant = next(t.spec for t in environment.tenants if t.name == "finetune")
 
-    listed = renamed_objects("llm-finetune", tenant, tenant_objects(tenant, environment))
+    listed = renamed_objects("llm-finetune", tenant, tenant_objects(tenant, environment.view(tenant)))
 
     document = compare_stack("prod", Side(load_environment(base, "prod")), Side(environment))
     [detail] = [d for d in document["tenantDetails"] if d["tenant"] == "finetune"]
@@ -55,7 +55,7 @@ def test_the_message_says_where_the_budget_is_and_what_is_deleted(tmp_path):
     environment = load_environment(head, "prod")
     tenant = next(t.spec for t in environment.tenants if t.name == "finetune")
 
-    message = rename_message("llm-finetune", tenant, tenant_objects(tenant, environment), True)
+    message = rename_message("llm-finetune", tenant, tenant_objects(tenant, environment.view(tenant)), True)
 
     assert message.startswith("tenant llm-finetune is renamed to finetune (previousNames): Pulumi adopts its resources")
     assert "llm-finetune stays one of its namespaces, keeping the tenant's compute and GPU budget" in message

@@ -22,6 +22,7 @@ from components.load import load_environment, stack_names
 from components.spec.monitoring import Monitoring
 
 from . import synthetic
+from .chargeback import ALPHA_BUSY, CC1_ALPHA, CC2_BETA, GPU_HOURS_ALLOCATED, GPU_HOURS_USED, SLICE_OF_A100
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,7 +31,7 @@ MIB = synthetic.MIB
 
 
 def write_rules(environment: Environment, path: Path) -> Path:
-    path.write_text(yaml.safe_dump({"groups": r.rule_groups(environment)}, sort_keys=False, width=100000))
+    path.write_text(yaml.safe_dump({"groups": r.rule_groups(environment.facts)}, sort_keys=False, width=100000))
     return path
 
 
@@ -133,6 +134,9 @@ def expression_tests() -> list[dict[str, Any]]:
                                ({**beta, "status": "active"}, 1), ({**beta, "status": "inadmissible"}, 1)]),
     ]
     tests = [{"expr": name, "eval_time": at, "exp_samples": _samples(name, rows)} for name, rows in cases]
+    # A bare record keeps its name in the result; an aggregation over one does not.
+    tests += [{"expr": expr, "eval_time": time, "exp_samples": _samples(expr if re.fullmatch(r"[a-z_:]+", expr) else "", rows)}
+              for expr, time, rows in chargeback_cases()]
     # Per-device series: the MIG instances keep their identity; the fallback converts percent to a ratio.
     tests.append({
         "expr": f'{r.ENGINE_ACTIVE}{{pod="mig-job"}}', "eval_time": at,
@@ -148,6 +152,37 @@ def expression_tests() -> list[dict[str, Any]]:
     return tests
 
 
+def chargeback_cases() -> list[tuple[str, str, list[tuple[dict[str, str], float]]]]:
+    """(expression, eval time, expected rows) of the chargeback rules: at 1h (the burst runs), at 2h
+    (it has finished), and the GPU-hours of the whole three hours."""
+    alpha, beta = {"tenant": "alpha"}, {"tenant": "beta"}
+    h100, mig = {"gpu_class": "h100"}, {"gpu_class": "a100-mig"}
+
+    def pod(namespace, name, tenant, gpu_class):
+        return {"namespace": namespace, "pod": name, **tenant, **gpu_class}
+
+    return [
+        (r.NAMESPACE_COST_CENTER, "2h", [({"namespace": "alpha", "cost_center": "cc-1"}, 1),
+                                         ({"namespace": "beta", "cost_center": "cc-2"}, 1),
+                                         ({"namespace": "beta-data", "cost_center": "cc-2"}, 1)]),
+        (r.DEVICE_GPU_FRACTION, "2h", [({**h100, "resource": "nvidia_com_gpu"}, 1),
+                                       ({**mig, "resource": "nvidia_com_mig_1g_10gb"}, SLICE_OF_A100)]),
+        (r.POD_ALLOCATED_GPUS, "1h", [
+            (pod("alpha", "train-0", alpha, h100), 8), (pod("alpha", "train-1", alpha, h100), 8),
+            (pod("alpha", "notebook", alpha, h100), 1), (pod("beta", "serve", beta, h100), 4),
+            (pod("beta-data", "mig-job", beta, mig), 3 * SLICE_OF_A100), (pod("beta-data", "burst", beta, mig), 2 * SLICE_OF_A100),
+        ]),
+        (r.TENANT_ALLOCATED_GPUS, "1h", [({**CC1_ALPHA, **h100}, 17), ({**CC2_BETA, **h100}, 4), ({**CC2_BETA, **mig}, 5 * SLICE_OF_A100)]),
+        (r.TENANT_ALLOCATED_GPUS, "2h", [({**CC1_ALPHA, **h100}, 17), ({**CC2_BETA, **h100}, 4), ({**CC2_BETA, **mig}, 3 * SLICE_OF_A100)]),
+        (r.TENANT_USED_GPUS, "1h", [({**CC1_ALPHA, **h100}, ALPHA_BUSY), ({**CC2_BETA, **h100}, 2),
+                                    ({**CC2_BETA, **mig}, (3 * 0.6 + 2 * 0.3) * SLICE_OF_A100)]),
+        (r.TENANT_USED_GPUS, "2h", [({**CC1_ALPHA, **h100}, ALPHA_BUSY), ({**CC2_BETA, **h100}, 2),
+                                    ({**CC2_BETA, **mig}, 3 * 0.6 * SLICE_OF_A100)]),
+        (r.gpu_hours_expr(r.TENANT_ALLOCATED_GPUS, "3h"), "3h", GPU_HOURS_ALLOCATED),
+        (r.gpu_hours_expr(r.TENANT_USED_GPUS, "3h"), "3h", GPU_HOURS_USED),
+    ]
+
+
 def rendered_annotations(rule: dict[str, Any], labels: dict[str, str], value: str, percentage: str = "") -> dict[str, str]:
     """The rule's annotation templates with $labels and $value filled in (what Prometheus must render)."""
     out = {}
@@ -161,7 +196,7 @@ def rendered_annotations(rule: dict[str, Any], labels: dict[str, str], value: st
 
 def alert_tests(environment: Environment) -> list[dict[str, Any]]:
     """Each alert just before and exactly when its `for:` has elapsed, with labels and annotations."""
-    rules = {rule["alert"]: rule for group in r.rule_groups(environment) for rule in group["rules"] if "alert" in rule}
+    rules = {rule["alert"]: rule for group in r.rule_groups(environment.facts) for rule in group["rules"] if "alert" in rule}
 
     def firing(name: str, labels: dict[str, str], value: str, percentage: str = "") -> dict[str, Any]:
         return {"exp_labels": {**labels, **rules[name]["labels"]},
@@ -206,7 +241,7 @@ def unit_test_file(environment: Environment, rules_file: Path, path: Path, expr_
 
 
 def test_every_recording_rule_has_an_expression_test(lab):
-    records = {rule["record"] for group in r.rule_groups(lab) for rule in group["rules"] if "record" in rule}
+    records = {rule["record"] for group in r.rule_groups(lab.facts) for rule in group["rules"] if "record" in rule}
     tested = {re.match(r"[a-zA-Z0-9_:]+", t["expr"].replace("count(", "").replace("sum(", "")).group(0) for t in expression_tests()}
     assert records <= tested, f"recording rules without a promtool test: {sorted(records - tested)}"
 

@@ -156,7 +156,7 @@ def test_rename_with_previous_names_replaces_cleanly_and_deletes_no_data(prod, t
     environment = load_environment(prod.project, STACK)
     finetune = next(t.spec for t in environment.tenants if t.name == "finetune")
     named = set()
-    for kind, name in renamed_objects("llm-finetune", finetune, tenant_objects(finetune, environment)):
+    for kind, name in renamed_objects("llm-finetune", finetune, tenant_objects(finetune, environment.view(finetune))):
         namespace, _, object_name = name.rpartition("/")
         named.add(logical_name("llm-finetune", {"kind": kind, "metadata": {"namespace": namespace, "name": object_name}}))
     assert named and named <= engine["delete"], sorted(named - engine["delete"])
