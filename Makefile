@@ -77,9 +77,9 @@ e2e-network: $(VENV)/.installed
 	tools/build.sh k8s network
 	GPU_TENANCY_E2E_REQUIRED=1 GPU_TENANCY_NETWORK_REQUIRED=1 $(PY) -m pytest -q tests/e2e/network -m network -ra -p no:cacheprovider
 
-up: $(VENV)/.installed ## a real `pulumi up` of STACK (every stack of a sharded one) on a throw-away local control plane; FROM=dir for other stack/tenant files (Ctrl-C stops it)
+up: $(VENV)/.installed ## a real `pulumi up` of STACK (every stack of a sharded one, WORKERS=2 shards at a time) on a throw-away local control plane; FROM=dir for other stack/tenant files (Ctrl-C stops it)
 	tools/build.sh $(E2E_BINARIES)
-	$(PY) -m tools.up --stack $(STACK) $(if $(FROM),--from $(FROM)) $(UP_FLAGS)
+	$(PY) -m tools.up --stack $(STACK) $(if $(FROM),--from $(FROM)) $(if $(WORKERS),--workers $(WORKERS)) $(UP_FLAGS)
 
 bench: $(VENV)/.installed ## benchmarks at 10, 100 and 1000 tenants (docs/performance.md; ~10 min)
 	$(PY) -m bench.run --sizes 10,100,1000

@@ -30,6 +30,6 @@ with fewer_gc_passes():  # building a large fleet makes millions of long-lived o
     fleet = Fleet(environment.name, environment, opts, stack=stack)
 
 pulumi.export("tenants", fleet.summary)
-warn_about_departures(fleet.summary)  # the preview lists a leaving tenant's objects as deletes; say they stay
+warn_about_departures(fleet.summary, fleet.renames)  # the preview lists a leaving tenant's objects as deletes; say what happens
 if fleet.platform is not None:
     pulumi.export("nodeGroupRequirements", node_group_requirements(environment.facts))

@@ -42,3 +42,16 @@ def validation_errors(root: Path, env: str) -> list[str]:
     with pytest.raises(InvalidInput) as caught:
         load_environment(root, env)
     return [str(p) for p in caught.value.problems if p.severity == "error"]
+
+
+def rename_llm_finetune(root: Path, *, keep_namespace: bool = True) -> None:
+    """Rename the example's `llm-finetune` to `finetune` the way docs/renaming.md does: a new file
+    with `previousNames`, the old namespace kept under `namespaces` (unless `keep_namespace` is
+    false), and `eval`'s ingress grant following the new name."""
+    old = root / "tenants" / "llm-finetune.yaml"
+    text = old.read_text().replace("name: llm-finetune\n", "name: finetune\npreviousNames: [llm-finetune]\n", 1)
+    if keep_namespace:
+        text = text.replace("namespaces: [llm-finetune-data]", "namespaces: [llm-finetune, llm-finetune-data]")
+    old.unlink()
+    (root / "tenants" / "finetune.yaml").write_text(text)
+    replace_once(root / "tenants" / "eval.yaml", "tenants: [llm-finetune]", "tenants: [finetune]")

@@ -238,3 +238,15 @@ def test_pre_commit_hooks_run_tenants_validate():
         assert pattern.search("tenants/llm-finetune.yaml") and pattern.search("stacks/Pulumi.prod.yaml")
         assert not pattern.search("docs/onboarding.md")
 
+
+
+def test_deploy_environment_bounds_the_shard_workers_and_reports_a_failed_shard():
+    data = workflow("deploy-environment.yml")
+    shards, result = data["jobs"]["shards"], data["jobs"]["result"]
+
+    assert data["on"]["workflow_call"]["inputs"]["shard-workers"]["default"] >= 1
+    assert shards["strategy"]["max-parallel"] == "${{ inputs.shard-workers }}"
+    assert ".needs == [$env]" in run_lines(data["jobs"]["platform"])  # the deploy graph of `tenants stacks`
+    assert result["needs"] == ["platform", "shards"] and result["if"] == "always()"
+    script = run_lines(result)
+    assert '"$SHARDS" != success' in script and "exit 1" in script

@@ -430,3 +430,17 @@ def write_local_vcluster_chart(project: Path, version: str = "0.36.1", relative:
         "  namespace: {{ .Release.Namespace }}\ndata:\n  values.yaml: |\n{{ toYaml .Values | indent 4 }}\n"
     )
     return relative
+
+
+def with_local_vcluster_chart(dest: Path, chart: str = "charts/vcluster", source: Path = REPO_ROOT) -> Path:
+    """A `make up FROM=` directory: the example's stack and tenant files, a local vcluster chart
+    (`write_local_vcluster_chart`) and dev's inventory pointing its vClusters at `chart` (a path
+    that need not exist, to try a wrong one)."""
+    for part in ("stacks", "tenants"):
+        shutil.copytree(source / part, dest / part)
+    write_local_vcluster_chart(dest)
+    dev = dest / "stacks" / "Pulumi.dev.yaml"
+    dev.write_text(dev.read_text().replace("    labelDomain: gpu.acme.dev\n",
+                                           f"    labelDomain: gpu.acme.dev\n    vcluster:\n      chart: {chart}\n", 1))
+    return dest
+

@@ -1,4 +1,4 @@
-"""`make up [STACK=prod] [FROM=dir]`: a real `pulumi up` of the example on a throw-away local control plane.
+"""`make up [STACK=prod] [FROM=dir] [WORKERS=2]`: a real `pulumi up` of the example on a throw-away local control plane.
 
 Starts etcd, kube-apiserver and kube-controller-manager on loopback (tools/control_plane.py),
 registers the stack's GPU Nodes and installs the Kueue/KAI CRDs the way a cluster has them before
@@ -7,30 +7,54 @@ the first deployment, writes a kubeconfig whose context is the stack's `kubeCont
 tools/build.sh; the Automation API serves the Python program) on a local file backend.
 Then it prints where everything is and keeps the control plane running until Ctrl-C.
 
-A sharded environment (docs/sharding.md) is several Pulumi stacks: `STACK=<env>` runs `up` of every
-one of them in deploy order (the environment's stack, then each shard), `STACK=<env>.<shard>` the
-environment's stack and that shard. `FROM=dir` takes the stack and tenant files from `dir/stacks`
-and `dir/tenants` instead of the repository's (e.g. `FROM=tests/fixtures/sharded STACK=lab`).
+A sharded environment (docs/sharding.md) is several Pulumi stacks: `STACK=<env>` deploys every
+one of them along the deploy graph of `tenants stacks` (the environment's stack first, then the
+shards, up to `--workers` at a time, each in its own process), `STACK=<env>.<shard>` the
+environment's stack and that shard. A failed stack stops only the stacks that need it: every
+other shard is still deployed, and the run fails at the end. `FROM=dir` takes the stack and
+tenant files from `dir/stacks` and `dir/tenants` instead of the repository's (e.g.
+`FROM=tests/fixtures/sharded STACK=lab`).
 
 Nothing here touches a real cluster, and nothing is written to the repository: the project is
-copied into the run directory (the file backend writes a secrets salt into the stack file).
+copied into the run directory with every file its stack names (a local `vcluster.chart`), since
+the file backend writes a secrets salt into the stack file.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shlex
 import shutil
 import signal
+import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, Optional, Sequence
 
 REPO = Path(__file__).resolve().parents[1]
 os.environ["GRPC_ENABLE_FORK_SUPPORT"] = "false"  # see tests/e2e/pulumi_engine/conftest.py
 
 from components.spec.problems import InvalidInput  # noqa: E402  (after the fork setting)
 from components.spec.sharding import split_stack_name  # noqa: E402
+
+RESULT_MARKER = "make up result: "   # the last line a stack's worker process prints (JSON)
+
+
+@dataclass(frozen=True)
+class StackRun:
+    """How one stack's `pulumi up` went."""
+
+    stack: str
+    ok: bool
+    summary: str            # the engine's change counts, or why it failed or did not run
+    seconds: float = 0.0
+    ran: bool = True        # False: not started, because a stack it needs failed
 
 
 def main() -> int:
@@ -39,19 +63,22 @@ def main() -> int:
     parser.add_argument("--from", dest="source", type=Path, default=None,
                         help="directory whose stacks/ and tenants/ replace the repository's")
     parser.add_argument("--dir", type=Path, default=REPO / "out" / "up", help="run directory (default: out/up/<stack>)")
+    parser.add_argument("--workers", type=int, default=2, help="shard stacks deployed at the same time (default: 2)")
     parser.add_argument("--exit", action="store_true", help="stop the control plane after the up instead of waiting")
+    parser.add_argument("--one-stack", metavar="STACK", help=argparse.SUPPRESS)  # a worker: see deploy_in_process
+    parser.add_argument("--state", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--kubeconfig", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.one_stack:
+        return deploy_in_process(args.dir, args.one_stack, args.state, args.kubeconfig)
+    if args.workers < 1:
+        parser.error("--workers must be at least 1")
 
-    from tools.engine import (
-        Engine,
-        LocalCluster,
-        copy_project,
-        missing_pulumi_tools,
-        pulumi_bin_dirs,
-    )
+    from tools.engine import LocalCluster, missing_pulumi_tools
 
+    run = (args.dir / args.stack).resolve()
     try:
-        stacks = stacks_to_deploy(args.source or REPO, args.stack)
+        project, graph = prepare(args.source or REPO, args.stack, run, copy_parts=args.source is not None)
     except (InvalidInput, ValueError) as exc:
         print(f"make up: {exc}", file=sys.stderr)
         return 2
@@ -59,36 +86,24 @@ def main() -> int:
     if missing:
         print(f"make up: {', '.join(missing)} not built; run `tools/build.sh pulumi pulumi-resource-kubernetes`", file=sys.stderr)
         return 2
-    run = (args.dir / args.stack).resolve()
-    if run.exists():
-        shutil.rmtree(run)
-    project = copy_project(run / "project")
-    if args.source is not None:
-        for part in ("stacks", "tenants"):
-            shutil.rmtree(project / part)
-            shutil.copytree(args.source / part, project / part)
     environment = split_stack_name(args.stack)[0]
     print(f"make up: starting a local control plane for {environment} in {run} ...", flush=True)
     cluster = LocalCluster(run / "cluster", project, environment)
     try:
         cluster.start()
-        engines = []
-        for stack in stacks:
-            engine = Engine(project, stack, run / "state", cluster.kubeconfig)
-            start = time.monotonic()
-            result = engine.up(on_output=lambda line: print(line, end="" if line.endswith("\n") else "\n", flush=True))
-            print(f"\nmake up: `pulumi up` of {stack}: {result.summary} in {time.monotonic() - start:.1f}s\n")
-            engines.append(engine)
-        env = " ".join(f"{k}={engines[0].env[k]}" for k in ("PULUMI_BACKEND_URL", "PULUMI_CONFIG_PASSPHRASE", "PULUMI_HOME"))
+        runs = deploy_stacks(graph, subprocess_deploy(project, run / "state", cluster.kubeconfig), args.workers)
+        print(run_report(runs))
         print(f"  kubeconfig   {cluster.kubeconfig}   (context {cluster.context})")
-        print(f"               KUBECONFIG={cluster.kubeconfig} kubectl get namespaces")
-        print(f"  state        {engines[0].state_dir / 'backend'}   (file backend, stacks {', '.join(stacks)})")
-        for stack in stacks:
-            print(f"               cd {project} && {env} {pulumi_bin_dirs()['pulumi'] / 'pulumi'} stack export --stack {stack}")
+        print(f"  state        {run / 'state' / 'backend'}   (file backend, stacks {', '.join(s for s, _ in graph)})")
+        for command in state_commands(project, run / "state", [r.stack for r in runs if r.ran]):
+            print(f"               {command}")
+        print("               (`pulumi preview`/`up` of the copy need the Python language host, which is not built: "
+              "run `make up` again)")
         print(f"  project copy {project}")
         print(f"  logs         {cluster.cp.log_dir}")
+        failed = [r.stack for r in runs if not r.ok]
         if args.exit:
-            return 0
+            return 1 if failed else 0
         print(f"\nThe control plane runs until you stop it: Ctrl-C here (or `kill {os.getpid()}`).", flush=True)
         stop = []
         signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
@@ -97,27 +112,208 @@ def main() -> int:
                 time.sleep(1)
         except KeyboardInterrupt:
             pass
-        return 0
+        return 1 if failed else 0
     finally:
         cluster.stop()
         print("make up: control plane stopped (run directory kept; it is removed by the next `make up`).")
 
 
-def stacks_to_deploy(root: Path, stack: str) -> list[str]:
-    """The Pulumi stacks `make up STACK=stack` runs, in deploy order (raises `InvalidInput` for bad
-    input and `ValueError` for a shard the environment does not have).
+def prepare(source: Path, stack: str, run: Path, *, copy_parts: bool = True) -> tuple[Path, list[tuple[str, tuple[str, ...]]]]:
+    """Copy the project into `run/project` (stack and tenant files from `source`, and every file
+    the stack names, such as a local vcluster chart) and return the copy and its deploy graph:
+    (stack, stacks it needs) in deploy order. Raises `InvalidInput` (located errors) or
+    `ValueError` (an unknown shard) before anything is copied; the copy is checked again, so that
+    what the engine will read is valid.
 
-    >>> stacks_to_deploy(REPO, "prod")
-    ['prod']
+    >>> prepare(REPO, "prod", Path("/tmp/up/prod"))[1]   # doctest: +SKIP
+    [('prod', ())]
+    """
+    from components.load import load_environment
+    from tools.engine import copy_project
+
+    graph = deploy_graph(source, stack)
+    files = stack_files(load_environment(source, split_stack_name(stack)[0]))
+    if run.exists():
+        shutil.rmtree(run)
+    project = copy_project(run / "project")
+    if copy_parts:
+        for part in ("stacks", "tenants"):
+            shutil.rmtree(project / part)
+            shutil.copytree(source / part, project / part)
+    for name in files:
+        copy_into(source / name, project / name)
+    load_environment(project, split_stack_name(stack)[0])
+    return project, graph
+
+
+def copy_into(src: Path, dest: Path) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if src.is_dir():
+        shutil.copytree(src, dest, dirs_exist_ok=True)
+    else:
+        shutil.copy2(src, dest)
+
+
+def stack_files(environment) -> list[str]:
+    """Files (relative to the project root) that an environment's stack names and its program
+    reads: a local vcluster chart, when one is set and a tenant has a vCluster.
+
+    >>> stack_files(load_environment(REPO, "prod"))   # doctest: +SKIP
+    []
+    """
+    chart = environment.platform.vcluster.chart
+    if chart and any(t.spec.vcluster.enabled for t in environment.tenants):
+        return [chart]
+    return []
+
+
+def deploy_graph(root: Path, stack: str) -> list[tuple[str, tuple[str, ...]]]:
+    """The stacks `make up STACK=stack` deploys with the stacks each needs first (`tenants
+    stacks`' graph), in deploy order; `InvalidInput` for bad input, `ValueError` for a shard the
+    environment does not have.
+
+    >>> deploy_graph(REPO, "prod")
+    [('prod', ())]
     """
     from components.load import load_environment
     from components.fleet.shard_stacks import stack_part, stack_parts
 
     environment = load_environment(root, split_stack_name(stack)[0])
-    parts = [p.stack for p in stack_parts(environment)]
-    if stack == environment.name:
-        return parts
-    return [environment.name, stack_part(environment, stack).stack]
+    parts = stack_parts(environment) if stack == environment.name else [
+        stack_part(environment, environment.name), stack_part(environment, stack)]
+    return [(p.stack, p.needs) for p in parts]
+
+
+def stacks_to_deploy(root: Path, stack: str) -> list[str]:
+    """The Pulumi stacks `make up STACK=stack` runs, in deploy order.
+
+    >>> stacks_to_deploy(REPO, "prod")
+    ['prod']
+    """
+    return [name for name, _ in deploy_graph(root, stack)]
+
+
+def deploy_stacks(graph: Sequence[tuple[str, tuple[str, ...]]], deploy: Callable[[str], StackRun],
+                  workers: int) -> list[StackRun]:
+    """Deploy every stack of `graph` once all the stacks it needs succeeded, up to `workers` at a
+    time; a stack whose need failed is not started. Returns one `StackRun` per stack, in graph order.
+
+    >>> deploy_stacks([("lab", ()), ("lab.a", ("lab",))], lambda s: StackRun(s, True, "ok"), 2)[1].ok
+    True
+    """
+    done: dict[str, StackRun] = {}
+    known = {name for name, _ in graph}
+    pending = [(name, tuple(n for n in needs if n in known)) for name, needs in graph]
+    running: dict[Future, str] = {}
+
+    def deployed_or_failing(name: str) -> StackRun:
+        start = time.monotonic()
+        try:
+            return deploy(name)
+        except Exception as err:  # one stack's crash must not take the others down
+            return StackRun(name, False, f"{type(err).__name__}: {err}", time.monotonic() - start)
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        while pending or running:
+            for name, needs in list(pending):
+                failed = [n for n in needs if n in done and not done[n].ok]
+                if failed:
+                    done[name] = StackRun(name, False, f"not run: {', '.join(failed)} failed", ran=False)
+                    pending.remove((name, needs))
+                elif all(n in done for n in needs) and len(running) < workers:
+                    running[pool.submit(deployed_or_failing, name)] = name
+                    pending.remove((name, needs))
+            if not running:
+                continue
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                done[running.pop(future)] = future.result()
+    return [done[name] for name, _ in graph]
+
+
+def run_report(runs: Sequence[StackRun]) -> str:
+    """One line per stack, then the verdict.
+
+    >>> print(run_report([StackRun("lab", True, "create 12", 3.1)]))
+    make up: lab: create 12 in 3.1s
+    make up: every stack deployed
+    """
+    lines = [f"make up: {r.stack}: {r.summary}" + (f" in {r.seconds:.1f}s" if r.ran else "") for r in runs]
+    failed = [r.stack for r in runs if not r.ok]
+    if failed:
+        lines.append(f"make up: FAILED: {', '.join(failed)} (the other stacks are deployed; run `make up` again after the fix)")
+    else:
+        lines.append("make up: every stack deployed")
+    return "\n".join(lines)
+
+
+def engine_env(state: Path) -> dict[str, str]:
+    """What the Pulumi CLI needs to find `make up`'s state: the harness Engine's settings."""
+    return {"PULUMI_BACKEND_URL": f"file://{state / 'backend'}", "PULUMI_CONFIG_PASSPHRASE": "",
+            "PULUMI_HOME": str(state / "home"), "PULUMI_SKIP_UPDATE_CHECK": "true"}
+
+
+def state_commands(project: Path, state: Path, stacks: Sequence[str]) -> list[str]:
+    """Shell commands that read the run's state with the built CLI (they need no language host).
+
+    >>> state_commands(Path("/p"), Path("/s"), ["lab"])[0].startswith("cd /p && PULUMI_BACKEND_URL=file:///s/backend")
+    True
+    """
+    from tools.engine import pulumi_bin_dirs
+
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in engine_env(state).items())
+    cli = shlex.quote(str(pulumi_bin_dirs()["pulumi"] / "pulumi"))
+    prefix = f"cd {shlex.quote(str(project))} && {env} {cli}"
+    return [f"{prefix} stack ls", *(f"{prefix} stack export --stack {shlex.quote(s)}" for s in stacks)]
+
+
+_PRINT_LOCK = threading.Lock()
+
+
+def subprocess_deploy(project: Path, state: Path, kubeconfig: Path,
+                      out: Callable[[str], None] = print) -> Callable[[str], StackRun]:
+    """`deploy` for `deploy_stacks`: each stack's `pulumi up` in its own process (the inline
+    program runs in the process that calls the engine, one at a time), its output prefixed with
+    the stack's name.
+
+    >>> deploy = subprocess_deploy(project, state, kubeconfig)   # doctest: +SKIP
+    """
+
+    def deploy(stack: str) -> StackRun:
+        command = [sys.executable, "-m", "tools.up", "--one-stack", stack, "--dir", str(project),
+                   "--state", str(state), "--kubeconfig", str(kubeconfig)]
+        start = time.monotonic()
+        result: Optional[dict] = None
+        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO) as proc:
+            for line in proc.stdout:
+                if line.startswith(RESULT_MARKER):
+                    result = json.loads(line[len(RESULT_MARKER):])
+                    continue
+                with _PRINT_LOCK:
+                    out(f"[{stack}] {line.rstrip()}")
+        seconds = time.monotonic() - start
+        if result is None:
+            return StackRun(stack, False, f"worker exited with {proc.returncode} before reporting", seconds)
+        return StackRun(stack, result["ok"], result["summary"], seconds)
+
+    return deploy
+
+
+def deploy_in_process(project: Path, stack: str, state: Path, kubeconfig: Path) -> int:
+    """The worker: `pulumi up` of one stack of the copied project; the last line is the result."""
+    from tools.engine import Engine
+
+    try:
+        engine = Engine(project, stack, state, kubeconfig)
+        outcome = engine.up(on_output=lambda line: print(line, end="" if line.endswith("\n") else "\n", flush=True))
+        changes = {op: n for op, n in outcome.summary.items() if n}
+        result = {"ok": True, "summary": ", ".join(f"{op} {n}" for op, n in sorted(changes.items())) or "no change"}
+    except Exception as err:  # the engine's error, whole: it says which resource failed and why
+        print(str(err), flush=True)
+        last = [line for line in str(err).splitlines() if line.strip()]
+        result = {"ok": False, "summary": f"failed: {last[-1].strip() if last else type(err).__name__}"}
+    print(RESULT_MARKER + json.dumps(result), flush=True)
+    return 0 if result["ok"] else 1
 
 
 if __name__ == "__main__":

@@ -1,17 +1,23 @@
 """`tenants stacks`: the Pulumi stacks of each environment in deploy order, with their tenants.
 
 The environment's own stack comes first (the platform objects; everything when unsharded), then
-its shard stacks (docs/sharding.md). CI builds its deploy matrix from `--format json`.
+its shard stacks (docs/sharding.md), which need only it: the deploy graph (`needs` in `--format
+json`, from which CI builds its deploy matrix). `--format operator` writes the same graph as
+Pulumi Kubernetes Operator `Stack` resources (docs/operator.md).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 
 from ..fleet.shard_stacks import StackPart, stack_parts
-from .common import EXIT_INVALID, EXIT_OK, report, stacks
+from ..manifests.operator_stacks import OperatorSettings, operator_stacks
+from ..output.yaml_output import dump_objects
+from ..spec.stack import CONFIG_KEY
+from .common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, report, stacks
 
 
 def add_parser(sub) -> None:
@@ -27,7 +33,20 @@ def add_parser(sub) -> None:
         help="the Pulumi stacks of each environment in deploy order (platform, then shards), with their tenants",
     )
     parser.add_argument("--stack", action="append", metavar="ENV", help="environment(s) to list (default: every stack)")
-    parser.add_argument("--format", choices=["text", "json"], default="text", help="output format (default: text)")
+    parser.add_argument("--format", choices=["text", "json", "operator"], default="text",
+                        help="output format (default: text); operator: one pulumi.com/v1 Stack per stack (YAML)")
+    operator = parser.add_argument_group("--format operator (docs/operator.md)")
+    operator.add_argument("--repo", help="git URL of this project for the operator to clone (default: the `origin` remote)")
+    operator.add_argument("--branch", default="main", help="branch the operator deploys (default: main)")
+    operator.add_argument("--namespace", default="pulumi-operator", help="namespace of the Stack resources (default: pulumi-operator)")
+    operator.add_argument("--organization", help="Pulumi organization (default: the access token's)")
+    operator.add_argument("--backend", help="a self-managed state backend URL instead of Pulumi Cloud")
+    operator.add_argument("--credentials-secret", default="pulumi-credentials",
+                          help="Secret with key accessToken (Pulumi Cloud) or passphrase (--backend) (default: pulumi-credentials)")
+    operator.add_argument("--service-account", help="ServiceAccount of the workspace pods")
+    operator.add_argument("--image", help="workspace image that runs the Python program")
+    operator.add_argument("--no-refresh", dest="refresh", action="store_false",
+                          help="skip the refresh before each update (faster; drift on the cluster goes unseen)")
 
 
 def describe(part: StackPart) -> str:
@@ -57,7 +76,24 @@ def as_json(environment_name: str, part: StackPart) -> dict:
         "shard": part.shard,
         "tenants": list(part.tenants),
         "pinned": list(part.pinned),
+        "needs": list(part.needs),
     }
+
+
+def graph_line(environment_name: str, parts: list[StackPart]) -> str:
+    """How an environment's stacks deploy, in one line (after its stacks in `tenants stacks`).
+
+    >>> graph_line("lab", [StackPart("lab", None, True, ()), StackPart("lab.a", "a", False, ("x",), (), ("lab",))])
+    'deploy: lab first, then lab.a (shards in any order, concurrently)'
+    """
+    shards = [p.stack for p in parts if p.needs]
+    return f"deploy: {environment_name} first, then {', '.join(shards)} (shards in any order, concurrently)"
+
+
+def origin_url(root) -> str | None:
+    """The `origin` remote of the git checkout at `root` (None outside one)."""
+    done = subprocess.run(["git", "-C", str(root), "remote", "get-url", "origin"], capture_output=True, text=True)
+    return done.stdout.strip() or None if done.returncode == 0 else None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -72,22 +108,41 @@ def run(args: argparse.Namespace) -> int:
     from ..load import load_environment
     from ..spec.problems import InvalidInput, errors_only
 
-    rows, lines, problems = [], [], []
+    settings = None
+    if args.format == "operator":
+        repository = args.repo or origin_url(args.root)
+        if not repository:
+            print("tenants stacks: --format operator needs the git URL the operator clones: give --repo URL "
+                  "(no `origin` remote found)", file=sys.stderr)
+            return EXIT_USAGE
+        settings = OperatorSettings(repository, args.branch, args.namespace, args.organization, args.backend,
+                                    args.credentials_secret, args.service_account, args.image, args.refresh)
+    rows, lines, problems, resources = [], [], [], []
     for env in stacks(args.root, args.stack):
         try:
             environment = load_environment(args.root, env)
         except InvalidInput as err:
             problems.extend(err.problems)
             continue
-        for part in stack_parts(environment):
+        parts = stack_parts(environment)
+        for part in parts:
             rows.append(as_json(env, part))
             lines.append(describe(part))
+        if len(parts) > 1:
+            lines.append(graph_line(env, parts))
+        if settings is not None:
+            try:
+                resources.extend(operator_stacks(environment, settings))
+            except ValueError as err:
+                problems.append(environment.platform_doc.problem(("config", CONFIG_KEY, "sharding"), str(err)))
     if errors_only(problems):
         report(problems)
         print("tenants stacks: fix the errors above (tenants validate lists them)", file=sys.stderr)
         return EXIT_INVALID
     if args.format == "json":
         sys.stdout.write(json.dumps(rows, indent=2, sort_keys=True) + "\n")
+    elif args.format == "operator":
+        sys.stdout.write(dump_objects(resources))
     else:
         sys.stdout.write("".join(f"{line}\n" for line in lines))
     return EXIT_OK

@@ -35,11 +35,15 @@ class StackPart:
     platform: bool                  # the cluster-wide objects
     tenants: tuple[str, ...]        # enabled tenants, by name
     pinned: tuple[str, ...] = ()    # those placed by `assignments` rather than by hash
+    needs: tuple[str, ...] = ()     # stacks that must be deployed first (a shard: its environment's stack)
 
 
 def stack_parts(environment: Environment) -> list[StackPart]:
     """The environment's Pulumi stacks in deploy order: its own stack (the platform, and every
-    tenant when unsharded), then one per shard, in the order `shards` lists them.
+    tenant when unsharded), then one per shard, in the order `shards` lists them. That order is
+    one walk of the deploy graph (`needs`): every shard needs the environment's stack (its
+    PriorityClasses, node labels and shared policies) and nothing else, so shards may deploy
+    concurrently.
 
     >>> [p.stack for p in stack_parts(lab)]
     ['lab', 'lab.blue', 'lab.green']
@@ -52,7 +56,8 @@ def stack_parts(environment: Environment) -> list[StackPart]:
     for shard in sharding.shards:
         members = tuple(n for n in names if assigned_shard(n, sharding) == shard)
         pinned = tuple(n for n in members if n in sharding.assignments)
-        parts.append(StackPart(shard_stack_name(environment.name, shard), shard, False, members, pinned))
+        parts.append(StackPart(shard_stack_name(environment.name, shard), shard, False, members, pinned,
+                               (environment.name,)))
     return parts
 
 

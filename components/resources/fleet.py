@@ -7,7 +7,8 @@ from typing import Optional
 import pulumi
 
 from .gpu_platform import GpuPlatform
-from ..manifests.build import platform_objects
+from ..manifests.build import platform_objects, tenant_objects
+from ..manifests.renames import rename_message
 from ..fleet.gpu_capacity import gpu_quota_by_resource
 from ..fleet.environment import Environment
 from ..fleet.shard_stacks import stack_part
@@ -44,9 +45,17 @@ class Fleet(pulumi.ComponentResource):
         self.platform = GpuPlatform(f"{name}-platform", platform_objects(environment), child) if part.platform else None
         # Tenant components are named after the tenant alone: their URNs must not depend on the
         # fleet's contents (the parent chain already scopes them to this fleet).
+        objects = {loaded.name: tenant_objects(loaded.spec, environment.view(loaded.spec)) for loaded in tenants}
         self.tenants = {
-            loaded.name: Tenant(loaded.name, loaded.spec, environment, child)
+            loaded.name: Tenant(loaded.name, loaded.spec, environment, child, objects=objects[loaded.name])
             for loaded in tenants
+        }
+        # Previous names of this stack's tenants -> what the rename does (warned when the old name
+        # was deployed here last time; the same words as `tenants diff`).
+        self.renames = {
+            old: rename_message(old, loaded.spec, objects[loaded.name], environment.platform.protect_namespaces)
+            for loaded in tenants
+            for old in loaded.spec.previous_names
         }
         self.summary = {
             loaded.name: {

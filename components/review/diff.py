@@ -13,12 +13,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Collection, Mapping
 
-from ..manifests.build import PLATFORM, environment_objects, helm_releases
+from ..manifests.build import PLATFORM, environment_objects, helm_releases, tenant_objects
 from ..manifests.gpu_nodes import node_group_requirements
 from ..manifests.meta import KubeObject, immutable_fields
+from ..manifests.renames import rename_message
 from .capacity_report import capacity_table
 from .object_changes import field_changes, object_changes
-from ..fleet.budget import budget_home
 from ..fleet.environment import Environment
 from .stack_changes import move_warning, touched_stacks
 from ..spec.quantity import Quantity, QuantityError
@@ -259,21 +259,9 @@ def _tenant_warnings(stack: str, detail: dict[str, Any], before: Tenant | None, 
     if detail["change"] == "removed" and after_env is not None:
         kind, message = _removal_warning(tenant, before, before_env, tenant in after_env.disabled_tenants)
         _warn(warnings, stack, tenant, kind, message)
-    if detail["renamedFrom"]:
-        old = detail["renamedFrom"]
-        kept = old in after.namespaces
-        _warn(warnings, stack, tenant, "tenant-renamed", (
-            f"tenant {old} is renamed to {tenant} (previousNames): Pulumi adopts its resources, but Kubernetes cannot "
-            f"rename a namespace, so namespace {tenant} is created"
-            + (f" and {old} stays one of its namespaces"
-               + (f", keeping the tenant's compute and GPU budget until the team moves (namespace {tenant} gets "
-                  f"none until then; docs/renaming.md)" if budget_home(after) == old else "")
-               if kept else
-               f" and namespace {old} is RETAINED with its workloads and data, no longer managed; move them, or keep "
-               f"it by listing `namespaces: [{old}]`")
-            + ("; this stack protects namespaces, so `pulumi up` refuses to replace the protected namespace until it "
-               "is unprotected (`pulumi state unprotect`)" if after_env is not None and after_env.platform.protect_namespaces
-               and not kept else "")
+    if detail["renamedFrom"] and after is not None and after_env is not None:
+        _warn(warnings, stack, tenant, "tenant-renamed", rename_message(
+            detail["renamedFrom"], after, tenant_objects(after, after_env.view(after)), after_env.platform.protect_namespaces,
         ))
     if after is not None and after.lifecycle == "decommissioned" and (before is None or before.lifecycle != "decommissioned"):
         _warn(warnings, stack, tenant, "tenant-decommissioned", (

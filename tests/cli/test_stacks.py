@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
+
+import yaml
 
 from tests.cli.running import run
 from tests.project_edits import replace_once
@@ -20,6 +23,7 @@ def test_stacks_lists_platform_then_shards(capsys):
         "lab: platform objects (tenants are in the shard stacks)",
         "lab.blue: tenants audio, speech",
         "lab.green: tenants robotics, vision (pinned)",
+        "deploy: lab first, then lab.blue, lab.green (shards in any order, concurrently)",
     ]
 
 
@@ -33,6 +37,7 @@ def test_stacks_json_is_the_deploy_matrix(capsys):
         ("lab.green", "shard", ["robotics", "vision"]),
     ]
     assert rows[2]["pinned"] == ["vision"]
+    assert [r["needs"] for r in rows] == [[], ["lab"], ["lab"]]  # the deploy graph: platform, then shards
 
 
 def test_unsharded_examples_are_one_stack_each(capsys):
@@ -55,3 +60,31 @@ def test_stacks_refuses_invalid_input(capsys, tmp_path):
     code, out, err = run(capsys, "--root", str(project), "stacks", "--format", "json")
     assert code == 1 and out == ""
     assert "stacks/Pulumi.lab.yaml:" in err and "names shard 'purple'" in err
+
+
+def test_stacks_operator_writes_one_stack_resource_per_stack(capsys):
+    code, out, _ = run(capsys, "--root", str(FIXTURE), "stacks", "--format", "operator",
+                       "--repo", "https://git.example.com/gpu-tenancy.git", "--namespace", "pko")
+    assert code == 0
+    resources = list(yaml.safe_load_all(out))
+    assert [(r["kind"], r["metadata"]["name"], r["metadata"]["namespace"]) for r in resources] == [
+        ("Stack", "lab", "pko"), ("Stack", "lab.blue", "pko"), ("Stack", "lab.green", "pko")]
+    assert resources[1]["spec"]["prerequisites"] == [{"name": "lab"}]
+    assert resources[0]["spec"]["projectRepo"] == "https://git.example.com/gpu-tenancy.git"
+
+
+def test_stacks_operator_takes_the_origin_remote_and_needs_one(capsys, tmp_path):
+    project = tmp_path / "project"
+    shutil.copytree(FIXTURE, project)
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+
+    code, out, err = run(capsys, "--root", str(project), "stacks", "--format", "operator")
+    assert code == 2 and out == ""
+    assert "--format operator needs the git URL the operator clones: give --repo URL" in err
+
+    subprocess.run(["git", "-C", str(project), "remote", "add", "origin", "https://git.example.com/lab.git"], check=True)
+    code, out, _ = run(capsys, "--root", str(project), "stacks", "--format", "operator", "--no-refresh")
+    assert code == 0
+    resources = list(yaml.safe_load_all(out))
+    assert {r["spec"]["projectRepo"] for r in resources} == {"https://git.example.com/lab.git"}
+    assert {r["spec"]["refresh"] for r in resources} == {False}

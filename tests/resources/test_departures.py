@@ -36,3 +36,36 @@ def test_the_program_warns_with_its_last_outputs(caplog):
     ]
     [reference] = [r for r in registrations if r.type == "pulumi:pulumi:StackReference"]
     assert reference.name == "gpu-tenancy/dev"  # the mock runtime has no organization; the engine adds it
+
+
+def test_a_renamed_tenant_gets_its_rename_message_instead_of_a_departure():
+    renames = {"gone": "tenant gone is renamed to eval (previousNames): ..."}
+
+    messages = departure_messages(PREVIOUS, {"eval": {}}, "prod", renames)
+
+    assert messages[0] == renames["gone"]
+    assert messages[1].startswith("tenant retired (decommissioned)")
+    assert not [m for m in messages if "nothing of it is deleted" in m]
+
+
+def test_the_program_warns_about_a_rename_in_the_words_of_tenants_diff(tmp_path, caplog):
+    import shutil
+
+    from components.load import load_environment
+    from components.review.diff import Side, compare_stack
+    from tests.project_edits import rename_llm_finetune
+
+    base = tmp_path / "base"
+    for part in ("stacks", "tenants"):
+        shutil.copytree(REPO / part, base / part)
+        shutil.copytree(REPO / part, tmp_path / part)
+    shutil.copy(REPO / "__main__.py", tmp_path / "__main__.py")
+    rename_llm_finetune(tmp_path)
+    last = {name: {"namespaces": [name], "lifecycle": "active"} for name in ("eval", "inference", "llm-finetune")}
+
+    with caplog.at_level(logging.WARNING):
+        run_program("prod", tmp_path, stack_outputs={"tenants": last})
+
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and r.getMessage().startswith("tenant ")]
+    document = compare_stack("prod", Side(load_environment(base, "prod")), Side(load_environment(tmp_path, "prod")))
+    assert warnings == [w["message"] for w in document["warnings"] if w["kind"] == "tenant-renamed"]

@@ -17,7 +17,7 @@ import pytest
 from kubernetes import client
 
 from tools.engine import engine_changes, kubernetes_resources, offline_changes
-from tests.project_edits import line_of, replace_once
+from tests.project_edits import line_of, rename_llm_finetune, replace_once
 
 pytestmark = pytest.mark.pulumi
 
@@ -134,14 +134,12 @@ def test_rename_with_previous_names_replaces_cleanly_and_deletes_no_data(prod, t
     `tenants diff` warns about the replacement and the CI ServiceAccount moving to the new
     primary namespace."""
     base = _snapshot(prod, tmp_path)
-    old = prod.tenant_file("llm-finetune")
-    text = old.read_text().replace("name: llm-finetune\n", "name: finetune\npreviousNames: [llm-finetune]\n", 1)
-    text = text.replace("namespaces: [llm-finetune-data]", "namespaces: [llm-finetune, llm-finetune-data]")
-    old.unlink()
-    prod.tenant_file("finetune").write_text(text)
-    replace_once(prod.tenant_file("eval"), "tenants: [llm-finetune]", "tenants: [finetune]")
+    rename_llm_finetune(prod.project)
 
     from components.load import load_environment
+    from components.manifests.build import tenant_objects
+    from components.manifests.renames import renamed_objects
+    from components.resources.kubernetes import logical_name
     from components.review.diff import Side, compare_stack
 
     document = compare_stack(STACK, Side(load_environment(base, STACK)), Side(load_environment(prod.project, STACK)))
@@ -151,6 +149,17 @@ def test_rename_with_previous_names_replaces_cleanly_and_deletes_no_data(prod, t
 
     preview = prod.engine.preview()
     engine = engine_changes(preview)
+    # The engine's warning is the diff's rename message, not "nothing of it is deleted" (issue 24),
+    # and the objects it names as deleted are the ones the engine deletes.
+    warned = [m.strip() for m in preview.messages("warning") if m.strip().startswith("tenant ")]
+    assert warned == [kinds["tenant-renamed"]], warned
+    environment = load_environment(prod.project, STACK)
+    finetune = next(t.spec for t in environment.tenants if t.name == "finetune")
+    named = set()
+    for kind, name in renamed_objects("llm-finetune", finetune, tenant_objects(finetune, environment.view(finetune))):
+        namespace, _, object_name = name.rpartition("/")
+        named.add(logical_name("llm-finetune", {"kind": kind, "metadata": {"namespace": namespace, "name": object_name}}))
+    assert named and named <= engine["delete"], sorted(named - engine["delete"])
     replaced = {s.name for s in preview.ops("replace", "create-replacement")}
     assert {n for n in replaced if "localqueue" in n} >= {"finetune-localqueue-llm-finetune-data-default"}, replaced
     offline = offline_changes(base, prod.project, STACK)
