@@ -25,8 +25,9 @@ def add_parser(sub) -> None:
 
     >>> sub = argparse.ArgumentParser().add_subparsers()
     >>> add_parser(sub)
-    >>> sub.choices["stacks"].parse_args(['--stack', 'lab'])
-    Namespace(stack=['lab'], format='text')
+    >>> parsed = sub.choices["stacks"].parse_args(['--stack', 'lab', '--format', 'operator'])
+    >>> parsed.stack, parsed.format, parsed.namespace
+    (['lab'], 'operator', 'pulumi-operator')
     """
     parser = sub.add_parser(
         "stacks",
@@ -91,7 +92,11 @@ def graph_line(environment_name: str, parts: list[StackPart]) -> str:
 
 
 def origin_url(root) -> str | None:
-    """The `origin` remote of the git checkout at `root` (None outside one)."""
+    """The `origin` remote of the git checkout at `root` (None outside one, or without that remote).
+
+    >>> print(origin_url(git_project))
+    None
+    """
     done = subprocess.run(["git", "-C", str(root), "remote", "get-url", "origin"], capture_output=True, text=True)
     return done.stdout.strip() or None if done.returncode == 0 else None
 
@@ -103,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
     lab: platform objects (tenants are in the shard stacks)
     lab.blue: tenants audio, speech
     lab.green: tenants robotics, vision (pinned)
+    deploy: lab first, then lab.blue, lab.green (shards in any order, concurrently)
     0
     """
     from ..load import load_environment
