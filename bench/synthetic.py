@@ -32,7 +32,7 @@ def tenant_name(index: int) -> str:
 
 # One team's file, as a person would write it (a format string: fast enough for 10,000 files).
 TENANT_TEMPLATE = """\
-apiVersion: gpu-tenancy.dev/v1alpha1
+apiVersion: gpu-tenancy.dev/v1alpha2
 kind: Tenant
 name: {name}
 displayName: Team {index}

@@ -23,6 +23,7 @@ from .spec.problems import InvalidInput, Problem, errors_only
 from .spec.sharding import split_stack_name
 from .spec.stack import CONFIG_KEY, Platform
 from .spec.tenant import Tenant
+from .spec.versions import stack_version_problems, tenant_version_problems, undecided_problems
 from .spec.yaml_source import SourceDocument, parse_yaml, read_text
 from .validate import vcluster
 from .validate.checks import check_environment
@@ -65,12 +66,18 @@ def _display(path: Path, root: Path) -> str:
         return str(path)
 
 
-def parse_platform(doc: SourceDocument, env: str) -> Platform:
-    """Validate the `gpu-tenancy:platform` object of a parsed stack file."""
+def parse_platform(doc: SourceDocument, env: str, *, versioned: bool = True) -> Platform:
+    """Validate the `gpu-tenancy:platform` object of a parsed stack file (`versioned`: it must be in
+    the current file format; plain data from the library is read as the current one)."""
     config = doc.data.get("config") if isinstance(doc.data, dict) else None
     if not isinstance(config, dict) or CONFIG_KEY not in config:
         raise InvalidInput([doc.problem(("config",), f"missing `config: {{{CONFIG_KEY}: ...}}` with the cluster inventory")])
     data = config[CONFIG_KEY]
+    if versioned:
+        # An older file is not checked field by field: `tenants migrate` says what it must change.
+        outdated = stack_version_problems(doc, CONFIG_KEY) or undecided_problems(doc)
+        if outdated:
+            raise InvalidInput(outdated)
     try:
         platform = Platform.model_validate(data)
     except ValidationError as err:
@@ -166,6 +173,9 @@ def _validate_merged(doc: SourceDocument, merged: SourceDocument) -> Tenant:
     data = merged.data
     if not isinstance(data, dict):
         raise InvalidInput([doc.problem((), "a tenant file must be a mapping of fields (apiVersion, kind, name, ...)")])
+    outdated = tenant_version_problems(doc) or undecided_problems(doc)
+    if outdated:
+        raise InvalidInput(outdated)
     try:
         tenant = Tenant.model_validate({**data, "environments": doc.data.get("environments", {})})
     except ValidationError as err:
@@ -283,7 +293,9 @@ def environment_from_data(
         named = (data.get("environments") for data in tenants.values() if isinstance(data, dict))
         known_stacks = sorted({env, *(key for envs in named if isinstance(envs, dict) for key in envs)})
     with fewer_gc_passes():
-        return environment_from_documents(env, platform_doc, docs, [], known_envs=list(known_stacks), strict_warnings=strict_warnings)
+        return environment_from_documents(
+            env, platform_doc, docs, [], known_envs=list(known_stacks), strict_warnings=strict_warnings, versioned=False
+        )
 
 
 def environment_from_documents(
@@ -294,14 +306,16 @@ def environment_from_documents(
     *,
     known_envs: list[str],
     strict_warnings: bool = False,
+    versioned: bool = True,
 ) -> Environment:
     """Validate a platform document and tenant documents into one environment, or raise
-    `InvalidInput` with every problem (those in `problems` too)."""
+    `InvalidInput` with every problem (those in `problems` too). `versioned`: the platform document
+    is a stack file (or its Pulumi config) and must name the current format."""
     problems = list(problems)
     platform = None
     if platform_doc is not None:
         try:
-            platform = parse_platform(platform_doc, env)
+            platform = parse_platform(platform_doc, env, versioned=versioned)
         except InvalidInput as err:
             problems.extend(err.problems)
     tenants: list[LoadedTenant] = []

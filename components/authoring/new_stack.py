@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from ..load import environment_from_documents
+from ..spec.base import API_VERSION
 from ..spec.problems import InvalidInput, Problem
 from ..spec.stack import CONFIG_KEY
 from ..spec.yaml_source import SourceDocument
@@ -55,6 +56,15 @@ def fill_from_catalogue(platform: dict[str, Any]) -> dict[str, Any]:
     return platform
 
 
+def in_current_format(platform: dict[str, Any]) -> dict[str, Any]:
+    """`platform` naming the current stack file format (an inventory file need not say it).
+
+    >>> in_current_format({"labelDomain": "gpu.example.com"})["apiVersion"]
+    'gpu-tenancy.dev/v1alpha2'
+    """
+    return {"apiVersion": API_VERSION, **platform}
+
+
 def stack_document(platform: dict[str, Any], file: str, positions: dict | None = None) -> SourceDocument:
     """The stack file's document for `platform`; `positions` of an inventory file's paths (relative
     to the platform object) keep problems located in that file."""
@@ -72,7 +82,7 @@ def check_stack(env: str, doc: SourceDocument) -> list[Problem]:
     return environment.warnings
 
 
-_ORDER = ("environment", "kubeContext", "labelDomain", "platformAdminGroup", "platformNamespaces", "gpuClasses",
+_ORDER = ("apiVersion", "environment", "kubeContext", "labelDomain", "platformAdminGroup", "platformNamespaces", "gpuClasses",
           "nodePools", "migLayouts", "tenants")
 
 

@@ -66,7 +66,7 @@ def ingress_hosts(tenant: Tenant, environment: Environment) -> tuple[list[str], 
 
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com", ingressDomain="apps.example.com"), None, [])
-    >>> ingress_hosts(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
+    >>> ingress_hosts(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", network={"ingressHosts": ["a.example.org", "*.b.example.org"]}), env)
     (['a.apps.example.com', 'a.example.org'], ['.a.apps.example.com', '.b.example.org'])
     """
@@ -302,7 +302,7 @@ def guard_policy(tenant: Tenant, environment: Environment) -> KubeObject:
 
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> guard_policy(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
+    >>> guard_policy(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1"), env)["spec"]["matchConstraints"]["namespaceSelector"]
     {'matchLabels': {'gpu-tenancy.dev/tenant': 'a'}}
     """
@@ -341,7 +341,7 @@ def guard_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]:
 
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> [o["kind"] for o in guard_objects(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant",
+    >>> [o["kind"] for o in guard_objects(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant",
     ...     name="a", displayName="A", costCenter="cc-1"), env)]
     ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']
     """

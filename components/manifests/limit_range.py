@@ -28,7 +28,7 @@ def container_limits(tenant: Tenant, environment: Environment) -> dict:
 
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> container_limits(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
+    >>> container_limits(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a",
     ...     displayName="A", costCenter="cc-1"), env)["defaultRequest"]
     {'cpu': '100m', 'memory': '256Mi'}
     """
@@ -46,7 +46,7 @@ def limit_ranges(tenant: Tenant, environment: Environment) -> list[KubeObject]:
 
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> [o["metadata"]["namespace"] for o in limit_ranges(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1",
+    >>> [o["metadata"]["namespace"] for o in limit_ranges(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2",
     ...     kind="Tenant", name="a", displayName="A", costCenter="cc-1", namespaces=["a-data"]), env)]
     ['a', 'a-data']
     """

@@ -97,7 +97,7 @@ def platform_grants(tenant: Tenant, environment: Environment) -> list[tuple[str,
 
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com", platformPorts={"monitoring": [{"port": 9090}]}), None, [])
-    >>> platform_grants(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
+    >>> platform_grants(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", network={"ingressFrom": {"platform": ["monitoring"]}}), env)[0][1][0].port
     9090
     """
@@ -140,7 +140,7 @@ def policy_specs(tenant: Tenant, environment: Environment) -> list[tuple[str, li
 
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> [name for name, _, _ in policy_specs(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant",
+    >>> [name for name, _, _ in policy_specs(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant",
     ...     name="a", displayName="A", costCenter="cc-1"), env)]
     ['default-deny', 'allow-same-tenant', 'allow-dns']
     """
@@ -204,7 +204,7 @@ def network_policies(tenant: Tenant, environment: Environment) -> list[KubeObjec
 
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> len(network_policies(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
+    >>> len(network_policies(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a",
     ...     displayName="A", costCenter="cc-1", namespaces=["a-data"]), env))
     6
     """

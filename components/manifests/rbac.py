@@ -169,7 +169,7 @@ def bundle_rules(tenant: Tenant, role: str, platform) -> list[dict]:
     only their read verbs (and never secrets).
 
     >>> from components.spec.stack import Platform
-    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", access={"viewers": {"groups": ["g"], "bundles": ["ray"]}})
     >>> bundle_rules(t, "viewer", Platform(labelDomain="gpu.example.com"))[0]["verbs"]
     ['get', 'list', 'watch']
@@ -219,7 +219,7 @@ def _unique_sorted(subjects: list[dict]) -> list[dict]:
 def role_subjects(tenant: Tenant, role: str, namespace: str) -> list[dict]:
     """Subjects holding `role` in `namespace`: its groups and users, and CI ServiceAccounts of that namespace.
 
-    >>> role_subjects(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
+    >>> role_subjects(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", access={"viewers": {"groups": ["g"]}}), "viewer", "a")[0]["name"]
     'g'
     """
@@ -235,7 +235,7 @@ def role_subjects(tenant: Tenant, role: str, namespace: str) -> list[dict]:
 def all_subjects(tenant: Tenant) -> list[dict]:
     """Every subject with any role in the tenant (people of all roles and every CI ServiceAccount).
 
-    >>> [s["kind"] for s in all_subjects(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant",
+    >>> [s["kind"] for s in all_subjects(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant",
     ...     name="a", displayName="A", costCenter="cc-1", access={"ciServiceAccounts": [{"name": "ci"}]}))]
     ['ServiceAccount']
     """
@@ -249,7 +249,7 @@ def roles(tenant: Tenant, environment: Environment) -> list[KubeObject]:
 
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", access={"owners": {"groups": ["a-leads"]}, "ciServiceAccounts": [{"name": "ci"}]})
     >>> [r["metadata"]["name"] for r in roles(t, env)]
     ['tenant-owner', 'tenant-developer', 'tenant-viewer']
@@ -272,7 +272,7 @@ def role_bindings(tenant: Tenant, environment: Environment) -> list[KubeObject]:
 
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", access={"owners": {"groups": ["a-leads"]}, "ciServiceAccounts": [{"name": "ci"}]})
     >>> [b["roleRef"]["name"] for b in role_bindings(t, env)]
     ['tenant-owner', 'tenant-developer']
@@ -301,7 +301,7 @@ def service_accounts(tenant: Tenant, environment: Environment) -> list[KubeObjec
 
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", access={"owners": {"groups": ["a-leads"]}, "ciServiceAccounts": [{"name": "ci"}]})
     >>> [(s["metadata"]["namespace"], s["metadata"]["name"]) for s in service_accounts(t, env)]
     [('a', 'ci')]
@@ -319,7 +319,7 @@ def cluster_viewer_binding(tenant: Tenant, environment: Environment) -> list[Kub
 
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", access={"owners": {"groups": ["a-leads"]}, "ciServiceAccounts": [{"name": "ci"}]})
     >>> cluster_viewer_binding(t, env)[0]["roleRef"]["name"]
     'gpu-tenancy:cluster-viewer'
@@ -343,7 +343,7 @@ def tenant_rbac_objects(tenant: Tenant, environment: Environment) -> list[KubeOb
 
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", access={"owners": {"groups": ["a-leads"]}, "ciServiceAccounts": [{"name": "ci"}]})
     >>> sorted({o["kind"] for o in tenant_rbac_objects(t, env)})
     ['ClusterRoleBinding', 'Role', 'RoleBinding', 'ServiceAccount']

@@ -27,7 +27,7 @@ def tenant_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]
 
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> tenant_objects(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
+    >>> tenant_objects(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a",
     ...     displayName="A", costCenter="cc-1"), env)[0]["kind"]
     'Namespace'
     """

@@ -7,7 +7,8 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from pydantic.alias_generators import to_camel
 
-API_VERSION = "gpu-tenancy.dev/v1alpha1"
+# The current version of tenant and stack files (older ones: spec/versions.py; `tenants migrate`).
+API_VERSION = "gpu-tenancy.dev/v1alpha2"
 
 DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 DnsLabel = Annotated[

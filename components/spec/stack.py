@@ -377,6 +377,12 @@ class VClusterPlatform(Model):
 class Platform(Model):
     """The cluster inventory and defaults of one environment (one Pulumi stack)."""
 
+    api_version: Optional[Literal["gpu-tenancy.dev/v1alpha2"]] = Field(
+        None,
+        alias="apiVersion",
+        description="version of the stack file format; a stack file without it is v1alpha1: run `tenants migrate` "
+        "(plain data given to the library is read as the current format)",
+    )
     environment: Optional[DnsLabel] = Field(None, description="defaults to the stack name")
     kube_context: Optional[str] = Field(None, description="kubeconfig context to deploy to (explicit provider)")
     protect_namespaces: bool = Field(False, description="Pulumi `protect` on every tenant namespace")

@@ -318,7 +318,9 @@ class Tenant(Model):
     'team-a'
     """
 
-    api_version: Literal["gpu-tenancy.dev/v1alpha1"] = Field(alias="apiVersion", description="version of this file format")
+    api_version: Literal["gpu-tenancy.dev/v1alpha2"] = Field(
+        alias="apiVersion", description="version of this file format; older files: run `tenants migrate`"
+    )
     kind: Literal["Tenant"] = Field(description="always Tenant")
     name: TenantName = Field(description="the tenant's name, its file name and its own namespace")
     previous_names: list[TenantName] = Field([], description="former names; their resources are adopted (Pulumi aliases)")

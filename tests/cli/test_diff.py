@@ -18,7 +18,7 @@ from components.cli import main
 from components.spec.stack import CONFIG_KEY
 
 VISION = """\
-apiVersion: gpu-tenancy.dev/v1alpha1
+apiVersion: gpu-tenancy.dev/v1alpha2
 kind: Tenant
 name: vision
 displayName: Vision

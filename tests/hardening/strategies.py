@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 ENV = "lab"
 CONFIG_KEY = "gpu-tenancy:platform"
-API_VERSION = "gpu-tenancy.dev/v1alpha1"
+API_VERSION = "gpu-tenancy.dev/v1alpha2"
 
 TENANT_NAMES = ["alpha", "beta", "gamma-ml", "delta", "eps-1", "zeta"]
 GROUPS = ["leads", "eng", "everyone", "sre", "ml-research"]

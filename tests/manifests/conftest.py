@@ -62,7 +62,7 @@ def make_tenant() -> Callable[..., Tenant]:
     """`make_tenant(name="team-a", quota={...})`: a minimal valid tenant with the given fields merged in."""
 
     def build(**fields: Any) -> Tenant:
-        base = {"apiVersion": "gpu-tenancy.dev/v1alpha1", "kind": "Tenant", "name": "team-a", "displayName": "Team A", "costCenter": "cc-1"}
+        base = {"apiVersion": "gpu-tenancy.dev/v1alpha2", "kind": "Tenant", "name": "team-a", "displayName": "Team A", "costCenter": "cc-1"}
         return Tenant.model_validate(_merge(base, fields))
 
     return build
@@ -164,7 +164,7 @@ SYNTHETIC_TENANTS: list[dict[str, Any]] = [
 def synthetic_environment() -> tuple[Environment, list[Tenant]]:
     """A made-up environment and tenants that exercise every optional branch of the builders."""
     platform = Platform.model_validate(SYNTHETIC_PLATFORM)
-    tenants = [Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha1", "kind": "Tenant", **t}) for t in SYNTHETIC_TENANTS]
+    tenants = [Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha2", "kind": "Tenant", **t}) for t in SYNTHETIC_TENANTS]
     return Environment("lab", platform, None, []), tenants
 
 

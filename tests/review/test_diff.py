@@ -11,7 +11,7 @@ from components.load import load_environment
 from components.spec.stack import CONFIG_KEY
 
 TEAM = """\
-apiVersion: gpu-tenancy.dev/v1alpha1
+apiVersion: gpu-tenancy.dev/v1alpha2
 kind: Tenant
 name: {name}
 displayName: Team
