@@ -18,6 +18,8 @@ from pathlib import Path
 
 import yaml
 
+from components.spec.base import API_VERSION
+
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 STACK = "bench"
@@ -94,6 +96,7 @@ def stack_data(count: int, *, scheduler: str = "kueue") -> dict:
     l4_nodes = max(1, math.ceil(count * L4_PER_TENANT / (2 * 4) / 0.8))  # 2 GPUs x 4 replicas per node
     mig_nodes = max(1, math.ceil(count * MIG_PER_TENANT / (8 * 7) / 0.8))  # 8 GPUs x 7 slices per node
     platform = {
+        "apiVersion": API_VERSION,
         "labelDomain": "gpu.example.com",
         "podSecurity": {"level": "baseline", "version": "latest"},
         "platformAdminGroup": "platform-admins",

@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 import copy
 import gc
+import os
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,24 @@ from .validate.checks import check_environment
 from .validate.sharding import check_sharding
 
 TENANT_SUFFIXES = (".yaml", ".yml")
+# How long before `expires` validate starts to warn.
+EXPIRY_NOTICE = timedelta(days=30)
+
+
+def utc_today() -> date:
+    """The date `expires` is compared with: today in UTC when the command (or `pulumi up`) runs, or
+    the date in GPU_TENANCY_TODAY (YYYY-MM-DD), which makes a run repeatable.
+
+    >>> isinstance(utc_today(), date)
+    True
+    """
+    given = os.environ.get("GPU_TENANCY_TODAY")
+    if given:
+        try:
+            return date.fromisoformat(given)
+        except ValueError:
+            raise InvalidInput([Problem("GPU_TENANCY_TODAY", 0, 0, "", f"'{given}' is not a date such as 2026-12-01")]) from None
+    return datetime.now(timezone.utc).date()
 
 
 def stack_names(root: Path) -> list[str]:
@@ -238,15 +258,17 @@ def fewer_gc_passes(threshold: int = 50_000):
 
 
 def load_environment(
-    root: Path, env: str, *, strict_warnings: bool = False, platform_doc: SourceDocument | None = None
+    root: Path, env: str, *, strict_warnings: bool = False, platform_doc: SourceDocument | None = None,
+    today: date | None = None,
 ) -> Environment:
-    """Load and cross-check everything the stack `env` deploys; raise `InvalidInput` with all problems."""
+    """Load and cross-check everything the stack `env` deploys; raise `InvalidInput` with all problems.
+    `today` (default `utc_today()`): tenants whose `expires` is before it are suspended."""
     with fewer_gc_passes():
-        return _load_environment(root, env, strict_warnings=strict_warnings, platform_doc=platform_doc)
+        return _load_environment(root, env, strict_warnings=strict_warnings, platform_doc=platform_doc, today=today)
 
 
 def _load_environment(
-    root: Path, env: str, *, strict_warnings: bool, platform_doc: SourceDocument | None
+    root: Path, env: str, *, strict_warnings: bool, platform_doc: SourceDocument | None, today: date | None
 ) -> Environment:
     problems: list[Problem] = []
     try:
@@ -257,7 +279,7 @@ def _load_environment(
     docs, read_problems = read_tenant_documents(root)
     problems.extend(read_problems)
     environment = environment_from_documents(
-        env, platform_doc, docs, problems, known_envs=stack_names(root), strict_warnings=strict_warnings
+        env, platform_doc, docs, problems, known_envs=stack_names(root), strict_warnings=strict_warnings, today=today
     )
     chart_problems = vcluster.check_local_chart(environment, root)
     if chart_problems:
@@ -276,6 +298,7 @@ def environment_from_data(
     *,
     known_stacks: list[str] | None = None,
     strict_warnings: bool = False,
+    today: date | None = None,
 ) -> Environment:
     """An environment from plain data instead of files: the platform dict (what a stack file holds
     under `config.gpu-tenancy:platform`) and one dict per tenant (what a tenant file holds), keyed
@@ -294,7 +317,8 @@ def environment_from_data(
         known_stacks = sorted({env, *(key for envs in named if isinstance(envs, dict) for key in envs)})
     with fewer_gc_passes():
         return environment_from_documents(
-            env, platform_doc, docs, [], known_envs=list(known_stacks), strict_warnings=strict_warnings, versioned=False
+            env, platform_doc, docs, [], known_envs=list(known_stacks), strict_warnings=strict_warnings,
+            versioned=False, today=today,
         )
 
 
@@ -307,6 +331,7 @@ def environment_from_documents(
     known_envs: list[str],
     strict_warnings: bool = False,
     versioned: bool = True,
+    today: date | None = None,
 ) -> Environment:
     """Validate a platform document and tenant documents into one environment, or raise
     `InvalidInput` with every problem (those in `problems` too). `versioned`: the platform document
@@ -340,6 +365,7 @@ def environment_from_documents(
         tenants.append(LoadedTenant(spec, merged))
     if platform is None or errors_only(problems):
         raise InvalidInput(problems)
+    tenants = [_as_of(loaded, today or utc_today(), problems) for loaded in tenants]
     for loaded in tenants:
         expand_queue_limits(loaded.spec, platform)
     enabled, disabled = _enabled(platform, tenants)
@@ -349,6 +375,25 @@ def environment_from_documents(
         raise InvalidInput(problems)
     environment.warnings = problems
     return environment
+
+
+def _as_of(loaded: LoadedTenant, today: date, problems: list[Problem]) -> LoadedTenant:
+    """The tenant on `today`: suspended the day after it `expires` (an active one only: a decommission
+    stays the explicit step it is), with a warning ahead of time and after."""
+    expires = loaded.spec.expires
+    if expires is None or loaded.spec.lifecycle == "decommissioned":
+        return loaded
+    if today > expires:
+        problems.append(loaded.doc.problem(("expires",), (
+            f"expired on {expires}: suspended since {expires + timedelta(days=1)} (no new pods are admitted, nothing "
+            f"is deleted); extend `expires`, or decommission it (docs/offboarding.md)"), severity="warning"))
+        if loaded.spec.lifecycle == "active":
+            return LoadedTenant(loaded.spec.model_copy(update={"lifecycle": "suspended"}), loaded.doc)
+    elif today + EXPIRY_NOTICE >= expires:
+        problems.append(loaded.doc.problem(("expires",), (
+            f"expires on {expires} ({(expires - today).days} day(s) from {today}): the stack suspends the tenant "
+            f"after that date; extend `expires` if the team still needs it"), severity="warning"))
+    return loaded
 
 
 def _enabled(platform: Platform, tenants: list[LoadedTenant]) -> tuple[list[LoadedTenant], list[str]]:

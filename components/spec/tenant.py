@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+from datetime import date
 from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
@@ -336,6 +337,11 @@ class Tenant(Model):
         "active",
         description="active; suspended (running pods keep running, no new pods are admitted); "
         "decommissioned (namespaces and everything in them are deleted)",
+    )
+    expires: Optional[date] = Field(
+        None,
+        description="last day (YYYY-MM-DD, UTC) the tenant is active: after it the stack suspends the tenant (as "
+        "lifecycle suspended: no new pods, nothing deleted); validate warns 30 days ahead; decommission stays explicit",
     )
     namespaces: list[DnsLabel] = Field([], description="extra namespaces besides the one named like the tenant")
     access: Access = Access()

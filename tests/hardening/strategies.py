@@ -113,6 +113,7 @@ def stacks(draw) -> dict:
         for index in range(draw(st.integers(1, 2))):
             pools[f"{name}-p{index}"] = draw(node_pool(name, index))
     platform: dict = {
+        "apiVersion": API_VERSION,
         "labelDomain": draw(st.sampled_from(["gpu.example.com", "acme.dev"])),
         "podSecurity": {"level": draw(st.sampled_from(["privileged", "baseline", "restricted"])), "version": "v1.30"},
         "platformNamespaces": {"ingress": ["ingress-nginx"], "monitoring": ["monitoring"]},
