@@ -127,7 +127,7 @@ def migrate_tenant_text(text: str, file: str) -> Migration:
     >>> old = "apiVersion: gpu-tenancy.dev/v1alpha1\\nkind: Tenant\\nname: a\\nnetwork:\\n  ingressFrom:\\n    platform: [monitoring]\\n"
     >>> result = migrate_tenant_text(old, "tenants/a.yaml")
     >>> [str(c)[:50] for c in result.choices]
-    ['tenants/a.yaml:9: network.ingressFrom.platform[0].port']
+    ['tenants/a.yaml:9: network.ingressFrom.platform[0].']
     """
     data = _load(text, file)
     version = data.get("apiVersion") if isinstance(data, CommentedMap) else None
@@ -174,7 +174,7 @@ def migrate_stack_text(text: str, file: str, dedicated_pools: Iterable[str] = ()
 
     >>> result = migrate_stack_text("config:\\n  gpu-tenancy:platform:\\n    labelDomain: x.dev\\n", "s.yaml")
     >>> result.text.splitlines()[2], len(result.choices)
-    ('    apiVersion: gpu-tenancy.dev/v1alpha2', 2)
+    ('    apiVersion: gpu-tenancy.dev/v1alpha2', 3)
     """
     data = _load(text, file)
     config = data.get("config") if isinstance(data, CommentedMap) else None
@@ -196,18 +196,8 @@ def migrate_stack_text(text: str, file: str, dedicated_pools: Iterable[str] = ()
 
 def _decide_stack_defaults(platform: CommentedMap, version: str, indent: int, dedicated: set[str]) -> None:
     """A DECIDE for every default that tightened and that the file leaves unset."""
-    security = platform.get("podSecurity")
-    if isinstance(security, CommentedMap) and "version" not in security:
-        security["version"] = DECIDE
-        _comment_before(security, "version", _note(POD_SECURITY_NOTE, version), indent + 2)
-    elif security is None:
-        _append(platform, "podSecurity", CommentedMap([("version", DECIDE)]), _note(POD_SECURITY_NOTE, version), indent)
-    access = platform.get("tenantAccess")
-    if isinstance(access, CommentedMap) and "nodeRead" not in access:
-        access["nodeRead"] = DECIDE
-        _comment_before(access, "nodeRead", _note(NODE_READ_NOTE, version), indent + 2)
-    elif access is None:
-        _append(platform, "tenantAccess", CommentedMap([("nodeRead", DECIDE)]), _note(NODE_READ_NOTE, version), indent)
+    _decide_setting(platform, "podSecurity", "version", _note(POD_SECURITY_NOTE, version), indent)
+    _decide_setting(platform, "tenantAccess", "nodeRead", _note(NODE_READ_NOTE, version), indent)
     if "guardRails" not in platform:
         _append(platform, "guardRails", DECIDE, _note(GUARD_RAILS_NOTE, version), indent)
     pools = platform.get("nodePools")
@@ -215,6 +205,16 @@ def _decide_stack_defaults(platform: CommentedMap, version: str, indent: int, de
         if name in dedicated and isinstance(pool, CommentedMap) and "patchTaints" not in pool:
             pool["patchTaints"] = DECIDE
             _comment_before(pool, "patchTaints", _note(PATCH_TAINTS_NOTE, version), indent + 4)
+
+
+def _decide_setting(platform: CommentedMap, section: str, key: str, note: str, indent: int) -> None:
+    """`section.key: DECIDE` where the stack leaves it unset (adding the section if it has none)."""
+    settings = platform.get(section)
+    if isinstance(settings, CommentedMap) and key not in settings:
+        settings[key] = DECIDE
+        _comment_before(settings, key, note, indent + 2)
+    elif settings is None:
+        _append(platform, section, CommentedMap([(key, DECIDE)]), note, indent)
 
 
 def _append(parent: CommentedMap, key: str, value: Any, note: str, indent: int) -> None:
@@ -306,8 +306,8 @@ def read_as_current(text: str, file: str, stack: bool) -> str:
     """The file labelled with the current version and nothing else changed, for a side that is only
     compared, never deployed (the base of `tenants diff`); text that is not YAML is returned as it is.
 
-    >>> read_as_current("apiVersion: gpu-tenancy.dev/v1alpha1\nkind: Tenant\n", "a.yaml", False)
-    'apiVersion: gpu-tenancy.dev/v1alpha2\nkind: Tenant\n'
+    >>> read_as_current("apiVersion: gpu-tenancy.dev/v1alpha1\\nkind: Tenant\\n", "a.yaml", False)
+    'apiVersion: gpu-tenancy.dev/v1alpha2\\nkind: Tenant\\n'
     """
     try:
         data = _load(text, file)

@@ -26,9 +26,10 @@ def add_parser(sub) -> None:
 
 
 def _project_files(root: Path) -> list[Path]:
-    from ..load import stack_file, tenant_paths, _stack_file_names
+    from ..load import shard_stack_files, stack_file, stack_names, tenant_paths
 
-    return [*tenant_paths(root), *(stack_file(root, name) for name in _stack_file_names(root))]
+    names = sorted([*stack_names(root), *shard_stack_files(root)])
+    return [*tenant_paths(root), *(stack_file(root, name) for name in names)]
 
 
 def _is_stack(path: Path) -> bool:

@@ -19,13 +19,9 @@ from .yaml_source import SourceDocument
 
 V1ALPHA1 = "gpu-tenancy.dev/v1alpha1"
 
-# Each older version -> what changed when the next one came (newest last); the current is API_VERSION.
-CHANGES = {
-    V1ALPHA1: "a platform ingress grant by role name no longer opens every port (it reaches the stack's "
-    "platformPorts for the role, or the ports the grant names); stack defaults tightened: tenant members "
-    "no longer read Nodes, guard-rail quotas apply, dedicated pools are tainted, Pod Security defaults to latest",
-}
-OLDER_VERSIONS = tuple(CHANGES)
+# Versions older than API_VERSION, oldest first; what each change asks of a file: docs/migrating.md,
+# and its rewrite: components/authoring/migrate.py.
+OLDER_VERSIONS = (V1ALPHA1,)
 
 # What `tenants migrate` writes where a person must choose; validation refuses it anywhere.
 DECIDE = "DECIDE"

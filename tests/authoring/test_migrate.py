@@ -13,8 +13,11 @@ from components.load import load_environment
 from components.spec.problems import InvalidInput
 from tests.cli.running import run
 
+# Kept as tenant-files/ and stack-files/, not tenants/ and stacks/: other lanes take every tests/**/stacks
+# directory for a project in the current format; the tests copy them to where a project has them.
 BEFORE = Path(__file__).parent / "migrate_fixtures" / "before-port-grants"
-FILES = sorted(str(p.relative_to(BEFORE)) for p in BEFORE.rglob("*.yaml"))
+LAYOUT = {"tenant-files": "tenants", "stack-files": "stacks"}
+FILES = sorted(f"{LAYOUT[p.parent.name]}/{p.name}" for p in BEFORE.rglob("*.yaml"))
 # Each platform grant of the old files, (file, role): written by name, so it reached every port.
 OLD_GRANTS = [("tenants/eval.yaml", "monitoring"), ("tenants/inference.yaml", "ingress"),
               ("tenants/inference.yaml", "monitoring"), ("tenants/llm-finetune.yaml", "monitoring")]
@@ -24,7 +27,8 @@ ANSWERS = {"ports": "[{port: 8080}]", "nodeRead": "false", "guardRails": "{objec
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    shutil.copytree(BEFORE, tmp_path, dirs_exist_ok=True)
+    for kept, directory in LAYOUT.items():
+        shutil.copytree(BEFORE / kept, tmp_path / directory)
     return tmp_path
 
 
@@ -144,3 +148,13 @@ def test_the_current_example_files_need_no_migration(capsys):
     root = Path(__file__).parents[2]
     code, out, err = run(capsys, "--root", str(root), "migrate", "--check")
     assert (code, err) == (0, "")
+
+
+def test_a_stack_that_leaves_the_changed_defaults_unset_gets_each_as_a_choice():
+    text = "config:\n  gpu-tenancy:platform:\n    labelDomain: x.dev   # our domain\n"
+    result = migrate_stack_text(text, "stacks/Pulumi.dev.yaml")
+    asked = {c.what.split(": ", 1)[0].split(".")[-1] for c in result.choices}
+    assert asked == {"version", "nodeRead", "guardRails"}
+    lines = result.text.splitlines()
+    assert all("DECIDE" in lines[c.line - 1] for c in result.choices)
+    assert "    labelDomain: x.dev   # our domain" in lines

@@ -472,3 +472,36 @@ def test_project_in_a_subdirectory_of_the_repository(tmp_path, project_copy, cap
 
     assert stack(document, "prod")["tenants"]["added"] == ["vision"]
     assert stack(document, "prod")["tenants"]["removed"] == []
+
+
+# --- format versions and expiry -----------------------------------------------------------------------
+
+
+def test_an_expiry_in_the_past_shows_as_a_suspension(repo_with_vision, capsys, monkeypatch):
+    monkeypatch.setenv("GPU_TENANCY_TODAY", "2027-04-01")
+    path = repo_with_vision / "tenants" / "vision.yaml"
+    path.write_text(path.read_text().replace("costCenter: cc-7\n", "costCenter: cc-7\nexpires: 2027-03-31\n"))
+
+    document = run_json(repo_with_vision, capsys, "--base", "HEAD", "--stack", "prod")
+
+    assert stack(document, "prod")["tenants"]["lifecycle"] == [{"tenant": "vision", "from": "active", "to": "suspended"}]
+    monkeypatch.setenv("GPU_TENANCY_TODAY", "2027-03-31")  # its last day: nothing changes yet
+    assert stack(run_json(repo_with_vision, capsys, "--base", "HEAD", "--stack", "prod"), "prod")["tenants"]["lifecycle"] == []
+
+
+def test_a_base_in_the_older_format_diffs_as_what_it_meant(repo, capsys):
+    """The PR that migrates files: the base says v1alpha1 (tenants) and no version (stacks)."""
+    current = {path: path.read_text() for path in [*(repo / "tenants").glob("*.yaml"), *(repo / "stacks").glob("*.yaml")]}
+    for path, text in current.items():
+        old = text.replace("gpu-tenancy.dev/v1alpha2", "gpu-tenancy.dev/v1alpha1")
+        if path.parent.name == "stacks":
+            old = "\n".join(line for line in text.splitlines() if "apiVersion:" not in line) + "\n"
+        path.write_text(old)
+    commit_all(repo, "files of the older format")
+    for path, text in current.items():
+        path.write_text(text)
+
+    code, out, err = run(repo, capsys, "--base", "HEAD")
+
+    assert code == 0, err
+    assert "no changes" in out
