@@ -1,5 +1,6 @@
-"""What every tenant gets, whatever its GPUs: namespaces, quotas, LimitRange, RBAC, NetworkPolicies and
-the guard admission policy (what is in the objects RBAC lets tenant members write).
+"""What every tenant gets, whatever its GPUs: namespaces, quotas, LimitRange, RBAC, NetworkPolicies, the
+guard admission policy (what is in the objects RBAC lets tenant members write) and, where the stack or
+tenant restricts them, the image registries policy.
 
 Object names derive only from the tenant and the concept (`tenant-quota`, `tenant-owner`,
 `gpu-tenancy:<tenant>:cluster-viewer`), so adding or removing a tenant never renames another's
@@ -14,6 +15,7 @@ from __future__ import annotations
 from ..fleet.environment import Environment
 from ..spec.tenant import Tenant
 from .guard_policy import guard_objects
+from .image_policy import image_objects
 from .limit_range import limit_ranges
 from .meta import KubeObject, sort_objects
 from .namespace import namespaces
@@ -39,6 +41,7 @@ def tenant_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]
             *tenant_rbac_objects(tenant, environment),
             *network_policies(tenant, environment),
             *guard_objects(tenant, environment),
+            *image_objects(tenant, environment),
         ]
     )
 
