@@ -505,3 +505,28 @@ def test_a_base_in_the_older_format_diffs_as_what_it_meant(repo, capsys):
 
     assert code == 0, err
     assert "no changes" in out
+
+
+def _with_images(repo: Path, **images) -> None:
+    path = repo / "stacks" / "Pulumi.prod.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["config"][CONFIG_KEY]["images"] = images
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def test_a_wider_registry_list_warns(repo_with_vision, capsys):
+    _with_images(repo_with_vision, registries=["nvcr.io/nvidia"], requireDigest=True)
+    commit_all(repo_with_vision, "registries")
+    path = repo_with_vision / "tenants" / "vision.yaml"
+    path.write_text(path.read_text() + "images:\n  registries: [nvcr.io/nvidia/nemo, docker.io]\n")
+
+    document = run_json(repo_with_vision, capsys, "--base", "HEAD", "--stack", "prod")
+
+    widened = [w["message"] for w in stack(document, "prod")["warnings"] if w["kind"] == "images-widened"]
+    assert widened == ["tenant vision may pull images from docker.io too (was: nvcr.io/nvidia)"]
+    _with_images(repo_with_vision)  # no list, no digests: any registry, any tag
+    path.write_text(vision())
+    document = run_json(repo_with_vision, capsys, "--base", "HEAD", "--stack", "prod")
+    widened = {w["message"] for w in stack(document, "prod")["warnings"] if w["kind"] == "images-widened" and w.get("tenant") == "vision"}
+    assert widened == {"tenant vision may pull images from any registry (was: nvcr.io/nvidia)",
+                       "images of tenant vision no longer need a digest (tags may be re-pushed)"}
