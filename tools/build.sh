@@ -5,6 +5,8 @@
 #   monitoring lane: promtool, prometheus                          -> $CACHE_DIR/prometheus/<PROMETHEUS_VERSION>/
 #   engine lane:     pulumi (the CLI)                              -> $CACHE_DIR/pulumi/<PULUMI_VERSION>/
 #                    pulumi-resource-kubernetes (the provider)     -> $CACHE_DIR/pulumi-kubernetes/<PULUMI_KUBERNETES_VERSION>/
+#   KAI Scheduler:   kai-scheduler, kai-binder, kai-podgrouper     -> $CACHE_DIR/kai/<KAI_VERSION>/
+#                    (from the source snapshot KAI_SOURCE, extracted into $CACHE_DIR/kai/src-<sha256>/)
 #   lint lane:       nvidia-validators (the device plugin's and     -> $CACHE_DIR/nvidia-validators/
 #                    mig-parted's config parsers, from ../shared/src)
 #
@@ -16,9 +18,10 @@
 #   --print-dir   print the output directory (of a binary or group; default the e2e binaries) and exit
 #   binary        any of: etcd kube-apiserver kube-controller-manager kube-scheduler kueue
 #                 promtool prometheus pulumi pulumi-resource-kubernetes nvidia-validators
+#                 kai-scheduler kai-binder kai-podgrouper
 #   group         k8s (the default: the three e2e binaries), scheduling (kube-scheduler kueue),
 #                 monitoring (promtool prometheus), pulumi (the CLI and the provider),
-#                 validators (nvidia-validators), all
+#                 validators (nvidia-validators), kai (KAI's scheduler, binder and pod-grouper), all
 set -euo pipefail
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/go-env.sh"
 
@@ -26,15 +29,18 @@ k8s_bins=(etcd kube-apiserver kube-controller-manager)
 sched_bins=(kube-scheduler kueue)
 prom_bins=(promtool prometheus)
 pulumi_bins=(pulumi pulumi-resource-kubernetes)
+kai_bins=(kai-scheduler kai-binder kai-podgrouper)
 validator_bins=(nvidia-validators)
-all=("${k8s_bins[@]}" "${sched_bins[@]}" "${prom_bins[@]}" "${pulumi_bins[@]}" "${validator_bins[@]}")
+all=("${k8s_bins[@]}" "${sched_bins[@]}" "${prom_bins[@]}" "${pulumi_bins[@]}" "${validator_bins[@]}" "${kai_bins[@]}")
 
 is_prom() { case "$1" in promtool|prometheus) return 0;; *) return 1;; esac; }
+is_kai() { case "$1" in kai-scheduler|kai-binder|kai-podgrouper|kai) return 0;; *) return 1;; esac; }
 out_dir_for() {
   case "$1" in
     promtool|prometheus|monitoring) echo "$PROM_BIN_DIR" ;;
     pulumi) echo "$PULUMI_BIN_DIR" ;;
     pulumi-resource-kubernetes) echo "$PULUMI_K8S_BIN_DIR" ;;
+    kai|kai-*) echo "$KAI_BIN_DIR" ;;
     nvidia-validators|validators) echo "$VALIDATORS_BIN_DIR" ;;
     *) echo "$K8S_BIN_DIR" ;;
   esac
@@ -46,6 +52,7 @@ version_for() {
     promtool|prometheus) echo "$PROMETHEUS_VERSION" ;;
     pulumi) echo "$PULUMI_VERSION" ;;
     pulumi-resource-kubernetes) echo "$PULUMI_KUBERNETES_VERSION ($PULUMI_KUBERNETES_MODULE_VERSION)" ;;
+    kai-*) echo "$KAI_VERSION" ;;
     nvidia-validators) echo "device plugin $NVIDIA_DEVICE_PLUGIN_VERSION, mig-parted $MIG_PARTED_VERSION" ;;
     *) echo "$K8S_VERSION" ;;
   esac
@@ -60,6 +67,7 @@ for arg in "${@:-k8s}"; do
     scheduling) targets+=("${sched_bins[@]}") ;;
     monitoring) targets+=("${prom_bins[@]}") ;;
     pulumi) targets+=("${pulumi_bins[@]}") ;;
+    kai) targets+=("${kai_bins[@]}") ;;
     validators) targets+=("${validator_bins[@]}") ;;
     all) targets+=("${all[@]}") ;;
     *) targets+=("$arg") ;;
@@ -97,6 +105,11 @@ ldflags_for() {
   fi
   if [ "$name" = pulumi-resource-kubernetes ]; then  # the provider's version and its schema's version
     echo "-s -w -X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=${PULUMI_KUBERNETES_VERSION#v}"
+    return
+  fi
+  if is_kai "$name"; then  # what KAI's build/makefile/golang.mk sets; buildDate = the commit's date
+    local v=github.com/kai-scheduler/KAI-scheduler/pkg/scheduler/version
+    echo "-s -w -X $v.gitVersion=$KAI_VERSION -X $v.gitCommit=$KAI_COMMIT -X $v.gitTreeState=clean -X $v.buildDate=$KAI_COMMIT_DATE"
     return
   fi
   if [ "$name" = nvidia-validators ]; then echo "-s -w"; return; fi
@@ -139,6 +152,10 @@ stamp_for() {  # hash of everything that determines the binary
     } | sha256sum | cut -d' ' -f1
     return
   fi
+  if is_kai "$name"; then  # no wrapper module: the snapshot (by its hash) is the whole input
+    echo "$name $KAI_VERSION $KAI_COMMIT $KAI_SOURCE_SHA256 $(ldflags_for "$name")" | sha256sum | cut -d' ' -f1
+    return
+  fi
   { cat "$TOOLS_DIR/$name/go.mod" "$TOOLS_DIR/$name/go.sum"
     [ ! -f "$TOOLS_DIR/$name/main.go" ] || cat "$TOOLS_DIR/$name/main.go"   # tools/pulumi and tools/kueue have none
     [ "$name" != nvidia-validators ] || upstream_snapshot_hash
@@ -165,6 +182,25 @@ stage_provider() {
   cp "$TOOLS_DIR/pulumi-resource-kubernetes/"{go.mod,go.sum,main.go} "$stage/"
   cp "$src/schema.json" "$src/terraform-mapping.json" "$stage/"
   chmod -R u+w "$stage"
+}
+
+# KAI's source snapshot, extracted once per sha256 into the cache (never into the checkout) after
+# checking the tarball against the pinned hash; prints the source directory.
+kai_source() {
+  local tarball="$REPO_ROOT/$KAI_SOURCE" dir="$CACHE_DIR/kai/src-${KAI_SOURCE_SHA256:0:12}" got tmp
+  if [ -f "$dir/.extracted" ]; then echo "$dir"; return; fi
+  if [ ! -f "$tarball" ]; then
+    echo "build.sh: KAI's source snapshot $tarball is missing (tools/versions.env KAI_SOURCE)" >&2; return 1
+  fi
+  got="$(sha256sum "$tarball" | cut -d' ' -f1)"
+  if [ "$got" != "$KAI_SOURCE_SHA256" ]; then
+    echo "build.sh: $tarball has sha256 $got, tools/versions.env pins $KAI_SOURCE_SHA256; refusing to build it" >&2; return 1
+  fi
+  tmp="$dir.tmp.$$"; rm -rf "$tmp" "$dir"; mkdir -p "$tmp"
+  tar -xzf "$tarball" -C "$tmp"
+  echo "$KAI_SOURCE_SHA256" > "$tmp/.extracted"
+  mv "$tmp" "$dir"
+  echo "$dir"
 }
 
 # nvidia-validators builds against NVIDIA's snapshots in ../shared/src (the module proxy refuses
@@ -224,6 +260,9 @@ for name in "${targets[@]}"; do
       rm -rf "$stage"; stage_provider "$stage"
       (cd "$stage" && go build -ldflags "$(ldflags_for "$name")" -o "$out.tmp.$$" .)
       rm -rf "$stage" ;;
+    kai-*)
+      src="$(kai_source)"
+      (cd "$src" && go mod download && go build -ldflags "$(ldflags_for "$name")" -o "$out.tmp.$$" "./cmd/${name#kai-}") ;;
     nvidia-validators)
       # go-nvml (imported by mig-parted's types) is cgo only; NVML itself is dlopened on first
       # use, which the validators never reach, so the binary runs without a GPU or driver.

@@ -37,6 +37,27 @@ def job(resources: dict[str, int], *, parallelism: int = 1, node_selector: dict 
                      "template": {"spec": pod_spec}}}
 
 
+def wait_or_explain(cp: Any, predicate: Any, what: str, explain: Any, timeout: float) -> Any:
+    """`cp.wait_for(predicate)`; on timeout an AssertionError that adds `explain()` (events, status) to the message.
+
+    >>> wait_or_explain(cp, lambda: pod.spec.node_name, "pod bound", lambda: "no node fits", 90)   # doctest: +SKIP
+    """
+    try:
+        return cp.wait_for(predicate, timeout=timeout, interval=0.5, what=what)
+    except TimeoutError as exc:
+        raise AssertionError(f"{exc}\n{explain()}") from None
+
+
+def event_lines(core: client.CoreV1Api, namespace: str, name: str) -> list[str]:
+    """`Kind/name: reason: message` of every event in `namespace` about an object whose name contains `name`.
+
+    >>> event_lines(core, "eval", "e2e-1234")   # doctest: +SKIP
+    ['Pod/e2e-1234-x7k: FailedScheduling: 0/12 nodes are available: ...']
+    """
+    return [f"{e.involved_object.kind}/{e.involved_object.name}: {e.reason}: {e.message}"
+            for e in core.list_namespaced_event(namespace).items if name in (e.involved_object.name or "")]
+
+
 class Jobs:
     """Submit Jobs as the tenant's developers would; deleted (with pods and Workloads) after the test."""
 
@@ -76,10 +97,8 @@ class Jobs:
             pods = self.pods(namespace, name)
             return pods if len(pods) == count and all(p.spec.node_name for p in pods) else None
 
-        try:
-            return self.cp.wait_for(bound, timeout=timeout, interval=0.5, what=f"{count} bound pods of job {namespace}/{name}")
-        except TimeoutError as exc:
-            raise AssertionError(f"{exc}\n{self.explain(namespace, name)}") from None
+        return wait_or_explain(self.cp, bound, f"{count} bound pods of job {namespace}/{name}",
+                               lambda: self.explain(namespace, name), timeout)
 
     def wait_pending_in_queue(self, namespace: str, name: str, timeout: float = 60) -> dict:
         """Until Kueue has looked at the Workload and not reserved quota for it (the reason is in the message)."""
@@ -87,16 +106,12 @@ class Jobs:
             c = self.condition(namespace, name, "QuotaReserved")
             return c if c and c["status"] == "False" and c.get("message") else None
 
-        try:
-            return self.cp.wait_for(evaluated, timeout=timeout, interval=0.5, what=f"Kueue to evaluate {namespace}/{name}")
-        except TimeoutError as exc:
-            raise AssertionError(f"{exc}\n{self.explain(namespace, name)}") from None
+        return wait_or_explain(self.cp, evaluated, f"Kueue to evaluate {namespace}/{name}",
+                               lambda: self.explain(namespace, name), timeout)
 
     def explain(self, namespace: str, name: str) -> str:
         """Events and workload status, to say why a job is not where the test expected it."""
-        events = self.core.list_namespaced_event(namespace).items
-        lines = [f"{e.involved_object.kind}/{e.involved_object.name}: {e.reason}: {e.message}"
-                 for e in events if name in (e.involved_object.name or "")]
+        lines = event_lines(self.core, namespace, name)
         wl = self.workload(namespace, name)
         lines.append(f"workload status: {(wl or {}).get('status')}")
         for pod in self.pods(namespace, name):

@@ -1,6 +1,6 @@
 """The stacks without Kueue on a real kube-scheduler: dev (`scheduler: none`) and staging
-(`scheduler: kai`; KAI Scheduler cannot be built from the Go module proxy, see tools/README.md, so
-its pods go to kube-scheduler here and KAI's own objects are checked against its CRD only).
+(`scheduler: kai`: pods that do not name `kai-scheduler` still go to kube-scheduler, and the
+placement policy holds for them too; the real KAI Scheduler is in test_kai_scheduling.py).
 
 For every tenant and every pool it may use, a GPU pod selecting the pool (tolerating its own
 taint on a dedicated pool) is admitted and bound to that pool; a pod asking only for a resource

@@ -1,0 +1,279 @@
+"""`tenants import --context`: tenant files from what a live cluster holds (brownfield adoption).
+
+Each selected namespace becomes a tenant of the same name (its own namespace, so the first
+`pulumi up` adopts it instead of creating another). Its ResourceQuotas, LimitRange, RoleBindings
+and NetworkPolicies are read as intent: quota keys, per-container defaults, who holds which role,
+which traffic is allowed. Everything without an exact counterpart is reported (`Unmapped`), and the
+hand-made objects stay on the cluster, unmanaged: nothing is deleted by importing.
+
+The live read is the CLI's (components/cli/importing.py); this module only maps plain dicts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..spec.stack import Platform
+from .importing import Imported, Unmapped, limit_range_fields, merge_tenant_data, quota_fields, tenant_name_problem, tenant_skeleton, tighter_quota
+
+# Built-in ClusterRoles (and the roles this tool writes) -> the tenant role that holds at most as much.
+ROLE_OF_CLUSTER_ROLE = {"admin": "owners", "edit": "developers", "view": "viewers"}
+ROLE_OF_OWN_ROLE = {"tenant-owner": "owners", "tenant-developer": "developers", "tenant-viewer": "viewers"}
+_CI_ROLE = {"owners": "owner", "developers": "developer", "viewers": "viewer"}
+# Labels hand-made namespaces commonly carry for chargeback.
+COST_CENTER_LABELS = ("cost-center", "costcenter", "cost_center", "costCenter")
+DISPLAY_NAME_ANNOTATIONS = ("openshift.io/display-name", "gpu-tenancy.dev/display-name")
+_PSA_ENFORCE = "pod-security.kubernetes.io/enforce"
+_PSA_ORDER = ("privileged", "baseline", "restricted")
+
+
+def _ref(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata", {})
+    where = f"{meta['namespace']}/" if meta.get("namespace") else ""
+    return f"{obj.get('kind', '?')} {where}{meta.get('name', '?')}"
+
+
+def _is_ours(namespace: dict[str, Any]) -> bool:
+    labels = namespace.get("metadata", {}).get("labels") or {}
+    return labels.get("app.kubernetes.io/managed-by") == "gpu-tenancy"
+
+
+def tenants_from_cluster(
+    namespaces: list[dict[str, Any]],
+    objects: list[dict[str, Any]],
+    platform: Platform,
+    *,
+    gpu_class_of: dict[str, str] | None = None,
+) -> Imported:
+    """Tenant file data for each namespace in `namespaces`, from the namespaced `objects` read with them
+    (ResourceQuota, LimitRange, RoleBinding, NetworkPolicy; any other kind is counted as a workload
+    that stays untouched). `gpu_class_of` maps a GPU resource to the class its quota means when the
+    stack has several classes with that resource.
+
+    >>> from components.spec.stack import Platform
+    >>> p = Platform(labelDomain="gpu.example.com")
+    >>> ns = {"kind": "Namespace", "metadata": {"name": "team-a"}}
+    >>> tenants_from_cluster([ns], [], p).tenants["team-a"]["name"]
+    'team-a'
+    """
+    imported = Imported()
+    names = {ns["metadata"]["name"] for ns in namespaces}
+    by_namespace: dict[str, list[dict[str, Any]]] = {}
+    for obj in objects:
+        by_namespace.setdefault(obj.get("metadata", {}).get("namespace", ""), []).append(obj)
+    platform_roles = {ns: role for role, listed in platform.platform_namespaces.items() for ns in listed}
+    for namespace in sorted(namespaces, key=lambda n: n["metadata"]["name"]):
+        name = namespace["metadata"]["name"]
+        source = f"Namespace {name}"
+        problem = tenant_name_problem(name)
+        if problem is None and name in platform_roles:
+            problem = f"it is a platform namespace of the stack (role {platform_roles[name]})"
+        if problem is None and _is_ours(namespace):
+            problem = "it is already managed by gpu-tenancy"
+        if problem:
+            imported.unmapped.append(Unmapped(source, "namespace", f"not imported: {problem}"))
+            continue
+        data, notes = _namespace_tenant(namespace, platform, platform_roles)
+        sources = [source]
+        workloads = 0
+        policies = []
+        for obj in sorted(by_namespace.get(name, []), key=lambda o: (o.get("kind", ""), o["metadata"]["name"])):
+            kind = obj.get("kind")
+            ref = _ref(obj)
+            if kind == "ResourceQuota":
+                part, more = _quota(obj, platform, gpu_class_of)
+                if part and "quota" in data:
+                    data, tighter = tighter_quota(data, part, source)
+                    more.extend(tighter)
+                elif part:
+                    data = merge_tenant_data(data, part)
+            elif kind == "LimitRange":
+                part, more = limit_range_fields(obj.get("spec", {}).get("limits", []), ref)
+                if part and "limits" in data:
+                    more.append(Unmapped(ref, "spec", "a second LimitRange in the namespace; the tenant file has one, the first by name was imported"))
+                elif part:
+                    data = merge_tenant_data(data, part)
+            elif kind == "RoleBinding":
+                part, more = _role_binding(obj, name)
+                data = merge_tenant_data(data, part)
+            elif kind == "NetworkPolicy":
+                policies.append(obj)
+                continue
+            else:
+                workloads += 1
+                continue
+            sources.append(ref)
+            notes.extend(more)
+        part, more, seen = _network(policies, name, names, platform_roles)
+        data = merge_tenant_data(data, part)
+        sources.extend(seen)
+        notes.extend(more)
+        if not policies:
+            notes.append(Unmapped(source, "NetworkPolicy", "none today, so all traffic reaches its pods; the tenant's default deny "
+                                  "will allow only its own namespaces, DNS and what `network` lists: add what the workloads need before `pulumi up`"))
+        if workloads:
+            notes.append(Unmapped(source, "workloads", f"{workloads} other object(s) (workloads, services, ...) are not part of a tenant file; they stay as they are"))
+        imported.tenants[name] = data
+        imported.sources[name] = sources
+        imported.unmapped.extend(notes)
+    return imported
+
+
+def _namespace_tenant(namespace: dict[str, Any], platform: Platform, platform_roles) -> tuple[dict[str, Any], list[Unmapped]]:
+    meta = namespace["metadata"]
+    name = meta["name"]
+    labels = meta.get("labels") or {}
+    annotations = meta.get("annotations") or {}
+    cost = next((labels[k] for k in COST_CENTER_LABELS if labels.get(k)), "unassigned")
+    display = next((annotations[k] for k in DISPLAY_NAME_ANNOTATIONS if annotations.get(k)), None)
+    data = tenant_skeleton(name, display_name=display, cost_center=cost)
+    notes: list[Unmapped] = []
+    level = labels.get(_PSA_ENFORCE)
+    stack_level = platform.pod_security.level if platform.pod_security else "baseline"
+    if level in _PSA_ORDER and _PSA_ORDER.index(level) > _PSA_ORDER.index(stack_level):
+        data["podSecurity"] = level
+    elif level in _PSA_ORDER and level != stack_level:
+        notes.append(Unmapped(f"Namespace {name}", f"labels.{_PSA_ENFORCE}", f"'{level}' is looser than the stack's '{stack_level}'; "
+                              f"the tenant gets '{stack_level}': check its pods pass it (kubectl label --dry-run=server ...)"))
+    return data, notes
+
+
+def _quota(obj: dict[str, Any], platform: Platform, gpu_class_of) -> tuple[dict[str, Any], list[Unmapped]]:
+    spec = obj.get("spec") or {}
+    ref = _ref(obj)
+    selector = (spec.get("scopeSelector") or {}).get("matchExpressions") or []
+    if spec.get("scopes") or selector:
+        priority = [e for e in selector if e.get("scopeName") == "PriorityClass" and e.get("operator") == "In" and len(e.get("values") or []) == 1]
+        if len(priority) == 1 and len(selector) == 1 and not spec.get("scopes"):
+            return _priority_quota(priority[0]["values"][0], spec.get("hard") or {}, platform, ref)
+        return {}, [Unmapped(ref, "spec.scopes", "a scoped quota (other than one PriorityClass) has no field in the tenant file; not imported")]
+    return quota_fields(spec.get("hard") or {}, platform, ref, gpu_class_of=gpu_class_of)
+
+
+def _priority_quota(priority_class: str, hard: dict[str, Any], platform: Platform, ref: str) -> tuple[dict[str, Any], list[Unmapped]]:
+    if priority_class not in platform.priority_classes:
+        return {}, [Unmapped(ref, "spec.scopeSelector", f"PriorityClass '{priority_class}' is not one of the stack's ({', '.join(sorted(platform.priority_classes))}); not imported")]
+    fields, notes = quota_fields(hard, platform, ref)
+    quota = fields.get("quota", {})
+    cap: dict[str, Any] = {}
+    if "pods" in quota.get("objects", {}):
+        cap["pods"] = quota["objects"]["pods"]
+    for resource in ("cpu", "memory"):
+        if "requests" in quota.get(resource, {}):
+            cap[resource] = quota[resource]["requests"]
+    if quota.get("gpu"):
+        cap["gpu"] = sum(quota["gpu"].values())
+    left = {k for k in quota if k not in ("objects", "cpu", "memory", "gpu")}
+    if left:
+        notes.append(Unmapped(ref, "spec.hard", f"{', '.join(sorted(left))} per PriorityClass have no field (priorityClasses caps pods, cpu, memory, gpu); not imported"))
+    return ({"quota": {"priorityClasses": {priority_class: cap}}} if cap else {}), notes
+
+
+def _role_binding(obj: dict[str, Any], namespace: str) -> tuple[dict[str, Any], list[Unmapped]]:
+    ref = _ref(obj)
+    role_ref = obj.get("roleRef") or {}
+    role = (ROLE_OF_CLUSTER_ROLE.get(role_ref.get("name")) if role_ref.get("kind") == "ClusterRole" else None) \
+        or ROLE_OF_OWN_ROLE.get(role_ref.get("name"))
+    if role is None:
+        return {}, [Unmapped(ref, "roleRef", f"{role_ref.get('kind')} {role_ref.get('name')} is not admin, edit or view: no tenant role matches it; "
+                             "the binding stays on the cluster, unmanaged (add a role bundle of the stack if the role is needed)")]
+    subjects: dict[str, Any] = {}
+    accounts: list[dict[str, Any]] = []
+    notes: list[Unmapped] = []
+    for index, subject in enumerate(obj.get("subjects") or []):
+        kind, name = subject.get("kind"), subject.get("name", "")
+        if kind == "Group" and name.startswith("system:"):
+            notes.append(Unmapped(ref, f"subjects[{index}]", f"group {name} is a Kubernetes system group; not imported"))
+        elif kind in ("Group", "User"):
+            subjects.setdefault(f"{kind.lower()}s", []).append(name)
+        elif kind == "ServiceAccount" and subject.get("namespace", namespace) == namespace and name != "default":
+            accounts.append({"name": name, "role": _CI_ROLE[role]})
+        else:
+            notes.append(Unmapped(ref, f"subjects[{index}]", f"{kind} {subject.get('namespace', '')}/{name}: only groups, users and ServiceAccounts "
+                                  "of the namespace itself (not `default`) map to tenant roles; not imported"))
+    access: dict[str, Any] = {role: subjects} if subjects else {}
+    if accounts:
+        access["ciServiceAccounts"] = accounts
+    return ({"access": access} if access else {}), notes
+
+
+def _peer_namespace(peer: dict[str, Any]) -> str | None:
+    """The one namespace a `from`/`to` peer names by its metadata.name label, or None."""
+    selector = peer.get("namespaceSelector")
+    if selector is None or peer.get("podSelector") not in (None, {}):
+        return None
+    labels = selector.get("matchLabels") or {}
+    if selector.get("matchExpressions") or list(labels) != ["kubernetes.io/metadata.name"]:
+        return None
+    return labels["kubernetes.io/metadata.name"]
+
+
+def _ports(rule: dict[str, Any]) -> list[dict[str, Any]] | None:
+    ports = []
+    for port in rule.get("ports") or []:
+        if not isinstance(port.get("port"), int):
+            return None  # named ports do not map: the file names numbers
+        entry: dict[str, Any] = {"port": port["port"]}
+        if port.get("endPort"):
+            entry["endPort"] = port["endPort"]
+        if port.get("protocol", "TCP") != "TCP":
+            entry["protocol"] = port["protocol"]
+        ports.append(entry)
+    return ports
+
+
+def _network(policies: list[dict[str, Any]], namespace: str, imported_names: set[str], platform_roles) -> tuple[dict[str, Any], list[Unmapped], list[str]]:
+    """NetworkPolicy intent: what the tenant's `network` keeps allowing. Default deny, same namespace
+    and DNS are what every tenant gets already; ipBlock egress and ingress from one named namespace
+    (a platform service or another tenant) map; anything else is reported."""
+    network: dict[str, Any] = {}
+    notes: list[Unmapped] = []
+    seen: list[str] = []
+    for policy in sorted(policies, key=lambda p: p["metadata"]["name"]):
+        ref = _ref(policy)
+        spec = policy.get("spec") or {}
+        whole_namespace = spec.get("podSelector") in (None, {})
+        if not whole_namespace:
+            notes.append(Unmapped(ref, "spec.podSelector", "selects some pods only; tenant policies apply to every pod of the namespace: not imported"))
+            continue
+        left = False
+        for index, rule in enumerate(spec.get("ingress") or []):
+            ports = _ports(rule)
+            for peer in rule.get("from") or [{}]:
+                if peer == {"podSelector": {}} or peer.get("podSelector") == {} and "namespaceSelector" not in peer:
+                    continue  # same namespace: always allowed
+                other = _peer_namespace(peer)
+                if other in platform_roles and ports is not None:
+                    grant = {"role": platform_roles[other], "ports": ports} if ports else platform_roles[other]
+                    network.setdefault("ingressFrom", {}).setdefault("platform", []).append(grant)
+                elif other in imported_names and other != namespace:
+                    network.setdefault("ingressFrom", {}).setdefault("tenants", []).append(other)
+                    if ports:
+                        network["ingressFrom"].setdefault("ports", []).extend(p for p in ports if p not in network["ingressFrom"].get("ports", []))
+                else:
+                    left = True
+                    notes.append(Unmapped(ref, f"spec.ingress[{index}]", "a peer other than the namespace itself, one platform namespace or an imported "
+                                          "namespace (by kubernetes.io/metadata.name), or named ports: not imported"))
+        for index, rule in enumerate(spec.get("egress") or []):
+            ports = _ports(rule)
+            for peer in rule.get("to") or [{}]:
+                block = peer.get("ipBlock")
+                if block and ports is not None and len(peer) == 1:
+                    entry: dict[str, Any] = {"cidr": block["cidr"]}
+                    if block.get("except"):
+                        entry["except"] = list(block["except"])
+                    if ports:
+                        entry["ports"] = ports
+                    network.setdefault("egress", []).append(entry)
+                elif _is_dns(peer, ports) or peer.get("podSelector") == {} and "namespaceSelector" not in peer:
+                    continue  # DNS and the namespace itself: always allowed
+                else:
+                    left = True
+                    notes.append(Unmapped(ref, f"spec.egress[{index}]", "only ipBlock destinations (and DNS, the namespace itself) map to `network.egress`: not imported"))
+        if not left:
+            seen.append(ref)
+    return ({"network": network} if network else {}), notes, seen
+
+
+def _is_dns(peer: dict[str, Any], ports: list[dict[str, Any]] | None) -> bool:
+    return bool(ports) and {p["port"] for p in ports} == {53} and _peer_namespace({"namespaceSelector": peer.get("namespaceSelector")}) == "kube-system"

@@ -1,0 +1,398 @@
+"""What every importer shares (`tenants import`): Kubernetes quota and LimitRange values as tenant
+fields, the report of what could not be mapped, and the text of the written tenant files.
+
+Importers are pure: they get plain dicts (live objects or the documents of files) and the stack's
+`Platform`, and return tenant file data plus one `Unmapped` line per thing left out. Nothing is
+guessed silently: what has no exact counterpart in the file format is reported, never widened.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from ..fleet import gpu_capacity as cap
+from ..spec.base import API_VERSION, DNS_LABEL_PATTERN
+from ..spec.quantity import Quantity
+from ..spec.stack import Platform
+
+SCHEMA_LINE = "# yaml-language-server: $schema=../docs/schema/tenant.schema.json"
+# The order a reader expects (as `tenants new` writes it); nested maps are sorted.
+_TOP_LEVEL_ORDER = (
+    "apiVersion", "kind", "name", "displayName", "description", "costCenter", "contacts", "lifecycle",
+    "namespaces", "access", "quota", "namespaceQuotas", "limits", "network", "gpu", "podSecurity", "queue",
+)
+_COMPUTE = {"cpu": "cpu", "memory": "memory", "ephemeral-storage": "ephemeralStorage"}
+_OBJECT_COUNTS = {
+    "pods": "pods", "count/pods": "pods",
+    "services": "services", "count/services": "services",
+    "services.loadbalancers": "servicesLoadBalancers",
+    "services.nodeports": "servicesNodePorts",
+    "persistentvolumeclaims": "persistentVolumeClaims", "count/persistentvolumeclaims": "persistentVolumeClaims",
+    "configmaps": "configMaps", "count/configmaps": "configMaps",
+    "secrets": "secrets", "count/secrets": "secrets",
+}
+_STORAGE_CLASS_KEY = re.compile(r"^(?P<sc>[a-z0-9.-]+)\.storageclass\.storage\.k8s\.io/(?P<what>requests\.storage|persistentvolumeclaims)$")
+_MIG_RESOURCE = re.compile(r"^nvidia\.com/mig-(?P<profile>[1-7]g\.[0-9]+gb(\+me)?)$")
+
+
+@dataclass(frozen=True, order=True)
+class Unmapped:
+    """One thing an importer left out, and why: a line of the import report."""
+
+    source: str      # e.g. "ResourceQuota team-a/compute" or "capsule Tenant solar"
+    what: str        # the field or key, e.g. "hard.count/jobs.batch"
+    why: str         # what it means for the adoption and what to do
+
+    def __str__(self) -> str:
+        return f"{self.source}: {self.what}: {self.why}"
+
+
+@dataclass
+class Imported:
+    """Tenant file data by tenant name, what each came from, and what was left out."""
+
+    tenants: dict[str, dict[str, Any]] = field(default_factory=dict)
+    sources: dict[str, list[str]] = field(default_factory=dict)
+    unmapped: list[Unmapped] = field(default_factory=list)
+
+    def merge(self, other: "Imported") -> "Imported":
+        """Both imports together; a tenant named in both gets both contributions (lists joined)."""
+        out = Imported(copy.deepcopy(self.tenants), {k: list(v) for k, v in self.sources.items()}, [*self.unmapped, *other.unmapped])
+        for name, data in other.tenants.items():
+            out.tenants[name] = merge_tenant_data(out.tenants.get(name, {}), data)
+            out.sources.setdefault(name, []).extend(other.sources.get(name, []))
+        return out
+
+    def unmapped_of(self, name: str) -> list[Unmapped]:
+        """Report lines that concern the tenant `name` (they say so in their source)."""
+        sources = tuple(self.sources.get(name, []))
+        return sorted(u for u in self.unmapped if u.source.startswith(sources))
+
+
+def merge_tenant_data(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """`extra` over `base`: maps merged key by key, lists joined without repeats, scalars replaced.
+
+    >>> merge_tenant_data({"access": {"owners": {"users": ["a"]}}}, {"access": {"owners": {"users": ["b", "a"]}}})
+    {'access': {'owners': {'users': ['a', 'b']}}}
+    """
+    out = copy.deepcopy(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge_tenant_data(out[key], value)
+        elif isinstance(value, list) and isinstance(out.get(key), list):
+            out[key] = [*out[key], *(v for v in value if v not in out[key])]
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def tenant_skeleton(name: str, *, display_name: str | None = None, cost_center: str = "unassigned",
+                    description: str = "") -> dict[str, Any]:
+    """The fields every tenant file needs, for an importer to fill in.
+
+    >>> tenant_skeleton("team-a")["displayName"]
+    'Team A'
+    """
+    data: dict[str, Any] = {
+        "apiVersion": API_VERSION,
+        "kind": "Tenant",
+        "name": name,
+        "displayName": display_name or name.replace("-", " ").title(),
+        "costCenter": cost_center,
+    }
+    if description:
+        data["description"] = description
+    return data
+
+
+def tenant_name_problem(name: str) -> str | None:
+    """Why `name` (a namespace or a source object's name) cannot be a tenant name, or None.
+
+    >>> tenant_name_problem("kube-system")
+    "'kube-system' is a Kubernetes system namespace"
+    """
+    if name in ("default", "kube-system", "kube-public", "kube-node-lease") or name.startswith("kube-"):
+        return f"'{name}' is a Kubernetes system namespace"
+    if not re.match(DNS_LABEL_PATTERN, name) or len(name) > 40:
+        return f"'{name}' is not a tenant name (a DNS label of at most 40 characters); rename it or import it by hand"
+    return None
+
+
+def _count(value: Any) -> int | None:
+    """A whole number written as a quantity ("4", "1k"), or None."""
+    try:
+        number = Quantity.parse(str(value)).value
+    except ValueError:
+        return None
+    return int(number) if number.denominator == 1 and number >= 0 else None
+
+
+def gpu_classes_of_resource(platform: Platform, resource: str) -> list[str]:
+    """The stack's GPU classes whose GPUs advertise `resource` (whole GPUs or shares).
+
+    >>> p = Platform(labelDomain="gpu.example.com", gpuClasses={"h100": {
+    ...     "model": "H100-80GB", "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi"}})
+    >>> gpu_classes_of_resource(p, "nvidia.com/gpu")
+    ['h100']
+    """
+    return sorted(name for name, gpu_class in platform.gpu_classes.items()
+                  if gpu_class.sharing != "mig" and cap.class_resource(gpu_class) == resource)
+
+
+def quota_fields(hard: dict[str, Any], platform: Platform, source: str, *,
+                 gpu_class_of: dict[str, str] | None = None) -> tuple[dict[str, Any], list[Unmapped]]:
+    """The `quota` fields (and `gpu.classes`) of one ResourceQuota's `hard` map.
+
+    GPU keys name a resource, not a class: `requests.nvidia.com/gpu` maps to the one class of the
+    stack with that resource, or to the class `gpu_class_of[resource]` names; with several
+    candidates it is reported, never guessed. MIG keys map to `quota.mig` by profile.
+
+    >>> from components.spec.stack import Platform
+    >>> p = Platform(labelDomain="gpu.example.com", gpuClasses={"h100": {
+    ...     "model": "H100-80GB", "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi"}})
+    >>> quota_fields({"requests.cpu": "8", "requests.nvidia.com/gpu": "4"}, p, "ResourceQuota a/q")[0]
+    {'quota': {'cpu': {'requests': '8'}, 'gpu': {'h100': 4}}, 'gpu': {'classes': ['h100']}}
+    """
+    quota: dict[str, Any] = {}
+    classes: list[str] = []
+    unmapped: list[Unmapped] = []
+    gpu_class_of = gpu_class_of or {}
+
+    def skip(key: str, why: str) -> None:
+        unmapped.append(Unmapped(source, f"hard.{key}", why))
+
+    for key in sorted(hard):
+        value = str(hard[key])
+        prefix, _, resource = key.partition(".") if key.startswith(("requests.", "limits.")) else ("requests", "", key)
+        if resource in _COMPUTE:
+            name = _COMPUTE[resource]
+            side = "limits" if prefix == "limits" else "requests"
+            quota.setdefault(name, {})[side] = value
+            continue
+        if key in _OBJECT_COUNTS:
+            number = _count(value)
+            if number is None:
+                skip(key, f"'{value}' is not a whole number")
+                continue
+            quota.setdefault("objects", {})[_OBJECT_COUNTS[key]] = number
+            continue
+        if key == "requests.storage":
+            quota.setdefault("storage", {})["requests"] = value
+            continue
+        storage_class = _STORAGE_CLASS_KEY.match(key)
+        if storage_class:
+            entry = quota.setdefault("storage", {}).setdefault("storageClasses", {}).setdefault(storage_class["sc"], {})
+            if storage_class["what"] == "requests.storage":
+                entry["requests"] = value
+            else:
+                entry["persistentVolumeClaims"] = _count(value)
+            continue
+        resource = key.removeprefix("requests.").removeprefix("limits.")
+        mig_profile = _MIG_RESOURCE.match(resource)
+        if mig_profile:
+            if key.startswith("limits."):
+                skip(key, "extended resources have no limits quota; the requests key is what counts")
+                continue
+            quota.setdefault("mig", {})[mig_profile["profile"]] = _count(value)
+            classes.extend(n for n, c in platform.gpu_classes.items() if c.sharing == "mig")
+            continue
+        if resource in (cap.GPU, cap.GPU_SHARED) or resource in gpu_class_of:
+            if not key.startswith("requests."):
+                skip(key, f"only requests.{resource} is enforced for an extended resource; "
+                          f"imported nothing from it (the tenant file writes requests.{resource})")
+                continue
+            candidates = [gpu_class_of[resource]] if resource in gpu_class_of else gpu_classes_of_resource(platform, resource)
+            if len(candidates) != 1:
+                listing = ", ".join(candidates) or "none"
+                skip(key, f"{value} GPUs of resource {resource}, but the stack has {len(candidates)} classes with it "
+                          f"({listing}); say which with --gpu-class {resource}=CLASS")
+                continue
+            count = _count(value)
+            if count is None:
+                skip(key, f"'{value}' is not a whole number of GPUs")
+                continue
+            quota.setdefault("gpu", {})[candidates[0]] = count
+            classes.append(candidates[0])
+            continue
+        skip(key, "no field of the tenant file sets this quota key; it is not imported (the hand-made quota keeps "
+                  "enforcing it until you delete that quota)")
+    for name in ("cpu", "memory", "ephemeralStorage"):
+        pair = quota.get(name, {})
+        if "requests" in pair and "limits" in pair and Quantity.parse(pair["limits"]) < Quantity.parse(pair["requests"]):
+            unmapped.append(Unmapped(source, f"hard.limits.{name}", f"{pair['limits']} is below the requests ({pair['requests']}): the tenant file "
+                                     "needs limits of at least the requests; limits not imported (the stack's LimitRange defaults apply)"))
+            del pair["limits"]
+    out: dict[str, Any] = {"quota": quota} if quota else {}
+    if classes:
+        out["gpu"] = {"classes": sorted(set(classes))}
+    return out, unmapped
+
+
+def tighter_quota(first: dict[str, Any], second: dict[str, Any], source: str) -> tuple[dict[str, Any], list[Unmapped]]:
+    """Two quotas of one namespace both apply: keep, per key, the lower value (what admission enforces).
+
+    >>> tighter_quota({"quota": {"objects": {"pods": 10}}}, {"quota": {"objects": {"pods": 5}}}, "ns a")[0]
+    {'quota': {'objects': {'pods': 5}}}
+    """
+    notes: list[Unmapped] = []
+
+    def walk(a: Any, b: Any, path: str) -> Any:
+        if isinstance(a, dict) and isinstance(b, dict):
+            return {k: walk(a[k], b[k], f"{path}.{k}") if k in a and k in b else copy.deepcopy(a.get(k, b.get(k)))
+                    for k in sorted({*a, *b})}
+        if isinstance(a, list) and isinstance(b, list):
+            return sorted(set(a) | set(b))
+        if a == b:
+            return a
+        lower = min(a, b, key=lambda v: Quantity.parse(str(v)))
+        notes.append(Unmapped(source, path.lstrip("."), f"two quotas set it ({a} and {b}); imported the lower, {lower}, which is what admission enforces"))
+        return lower
+
+    return walk(first, second, ""), notes
+
+
+_LIMIT_KINDS = {"defaultRequest": "defaultRequest", "default": "default", "max": "max", "min": "min"}
+
+
+def limit_range_fields(limits: list[dict[str, Any]], source: str) -> tuple[dict[str, Any], list[Unmapped]]:
+    """The `limits` field of a LimitRange's `spec.limits` (its Container entry).
+
+    >>> limit_range_fields([{"type": "Container", "default": {"cpu": "1"}}], "LimitRange a/l")[0]
+    {'limits': {'default': {'cpu': '1'}}}
+    """
+    out: dict[str, Any] = {}
+    unmapped: list[Unmapped] = []
+    for index, item in enumerate(limits or []):
+        kind = item.get("type", "Container")
+        if kind != "Container":
+            unmapped.append(Unmapped(source, f"spec.limits[{index}]", f"type {kind}: the tenant file sets per-container values only; not imported"))
+            continue
+        for key, value in sorted(item.items()):
+            if key == "type":
+                continue
+            if key not in _LIMIT_KINDS:
+                unmapped.append(Unmapped(source, f"spec.limits[{index}].{key}", "no field of the tenant file sets it; not imported"))
+                continue
+            for resource, amount in sorted((value or {}).items()):
+                if resource not in _COMPUTE:
+                    unmapped.append(Unmapped(source, f"spec.limits[{index}].{key}.{resource}", "only cpu, memory and ephemeral-storage are set per container; not imported"))
+                    continue
+                out.setdefault(_LIMIT_KINDS[key], {})[_COMPUTE[resource]] = str(amount)
+    return ({"limits": out} if out else {}), unmapped
+
+
+def _sorted_deep(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _sorted_deep(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted_deep(v) for v in value]
+    return value
+
+
+def _ordered(data: dict[str, Any]) -> dict[str, Any]:
+    known = [k for k in _TOP_LEVEL_ORDER if k in data]
+    rest = sorted(k for k in data if k not in _TOP_LEVEL_ORDER)
+    return {k: _sorted_deep(data[k]) for k in [*known, *rest]}
+
+
+def tenant_file_text(data: dict[str, Any], *, sources: list[str] = (), unmapped: list[Unmapped] = ()) -> str:
+    """The text of an imported tenant file: the schema line, where it came from, what was left out, the data.
+
+    Deterministic: the same data gives the same bytes (fixed top-level order, nested maps sorted).
+
+    >>> tenant_file_text(tenant_skeleton("team-a")).splitlines()[0]
+    '# yaml-language-server: $schema=../docs/schema/tenant.schema.json'
+    """
+    lines = [SCHEMA_LINE, "# Imported by `tenants import`; review it before the first `pulumi up` (docs/importing.md)."]
+    for source in sorted(set(sources)):
+        lines.append(f"# from: {source}")
+    if unmapped:
+        lines.append("# not imported (the import report says why; hand-made objects stay on the cluster, unmanaged):")
+        lines.extend(f"#   {item}" for item in sorted(set(unmapped)))
+    body = yaml.safe_dump(_ordered(data), sort_keys=False, default_flow_style=False, allow_unicode=True, width=120)
+    return "\n".join(lines) + "\n" + body
+
+
+def environment_with_imports(root, env: str, texts: dict[str, str]):
+    """The environment of stack `env` with the imported files (`{tenant name: text}`) added to the
+    project's other tenant files, validated as `tenants validate --stack env` would (a stack that lists
+    its tenants as if it listed them too); raises `InvalidInput` with every problem.
+
+    >>> environment_with_imports(Path("."), "dev", {"team-a": text}).tenants  # doctest: +SKIP
+    [...]
+    """
+    from ..load import environment_from_documents, load_platform, read_tenant_documents, stack_names
+    from ..spec.stack import CONFIG_KEY
+    from ..spec.yaml_source import SourceDocument, parse_yaml
+
+    new_docs = [parse_yaml(text, f"tenants/{name}.yaml") for name, text in sorted(texts.items())]
+    existing, _ = read_tenant_documents(root)
+    others = [d for d in existing if d.file.rsplit("/", 1)[-1].rsplit(".", 1)[0] not in texts]
+    _, doc = load_platform(root, env)
+    data = copy.deepcopy(doc.data)
+    listed = data["config"][CONFIG_KEY].get("tenants")
+    if isinstance(listed, list):
+        listed.extend(n for n in sorted(texts) if n not in listed)
+    with_new = SourceDocument(doc.file, data, doc.positions, doc.origins)
+    return environment_from_documents(env, with_new, [*others, *new_docs], [], known_envs=stack_names(root))
+
+
+def check_against_stack(root, env: str, texts: dict[str, str]) -> list:
+    """Errors the imported files cause in stack `env` (see `environment_with_imports`); empty when valid.
+
+    >>> check_against_stack(Path("."), "dev", {"team-a": text})  # doctest: +SKIP
+    []
+    """
+    from ..spec.problems import InvalidInput, errors_only
+
+    try:
+        environment_with_imports(root, env, texts)
+    except InvalidInput as err:
+        return errors_only(err.problems)
+    return []
+
+
+def object_key(obj: dict[str, Any]) -> tuple[str, str, str, str]:
+    """(apiVersion, kind, namespace, name) of an object."""
+    meta = obj.get("metadata") or {}
+    return obj.get("apiVersion", ""), obj.get("kind", ""), meta.get("namespace") or "", meta.get("name", "")
+
+
+def _differences(wanted: Any, live: Any, path: str) -> list[str]:
+    if isinstance(wanted, dict) and isinstance(live, dict):
+        return [d for key in sorted(wanted) for d in _differences(wanted[key], live.get(key), f"{path}.{key}" if path else key)]
+    if wanted == live or (wanted is not None and live is not None and str(wanted) == str(live)):
+        return []
+    return [path]
+
+
+def adoption_plan(generated: list[dict[str, Any]], live: dict[tuple, dict[str, Any] | None]) -> list[str]:
+    """What the first deployment does to each generated object: existing ones whose fields differ
+    first (they are updated: the fields named), then existing ones adopted as they are, then creates.
+    `live` maps `object_key` to the live object, or None when there is none.
+
+    >>> ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a", "labels": {"team": "a"}}}
+    >>> adoption_plan([ns], {object_key(ns): {"metadata": {"name": "a", "labels": {}}}})
+    ['update Namespace a (exists; adopted, changing metadata.labels.team)']
+    """
+    updates, same, creates = [], [], []
+    for obj in sorted(generated, key=object_key):
+        _, kind, namespace, name = object_key(obj)
+        shown = f"{kind} {namespace + '/' if namespace else ''}{name}"
+        current = live.get(object_key(obj))
+        if current is None:
+            creates.append(f"create {shown}")
+            continue
+        wanted = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
+        wanted["metadata"] = {k: v for k, v in (obj.get("metadata") or {}).items() if k in ("labels", "annotations")}
+        changed = _differences(wanted, current, "")
+        if changed:
+            updates.append(f"update {shown} (exists; adopted, changing {', '.join(changed)})")
+        else:
+            same.append(f"adopt {shown} (exists, as generated)")
+    return [*updates, *same, *creates]

@@ -1,0 +1,203 @@
+"""`tenants import`: write tenant files for what already runs (brownfield adoption, docs/importing.md).
+
+From a live cluster (`--context`/`--kubeconfig`, `--selector` or `--namespace`), read with the
+`kubernetes` Python client (the `import` extra), or from Capsule, Kubeflow and Kueue files
+(`--from`). Every written file is checked against the stack first (exit 1, nothing written); the
+report of what could not be mapped goes to stderr (and `--report FILE`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from .common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, report
+
+PROG = "tenants import"
+# Kinds read from each selected namespace; their mapping is authoring/import_cluster.py's.
+_LIVE_KINDS = (
+    ("ResourceQuota", "CoreV1Api", "list_namespaced_resource_quota"),
+    ("LimitRange", "CoreV1Api", "list_namespaced_limit_range"),
+    ("RoleBinding", "RbacAuthorizationV1Api", "list_namespaced_role_binding"),
+    ("NetworkPolicy", "NetworkingV1Api", "list_namespaced_network_policy"),
+    ("Pod", "CoreV1Api", "list_namespaced_pod"),
+    ("Deployment", "AppsV1Api", "list_namespaced_deployment"),
+)
+
+
+def add_parser(sub) -> None:
+    parser = sub.add_parser(
+        "import",
+        help="write tenant files for namespaces that already exist, or from Capsule/Kubeflow/Kueue files",
+        description="Write tenants/<name>.yaml for what already runs: each namespace of a live cluster, or each "
+        "Capsule Tenant, Kubeflow Profile, Kueue LocalQueue (with its ClusterQueue) of --from files. The files "
+        "are checked against --stack first (exit 1, nothing written); what could not be mapped is reported.",
+    )
+    parser.add_argument("--stack", required=True, metavar="ENV", help="the stack the tenants will be deployed by")
+    live = parser.add_argument_group("from a live cluster")
+    live.add_argument("--kubeconfig", type=Path, help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
+    live.add_argument("--context", help="kubeconfig context (default: the stack's kubeContext, else the current one)")
+    live.add_argument("--selector", "-l", help="label selector of the namespaces, e.g. team")
+    live.add_argument("--namespace", "-n", action="append", default=[], metavar="NS", help="a namespace to import (repeatable)")
+    parser.add_argument("--from", dest="files", action="append", type=Path, default=[], metavar="FILE",
+                        help="Capsule, Kubeflow or Kueue YAML file (repeatable); instead of a cluster")
+    parser.add_argument("--gpu-class", action="append", default=[], metavar="RESOURCE=CLASS",
+                        help="the GPU class a quota's GPU resource (or a Kueue ResourceFlavor) means, when the stack has several")
+    parser.add_argument("--report", type=Path, metavar="FILE", help="also write the report of what was not imported")
+    parser.add_argument("--force", action="store_true", help="overwrite existing tenant files")
+    parser.add_argument("--stdout", action="store_true", help="print the files instead of writing them")
+
+
+def _classes(values: list[str]) -> dict[str, str]:
+    out = {}
+    for value in values:
+        key, sep, name = value.partition("=")
+        if not sep or not key or not name:
+            raise ValueError(f"--gpu-class {value}: write --gpu-class nvidia.com/gpu=h100 (a resource or flavor, '=', a class)")
+        out[key] = name
+    return out
+
+
+def _kubernetes_client():
+    try:  # an optional dependency: the `import` extra
+        from kubernetes import client, config
+    except ImportError:
+        raise SystemExit(f"{PROG}: reading a live cluster needs the kubernetes Python client: pip install 'gpu-tenancy[import]' "
+                         "(or import from files with --from)") from None
+    return client, config
+
+
+def read_cluster(kubeconfig: Path | None, context: str | None, selector: str | None, names: list[str]) -> tuple[list[dict], list[dict]]:
+    """The selected namespaces and the objects of each that the importer maps, as plain dicts."""
+    client, config = _kubernetes_client()
+    api = config.new_client_from_config(config_file=str(kubeconfig) if kubeconfig else None, context=context)
+    plain = api.sanitize_for_serialization
+    core = client.CoreV1Api(api)
+    if names:
+        namespaces = [plain(core.read_namespace(name)) for name in names]
+    else:
+        namespaces = [plain(ns) for ns in core.list_namespace(label_selector=selector or "").items]
+    objects = []
+    for namespace in namespaces:
+        name = namespace["metadata"]["name"]
+        for kind, api_class, method in _LIVE_KINDS:
+            for item in getattr(getattr(client, api_class)(api), method)(name).items:
+                obj = plain(item)
+                obj["kind"] = kind
+                objects.append(obj)
+    for namespace in namespaces:
+        namespace["kind"] = "Namespace"
+    return namespaces, objects
+
+
+def read_live(kubeconfig: Path | None, context: str | None, objects: list[dict]) -> dict[tuple, dict | None]:
+    """The live object of each of `objects` (by `object_key`), None where there is none or its kind is not served."""
+    from ..authoring.importing import object_key
+
+    _, config = _kubernetes_client()
+    from kubernetes.dynamic import DynamicClient
+    from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
+
+    dynamic = DynamicClient(config.new_client_from_config(config_file=str(kubeconfig) if kubeconfig else None, context=context))
+    live: dict[tuple, dict | None] = {}
+    for obj in objects:
+        key = object_key(obj)
+        try:
+            resource = dynamic.resources.get(api_version=key[0], kind=key[1])
+            live[key] = dynamic.get(resource, name=key[3], namespace=key[2] or None).to_dict()
+        except (NotFoundError, ResourceNotFoundError):
+            live[key] = None
+    return live
+
+
+def _from_cluster(read, kubeconfig, context, *rest):
+    """`read(kubeconfig, context, ...)`, with the API server's refusal or absence said in one line."""
+    from kubernetes.client.exceptions import ApiException
+    from kubernetes.config import ConfigException
+    from urllib3.exceptions import HTTPError
+
+    try:
+        return read(kubeconfig, context, *rest)
+    except ApiException as err:
+        raise SystemExit(f"{PROG}: the API server answered {err.status} {err.reason} (context {context}): {(err.body or '')[:300]}") from None
+    except (ConfigException, HTTPError, OSError) as err:
+        raise SystemExit(f"{PROG}: cannot reach the cluster of context {context} "
+                         f"(kubeconfig {kubeconfig or 'default'}): {err}") from None
+
+
+def _read_files(paths: list[Path]) -> list[dict[str, Any]]:
+    import yaml
+
+    docs = []
+    for path in paths:
+        try:
+            docs.extend(d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if isinstance(d, dict))
+        except (OSError, yaml.YAMLError) as err:
+            raise SystemExit(f"{PROG}: --from {path}: {err}") from None
+    return docs
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..authoring.import_cluster import tenants_from_cluster
+    from ..authoring.import_files import tenants_from_documents
+    from ..authoring.importing import adoption_plan, environment_with_imports, tenant_file_text
+    from ..spec.problems import InvalidInput, errors_only
+    from ..load import load_platform
+
+    live = bool(args.context or args.kubeconfig or args.selector or args.namespace)
+    if live == bool(args.files):
+        print(f"{PROG}: give either a cluster (--context/--kubeconfig with --selector or --namespace) or --from FILE", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        gpu_class_of = _classes(args.gpu_class)
+    except ValueError as err:
+        print(f"{PROG}: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    platform, _ = load_platform(args.root, args.stack)
+    if live:
+        namespaces, objects = _from_cluster(read_cluster, args.kubeconfig, args.context or platform.kube_context, args.selector, args.namespace)
+        imported = tenants_from_cluster(namespaces, objects, platform, gpu_class_of=gpu_class_of)
+    else:
+        origin = ", ".join(str(p) for p in args.files)
+        imported = tenants_from_documents(_read_files(args.files), platform, origin=origin, gpu_class_of=gpu_class_of)
+    texts = {name: tenant_file_text(data, sources=imported.sources.get(name, []), unmapped=imported.unmapped_of(name))
+             for name, data in sorted(imported.tenants.items())}
+    lines = [f"not imported: {item}" for item in sorted(set(imported.unmapped))]
+    if not texts:
+        print("\n".join(lines + [f"{PROG}: nothing to import"]), file=sys.stderr)
+        return EXIT_INVALID
+    existing = [n for n in texts if (args.root / "tenants" / f"{n}.yaml").exists()]
+    if existing and not (args.force or args.stdout):
+        print(f"{PROG}: tenants/{', '.join(existing)}.yaml exist; use --force to overwrite (nothing written)", file=sys.stderr)
+        return EXIT_INVALID
+    try:
+        environment = environment_with_imports(args.root, args.stack, texts)
+    except InvalidInput as err:
+        report(errors_only(err.problems))
+        print(f"{PROG}: the imported files are not valid against stack {args.stack} (nothing written); "
+              "the problems above name the fields: import with --gpu-class, or fix the stack", file=sys.stderr)
+        return EXIT_INVALID
+    if live:  # what the first deployment does to what already runs: updates first
+        from ..manifests.build import environment_objects
+
+        rendered = environment_objects(environment)
+        generated = [obj for name in texts for obj in rendered.get(name, [])]
+        context = args.context or platform.kube_context
+        plan = adoption_plan(generated, _from_cluster(read_live, args.kubeconfig, context, generated))
+        lines = [f"first deployment: {line}" for line in plan] + lines
+    if args.report:
+        args.report.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    for line in lines:
+        print(line, file=sys.stderr)
+    if args.stdout:
+        sys.stdout.write("---\n".join(texts.values()))
+        return EXIT_OK
+    (args.root / "tenants").mkdir(parents=True, exist_ok=True)
+    for name, text in texts.items():
+        (args.root / "tenants" / f"{name}.yaml").write_text(text, encoding="utf-8")
+        print(f"wrote tenants/{name}.yaml")
+    print("next: review the files and the report above, then the first deployment adopts the namespaces "
+          "(docs/importing.md: with PULUMI_K8S_UPSERT_EXISTING_OBJECTS=true on providers from 4.29)")
+    return EXIT_OK

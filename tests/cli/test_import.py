@@ -1,0 +1,81 @@
+"""`tenants import --from` as a platform engineer uses it: files written only when valid against the
+stack, the report on stderr and in --report, deterministic output, usage errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.cli.running import run
+
+UPSTREAM = Path(__file__).resolve().parents[1] / "authoring" / "upstream"
+PROFILE = str(UPSTREAM / "kubeflow-v1beta1-profile.yaml")
+
+
+def test_profile_is_written_and_validates(capsys, project_copy, tmp_path):
+    report = tmp_path / "report.txt"
+    code, out, err = run(capsys, "--root", str(project_copy), "import", "--stack", "staging", "--from", PROFILE,
+                         "--gpu-class", "nvidia.com/gpu=a100", "--report", str(report))
+    assert code == 0, err
+    assert "wrote tenants/test-user-profile.yaml" in out
+    written = (project_copy / "tenants" / "test-user-profile.yaml").read_text()
+    assert written.splitlines()[0] == "# yaml-language-server: $schema=../docs/schema/tenant.schema.json"
+    assert run(capsys, "--root", str(project_copy), "validate", "--stack", "staging")[0] == 0
+    assert report.read_text() == ""  # everything of this sample maps once the class is named
+    again = run(capsys, "--root", str(project_copy), "import", "--stack", "staging", "--from", PROFILE,
+                "--gpu-class", "nvidia.com/gpu=a100", "--force")
+    assert again[0] == 0 and (project_copy / "tenants" / "test-user-profile.yaml").read_text() == written
+
+
+def test_an_existing_file_is_kept_without_force(capsys, project_copy):
+    args = ("--root", str(project_copy), "import", "--stack", "staging", "--from", PROFILE)
+    assert run(capsys, *args)[0] == 0
+    code, _, err = run(capsys, *args)
+    assert code == 1 and "use --force to overwrite (nothing written)" in err
+
+
+def test_without_the_gpu_class_the_gpu_quota_is_reported_not_guessed(capsys, project_copy):
+    code, out, err = run(capsys, "--root", str(project_copy), "import", "--stack", "staging", "--from", PROFILE, "--stdout")
+    assert code == 0
+    assert "gpu" not in yaml.safe_load(out)["quota"]
+    assert "say which with --gpu-class nvidia.com/gpu=CLASS" in err
+    assert not (project_copy / "tenants" / "test-user-profile.yaml").exists()
+
+
+def test_a_file_invalid_against_the_stack_is_refused_and_nothing_written(capsys, project_copy):
+    # a100 in staging holds 10 GPUs with overcommit, eval has 8: a 16-GPU quota does not fit.
+    sample = project_copy / "big-profile.yaml"
+    sample.write_text(Path(PROFILE).read_text().replace('requests.nvidia.com/gpu: "1"', 'requests.nvidia.com/gpu: "16"'))
+    code, _, err = run(capsys, "--root", str(project_copy), "import", "--stack", "staging", "--from", str(sample),
+                       "--gpu-class", "nvidia.com/gpu=a100")
+    assert code == 1
+    assert "tenants/test-user-profile.yaml" in err and "nothing written" in err
+    assert not (project_copy / "tenants" / "test-user-profile.yaml").exists()
+
+
+def test_cluster_and_files_together_is_a_usage_error(capsys, project_copy):
+    code, _, err = run(capsys, "--root", str(project_copy), "import", "--stack", "staging", "--from", PROFILE, "--namespace", "x")
+    assert code == 2 and "give either a cluster" in err
+
+
+def test_the_import_recipe_runs_as_written(project_copy):
+    from tests.markdown_recipe import REPO, run_recipe
+
+    outputs = run_recipe(REPO / "docs" / "importing.md", project_copy)
+    assert any("wrote tenants/vision.yaml" in output for _, output in outputs)
+    assert "a100: 2" in (project_copy / "tenants" / "vision.yaml").read_text()
+
+
+def test_an_unreachable_cluster_is_one_clear_line(capsys, project_copy, tmp_path):
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "staging-admin",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "staging-admin", "context": {"cluster": "c", "user": "u"}}],
+    }))
+    with pytest.raises(SystemExit) as exit_:
+        run(capsys, "--root", str(project_copy), "import", "--stack", "staging", "--kubeconfig", str(kubeconfig), "--namespace", "vision")
+    assert str(exit_.value).startswith("tenants import: cannot reach the cluster of context staging-admin")

@@ -1,0 +1,342 @@
+"""The real KAI Scheduler on the scheduling lane's control plane (stacks with `scheduler: kai`).
+
+`tools/build.sh kai` builds KAI's scheduler, binder and pod-grouper from the source snapshot
+`tools/versions.env` pins (`KAI_SOURCE`, checked against `KAI_SOURCE_SHA256`, extracted into the
+cache, never into the checkout). On top of a `SchedulingStack` (control plane, kube-scheduler,
+Ready nodes with GPU capacity, the stack's objects applied) this:
+
+* installs every CRD of KAI's chart (`deployments/kai-scheduler/crds` of that snapshot: Queue,
+  PodGroup, BindRequest, Topology and the operator's Config/SchedulingShard). The Queue CRD is the
+  one `components/data/kai-scheduler` vendors (a test checks they are the same bytes);
+* starts the three processes the operator would deploy, each with its own kubeconfig, leader
+  election off (their default), every listener on a free loopback port:
+  - **pod-grouper**: creates a PodGroup for every pod with `schedulerName: kai-scheduler`, its
+    `spec.queue` from the `kai.scheduler/queue` label of the pod's top owner, else of the pod,
+    else `default-queue`;
+  - **scheduler** (`--scheduler-conf` unset: KAI's built-in default actions and plugins, the
+    ones the operator writes for a default SchedulingShard): allocates PodGroups through their
+    queues (proportion plugin: quota, over-quota weight, limit) onto nodes whose predicates
+    (node selector, taints, resources) fit, and records each decision as a BindRequest;
+  - **binder**: turns BindRequests into the pod's `binding`;
+* no admission webhook runs: KAI's (GPU-sharing mutation of fraction pods, Queue and Topology
+  validation) matter only to fraction pods, which this lane does not submit.
+
+Whole-GPU pods need nothing else: the binder reserves GPUs (reservation pods, which only a
+kubelet would run) only for fractional requests.
+"""
+
+from __future__ import annotations
+
+import os
+import urllib.request
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from tests.e2e.conftest import REPO_ROOT, VERSIONS, ControlPlane, _free_port, _Proc
+from tests.e2e.scheduling.conftest import RESEARCH, REQUIRED_ENV, SchedulingStack, _running
+from tests.e2e.scheduling.jobs import event_lines, wait_or_explain
+from tests.project_edits import replace_once
+
+KAI_VERSION = VERSIONS["KAI_VERSION"]
+KAI_BINARIES = ("kai-scheduler", "kai-binder", "kai-podgrouper")
+SCHEDULER_NAME = "kai-scheduler"          # KAI's default `--scheduler-name`, what pods must name
+KAI_NAMESPACE = "kai-scheduler"           # where a Helm install runs it (events, leases)
+RESERVATION_NAMESPACE = "kai-resource-reservation"   # the binder lists its reservation pods there
+GROUP, PODGROUP_VERSION, BINDREQUEST_VERSION = "scheduling.run.ai", "v2alpha2", "v1alpha2"
+
+
+def _cache_dir() -> Path:
+    return Path(os.environ.get("GPU_TENANCY_CACHE_DIR") or REPO_ROOT / ".cache")
+
+
+def kai_bin_dir() -> Path:
+    """Where tools/build.sh puts KAI's binaries (GPU_TENANCY_KAI_BIN_DIR overrides, as in go-env.sh)."""
+    override = os.environ.get("GPU_TENANCY_KAI_BIN_DIR")
+    return Path(override) if override else _cache_dir() / "kai" / KAI_VERSION
+
+
+def kai_source_dir() -> Path:
+    """KAI's source tree as tools/build.sh extracted it (one directory per snapshot hash)."""
+    return _cache_dir() / "kai" / f"src-{VERSIONS['KAI_SOURCE_SHA256'][:12]}"
+
+
+def kai_crd_dir() -> Path:
+    """The CRDs of KAI's Helm chart in that tree (what `helm install` applies first)."""
+    return kai_source_dir() / "deployments" / "kai-scheduler" / "crds"
+
+
+def kai_unavailable_reason() -> str:
+    """Why KAI cannot run here ("" if it can)."""
+    missing = [b for b in KAI_BINARIES if not os.access(kai_bin_dir() / b, os.X_OK)]
+    if missing:
+        return (f"KAI Scheduler: {', '.join(missing)} not built in {kai_bin_dir()}; run `tools/build.sh kai` "
+                "(or `make e2e-scheduling`; ~10 min cold, from ../shared/src/kai-scheduler.tar.gz)")
+    if not (kai_source_dir() / ".extracted").is_file():
+        return f"KAI Scheduler: its CRDs are read from the extracted source {kai_source_dir()}, missing; run `tools/build.sh kai`"
+    return ""
+
+
+def kai_crds() -> list[dict[str, Any]]:
+    """Every CustomResourceDefinition of KAI's chart, as the snapshot ships it."""
+    import yaml
+
+    crds = []
+    for path in sorted(kai_crd_dir().glob("*.yaml")):
+        crds += [d for d in yaml.safe_load_all(path.read_text())
+                 if isinstance(d, dict) and d.get("kind") == "CustomResourceDefinition"]
+    return crds
+
+
+def _ready(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return r.status == 200
+    except Exception:
+        return False
+
+
+class KaiScheduler:
+    """KAI's pod-grouper, scheduler and binder on a ControlPlane (stopped with it)."""
+
+    def __init__(self, cp: ControlPlane) -> None:
+        self.cp = cp
+        self.bin_dir = kai_bin_dir()
+
+    def _start(self, name: str, args: list[str]) -> None:
+        # The scheduler reads its kubeconfig only from $KUBECONFIG (controller-runtime's
+        # GetConfigOrDie; its --kubeconfig go flag is not on the scheduler's pflag set), so all three
+        # get it that way; `env` execs the binary, so the stop signal reaches it.
+        kubeconfig = self.cp.kubeconfig_for(f"system:serviceaccount:{KAI_NAMESPACE}:{name}", ["system:masters"], name=name)
+        argv = ["/usr/bin/env", f"KUBECONFIG={kubeconfig}", str(self.bin_dir / name), *args]
+        self.cp._procs.append(_Proc(name, argv, self.cp.log_dir))
+
+    def start(self, timeout: float = 120.0) -> float:
+        """Install KAI's CRDs and namespaces, start its three processes, wait until they serve. Returns seconds."""
+        import time
+
+        from kubernetes import client as k8s_client
+
+        started = time.monotonic()
+        cp = self.cp
+        ext = k8s_client.ApiextensionsV1Api(cp.api_client)
+        names = []
+        for crd in kai_crds():
+            cp.apply(crd, field_manager="e2e-kai-install")
+            names.append(crd["metadata"]["name"])
+
+        def established(name: str) -> bool:
+            conds = ext.read_custom_resource_definition(name).status.conditions or []
+            return any(c.type == "Established" and c.status == "True" for c in conds)
+
+        for name in names:
+            cp.wait_for(lambda n=name: established(n), timeout=60, what=f"CRD {name} Established")
+        cp.dynamic.resources.invalidate_cache()
+        for namespace in (KAI_NAMESPACE, RESERVATION_NAMESPACE):
+            cp.create_namespace(namespace)
+
+        # What each serves once it runs: the pod-grouper a readyz check; the binder and the
+        # scheduler none, so their metrics endpoints (up once their managers/informers start).
+        probes = {}
+        for name in ("kai-podgrouper", "kai-binder"):
+            metrics, probe = f"127.0.0.1:{_free_port()}", f"127.0.0.1:{_free_port()}"
+            self._start(name, [f"--metrics-bind-address={metrics}", f"--health-probe-bind-address={probe}",
+                               "--leader-elect=false", f"--scheduler-name={SCHEDULER_NAME}"])
+            probes[name] = f"http://{probe}/readyz" if name == "kai-podgrouper" else f"http://{metrics}/metrics"
+        metrics = f"127.0.0.1:{_free_port()}"
+        self._start("kai-scheduler", [
+            f"--scheduler-name={SCHEDULER_NAME}", f"--namespace={KAI_NAMESPACE}", "--leader-elect=false",
+            f"--listen-address={metrics}", f"--plugin-server-port={_free_port()}",
+            "--schedule-period=1s", "--v=3",
+        ])
+        probes["kai-scheduler"] = f"http://{metrics}/metrics"   # served once the scheduler is built
+
+        for name, url in probes.items():
+            def ready(u: str = url) -> bool:
+                cp._check_alive()
+                return _ready(u)
+
+            cp.wait_for(ready, timeout=timeout, interval=0.5, what=f"{name} serving {url}")
+        return time.monotonic() - started
+
+
+def running_kai_stack(stack: str, e2e_summary: list[str], root: Path = REPO_ROOT, what: str = "") -> Iterator[SchedulingStack]:
+    """A scheduling stack (control plane, kube-scheduler, Ready nodes, the stack applied) plus KAI.
+
+    Skips with the reason when KAI is not built; with GPU_TENANCY_SCHEDULING_REQUIRED=1 (`make
+    e2e-scheduling`) that is a failure instead, so the lane cannot pass by skipping.
+    """
+    reason = kai_unavailable_reason()
+    if reason:
+        if os.environ.get(REQUIRED_ENV) == "1":
+            pytest.fail(f"{REQUIRED_ENV}=1 but {reason}")
+        pytest.skip(reason)
+    for applied in _running(stack, e2e_summary, root, what):
+        try:
+            seconds = KaiScheduler(applied.plane.cp).start()
+        except BaseException:
+            applied.plane.cp.stop()
+            raise
+        e2e_summary.append(f"scheduling lane ({what or stack}): KAI Scheduler {KAI_VERSION} started in {seconds:.1f}s")
+        yield applied
+
+
+# --------------------------------------------------------------------------
+# Pods submitted to KAI as a tenant member would, and what KAI made of them
+# --------------------------------------------------------------------------
+
+
+def kai_pod(gpus: int, *, queue: str | None, selector: dict | None = None, toleration: dict | None = None,
+            labels: dict | None = None) -> dict[str, Any]:
+    """A whole-GPU pod for KAI (Pod Security `restricted`), in `queue` unless None.
+
+    >>> kai_pod(1, queue="eval")["spec"]["schedulerName"]
+    'kai-scheduler'
+    """
+    import uuid
+
+    values = {"cpu": "100m", "memory": "128Mi", "nvidia.com/gpu": str(gpus)}
+    spec: dict[str, Any] = {
+        "schedulerName": SCHEDULER_NAME,
+        "automountServiceAccountToken": False,
+        "securityContext": {"runAsNonRoot": True, "runAsUser": 1000, "seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": [{"name": "main", "image": "registry.invalid/cuda:12",   # never pulled: no kubelet
+                        "resources": {"requests": dict(values), "limits": dict(values)},
+                        "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}}],
+    }
+    if selector:
+        spec["nodeSelector"] = selector
+    if toleration:
+        spec["tolerations"] = [toleration]
+    meta_labels = dict(labels or {})
+    if queue is not None:
+        meta_labels["kai.scheduler/queue"] = queue
+    meta: dict[str, Any] = {"name": f"e2e-kai-{uuid.uuid4().hex[:8]}"}
+    if meta_labels:
+        meta["labels"] = meta_labels
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def developer_of(stack: Any, tenant: str) -> tuple[str, list[str]]:
+    """(user, groups) of one of the tenant's developers, as the stack grants them."""
+    groups = stack.tenant(tenant).access.developers.groups
+    assert groups, f"tenant {tenant} has no developer group to act as"
+    return f"e2e-dev-{tenant}", [groups[0]]
+
+
+def on_pool(stack: Any, tenant: str, pool: str) -> dict[str, Any]:
+    """`kai_pod` arguments that target one pool: its nodeSelector and, on a dedicated pool, the toleration.
+
+    >>> sorted(on_pool(stack, "eval", "a100-shared"))   # doctest: +SKIP
+    ['selector', 'toleration']
+    """
+    from components.manifests.gpu_nodes import pool_label, tenant_label
+    from components.manifests.placement_policy import placement
+
+    platform = stack.environment.platform
+    allowed = placement(stack.tenant(tenant), stack.environment)
+    toleration = ({"key": tenant_label(platform), "operator": "Equal", "value": tenant, "effect": "NoSchedule"}
+                  if pool in allowed.dedicated_pools else None)
+    return {"selector": {pool_label(platform): pool}, "toleration": toleration}
+
+
+class KaiPods:
+    """Pods created as a tenant's developer; deleted (and their quota released) after the test."""
+
+    def __init__(self, stack: Any) -> None:
+        from kubernetes import client
+
+        self.stack = stack
+        self.cp = stack.plane.cp
+        self.core = client.CoreV1Api(self.cp.api_client)
+        self.created: list[tuple[str, str]] = []
+        self.quota_used_before: dict[str, dict] = {}
+
+    def member_core(self, tenant: str) -> Any:
+        from kubernetes import client
+
+        return client.CoreV1Api(self.cp.client_for(*developer_of(self.stack, tenant)))
+
+    def submit(self, tenant: str, body: dict, namespace: str | None = None) -> str:
+        """Create the pod in the tenant's namespace as its developer; returns its name."""
+        namespace = namespace or tenant
+        self.quota_used_before.setdefault(namespace, self.cp.quota_used(namespace))
+        self.member_core(tenant).create_namespaced_pod(namespace, body)
+        self.created.append((namespace, body["metadata"]["name"]))
+        return body["metadata"]["name"]
+
+    def _custom(self, version: str, kind: str, namespace: str) -> list[dict]:
+        res = self.cp.dynamic.resources.get(api_version=f"{GROUP}/{version}", kind=kind)
+        return self.cp.dynamic.get(res, namespace=namespace).to_dict()["items"]
+
+    def pod_group(self, namespace: str, pod: str) -> dict | None:
+        """The PodGroup the pod-grouper made for a bare pod (its owner reference names the pod)."""
+        for group in self._custom(PODGROUP_VERSION, "PodGroup", namespace):
+            if any(o["kind"] == "Pod" and o["name"] == pod for o in group["metadata"].get("ownerReferences", [])):
+                return group
+        return None
+
+    def bind_request(self, namespace: str, pod: str) -> dict | None:
+        """The scheduler's BindRequest for the pod: proof that KAI, not kube-scheduler, placed it."""
+        return next((b for b in self._custom(BINDREQUEST_VERSION, "BindRequest", namespace)
+                     if b["spec"].get("podName") == pod), None)
+
+    def wait_bound(self, namespace: str, name: str, timeout: float = 90) -> Any:
+        def bound():
+            pod = self.core.read_namespaced_pod(name, namespace)
+            return pod if pod.spec.node_name else None
+
+        return wait_or_explain(self.cp, bound, f"pod {namespace}/{name} bound by KAI",
+                               lambda: self.explain(namespace, name), timeout)
+
+    def wait_event(self, namespace: str, name: str, reason: str, containing: str = "", timeout: float = 60) -> Any:
+        """Until an event with `reason` (and `containing` in its message) about the pod or its PodGroup exists."""
+        def found():
+            return next((e for e in self.core.list_namespaced_event(namespace).items
+                         if e.reason == reason and name in (e.involved_object.name or "")
+                         and containing in (e.message or "")), None)
+
+        return wait_or_explain(self.cp, found, f"a {reason} event about {namespace}/{name}",
+                               lambda: self.explain(namespace, name), timeout)
+
+    def explain(self, namespace: str, name: str) -> str:
+        """Events, PodGroup status and pod conditions, to say why a pod is not where the test expected it."""
+        lines = event_lines(self.core, namespace, name)
+        group = self.pod_group(namespace, name)
+        lines.append(f"podgroup: {(group or {}).get('spec')} status={(group or {}).get('status')}")
+        pod = self.core.read_namespaced_pod(name, namespace)
+        lines.append(f"pod {name}: node={pod.spec.node_name} conditions={pod.status.conditions}")
+        return "\n".join(lines)
+
+    def cleanup(self) -> None:
+        by_namespace: dict[str, list[str]] = {}
+        for namespace, name in self.created:
+            by_namespace.setdefault(namespace, []).append(name)
+        for namespace, names in by_namespace.items():
+            self.cp.delete_pods(namespace, names, quota_used_before=self.quota_used_before[namespace])
+
+
+# --------------------------------------------------------------------------
+# A staging copy where a tenant's ResourceQuota admits more than its queue's quota
+# --------------------------------------------------------------------------
+
+# In the example staging stack every tenant's ResourceQuota equals its queue's quota (nobody can
+# borrow: each tenant is alone on its pools), so the ResourceQuota refuses a whole-GPU pod over it
+# before KAI sees it. This copy adds `research` beside eval on the shared A100 pool, in eval's
+# department: 4 A100s of quota, and what eval lends there (its 6) on top in the ResourceQuota
+# (docs/queues-and-vclusters.md, "one rule"), so pods over research's queue quota reach KAI.
+# The borrowing tenant of the Kueue lane (conftest.RESEARCH) with half its A100s and a developer group to act as.
+KAI_RESEARCH = RESEARCH.replace("  gpu: {a100: 8}\n", "  gpu: {a100: 4}\n") + "access:\n  developers:\n    groups: [research-eng]\n"
+
+
+def write_kai_borrowing_project(root: Path) -> Path:
+    """The example project with eval's staging A100 quota at 6 and `research` (4 A100s) beside it."""
+    import shutil
+
+    for part in ("tenants", "stacks"):
+        shutil.copytree(REPO_ROOT / part, root / part)
+    replace_once(root / "tenants" / "eval.yaml", "  staging:\n    quota:\n      gpu: {a100: 8}\n",
+                 "  staging:\n    quota:\n      gpu: {a100: 6}\n")
+    (root / "tenants" / "research.yaml").write_text(KAI_RESEARCH)
+    return root

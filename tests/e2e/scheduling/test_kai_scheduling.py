@@ -1,0 +1,145 @@
+"""Queues and placement on the real KAI Scheduler (scheduler, binder, pod-grouper; `kai.py`).
+
+The example staging stack (`scheduler: kai`) is applied as rendered; its nodes are Ready with
+their GPU capacity; pods are created as the tenant's developer, with `schedulerName:
+kai-scheduler` and the tenant's `kai.scheduler/queue` label, as the tool tells tenants to
+(docs/queues-and-vclusters.md). Each bound pod has a PodGroup in the tenant's queue and a
+BindRequest: KAI placed it, not kube-scheduler (which ignores pods naming another scheduler).
+
+Whole GPUs only: fraction pods need KAI's admission webhook and a reservation pod that only a
+kubelet runs (issue 21, step 4, later).
+"""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes.client.rest import ApiException
+
+from components.manifests.gpu_nodes import pool_label
+from components.manifests.kai import QUEUE_LABEL
+from components.manifests.placement_policy import placement
+from components.fleet import gpu_capacity as cap
+from tests.e2e.conftest import REPO_ROOT, AppliedStack
+from tests.e2e.scheduling.kai import KaiPods, kai_crd_dir, kai_pod, on_pool, running_kai_stack
+
+pytestmark = [pytest.mark.e2e, pytest.mark.scheduling]
+
+ENVIRONMENT, _ = AppliedStack.render("staging")
+
+
+@pytest.fixture(scope="module")
+def kai_stack(e2e_summary):
+    """The example staging stack on a control plane with kube-scheduler and the real KAI Scheduler."""
+    yield from running_kai_stack("staging", e2e_summary)
+
+
+@pytest.fixture
+def pods(kai_stack):
+    created = KaiPods(kai_stack)
+    yield created
+    created.cleanup()
+
+
+def _whole_gpu_cases() -> list[tuple[str, str]]:
+    """(tenant, pool) for every pool offering whole GPUs that each tenant holds whole-GPU quota for."""
+    platform = ENVIRONMENT.platform
+    cases = []
+    for loaded in ENVIRONMENT.tenants:
+        if loaded.spec.lifecycle != "active" or not cap.gpu_quota_by_resource(loaded.spec, platform).get(cap.GPU):
+            continue
+        for pool in placement(loaded.spec, ENVIRONMENT).pools:
+            node_pool = platform.node_pools[pool]
+            if node_pool.nodes and cap.node_gpu_resources(platform, node_pool).get(cap.GPU):
+                cases.append((loaded.name, pool))
+    return cases
+
+
+# --------------------------------------------------------------------------
+# the example staging stack
+# --------------------------------------------------------------------------
+
+
+def test_stack_applies_cleanly_on_kais_crds(kai_stack, e2e_summary):
+    """Every rendered object is accepted, the Queues by the CRD of the KAI that runs."""
+    rejected = [f"{o['kind']} {o['metadata'].get('namespace', '')}/{o['metadata']['name']}: {r.reason} {r.body}"
+                for o, r in kai_stack.results if isinstance(r, ApiException)]
+    assert not rejected, "\n".join(rejected)
+    queues = kai_stack.of_kind("Queue")
+    live = {q["metadata"]["name"]: q["spec"] for q in (kai_stack.plane.cp.get_object(q) for q in queues)}
+    assert live == {q["metadata"]["name"]: q["spec"] for q in queues}
+    e2e_summary.append(f"scheduling lane (staging): {len(queues)} KAI Queues, {len(kai_stack.node_pool)} ready nodes")
+
+
+def test_the_shipped_queue_crd_is_that_of_the_kai_we_run(kai_stack):
+    """components/data/kai-scheduler's Queue CRD must be the one in the KAI snapshot the lane builds."""
+    shipped = REPO_ROOT / "components" / "data" / "kai-scheduler" / "scheduling.run.ai_queues.yaml"
+    assert shipped.read_bytes() == (kai_crd_dir() / shipped.name).read_bytes()
+
+
+@pytest.mark.parametrize("tenant,pool", _whole_gpu_cases())
+def test_whole_gpu_pod_goes_through_the_tenants_queue_to_its_pool(kai_stack, pods, tenant, pool):
+    name = pods.submit(tenant, kai_pod(1, queue=tenant, **on_pool(kai_stack, tenant, pool)))
+    bound = pods.wait_bound(tenant, name)
+    assert kai_stack.node_pool[bound.spec.node_name] == pool
+    group = pods.pod_group(tenant, name)
+    assert group is not None and group["spec"]["queue"] == tenant, pods.explain(tenant, name)
+    request = pods.bind_request(tenant, name)
+    assert request is not None and request["spec"]["selectedNode"] == bound.spec.node_name
+
+
+def test_a_pod_naming_another_tenants_queue_is_refused(kai_stack, pods):
+    """eval's developer puts a pod into llm-finetune's queue: the queue policy refuses it at creation."""
+    body = kai_pod(1, queue="llm-finetune", **on_pool(kai_stack, "eval", "a100-shared"))
+    with pytest.raises(ApiException) as refused:
+        pods.submit("eval", body)
+    assert refused.value.status == 403
+    assert f"{QUEUE_LABEL} must be eval" in refused.value.body
+    body["metadata"]["labels"][QUEUE_LABEL] = "eval"   # the legitimate neighbour: its own queue
+    name = pods.submit("eval", body)
+    assert kai_stack.node_pool[pods.wait_bound("eval", name).spec.node_name] == "a100-shared"
+
+
+def test_a_pod_without_a_queue_label_is_never_scheduled(kai_stack, pods):
+    """KAI would put it into `default-queue`: the pod-grouper's PodGroup for it is refused, so KAI never sees it."""
+    name = pods.submit("eval", kai_pod(1, queue=None, **on_pool(kai_stack, "eval", "a100-shared")))
+    # The pod-grouper's PodGroup create is refused by the queue policy; it says so in an event on the pod.
+    warning = pods.wait_event("eval", name, "PodGrouperWarning", containing=f"{QUEUE_LABEL} must be eval")
+    assert "default-queue" in warning.message, warning.message
+    assert pods.pod_group("eval", name) is None
+    assert pods.core.read_namespaced_pod(name, "eval").spec.node_name is None
+    # The same pod in its own queue is the legitimate neighbour: bound.
+    legit = pods.submit("eval", kai_pod(1, queue="eval", **on_pool(kai_stack, "eval", "a100-shared")))
+    assert kai_stack.node_pool[pods.wait_bound("eval", legit).spec.node_name] == "a100-shared"
+
+
+def test_a_pod_selecting_another_tenants_dedicated_pool_is_refused(kai_stack, pods):
+    """eval's developer targets llm-finetune's training pool through eval's own queue: placement refuses it."""
+    with pytest.raises(ApiException) as refused:
+        pods.submit("eval", kai_pod(1, queue="eval", selector={pool_label(ENVIRONMENT.platform): "h100-train"}))
+    assert refused.value.status == 403 and "h100-train" in refused.value.body
+
+
+def test_the_queue_fills_to_its_quota_and_the_next_pod_is_refused(kai_stack, pods):
+    """llm-finetune's queue and ResourceQuota both hold 12 H100s: KAI binds 12 on its pool, the 13th is refused at creation."""
+    platform = ENVIRONMENT.platform
+    quota = cap.gpu_quota_by_class(kai_stack.tenant("llm-finetune"), platform)["h100"]
+    assert kai_stack.find("Queue", "llm-finetune")["spec"]["resources"]["gpu"]["quota"] == quota
+    target = on_pool(kai_stack, "llm-finetune", "h100-train")
+    per_node = platform.node_pools["h100-train"].gpus_per_node
+    sizes = [per_node] * (quota // per_node) + ([quota % per_node] if quota % per_node else [])
+    names = [pods.submit("llm-finetune", kai_pod(n, queue="llm-finetune", **target)) for n in sizes]
+    assert {kai_stack.node_pool[pods.wait_bound("llm-finetune", n).spec.node_name] for n in names} == {"h100-train"}
+    with pytest.raises(ApiException) as refused:
+        pods.submit("llm-finetune", kai_pod(1, queue="llm-finetune", **target))
+    assert refused.value.status == 403 and "exceeded quota" in refused.value.body
+
+
+def test_a_tenants_extra_namespace_uses_the_tenants_queue(kai_stack, pods):
+    """inference-canary belongs to inference: its pods go through queue `inference`, and only that queue."""
+    target = on_pool(kai_stack, "inference", "h100-serve")
+    with pytest.raises(ApiException) as refused:
+        pods.submit("inference", kai_pod(1, queue="inference-canary", **target), namespace="inference-canary")
+    assert refused.value.status == 403 and f"{QUEUE_LABEL} must be inference" in refused.value.body
+    name = pods.submit("inference", kai_pod(1, queue="inference", **target), namespace="inference-canary")
+    assert kai_stack.node_pool[pods.wait_bound("inference-canary", name).spec.node_name] == "h100-serve"
+    assert pods.pod_group("inference-canary", name)["spec"]["queue"] == "inference"
