@@ -66,17 +66,17 @@ e2e-pulumi: $(VENV)/.installed
 
 up: $(VENV)/.installed ## a real `pulumi up` of STACK (every stack of a sharded one) on a throw-away local control plane; FROM=dir for other stack/tenant files (Ctrl-C stops it)
 	tools/build.sh $(E2E_BINARIES)
-	$(PY) tools/up.py --stack $(STACK) $(if $(FROM),--from $(FROM)) $(UP_FLAGS)
+	$(PY) -m tools.up --stack $(STACK) $(if $(FROM),--from $(FROM)) $(UP_FLAGS)
 
 bench: $(VENV)/.installed ## benchmarks at 10, 100 and 1000 tenants (docs/performance.md; ~10 min)
-	$(PY) bench/run.py --sizes 10,100,1000
+	$(PY) -m bench.run --sizes 10,100,1000
 
 # The real engine at 10, 100 and 300 tenants, unsharded and sharded (SHARD_SIZE tenants a shard), on
 # local control planes; not part of .ci/run (30-40 min on 2 cores). docs/performance.md, "The Pulumi engine".
 SHARD_SIZE ?= 50
 bench-pulumi: $(VENV)/.installed ## real `pulumi up`/`preview` benchmarks at 10, 100, 300 tenants (~35 min)
 	tools/build.sh $(E2E_BINARIES)
-	$(PY) bench/pulumi_engine.py --sizes 10,100,300 --shard-size $(SHARD_SIZE)
+	$(PY) -m bench.pulumi_engine --sizes 10,100,300 --shard-size $(SHARD_SIZE)
 
 schema: $(VENV)/.installed ## regenerate docs/schema/*.json from the models
 	$(VENV)/bin/tenants schema --kind tenant --out docs/schema/tenant.schema.json

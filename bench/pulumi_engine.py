@@ -2,11 +2,11 @@
 of the synthetic fleet at N tenants, unsharded and sharded, with the mock-runtime registration of
 the same program measured in the same run.
 
-    GPU_TENANCY_CACHE_DIR=~/.cache/gpu-tenancy .venv/bin/python bench/pulumi_engine.py \\
+    GPU_TENANCY_CACHE_DIR=~/.cache/gpu-tenancy .venv/bin/python -m bench.pulumi_engine \\
         [--sizes 10,100,300] [--shard-size 50] [--json out/bench/pulumi_engine.json]
 
-Per N (bench/synthetic.py: N tenant files and a stack `bench` whose capacity grows with N), each
-side on its own fresh control plane (tests/e2e/pulumi_engine/harness.py: LocalCluster with the
+Per N (tools/synthetic.py: N tenant files and a stack `bench` whose capacity grows with N), each
+side on its own fresh control plane (tools/engine.py: LocalCluster with the
 stack's Nodes registered, and Engine with PULUMI_SKIP_CHECKPOINTS as the lane sets it):
 
 - unsharded (the stack `bench` holds everything): `up` from empty; `preview` with nothing changed;
@@ -53,11 +53,9 @@ from typing import Any, Callable, Optional
 # see tests/e2e/pulumi_engine/conftest.py. Off before grpc can load.
 os.environ["GRPC_ENABLE_FORK_SUPPORT"] = "false"
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from tools.synthetic import STACK, dump, stack_data, tenant_name, write_project  # noqa: E402  (after the fork setting)
 
-from bench.synthetic import STACK, dump, stack_data, tenant_name, write_project  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 TARGET_SECONDS = 60.0  # one-tenant change, sharded, N = 300
 PROGRAM_FILES = ("Pulumi.yaml", "__main__.py")
@@ -80,7 +78,7 @@ def shard_names(count: int, shard_size: int) -> list[str]:
 
 
 def sharded_stack_data(count: int, shards: list[str]) -> dict:
-    """bench/synthetic.py's stack for `count` tenants, split across `shards`.
+    """tools/synthetic.py's stack for `count` tenants, split across `shards`.
 
     >>> sharded_stack_data(10, ["s01"])["config"]["gpu-tenancy:platform"]["sharding"]
     {'shards': ['s01']}
@@ -306,7 +304,7 @@ class TreeSampler:
 def phase_engine(project: Path, stack: str, state: Path, kubeconfig: Path, op: str) -> dict:
     """One `up` or `preview` of one stack, with its time, summary and peak memory."""
     with TreeSampler(os.getpid()) as sampler:
-        from tests.e2e.pulumi_engine.harness import Engine
+        from tools.engine import Engine
 
         started = time.perf_counter()
         engine = Engine(project, stack, state, kubeconfig)
@@ -345,14 +343,14 @@ def _child_json(command: list[str], what: str) -> dict:
 
 def run_engine(project: Path, stack: str, state: Path, kubeconfig: Path, op: str) -> dict:
     """`phase_engine` in a fresh process."""
-    command = [sys.executable, str(Path(__file__).resolve()), "--phase", "engine", "--project", str(project),
+    command = [sys.executable, "-m", "bench.pulumi_engine", "--phase", "engine", "--project", str(project),
                "--stack", stack, "--state", str(state), "--kubeconfig", str(kubeconfig), "--op", op]
     return _child_json(command, f"`pulumi {op}` of {stack}")
 
 
 def run_mock(project: Path) -> dict:
     """bench/run.py's fleet phase (the Fleet under Pulumi's mocks) in a fresh process."""
-    command = [sys.executable, str(REPO / "bench" / "run.py"), "--phase", "fleet", "--root", str(project)]
+    command = [sys.executable, "-m", "bench.run", "--phase", "fleet", "--root", str(project)]
     return _child_json(command, "the mock-runtime registration")
 
 
@@ -389,7 +387,7 @@ def offline_diff(root: Path) -> dict:
 
 
 def _cluster(workdir: Path, project: Path):
-    from tests.e2e.pulumi_engine.harness import LocalCluster
+    from tools.engine import LocalCluster
 
     return LocalCluster(workdir, project, STACK).start()
 
@@ -485,7 +483,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(json.dumps(phase_engine(Path(args.project), args.stack, Path(args.state), Path(args.kubeconfig), args.op)))
         return 0
 
-    from tests.e2e.pulumi_engine.harness import missing_pulumi_tools
+    from tools.engine import missing_pulumi_tools
 
     missing = missing_pulumi_tools()
     if missing:
@@ -495,7 +493,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     sizes = [int(s) for s in args.sizes.split(",") if s]
     log = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
     load_before, started = os.getloadavg(), time.time()
-    command = " ".join([Path(sys.executable).name, "bench/pulumi_engine.py", *(argv if argv is not None else sys.argv[1:])])
+    command = " ".join([Path(sys.executable).name, "-m", "bench.pulumi_engine", *(argv if argv is not None else sys.argv[1:])])
     results: dict = {"command": command, "machine": {"cores": os.cpu_count(), "python": platform.python_version(),
                                                      "arch": platform.machine()},
                      "load_before": list(load_before), "shard_size": args.shard_size, "rows": []}

@@ -1,13 +1,13 @@
 """Benchmarks at N synthetic tenants, each phase against its floor, measured in the same run.
 
-    .venv/bin/python bench/run.py [--sizes 10,100,1000] [--repeat 3] [--pulumi-sizes 10,100,1000]
+    .venv/bin/python -m bench.run [--sizes 10,100,1000] [--repeat 3] [--pulumi-sizes 10,100,1000]
 
-Per N (bench/synthetic.py: N tenant files, a stack whose capacity grows with N) it prints:
+Per N (tools/synthetic.py: N tenant files, a stack whose capacity grows with N) it prints:
 
 - render: `tenants render` in-process (load, validate, build, write YAML) against the floor:
   reading the same YAML files with `yaml.CSafeLoader` and writing the same output bytes with
   `yaml.CSafeDumper`, no logic (the floor's output is checked to be byte-identical);
-- Pulumi: the program's Fleet component under the mock runtime (tests/pulumi_harness.py) against
+- Pulumi: the program's Fleet component under the mock runtime (tools/pulumi_mocks.py) against
   registering the same objects as bare pulumi_kubernetes resources (no components, no options);
 - peak memory (ru_maxrss) of the render process and of the Fleet process;
 - `tenants diff --base HEAD` for a one-tenant change in the N-tenant fleet (a git repository made
@@ -36,11 +36,9 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from tools.synthetic import STACK, tenant_name, write_project
 
-from bench.synthetic import STACK, tenant_name, write_project  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 TARGETS = {"render_ratio": 3.0, "render_seconds": 2.0, "pulumi_ratio": 1.3, "peak_mb": 500.0, "diff_seconds": 2.0}
 
@@ -100,7 +98,7 @@ def phase_floor(root: Path, out: Path, repeat: int) -> dict:
 
 
 def _pulumi_run(body) -> tuple[float, int]:
-    from tests.pulumi_harness import run_body
+    from tools.pulumi_mocks import run_body
 
     started = time.perf_counter()
     registrations, _ = run_body(STACK, {}, body)
@@ -171,7 +169,7 @@ def child(args: argparse.Namespace) -> None:
 
 
 def run_phase(phase: str, root: Path, out: Path | None = None, repeat: int = 1) -> dict:
-    command = [sys.executable, str(Path(__file__).resolve()), "--phase", phase, "--root", str(root), "--repeat", str(repeat)]
+    command = [sys.executable, "-m", "bench.run", "--phase", phase, "--root", str(root), "--repeat", str(repeat)]
     if out is not None:
         command += ["--out", str(out)]
     done = subprocess.run(command, capture_output=True, text=True, cwd=REPO, check=False)
@@ -276,7 +274,7 @@ def main() -> int:
             rows.append(measure(count, Path(scratch), args.repeat, count in pulumi_sizes, log))
     print(f"machine: {os.cpu_count()} cores, Python {platform.python_version()}, {platform.machine()}; "
           f"load average {load_before[0]:.1f} before, {os.getloadavg()[0]:.1f} after; {time.time() - started:.0f} s in all")
-    print(f"command: {' '.join([Path(sys.executable).name, 'bench/run.py', *sys.argv[1:]])}")
+    print(f"command: {' '.join([Path(sys.executable).name, '-m', 'bench.run', *sys.argv[1:]])}")
     print()
     print(table(rows))
     print()

@@ -13,22 +13,22 @@ import gc
 import os
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from pydantic import ValidationError
 
 from .fleet.environment import Environment, LoadedTenant
 from .fleet.queue_arithmetic import expand_queue_limits
 from .fleet.shard_stacks import stack_tenants
+from .spec.base import API_VERSION, DECIDE, OLDER_VERSIONS, V1ALPHA1
 from .spec.field_errors import model_problems
 from .spec.problems import InvalidInput, Problem, errors_only
 from .spec.sharding import split_stack_name
 from .spec.stack import CONFIG_KEY, Platform
 from .spec.tenant import Tenant
-from .spec.versions import stack_version_problems, tenant_version_problems, undecided_problems
 from .spec.yaml_source import SourceDocument, parse_yaml, read_text
 from .validate import vcluster
-from .validate.checks import check_environment
+from .validate.environment import check_environment
 from .validate.sharding import check_sharding
 
 TENANT_SUFFIXES = (".yaml", ".yml")
@@ -84,6 +84,78 @@ def _display(path: Path, root: Path) -> str:
         return str(path.relative_to(root))
     except ValueError:
         return str(path)
+
+
+# --- format versions: an older file gets one problem saying to migrate -----------------------------
+
+
+def older_version_message(kind: str, version: str, file: str) -> str:
+    """Why an older file is not read, and the command that rewrites it.
+
+    >>> older_version_message("stack", V1ALPHA1, "stacks/Pulumi.dev.yaml")[:46]
+    'gpu-tenancy.dev/v1alpha1 is an older format of'
+    """
+    return (
+        f"{version} is an older format of {kind} files (the current one is {API_VERSION}); run "
+        f"`tenants migrate {file}`: it rewrites the file and marks DECIDE what you must choose (docs/migrating.md)"
+    )
+
+
+def tenant_version_problems(doc: SourceDocument) -> list[Problem]:
+    """The file's `apiVersion` is an older one: one problem saying to migrate (its fields are not
+    checked against today's format, which would only repeat what migrate reports).
+
+    >>> doc = SourceDocument("t.yaml", {"apiVersion": V1ALPHA1}, {("apiVersion",): (2, 13)})
+    >>> str(tenant_version_problems(doc)[0])[:52]
+    't.yaml:2:13: apiVersion: gpu-tenancy.dev/v1alpha1 is'
+    """
+    version = doc.data.get("apiVersion") if isinstance(doc.data, dict) else None
+    if version in OLDER_VERSIONS:
+        return [doc.problem(("apiVersion",), older_version_message("tenant", version, doc.file))]
+    return []
+
+
+def stack_version_problems(doc: SourceDocument, config_key: str) -> list[Problem]:
+    """A stack file whose platform object names no `apiVersion` (or an older one) predates today's format.
+
+    >>> doc = SourceDocument("s.yaml", {"config": {"p": {"labelDomain": "x"}}}, {("config", "p"): (3, 3)})
+    >>> stack_version_problems(doc, "p")[0].field
+    'config.p.apiVersion'
+    """
+    config = doc.data.get("config") if isinstance(doc.data, dict) else None
+    platform = config.get(config_key) if isinstance(config, dict) else None
+    if not isinstance(platform, dict):
+        return []
+    version = platform.get("apiVersion", V1ALPHA1)
+    if version not in OLDER_VERSIONS:
+        return []
+    path = ("config", config_key, "apiVersion")
+    return [doc.problem(path, older_version_message("stack", version, doc.file), field_name=".".join(path))]
+
+
+def undecided_problems(doc: SourceDocument) -> list[Problem]:
+    """Every `DECIDE` that `tenants migrate` left in the file, at its line.
+
+    >>> doc = SourceDocument("t.yaml", {"a": [{"ports": "DECIDE"}]}, {("a", 0, "ports"): (4, 9)})
+    >>> str(undecided_problems(doc)[0])[:38]
+    't.yaml:4:9: a[0].ports: undecided: ten'
+    """
+    return [
+        doc.problem(path, "undecided: tenants migrate left this choice to you (the comment above it says what "
+                          "each answer means); replace DECIDE with your decision")
+        for path in _decide_paths(doc.data, ())
+    ]
+
+
+def _decide_paths(value: Any, path: tuple) -> Iterator[tuple]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _decide_paths(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _decide_paths(item, (*path, index))
+    elif value == DECIDE:
+        yield path
 
 
 def parse_platform(doc: SourceDocument, env: str, *, versioned: bool = True) -> Platform:

@@ -23,7 +23,7 @@ from bench.pulumi_engine import (
     tree_rss,
     verdicts,
 )
-from bench.synthetic import STACK
+from tools.synthetic import STACK
 from components.load import load_environment
 from components.fleet.shard_stacks import stack_parts, tenant_stack
 

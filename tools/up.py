@@ -1,6 +1,6 @@
 """`make up [STACK=prod] [FROM=dir]`: a real `pulumi up` of the example on a throw-away local control plane.
 
-Starts etcd, kube-apiserver and kube-controller-manager on loopback (tests/e2e's control plane),
+Starts etcd, kube-apiserver and kube-controller-manager on loopback (tools/control_plane.py),
 registers the stack's GPU Nodes and installs the Kueue/KAI CRDs the way a cluster has them before
 the first deployment, writes a kubeconfig whose context is the stack's `kubeContext`, and runs
 `__main__.py` through the real engine (the Pulumi CLI and the Kubernetes provider built by
@@ -27,10 +27,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 os.environ["GRPC_ENABLE_FORK_SUPPORT"] = "false"  # see tests/e2e/pulumi_engine/conftest.py
 
-from components.spec.problems import InvalidInput  # noqa: E402  (after the path is set)
+from components.spec.problems import InvalidInput  # noqa: E402  (after the fork setting)
 from components.spec.sharding import split_stack_name  # noqa: E402
 
 
@@ -43,7 +42,7 @@ def main() -> int:
     parser.add_argument("--exit", action="store_true", help="stop the control plane after the up instead of waiting")
     args = parser.parse_args()
 
-    from tests.e2e.pulumi_engine.harness import (
+    from tools.engine import (
         Engine,
         LocalCluster,
         copy_project,

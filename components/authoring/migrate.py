@@ -20,10 +20,9 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
-from ..spec.base import API_VERSION
+from ..spec.base import API_VERSION, DECIDE, OLDER_VERSIONS, V1ALPHA1
 from ..spec.problems import InvalidInput
 from ..spec.stack import CONFIG_KEY
-from ..spec.versions import DECIDE, OLDER_VERSIONS, V1ALPHA1
 from ..spec.yaml_source import dotted, parse_yaml
 
 PLATFORM_PORTS_NOTE = (

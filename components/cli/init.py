@@ -13,6 +13,7 @@ import re
 import sys
 from pathlib import Path
 
+from ..spec.hints import closest
 from ..spec.problems import InvalidInput, Problem, errors_only
 from .common import EXIT_INVALID, EXIT_OK
 
@@ -51,10 +52,8 @@ def _parse_class(value: str) -> tuple[str, dict]:
     if not sep or not name or not model:
         raise _OptionError(f"--gpu-class {value}: write NAME=MODEL, e.g. --gpu-class h100=H100-80GB")
     if model not in GPU_MODELS:
-        import difflib
-
-        close = difflib.get_close_matches(model, GPU_MODELS, n=1, cutoff=0.5)
-        hint = f"did you mean '{close[0]}'? " if close else ""
+        close = closest(model, GPU_MODELS, cutoff=0.5)
+        hint = f"did you mean '{close}'? " if close else ""
         raise _OptionError(f"--gpu-class {value}: unknown GPU model '{model}'; {hint}known: {', '.join(sorted(GPU_MODELS))}; "
                            "describe other models (product label, memory) or shared GPUs in an --inventory file")
     return name, {"model": model}

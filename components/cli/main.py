@@ -11,20 +11,22 @@ from pathlib import Path
 from typing import Sequence
 
 from ..spec.problems import InvalidInput
-from . import capacity, diff, importing, init, migrate, moves, new, render, schema, stacks, validate
+from . import diff, importing, init, moves, new, render, reports, schema, stacks, validate
 from .common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, report
 
-# name -> module with `add_parser(subparsers)` and `run(args) -> exit code`; help lists them in this order.
+# name -> module (or class, where one module holds two commands) with `add_parser(subparsers)` and
+# `run(args) -> exit code`; help lists them in this order.
 COMMANDS = {
     "init": init,
-    "validate": validate,
-    "migrate": migrate,
+    "validate": validate.Validate,
+    "migrate": validate.Migrate,
     "schema": schema,
     "new": new,
     "import": importing,
     "render": render,
     "diff": diff,
-    "capacity": capacity,
+    "capacity": reports.Capacity,
+    "report": reports.GpuHours,
     "stacks": stacks,
     "moves": moves,
 }

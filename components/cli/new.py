@@ -9,12 +9,12 @@ their tenants (the new one is deployed there only once added to the list).
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import re
 import sys
 from pathlib import Path
 
+from ..spec.hints import closest
 from ..spec.problems import InvalidInput, Problem
 from .common import EXIT_INVALID, EXIT_OK
 
@@ -147,8 +147,8 @@ def _class_problems(args, classes: list[str], fit) -> list[str]:
         option = "--gpu-class" if name in args.gpu_class else "--gpu"
         if not having:
             known = fit.all_classes
-            close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-            hint = f"; did you mean '{close[0]}'?" if close else ""
+            close = closest(name, known)
+            hint = f"; did you mean '{close}'?" if close else ""
             listing = ", ".join(known) or "none"
             stacks = ", ".join(s.stack for s in fit.stacks) or "none"
             out.append(f"{PROG}: {option} {name}: unknown GPU class '{name}'{hint} (GPU classes of the stacks {stacks}: {listing})")

@@ -151,7 +151,7 @@ def fleet_panels(exporters: frozenset[str], monitoring: Monitoring) -> list[tupl
                 unit="none",
             )
         )
-    rows = [("GPU classes", classes), ("Tenants", tenants)]
+    rows = [("GPU classes", classes), ("Tenants", tenants), ("Chargeback", [chargeback_panel(exporters)])]
     if "dcgm" in exporters:
         idle = float(monitoring.idle_ratio)
         rows.append(
@@ -171,6 +171,27 @@ def fleet_panels(exporters: frozenset[str], monitoring: Monitoring) -> list[tupl
             )
         )
     return rows
+
+
+CHARGEBACK_RANGE = "$__range"  # Grafana's dashboard time range, e.g. a month
+
+
+def chargeback_panel(exporters: frozenset[str]) -> PanelSpec:
+    """GPU-hours per cost centre, tenant and class over the dashboard's time range (allocated, and
+    used when DCGM is scraped); `tenants report` prints the same figures for any period."""
+    legend = "{{cost_center}} {{tenant}} {{gpu_class}}"
+    queries = [Query(r.gpu_hours_expr(r.TENANT_ALLOCATED_GPUS, CHARGEBACK_RANGE), legend + " allocated")]
+    if "dcgm" in exporters:
+        queries.append(Query(r.gpu_hours_expr(r.TENANT_USED_GPUS, CHARGEBACK_RANGE), legend + " used"))
+    return PanelSpec(
+        "GPU-hours by cost centre, tenant and class (time range)",
+        "GPU-hours over the dashboard's time range: allocated = devices held by scheduled pods, used = their engine "
+        "activity; a MIG instance or time-slice share counts as what it is of a GPU (a 1g.10gb of an A100 is 1/7).",
+        tuple(queries),
+        unit="none",
+        kind="table",
+        width=24,
+    )
 
 
 def tenant_panels(exporters: frozenset[str], monitoring: Monitoring) -> list[tuple[str, list[PanelSpec]]]:

@@ -29,7 +29,7 @@ from ..spec.stack import Platform
 from ..spec.tenant import Tenant
 from .gpu_nodes import gpu_class_label
 from .kueue import gpu_class_quotas
-from .meta import GROUP, TENANT_LABEL, KubeObject, kube_object, object_meta, platform_labels, tenant_labels
+from .meta import COST_CENTER_LABEL, GROUP, TENANT_LABEL, KubeObject, kube_object, object_meta, platform_labels, tenant_labels
 from .namespace import environment_label
 from .quota import TENANT_QUOTA, cluster_gpu_resources
 
@@ -61,6 +61,15 @@ QUEUE_WAIT_P95 = "gpu_tenancy:tenant_queue_wait_seconds:p95"
 PENDING_WORKLOADS = "gpu_tenancy:tenant_pending_workloads:sum"
 KAI_ALLOCATED = "gpu_tenancy:tenant_queue_allocated_gpus:kai"
 KAI_DESERVED = "gpu_tenancy:tenant_queue_deserved_gpus:kai"
+# Chargeback: GPU-equivalents (what a device is of a physical GPU) held and kept busy, per tenant,
+# cost centre and class; GPU-hours are their integral over a period (`gpu_hours_expr`).
+NAMESPACE_COST_CENTER = "gpu_tenancy:namespace_cost_center:info"
+DEVICE_GPU_FRACTION = "gpu_tenancy:gpu_class_device_gpu_fraction:stack"
+POD_ALLOCATED_GPUS = "gpu_tenancy:pod_gpu_allocated:gpus"
+TENANT_ALLOCATED_GPUS = "gpu_tenancy:tenant_gpu_allocated:gpus"
+TENANT_USED_GPUS = "gpu_tenancy:tenant_gpu_used:gpus"
+CHARGEBACK_LABELS = ("cost_center", "tenant", "gpu_class")
+GPU_HOURS_RESOLUTION_MINUTES = 1
 
 
 def enabled_monitoring(platform: Platform) -> Monitoring | None:
@@ -158,6 +167,53 @@ def class_capacity(platform: Platform) -> dict[tuple[str, str], int]:
     return dict(sorted(result.items()))
 
 
+def device_gpu_fractions(platform: Platform) -> dict[tuple[str, str], Fraction]:
+    """What one device of each (GPU class, extended resource) is of a physical GPU, for chargeback.
+
+    A whole GPU is 1; a time-slice or MPS share 1/replicas; a MIG instance (mixed strategy) its
+    compute slices over the GPU's (a 1g.10gb on an A100 is 1/7); under the single strategy, where
+    every slice is an `nvidia.com/gpu`, the class's GPUs over the devices they advertise.
+
+    >>> device_gpu_fractions(Platform.model_validate({"labelDomain": "x.dev", "gpuClasses": {"l4": {
+    ...     "model": "L4", "product": "NVIDIA-L4", "memory": "24Gi", "sharing": "timeSlicing",
+    ...     "timeSlicing": {"replicas": 4}}}, "nodePools": {"p": {"gpuClass": "l4", "gpusPerNode": 2, "nodes": ["n1"]}}}))
+    {('l4', 'nvidia.com/gpu'): Fraction(1, 4)}
+    """
+    gpus: dict[str, int] = {}
+    for pool in platform.node_pools.values():
+        gpus[pool.gpu_class] = gpus.get(pool.gpu_class, 0) + pool.node_count * pool.gpus_per_node
+    capacity = class_capacity(platform)
+    result: dict[tuple[str, str], Fraction] = {}
+    for (class_name, resource), devices in capacity.items():
+        gpu_class = platform.gpu_classes[class_name]
+        whole = cap.class_resource(gpu_class)
+        if resource != whole:  # a MIG profile's own resource (mixed strategy)
+            geometry = mig.geometry()[gpu_class.model]
+            profile = next(p for name, p in geometry.profiles.items() if mig.resource_name(name) == resource)
+            result[(class_name, resource)] = Fraction(profile.compute, geometry.compute_slices)
+        elif gpu_class.replication:
+            result[(class_name, resource)] = Fraction(1, gpu_class.replication.replicas)
+        elif gpu_class.sharing == "mig" and not cap.is_mig_mixed(gpu_class):
+            result[(class_name, resource)] = Fraction(gpus[class_name], devices)
+        else:
+            result[(class_name, resource)] = Fraction(1)
+    return result
+
+
+def gpu_hours_expr(series: str, period: str) -> str:
+    """PromQL for the GPU-hours of a GPU-equivalents series over `period` ending at the query's time,
+    per cost centre, tenant and class: a 1-minute subquery summed, so the result does not depend on
+    the rule evaluation interval, and a pod that stops stops counting (staleness).
+
+    >>> print(gpu_hours_expr(TENANT_ALLOCATED_GPUS, "3h"))
+    sum by (cost_center, tenant, gpu_class) (sum_over_time(gpu_tenancy:tenant_gpu_allocated:gpus[3h:1m])) / 60
+    """
+    minutes = GPU_HOURS_RESOLUTION_MINUTES
+    return (
+        f"sum by ({', '.join(CHARGEBACK_LABELS)}) (sum_over_time({series}[{period}:{minutes}m])) / {60 // minutes}"
+    )
+
+
 def tenant_class_quotas(tenant: Tenant, environment: Environment) -> dict[tuple[str, str], int]:
     """A tenant's nominal GPU quota per (GPU class, resource), as its Kueue flavors carry it.
 
@@ -212,19 +268,20 @@ def _by_class(expr: str) -> str:
 # --- groups -------------------------------------------------------------------------------------
 
 
+def _label_info(record: str, metric: str, key: str, label: str, kubernetes_label: str) -> dict[str, Any]:
+    """1 per object (`key`) carrying `kubernetes_label`, its value as `label`."""
+    source = ksm_label(kubernetes_label)
+    return _record(
+        record, f'max by ({key}, {label}) (label_replace({metric}{{{source}!=""}}, "{label}", "$1", "{source}", "(.+)"))'
+    )
+
+
 def mapping_rules(platform: Platform) -> list[dict[str, Any]]:
-    """Which tenant a namespace belongs to and which class a node is, from the labels we set."""
-    tenant = ksm_label(TENANT_LABEL)
-    gpu_class = ksm_label(gpu_class_label(platform))
+    """Which tenant and cost centre a namespace belongs to and which class a node is, from the labels we set."""
     return [
-        _record(
-            NAMESPACE_TENANT,
-            f'max by (namespace, tenant) (label_replace(kube_namespace_labels{{{tenant}!=""}}, "tenant", "$1", "{tenant}", "(.+)"))',
-        ),
-        _record(
-            NODE_CLASS,
-            f'max by (node, gpu_class) (label_replace(kube_node_labels{{{gpu_class}!=""}}, "gpu_class", "$1", "{gpu_class}", "(.+)"))',
-        ),
+        _label_info(NAMESPACE_TENANT, "kube_namespace_labels", "namespace", "tenant", TENANT_LABEL),
+        _label_info(NAMESPACE_COST_CENTER, "kube_namespace_labels", "namespace", "cost_center", COST_CENTER_LABEL),
+        _label_info(NODE_CLASS, "kube_node_labels", "node", "gpu_class", gpu_class_label(platform)),
     ]
 
 
@@ -306,6 +363,35 @@ def utilisation_rules(monitoring: Monitoring) -> list[dict[str, Any]]:
         _record(TENANT_ACTIVE_SUM, f"sum by (tenant, gpu_class) ({joined_active})"),
         _record(TENANT_FB_USED, f"sum by (tenant, gpu_class) ({joined_fb})"),
     ]
+
+
+def chargeback_rules(environment: Environment, exporters: frozenset[str]) -> list[dict[str, Any]]:
+    """GPU-equivalents held (requests of scheduled pods) and busy (DCGM activity x held), per tenant,
+    cost centre and class: each device weighted by what it is of a GPU (`device_gpu_fractions`)."""
+    rules = [
+        _record(DEVICE_GPU_FRACTION, f"vector({_number(fraction)})", {"gpu_class": gpu_class, "resource": sanitize(resource)})
+        for (gpu_class, resource), fraction in device_gpu_fractions(environment.platform).items()
+    ]
+    pod = "tenant, gpu_class, namespace, pod"
+    by_cost_center = f"on (namespace) group_left (cost_center) {NAMESPACE_COST_CENTER}"
+    rules += [
+        _record(
+            POD_ALLOCATED_GPUS,
+            f"sum by ({pod}) ({POD_REQUESTS} * on (gpu_class, resource) group_left () {DEVICE_GPU_FRACTION})",
+        ),
+        _record(TENANT_ALLOCATED_GPUS, f"sum by ({', '.join(CHARGEBACK_LABELS)}) ({POD_ALLOCATED_GPUS} * {by_cost_center})"),
+    ]
+    if "dcgm" in exporters:
+        # A pod's busy GPU-equivalents: the average activity of its devices times what it holds, so a
+        # 1g.10gb instance fully busy is 1/7 GPU, and a time-slice share carries its part of the GPU.
+        rules.append(
+            _record(
+                TENANT_USED_GPUS,
+                f"sum by ({', '.join(CHARGEBACK_LABELS)}) ({POD_ACTIVE} * on ({pod}) group_left () {POD_ALLOCATED_GPUS}"
+                f" * {by_cost_center})",
+            )
+        )
+    return rules
 
 
 def _ours(expr: str) -> str:
@@ -453,6 +539,7 @@ def platform_rule_group(environment: Environment) -> dict[str, Any] | None:
     rules = [*mapping_rules(environment.platform), *stack_rules(environment), *allocation_rules(environment)]
     if "dcgm" in exporters:
         rules += utilisation_rules(monitoring)
+    rules += chargeback_rules(environment, exporters)
     rules += queue_rules(environment, exporters, monitoring)
     rules += alert_rules(environment, exporters, monitoring)
     return {"name": f"gpu-tenancy.{environment_label(environment)}", "rules": rules}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 import typing
 import unicodedata
@@ -11,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from .hints import closest
 from .problems import Problem
 from .yaml_source import SourceDocument, yaml_kind, yaml_text
 
@@ -72,8 +72,8 @@ def _message(error: dict, root_model: type[BaseModel], path: tuple) -> str:
     if kind == "extra_forbidden":
         parent = _model_at(root_model, path[:-1])
         known = field_names(parent) if parent else []
-        close = difflib.get_close_matches(str(path[-1]), known, n=1, cutoff=0.6)
-        hint = f"; did you mean '{close[0]}'?" if close else (f"; known fields: {', '.join(known)}" if known else "")
+        close = closest(str(path[-1]), known)
+        hint = f"; did you mean '{close}'?" if close else (f"; known fields: {', '.join(known)}" if known else "")
         return f"unknown field{hint}"
     if kind == "missing":
         return "required field is missing"

@@ -95,7 +95,7 @@ class PriorityCap(Model):
 
 GpuQuota = Union[NonNegativeInt, dict[DnsLabel, NonNegativeInt]]
 # Queue limits per GPU class; a plain number means the same for each class the tenant has quota for
-# (made a map per class when the environment loads: `queue_checks.expand_queue_limits`).
+# (made a map per class when the environment loads: `fleet.queue_arithmetic.expand_queue_limits`).
 QueueLimit = Union[NonNegativeInt, dict[DnsLabel, NonNegativeInt]]
 
 

@@ -7,7 +7,7 @@ from ..fleet.environment import Environment
 from ..fleet.shard_stacks import stack_parts
 from ..spec.problems import Problem
 from ..spec.sharding import SHARD_SEPARATOR, shard_stack_name
-from ..spec.stack import CONFIG_KEY
+from .platform import platform_path
 
 
 def check_sharding(environment: Environment, shard_files: list[str]) -> list[Problem]:
@@ -19,7 +19,7 @@ def check_sharding(environment: Environment, shard_files: list[str]) -> list[Pro
     []
     """
     doc, sharding = environment.platform_doc, environment.platform.sharding
-    where = ("config", CONFIG_KEY, "sharding")
+    where = platform_path("sharding")
     problems = []
     prefix = f"{environment.name}{SHARD_SEPARATOR}"
     listed = {shard_stack_name(environment.name, s) for s in (sharding.shards if sharding else [])}

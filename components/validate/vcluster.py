@@ -10,7 +10,6 @@ where it is written.
 
 from __future__ import annotations
 
-import difflib
 import json
 from functools import lru_cache
 from importlib import resources
@@ -19,9 +18,11 @@ from typing import Any
 
 from ..fleet import gpu_capacity as cap
 from ..spec.problems import Problem
-from ..spec.stack import CONFIG_KEY, Platform
+from ..spec.hints import closest
+from ..spec.stack import Platform
 from ..spec.tenant import Tenant
 from ..spec.yaml_source import yaml_text
+from .platform import platform_path
 
 SCHEMA_CHART_VERSION = "0.36.1"
 SCHEMA_RESOURCE = "vcluster/values.schema.json"
@@ -89,8 +90,8 @@ def schema_errors(values: dict[str, Any]) -> list[tuple[tuple, str]]:
         if error.validator == "additionalProperties" and isinstance(error.instance, dict):
             known = set(_resolve(error.schema).get("properties", {}))
             for key in sorted(set(error.instance) - known):
-                close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
-                hint = f"; did you mean '{close[0]}'?" if close else f" (allowed here: {', '.join(sorted(known)) or 'none'})"
+                close = closest(key, known)
+                hint = f"; did you mean '{close}'?" if close else f" (allowed here: {', '.join(sorted(known)) or 'none'})"
                 found.append((path + (key,), f"unknown key '{key}'{hint}"))
         elif error.validator in ("oneOf", "anyOf"):
             kinds = [s.get("type") or s.get("enum") for s in error.validator_value]
@@ -133,8 +134,8 @@ def check_tenant_vcluster(tenant: Tenant, doc, platform: Platform) -> list[Probl
     name = spec.priority_class_name
     if name is not None:
         if name not in platform.priority_classes:
-            close = difflib.get_close_matches(name, sorted(platform.priority_classes), n=1, cutoff=0.6)
-            hint = f"; did you mean '{close[0]}'?" if close else f" (known: {', '.join(sorted(platform.priority_classes))})"
+            close = closest(name, platform.priority_classes)
+            hint = f"; did you mean '{close}'?" if close else f" (known: {', '.join(sorted(platform.priority_classes))})"
             add(("vcluster", "priorityClassName"), f"unknown PriorityClass '{name}'{hint}")
         else:
             grant = tenant.quota.priority_classes.get(name) or platform.priority_classes[name].default_tenant_cap
@@ -152,7 +153,7 @@ def check_tenant_vcluster(tenant: Tenant, doc, platform: Platform) -> list[Probl
 def check_vcluster_platform(platform: Platform, doc) -> list[Problem]:
     """A chart version other than the one whose schema we ship is checked against the wrong schema."""
     if platform.vcluster.chart_version != SCHEMA_CHART_VERSION:
-        return [doc.problem(("config", CONFIG_KEY, "vcluster", "chartVersion"), f"tenants' vCluster values are checked against the {SCHEMA_CHART_VERSION} chart schema; update components/data/vcluster/ for {platform.vcluster.chart_version}", severity="warning")]
+        return [doc.problem(platform_path("vcluster", "chartVersion"), f"tenants' vCluster values are checked against the {SCHEMA_CHART_VERSION} chart schema; update components/data/vcluster/ for {platform.vcluster.chart_version}", severity="warning")]
     return []
 
 
@@ -195,7 +196,7 @@ def check_local_chart(environment, root: Path) -> list[Problem]:
     chart = platform.vcluster.chart
     if chart is None or not any(t.spec.vcluster.enabled for t in environment.tenants):
         return []
-    where = ("config", CONFIG_KEY, "vcluster", "chart")
+    where = platform_path("vcluster", "chart")
     doc = environment.platform_doc
     path = root / chart
     if Path(chart).is_absolute() or ".." in Path(chart).parts:

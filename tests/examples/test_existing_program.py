@@ -10,7 +10,7 @@ import pytest
 from components import InvalidInput, environment_from_data, environment_objects
 from components.manifests.meta import object_id
 from components.resources.kubernetes import with_field_manager
-from tests.pulumi_harness import REPO, normalise, run_body
+from tools.pulumi_mocks import REPO, normalise, run_body
 
 EXAMPLE = REPO / "examples" / "existing-program"
 SECRET_SIGNATURE, SECRET_VALUE = "4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270"

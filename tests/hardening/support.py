@@ -9,7 +9,7 @@ from typing import Any, Iterable
 from hypothesis import HealthCheck, settings
 
 from components.spec.problems import Problem
-from tests.manifests.conftest import KubeSchemas
+from tests.manifests.kube_schemas import KubeSchemas
 from tests.manifests.test_queues_crds import CRD_FILES, crd_errors
 
 # --- Hypothesis -------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench.synthetic import write_project
+from tools.synthetic import write_project
 from components.manifests.build import environment_objects, helm_releases
 from components.output.yaml_output import dump_objects, dump_objects_pyyaml
 from components.load import load_environment, stack_names

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.synthetic import write_project
+from tools.synthetic import write_project
 from components.cli import main
 from components.load import load_environment
 

@@ -7,7 +7,7 @@ import copy
 import pytest
 from packaging.version import Version
 
-from .conftest import MIN_KUBERNETES, KubeSchemas
+from .kube_schemas import MIN_KUBERNETES, KubeSchemas
 
 VERSIONS = KubeSchemas().versions
 ENVIRONMENTS = ("dev", "prod", "lab")

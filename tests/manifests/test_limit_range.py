@@ -3,7 +3,7 @@ from __future__ import annotations
 from components.manifests.limit_range import LIMIT_RANGE, limit_ranges
 from components.manifests.meta import TENANT_LABEL
 
-from .conftest import tenant_of
+from .example_tenants import tenant_of
 
 
 def _item(objects: list[dict]) -> dict:

@@ -94,3 +94,15 @@ def test_exporters_decide_which_panels_exist(make_environment):
 
 def test_text_is_deterministic(prod):
     assert config_maps(prod) == config_maps(prod)
+
+
+def test_chargeback_panel_integrates_over_the_dashboard_range(make_environment):
+    def chargeback(env):
+        return next(p for p in md.dashboards(env)[md.FLEET]["panels"] if p["title"].startswith("GPU-hours"))
+
+    with_dcgm = chargeback(make_environment(monitoring={}))
+    assert [t["expr"] for t in with_dcgm["targets"]] == [
+        r.gpu_hours_expr(r.TENANT_ALLOCATED_GPUS, "$__range"), r.gpu_hours_expr(r.TENANT_USED_GPUS, "$__range")]
+    assert all(t["instant"] and t["format"] == "table" for t in with_dcgm["targets"])
+    # Without DCGM there is no activity to charge: allocated GPU-hours only.
+    assert [t["refId"] for t in chargeback(make_environment(monitoring={"exporters": []}))["targets"]] == ["A"]

@@ -5,6 +5,7 @@ What the rules compute is checked by `promtool test rules` and a real Prometheus
 
 from __future__ import annotations
 
+from fractions import Fraction
 from functools import lru_cache
 from importlib import resources
 
@@ -241,3 +242,45 @@ def test_defaults():
     assert monitoring.namespace == "monitoring"
     assert monitoring.dashboard_labels == {"grafana_dashboard": "1"}
     assert monitoring.exporters_for("none") == frozenset({"dcgm"})
+
+
+def test_chargeback_weighs_each_device_by_what_it_is_of_a_gpu(make_environment):
+    weights = r.device_gpu_fractions(environment(make_environment).platform)
+    assert weights == {
+        ("a100-mig", "nvidia.com/mig-3g.40gb"): Fraction(3, 7),  # 3 of an A100's 7 compute slices
+        ("h100", "nvidia.com/gpu"): 1,
+        ("l4", "nvidia.com/gpu.shared"): Fraction(1, 4),  # one of 4 time-slicing replicas
+    }
+
+
+def test_chargeback_weights_of_mps_a30_slices_whole_leftovers_and_the_single_strategy(make_environment):
+    platform = make_environment(
+        gpuClasses={
+            "h100-mps": {"model": "H100-80GB", "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi", "sharing": "mps", "mps": {"replicas": 3}},
+            "a30": {"model": "A30-24GB", "product": "NVIDIA-A30", "memory": "24Gi", "sharing": "mig"},
+            "a100-single": {"model": "A100-80GB", "product": "NVIDIA-A100-SXM4-80GB", "memory": "80Gi", "sharing": "mig",
+                            "mig": {"strategy": "single"}},
+        },
+        migLayouts={"half": [{"devices": [0, 1], "profiles": {"1g.6gb": 4}}]},
+        nodePools={
+            "mps": {"gpuClass": "h100-mps", "gpusPerNode": 8, "nodes": ["p1"]},
+            "a30": {"gpuClass": "a30", "gpusPerNode": 4, "nodes": ["a1"], "migLayout": "half"},  # GPUs 2 and 3 stay whole
+            "single": {"gpuClass": "a100-single", "gpusPerNode": 8, "nodes": ["s1", "s2"], "migLayout": "all-1g.10gb"},
+        },
+    ).platform
+    assert r.device_gpu_fractions(platform) == {
+        ("a100-single", "nvidia.com/gpu"): Fraction(16, 16 * 7),  # 16 GPUs advertise 112 devices
+        ("a30", "nvidia.com/gpu"): 1,
+        ("a30", "nvidia.com/mig-1g.6gb"): Fraction(1, 4),  # an A30 has 4 compute slices
+        ("h100-mps", "nvidia.com/gpu"): Fraction(1, 3),
+    }
+
+
+def test_chargeback_rules_join_requests_with_weights_and_cost_centres(make_environment):
+    rules = {rule["record"]: rule for rule in r.platform_rule_group(environment(make_environment, exporters=[]))["rules"] if "record" in rule}
+    assert r.TENANT_USED_GPUS not in rules  # busy GPU-hours need DCGM
+    allocated = rules[r.TENANT_ALLOCATED_GPUS]["expr"]
+    assert allocated.startswith("sum by (cost_center, tenant, gpu_class) (") and r.NAMESPACE_COST_CENTER in allocated
+    assert r.DEVICE_GPU_FRACTION in rules[r.POD_ALLOCATED_GPUS]["expr"]
+    with_dcgm = {rule.get("record") for rule in r.platform_rule_group(environment(make_environment))["rules"]}
+    assert r.TENANT_USED_GPUS in with_dcgm

@@ -13,7 +13,7 @@ from components.manifests.namespace import (
     pod_security_level,
 )
 
-from .conftest import tenant_of
+from .example_tenants import tenant_of
 
 
 def _labels(ns: dict) -> dict:

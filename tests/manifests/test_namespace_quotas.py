@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from components.manifests.quota import TENANT_QUOTA, resource_quotas, split_budget
-from components.validate.checks import check_tenant
+from components.validate.tenant import check_tenant
 from components.spec.quantity import Quantity
 from components.spec.yaml_source import SourceDocument
 

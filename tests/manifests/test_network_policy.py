@@ -4,7 +4,7 @@ from components.manifests.meta import TENANT_LABEL
 from components.manifests.network_policy import metadata_excepts, network_policies
 from components.fleet.environment import LoadedTenant
 
-from .conftest import tenant_of
+from .example_tenants import tenant_of
 
 
 def _named(*names: str) -> dict:

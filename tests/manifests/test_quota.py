@@ -12,7 +12,7 @@ from components.manifests.quota import (
     resource_quotas,
 )
 
-from .conftest import tenant_of
+from .example_tenants import tenant_of
 
 H100 = {"model": "H100-80GB", "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi"}
 L4_SHARED = {

@@ -16,7 +16,7 @@ from components.manifests.rbac import (
     tenant_rbac_objects,
 )
 
-from .conftest import tenant_of
+from .example_tenants import tenant_of
 
 GROUP = "rbac.authorization.k8s.io"
 

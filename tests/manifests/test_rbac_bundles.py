@@ -4,9 +4,10 @@ rules (viewers: read verbs only), no other role or tenant does, and the guard ra
 from __future__ import annotations
 
 from components.manifests.rbac import bundle_rules, role_rules, roles
-from components.spec.role_bundles import FORBIDDEN_GROUPS, READ_VERBS, shipped_bundles
+from components.validate.role_bundles import FORBIDDEN_GROUPS
+from components.spec.role_bundles import READ_VERBS, shipped_bundles
 
-from .conftest import tenant_of
+from .example_tenants import tenant_of
 
 
 def _grants(rules: list[dict]) -> set[tuple[str, str, str]]:

@@ -10,7 +10,7 @@ import pytest
 
 from components.manifests.rbac import CLUSTER_VIEWER, ROLES, role_name
 
-from .conftest import tenant_of
+from .example_tenants import tenant_of
 
 ENVIRONMENTS = ("dev", "prod", "lab")
 PROTECTED = {"resourcequotas", "limitranges", "networkpolicies", "namespaces"}

@@ -6,7 +6,7 @@ from components.manifests.meta import ENVIRONMENT_LABEL, TENANT_LABEL, sort_obje
 from components.manifests.tenant_core import platform_core_objects, tenant_objects
 from components.fleet.environment import Environment, LoadedTenant
 
-from .conftest import synthetic_environment, tenant_of
+from .example_tenants import synthetic_environment, tenant_of
 
 
 def _ids(objects: list[dict]) -> list[tuple[str, str, str]]:

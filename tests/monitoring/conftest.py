@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.lanes import gate_lane, tool_versions
+from tools.lanes import gate_lane, tool_versions
 
 from components.fleet.environment import Environment
 from components.load import load_environment

@@ -14,10 +14,13 @@ alpha/notebook     h3      1      0.01 from t=0               idle: GpuAllocated
 alpha/train-2      -       2      -                           unscheduled: pending alert at 30m
 beta/serve         h3      4      0.5
 beta-data/mig-job  m1      3 MIG  0.6 per 1g.10gb instance
+beta-data/burst    m1      2 MIG  0.3 per instance            Running 30m..89m, then Succeeded
 =================  ======  =====  ==========================  =========================
 
+Cost centres (namespace label gpu-tenancy.dev/cost-center): alpha cc-1, beta and beta-data cc-2.
+
 Quota (kube_resourcequota tenant-quota): alpha uses 19 of 20 nvidia.com/gpu (95 %: near-quota
-fires at 15m), beta 4 of 5 (80 %: does not). Node h3's allocatable GPUs drop to 0 at 2h10m
+fires at 15m), beta 4 of 5 (80 %: does not); beta-data's MIG slices 3 of 7, 5 while the burst runs. Node h3's allocatable GPUs drop to 0 at 2h10m
 (quotas 25 > 16 x 1.25: GpuQuotaOverCapacity at 2h20m). m1's nvidia.com/mig.config.state turns
 `failed` at 1h (alert at 1h15m). Kueue: beta has 2 workloads pending throughout (alert at 30m),
 alpha 1 for 20 minutes only; admission waits per minute: alpha 5 in (5s,10s] and 5 in (30s,60s],
@@ -33,6 +36,7 @@ STEPS = 181  # samples at t = 0, 1, ..., 180 minutes
 STEP_SECONDS = 60
 DOMAIN_CLASS_LABEL = "label_gpu_example_com_gpu_class"
 TENANT_LABEL = "label_gpu_tenancy_dev_tenant"
+COST_CENTER_LABEL = "label_gpu_tenancy_dev_cost_center"
 MIG_STATE_LABEL = "label_nvidia_com_mig_config_state"
 KSM = {"job": "kube-state-metrics", "instance": "ksm:8080"}
 MIB = 1048576
@@ -60,6 +64,13 @@ def counter(per_minute: float) -> tuple[Value, ...]:
     return tuple(per_minute * i for i in range(STEPS))
 
 
+# The burst pod runs from minute 30 to 89 (an hour) and stays listed as Succeeded afterwards, as
+# kube-state-metrics keeps finished pods; its devices stop reporting when it ends.
+BURST_START, BURST_END = 30, 90
+BURST_PHASES = tuple(None if i < BURST_START else "Running" if i < BURST_END else "Succeeded" for i in range(STEPS))
+BURST_QUOTA_USED = tuple(5.0 if BURST_START <= i < BURST_END else 3.0 for i in range(STEPS))
+
+
 def series() -> list[Series]:
     out: list[Series] = []
 
@@ -67,10 +78,12 @@ def series() -> list[Series]:
         out.append(Series(name, labels, values))
 
     # kube-state-metrics: namespaces and nodes with the allow-listed labels we set.
-    for namespace, tenant in (("alpha", "alpha"), ("beta", "beta"), ("beta-data", "beta"), ("kube-system", "")):
+    for namespace, tenant, cost_center in (("alpha", "alpha", "cc-1"), ("beta", "beta", "cc-2"), ("beta-data", "beta", "cc-2"),
+                                           ("kube-system", "", "")):
         labels = {**KSM, "namespace": namespace}
         if tenant:
             labels[TENANT_LABEL] = tenant
+            labels[COST_CENTER_LABEL] = cost_center
         add("kube_namespace_labels", labels, constant(1))
     for node in ("h1", "h2", "h3"):
         add("kube_node_labels", {**KSM, "node": node, DOMAIN_CLASS_LABEL: "h100"}, constant(1))
@@ -90,27 +103,31 @@ def series() -> list[Series]:
         ("beta", "serve", "h3", "nvidia_com_gpu", 4, "Running"),
         ("beta-data", "mig-job", "m1", "nvidia_com_mig_1g_10gb", 3, "Running"),
         ("alpha", "done", "h1", "nvidia_com_gpu", 8, "Succeeded"),  # finished: must not count
+        ("beta-data", "burst", "m1", "nvidia_com_mig_1g_10gb", 2, BURST_PHASES),
     ]
     for namespace, pod, node, resource, count, phase in pods:
         labels = {**KSM, "namespace": namespace, "pod": pod, "container": "main", "uid": f"uid-{pod}"}
         request = {**labels, "resource": resource, "unit": "integer"}
         if node:
             request["node"] = node
-        add("kube_pod_container_resource_requests", request, constant(count))
+        phases = phase if isinstance(phase, tuple) else (phase,) * STEPS
+        created = next(i for i, p in enumerate(phases) if p)
+        add("kube_pod_container_resource_requests", request, constant(count, start=created))
         for candidate in ("Pending", "Running", "Succeeded"):
             add("kube_pod_status_phase", {**KSM, "namespace": namespace, "pod": pod, "uid": f"uid-{pod}", "phase": candidate},
-                constant(1 if candidate == phase else 0))
+                tuple(None if p is None else float(p == candidate) for p in phases))
 
     # ResourceQuota tenant-quota per namespace (used counts pending pods too, as the API server does).
     quotas = [
         ("alpha", "nvidia.com/gpu", 20, 19), ("alpha", "nvidia.com/mig-1g.10gb", 0, 0),
         ("beta", "nvidia.com/gpu", 5, 4), ("beta", "nvidia.com/mig-1g.10gb", 7, 0),
-        ("beta-data", "nvidia.com/gpu", 0, 0), ("beta-data", "nvidia.com/mig-1g.10gb", 7, 3),
+        ("beta-data", "nvidia.com/gpu", 0, 0), ("beta-data", "nvidia.com/mig-1g.10gb", 7, BURST_QUOTA_USED),
     ]
     for namespace, resource, hard, used in quotas:
         for kind, value in (("hard", hard), ("used", used)):
             add("kube_resourcequota", {**KSM, "namespace": namespace, "resourcequota": "tenant-quota",
-                                       "resource": f"requests.{resource}", "type": kind}, constant(value))
+                                       "resource": f"requests.{resource}", "type": kind},
+                value if isinstance(value, tuple) else constant(value))
         add("kube_resourcequota", {**KSM, "namespace": namespace, "resourcequota": "priority-batch",
                                    "resource": f"requests.{resource}", "type": "hard"}, constant(99))  # other quotas: ignored
 
@@ -138,6 +155,10 @@ def series() -> list[Series]:
         labels = device("m1", 0, "beta-data", "mig-job", GPU_I_ID=str(instance), **mig)
         add("DCGM_FI_PROF_GR_ENGINE_ACTIVE", labels, constant(0.6))
         add("DCGM_FI_DEV_FB_USED", labels, constant(5120))
+    for instance in (4, 5):
+        labels = device("m1", 0, "beta-data", "burst", GPU_I_ID=str(instance), **mig)
+        add("DCGM_FI_PROF_GR_ENGINE_ACTIVE", labels, constant(0.3, start=BURST_START, end=BURST_END))
+        add("DCGM_FI_DEV_FB_USED", labels, constant(5120, start=BURST_START, end=BURST_END))
 
     # Kueue: pending workloads and the admission-wait histogram per ClusterQueue (named like the tenant).
     kueue = {"job": "kueue", "instance": "kueue:8080"}

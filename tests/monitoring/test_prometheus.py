@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import json
 import math
+import re
 import signal
 import socket
 import subprocess
@@ -32,6 +33,7 @@ from components.manifests import monitoring_dashboards as md
 from components.manifests import monitoring_rules as r
 
 from . import synthetic
+from .chargeback import GPU_HOURS_ALLOCATED, GPU_HOURS_USED
 
 pytestmark = pytest.mark.monitoring
 MIB = synthetic.MIB
@@ -52,8 +54,9 @@ def _free_port() -> int:
 
 
 class Prometheus:
-    def __init__(self, url: str, process: subprocess.Popen, log: Path) -> None:
+    def __init__(self, url: str, process: subprocess.Popen, log: Path, start: int, end: int) -> None:
         self.url, self.process, self.log = url, process, log
+        self.start, self.end = start, end  # first and last minute of the synthetic data (Unix seconds)
 
     def get(self, path: str, **params: str) -> Any:
         query = urllib.parse.urlencode(params)
@@ -62,10 +65,51 @@ class Prometheus:
         assert body["status"] == "success", body
         return body["data"]
 
-    def query(self, expr: str) -> list[dict[str, Any]]:
-        data = self.get("/api/v1/query", query=expr)
+    def query(self, expr: str, **params: str) -> list[dict[str, Any]]:
+        data = self.get("/api/v1/query", query=expr, **params)
         assert data["resultType"] == "vector", data
         return data["result"]
+
+
+def _backfill(promtool: Path, work: Path, start: int, tsdb: str) -> None:
+    (work / "data.om").write_text(synthetic.openmetrics(start))
+    backfill = subprocess.run(
+        [str(promtool), "tsdb", "create-blocks-from", "openmetrics", "data.om", tsdb],
+        cwd=work, capture_output=True, text=True, timeout=300,
+    )
+    assert backfill.returncode == 0, backfill.stdout[-3000:] + backfill.stderr[-3000:]
+
+
+def _serve(prometheus_binary: Path, work: Path, tsdb: str, start: int, end: int, rule_files: list[str]) -> Prometheus:
+    """A Prometheus on loopback over `tsdb`, evaluating `rule_files` every 2 s, once it answers queries."""
+    (work / "prometheus.yml").write_text(yaml.safe_dump({"global": {"evaluation_interval": "2s"}, "rule_files": rule_files}))
+    port = _free_port()
+    log = work / "prometheus.log"
+    process = subprocess.Popen(
+        ["timeout", str(SERVER_SECONDS), str(prometheus_binary), "--config.file=prometheus.yml", f"--storage.tsdb.path={tsdb}",
+         "--storage.tsdb.retention.time=30d", "--query.lookback-delta=15m", f"--web.listen-address=127.0.0.1:{port}"],
+        cwd=work, stdout=log.open("w"), stderr=subprocess.STDOUT,
+        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+    )
+    server = Prometheus(f"http://127.0.0.1:{port}", process, log, start, end)
+    deadline = time.monotonic() + 120
+    while True:
+        assert process.poll() is None, "prometheus exited:\n" + log.read_text()[-4000:]
+        try:
+            server.query("vector(1)")
+            return server
+        except OSError:
+            pass
+        assert time.monotonic() < deadline, "prometheus never answered:\n" + log.read_text()[-4000:]
+        time.sleep(0.5)
+
+
+def _stop(server: Prometheus) -> None:
+    server.process.terminate()
+    try:
+        server.process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        server.process.kill()
 
 
 @pytest.fixture(scope="session")
@@ -76,47 +120,71 @@ def prometheus(lab, promtool, prometheus_binary, tmp_path_factory) -> Iterator[P
     # visible for the whole session.
     end = int(time.time()) // 60 * 60 - 60
     start = end - (synthetic.STEPS - 1) * synthetic.STEP_SECONDS
-    (work / "data.om").write_text(synthetic.openmetrics(start))
-    backfill = subprocess.run(
-        [str(promtool), "tsdb", "create-blocks-from", "openmetrics", "data.om", "tsdb"],
-        cwd=work, capture_output=True, text=True, timeout=300,
-    )
-    assert backfill.returncode == 0, backfill.stdout[-3000:] + backfill.stderr[-3000:]
+    _backfill(promtool, work, start, "tsdb")
     (work / "rules.yaml").write_text(yaml.safe_dump({"groups": r.rule_groups(lab)}, sort_keys=False, width=100000))
-    (work / "prometheus.yml").write_text(yaml.safe_dump({"global": {"evaluation_interval": "2s"}, "rule_files": ["rules.yaml"]}))
-    port = _free_port()
-    log = work / "prometheus.log"
-    process = subprocess.Popen(
-        ["timeout", str(SERVER_SECONDS), str(prometheus_binary), "--config.file=prometheus.yml", "--storage.tsdb.path=tsdb",
-         "--storage.tsdb.retention.time=30d", "--query.lookback-delta=15m", f"--web.listen-address=127.0.0.1:{port}"],
-        cwd=work, stdout=log.open("w"), stderr=subprocess.STDOUT,
-        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
-    )
-    server = Prometheus(f"http://127.0.0.1:{port}", process, log)
+    server = _serve(prometheus_binary, work, "tsdb", start, end, ["rules.yaml"])
     try:
         deadline = time.monotonic() + 120
-        while True:
-            assert process.poll() is None, "prometheus exited:\n" + log.read_text()[-4000:]
-            try:
-                # Every rule has run once the last recording rule in the group has a result.
-                if server.query(r.PENDING_WORKLOADS) and server.query(r.QUEUE_WAIT_P95):
-                    break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, "rules never produced results:\n" + log.read_text()[-4000:]
+        # Every rule has run once the last recording rule in the group has a result.
+        while not (server.query(r.PENDING_WORKLOADS) and server.query(r.QUEUE_WAIT_P95)):
+            assert time.monotonic() < deadline, "rules never produced results:\n" + server.log.read_text()[-4000:]
             time.sleep(0.5)
         time.sleep(4)  # two more evaluations: every rule has seen its inputs of the same round
         yield server
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        _stop(server)
+
+
+def inlined(expr: str, rules: list[dict[str, Any]]) -> str:
+    """`expr` with every recording rule it reads replaced by that rule's expression (recursively);
+    static series with labels become `label_replace`d vectors, several rules of one name an `or`."""
+    by_name: dict[str, list[dict[str, Any]]] = {}
+    for rule in rules:
+        if "record" in rule:
+            by_name.setdefault(rule["record"], []).append(rule)
+
+    def expression(rule: dict[str, Any]) -> str:
+        text = inlined(rule["expr"], rules)
+        for label, value in sorted(rule.get("labels", {}).items()):
+            text = f'label_replace({text}, "{label}", "{value}", "", "")'
+        return text
+
+    def replace(match: re.Match) -> str:
+        return "(" + " or ".join(expression(rule) for rule in by_name[match.group(0)]) + ")"
+
+    return re.sub(r"(?<![\w:])gpu_tenancy:[a-z_]+:[a-z0-9_]+(?![\w:])", replace, expr)
+
+
+@pytest.fixture(scope="session")
+def chargeback_prometheus(prometheus, lab, promtool, prometheus_binary, tmp_path_factory) -> Iterator[Prometheus]:
+    """A second server holding the synthetic data plus the chargeback recording rules as Prometheus'
+    own rule backfill (`promtool tsdb create-blocks-from rules`, against the first server) wrote
+    them for the whole three hours: a live server records rules only from its start, and GPU-hours
+    integrate the past. The backfill cannot read rules of its own run (a documented limitation),
+    so the two chargeback records are backfilled with the rules they read inlined."""
+    work = tmp_path_factory.mktemp("chargeback-prometheus")
+    rules = [rule for group in r.rule_groups(lab) for rule in group["rules"]]
+    records = [{"record": name, "expr": inlined(name, rules)} for name in (r.TENANT_ALLOCATED_GPUS, r.TENANT_USED_GPUS)]
+    (work / "chargeback.yaml").write_text(yaml.safe_dump({"groups": [{"name": "chargeback", "interval": "1m", "rules": records}]},
+                                                         sort_keys=False, width=100000))
+    _backfill(promtool, work, prometheus.start, "tsdb")
+    backfill = subprocess.run(
+        [str(promtool), "tsdb", "create-blocks-from", "rules", f"--url={prometheus.url}", f"--start={prometheus.start}",
+         f"--end={prometheus.end}", "--eval-interval=1m", "--output-dir=rule-blocks", "chargeback.yaml"],
+        cwd=work, capture_output=True, text=True, timeout=300,
+    )
+    assert backfill.returncode == 0, backfill.stdout[-3000:] + backfill.stderr[-3000:]
+    for block in (work / "rule-blocks").iterdir():
+        block.rename(work / "tsdb" / block.name)
+    server = _serve(prometheus_binary, work, "tsdb", prometheus.start, prometheus.end, [])
+    try:
+        yield server
+    finally:
+        _stop(server)
 
 
 def test_the_server_is_the_pinned_build(prometheus):
-    from tests.lanes import tool_versions
+    from tools.lanes import tool_versions
 
     assert prometheus.get("/api/v1/status/buildinfo")["version"] == tool_versions()["PROMETHEUS_RELEASE"]
 
@@ -148,6 +216,8 @@ FLEET: dict[str, dict[str, Expected]] = {
     "Queue wait p95 by tenant": {"A": [({"tenant": "alpha"}, 57), ({"tenant": "beta"}, 288)]},
     "Pending workloads by tenant": {"A": [({"tenant": "alpha"}, 0), ({"tenant": "beta"}, 2)]},
     "Pods holding idle GPUs now": {"A": [({"tenant": "alpha", "namespace": "alpha", "pod": "notebook", **H100}, 0.01)]},
+    # Over the dashboard's range = the three hours of data (chargeback_prometheus).
+    "GPU-hours by cost centre, tenant and class (time range)": {"A": GPU_HOURS_ALLOCATED, "B": GPU_HOURS_USED},
 }
 
 TENANT: dict[str, dict[str, dict[str, Expected]]] = {
@@ -191,10 +261,10 @@ def panels(dashboard: dict[str, Any]) -> list[dict[str, Any]]:
     return [p for p in dashboard["panels"] if p["type"] != "row"]
 
 
-def answer(prometheus: Prometheus, expr: str) -> list[tuple[dict[str, str], float]]:
+def answer(prometheus: Prometheus, expr: str, **params: str) -> list[tuple[dict[str, str], float]]:
     """Instant query result as (labels without __name__, value), sorted."""
     rows = []
-    for sample in prometheus.query(expr):
+    for sample in prometheus.query(expr, **params):
         labels = {k: v for k, v in sample["metric"].items() if k != "__name__"}
         rows.append((labels, float(sample["value"][1])))
     return sorted(rows, key=lambda row: sorted(row[0].items()))
@@ -207,12 +277,21 @@ def _matches(got: list[tuple[dict[str, str], float]], want: Expected) -> bool:
     )
 
 
-def dashboard_answers(prometheus: Prometheus, lab) -> dict[str, Any]:
+def fleet_answer(prometheus: Prometheus, chargeback: Prometheus, expr: str) -> list[tuple[dict[str, str], float]]:
+    """A fleet panel's answer now; a query over the dashboard's range, with the range being the
+    three hours of data, from the server holding the chargeback rules' past."""
+    if md.CHARGEBACK_RANGE not in expr:
+        return answer(prometheus, expr)
+    period = f"{chargeback.end - chargeback.start}s"
+    return answer(chargeback, expr.replace(md.CHARGEBACK_RANGE, period), time=str(chargeback.end))
+
+
+def dashboard_answers(prometheus: Prometheus, chargeback: Prometheus, lab) -> dict[str, Any]:
     """Every panel query's answer: {"fleet": {title: {refId: rows}}, "tenant": {tenant: {title: {refId: rows}}}}."""
     boards = md.dashboards(lab)
     result: dict[str, Any] = {"fleet": {}, "tenant": {}}
     for panel in panels(boards[md.FLEET]):
-        result["fleet"][panel["title"]] = {t["refId"]: answer(prometheus, t["expr"]) for t in panel["targets"]}
+        result["fleet"][panel["title"]] = {t["refId"]: fleet_answer(prometheus, chargeback, t["expr"]) for t in panel["targets"]}
     for tenant in sorted(TENANT):
         result["tenant"][tenant] = {
             panel["title"]: {t["refId"]: answer(prometheus, t["expr"].replace("$tenant", tenant)) for t in panel["targets"]}
@@ -222,8 +301,8 @@ def dashboard_answers(prometheus: Prometheus, lab) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-def answers(prometheus, lab) -> dict[str, Any]:
-    return dashboard_answers(prometheus, lab)
+def answers(prometheus, chargeback_prometheus, lab) -> dict[str, Any]:
+    return dashboard_answers(prometheus, chargeback_prometheus, lab)
 
 
 def test_every_panel_has_an_expectation(lab):
@@ -257,6 +336,35 @@ def test_tenant_variable_lists_the_tenants(prometheus, lab):
     metric = variable["query"].removeprefix("label_values(").split(",")[0]
     values = prometheus.get("/api/v1/label/tenant/values", **{"match[]": metric})
     assert values == ["alpha", "beta"]
+
+
+@pytest.mark.parametrize("output", ["csv", "text"])
+def test_tenants_report_on_the_real_prometheus(chargeback_prometheus, tmp_path, capsys, output):
+    """`tenants report` for the three hours of data prints the GPU-hours worked out by hand."""
+    import csv
+    from datetime import datetime, timezone
+
+    from components.cli.main import main
+
+    start, end = (datetime.fromtimestamp(t, timezone.utc).isoformat() for t in (chargeback_prometheus.start, chargeback_prometheus.end))
+    out = tmp_path / f"report.{output}"
+    code = main(["report", "--prometheus", chargeback_prometheus.url, "--from", start, "--to", end, "--format", output, "--out", str(out)])
+    assert (code, capsys.readouterr().err) == (0, "")
+    expected = {
+        (labels["cost_center"], labels["tenant"], labels["gpu_class"]): (allocated, used)
+        for (labels, allocated), (_, used) in zip(GPU_HOURS_ALLOCATED, GPU_HOURS_USED)
+    }
+    if output == "csv":
+        rows = list(csv.DictReader(out.read_text().splitlines()))
+        got = {(row["cost_center"], row["tenant"], row["gpu_class"]): (float(row["allocated_gpu_hours"]), float(row["used_gpu_hours"]))
+               for row in rows}
+        assert got == {key: (round(a, 3), round(u, 3)) for key, (a, u) in expected.items()}
+    else:
+        lines = out.read_text().splitlines()
+        assert lines[0] == f"GPU-hours from {start} to {end}"
+        for (cost_center, tenant, gpu_class), (allocated, used) in expected.items():
+            assert f"{allocated:.3f}" in next(line for line in lines if line.split()[:3] == [cost_center, tenant, gpu_class])
+        assert lines[-1].split()[1:3] == [f"{sum(a for a, _ in expected.values()):.3f}", f"{sum(u for _, u in expected.values()):.3f}"]
 
 
 def test_active_alerts_at_the_end_of_the_data(prometheus):

@@ -22,7 +22,9 @@ from components.load import load_environment, stack_names
 from components.spec.monitoring import Monitoring
 
 from . import synthetic
-from .conftest import REPO_ROOT
+from .chargeback import ALPHA_BUSY, CC1_ALPHA, CC2_BETA, GPU_HOURS_ALLOCATED, GPU_HOURS_USED, SLICE_OF_A100
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.monitoring
 MIB = synthetic.MIB
@@ -132,6 +134,9 @@ def expression_tests() -> list[dict[str, Any]]:
                                ({**beta, "status": "active"}, 1), ({**beta, "status": "inadmissible"}, 1)]),
     ]
     tests = [{"expr": name, "eval_time": at, "exp_samples": _samples(name, rows)} for name, rows in cases]
+    # A bare record keeps its name in the result; an aggregation over one does not.
+    tests += [{"expr": expr, "eval_time": time, "exp_samples": _samples(expr if re.fullmatch(r"[a-z_:]+", expr) else "", rows)}
+              for expr, time, rows in chargeback_cases()]
     # Per-device series: the MIG instances keep their identity; the fallback converts percent to a ratio.
     tests.append({
         "expr": f'{r.ENGINE_ACTIVE}{{pod="mig-job"}}', "eval_time": at,
@@ -145,6 +150,37 @@ def expression_tests() -> list[dict[str, Any]]:
     tests.append({"expr": r.CLASS_ALLOCATABLE, "eval_time": "2h30m",
                   "exp_samples": _samples(r.CLASS_ALLOCATABLE, [({**h100, **gpu}, 16), ({**mig, **slice_}, 56)])})
     return tests
+
+
+def chargeback_cases() -> list[tuple[str, str, list[tuple[dict[str, str], float]]]]:
+    """(expression, eval time, expected rows) of the chargeback rules: at 1h (the burst runs), at 2h
+    (it has finished), and the GPU-hours of the whole three hours."""
+    alpha, beta = {"tenant": "alpha"}, {"tenant": "beta"}
+    h100, mig = {"gpu_class": "h100"}, {"gpu_class": "a100-mig"}
+
+    def pod(namespace, name, tenant, gpu_class):
+        return {"namespace": namespace, "pod": name, **tenant, **gpu_class}
+
+    return [
+        (r.NAMESPACE_COST_CENTER, "2h", [({"namespace": "alpha", "cost_center": "cc-1"}, 1),
+                                         ({"namespace": "beta", "cost_center": "cc-2"}, 1),
+                                         ({"namespace": "beta-data", "cost_center": "cc-2"}, 1)]),
+        (r.DEVICE_GPU_FRACTION, "2h", [({**h100, "resource": "nvidia_com_gpu"}, 1),
+                                       ({**mig, "resource": "nvidia_com_mig_1g_10gb"}, SLICE_OF_A100)]),
+        (r.POD_ALLOCATED_GPUS, "1h", [
+            (pod("alpha", "train-0", alpha, h100), 8), (pod("alpha", "train-1", alpha, h100), 8),
+            (pod("alpha", "notebook", alpha, h100), 1), (pod("beta", "serve", beta, h100), 4),
+            (pod("beta-data", "mig-job", beta, mig), 3 * SLICE_OF_A100), (pod("beta-data", "burst", beta, mig), 2 * SLICE_OF_A100),
+        ]),
+        (r.TENANT_ALLOCATED_GPUS, "1h", [({**CC1_ALPHA, **h100}, 17), ({**CC2_BETA, **h100}, 4), ({**CC2_BETA, **mig}, 5 * SLICE_OF_A100)]),
+        (r.TENANT_ALLOCATED_GPUS, "2h", [({**CC1_ALPHA, **h100}, 17), ({**CC2_BETA, **h100}, 4), ({**CC2_BETA, **mig}, 3 * SLICE_OF_A100)]),
+        (r.TENANT_USED_GPUS, "1h", [({**CC1_ALPHA, **h100}, ALPHA_BUSY), ({**CC2_BETA, **h100}, 2),
+                                    ({**CC2_BETA, **mig}, (3 * 0.6 + 2 * 0.3) * SLICE_OF_A100)]),
+        (r.TENANT_USED_GPUS, "2h", [({**CC1_ALPHA, **h100}, ALPHA_BUSY), ({**CC2_BETA, **h100}, 2),
+                                    ({**CC2_BETA, **mig}, 3 * 0.6 * SLICE_OF_A100)]),
+        (r.gpu_hours_expr(r.TENANT_ALLOCATED_GPUS, "3h"), "3h", GPU_HOURS_ALLOCATED),
+        (r.gpu_hours_expr(r.TENANT_USED_GPUS, "3h"), "3h", GPU_HOURS_USED),
+    ]
 
 
 def rendered_annotations(rule: dict[str, Any], labels: dict[str, str], value: str, percentage: str = "") -> dict[str, str]:

@@ -11,7 +11,7 @@ from components.cli import main
 from components.manifests.meta import object_id
 from components.load import stack_names
 from components.resources.kubernetes import with_field_manager
-from tests.pulumi_harness import REPO, normalise, run_program
+from tools.pulumi_mocks import REPO, normalise, run_program
 from tests.resources.test_fleet import _registered_objects
 
 STACKS = stack_names(REPO)

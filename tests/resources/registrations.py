@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from components.load import stack_names
-from tests.pulumi_harness import REPO, normalise, run_program
+from tools.pulumi_mocks import REPO, normalise, run_program
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 

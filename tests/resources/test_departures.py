@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from components.resources.departures import departure_messages
-from tests.pulumi_harness import REPO, run_program
+from tools.pulumi_mocks import REPO, run_program
 
 PREVIOUS = {
     "eval": {"namespaces": ["eval"], "lifecycle": "active"},

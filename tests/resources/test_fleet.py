@@ -12,7 +12,7 @@ from components.manifests.build import environment_objects
 from components.manifests.meta import object_id
 from components.resources.kubernetes import with_field_manager
 from components.load import load_environment, stack_names
-from tests.pulumi_harness import REPO, normalise, run_program
+from tools.pulumi_mocks import REPO, normalise, run_program
 
 STACKS = stack_names(REPO)
 

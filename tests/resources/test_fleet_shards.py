@@ -12,7 +12,7 @@ from components.manifests.build import environment_objects
 from components.manifests.meta import object_id
 from components.load import load_environment
 from tests.project_edits import replace_once
-from tests.pulumi_harness import REPO, run_program
+from tools.pulumi_mocks import REPO, run_program
 
 FIXTURE = REPO / "tests" / "fixtures" / "sharded"
 STACKS = ["lab", "lab.blue", "lab.green"]

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from components.load import stack_names
-from tests.pulumi_harness import REPO
+from tools.pulumi_mocks import REPO
 from tests.resources.registrations import GOLDEN, registrations_by_urn
 
 

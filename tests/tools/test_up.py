@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
 from components.spec.problems import InvalidInput
+from tools import up as up_module
 
 REPO = Path(__file__).resolve().parents[2]
 SHARDED = REPO / "tests" / "fixtures" / "sharded"
@@ -15,10 +15,7 @@ SHARDED = REPO / "tests" / "fixtures" / "sharded"
 
 @pytest.fixture(scope="module")
 def up():
-    spec = importlib.util.spec_from_file_location("gpu_tenancy_up", REPO / "tools" / "up.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return up_module
 
 
 def test_an_unsharded_environment_is_one_stack(up):

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from components.cli.main import main
-from components.spec.role_bundles import SHIPPED_BUNDLES, BundleRule, rule_problems, shipped_bundles
+from components.spec.role_bundles import SHIPPED_BUNDLES, BundleRule, shipped_bundles
+from components.validate.role_bundles import rule_problems
 from tests.project_edits import line_of, replace_once
 
 PROD = "stacks/Pulumi.prod.yaml"
@@ -113,10 +114,3 @@ def test_the_docs_list_every_shipped_bundle_with_its_groups_and_resources():
                 assert f"{group}:" in rows[name], (name, group)
             for resource in rule.resources:
                 assert resource in rows[name], (name, resource)
-
-
-def test_the_stack_key_is_the_stacks():
-    from components.spec.role_bundles import STACK_CONFIG_KEY
-    from components.spec.stack import CONFIG_KEY
-
-    assert STACK_CONFIG_KEY == CONFIG_KEY

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import yaml
 
-from components.validate.checks import check_platform, check_tenant
+from components.validate.platform import check_platform
+from components.validate.tenant import check_tenant
 from components.spec.stack import Platform
 from components.spec.tenant import Tenant
 from components.spec.yaml_source import parse_yaml

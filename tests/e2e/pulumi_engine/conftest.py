@@ -23,9 +23,9 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from tests.lanes import gate_lane
+from tools.lanes import gate_lane
 
-from tests.e2e.pulumi_engine.harness import (
+from tools.engine import (
     Engine,
     LocalCluster,
     OPERATIONS,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from kubernetes.client.rest import ApiException
 
-from tests.e2e.pulumi_engine.harness import kubernetes_resources, rendered_by_name, write_local_vcluster_chart
+from tools.engine import kubernetes_resources, rendered_by_name, write_local_vcluster_chart
 from tests.project_edits import replace_once
 
 pytestmark = pytest.mark.pulumi

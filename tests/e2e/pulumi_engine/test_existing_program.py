@@ -12,7 +12,8 @@ import pytest
 from kubernetes import client
 
 from components import environment_from_data, environment_objects
-from tests.e2e.pulumi_engine.harness import REPO_ROOT, Engine, LocalCluster
+from tools.applied_stack import install_crds, register_nodes
+from tools.engine import REPO_ROOT, Engine, LocalCluster
 
 pytestmark = pytest.mark.pulumi
 
@@ -31,8 +32,6 @@ def _example_data() -> tuple[dict, dict]:
 
 @pytest.fixture(scope="module")
 def deployed(tmp_path_factory):
-    from tests.e2e import conftest as e2e
-
     root = tmp_path_factory.mktemp("existing-program")
     project = root / "project"
     shutil.copytree(EXAMPLE, project)
@@ -41,8 +40,8 @@ def deployed(tmp_path_factory):
     cluster = LocalCluster(root / "cluster", project, "example")
     cluster.cp.start()
     try:
-        e2e.install_crds(cluster.cp)
-        e2e.register_nodes(cluster.cp, environment)
+        install_crds(cluster.cp)
+        register_nodes(cluster.cp, environment)
         cluster.context = "example"
         kubeconfig = cluster.write_kubeconfig(root / "kubeconfig")
         engine = Engine(

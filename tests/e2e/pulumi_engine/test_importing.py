@@ -17,7 +17,7 @@ import yaml
 from kubernetes import client
 
 from components.cli.main import main
-from tests.e2e.pulumi_engine.harness import engine_changes, offline_changes
+from tools.engine import engine_changes, offline_changes
 
 pytestmark = pytest.mark.pulumi
 

@@ -13,7 +13,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from tests.e2e.pulumi_engine.harness import (
+from tools.engine import (
     engine_changes,
     kubernetes_resources,
     offline_changes,

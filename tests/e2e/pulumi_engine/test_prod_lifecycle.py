@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from tests.e2e.pulumi_engine.harness import engine_changes, kubernetes_resources, offline_changes
+from tools.engine import engine_changes, kubernetes_resources, offline_changes
 from tests.project_edits import line_of, replace_once
 
 pytestmark = pytest.mark.pulumi

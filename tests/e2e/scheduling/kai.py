@@ -34,10 +34,11 @@ from typing import Any, Iterator
 
 import pytest
 
-from tests.e2e.conftest import REPO_ROOT, VERSIONS, ControlPlane, _free_port, _Proc
-from tests.e2e.scheduling.conftest import RESEARCH, REQUIRED_ENV, SchedulingStack, _running
+from tests.e2e.scheduling.borrowing import RESEARCH
 from tests.e2e.scheduling.jobs import event_lines, wait_or_explain
 from tests.project_edits import replace_once
+from tools.control_plane import REPO_ROOT, VERSIONS, ControlPlane, Process, free_port
+from tools.scheduling import REQUIRED_ENV, SchedulingStack, running_scheduling_stack
 
 KAI_VERSION = VERSIONS["KAI_VERSION"]
 KAI_BINARIES = ("kai-scheduler", "kai-binder", "kai-podgrouper")
@@ -110,7 +111,7 @@ class KaiScheduler:
         # get it that way; `env` execs the binary, so the stop signal reaches it.
         kubeconfig = self.cp.kubeconfig_for(f"system:serviceaccount:{KAI_NAMESPACE}:{name}", ["system:masters"], name=name)
         argv = ["/usr/bin/env", f"KUBECONFIG={kubeconfig}", str(self.bin_dir / name), *args]
-        self.cp._procs.append(_Proc(name, argv, self.cp.log_dir))
+        self.cp._procs.append(Process(name, argv, self.cp.log_dir))
 
     def start(self, timeout: float = 120.0) -> float:
         """Install KAI's CRDs and namespaces, start its three processes, wait until they serve. Returns seconds."""
@@ -140,14 +141,14 @@ class KaiScheduler:
         # scheduler none, so their metrics endpoints (up once their managers/informers start).
         probes = {}
         for name in ("kai-podgrouper", "kai-binder"):
-            metrics, probe = f"127.0.0.1:{_free_port()}", f"127.0.0.1:{_free_port()}"
+            metrics, probe = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
             self._start(name, [f"--metrics-bind-address={metrics}", f"--health-probe-bind-address={probe}",
                                "--leader-elect=false", f"--scheduler-name={SCHEDULER_NAME}"])
             probes[name] = f"http://{probe}/readyz" if name == "kai-podgrouper" else f"http://{metrics}/metrics"
-        metrics = f"127.0.0.1:{_free_port()}"
+        metrics = f"127.0.0.1:{free_port()}"
         self._start("kai-scheduler", [
             f"--scheduler-name={SCHEDULER_NAME}", f"--namespace={KAI_NAMESPACE}", "--leader-elect=false",
-            f"--listen-address={metrics}", f"--plugin-server-port={_free_port()}",
+            f"--listen-address={metrics}", f"--plugin-server-port={free_port()}",
             "--schedule-period=1s", "--v=3",
         ])
         probes["kai-scheduler"] = f"http://{metrics}/metrics"   # served once the scheduler is built
@@ -172,7 +173,7 @@ def running_kai_stack(stack: str, e2e_summary: list[str], root: Path = REPO_ROOT
         if os.environ.get(REQUIRED_ENV) == "1":
             pytest.fail(f"{REQUIRED_ENV}=1 but {reason}")
         pytest.skip(reason)
-    for applied in _running(stack, e2e_summary, root, what):
+    for applied in running_scheduling_stack(stack, e2e_summary, root, what):
         try:
             seconds = KaiScheduler(applied.plane.cp).start()
         except BaseException:
@@ -326,7 +327,7 @@ class KaiPods:
 # before KAI sees it. This copy adds `research` beside eval on the shared A100 pool, in eval's
 # department: 4 A100s of quota, and what eval lends there (its 6) on top in the ResourceQuota
 # (docs/queues-and-vclusters.md, "one rule"), so pods over research's queue quota reach KAI.
-# The borrowing tenant of the Kueue lane (conftest.RESEARCH) with half its A100s and a developer group to act as.
+# The borrowing tenant of the Kueue lane (borrowing.RESEARCH) with half its A100s and a developer group to act as.
 KAI_RESEARCH = RESEARCH.replace("  gpu: {a100: 8}\n", "  gpu: {a100: 4}\n") + "access:\n  developers:\n    groups: [research-eng]\n"
 
 

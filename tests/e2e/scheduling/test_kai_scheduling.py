@@ -19,8 +19,9 @@ from components.manifests.gpu_nodes import pool_label
 from components.manifests.kai import QUEUE_LABEL
 from components.manifests.placement_policy import placement
 from components.fleet import gpu_capacity as cap
-from tests.e2e.conftest import REPO_ROOT, AppliedStack
 from tests.e2e.scheduling.kai import KaiPods, kai_crd_dir, kai_pod, on_pool, running_kai_stack
+from tools.applied_stack import AppliedStack
+from tools.control_plane import REPO_ROOT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.scheduling]
 

@@ -17,14 +17,14 @@ from kubernetes import client
 from components.manifests.gpu_nodes import pool_label, tenant_label
 from components.manifests.placement_policy import pinning_resources, placement
 from components.fleet import gpu_capacity as cap
-from tests.e2e.scheduling.conftest import _running
+from tools.scheduling import running_scheduling_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.scheduling]
 
 
 @pytest.fixture(scope="module", params=["dev", "staging"])
 def plain_stack(request, e2e_summary):
-    yield from _running(request.param, e2e_summary)
+    yield from running_scheduling_stack(request.param, e2e_summary)
 
 
 def _pod(resource: str, selector: dict | None, toleration: dict | None) -> dict:

@@ -15,7 +15,9 @@ from kubernetes.client.rest import ApiException
 
 from components.manifests.placement_policy import placement
 from components.fleet import gpu_capacity as cap
-from tests.e2e.conftest import REPO_ROOT, AppliedStack
+from tools.applied_stack import AppliedStack
+from tools.control_plane import REPO_ROOT
+from tools.scheduling import kueue_module_dir
 from tests.e2e.scheduling.jobs import KUEUE, Jobs, job
 
 pytestmark = [pytest.mark.e2e, pytest.mark.scheduling]
@@ -163,8 +165,6 @@ def test_mig_job_lands_on_mig_nodes_only(kueue_stack, jobs):
 
 def test_the_shipped_kueue_crds_are_those_of_the_kueue_we_run():
     """components/data/kueue must be the CRDs of the Kueue the lane builds (tools/versions.env)."""
-    from tests.e2e.scheduling.conftest import kueue_module_dir
-
     shipped = sorted((REPO_ROOT / "components" / "data" / "kueue").glob("*.yaml"))
     assert shipped
     bases = kueue_module_dir() / "config" / "components" / "crd" / "bases"

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.lanes import gate_lane
+from tools.lanes import gate_lane
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 SHARED_SRC = REPO_ROOT.parent / "shared" / "src"

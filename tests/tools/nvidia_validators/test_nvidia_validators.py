@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.manifests.conftest import synthetic_environment
+from tests.manifests.example_tenants import synthetic_environment
 from components.fleet.environment import Environment
 from components.fleet.gpu_capacity import class_resource
 from components.load import load_environment, stack_names

@@ -7,11 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from components.cli import reference_doc
 from components.spec.quantity import Quantity
-from components.cli.reference_doc import render, type_text, undocumented_fields
 from components.spec.stack import Platform
 from components.spec.tenant import Tenant
+from tools import reference_doc
+from tools.reference_doc import render, type_text, undocumented_fields
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "file-format.md"
@@ -25,7 +25,7 @@ def test_committed_reference_is_up_to_date():
 
 def test_the_module_prints_the_reference():
     result = subprocess.run(
-        [sys.executable, "-m", "components.cli.reference_doc"], capture_output=True, text=True, cwd=REPO, timeout=120
+        [sys.executable, "-m", "tools.reference_doc"], capture_output=True, text=True, cwd=REPO, timeout=120
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout == render()

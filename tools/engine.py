@@ -3,7 +3,7 @@ tools/build.sh, the program (`__main__.py`, unchanged) run inline by the Automat
 
 Used by the `make e2e-pulumi` lane (tests/e2e/pulumi_engine/) and by `make up` (tools/up.py).
 
-* `LocalCluster`: etcd + kube-apiserver + kube-controller-manager (tests/e2e/conftest.py's
+* `LocalCluster`: etcd + kube-apiserver + kube-controller-manager (tools/control_plane.py's
   ControlPlane, with the garbage collector the provider's foreground deletes need), the stack's
   GPU Nodes as a kubelet would register them, the vendored Kueue/KAI CRDs, the GPU Operator's
   namespace, and a kubeconfig whose context is the stack's `kubeContext`.
@@ -22,9 +22,11 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from components.review.state_moves import tenant_urns
-from tests.lanes import tool_versions
+from tools.applied_stack import install_crds, register_nodes
+from tools.control_plane import BIN_DIR, ControlPlane
+from tools.lanes import tool_versions
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 PROJECT_PARTS = ("Pulumi.yaml", "__main__.py", "stacks", "tenants")
 VERSIONS = tool_versions()
 
@@ -70,13 +72,10 @@ class LocalCluster:
     """A throw-away control plane prepared the way a real cluster is before the first `pulumi up`."""
 
     def __init__(self, workdir: Path, project: Path, stack: str) -> None:
-        from tests.e2e import conftest as e2e  # the real-apiserver lane's control plane
-
-        self._e2e = e2e
         self.workdir = workdir
         self.project = project
         self.stack = stack
-        self.cp = e2e.ControlPlane(e2e.BIN_DIR, workdir / "control-plane")
+        self.cp = ControlPlane(BIN_DIR, workdir / "control-plane")
         self.kubeconfig: Path = workdir / "kubeconfig"
         self.context = ""
 
@@ -85,10 +84,9 @@ class LocalCluster:
 
         from components.load import load_environment
 
-        e2e = self._e2e
         environment = load_environment(self.project, self.stack)
         self.cp.start()
-        e2e.install_crds(self.cp)
+        install_crds(self.cp)
         core = client.CoreV1Api(self.cp.api_client)
         # Namespaces the platform's own components own before the first `pulumi up`: the GPU
         # Operator's (MIG / time-slicing ConfigMaps) and kube-prometheus-stack's (rules, dashboards).
@@ -97,7 +95,7 @@ class LocalCluster:
             platform_namespaces.append(environment.platform.monitoring.namespace)
         for ns in platform_namespaces:
             core.create_namespace({"metadata": {"name": ns}})
-        e2e.register_nodes(self.cp, environment)
+        register_nodes(self.cp, environment)
         self.context = environment.platform.kube_context or "default"
         self.write_kubeconfig(self.kubeconfig)
         return self

@@ -12,7 +12,7 @@ from typing import Callable
 
 import pytest
 
-TOOLS_DIR = Path(__file__).resolve().parents[1] / "tools"
+TOOLS_DIR = Path(__file__).resolve().parent
 
 
 def tool_versions() -> dict[str, str]:

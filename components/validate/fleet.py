@@ -1,0 +1,167 @@
+"""Checks between the tenants of one environment, one small validator per concern: unique names
+and namespaces, previous names, the stack's tenant list, dedicated pools, ingress grants between
+tenants. Each takes (environment, every loaded tenant file, deployed or not); `check_fleet` runs
+them and then the capacity check.
+
+Clashes between files are reported on every file involved: the one a pull request edited may sort
+either way (`tenants diff` prints the edited files' problems first)."""
+
+from __future__ import annotations
+
+from ..fleet.environment import Environment, LoadedTenant
+from ..spec.hints import did_you_mean_tenant
+from ..spec.problems import Problem
+from .capacity import capacity_problems
+from .platform import platform_path
+
+
+def _by_file(all_tenants: list[LoadedTenant]) -> list[LoadedTenant]:
+    return sorted(all_tenants, key=lambda t: t.doc.file)
+
+
+def _files_by_name(all_tenants: list[LoadedTenant]) -> dict[str, list[LoadedTenant]]:
+    files_by_name: dict[str, list] = {}
+    for loaded in _by_file(all_tenants):
+        files_by_name.setdefault(loaded.name, []).append(loaded)
+    return files_by_name
+
+
+def _first_file_per_name(all_tenants: list[LoadedTenant]) -> dict[str, LoadedTenant]:
+    return {name: group[0] for name, group in _files_by_name(all_tenants).items()}
+
+
+def tenant_names_are_unique(environment: Environment, all_tenants: list[LoadedTenant]) -> list[Problem]:
+    """One file per tenant name."""
+    problems: list[Problem] = []
+    files_by_name = _files_by_name(all_tenants)
+    for loaded in _by_file(all_tenants):
+        others = [o for o in files_by_name[loaded.name] if o is not loaded]
+        if others:
+            problems.append(loaded.doc.problem(("name",), f"tenant '{loaded.name}' is also defined in {', '.join(o.doc.file for o in others)}; tenant names must be unique"))
+    return problems
+
+
+def namespaces_have_one_tenant(environment: Environment, all_tenants: list[LoadedTenant]) -> list[Problem]:
+    """A namespace (a tenant's own or an extra one) belongs to one tenant."""
+    problems: list[Problem] = []
+    by_file = _by_file(all_tenants)
+    claims: dict[str, list[tuple[object, tuple]]] = {}
+    for loaded in by_file:
+        claims.setdefault(loaded.name, []).append((loaded, ("name",)))
+        for index, namespace in enumerate(loaded.spec.namespaces):
+            claims.setdefault(namespace, []).append((loaded, ("namespaces", index)))
+    for namespace, claimants in claims.items():
+        if len({loaded.name for loaded, _ in claimants}) < 2:
+            continue  # one tenant (or one name defined twice, reported above)
+        owner = next((loaded for loaded, path in claimants if path == ("name",)), None)
+        for loaded, path in claimants:
+            others = ", ".join(f"'{o.name}' ({o.doc.file})" for o, _ in claimants if o.name != loaded.name)
+            if owner is not None and owner.name != loaded.name:
+                message = f"namespace '{namespace}' already belongs to tenant '{owner.name}' ({owner.doc.file}): it is that tenant's own namespace"
+            elif path == ("name",):
+                message = f"this tenant's own namespace '{namespace}' is also claimed by tenant {others} under namespaces; a namespace has one tenant"
+            else:
+                message = f"namespace '{namespace}' is also claimed by tenant {others}; a namespace has one tenant"
+            problems.append(loaded.doc.problem(path, message))
+    return problems
+
+
+def previous_names_are_free(environment: Environment, all_tenants: list[LoadedTenant]) -> list[Problem]:
+    """A previous name is no other tenant's current name (reported on both files)."""
+    problems: list[Problem] = []
+    names = _first_file_per_name(all_tenants)
+    by_file = _by_file(all_tenants)
+    for loaded in by_file:
+        for previous in loaded.spec.previous_names:
+            other = names.get(previous)
+            if other is not None and other is not loaded:
+                problems.append(loaded.doc.problem(("previousNames",), f"previous name '{previous}' is the current name of tenant in {other.doc.file}"))
+                problems.append(other.doc.problem(("name",), f"tenant '{loaded.name}' ({loaded.doc.file}) lists '{previous}' under previousNames, but it is this tenant's name"))
+    return problems
+
+
+def stack_lists_known_tenants(environment: Environment, all_tenants: list[LoadedTenant]) -> list[Problem]:
+    """The stack's `tenants` list names tenant files (current names), and leaving a live tenant out
+    is pointed out."""
+    platform = environment.platform
+    doc = environment.platform_doc
+    problems: list[Problem] = []
+    names = _first_file_per_name(all_tenants)
+    known = {t.name for t in all_tenants}
+    if platform.tenants != "all":
+        renamed = {previous: t for t in all_tenants for previous in t.spec.previous_names}
+        for index, name in enumerate(platform.tenants):
+            if name in renamed and name not in known:
+                now = renamed[name]
+                problems.append(doc.problem(platform_path("tenants", index), f"'{name}' is a previous name of tenant '{now.name}' ({now.doc.file}); list '{now.name}' instead"))
+            elif name not in known:
+                problems.append(doc.problem(platform_path("tenants", index), f"no tenant file defines '{name}'{did_you_mean_tenant(name, known)}"))
+        for name in environment.disabled_tenants:
+            loaded = names.get(name)
+            if loaded is not None and loaded.spec.lifecycle != "decommissioned":
+                problems.append(doc.problem(platform_path("tenants"), (
+                    f"tenant '{name}' ({loaded.doc.file}) is not deployed in stack {environment.name}: this list names "
+                    f"the tenants the stack deploys; add '{name}' to it to deploy the tenant there"
+                ), severity="warning"))
+    return problems
+
+
+def dedicated_pools_have_one_tenant(environment: Environment, all_tenants: list[LoadedTenant]) -> list[Problem]:
+    """A node pool is dedicated to one deployed tenant at most."""
+    problems: list[Problem] = []
+    dedicating: dict[str, list[tuple[object, int]]] = {}
+    for loaded in environment.tenants:
+        for index, pool in enumerate(loaded.spec.gpu.dedicated_pools):
+            dedicating.setdefault(pool, []).append((loaded, index))
+    for pool, claims in dedicating.items():
+        for loaded, index in claims if len({id(c[0]) for c in claims}) > 1 else []:
+            others = ", ".join(f"'{o.name}' ({o.doc.file})" for o, _ in claims if o is not loaded)
+            problems.append(loaded.doc.problem(("gpu", "dedicatedPools", index), f"node pool '{pool}' is already dedicated to tenant {others}; a dedicated pool has one tenant"))
+    return problems
+
+
+def tenant_grants_name_deployed_tenants(environment: Environment, all_tenants: list[LoadedTenant]) -> list[Problem]:
+    """`network.ingressFrom.tenants` names current, deployed, live tenants."""
+    problems: list[Problem] = []
+    names = _first_file_per_name(all_tenants)
+    known = {t.name for t in all_tenants}
+    renamed_to = {previous: t for t in all_tenants for previous in t.spec.previous_names}
+    deployed = {t.name for t in environment.tenants}
+    for loaded in environment.tenants:
+        for index, name in enumerate(loaded.spec.network.ingress_from.tenants):
+            where = ("network", "ingressFrom", "tenants", index)
+            source = names.get(name)
+            if source is None and name in renamed_to:
+                problems.append(loaded.doc.problem(where, f"'{name}' is a previous name of tenant '{renamed_to[name].name}' ({renamed_to[name].doc.file}); grant '{renamed_to[name].name}' instead"))
+            elif source is None:
+                problems.append(loaded.doc.problem(where, f"unknown tenant '{name}'{did_you_mean_tenant(name, known)}"))
+            elif name not in deployed:
+                problems.append(loaded.doc.problem(where, (
+                    f"tenant '{name}' is not deployed in stack {environment.name} (the stack's `tenants` list leaves it out), "
+                    f"so this grant lets nothing in there; remove it or deploy '{name}'"
+                ), severity="warning"))
+            elif source.spec.lifecycle == "decommissioned":
+                problems.append(loaded.doc.problem(where, (
+                    f"tenant '{name}' is decommissioned: its namespaces are about to be deleted; remove the grant"
+                ), severity="warning"))
+    return problems
+
+
+FLEET_VALIDATORS = (
+    tenant_names_are_unique,
+    namespaces_have_one_tenant,
+    previous_names_are_free,
+    stack_lists_known_tenants,
+    dedicated_pools_have_one_tenant,
+    tenant_grants_name_deployed_tenants,
+)
+
+
+def check_fleet(environment: Environment, all_tenants: list[LoadedTenant]) -> list[Problem]:
+    """Problems between tenants: duplicate names and namespaces, shared dedicated pools, capacity.
+
+    >>> [p.message for p in check_fleet(environment, environment.tenants)]   # doctest: +SKIP
+    []
+    """
+    problems = [problem for validator in FLEET_VALIDATORS for problem in validator(environment, all_tenants)]
+    return problems + capacity_problems(environment)

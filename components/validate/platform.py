@@ -1,0 +1,135 @@
+"""Checks of one stack's inventory: references between GPU classes, pools and MIG layouts, the
+PriorityClasses and the Pod Security pin; one small validator per concern, run by `check_platform`."""
+
+from __future__ import annotations
+
+from ..fleet import mig
+from ..spec.hints import did_you_mean
+from ..spec.problems import Problem
+from ..spec.stack import CONFIG_KEY, Platform
+from ..spec.yaml_source import SourceDocument, yaml_text
+
+
+def platform_path(*parts) -> tuple:
+    """Where a setting of the stack's `gpu-tenancy:platform` config is, for `doc.problem`.
+
+    >>> platform_path("nodePools", "h100-train")
+    ('config', 'gpu-tenancy:platform', 'nodePools', 'h100-train')
+    """
+    return ("config", CONFIG_KEY, *parts)
+
+
+def node_pools_are_consistent(platform: Platform, doc: SourceDocument) -> list[Problem]:
+    """Each pool names a known GPU class and a MIG layout exactly when the class is MIG-shared; a
+    node is in one pool; static nodes the tool does not taint are pointed out."""
+    problems: list[Problem] = []
+    node_owner: dict[str, str] = {}
+    for pool_name, pool in sorted(platform.node_pools.items()):
+        where = platform_path("nodePools", pool_name)
+        gpu_class = platform.gpu_classes.get(pool.gpu_class)
+        if gpu_class is None:
+            problems.append(doc.problem(where + ("gpuClass",), f"unknown GPU class '{pool.gpu_class}'{did_you_mean(pool.gpu_class, platform.gpu_classes)}"))
+            continue
+        for index, node in enumerate(pool.nodes):
+            if node in node_owner:
+                problems.append(doc.problem(where + ("nodes", index), f"node '{node}' is already in pool '{node_owner[node]}'; a node belongs to one pool"))
+            node_owner.setdefault(node, pool_name)
+        if pool.patch_taints is False and pool.nodes:
+            problems.append(doc.problem(where + ("patchTaints",), "static nodes are not tainted here: if the pool is dedicated to a tenant, its nodes must register with the taint "
+                                        f"{platform.label_domain}/tenant=<tenant>:NoSchedule themselves, or pods that select no node can land on them", severity="warning"))
+        if gpu_class.sharing == "mig":
+            problems.extend(_check_pool_layout(platform, doc, pool_name))
+        elif pool.mig_layout is not None:
+            problems.append(doc.problem(where + ("migLayout",), f"pool's GPU class '{pool.gpu_class}' is not shared by MIG (sharing: {gpu_class.sharing}); remove migLayout or use a MIG class"))
+    return problems
+
+
+def mig_layouts_do_not_overlap(platform: Platform, doc: SourceDocument) -> list[Problem]:
+    """In a named MIG layout, each GPU index is in one group, and `devices: all` stands alone."""
+    problems: list[Problem] = []
+    for name, layout in sorted(platform.mig_layouts.items()):
+        seen: set[int] = set()
+        for index, group in enumerate(layout):
+            if group.devices == "all" and len(layout) > 1:
+                problems.append(doc.problem(platform_path("migLayouts", name, index, "devices"), "`devices: all` cannot be combined with other groups in the same layout"))
+            elif group.devices != "all":
+                overlap = seen & set(group.devices)
+                if overlap:
+                    problems.append(doc.problem(platform_path("migLayouts", name, index, "devices"), f"GPU index(es) {yaml_text(sorted(overlap))} appear in two groups"))
+                seen |= set(group.devices)
+    return problems
+
+
+def one_default_priority_class(platform: Platform, doc: SourceDocument) -> list[Problem]:
+    """At most one PriorityClass is the cluster's globalDefault."""
+    if sum(1 for pc in platform.priority_classes.values() if pc.global_default) > 1:
+        return [doc.problem(platform_path("priorityClasses"), "at most one PriorityClass may be globalDefault")]
+    return []
+
+
+# The Pod Security version the tool is tested against (tools/versions.env); a pin below the cluster
+# misses the checks added since (e.g. baseline refuses probe and lifecycle `host` from v1.34).
+TESTED_KUBERNETES_MINOR = 37
+
+
+def _minor(version: str) -> int:
+    return int(version.split(".")[1])
+
+
+def pod_security_is_current(platform: Platform, doc: SourceDocument) -> list[Problem]:
+    pinned = platform.pod_security.version
+    if pinned == "latest":
+        return []
+    cluster = platform.kubernetes_version
+    floor = _minor(cluster) if cluster else TESTED_KUBERNETES_MINOR
+    if _minor(pinned) >= floor:
+        return []
+    against = f"the cluster ({cluster})" if cluster else f"v1.{TESTED_KUBERNETES_MINOR} (set kubernetesVersion to compare with the cluster)"
+    return [doc.problem(
+        platform_path("podSecurity", "version"),
+        f"Pod Security is pinned to {pinned}, older than {against}: pods pass checks added since (e.g. the probe "
+        "and lifecycle `host` field, baseline from v1.34); use latest or the cluster's version",
+        severity="warning",
+    )]
+
+
+def _check_pool_layout(platform: Platform, doc: SourceDocument, pool_name: str) -> list[Problem]:
+    pool = platform.node_pools[pool_name]
+    gpu_class = platform.gpu_classes[pool.gpu_class]
+    where = platform_path("nodePools", pool_name, "migLayout")
+    if pool.mig_layout is None:
+        return [doc.problem(platform_path("nodePools", pool_name), f"pool of MIG class '{pool.gpu_class}' needs `migLayout` (a name from migLayouts, or all-<profile>)")]
+    if gpu_class.model not in mig.geometry():
+        return [doc.problem(platform_path("gpuClasses", pool.gpu_class, "model"), f"GPU model '{gpu_class.model}' does not support MIG{did_you_mean(gpu_class.model, mig.geometry())}")]
+    if pool.mig_layout in platform.mig_layouts:
+        groups = platform.mig_layouts[pool.mig_layout]
+        problems = []
+        for index, group in enumerate(groups):
+            for reason in mig.layout_problems(gpu_class.model, group.profiles):
+                problems.append(doc.problem(platform_path("migLayouts", pool.mig_layout, index, "profiles"), f"invalid for pool '{pool_name}' ({gpu_class.model}): {reason}"))
+            if group.devices != "all":
+                beyond = [d for d in group.devices if d >= pool.gpus_per_node]
+                if beyond:
+                    problems.append(doc.problem(platform_path("migLayouts", pool.mig_layout, index, "devices"), f"GPU index(es) {yaml_text(beyond)} do not exist on pool '{pool_name}' ({pool.gpus_per_node} GPUs per node)"))
+        if gpu_class.mig and gpu_class.mig.strategy == "single":
+            profiles = {p for g in groups for p in g.profiles}
+            if len(profiles) > 1:
+                problems.append(doc.problem(where, f"the single MIG strategy needs one profile on every GPU; layout '{pool.mig_layout}' mixes {yaml_text(sorted(profiles))} (use strategy: mixed)"))
+        return problems
+    if mig.expand_named_layout(pool.mig_layout, gpu_class.model) is None:
+        return [doc.problem(where, f"unknown MIG layout '{pool.mig_layout}': define it under migLayouts or use all-<profile> with a profile of {gpu_class.model} ({', '.join(mig.geometry()[gpu_class.model].profiles)})")]
+    return []
+
+
+PLATFORM_VALIDATORS = (node_pools_are_consistent, mig_layouts_do_not_overlap, one_default_priority_class, pod_security_is_current)
+
+
+def check_platform(platform: Platform, doc: SourceDocument) -> list[Problem]:
+    """Problems in one stack's inventory: references between classes, pools and MIG layouts.
+
+    >>> from components.spec.yaml_source import parse_yaml
+    >>> platform = Platform(labelDomain="gpu.example.com", nodePools={"p": {"gpuClass": "h100", "gpusPerNode": 8, "nodes": ["n1"]}})
+    >>> [p.message for p in check_platform(platform, parse_yaml("config: {}\\n", "stacks/Pulumi.dev.yaml"))]
+    ["unknown GPU class 'h100' (known: none defined)"]
+    """
+    return [problem for validator in PLATFORM_VALIDATORS for problem in validator(platform, doc)]

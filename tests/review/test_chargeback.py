@@ -1,0 +1,70 @@
+"""`tenants report` rows and layouts, on canned Prometheus answers (tests/review/chargeback/)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from components.review.chargeback import ChargebackRow, chargeback_rows, format_csv, format_text, period_queries, period_seconds
+
+CANNED = Path(__file__).resolve().parent / "chargeback"
+START, END = datetime(2026, 12, 1, 0, 0, tzinfo=timezone.utc), datetime(2026, 12, 1, 3, 0, tzinfo=timezone.utc)
+
+
+def canned() -> dict[str, list]:
+    return {name: json.loads((CANNED / f"{name}.json").read_text())["data"]["result"] for name in ("allocated", "used")}
+
+
+def test_rows_join_allocated_and_used_per_cost_centre_tenant_and_class():
+    rows = chargeback_rows(canned())
+    assert [(row.cost_center, row.tenant, row.gpu_class) for row in rows] == [
+        ("cc-1", "alpha", "h100"), ("cc-2", "beta", "a100-mig"), ("cc-2", "beta", "h100"), ("cc-3", "gamma", "l4"),
+    ]
+    assert rows[0] == ChargebackRow("cc-1", "alpha", "h100", 51.0, 40.83)
+    assert rows[1].allocated_gpu_hours == pytest.approx(11 / 7) and rows[1].used_gpu_hours == pytest.approx(6 / 7)
+    # No DCGM series for gamma: used is unknown, not zero, and so is its share.
+    assert rows[3].used_gpu_hours is None and rows[3].used_share is None
+    assert rows[0].used_share == pytest.approx(40.83 / 51)
+
+
+def test_csv_has_a_header_and_one_line_per_row():
+    lines = list(csv.reader(io.StringIO(format_csv(chargeback_rows(canned()), START, END))))
+    assert lines[0] == ["cost_center", "tenant", "gpu_class", "allocated_gpu_hours", "used_gpu_hours"]
+    assert lines[1:] == [
+        ["cc-1", "alpha", "h100", "51.000", "40.830"],
+        ["cc-2", "beta", "a100-mig", "1.571", "0.857"],
+        ["cc-2", "beta", "h100", "12.000", "6.000"],
+        ["cc-3", "gamma", "l4", "2.000", ""],
+    ]
+
+
+def test_text_table_totals_per_cost_centre_and_overall():
+    text = format_text(chargeback_rows(canned()), START, END)
+    lines = text.splitlines()
+    assert lines[0] == "GPU-hours from 2026-12-01T00:00:00+00:00 to 2026-12-01T03:00:00+00:00"
+    cc2_total = next(line for line in lines if line.startswith("cc-2") and "(total)" in line).split()
+    assert cc2_total[-3:] == ["13.571", "6.857", "51%"]  # 12 + 11/7 allocated, 6 + 6/7 used
+    overall = lines[-1].split()
+    # gamma's unknown use adds nothing to the used sum.
+    assert overall[0] == "(all)" and overall[1:] == ["66.571", "47.687", "72%"]
+
+
+def test_text_says_when_nothing_was_recorded():
+    assert "no GPU-hours recorded" in format_text([], START, END)
+
+
+def test_period_queries_integrate_the_rules_over_the_period():
+    queries = period_queries(START, END)
+    assert set(queries) == {"allocated", "used"}
+    assert "gpu_tenancy:tenant_gpu_allocated:gpus[10800s:1m]" in queries["allocated"]
+    assert "gpu_tenancy:tenant_gpu_used:gpus[10800s:1m]" in queries["used"]
+
+
+def test_a_period_must_be_at_least_a_minute():
+    with pytest.raises(ValueError, match="--to must be after --from"):
+        period_seconds(END, START)

@@ -1,0 +1,426 @@
+"""The scheduling plane: kube-scheduler and Kueue against a control plane (tools/control_plane.py).
+
+On top of the control plane (etcd, kube-apiserver, kube-controller-manager) this starts:
+
+* kube-controller-manager with the **job controller** besides the lane's usual ones
+  (Kueue unsuspends a Job; the job controller then creates its pods);
+* **kube-scheduler** (`tools/kube-scheduler`, same Kubernetes module and version as
+  the API server), which binds pods to the Nodes registered below;
+* the **Kueue controller manager** (`tools/kueue`, `sigs.k8s.io/kueue` at
+  `KUEUE_VERSION`, the release whose CRDs `components/data/kueue` ships), with:
+  - every Kueue CRD from that module's own source (`config/components/crd/bases`, read
+    from the Go module cache `tools/build.sh` fills), the conversion webhook of the CRDs
+    upstream patches (`crd/kustomization.yaml`) pointed at Kueue on loopback;
+  - its webhooks (`config/components/webhook/manifests.yaml`) for the Kueue API group and
+    `batch` Jobs, pointed at `https://127.0.0.1:<port>/<path>` (no Service, no kube-proxy);
+    webhooks of frameworks the lane does not enable (pods, Deployments, Ray, ...) are left
+    out, as Kueue answers them with a no-op;
+  - certificates minted here: a throw-away CA and a serving certificate for both
+    `kueue-webhook-service.kueue-system.svc` and `127.0.0.1`, stored in the Secret Kueue's
+    internal certificate manager reads (it keeps valid certificates and injects the CA into
+    the webhook configurations and CRDs), and written to its `certDir` as the kubelet would
+    mount the Secret.
+
+Nodes: no kubelet runs. Each static node of the stack is registered with the labels the
+kubelet and GPU Feature Discovery set, then the stack's own node patches are applied, and its
+`status` gets `capacity`/`allocatable` for cpu, memory, ephemeral-storage, pods and the GPU resources its pool
+offers (`nvidia.com/gpu`, the time-sliced share, the MIG profiles of its layout) and a Ready
+condition. kube-scheduler binds pods to them; bound pods stay Pending (nothing runs them),
+which is all the tests need.
+
+The lane (`make e2e-scheduling`) is tests/e2e/scheduling.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import ipaddress
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+
+from tools.applied_stack import AppliedStack, install_crds
+from tools.control_plane import (
+    BIN_DIR,
+    CONTROLLERS,
+    REPO_ROOT,
+    VERSIONS,
+    ControlPlane,
+    free_port,
+    missing_binaries,
+)
+
+KUEUE_VERSION = VERSIONS["KUEUE_VERSION"]
+SCHEDULING_BINARIES = ("kube-scheduler", "kueue")
+# Set by `make e2e-scheduling`: a scheduling lane that cannot run fails instead of skipping.
+REQUIRED_ENV = "GPU_TENANCY_SCHEDULING_REQUIRED"
+KUEUE_NAMESPACE = "kueue-system"
+KUEUE_SERVICE = "kueue-webhook-service"          # Kueue's defaults (internalCertManagement)
+KUEUE_SECRET = "kueue-webhook-server-cert"
+KUEUE_WEBHOOK_PREFIX = "kueue-"                   # upstream's kustomize namePrefix
+# The rotator of Kueue's internal certificate manager accepts a CA whose certificate is
+# valid for this name (cert-controller verifies it like a serving certificate).
+KUEUE_CA_NAME = "kueue-ca"
+WEBHOOK_GROUPS = {"kueue.x-k8s.io", "batch"}
+
+
+def _cache_dir() -> Path:
+    return Path(os.environ.get("GPU_TENANCY_CACHE_DIR") or REPO_ROOT / ".cache")
+
+
+def kueue_module_dir() -> Path:
+    """Kueue's module source in the shared Go module cache (tools/build.sh downloads it)."""
+    return _cache_dir() / "go" / "mod" / "sigs.k8s.io" / f"kueue@{KUEUE_VERSION}"
+
+
+def scheduling_unavailable_reason() -> str:
+    missing = [b for b in (*missing_binaries(), *SCHEDULING_BINARIES) if not os.access(BIN_DIR / b, os.X_OK)]
+    if missing:
+        return (f"scheduling lane: {', '.join(sorted(set(missing)))} not built in {BIN_DIR}; run "
+                "`make e2e-scheduling` (tools/build.sh builds them from Go modules, cached)")
+    if not (kueue_module_dir() / "config" / "components" / "crd" / "bases").is_dir():
+        return (f"scheduling lane: Kueue's CRDs are read from its module source {kueue_module_dir()}, "
+                "which is missing; run `tools/build.sh kueue` (it downloads the module)")
+    return ""
+
+
+# --------------------------------------------------------------------------
+# Kueue's webhook certificates
+# --------------------------------------------------------------------------
+
+
+def mint_webhook_certs(directory: Path) -> dict[str, bytes]:
+    """A CA and a serving certificate Kueue's certificate rotator keeps as they are.
+
+    cert-controller regenerates (and the apiserver could then not verify 127.0.0.1) unless:
+    the CA certificate verifies for the name `kueue-ca`, its key is PKCS#1 RSA, and both
+    certificates stay valid for 90 days from now. Returns the Secret's data.
+    """
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    now = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=5)
+    until = now + datetime.timedelta(days=365)
+    ca_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, KUEUE_CA_NAME)])
+    ca = (
+        x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number()).not_valid_before(now).not_valid_after(until)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=True,
+                                     data_encipherment=False, key_agreement=False, key_cert_sign=True,
+                                     crl_sign=False, encipher_only=False, decipher_only=False), critical=True)
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(KUEUE_CA_NAME)]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    dns = f"{KUEUE_SERVICE}.{KUEUE_NAMESPACE}.svc"
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, dns)]))
+        .issuer_name(ca_name).public_key(key.public_key())
+        .serial_number(x509.random_serial_number()).not_valid_before(now).not_valid_after(until)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.SubjectAlternativeName(
+            [x509.DNSName(dns), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    pem = serialization.Encoding.PEM
+    rsa_pkcs1 = serialization.PrivateFormat.TraditionalOpenSSL
+    data = {
+        "ca.crt": ca.public_bytes(pem),
+        "ca.key": ca_key.private_bytes(pem, rsa_pkcs1, serialization.NoEncryption()),
+        "tls.crt": cert.public_bytes(pem),
+        "tls.key": key.private_bytes(pem, rsa_pkcs1, serialization.NoEncryption()),
+    }
+    directory.mkdir(parents=True, exist_ok=True)
+    for name in ("tls.crt", "tls.key"):   # what the kubelet would mount from the Secret
+        (directory / name).write_bytes(data[name])
+        (directory / name).chmod(0o600)
+    return data
+
+
+# --------------------------------------------------------------------------
+# Kueue's CRDs and webhooks, from its module source, pointed at loopback
+# --------------------------------------------------------------------------
+
+
+def _yaml_docs(path: Path) -> list[dict[str, Any]]:
+    import yaml
+
+    return [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
+
+
+def conversion_crds(module: Path) -> set[str]:
+    """Plural names of the CRDs whose conversion webhook upstream's kustomization enables."""
+    text = (module / "config" / "components" / "crd" / "kustomization.yaml").read_text()
+    return set(re.findall(r"^- path: patches/webhook_in_([a-z]+)\.yaml\s*$", text, flags=re.M))
+
+
+def kueue_crds(module: Path, webhook_url: str, ca_bundle: str) -> list[dict[str, Any]]:
+    converted = conversion_crds(module)
+    crds = []
+    for path in sorted((module / "config" / "components" / "crd" / "bases").glob("*.yaml")):
+        for doc in _yaml_docs(path):
+            if doc.get("kind") != "CustomResourceDefinition":
+                continue
+            if doc["spec"]["names"]["plural"] in converted:
+                doc["spec"]["conversion"] = {
+                    "strategy": "Webhook",
+                    "webhook": {"clientConfig": {"url": f"{webhook_url}/convert", "caBundle": ca_bundle},
+                                "conversionReviewVersions": ["v1"]},
+                }
+            crds.append(doc)
+    return crds
+
+
+def kueue_webhook_configurations(module: Path, webhook_url: str, ca_bundle: str) -> list[dict[str, Any]]:
+    configs = []
+    for doc in _yaml_docs(module / "config" / "components" / "webhook" / "manifests.yaml"):
+        hooks = []
+        for hook in doc.get("webhooks", []):
+            groups = {g for rule in hook.get("rules", []) for g in rule.get("apiGroups", [])}
+            if not groups & WEBHOOK_GROUPS:
+                continue
+            path = hook["clientConfig"]["service"]["path"]
+            hook["clientConfig"] = {"url": f"{webhook_url}{path}", "caBundle": ca_bundle}
+            if "kueue.x-k8s.io" not in groups:   # upstream's kustomize patch for job webhooks
+                hook["namespaceSelector"] = {"matchExpressions": [{
+                    "key": "kubernetes.io/metadata.name", "operator": "NotIn",
+                    "values": ["kube-system", KUEUE_NAMESPACE]}]}
+            hooks.append(hook)
+        doc["metadata"]["name"] = KUEUE_WEBHOOK_PREFIX + doc["metadata"]["name"]
+        doc["webhooks"] = hooks
+        configs.append(doc)
+    return configs
+
+
+def kueue_config(health_port: int, webhook_port: int, cert_dir: Path) -> str:
+    return "\n".join([
+        "apiVersion: config.kueue.x-k8s.io/v1beta2",
+        "kind: Configuration",
+        f"namespace: {KUEUE_NAMESPACE}",
+        "health:",
+        f"  healthProbeBindAddress: 127.0.0.1:{health_port}",
+        "metrics:",
+        '  bindAddress: "0"',
+        "webhook:",
+        "  host: 127.0.0.1",
+        f"  port: {webhook_port}",
+        f"  certDir: {cert_dir}",
+        "leaderElection:",
+        "  leaderElect: false",
+        "internalCertManagement:",
+        "  enable: true",
+        f"  webhookServiceName: {KUEUE_SERVICE}",
+        f"  webhookSecretName: {KUEUE_SECRET}",
+        "featureGates:",
+        "  VisibilityOnDemand: false",   # would start an extra API server on a fixed port
+        "integrations:",
+        "  frameworks: [batch/job]",
+        "",
+    ])
+
+
+# --------------------------------------------------------------------------
+# The control plane with the scheduler and Kueue
+# --------------------------------------------------------------------------
+
+
+class SchedulingPlane:
+    """A ControlPlane plus kube-scheduler and Kueue (all stopped with the plane)."""
+
+    def __init__(self, cp: ControlPlane) -> None:
+        self.cp = cp
+        self.kueue_health = ""
+
+    def start_scheduler(self) -> None:
+        cfg = self.cp.kubeconfig_for("system:kube-scheduler", ["system:masters"], name="kube-scheduler")
+        self.cp._start("kube-scheduler", [
+            f"--kubeconfig={cfg}",
+            "--leader-elect=false",
+            "--secure-port=0",
+            "--profiling=false",
+            "--v=1",
+        ])
+
+    def start_kueue(self, timeout: float = 120.0) -> float:
+        """Install Kueue's CRDs and webhooks, start it, wait until its webhooks serve. Returns seconds."""
+        from kubernetes import client as k8s_client
+
+        started = time.monotonic()
+        cp, module = self.cp, kueue_module_dir()
+        webhook_port, health_port = free_port(), free_port()
+        cert_dir = cp.workdir / "kueue-certs"
+        data = mint_webhook_certs(cert_dir)
+        ca_bundle = base64.b64encode(data["ca.crt"]).decode()
+        url = f"https://127.0.0.1:{webhook_port}"
+        crds = kueue_crds(module, url, ca_bundle)
+        for crd in crds:
+            cp.apply(crd, field_manager="e2e-kueue-install")
+        ext = k8s_client.ApiextensionsV1Api(cp.api_client)
+
+        def established(name: str) -> bool:
+            conds = ext.read_custom_resource_definition(name).status.conditions or []
+            return any(c.type == "Established" and c.status == "True" for c in conds)
+
+        for crd in crds:
+            name = crd["metadata"]["name"]
+            cp.wait_for(lambda n=name: established(n), timeout=60, what=f"CRD {name} Established")
+        cp.dynamic.resources.invalidate_cache()
+        cp.create_namespace(KUEUE_NAMESPACE)
+        k8s_client.CoreV1Api(cp.api_client).create_namespaced_secret(KUEUE_NAMESPACE, {
+            "apiVersion": "v1", "kind": "Secret", "metadata": {"name": KUEUE_SECRET},
+            "data": {k: base64.b64encode(v).decode() for k, v in data.items()}})
+        for config in kueue_webhook_configurations(module, url, ca_bundle):
+            cp.apply(config, field_manager="e2e-kueue-install")
+        config_path = cp.workdir / "kueue-config.yaml"
+        config_path.write_text(kueue_config(health_port, webhook_port, cert_dir))
+        kubeconfig = cp.kubeconfig_for("kueue-controller-manager", ["system:masters"], name="kueue")
+        cp._start("kueue", [f"--config={config_path}", f"--kubeconfig={kubeconfig}", "--zap-log-level=2"])
+        self.kueue_health = f"http://127.0.0.1:{health_port}/readyz"
+
+        def ready() -> bool:
+            cp._check_alive()
+            try:
+                with urllib.request.urlopen(self.kueue_health, timeout=2) as r:
+                    return r.status == 200
+            except Exception:
+                return False
+
+        cp.wait_for(ready, timeout=timeout, interval=0.5, what="Kueue readyz (webhook server serving)")
+        return time.monotonic() - started
+
+
+# --------------------------------------------------------------------------
+# Nodes with capacity
+# --------------------------------------------------------------------------
+
+NODE_CPU, NODE_MEMORY, NODE_EPHEMERAL, NODE_PODS = "128", "1Ti", "3Ti", "110"
+
+
+def node_allocatable(platform: Any, pool_name: str) -> dict[str, str]:
+    """What one node of the pool advertises: cpu/memory/pods and its pool's GPU resources."""
+    from components.fleet import gpu_capacity as cap
+
+    resources = {"cpu": NODE_CPU, "memory": NODE_MEMORY, "ephemeral-storage": NODE_EPHEMERAL, "pods": NODE_PODS}
+    for resource, count in cap.node_gpu_resources(platform, platform.node_pools[pool_name]).items():
+        resources[resource] = str(count)
+    return resources
+
+
+def register_ready_nodes(cp: ControlPlane, environment: Any) -> dict[str, str]:
+    """Create every static node (kubelet/GFD labels), ready with capacity. Returns node -> pool."""
+    from kubernetes import client as k8s_client
+
+    core = k8s_client.CoreV1Api(cp.api_client)
+    platform = environment.platform
+    pools = {}
+    for pool_name, pool in sorted(platform.node_pools.items()):
+        gpu_class = platform.gpu_classes.get(pool.gpu_class)
+        allocatable = node_allocatable(platform, pool_name)
+        for node in pool.nodes:
+            labels = {"kubernetes.io/hostname": node, "kubernetes.io/os": "linux",
+                      "kubernetes.io/arch": "amd64", "node.kubernetes.io/instance-type": "gpu-e2e"}
+            if gpu_class is not None:
+                labels["nvidia.com/gpu.product"] = gpu_class.product
+            cp.create_node(node, labels, field_manager="kubelet")
+            now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+            core.patch_node_status(node, {"status": {
+                "capacity": allocatable, "allocatable": allocatable,
+                "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                                "message": "registered by the e2e scheduling lane (no kubelet)",
+                                "lastHeartbeatTime": now, "lastTransitionTime": now}],
+            }})
+            pools[node] = pool_name
+    return pools
+
+
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+
+
+def clear_not_ready_taints(cp: ControlPlane, nodes: Iterable[str]) -> None:
+    """Remove the `not-ready` taint the API server puts on every new Node, as the node lifecycle
+    controller does once the node reports Ready (that controller does not run: with no kubelet
+    heartbeats it would mark every node unreachable). Other taints (ours) stay."""
+    from kubernetes import client as k8s_client
+
+    core = k8s_client.CoreV1Api(cp.api_client)
+    for name in nodes:
+        taints = core.read_node(name).spec.taints or []
+        keep = [cp.api_client.sanitize_for_serialization(t) for t in taints if t.key != NOT_READY_TAINT]
+        if len(keep) != len(taints):
+            core.patch_node(name, {"spec": {"taints": keep}}, field_manager="node-lifecycle-controller")
+
+
+class SchedulingStack(AppliedStack):
+    """An example stack applied to a SchedulingPlane, with its nodes' pools."""
+
+    plane: SchedulingPlane
+    node_pool: dict[str, str]
+    timings: dict[str, float]
+
+
+def start_scheduling_stack(stack: str, workdir: Path, root: Path = REPO_ROOT) -> SchedulingStack:
+    # job-controller creates the pods of a Job Kueue unsuspends; garbage-collector-controller
+    # deletes them (and the Workload) with their Job between tests.
+    cp = ControlPlane(BIN_DIR, workdir,
+                      controllers=(*CONTROLLERS, "job-controller", "garbage-collector-controller"))
+    timings: dict[str, float] = {}
+    t0 = time.monotonic()
+    try:
+        cp.start()
+        timings["control plane"] = time.monotonic() - t0
+        plane = SchedulingPlane(cp)
+        plane.start_scheduler()
+        environment, objects = AppliedStack.render(stack, root)
+        if environment.platform.scheduler == "kueue":
+            timings["kueue"] = plane.start_kueue()
+        # The vendored CRDs of the custom objects the builders emit (KAI Queues, PrometheusRules).
+        # Kueue's are byte-identical to the ones just installed from its module, and server-side
+        # apply leaves the conversion webhook, which the vendored files do not set, in place.
+        install_crds(cp)
+        t1 = time.monotonic()
+        cp.create_namespace(environment.platform.gpu_operator.namespace)
+        if environment.platform.monitoring is not None:   # kube-prometheus-stack's, as prod_stack does
+            cp.create_namespace(environment.platform.monitoring.namespace)
+        node_pool = register_ready_nodes(cp, environment)
+        applied = SchedulingStack(environment, objects, [], {}, [])
+        applied.results = cp.apply_rendered(applied.all_objects)
+        clear_not_ready_taints(cp, node_pool)
+        cp.wait_namespaces_ready(applied.all_objects)
+        timings["apply stack"] = time.monotonic() - t1
+    except BaseException:
+        cp.stop()
+        raise
+    applied.plane, applied.node_pool, applied.timings = plane, node_pool, timings
+    return applied
+
+
+def running_scheduling_stack(stack: str, e2e_summary: list[str], root: Path = REPO_ROOT, what: str = "") -> Iterator[SchedulingStack]:
+    """A started SchedulingStack for a fixture to yield (stopped and cleaned up after), its start-up times
+    appended to `e2e_summary`; GPU_TENANCY_E2E_KEEP=1 keeps its directory."""
+    workdir = Path(tempfile.mkdtemp(prefix="gpu-tenancy-sched-"))
+    keep = os.environ.get("GPU_TENANCY_E2E_KEEP") == "1"
+    try:
+        applied = start_scheduling_stack(stack, workdir, root)
+        e2e_summary.append(f"scheduling lane ({what or stack}): "
+                           + ", ".join(f"{k} {v:.1f}s" for k, v in applied.timings.items()))
+        yield applied
+        applied.plane.cp.stop()
+    finally:
+        if keep:
+            sys.stderr.write(f"\n[e2e] kept scheduling control-plane dir {workdir}\n")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
