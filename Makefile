@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STACK  ?= prod
 OUT    ?= out
 
-.PHONY: run test lint validate e2e e2e-scheduling e2e-monitoring monitoring-pictures e2e-pulumi up bench bench-pulumi schema clean
+.PHONY: run test lint validate e2e e2e-scheduling e2e-monitoring monitoring-pictures e2e-pulumi e2e-network up bench bench-pulumi schema clean
 .DEFAULT_GOAL := run
 
 $(VENV)/.installed: pyproject.toml
@@ -22,7 +22,7 @@ validate: $(VENV)/.installed
 	$(VENV)/bin/tenants validate
 
 test: $(VENV)/.installed ## unit, schema and mock-runtime tests (no cluster needed)
-	$(PY) -m pytest -q -m "not e2e and not go and not monitoring and not pulumi" -p no:cacheprovider
+	$(PY) -m pytest -q -m "not e2e and not go and not monitoring and not pulumi and not network" -p no:cacheprovider
 
 # The lint lane: the workflows through actionlint, and every GPU sharing config the tool writes through
 # NVIDIA's own parsers (the device plugin's and mig-parted's, built from ../shared/src; tools/README.md).
@@ -63,6 +63,18 @@ E2E_BINARIES := etcd kube-apiserver kube-controller-manager pulumi pulumi-resour
 e2e-pulumi: $(VENV)/.installed
 	tools/build.sh $(E2E_BINARIES)
 	GPU_TENANCY_E2E_REQUIRED=1 GPU_TENANCY_PULUMI_REQUIRED=1 $(PY) -m pytest -q tests/e2e/pulumi_engine -m pulumi -ra -p no:cacheprovider
+
+# The network dataplane lane: each example stack's Namespaces and NetworkPolicies on the e2e control
+# plane, enforced on packets between network namespaces by the SIG Network agent kube-network-policies
+# (built from its Go module, ~6 min cold, <1 s warm); every cell compared with the project's
+# evaluator (tools/README.md, "The network dataplane lane"). Needs root; installs its Debian
+# packages when missing.
+NETWORK_PACKAGES := nftables iptables conntrack
+e2e-network: $(VENV)/.installed
+	@command -v nft >/dev/null && command -v iptables-legacy >/dev/null && command -v conntrack >/dev/null \
+	  || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $(NETWORK_PACKAGES); }
+	tools/build.sh k8s network
+	GPU_TENANCY_E2E_REQUIRED=1 GPU_TENANCY_NETWORK_REQUIRED=1 $(PY) -m pytest -q tests/e2e/network -m network -ra -p no:cacheprovider
 
 up: $(VENV)/.installed ## a real `pulumi up` of STACK (every stack of a sharded one) on a throw-away local control plane; FROM=dir for other stack/tenant files (Ctrl-C stops it)
 	tools/build.sh $(E2E_BINARIES)

@@ -32,4 +32,4 @@ with fewer_gc_passes():  # building a large fleet makes millions of long-lived o
 pulumi.export("tenants", fleet.summary)
 warn_about_departures(fleet.summary)  # the preview lists a leaving tenant's objects as deletes; say they stay
 if fleet.platform is not None:
-    pulumi.export("nodeGroupRequirements", node_group_requirements(environment))
+    pulumi.export("nodeGroupRequirements", node_group_requirements(environment.facts))

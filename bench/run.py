@@ -11,13 +11,15 @@ Per N (tools/synthetic.py: N tenant files, a stack whose capacity grows with N) 
   registering the same objects as bare pulumi_kubernetes resources (no components, no options);
 - peak memory (ru_maxrss) of the render process and of the Fleet process;
 - `tenants diff --base HEAD` for a one-tenant change in the N-tenant fleet (a git repository made
-  for the purpose).
+  for the purpose), and its ratio to render;
+- build: building every object of the fleet (loaded beforehand) with `scheduler: kueue` and with
+  `scheduler: kai` (the same tenants), and the ratio KAI / Kueue.
 
 Each phase runs in its own process (so each peak-memory figure is that phase's), `--repeat` times
 for render, floor and diff (the best time counts; phases alternate so that load on the machine
 hits both sides of a ratio alike), once for the Pulumi phases. Times are wall-clock seconds of the
 work itself, imports excluded. Targets (N = 1000): render < 3x floor and < 2 s, Fleet < 1.3x bare,
-peak memory < 500 MB, diff < 2 s. Exit code 0 whatever the figures: this measures, it does not gate.
+peak memory < 500 MB, diff < 2 s, KAI build < 1.2x the Kueue build. Exit code 0 whatever the figures: this measures, it does not gate.
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ from tools.synthetic import STACK, tenant_name, write_project
 
 REPO = Path(__file__).resolve().parents[1]
 
-TARGETS = {"render_ratio": 3.0, "render_seconds": 2.0, "pulumi_ratio": 1.3, "peak_mb": 500.0, "diff_seconds": 2.0}
+TARGETS = {"render_ratio": 3.0, "render_seconds": 2.0, "pulumi_ratio": 1.3, "peak_mb": 500.0, "diff_seconds": 2.0,
+           "kai_ratio": 1.2}
 
 
 # --- phases (each run in a child process: `run.py --phase NAME --root DIR`) ----------------------------
@@ -147,6 +150,23 @@ def phase_diff(root: Path, repeat: int) -> dict:
     return {"seconds": min(times)}
 
 
+def phase_build(root: Path, repeat: int) -> dict:
+    """Build every object of the (already loaded) environment: the builders alone."""
+    from components.manifests.build import environment_objects
+    from components.load import fewer_gc_passes, load_environment
+
+    times, cpu = [], []
+    with fewer_gc_passes():   # as the CLI runs its commands
+        for _ in range(repeat):
+            environment = load_environment(root, STACK)   # fleet facts are made once per environment: count them
+            started, started_cpu = time.perf_counter(), time.process_time()
+            objects = environment_objects(environment)
+            times.append(time.perf_counter() - started)
+            cpu.append(time.process_time() - started_cpu)
+    # CPU seconds too: on a shared machine they vary less than wall-clock ones.
+    return {"seconds": min(times), "cpu_seconds": min(cpu), "objects": sum(len(o) for o in objects.values())}
+
+
 def child(args: argparse.Namespace) -> None:
     root, out = Path(args.root), Path(args.out) if args.out else None
     if args.phase == "render":
@@ -159,6 +179,8 @@ def child(args: argparse.Namespace) -> None:
         result = phase_bare(root)
     elif args.phase == "diff":
         result = phase_diff(root, args.repeat)
+    elif args.phase == "build":
+        result = phase_build(root, args.repeat)
     else:
         raise SystemExit(f"unknown phase {args.phase}")
     result["peak_mb"] = _peak_mb()
@@ -213,6 +235,16 @@ def measure(count: int, scratch: Path, repeat: int, pulumi: bool, log) -> dict:
     diff = run_phase("diff", root, None, repeat)
     row.update(diff=diff["seconds"], diff_mb=diff["peak_mb"])
     log(f"  N={count}: diff {row['diff']:.2f} s")
+    kai_root = write_project(scratch / f"n{count}-kai", count, scheduler="kai")
+    kueue_builds, kai_builds = [], []
+    for _ in range(repeat):  # alternate, as for render and floor
+        kueue_builds.append(run_phase("build", root, None, 1))
+        kai_builds.append(run_phase("build", kai_root, None, 1))
+    row["build_kueue"] = min(b["seconds"] for b in kueue_builds)
+    row["build_kai"] = min(b["seconds"] for b in kai_builds)
+    row["build_cpu_ratio"] = min(b["cpu_seconds"] for b in kai_builds) / min(b["cpu_seconds"] for b in kueue_builds)
+    log(f"  N={count}: build Kueue {row['build_kueue']:.2f} s, KAI {row['build_kai']:.2f} s "
+        f"(CPU KAI / Kueue {row['build_cpu_ratio']:.2f}x)")
     return row
 
 
@@ -221,15 +253,17 @@ def table(rows: list[dict]) -> str:
         return "n/a" if value is None else f"{value:{spec}}{unit}"
 
     lines = [
-        "| N | objects | render | floor | render / floor | Fleet | bare | Fleet / bare | diff | peak MB: render, diff, Fleet, bare |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| N | objects | render | floor | render / floor | Fleet | bare | Fleet / bare | diff | diff / render "
+        "| build Kueue | build KAI | KAI / Kueue (CPU) | peak MB: render, diff, Fleet, bare |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         fleet_ratio = r["fleet"] / r["bare"] if r.get("fleet") else None
         lines.append(
             f"| {r['n']} | {r['objects']} | {fmt(r['render'], unit=' s')} | {fmt(r['floor'], unit=' s')} "
             f"| {fmt(r['render'] / r['floor'], unit='x')} | {fmt(r.get('fleet'), '.1f', ' s')} | {fmt(r.get('bare'), '.1f', ' s')} "
-            f"| {fmt(fleet_ratio, unit='x')} | {fmt(r['diff'], unit=' s')} "
+            f"| {fmt(fleet_ratio, unit='x')} | {fmt(r['diff'], unit=' s')} | {fmt(r['diff'] / r['render'], unit='x')} "
+            f"| {fmt(r['build_kueue'], unit=' s')} | {fmt(r['build_kai'], unit=' s')} | {fmt(r['build_kai'] / r['build_kueue'], unit='x')} ({fmt(r['build_cpu_ratio'], unit='x')}) "
             f"| {r['render_mb']:.0f}, {r['diff_mb']:.0f}, {fmt(r.get('fleet_mb'), '.0f')}, {fmt(r.get('bare_mb'), '.0f')} |"
         )
     return "\n".join(lines)
@@ -243,6 +277,7 @@ def verdicts(rows: list[dict]) -> list[str]:
         ("render within 3x the floor", row["render"] / row["floor"] <= TARGETS["render_ratio"]),
         ("render under 2 s", row["render"] < TARGETS["render_seconds"]),
         ("diff under 2 s", row["diff"] < TARGETS["diff_seconds"]),
+        ("KAI build within 1.2x the Kueue build", row["build_kai"] / row["build_kueue"] <= TARGETS["kai_ratio"]),
         ("peak memory of render and diff under 500 MB", max(row["render_mb"], row["diff_mb"]) < TARGETS["peak_mb"]),
     ]
     if row.get("fleet"):

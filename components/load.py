@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import copy
 import gc
 import os
@@ -50,6 +51,26 @@ def utc_today() -> date:
         except ValueError:
             raise InvalidInput([Problem("GPU_TENANCY_TODAY", 0, 0, "", f"'{given}' is not a date such as 2026-12-01")]) from None
     return datetime.now(timezone.utc).date()
+
+# While `reading_each_file_once()` is active, a tenant file read again with the same bytes (under
+# the same name) is neither parsed nor validated again: `tenants diff` loads a base and a head
+# that share all but a few files.
+_READ_BEFORE: contextvars.ContextVar[dict | None] = contextvars.ContextVar("read_before", default=None)
+
+
+@contextlib.contextmanager
+def reading_each_file_once():
+    """Within the block, identical tenant files are parsed and validated once (loads stay independent:
+    each gets its own copy of what loading changes).
+
+    >>> with reading_each_file_once():   # doctest: +SKIP
+    ...     base, head = load_environment(base_root, "prod"), load_environment(root, "prod")
+    """
+    token = _READ_BEFORE.set({})
+    try:
+        yield
+    finally:
+        _READ_BEFORE.reset(token)
 
 
 def stack_names(root: Path) -> list[str]:
@@ -199,12 +220,21 @@ def tenant_paths(root: Path) -> list[Path]:
 def read_tenant_documents(root: Path) -> tuple[list[SourceDocument], list[Problem]]:
     """Parse every tenant file; files that cannot be parsed become problems."""
     docs, problems = [], []
+    read_before = _READ_BEFORE.get()
     for path in tenant_paths(root):
         display = _display(path, root)
         try:
-            docs.append(parse_yaml(read_text(path, display, root / "tenants"), display))
+            text = read_text(path, display, root / "tenants")
+            if read_before is not None and (display, text) in read_before:
+                docs.append(read_before[(display, text)])
+                continue
+            doc = parse_yaml(text, display)
         except InvalidInput as err:
             problems.extend(err.problems)
+            continue
+        if read_before is not None:
+            read_before[(display, text)] = doc
+        docs.append(doc)
     return docs, problems
 
 
@@ -416,25 +446,23 @@ def environment_from_documents(
         except InvalidInput as err:
             problems.extend(err.problems)
     tenants: list[LoadedTenant] = []
+    read_before = _READ_BEFORE.get()
     for doc in docs:
-        # The file as written must be valid in every environment; then with this one's overrides.
-        # Without an override for `env` the two are the same document: validated once.
-        base = for_environment(doc, None)
-        try:
-            spec = _validate_merged(doc, base)
-        except InvalidInput as err:
-            problems.extend(err.problems)
+        validated = read_before.get(("validated", id(doc), env)) if read_before is not None else None
+        if validated is not None and validated[0] is doc:
+            _, spec, merged, doc_problems = validated
+            if doc_problems:
+                problems.extend(doc_problems)
+            else:   # expand_queue_limits below changes the queue settings: each load its own
+                tenants.append(LoadedTenant(spec.model_copy(update={"queue": spec.queue.model_copy()}), merged))
             continue
-        if _has_override(doc, env):
-            merged = for_environment(doc, env)
-            try:
-                spec = _validate_merged(doc, merged)
-            except InvalidInput as err:
-                problems.extend(err.problems)
-                continue
-        else:
-            merged = base
-        tenants.append(LoadedTenant(spec, merged))
+        before = len(problems)
+        loaded = _validate_document(doc, env, problems)
+        if read_before is not None:
+            spec, merged = (loaded.spec.model_copy(update={"queue": loaded.spec.queue.model_copy()}), loaded.doc) if loaded else (None, None)
+            read_before[("validated", id(doc), env)] = (doc, spec, merged, problems[before:])
+        if loaded is not None:
+            tenants.append(loaded)
     if platform is None or errors_only(problems):
         raise InvalidInput(problems)
     tenants = [_as_of(loaded, today or utc_today(), problems) for loaded in tenants]
@@ -447,6 +475,26 @@ def environment_from_documents(
         raise InvalidInput(problems)
     environment.warnings = problems
     return environment
+
+
+def _validate_document(doc: SourceDocument, env: str, problems: list[Problem]) -> LoadedTenant | None:
+    """The tenant of one document as it applies to `env`, or None (its problems added to `problems`)."""
+    # The file as written must be valid in every environment; then with this one's overrides.
+    # Without an override for `env` the two are the same document: validated once.
+    base = for_environment(doc, None)
+    try:
+        spec = _validate_merged(doc, base)
+    except InvalidInput as err:
+        problems.extend(err.problems)
+        return None
+    if not _has_override(doc, env):
+        return LoadedTenant(spec, base)
+    merged = for_environment(doc, env)
+    try:
+        return LoadedTenant(_validate_merged(doc, merged), merged)
+    except InvalidInput as err:
+        problems.extend(err.problems)
+        return None
 
 
 def _as_of(loaded: LoadedTenant, today: date, problems: list[Problem]) -> LoadedTenant:

@@ -10,6 +10,7 @@ from tests.project_edits import line_of
 from components.load import (
     for_environment,
     load_environment,
+    reading_each_file_once,
     stack_names,
     tenant_paths,
     validate_tenant,
@@ -205,3 +206,23 @@ def test_the_stack_enabling_missing_tenants_is_an_error(project_copy):
     messages = [p.message for p in caught.value.problems]
     assert "no tenant file defines 'llm-finetune' (known: none defined)" in messages
     assert all(p.file == "stacks/Pulumi.dev.yaml" for p in caught.value.problems)
+
+
+def test_a_file_read_twice_in_one_block_is_parsed_once_and_each_load_gets_its_own_tenants(project_copy, monkeypatch):
+    import components.load as load
+
+    parsed = []
+    monkeypatch.setattr(load, "parse_yaml", lambda text, file: parsed.append(file) or parse_yaml(text, file))
+    with reading_each_file_once():
+        first, second = load_environment(project_copy, "staging"), load_environment(project_copy, "prod")
+        again = load_environment(project_copy, "staging")
+    tenant_files = [f for f in parsed if f.startswith("tenants/")]
+    assert len(tenant_files) == len(set(tenant_files)) == len(first.tenants)
+    plain = load_environment(REPO, "staging")
+    assert [t.spec for t in again.tenants] == [t.spec for t in first.tenants] == [t.spec for t in plain.tenants]
+    # loading expands queue limits in place: one load's change is not another's
+    spec, other = first.tenants[0].spec, again.tenants[0].spec
+    assert spec is not other and spec.queue is not other.queue
+    spec.queue.borrowing_limit = {"changed": 1}
+    assert other.queue.borrowing_limit != {"changed": 1}
+    assert [t.spec for t in second.tenants] == [t.spec for t in load_environment(REPO, "prod").tenants]

@@ -9,6 +9,7 @@
 #                    (from the source snapshot KAI_SOURCE, extracted into $CACHE_DIR/kai/src-<sha256>/)
 #   lint lane:       nvidia-validators (the device plugin's and     -> $CACHE_DIR/nvidia-validators/
 #                    mig-parted's config parsers, from ../shared/src)
+#   network lane:    kube-network-policies (the SIG Network agent) -> $CACHE_DIR/kube-network-policies/<KUBE_NETWORK_POLICIES_VERSION>/
 #
 # Idempotent: a binary is rebuilt only when it is missing or its inputs
 # (go.mod, go.sum, main.go, tags, ldflags) changed; with everything present this
@@ -18,10 +19,11 @@
 #   --print-dir   print the output directory (of a binary or group; default the e2e binaries) and exit
 #   binary        any of: etcd kube-apiserver kube-controller-manager kube-scheduler kueue
 #                 promtool prometheus pulumi pulumi-resource-kubernetes nvidia-validators
-#                 kai-scheduler kai-binder kai-podgrouper
+#                 kai-scheduler kai-binder kai-podgrouper kube-network-policies
 #   group         k8s (the default: the three e2e binaries), scheduling (kube-scheduler kueue),
 #                 monitoring (promtool prometheus), pulumi (the CLI and the provider),
-#                 validators (nvidia-validators), kai (KAI's scheduler, binder and pod-grouper), all
+#                 validators (nvidia-validators), kai (KAI's scheduler, binder and pod-grouper),
+#                 network (kube-network-policies), all
 set -euo pipefail
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/go-env.sh"
 
@@ -31,7 +33,8 @@ prom_bins=(promtool prometheus)
 pulumi_bins=(pulumi pulumi-resource-kubernetes)
 kai_bins=(kai-scheduler kai-binder kai-podgrouper)
 validator_bins=(nvidia-validators)
-all=("${k8s_bins[@]}" "${sched_bins[@]}" "${prom_bins[@]}" "${pulumi_bins[@]}" "${validator_bins[@]}" "${kai_bins[@]}")
+network_bins=(kube-network-policies)
+all=("${k8s_bins[@]}" "${sched_bins[@]}" "${prom_bins[@]}" "${pulumi_bins[@]}" "${validator_bins[@]}" "${kai_bins[@]}" "${network_bins[@]}")
 
 is_prom() { case "$1" in promtool|prometheus) return 0;; *) return 1;; esac; }
 is_kai() { case "$1" in kai-scheduler|kai-binder|kai-podgrouper|kai) return 0;; *) return 1;; esac; }
@@ -40,6 +43,7 @@ out_dir_for() {
     promtool|prometheus|monitoring) echo "$PROM_BIN_DIR" ;;
     pulumi) echo "$PULUMI_BIN_DIR" ;;
     pulumi-resource-kubernetes) echo "$PULUMI_K8S_BIN_DIR" ;;
+    kube-network-policies|network) echo "$NETWORK_BIN_DIR" ;;
     kai|kai-*) echo "$KAI_BIN_DIR" ;;
     nvidia-validators|validators) echo "$VALIDATORS_BIN_DIR" ;;
     *) echo "$K8S_BIN_DIR" ;;
@@ -52,6 +56,7 @@ version_for() {
     promtool|prometheus) echo "$PROMETHEUS_VERSION" ;;
     pulumi) echo "$PULUMI_VERSION" ;;
     pulumi-resource-kubernetes) echo "$PULUMI_KUBERNETES_VERSION ($PULUMI_KUBERNETES_MODULE_VERSION)" ;;
+    kube-network-policies) echo "$KUBE_NETWORK_POLICIES_VERSION" ;;
     kai-*) echo "$KAI_VERSION" ;;
     nvidia-validators) echo "device plugin $NVIDIA_DEVICE_PLUGIN_VERSION, mig-parted $MIG_PARTED_VERSION" ;;
     *) echo "$K8S_VERSION" ;;
@@ -67,6 +72,7 @@ for arg in "${@:-k8s}"; do
     scheduling) targets+=("${sched_bins[@]}") ;;
     monitoring) targets+=("${prom_bins[@]}") ;;
     pulumi) targets+=("${pulumi_bins[@]}") ;;
+    network) targets+=("${network_bins[@]}") ;;
     kai) targets+=("${kai_bins[@]}") ;;
     validators) targets+=("${validator_bins[@]}") ;;
     all) targets+=("${all[@]}") ;;
@@ -83,6 +89,7 @@ module_dir_for() { if is_prom "$1"; then echo "$TOOLS_DIR/prometheus"; else echo
 package_for() {
   if is_prom "$1"; then echo "github.com/prometheus/prometheus/cmd/$1"
   elif [ "$1" = kueue ]; then echo "sigs.k8s.io/kueue/cmd/kueue"   # the go.mod `tool`: upstream's main, unchanged
+  elif [ "$1" = kube-network-policies ]; then echo "sigs.k8s.io/kube-network-policies/cmd"   # likewise
   else echo "."; fi
 }
 tags_for() { if is_prom "$1"; then echo "$PROMETHEUS_TAGS"; else echo ""; fi; }
@@ -105,6 +112,10 @@ ldflags_for() {
   fi
   if [ "$name" = pulumi-resource-kubernetes ]; then  # the provider's version and its schema's version
     echo "-s -w -X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=${PULUMI_KUBERNETES_VERSION#v}"
+    return
+  fi
+  if [ "$name" = kube-network-policies ]; then  # upstream's Makefile sets no version variables
+    echo "-s -w"
     return
   fi
   if is_kai "$name"; then  # what KAI's build/makefile/golang.mk sets; buildDate = the commit's date
@@ -157,13 +168,15 @@ stamp_for() {  # hash of everything that determines the binary
     return
   fi
   { cat "$TOOLS_DIR/$name/go.mod" "$TOOLS_DIR/$name/go.sum"
-    [ ! -f "$TOOLS_DIR/$name/main.go" ] || cat "$TOOLS_DIR/$name/main.go"   # tools/pulumi and tools/kueue have none
+    [ ! -f "$TOOLS_DIR/$name/main.go" ] || cat "$TOOLS_DIR/$name/main.go"   # tools/pulumi, kueue, kube-network-policies have none
     [ "$name" != nvidia-validators ] || upstream_snapshot_hash
     case "$name" in
+      kube-network-policies) version_for "$name" ;;   # before kube-*: not a Kubernetes binary
       etcd|kube-*|kueue) echo "$K8S_VERSION $ETCD_VERSION" ;;
       *) version_for "$name" ;;
     esac
     case "$name" in
+      kube-network-policies) ldflags_for "$name" ;;
       kube-*) echo "k8s-ldflags-v1" ;;
       kueue) echo "$KUEUE_VERSION kueue-ldflags-v1" ;;
       *) ldflags_for "$name" ;;

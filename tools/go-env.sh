@@ -28,6 +28,8 @@ export PROM_BIN_DIR="${GPU_TENANCY_PROM_BIN_DIR:-$CACHE_DIR/prometheus/$PROMETHE
 # The Pulumi CLI and the Kubernetes provider (make e2e-pulumi, make up), one directory per version.
 export PULUMI_BIN_DIR="${GPU_TENANCY_PULUMI_BIN_DIR:-$CACHE_DIR/pulumi/$PULUMI_VERSION}"
 export PULUMI_K8S_BIN_DIR="${GPU_TENANCY_PULUMI_K8S_BIN_DIR:-$CACHE_DIR/pulumi-kubernetes/$PULUMI_KUBERNETES_VERSION}"
+# The SIG Network NetworkPolicy agent (make e2e-network; tests/e2e/network looks in the same place).
+export NETWORK_BIN_DIR="${GPU_TENANCY_NETWORK_BIN_DIR:-$CACHE_DIR/kube-network-policies/$KUBE_NETWORK_POLICIES_VERSION}"
 # KAI Scheduler's scheduler, binder and pod-grouper (built from a source snapshot, see versions.env).
 export KAI_BIN_DIR="${GPU_TENANCY_KAI_BIN_DIR:-$CACHE_DIR/kai/$KAI_VERSION}"
 # NVIDIA's config parsers (make lint); the stamp, not the directory, follows the upstream snapshot.

@@ -21,7 +21,15 @@ import yaml
 from ..review.diff import Side, compare_stack, report, to_json
 from ..review.diff_format import format_markdown, format_text
 from ..fleet.environment import Environment, LoadedTenant
-from ..load import for_environment, load_environment, load_platform, read_tenant_documents, stack_names, validate_tenant
+from ..load import (
+    for_environment,
+    load_environment,
+    load_platform,
+    read_tenant_documents,
+    reading_each_file_once,
+    stack_names,
+    validate_tenant,
+)
 from ..spec.problems import InvalidInput, errors_only, sorted_problems
 from ..fleet.shard_stacks import stack_parts
 from ..spec.sharding import split_stack_name
@@ -232,6 +240,13 @@ def _compare(
     root: Path, base: dict[str, str], stacks: list[str] | None, base_root: Path
 ) -> tuple[dict, dict[str, Environment | None]]:
     """The diff document and the working tree's environments it loaded (None: not on the head side)."""
+    with reading_each_file_once():   # the two sides share all but the changed files
+        return _compare_sides(root, base, stacks, base_root)
+
+
+def _compare_sides(
+    root: Path, base: dict[str, str], stacks: list[str] | None, base_root: Path
+) -> tuple[dict, dict[str, Environment | None]]:
     head_names, base_names = stack_names(root), stack_names(base_root)
     names = sorted(set(head_names) | set(base_names))
     if stacks:

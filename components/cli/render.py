@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
 
-from ..manifests.build import environment_objects
 from ..load import load_environment
-from ..output.render import OutputError, check_output_directory, render_files, write_directory
+from ..output.render import OutputError, check_output_directory, render_in_processes, write_directory
 from .common import EXIT_OK, EXIT_USAGE, report
 
 
@@ -28,8 +28,8 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     environment = load_environment(args.root, args.stack)
     report(environment.warnings)
-    objects = environment_objects(environment)
-    files = render_files(environment, objects)
+    # Both cores where there are two: a large fleet renders in about half the time.
+    files, count = render_in_processes(environment, os.cpu_count() or 1)
     try:
         write_directory(files, args.out)
     except (OutputError, OSError) as err:
@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"tenants render: cannot write {args.out}: {reason}", file=sys.stderr)
         return EXIT_USAGE
     print(
-        f"rendered {args.stack}: {len(environment.tenants)} tenants, {sum(map(len, objects.values()))} objects, "
+        f"rendered {args.stack}: {len(environment.tenants)} tenants, {count} objects, "
         f"{len(files)} files in {args.out} ({time.perf_counter() - started:.2f} s)"
     )
     return EXIT_OK

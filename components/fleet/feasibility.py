@@ -53,7 +53,8 @@ def commodity_resource(platform: Platform, commodity: Commodity) -> str:
 
 
 def pool_owners(tenants: Iterable[tuple[str, Tenant]], platform: Platform) -> dict[str, str]:
-    """Pool -> the first (not decommissioned) tenant that lists it in `gpu.dedicatedPools`."""
+    """Pool -> the first (not decommissioned) tenant that lists it in `gpu.dedicatedPools`: the one rule
+    of who owns a dedicated pool (builders read it as the fleet fact `FleetFacts.pool_owners`)."""
     owners: dict[str, str] = {}
     for name, tenant in tenants:
         if tenant.lifecycle == "decommissioned":
@@ -67,7 +68,8 @@ def pool_owners(tenants: Iterable[tuple[str, Tenant]], platform: Platform) -> di
 def reachable_pools(name: str, tenant: Tenant, platform: Platform, owners: Mapping[str, str]) -> list[str]:
     """Pools the tenant's pods may land on: its dedicated pools and the shared pools of its listed classes.
 
-    The same rule as the placement policy (`components.manifests.placement_policy.placement`).
+    The one rule: the placement policy, the Kueue flavors and this capacity check all read it
+    (builders through `components.fleet.facts.TenantView.reachable_pools`).
     """
     listed = set(tenant.gpu.classes)
     return sorted(
@@ -319,23 +321,6 @@ def feasibility(tenants: Iterable[tuple[str, Tenant]], platform: Platform,
         edges = {t: [p for p in reach[t] if p in pools] for t in demand[commodity]}
         results[commodity] = solve(commodity, demand[commodity], edges, dict(pools), limit)
     return results
-
-
-def quota_split(environment) -> dict[str, dict[Commodity, dict[str, int]]]:
-    """tenant -> commodity -> pool -> units: how each tenant's quota is spread over the pools it reaches.
-
-    The flow of `feasibility` over every tenant that is not decommissioned (a suspended tenant keeps
-    its queue, held). When quotas do not fit (validation refuses such a stack) the units the flow
-    could not place go to the tenant's first reachable pool, so the split always adds up to the quota.
-    Computed once per environment.
-    """
-    key = ("quota_split", id(environment.tenants), len(environment.tenants))
-    cached = environment.derived.get(key)
-    if cached is None:
-        platform = environment.platform
-        tenants = [(t.name, t.spec) for t in environment.tenants if t.spec.lifecycle != "decommissioned"]
-        cached = environment.derived[key] = split_of(feasibility(tenants, platform))
-    return cached
 
 
 def split_of(results: Mapping[Commodity, CommodityResult]) -> dict[str, dict[Commodity, dict[str, int]]]:

@@ -9,8 +9,8 @@ may borrow or lend per GPU class, and its weight. The arithmetic here is shared 
 Lending and borrowing happen pool by pool (a Kueue flavor is a node pool): a member lends its
 nominal quota on each pool, capped by its `lendingLimit`, and never a class only its dedicated
 pools provide; a tenant can borrow only what is lent on pools it may reach (`lenders`,
-`borrowable`). The ResourceQuota under a queue is nominal + `borrowable` (the one rule, see
-`components.manifests.queues.gpu_ceiling_by_resource`).
+`borrowable` of `components.fleet.facts.FleetFacts`). The ResourceQuota under a queue is nominal +
+`borrowable` (the one rule, see `components.manifests.queues.gpu_ceiling_by_resource`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from . import gpu_capacity as cap
-from . import feasibility as feas
 from ..spec.stack import Platform
 from ..spec.tenant import Tenant
 
@@ -99,83 +98,20 @@ def expand_queue_limits(tenant: Tenant, platform: Platform) -> None:
         tenant.queue.lending_limit = {name: tenant.queue.lending_limit for name in classes}
 
 
-def _queue_group(tenant: Tenant, platform: Platform) -> str | None:
-    """Whom the tenant's queue borrows from: its Kueue cohort, or its KAI department (always one)."""
+def queue_group(tenant: Tenant, platform: Platform) -> str | None:
+    """Whom the tenant's queue borrows from: its Kueue cohort, or its KAI department (always one).
+
+    >>> from components.spec.stack import Platform
+    >>> t = Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha2", "kind": "Tenant", "name": "a",
+    ...     "displayName": "A", "costCenter": "cc-1"})
+    >>> queue_group(t, Platform.model_validate({"labelDomain": "x.dev", "scheduler": "kai"}))
+    'tenants'
+    """
     if platform.scheduler == "kueue":
         return cohort_of(tenant, platform)
     if platform.scheduler == "kai":
         return kai_department_of(tenant, platform)
     return None
-
-
-def lendable_on_pools(tenant: Tenant, environment) -> dict[feas.Commodity, dict[str, int]]:
-    """What the tenant's queue lends while idle, per commodity and pool (its flavors).
-
-    Its nominal quota on each pool (the split of `feasibility.quota_split`), capped per flavor by
-    `lendingLimit` (Kueue; KAI lends all idle quota), and nothing of a class it reaches only through
-    its dedicated pools (nobody else can be placed there).
-    """
-    platform = environment.platform
-    split = feas.quota_split(environment).get(tenant.name, {})
-    dedicated = dedicated_only_classes(tenant, platform)
-    limits = (tenant.queue.lending_limit or {}) if platform.scheduler == "kueue" else {}
-    result: dict[feas.Commodity, dict[str, int]] = {}
-    for commodity, by_pool in split.items():
-        kind, name = commodity
-        if kind == "class" and name in dedicated:
-            continue
-        cap_ = limits.get(name) if kind == "class" else None
-        result[commodity] = {p: (n if cap_ is None else min(cap_, n)) for p, n in by_pool.items()}
-    return result
-
-
-def lenders(tenant: Tenant, environment) -> dict[str, dict[feas.Commodity, int]]:
-    """Per other member of the tenant's cohort (KAI: department): what it lends on pools the tenant may reach.
-
-    Borrowing happens flavor by flavor, and a flavor is a pool: quota lent on a pool the tenant
-    cannot reach is no use to it.
-    """
-    platform = environment.platform
-    group = _queue_group(tenant, platform)
-    if group is None:
-        return {}
-    owners = feas.pool_owners([(t.name, t.spec) for t in environment.tenants], platform)
-    reach = set(feas.reachable_pools(tenant.name, tenant, platform, owners))
-    result: dict[str, dict[feas.Commodity, int]] = {}
-    for member in environment.tenants:
-        if member.name == tenant.name or member.spec.lifecycle == "decommissioned":
-            continue
-        if _queue_group(member.spec, platform) != group:
-            continue
-        for commodity, by_pool in lendable_on_pools(member.spec, environment).items():
-            units = sum(n for p, n in by_pool.items() if p in reach)
-            if units:
-                result.setdefault(member.name, {})[commodity] = units
-    return result
-
-
-def borrowable(tenant: Tenant, environment, apply_limits: bool = True) -> dict[feas.Commodity, int]:
-    """GPUs per commodity the tenant's queue can actually borrow: what `lenders` lend it, capped by
-    `borrowingLimit` (unless `apply_limits` is false). A class reached only through dedicated pools
-    borrows nothing."""
-    platform = environment.platform
-    totals: dict[feas.Commodity, int] = {}
-    for lent in lenders(tenant, environment).values():
-        for commodity, units in lent.items():
-            totals[commodity] = totals.get(commodity, 0) + units
-    limits = (tenant.queue.borrowing_limit or {}) if apply_limits else {}
-    dedicated = dedicated_only_classes(tenant, platform)
-    result = {}
-    for commodity, units in sorted(totals.items()):
-        kind, name = commodity
-        if kind == "class":
-            if name in dedicated:
-                continue
-            if name in limits:
-                units = min(units, limits[name])
-        if units:
-            result[commodity] = units
-    return result
 
 
 @dataclass(frozen=True)

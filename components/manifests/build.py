@@ -4,6 +4,9 @@ Pulumi components, `tenants render`, `tenants diff` and the tests all read.
 
 from __future__ import annotations
 
+from typing import Collection
+
+from ..fleet.facts import TenantView
 from ..fleet.environment import Environment
 from ..spec.tenant import Tenant
 from . import gpu_platform, monitoring_rules, queues, tenant_core, vcluster
@@ -12,19 +15,19 @@ from .meta import KubeObject, sort_objects
 PLATFORM = "_platform"
 
 
-def tenant_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]:
+def tenant_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """Objects of one tenant: namespaces, quotas, LimitRange, RBAC, NetworkPolicies, GPU placement,
     queues, and with monitoring its quota series (a PrometheusRule in the monitoring namespace).
 
-    >>> [o["kind"] for o in tenant_objects(env.tenants[0].spec, env)][:1]   # doctest: +SKIP
+    >>> [o["kind"] for o in tenant_objects(env.tenants[0].spec, env.view(env.tenants[0].spec))][:1]   # doctest: +SKIP
     ['Namespace']
     """
     return sort_objects(
         [
-            *tenant_core.tenant_objects(tenant, environment),
-            *gpu_platform.tenant_gpu_objects(tenant, environment),
-            *queues.tenant_queue_objects(tenant, environment),
-            *filter(None, [monitoring_rules.tenant_prometheus_rule(tenant, environment)]),
+            *tenant_core.tenant_objects(tenant, view),
+            *gpu_platform.tenant_gpu_objects(tenant, view),
+            *queues.tenant_queue_objects(tenant, view),
+            *filter(None, [monitoring_rules.tenant_prometheus_rule(tenant, view)]),
         ]
     )
 
@@ -33,9 +36,9 @@ def platform_objects(environment: Environment) -> list[KubeObject]:
     """Cluster-wide objects: PriorityClasses, node labels, MIG/time-slicing configs, policies, shared RBAC, monitoring."""
     return sort_objects(
         [
-            *tenant_core.platform_core_objects(environment),
-            *gpu_platform.platform_gpu_objects(environment),
-            *queues.platform_queue_objects(environment),
+            *tenant_core.platform_core_objects(environment.facts),
+            *gpu_platform.platform_gpu_objects(environment.facts),
+            *queues.platform_queue_objects(environment.facts),
             *monitoring_objects(environment),
         ]
     )
@@ -48,19 +51,25 @@ def monitoring_objects(environment: Environment) -> list[KubeObject]:
     # Grafana's SDK is a heavy import: only stacks with monitoring pay for it, not every CLI start.
     from . import monitoring_dashboards
 
-    rule = monitoring_rules.prometheus_rule(environment)
-    return ([rule] if rule else []) + monitoring_dashboards.dashboard_config_maps(environment)
+    rule = monitoring_rules.prometheus_rule(environment.facts)
+    return ([rule] if rule else []) + monitoring_dashboards.dashboard_config_maps(environment.facts)
 
 
-def helm_releases(tenant: Tenant, environment: Environment) -> list[dict]:
+def helm_releases(tenant: Tenant, view: TenantView) -> list[dict]:
     """Helm charts a tenant gets (its optional vCluster), as plain release descriptions."""
-    release = vcluster.vcluster_release(tenant, environment)
+    release = vcluster.vcluster_release(tenant, view)
     return [release] if release else []
 
 
-def environment_objects(environment: Environment) -> dict[str, list[KubeObject]]:
-    """All objects of an environment keyed by owner: `_platform` first, then tenants by name."""
+def environment_objects(environment: Environment, skip: Collection[str] = ()) -> dict[str, list[KubeObject]]:
+    """All objects of an environment keyed by owner: `_platform` first, then tenants by name
+    (but those in `skip`, whose objects the caller knows already).
+
+    >>> list(environment_objects(prod, skip={"eval", "inference"}))   # doctest: +SKIP
+    ['_platform', 'llm-finetune']
+    """
     result = {PLATFORM: platform_objects(environment)}
     for loaded in environment.tenants:
-        result[loaded.name] = tenant_objects(loaded.spec, environment)
+        if loaded.name not in skip:
+            result[loaded.name] = tenant_objects(loaded.spec, environment.view(loaded.spec))
     return result

@@ -18,79 +18,26 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..fleet.environment import Environment
-from ..spec.stack import Platform
+from ..fleet.facts import FleetFacts
 from . import mig_config, time_slicing
-from .meta import FIELD_MANAGER, KubeObject, kube_object
+from .meta import FIELD_MANAGER, KubeObject, gpu_class_label, kube_object, pool_label, tenant_label
 
 NODE_KIND = "Node"
-GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 PATCH_FIELD_MANAGER = "pulumi.com/patchFieldManager"
 PATCH_FORCE = "pulumi.com/patchForce"
 TAINT_EFFECT = "NoSchedule"
 
 
-def gpu_class_label(platform: Platform) -> str:
-    """Node label naming a node's GPU class.
-
-    >>> from components.spec.stack import Platform
-    >>> gpu_class_label(Platform.model_validate({"labelDomain": "gpu.example.com"}))
-    'gpu.example.com/gpu-class'
-    """
-    return f"{platform.label_domain}/gpu-class"
-
-
-def pool_label(platform: Platform) -> str:
-    """Node label naming a node's pool.
-
-    >>> from components.spec.stack import Platform
-    >>> pool_label(Platform.model_validate({"labelDomain": "gpu.example.com"}))
-    'gpu.example.com/pool'
-    """
-    return f"{platform.label_domain}/pool"
-
-
-def tenant_label(platform: Platform) -> str:
-    """Node label and taint key naming the tenant a dedicated node belongs to.
-
-    >>> from components.spec.stack import Platform
-    >>> tenant_label(Platform.model_validate({"labelDomain": "gpu.example.com"}))
-    'gpu.example.com/tenant'
-    """
-    return f"{platform.label_domain}/tenant"
-
-
-def dedicated_pool_owners(environment: Environment) -> dict[str, str]:
-    """Pool name -> the tenant that lists it in `gpu.dedicatedPools` (decommissioned tenants release theirs).
-
-    >>> dedicated_pool_owners(prod)   # doctest: +SKIP
-    {'h100-serve': 'inference', 'h100-train': 'llm-finetune'}
-    """
-    # Every tenant's placement policy asks; computing it once per fleet keeps building linear.
-    key = ("dedicated_pool_owners", id(environment.tenants), len(environment.tenants))
-    cached = environment.derived.get(key)
-    if cached is None:
-        owners: dict[str, str] = {}
-        for loaded in environment.tenants:
-            if loaded.spec.lifecycle == "decommissioned":
-                continue
-            for pool in loaded.spec.gpu.dedicated_pools:
-                if pool in environment.platform.node_pools:
-                    owners.setdefault(pool, loaded.name)
-        cached = environment.derived[key] = dict(sorted(owners.items()))
-    return dict(cached)
-
-
-def pool_labels(environment: Environment, pool_name: str) -> dict[str, str]:
+def pool_labels(facts: FleetFacts, pool_name: str) -> dict[str, str]:
     """Every label a node of the pool must carry.
 
-    >>> pool_labels(prod, "h100-serve")["gpu.acme.dev/tenant"]   # doctest: +SKIP
+    >>> pool_labels(prod.facts, "h100-serve")["gpu.acme.dev/tenant"]   # doctest: +SKIP
     'inference'
     """
-    platform = environment.platform
+    platform = facts.platform
     pool = platform.node_pools[pool_name]
     labels = {gpu_class_label(platform): pool.gpu_class, pool_label(platform): pool_name}
-    owner = dedicated_pool_owners(environment).get(pool_name)
+    owner = facts.pool_owners.get(pool_name)
     if owner is not None:
         labels[tenant_label(platform)] = owner
     labels.update(mig_config.node_labels(platform, pool))
@@ -98,20 +45,20 @@ def pool_labels(environment: Environment, pool_name: str) -> dict[str, str]:
     return dict(sorted(labels.items()))
 
 
-def pool_taints(environment: Environment, pool_name: str) -> list[dict[str, str]]:
+def pool_taints(facts: FleetFacts, pool_name: str) -> list[dict[str, str]]:
     """Taints a node of the pool should carry: `<domain>/tenant=<owner>:NoSchedule` on dedicated pools.
 
     Shared GPU pools get no taint: a class taint would only keep CPU pods off GPU nodes, every
     GPU pod would have to tolerate it by hand, and the placement policy already decides which
     classes a tenant may use.
 
-    >>> pool_taints(prod, "h100-serve")   # doctest: +SKIP
+    >>> pool_taints(prod.facts, "h100-serve")   # doctest: +SKIP
     [{'effect': 'NoSchedule', 'key': 'gpu.acme.dev/tenant', 'value': 'inference'}]
     """
-    owner = dedicated_pool_owners(environment).get(pool_name)
+    owner = facts.pool_owners.get(pool_name)
     if owner is None:
         return []
-    return [{"effect": TAINT_EFFECT, "key": tenant_label(environment.platform), "value": owner}]
+    return [{"effect": TAINT_EFFECT, "key": tenant_label(facts.platform), "value": owner}]
 
 
 def node_patch(name: str, labels: Mapping[str, str], taints: list[dict[str, str]]) -> KubeObject:
@@ -132,18 +79,18 @@ def node_patch(name: str, labels: Mapping[str, str], taints: list[dict[str, str]
     return kube_object("v1", NODE_KIND, metadata, spec=spec)
 
 
-def node_patches(environment: Environment) -> list[KubeObject]:
+def node_patches(facts: FleetFacts) -> list[KubeObject]:
     """One partial Node per static node of every pool; taints on dedicated pools unless `patchTaints: false`.
 
-    >>> [p["metadata"]["name"] for p in node_patches(dev)]   # doctest: +SKIP
+    >>> [p["metadata"]["name"] for p in node_patches(dev.facts)]   # doctest: +SKIP
     ['dev-a100-01', 'dev-l4-01']
     """
     patches = []
-    for pool_name, pool in sorted(environment.platform.node_pools.items()):
-        if pool.gpu_class not in environment.platform.gpu_classes:
+    for pool_name, pool in sorted(facts.platform.node_pools.items()):
+        if pool.gpu_class not in facts.platform.gpu_classes:
             continue
-        labels = pool_labels(environment, pool_name)
-        taints = pool_taints(environment, pool_name) if pool.patch_taints is not False else []
+        labels = pool_labels(facts, pool_name)
+        taints = pool_taints(facts, pool_name) if pool.patch_taints is not False else []
         patches.extend(node_patch(node, labels, taints) for node in pool.nodes)
     return sorted(patches, key=lambda p: p["metadata"]["name"])
 
@@ -157,7 +104,7 @@ def is_node_patch(obj: Mapping[str, Any]) -> bool:
     return obj.get("apiVersion") == "v1" and obj.get("kind") == NODE_KIND
 
 
-def node_group_requirements(environment: Environment) -> dict[str, dict[str, Any]]:
+def node_group_requirements(facts: FleetFacts) -> dict[str, dict[str, Any]]:
     """Labels and taints that each autoscaled pool's node group must set on its nodes at creation.
 
     Exported as a stack output: the group definition (Karpenter NodePool, cluster-autoscaler
@@ -165,17 +112,17 @@ def node_group_requirements(environment: Environment) -> dict[str, dict[str, Any
     autoscaler. Dedicated pools always list their tenant taint here, as nothing fights over taints
     that a node is born with.
 
-    >>> node_group_requirements(dev)["l4-shared"]["labels"]["gpu.acme.dev/pool"]   # doctest: +SKIP
+    >>> node_group_requirements(dev.facts)["l4-shared"]["labels"]["gpu.acme.dev/pool"]   # doctest: +SKIP
     'l4-shared'
     """
     result: dict[str, dict[str, Any]] = {}
-    for pool_name, pool in sorted(environment.platform.node_pools.items()):
-        if pool.max_nodes is None or pool.gpu_class not in environment.platform.gpu_classes:
+    for pool_name, pool in sorted(facts.platform.node_pools.items()):
+        if pool.max_nodes is None or pool.gpu_class not in facts.platform.gpu_classes:
             continue
         result[pool_name] = {
             "nodeSelector": dict(sorted(pool.node_selector.items())),
             "maxNodes": pool.max_nodes,
-            "labels": pool_labels(environment, pool_name),
-            "taints": pool_taints(environment, pool_name),
+            "labels": pool_labels(facts, pool_name),
+            "taints": pool_taints(facts, pool_name),
         }
     return result

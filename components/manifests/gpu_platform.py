@@ -2,34 +2,34 @@
 
 from __future__ import annotations
 
-from ..fleet.environment import Environment
+from ..fleet.facts import FleetFacts, TenantView
 from ..spec.tenant import Tenant
 from . import gpu_nodes, mig_config, placement_policy, priority_classes, time_slicing
 from .meta import KubeObject, sort_objects
 
 
-def platform_gpu_objects(environment: Environment) -> list[KubeObject]:
+def platform_gpu_objects(facts: FleetFacts) -> list[KubeObject]:
     """Node patches, the MIG and time-slicing ConfigMaps and the PriorityClasses, in `sort_objects` order.
 
     Placement policies are per tenant (see `tenant_gpu_objects`), so none of them is here.
 
-    >>> sorted({o["kind"] for o in platform_gpu_objects(dev)})   # doctest: +SKIP
+    >>> sorted({o["kind"] for o in platform_gpu_objects(dev.facts)})   # doctest: +SKIP
     ['ConfigMap', 'Node', 'PriorityClass']
     """
     objects = [
-        *gpu_nodes.node_patches(environment),
-        *priority_classes.priority_classes(environment),
+        *gpu_nodes.node_patches(facts),
+        *priority_classes.priority_classes(facts),
     ]
-    for config_map in (mig_config.mig_config_map(environment), time_slicing.device_plugin_config_map(environment)):
+    for config_map in (mig_config.mig_config_map(facts), time_slicing.device_plugin_config_map(facts)):
         if config_map is not None:
             objects.append(config_map)
     return sort_objects(objects)
 
 
-def tenant_gpu_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]:
+def tenant_gpu_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """The tenant's placement policy and its binding, in `sort_objects` order.
 
-    >>> [o["metadata"]["name"] for o in tenant_gpu_objects(prod.tenants[0].spec, prod)]   # doctest: +SKIP
+    >>> [o["metadata"]["name"] for o in tenant_gpu_objects(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))]   # doctest: +SKIP
     ['gpu-tenancy-placement-eval', 'gpu-tenancy-placement-eval']
     """
-    return sort_objects(placement_policy.placement_objects(tenant, environment))
+    return sort_objects(placement_policy.placement_objects(tenant, view))

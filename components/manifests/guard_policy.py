@@ -36,9 +36,9 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from .cel import cel_list, cel_string, names_or_none
-from ..fleet.environment import Environment
+from ..fleet.facts import TenantView
 from ..spec.tenant import Tenant
-from .meta import TENANT_LABEL, KubeObject, kube_object, object_meta, tenant_labels
+from .meta import TENANT_LABEL, KubeObject, kube_object, object_meta, owned_labels
 from .placement_policy import _is_gpu_resource
 from .rbac import ROLES, role_binding_name
 
@@ -61,16 +61,18 @@ def policy_name(tenant: str) -> str:
 
 
 
-def ingress_hosts(tenant: Tenant, environment: Environment) -> tuple[list[str], list[str]]:
+def ingress_hosts(tenant: Tenant, view: TenantView) -> tuple[list[str], list[str]]:
     """(exact hostnames, suffixes) an Ingress of the tenant may serve.
 
+    >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com", ingressDomain="apps.example.com"), None, [])
-    >>> ingress_hosts(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
-    ...     costCenter="cc-1", network={"ingressHosts": ["a.example.org", "*.b.example.org"]}), env)
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
+    ...     costCenter="cc-1", network={"ingressHosts": ["a.example.org", "*.b.example.org"]})
+    >>> ingress_hosts(t, env.view(t))
     (['a.apps.example.com', 'a.example.org'], ['.a.apps.example.com', '.b.example.org'])
     """
-    return _hosts(tenant.network.ingress_hosts, f"{tenant.name}.{environment.platform.ingress_domain}" if environment.platform.ingress_domain else None)
+    return _hosts(tenant.network.ingress_hosts, f"{tenant.name}.{view.platform.ingress_domain}" if view.platform.ingress_domain else None)
 
 
 def _hosts(entries: Iterable[str], domain: str | None = None) -> tuple[list[str], list[str]]:
@@ -101,8 +103,8 @@ def _is(resource: str) -> str:
     return f'(request.resource.resource == {cel_string(resource)})'
 
 
-def _variables(tenant: Tenant, environment: Environment) -> list[dict[str, str]]:
-    platform = environment.platform
+def _variables(tenant: Tenant, view: TenantView) -> list[dict[str, str]]:
+    platform = view.platform
     gpu = _is_gpu_resource("r")
     containers = "(object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : []))"
     return [
@@ -143,11 +145,11 @@ def _variables(tenant: Tenant, environment: Environment) -> list[dict[str, str]]
     ]
 
 
-def _validations(tenant: Tenant, environment: Environment) -> list[dict[str, str]]:
-    platform = environment.platform
+def _validations(tenant: Tenant, view: TenantView) -> list[dict[str, str]]:
+    platform = view.platform
     name = tenant.name
     classes = sorted(platform.priority_classes)
-    ingress_exact, ingress_suffixes = ingress_hosts(tenant, environment)
+    ingress_exact, ingress_suffixes = ingress_hosts(tenant, view)
     names_exact, names_suffixes = _hosts(tenant.network.external_names)
     groups, users = _subjects(tenant)
     managed = [role_binding_name(role) for role in ROLES]
@@ -297,13 +299,15 @@ def _dynamic(entries: list[dict[str, str]]) -> list[dict[str, str]]:
     return [{k: fix(v) if k in ("expression", "messageExpression") else v for k, v in entry.items()} for entry in entries]
 
 
-def guard_policy(tenant: Tenant, environment: Environment) -> KubeObject:
+def guard_policy(tenant: Tenant, view: TenantView) -> KubeObject:
     """The tenant's guard ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1).
 
+    >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> guard_policy(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
-    ...     costCenter="cc-1"), env)["spec"]["matchConstraints"]["namespaceSelector"]
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
+    ...     costCenter="cc-1")
+    >>> guard_policy(t, env.view(t))["spec"]["matchConstraints"]["namespaceSelector"]
     {'matchLabels': {'gpu-tenancy.dev/tenant': 'a'}}
     """
     rules = [
@@ -315,36 +319,38 @@ def guard_policy(tenant: Tenant, environment: Environment) -> KubeObject:
     spec: dict[str, Any] = {
         "failurePolicy": "Fail",
         "matchConstraints": {"namespaceSelector": {"matchLabels": {TENANT_LABEL: tenant.name}}, "resourceRules": rules},
-        "variables": _dynamic(_variables(tenant, environment)),
-        "validations": _dynamic(_validations(tenant, environment)),
+        "variables": _dynamic(_variables(tenant, view)),
+        "validations": _dynamic(_validations(tenant, view)),
     }
     return kube_object(
         API_VERSION,
         "ValidatingAdmissionPolicy",
-        object_meta(policy_name(tenant.name), labels=tenant_labels(tenant.name, environment.name)),
+        object_meta(policy_name(tenant.name), labels=owned_labels(tenant, view)),
         spec=spec,
     )
 
 
-def guard_binding(tenant: Tenant, environment: Environment) -> KubeObject:
+def guard_binding(tenant: Tenant, view: TenantView) -> KubeObject:
     """The binding that switches the guard policy on (Deny)."""
     return kube_object(
         API_VERSION,
         "ValidatingAdmissionPolicyBinding",
-        object_meta(policy_name(tenant.name), labels=tenant_labels(tenant.name, environment.name)),
+        object_meta(policy_name(tenant.name), labels=owned_labels(tenant, view)),
         spec={"policyName": policy_name(tenant.name), "validationActions": ["Deny"]},
     )
 
 
-def guard_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]:
+def guard_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """Policy and binding of one tenant; none for a decommissioned tenant (its namespaces are going away).
 
+    >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> [o["kind"] for o in guard_objects(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant",
-    ...     name="a", displayName="A", costCenter="cc-1"), env)]
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant",
+    ...     name="a", displayName="A", costCenter="cc-1")
+    >>> [o["kind"] for o in guard_objects(t, env.view(t))]
     ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']
     """
     if tenant.lifecycle == "decommissioned":
         return []
-    return [guard_policy(tenant, environment), guard_binding(tenant, environment)]
+    return [guard_policy(tenant, view), guard_binding(tenant, view)]

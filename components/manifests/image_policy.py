@@ -30,9 +30,10 @@ from __future__ import annotations
 from typing import Any
 
 from .cel import cel_list, names_or_none
-from ..fleet.environment import Environment
+from ..fleet.facts import TenantView
+from ..spec.stack import Platform
 from ..spec.tenant import Tenant
-from .meta import TENANT_LABEL, KubeObject, kube_object, object_meta, tenant_labels
+from .meta import TENANT_LABEL, KubeObject, kube_object, object_meta, owned_labels
 
 API_VERSION = "admissionregistration.k8s.io/v1"
 NAME_PREFIX = "gpu-tenancy-images"
@@ -48,16 +49,15 @@ def policy_name(tenant: str) -> str:
     return f"{NAME_PREFIX}-{tenant}"
 
 
-def allowed_registries(tenant: Tenant, environment: Environment) -> list[str]:
+def allowed_registries(tenant: Tenant, platform: Platform) -> list[str]:
     """The registries the tenant's pods may pull from: the stack's and the tenant's, sorted.
 
-    >>> from components.spec.stack import Platform
-    >>> env = Environment("dev", Platform(labelDomain="g.dev", images={"registries": ["nvcr.io/nvidia"]}), None, [])
+    >>> platform = Platform(labelDomain="g.dev", images={"registries": ["nvcr.io/nvidia"]})
     >>> allowed_registries(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
-    ...     costCenter="cc-1", images={"registries": ["ghcr.io/acme"]}), env)
+    ...     costCenter="cc-1", images={"registries": ["ghcr.io/acme"]}), platform)
     ['ghcr.io/acme', 'nvcr.io/nvidia']
     """
-    return sorted({*environment.platform.images.registries, *tenant.images.registries})
+    return sorted({*platform.images.registries, *tenant.images.registries})
 
 
 def _images(pod: str) -> str:
@@ -107,17 +107,17 @@ def _validations(tenant: Tenant, registries: list[str], require_digest: bool) ->
     return validations
 
 
-def image_policy(tenant: Tenant, environment: Environment) -> KubeObject | None:
+def image_policy(tenant: Tenant, view: TenantView) -> KubeObject | None:
     """The tenant's image ValidatingAdmissionPolicy, or None while nothing is restricted.
 
-    >>> from components.spec.stack import Platform
+    >>> from components.fleet.environment import Environment
     >>> env = Environment("dev", Platform(labelDomain="g.dev", images={"requireDigest": True}), None, [])
-    >>> image_policy(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
-    ...     costCenter="cc-1"), env)["spec"]["validations"][0]["message"]
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A", costCenter="cc-1")
+    >>> image_policy(t, env.view(t))["spec"]["validations"][0]["message"]
     'images of tenant a must be pinned by digest (@sha256:...)'
     """
-    registries = allowed_registries(tenant, environment)
-    require_digest = environment.platform.images.require_digest
+    registries = allowed_registries(tenant, view.platform)
+    require_digest = view.platform.images.require_digest
     if not registries and not require_digest:
         return None
     rules = [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
@@ -131,28 +131,28 @@ def image_policy(tenant: Tenant, environment: Environment) -> KubeObject | None:
     return kube_object(
         API_VERSION,
         "ValidatingAdmissionPolicy",
-        object_meta(policy_name(tenant.name), labels=tenant_labels(tenant.name, environment.name)),
+        object_meta(policy_name(tenant.name), labels=owned_labels(tenant, view)),
         spec=spec,
     )
 
 
-def image_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]:
+def image_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """Policy and binding of one tenant; none while nothing is restricted, or for a decommissioned
     tenant (its namespaces are going away).
 
-    >>> from components.spec.stack import Platform
+    >>> from components.fleet.environment import Environment
     >>> env = Environment("dev", Platform(labelDomain="g.dev"), None, [])
-    >>> image_objects(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
-    ...     costCenter="cc-1"), env)
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A", costCenter="cc-1")
+    >>> image_objects(t, env.view(t))
     []
     """
-    policy = image_policy(tenant, environment) if tenant.lifecycle != "decommissioned" else None
+    policy = image_policy(tenant, view) if tenant.lifecycle != "decommissioned" else None
     if policy is None:
         return []
     binding = kube_object(
         API_VERSION,
         "ValidatingAdmissionPolicyBinding",
-        object_meta(policy_name(tenant.name), labels=tenant_labels(tenant.name, environment.name)),
+        object_meta(policy_name(tenant.name), labels=owned_labels(tenant, view)),
         spec={"policyName": policy_name(tenant.name), "validationActions": ["Deny"]},
     )
     return [policy, binding]

@@ -19,7 +19,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ..fleet import gpu_capacity as cap
-from ..fleet.environment import Environment
+from ..fleet.facts import FleetFacts, TenantView
 from ..fleet.queue_arithmetic import (
     KaiAmounts,
     kai_amounts,
@@ -30,11 +30,9 @@ from ..fleet.queue_arithmetic import (
 )
 from ..spec.stack import Platform
 from ..spec.tenant import Tenant
-from .meta import TENANT_LABEL, KubeObject, kube_object, object_meta, platform_labels
-from .namespace import environment_label, owned_labels
+from .meta import KAI_QUEUE_LABEL, TENANT_LABEL, KubeObject, kube_object, object_meta, owned_labels, platform_labels
 
 API_VERSION = "scheduling.run.ai/v2"
-QUEUE_LABEL = "kai.scheduler/queue"
 POLICY_NAME = "gpu-tenancy-kai-queue"
 UNLIMITED = -1
 
@@ -75,13 +73,13 @@ def gpu_limit(tenant: Tenant, platform: Platform) -> Fraction | int:
     return quota + extra
 
 
-def leaf_queue(tenant: Tenant, environment: Environment) -> KubeObject:
+def leaf_queue(tenant: Tenant, view: TenantView) -> KubeObject:
     """The tenant's leaf Queue under its department.
 
-    >>> leaf_queue(staging.tenants[0].spec, staging)["spec"]["parentQueue"]   # doctest: +SKIP
+    >>> leaf_queue(staging.tenants[0].spec, staging.view(staging.tenants[0].spec))["spec"]["parentQueue"]   # doctest: +SKIP
     'dept-research'
     """
-    platform = environment.platform
+    platform = view.platform
     amounts = kai_amounts(tenant, platform)
     weight = tenant.queue.weight if tenant.queue.weight is not None else 1
     spec = {
@@ -93,25 +91,25 @@ def leaf_queue(tenant: Tenant, environment: Environment) -> KubeObject:
             "memory": _resource(amounts.memory, UNLIMITED, weight),
         },
     }
-    return kube_object(API_VERSION, "Queue", object_meta(tenant.name, labels=owned_labels(tenant, environment)), spec=spec)
+    return kube_object(API_VERSION, "Queue", object_meta(tenant.name, labels=owned_labels(tenant, view)), spec=spec)
 
 
-def _members(environment: Environment) -> list[Tenant]:
-    return [t.spec for t in environment.tenants if t.spec.lifecycle != "decommissioned"]
+def _members(facts: FleetFacts) -> list[Tenant]:
+    return [spec for _, spec in facts.active]
 
 
-def department_queues(environment: Environment) -> list[KubeObject]:
+def department_queues(facts: FleetFacts) -> list[KubeObject]:
     """One parent Queue per department that has tenants or is declared in the stack.
 
-    >>> [q["metadata"]["name"] for q in department_queues(staging)]   # doctest: +SKIP
+    >>> [q["metadata"]["name"] for q in department_queues(staging.facts)]   # doctest: +SKIP
     ['dept-research', 'dept-serving']
     """
-    platform = environment.platform
+    platform = facts.platform
     declared = platform.queues.kai.departments
     children: dict[str, list[KaiAmounts]] = {name: [] for name in declared}
-    for tenant in _members(environment):
+    for tenant in _members(facts):
         children.setdefault(kai_department_of(tenant, platform), []).append(kai_amounts(tenant, platform))
-    labels = platform_labels(environment_label(environment))
+    labels = platform_labels(facts.environment_label)
     queues = []
     for name, amounts in sorted(children.items()):
         department = declared.get(name)
@@ -126,19 +124,19 @@ def department_queues(environment: Environment) -> list[KubeObject]:
     return queues
 
 
-def queue_pinning_policy(environment: Environment) -> list[KubeObject]:
+def queue_pinning_policy(facts: FleetFacts) -> list[KubeObject]:
     """ValidatingAdmissionPolicy + binding: in tenant namespaces, only the tenant's own queue.
 
     The namespace's tenant label names the queue (leaf queues are named like tenants), so one
     policy serves every tenant; tenants cannot edit their namespace's labels.
 
-    >>> [o["kind"] for o in queue_pinning_policy(staging)]   # doctest: +SKIP
+    >>> [o["kind"] for o in queue_pinning_policy(staging.facts)]   # doctest: +SKIP
     ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']
     """
-    labels = platform_labels(environment_label(environment))
+    labels = platform_labels(facts.environment_label)
     queue = (
         f"request.kind.kind == 'Pod' ? "
-        f"(has(object.metadata.labels) && '{QUEUE_LABEL}' in object.metadata.labels ? object.metadata.labels['{QUEUE_LABEL}'] : '') : "
+        f"(has(object.metadata.labels) && '{KAI_QUEUE_LABEL}' in object.metadata.labels ? object.metadata.labels['{KAI_QUEUE_LABEL}'] : '') : "
         f"(has(object.spec) && has(object.spec.queue) ? object.spec.queue : '')"
     )
     policy_spec = {
@@ -154,7 +152,7 @@ def queue_pinning_policy(environment: Environment) -> list[KubeObject]:
             {
                 "expression": "request.kind.kind == 'Pod' ? (variables.queue == '' || variables.queue == variables.tenant) : variables.queue == variables.tenant",
                 "messageExpression": (
-                    f"'{QUEUE_LABEL} must be ' + variables.tenant + ', the queue of the tenant that owns namespace ' "
+                    f"'{KAI_QUEUE_LABEL} must be ' + variables.tenant + ', the queue of the tenant that owns namespace ' "
                     f"+ request.namespace + ' (got \\'' + variables.queue + '\\')'"
                 ),
                 "reason": "Forbidden",
@@ -177,11 +175,11 @@ def queue_pinning_policy(environment: Environment) -> list[KubeObject]:
     return [policy, binding]
 
 
-def tenant_kai_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]:
+def tenant_kai_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """The tenant's leaf Queue."""
-    return [leaf_queue(tenant, environment)]
+    return [leaf_queue(tenant, view)]
 
 
-def platform_kai_objects(environment: Environment) -> list[KubeObject]:
+def platform_kai_objects(facts: FleetFacts) -> list[KubeObject]:
     """Department Queues and the queue-pinning admission policy."""
-    return [*department_queues(environment), *queue_pinning_policy(environment)]
+    return [*department_queues(facts), *queue_pinning_policy(facts)]

@@ -23,66 +23,69 @@ from __future__ import annotations
 
 from ..fleet import gpu_capacity as cap
 from ..fleet import feasibility as feas
-from ..fleet.environment import Environment
+from ..fleet.facts import FleetFacts, TenantView
 from ..fleet.queue_arithmetic import KUEUE_CPU_FLAVOR, cohort_of, dedicated_only_classes, kueue_compute_nominal
 from ..spec.tenant import Tenant
-from .gpu_nodes import dedicated_pool_owners, gpu_class_label, pool_label, pool_taints
-from .meta import TENANT_LABEL, KubeObject, kube_object, object_meta, platform_labels
-from .namespace import environment_label, owned_labels
+from .gpu_nodes import pool_taints
+from .meta import (
+    TENANT_LABEL,
+    KubeObject,
+    gpu_class_label,
+    kube_object,
+    object_meta,
+    owned_labels,
+    platform_labels,
+    pool_label,
+)
 
 API_VERSION = "kueue.x-k8s.io/v1beta2"
 LOCAL_QUEUE = "default"
-QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 
 
-def flavor_pools(tenant: Tenant, environment: Environment) -> list[str]:
+def flavor_pools(tenant: Tenant, view: TenantView) -> list[str]:
     """The node pools whose flavors the tenant's ClusterQueue lists: exactly those its pods may land on."""
-    platform = environment.platform
-    return feas.reachable_pools(tenant.name, tenant, platform, dedicated_pool_owners(environment))
+    return list(view.reachable_pools)
 
 
-def gpu_flavor_quotas(tenant: Tenant, environment: Environment) -> dict[str, dict[str, int]]:
+def gpu_flavor_quotas(tenant: Tenant, view: TenantView) -> dict[str, dict[str, int]]:
     """Nominal quota per flavor (node pool) and extended resource of the tenant's ClusterQueue.
 
     Every pool the tenant may reach is a flavor listing each GPU resource the pool offers (0 where
     the tenant holds no quota there, so that it may still borrow). A class quota (or MIG profile
     quota) is split across the tenant's pools of that class (offering that profile) as the
-    capacity check's flow places it (`components.fleet.feasibility.quota_split`), so the nominal
+    capacity check's flow places it (`components.fleet.facts.FleetFacts.quota_split`), so the nominal
     quotas of all tenants on one pool fit in it together.
     """
-    platform = environment.platform
-    pools = flavor_pools(tenant, environment)
+    platform = view.platform
+    pools = flavor_pools(tenant, view)
     result: dict[str, dict[str, int]] = {
         pool: {resource: 0 for resource in cap.node_gpu_resources(platform, platform.node_pools[pool])} for pool in pools
     }
-    split = feas.quota_split(environment).get(tenant.name)
-    if split is None:  # a tenant that is not part of the environment (tests, previews): on its own
-        owners = dedicated_pool_owners(environment)
-        split = feas.split_of(feas.feasibility([(tenant.name, tenant)], platform, owners)).get(tenant.name, {})
-    for commodity, by_pool in split.items():
+    # A tenant the fleet does not count (tests, previews) is split on its own (`FleetFacts.view`).
+    for commodity, by_pool in view.quota_split:
         resource = feas.commodity_resource(platform, commodity)
-        for pool, units in by_pool.items():
+        for pool, units in by_pool:
             if pool in result:
                 result[pool][resource] = result[pool].get(resource, 0) + units
     return {pool: dict(sorted(resources.items())) for pool, resources in sorted(result.items())}
 
 
-def gpu_class_quotas(tenant: Tenant, environment: Environment) -> dict[str, dict[str, int]]:
+def gpu_class_quotas(tenant: Tenant, view: TenantView) -> dict[str, dict[str, int]]:
     """`gpu_flavor_quotas` summed per GPU class: the tenant's nominal quota per class and resource.
 
-    >>> gpu_class_quotas(prod.tenants[0].spec, prod)["a100"]   # doctest: +SKIP
+    >>> gpu_class_quotas(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))["a100"]   # doctest: +SKIP
     {'nvidia.com/gpu': 20, 'nvidia.com/mig-1g.10gb': 0, 'nvidia.com/mig-3g.40gb': 0}
     """
-    platform = environment.platform
+    platform = view.platform
     result: dict[str, dict[str, int]] = {}
-    for pool, resources in gpu_flavor_quotas(tenant, environment).items():
+    for pool, resources in gpu_flavor_quotas(tenant, view).items():
         per_class = result.setdefault(platform.node_pools[pool].gpu_class, {})
         for resource, count in resources.items():
             per_class[resource] = per_class.get(resource, 0) + count
     return {name: dict(sorted(r.items())) for name, r in sorted(result.items())}
 
 
-def _flavor_tolerations(environment: Environment, pool: str) -> list[dict]:
+def _flavor_tolerations(facts: FleetFacts, pool: str) -> list[dict]:
     """Tolerations for the pool's taints: a dedicated pool's `<labelDomain>/tenant=<owner>:NoSchedule`.
 
     Only the owner's ClusterQueue lists a dedicated pool's flavor, so only the owner's pods get the
@@ -90,11 +93,11 @@ def _flavor_tolerations(environment: Environment, pool: str) -> list[dict]:
     """
     return [
         {"effect": taint["effect"], "key": taint["key"], "operator": "Equal", "value": taint["value"]}
-        for taint in pool_taints(environment, pool)
+        for taint in pool_taints(facts, pool)
     ]
 
 
-def resource_flavors(environment: Environment) -> list[KubeObject]:
+def resource_flavors(facts: FleetFacts) -> list[KubeObject]:
     """`default-flavor` (cpu, memory; no node constraint) and one ResourceFlavor per GPU node pool.
 
     A flavor's node labels are the pool's class and pool labels, which every node of the pool
@@ -102,17 +105,17 @@ def resource_flavors(environment: Environment) -> list[KubeObject]:
     pool and pass the tenant's placement policy (a pool selector always pins) with no selector of
     their own. A flavor per class would span pools dedicated to different tenants.
 
-    >>> [f["metadata"]["name"] for f in resource_flavors(dev)]   # doctest: +SKIP
+    >>> [f["metadata"]["name"] for f in resource_flavors(dev.facts)]   # doctest: +SKIP
     ['a100-mig', 'default-flavor', 'l4-shared']
     """
-    platform = environment.platform
-    labels = platform_labels(environment_label(environment))
+    platform = facts.platform
+    labels = platform_labels(facts.environment_label)
     flavors = [kube_object(API_VERSION, "ResourceFlavor", object_meta(KUEUE_CPU_FLAVOR, labels=labels), spec={})]
     for name, pool in sorted(platform.node_pools.items()):
         if pool.gpu_class not in platform.gpu_classes:
             continue
         spec: dict = {"nodeLabels": {gpu_class_label(platform): pool.gpu_class, pool_label(platform): name}}
-        tolerations = _flavor_tolerations(environment, name)
+        tolerations = _flavor_tolerations(facts, name)
         if tolerations:
             spec["tolerations"] = tolerations
         flavors.append(kube_object(API_VERSION, "ResourceFlavor", object_meta(name, labels=labels), spec=spec))
@@ -128,17 +131,17 @@ def _resource(name: str, nominal, borrowing: int | None = None, lending: int | N
     return item
 
 
-def resource_groups(tenant: Tenant, environment: Environment) -> list[dict]:
+def resource_groups(tenant: Tenant, view: TenantView) -> list[dict]:
     """The ClusterQueue's resource groups: cpu/memory in `default-flavor`, GPU resources per pool flavor.
 
     Every flavor of a group lists every covered resource, in the group's order (Kueue requires it).
     Borrowing and lending limits are per GPU class (`queue.borrowingLimit`/`lendingLimit`); each
     flavor of the class carries them on the class's own resource (a flavor is one pool).
 
-    >>> resource_groups(prod.tenants[0].spec, prod)[0]["coveredResources"]   # doctest: +SKIP
+    >>> resource_groups(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))[0]["coveredResources"]   # doctest: +SKIP
     ['cpu', 'memory']
     """
-    platform = environment.platform
+    platform = view.platform
     groups = []
     compute = kueue_compute_nominal(tenant, platform)
     if compute:
@@ -148,7 +151,7 @@ def resource_groups(tenant: Tenant, environment: Environment) -> list[dict]:
                 "flavors": [{"name": KUEUE_CPU_FLAVOR, "resources": [_resource(r, compute[r]) for r in sorted(compute)]}],
             }
         )
-    flavors = gpu_flavor_quotas(tenant, environment)
+    flavors = gpu_flavor_quotas(tenant, view)
     covered = sorted({resource for resources in flavors.values() for resource in resources})
     if covered:
         has_cohort = cohort_of(tenant, platform) is not None
@@ -183,13 +186,13 @@ def resource_groups(tenant: Tenant, environment: Environment) -> list[dict]:
     return groups
 
 
-def cluster_queue(tenant: Tenant, environment: Environment) -> KubeObject:
+def cluster_queue(tenant: Tenant, view: TenantView) -> KubeObject:
     """The tenant's ClusterQueue, named like the tenant; held (no new admissions) while suspended.
 
-    >>> cluster_queue(prod.tenants[0].spec, prod)["spec"]["namespaceSelector"]   # doctest: +SKIP
+    >>> cluster_queue(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))["spec"]["namespaceSelector"]   # doctest: +SKIP
     {'matchLabels': {'gpu-tenancy.dev/tenant': 'eval'}}
     """
-    platform = environment.platform
+    platform = view.platform
     settings = platform.queues.kueue
     preemption: dict = {
         "reclaimWithinCohort": settings.preemption.reclaim_within_cohort,
@@ -201,7 +204,7 @@ def cluster_queue(tenant: Tenant, environment: Environment) -> KubeObject:
         "namespaceSelector": {"matchLabels": {TENANT_LABEL: tenant.name}},
         "preemption": dict(sorted(preemption.items())),
         "queueingStrategy": settings.queueing_strategy,
-        "resourceGroups": resource_groups(tenant, environment),
+        "resourceGroups": resource_groups(tenant, view),
     }
     cohort = cohort_of(tenant, platform)
     if cohort is not None:
@@ -211,32 +214,32 @@ def cluster_queue(tenant: Tenant, environment: Environment) -> KubeObject:
     if tenant.lifecycle == "suspended":
         # Mirrors the suspended ResourceQuota: running workloads keep running, nothing new is admitted.
         spec["stopPolicy"] = "Hold"
-    labels = owned_labels(tenant, environment)
+    labels = owned_labels(tenant, view)
     return kube_object(API_VERSION, "ClusterQueue", object_meta(tenant.name, labels=labels), spec=dict(sorted(spec.items())))
 
 
-def local_queues(tenant: Tenant, environment: Environment) -> list[KubeObject]:
+def local_queues(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """A LocalQueue `default` in each tenant namespace; workloads opt in with `kueue.x-k8s.io/queue-name: default`.
 
-    >>> [q["metadata"]["namespace"] for q in local_queues(prod.tenants[1].spec, prod)]   # doctest: +SKIP
+    >>> [q["metadata"]["namespace"] for q in local_queues(prod.tenants[1].spec, prod.view(prod.tenants[1].spec))]   # doctest: +SKIP
     ['inference', 'inference-canary']
     """
-    labels = owned_labels(tenant, environment)
+    labels = owned_labels(tenant, view)
     return [
         kube_object(API_VERSION, "LocalQueue", object_meta(LOCAL_QUEUE, namespace=namespace, labels=labels), spec={"clusterQueue": tenant.name})
         for namespace in tenant.all_namespaces
     ]
 
 
-def tenant_kueue_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]:
+def tenant_kueue_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """The tenant's ClusterQueue and LocalQueues.
 
-    >>> [o["kind"] for o in tenant_kueue_objects(prod.tenants[0].spec, prod)]   # doctest: +SKIP
+    >>> [o["kind"] for o in tenant_kueue_objects(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))]   # doctest: +SKIP
     ['ClusterQueue', 'LocalQueue']
     """
-    return [cluster_queue(tenant, environment), *local_queues(tenant, environment)]
+    return [cluster_queue(tenant, view), *local_queues(tenant, view)]
 
 
-def platform_kueue_objects(environment: Environment) -> list[KubeObject]:
+def platform_kueue_objects(facts: FleetFacts) -> list[KubeObject]:
     """Cluster-wide Kueue objects: the ResourceFlavors (cohorts need no object of their own)."""
-    return resource_flavors(environment)
+    return resource_flavors(facts)

@@ -8,10 +8,9 @@ Values are the tenant's `limits`, each unset one taken from the stack's `limitRa
 from __future__ import annotations
 
 from ..fleet.budget import effective_limits
-from ..fleet.environment import Environment
+from ..fleet.facts import TenantView
 from ..spec.tenant import ResourceValues, Tenant
-from .meta import KubeObject, kube_object, object_meta
-from .namespace import owned_labels
+from .meta import KubeObject, kube_object, object_meta, owned_labels
 
 LIMIT_RANGE = "tenant-limits"
 
@@ -23,16 +22,18 @@ def _values(values: ResourceValues) -> dict[str, str]:
     return {key: str(getattr(values, field)) for field, key in _RESOURCES if getattr(values, field) is not None}
 
 
-def container_limits(tenant: Tenant, environment: Environment) -> dict:
+def container_limits(tenant: Tenant, view: TenantView) -> dict:
     """The `type: Container` limit item, empty sections left out.
 
+    >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> container_limits(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a",
-    ...     displayName="A", costCenter="cc-1"), env)["defaultRequest"]
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a",
+    ...     displayName="A", costCenter="cc-1")
+    >>> container_limits(t, env.view(t))["defaultRequest"]
     {'cpu': '100m', 'memory': '256Mi'}
     """
-    limits = effective_limits(tenant, environment.platform)
+    limits = effective_limits(tenant, view.platform)
     item: dict = {"type": "Container"}
     for field, key in _SECTIONS:
         values = _values(getattr(limits, field))
@@ -41,24 +42,26 @@ def container_limits(tenant: Tenant, environment: Environment) -> dict:
     return item
 
 
-def limit_ranges(tenant: Tenant, environment: Environment) -> list[KubeObject]:
+def limit_ranges(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """One LimitRange `tenant-limits` per tenant namespace; none when there is nothing to set.
 
+    >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> [o["metadata"]["namespace"] for o in limit_ranges(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2",
-    ...     kind="Tenant", name="a", displayName="A", costCenter="cc-1", namespaces=["a-data"]), env)]
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2",
+    ...     kind="Tenant", name="a", displayName="A", costCenter="cc-1", namespaces=["a-data"])
+    >>> [o["metadata"]["namespace"] for o in limit_ranges(t, env.view(t))]
     ['a', 'a-data']
     """
-    if len(container_limits(tenant, environment)) == 1:
+    if len(container_limits(tenant, view)) == 1:
         return []
-    labels = owned_labels(tenant, environment)
+    labels = owned_labels(tenant, view)
     return [
         kube_object(
             "v1",
             "LimitRange",
             object_meta(LIMIT_RANGE, namespace=namespace, labels=labels),
-            spec={"limits": [container_limits(tenant, environment)]},
+            spec={"limits": [container_limits(tenant, view)]},
         )
         for namespace in tenant.all_namespaces
     ]

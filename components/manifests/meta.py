@@ -2,17 +2,36 @@
 
 Every builder in this package is a pure function: validated specs in, plain Kubernetes objects
 (JSON-ready dicts with camelCase keys, quantities as strings) out. No Pulumi import here.
+
+Every label key a builder writes or selects on is defined here, with the helpers that make label
+sets, so that one value (the environment label above all) cannot be spelt two ways.
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
+from ..fleet.environment import Environment
+from ..fleet.facts import TenantView
+from ..spec.stack import Platform
+from ..spec.tenant import Tenant
+
 GROUP = "gpu-tenancy.dev"
 TENANT_LABEL = f"{GROUP}/tenant"
 ENVIRONMENT_LABEL = f"{GROUP}/environment"
 COST_CENTER_LABEL = f"{GROUP}/cost-center"
+LIFECYCLE_LABEL = f"{GROUP}/lifecycle"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gpu-tenancy"}
+
+# Keys that others own and we write or select on.
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+MIG_STATE_LABEL = "nvidia.com/mig.config.state"
+DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
+KUEUE_QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+KAI_QUEUE_LABEL = "kai.scheduler/queue"
 FIELD_MANAGER = "gpu-tenancy"
 
 KubeObject = dict[str, Any]
@@ -37,8 +56,45 @@ def immutable_fields(obj: Mapping[str, Any]) -> tuple[str, ...]:
     return IMMUTABLE_FIELDS.get((obj["apiVersion"].rpartition("/")[0], obj["kind"]), ())
 
 
+def gpu_class_label(platform: Platform) -> str:
+    """Node label naming a node's GPU class.
+
+    >>> gpu_class_label(Platform.model_validate({"labelDomain": "gpu.example.com"}))
+    'gpu.example.com/gpu-class'
+    """
+    return f"{platform.label_domain}/gpu-class"
+
+
+def pool_label(platform: Platform) -> str:
+    """Node label naming a node's pool.
+
+    >>> pool_label(Platform.model_validate({"labelDomain": "gpu.example.com"}))
+    'gpu.example.com/pool'
+    """
+    return f"{platform.label_domain}/pool"
+
+
+def tenant_label(platform: Platform) -> str:
+    """Node label and taint key naming the tenant a dedicated node belongs to.
+
+    >>> tenant_label(Platform.model_validate({"labelDomain": "gpu.example.com"}))
+    'gpu.example.com/tenant'
+    """
+    return f"{platform.label_domain}/tenant"
+
+
+def environment_label(environment: Environment) -> str:
+    """The one value of the environment label: the stack's `environment`, else the stack name (a fleet fact).
+
+    >>> platform = Platform(labelDomain="gpu.example.com", environment="production")
+    >>> environment_label(Environment("prod", platform, None, []))
+    'production'
+    """
+    return environment.facts.environment_label
+
+
 def tenant_labels(tenant: str, environment: str) -> dict[str, str]:
-    """Labels on every object that belongs to a tenant.
+    """Labels on every object that belongs to a tenant; `environment` is `environment_label(...)`.
 
     >>> tenant_labels("team-a", "prod")["gpu-tenancy.dev/tenant"]
     'team-a'
@@ -47,8 +103,22 @@ def tenant_labels(tenant: str, environment: str) -> dict[str, str]:
 
 
 def platform_labels(environment: str) -> dict[str, str]:
-    """Labels on cluster-wide objects that belong to no single tenant."""
+    """Labels on cluster-wide objects that belong to no single tenant; `environment` is `environment_label(...)`.
+
+    >>> platform_labels("prod")["gpu-tenancy.dev/environment"]
+    'prod'
+    """
     return {**MANAGED_BY, ENVIRONMENT_LABEL: environment}
+
+
+def owned_labels(tenant: Tenant, view: TenantView) -> dict[str, str]:
+    """Labels every object of the tenant carries (namespaced or not).
+
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A", costCenter="cc-1")
+    >>> owned_labels(t, Environment("dev", Platform(labelDomain="gpu.example.com"), None, []).view(t))
+    {'app.kubernetes.io/managed-by': 'gpu-tenancy', 'gpu-tenancy.dev/tenant': 'a', 'gpu-tenancy.dev/environment': 'dev'}
+    """
+    return tenant_labels(tenant.name, view.environment_label)
 
 
 def object_meta(

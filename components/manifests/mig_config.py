@@ -13,12 +13,11 @@ from typing import Any
 
 import yaml
 
+from ..fleet.facts import FleetFacts
 from ..fleet import mig
-from ..fleet.environment import Environment
 from ..spec.stack import NodePool, Platform
-from .meta import KubeObject, kube_object, object_meta, platform_labels
+from .meta import MIG_CONFIG_LABEL, KubeObject, kube_object, object_meta, platform_labels
 
-MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 ALL_DISABLED = "all-disabled"
 CONFIG_KEY = "config.yaml"
 
@@ -156,19 +155,19 @@ def uses_mig_manager(platform: Platform) -> bool:
     return any(node_mig_config(platform, pool) for pool in platform.node_pools.values())
 
 
-def mig_config_map(environment: Environment) -> KubeObject | None:
+def mig_config_map(facts: FleetFacts) -> KubeObject | None:
     """The ConfigMap for ClusterPolicy `migManager.config.name`; None when no pool has MIG-capable GPUs.
 
-    >>> mig_config_map(env)["data"]["config.yaml"].splitlines()[0]   # doctest: +SKIP
+    >>> mig_config_map(env.facts)["data"]["config.yaml"].splitlines()[0]   # doctest: +SKIP
     'version: v1'
     """
-    platform = environment.platform
+    platform = facts.platform
     if not uses_mig_manager(platform):
         return None
     operator = platform.gpu_operator
     return kube_object(
         "v1",
         "ConfigMap",
-        object_meta(operator.mig_config, namespace=operator.namespace, labels=platform_labels(environment.name)),
+        object_meta(operator.mig_config, namespace=operator.namespace, labels=platform_labels(facts.environment_label)),
         data={CONFIG_KEY: config_text(mig_parted_config(platform))},
     )

@@ -28,11 +28,10 @@ from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models import dashboard as dm
 from grafana_foundation_sdk.models import prometheus as pm
 
-from ..fleet.environment import Environment
+from ..fleet.facts import FleetFacts
 from ..spec.monitoring import Monitoring
 from . import monitoring_rules as r
 from .meta import KubeObject, kube_object, object_meta, platform_labels
-from .namespace import environment_label
 
 FLEET = "gpu-tenancy-fleet-overview"
 TENANT = "gpu-tenancy-tenant"
@@ -335,13 +334,13 @@ def dashboard_json(model: dm.Dashboard) -> dict[str, Any]:
     return json.loads(json.dumps(model, cls=JSONEncoder))
 
 
-def dashboards(environment: Environment) -> dict[str, dict[str, Any]]:
+def dashboards(facts: FleetFacts) -> dict[str, dict[str, Any]]:
     """Dashboard JSON by ConfigMap name; {} when monitoring is off."""
-    monitoring = r.enabled_monitoring(environment.platform)
+    monitoring = r.enabled_monitoring(facts.platform)
     if monitoring is None:
         return {}
-    env = environment_label(environment)
-    exporters = monitoring.exporters_for(environment.platform.scheduler)
+    env = facts.environment_label
+    exporters = monitoring.exporters_for(facts.platform.scheduler)
     tags = ["gpu-tenancy", env]
     return {
         FLEET: dashboard_json(
@@ -358,12 +357,12 @@ def dashboard_text(dashboard: dict[str, Any]) -> str:
     return json.dumps(dashboard, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def dashboard_config_maps(environment: Environment) -> list[KubeObject]:
+def dashboard_config_maps(facts: FleetFacts) -> list[KubeObject]:
     """One ConfigMap per dashboard, labelled for the Grafana sidecar; [] when monitoring is off."""
-    monitoring = r.enabled_monitoring(environment.platform)
+    monitoring = r.enabled_monitoring(facts.platform)
     if monitoring is None:
         return []
-    labels = {**platform_labels(environment_label(environment)), **monitoring.dashboard_labels}
+    labels = {**platform_labels(facts.environment_label), **monitoring.dashboard_labels}
     annotations = {FOLDER_ANNOTATION: monitoring.dashboard_folder} if monitoring.dashboard_folder else None
     return [
         kube_object(
@@ -372,6 +371,6 @@ def dashboard_config_maps(environment: Environment) -> list[KubeObject]:
             object_meta(name, namespace=monitoring.namespace, labels=labels, annotations=annotations),
             data={f"{name}.json": dashboard_text(dashboard)},
         )
-        for name, dashboard in sorted(dashboards(environment).items())
+        for name, dashboard in sorted(dashboards(facts).items())
     ]
 

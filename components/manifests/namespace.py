@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import json
 
-from ..fleet.environment import Environment
+from ..fleet.facts import TenantView
 from ..spec.stack import Platform
 from ..spec.tenant import Tenant
-from .meta import COST_CENTER_LABEL, GROUP, KubeObject, kube_object, object_meta, tenant_labels
+from .meta import COST_CENTER_LABEL, GROUP, LIFECYCLE_LABEL, KubeObject, kube_object, object_meta, owned_labels
 
-LIFECYCLE_LABEL = f"{GROUP}/lifecycle"
 DISPLAY_NAME_ANNOTATION = f"{GROUP}/display-name"
 DESCRIPTION_ANNOTATION = f"{GROUP}/description"
 OWNERS_ANNOTATION = f"{GROUP}/owners"
@@ -25,28 +24,6 @@ POD_SECURITY_PREFIX = "pod-security.kubernetes.io"
 POD_SECURITY_MODES = ("enforce", "audit", "warn")
 
 _STRICTNESS = {"privileged": 0, "baseline": 1, "restricted": 2}
-
-
-def environment_label(environment: Environment) -> str:
-    """The value of the environment label: the stack's `environment`, else the stack name.
-
-    >>> from components.spec.stack import Platform
-    >>> environment_label(Environment("prod", Platform(labelDomain="gpu.example.com"), None, []))
-    'prod'
-    """
-    return environment.platform.environment or environment.name
-
-
-def owned_labels(tenant: Tenant, environment: Environment) -> dict[str, str]:
-    """Labels every object of the tenant carries (namespaced or not).
-
-    >>> from components.spec.stack import Platform
-    >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> owned_labels(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a",
-    ...     displayName="A", costCenter="cc-1"), env)["gpu-tenancy.dev/tenant"]
-    'a'
-    """
-    return tenant_labels(tenant.name, environment_label(environment))
 
 
 def pod_security_level(tenant: Tenant, platform: Platform) -> str:
@@ -103,19 +80,20 @@ def namespace_annotations(tenant: Tenant) -> dict[str, str]:
     return annotations
 
 
-def namespaces(tenant: Tenant, environment: Environment) -> list[KubeObject]:
+def namespaces(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """One Namespace per tenant namespace (its own first), labelled for ownership, cost and Pod Security.
 
+    >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", namespaces=["a-data"])
-    >>> [ns["metadata"]["name"] for ns in namespaces(t, env)]
+    >>> [ns["metadata"]["name"] for ns in namespaces(t, env.view(t))]
     ['a', 'a-data']
     """
-    platform = environment.platform
+    platform = view.platform
     labels = {
-        **owned_labels(tenant, environment),
+        **owned_labels(tenant, view),
         COST_CENTER_LABEL: tenant.cost_center,
         LIFECYCLE_LABEL: tenant.lifecycle,
         **pod_security_labels(pod_security_level(tenant, platform), platform.pod_security.version),

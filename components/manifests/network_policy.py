@@ -31,13 +31,11 @@ from __future__ import annotations
 import copy
 import ipaddress
 
-from ..fleet.environment import Environment
+from ..fleet.facts import TenantView
 from ..spec.tenant import PlatformIngress, Port, Tenant
-from .meta import KubeObject, kube_object, object_meta
-from .namespace import owned_labels
+from .meta import NAMESPACE_NAME_LABEL, KubeObject, kube_object, object_meta, owned_labels
 
 NETWORKING_API = "networking.k8s.io/v1"
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 METADATA_ENDPOINTS = ("169.254.169.254/32", "fd00:ec2::254/128")
 
 DEFAULT_DENY = "default-deny"
@@ -92,40 +90,27 @@ def metadata_excepts(cidr: str, excepts: list[str]) -> list[str]:
     return result
 
 
-def platform_grants(tenant: Tenant, environment: Environment) -> list[tuple[str, list[Port]]]:
+def platform_grants(tenant: Tenant, view: TenantView) -> list[tuple[str, list[Port]]]:
     """(role, ports) of each platform role the tenant accepts ingress from; ports from the grant or the stack.
 
+    >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com", platformPorts={"monitoring": [{"port": 9090}]}), None, [])
-    >>> platform_grants(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
-    ...     costCenter="cc-1", network={"ingressFrom": {"platform": ["monitoring"]}}), env)[0][1][0].port
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
+    ...     costCenter="cc-1", network={"ingressFrom": {"platform": ["monitoring"]}})
+    >>> platform_grants(t, env.view(t))[0][1][0].port
     9090
     """
     result = []
     for grant in tenant.network.ingress_from.platform:
         role, ports = (grant.role, grant.ports) if isinstance(grant, PlatformIngress) else (grant, [])
-        result.append((role, list(ports) or list(environment.platform.platform_ports.get(role, []))))
+        result.append((role, list(ports) or list(view.platform.platform_ports.get(role, []))))
     return result
 
 
 def _policy(name: str, namespace: str, labels: dict[str, str], types: list[str], **rules) -> KubeObject:
     spec = {"podSelector": {}, "policyTypes": types, **rules}
     return kube_object(NETWORKING_API, "NetworkPolicy", object_meta(name, namespace=namespace, labels=labels), spec=spec)
-
-
-def _fleet(environment: Environment) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """(namespaces per tenant, tenants that accept ingress from each tenant), computed once per fleet."""
-    key = ("network_fleet", id(environment.tenants), len(environment.tenants))
-    cached = environment.derived.get(key)
-    if cached is None:
-        namespaces = {t.name: t.spec.all_namespaces for t in environment.tenants if t.spec.lifecycle != "decommissioned"}
-        accepting: dict[str, list[str]] = {}
-        for loaded in sorted(environment.tenants, key=lambda t: t.name):
-            if loaded.name in namespaces:
-                for source in set(loaded.spec.network.ingress_from.tenants) - {loaded.name}:
-                    accepting.setdefault(source, []).append(loaded.name)
-        cached = environment.derived[key] = (namespaces, accepting)
-    return cached
 
 
 def _ingress_rule(peer_namespaces: list[str], ports: list[Port], direction: str) -> dict:
@@ -135,16 +120,18 @@ def _ingress_rule(peer_namespaces: list[str], ports: list[Port], direction: str)
     return rule
 
 
-def policy_specs(tenant: Tenant, environment: Environment) -> list[tuple[str, list[str], dict]]:
+def policy_specs(tenant: Tenant, view: TenantView) -> list[tuple[str, list[str], dict]]:
     """(name, policyTypes, rules) of every policy a tenant namespace gets, in a fixed order.
 
+    >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> [name for name, _, _ in policy_specs(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant",
-    ...     name="a", displayName="A", costCenter="cc-1"), env)]
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant",
+    ...     name="a", displayName="A", costCenter="cc-1")
+    >>> [name for name, _, _ in policy_specs(t, env.view(t))]
     ['default-deny', 'allow-same-tenant', 'allow-dns']
     """
-    platform = environment.platform
+    platform = view.platform
     network = tenant.network
     own = _namespaces_named(tenant.all_namespaces)
     dns_peer: dict = {"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: platform.cluster_dns.namespace}}}
@@ -159,22 +146,16 @@ def policy_specs(tenant: Tenant, environment: Environment) -> list[tuple[str, li
         (ALLOW_DNS, ["Egress"], {"egress": [{"to": dns_peers, "ports": list(DNS_PORTS)}]}),
     ]
     from_platform = []
-    for role, ports in platform_grants(tenant, environment):
+    for role, ports in platform_grants(tenant, view):
         namespaces = platform.platform_namespaces.get(role, [])
         if namespaces and ports:  # validate rejects a grant without ports: never every port
             from_platform.append(_ingress_rule(namespaces, ports, "from"))
     if from_platform:
         specs.append((ALLOW_FROM_PLATFORM, ["Ingress"], {"ingress": from_platform}))
-    namespaces_of, accepting = _fleet(environment)
-    specs_of = {t.name: t.spec for t in environment.tenants} if accepting.get(tenant.name) else {}
-    granted = sorted(set(network.ingress_from.tenants) - {tenant.name})
-    peers = sorted(ns for name in granted for ns in namespaces_of.get(name, []))
+    peers = sorted(ns for _, namespaces in view.granted_namespaces for ns in namespaces)
     if peers:
         specs.append((ALLOW_FROM_TENANTS, ["Ingress"], {"ingress": [_ingress_rule(peers, network.ingress_from.ports, "from")]}))
-    to_tenants = [
-        _ingress_rule(namespaces_of[other], specs_of[other].network.ingress_from.ports, "to")
-        for other in accepting.get(tenant.name, [])
-    ]
+    to_tenants = [_ingress_rule(list(namespaces), list(ports), "to") for _, namespaces, ports in view.accepting]
     if to_tenants:
         specs.append((ALLOW_TO_TENANTS, ["Egress"], {"egress": to_tenants}))
     api_server = platform.cluster_network.api_server
@@ -199,17 +180,19 @@ def policy_specs(tenant: Tenant, environment: Environment) -> list[tuple[str, li
     return specs
 
 
-def network_policies(tenant: Tenant, environment: Environment) -> list[KubeObject]:
+def network_policies(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """Every NetworkPolicy of the tenant, the same set in each of its namespaces.
 
+    >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> len(network_policies(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a",
-    ...     displayName="A", costCenter="cc-1", namespaces=["a-data"]), env))
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a",
+    ...     displayName="A", costCenter="cc-1", namespaces=["a-data"])
+    >>> len(network_policies(t, env.view(t)))
     6
     """
-    labels = owned_labels(tenant, environment)
-    specs = policy_specs(tenant, environment)
+    labels = owned_labels(tenant, view)
+    specs = policy_specs(tenant, view)
     return [
         _policy(name, namespace, labels, list(types), **copy.deepcopy(rules))
         for namespace in tenant.all_namespaces

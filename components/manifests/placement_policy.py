@@ -36,12 +36,21 @@ from typing import Any
 
 from .cel import cel_list, cel_string, names_or_none
 from ..fleet import gpu_capacity as cap
-from ..fleet.environment import Environment
+from ..fleet.facts import TenantView
 from ..spec.tenant import Tenant
-from .gpu_nodes import GPU_PRODUCT_LABEL, dedicated_pool_owners, gpu_class_label, pool_label, tenant_label
 
-HOSTNAME_LABEL = "kubernetes.io/hostname"
-from .meta import TENANT_LABEL, KubeObject, kube_object, object_meta, tenant_labels
+from .meta import (
+    GPU_PRODUCT_LABEL,
+    HOSTNAME_LABEL,
+    TENANT_LABEL,
+    KubeObject,
+    gpu_class_label,
+    kube_object,
+    object_meta,
+    owned_labels,
+    pool_label,
+    tenant_label,
+)
 
 API_VERSION = "admissionregistration.k8s.io/v1"
 NAME_PREFIX = "gpu-tenancy-placement"
@@ -62,25 +71,19 @@ class Placement:
     pinning_products: list[str]
 
 
-def placement(tenant: Tenant, environment: Environment) -> Placement:
+def placement(tenant: Tenant, view: TenantView) -> Placement:
     """The classes, pools and products a tenant may select, and which of them pin a pod to allowed nodes.
 
     A pool is allowed if it is dedicated to the tenant, or shared (dedicated to nobody) and of a
     class the tenant lists in `gpu.classes`. A class selector pins only if every pool of the class
     is allowed; otherwise it would also match another tenant's dedicated nodes.
 
-    >>> placement(prod.tenants[1].spec, prod).pools   # doctest: +SKIP
+    >>> placement(prod.tenants[1].spec, prod.view(prod.tenants[1].spec)).pools   # doctest: +SKIP
     ['h100-serve']
     """
-    platform = environment.platform
-    owners = dedicated_pool_owners(environment)
-    dedicated = sorted(p for p, owner in owners.items() if owner == tenant.name)
-    listed = set(tenant.gpu.classes)
-    pools = sorted(
-        name
-        for name, pool in platform.node_pools.items()
-        if owners.get(name) == tenant.name or (name not in owners and pool.gpu_class in listed)
-    )
+    platform = view.platform
+    dedicated = view.dedicated_pools
+    pools = list(view.reachable_pools)
     classes = [c for c in cap.allowed_classes(tenant, platform) if c in platform.gpu_classes]
 
     def pools_of(predicate) -> list[str]:
@@ -140,9 +143,9 @@ def _is_gpu_resource(name: str) -> str:
     return f"{exact} || {name}.startsWith({cel_string(MIG_RESOURCE_PREFIX)})"
 
 
-def _targets(p: Placement, environment: Environment) -> list[tuple[str, str, list[str], str]]:
+def _targets(p: Placement, view: TenantView) -> list[tuple[str, str, list[str], str]]:
     """(variable prefix, node label, allowed values, what) for each label whose values are checked."""
-    platform = environment.platform
+    platform = view.platform
     return [
         ("class", gpu_class_label(platform), p.classes, "GPU class"),
         ("pool", pool_label(platform), p.pools, "node pool"),
@@ -155,7 +158,7 @@ def _foreign_toleration(p: Placement, tenant_key: str) -> str:
     return f"has(t.key) && t.key == {cel_string(tenant_key)} && !({own})"
 
 
-def _variables(p: Placement, environment: Environment) -> list[dict[str, str]]:
+def _variables(p: Placement, view: TenantView) -> list[dict[str, str]]:
     required = "object.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
     gpu = _is_gpu_resource("r")
     variables = [
@@ -170,7 +173,7 @@ def _variables(p: Placement, environment: Environment) -> list[dict[str, str]]:
         {"name": "tolerations", "expression": "has(object.spec.tolerations) ? object.spec.tolerations : []"},
         {
             "name": "foreignTolerations",
-            "expression": f"variables.tolerations.filter(t, {_foreign_toleration(p, tenant_label(environment.platform))})",
+            "expression": f"variables.tolerations.filter(t, {_foreign_toleration(p, tenant_label(view.platform))})",
         },
         {
             "name": "requestsGpu",
@@ -182,22 +185,22 @@ def _variables(p: Placement, environment: Environment) -> list[dict[str, str]]:
             ),
         },
     ]
-    for prefix, key, values, _ in _targets(p, environment):
+    for prefix, key, values, _ in _targets(p, view):
         variables.append(_bad_terms_variable(f"{prefix}TermsNotAllowed", key, cel_list(values)))
-    variables.extend(_foreign_node_variables(p, environment))
-    variables.append({"name": "pinnedByRequest", "expression": _pinned_by_request(p, environment)})  # issue 14
+    variables.extend(_foreign_node_variables(p, view))
+    variables.append({"name": "pinnedByRequest", "expression": _pinned_by_request(p, view)})  # issue 14
     return variables
 
 
-def _foreign_pools(p: Placement, environment: Environment) -> tuple[list[dict[str, str]], dict[str, list[str]]]:
+def _foreign_pools(p: Placement, view: TenantView) -> tuple[list[dict[str, str]], dict[str, list[str]]]:
     """Other tenants' dedicated pools as CEL-friendly literals: one map of node labels per pool (plus
     `_pool`, `_tenant` and `_known`, which no label key can be), and the static node names per pool.
 
     Every value of a literal has one type, so the policy type-checks without heterogeneous maps.
     """
-    platform = environment.platform
+    platform = view.platform
     pools, nodes = [], {}
-    for name, owner in sorted(dedicated_pool_owners(environment).items()):
+    for name, owner in view.pool_owners:
         if owner == p.tenant:
             continue
         pool = platform.node_pools[name]
@@ -221,8 +224,8 @@ def _names_match(operator: str, values: str) -> str:
     )
 
 
-def _foreign_node_variables(p: Placement, environment: Environment) -> list[dict[str, str]]:
-    platform = environment.platform
+def _foreign_node_variables(p: Placement, view: TenantView) -> list[dict[str, str]]:
+    platform = view.platform
     keys = cel_list([gpu_class_label(platform), pool_label(platform), tenant_label(platform), GPU_PRODUCT_LABEL, HOSTNAME_LABEL])
     host = cel_string(HOSTNAME_LABEL)
     values = "(has(e.values) ? e.values : [])"
@@ -243,7 +246,7 @@ def _foreign_node_variables(p: Placement, environment: Environment) -> list[dict
         'variables.nodeSelector[k] in variables.foreignNodes[p["_pool"]]) : '
         "(!(k in p) || p[k] == variables.nodeSelector[k]))"
     )
-    pools, nodes = _foreign_pools(p, environment)
+    pools, nodes = _foreign_pools(p, view)
     return [
         {"name": "foreignPools", "expression": json.dumps(pools) if pools else "[]"},
         {"name": "foreignNodes", "expression": json.dumps(nodes) if nodes else "{}"},
@@ -265,8 +268,8 @@ def _foreign_node_variables(p: Placement, environment: Environment) -> list[dict
     ]
 
 
-def _validations(p: Placement, environment: Environment) -> list[dict[str, str]]:
-    platform = environment.platform
+def _validations(p: Placement, view: TenantView) -> list[dict[str, str]]:
+    platform = view.platform
     class_key, pool_key, tenant_key = gpu_class_label(platform), pool_label(platform), tenant_label(platform)
     tenant = cel_string(p.tenant)
     allowed = f"allowed classes: {names_or_none(p.classes)}; pools: {names_or_none(p.pools)}; dedicated pools: {names_or_none(p.dedicated_pools)}"
@@ -285,7 +288,7 @@ def _validations(p: Placement, environment: Environment) -> list[dict[str, str]]
             "reason": "Forbidden",
         }
     ]
-    for prefix, key, values, what in _targets(p, environment):
+    for prefix, key, values, what in _targets(p, view):
         literal, terms = cel_list(values), f"{prefix}TermsNotAllowed"
         result.append(
             {
@@ -350,7 +353,7 @@ def _validations(p: Placement, environment: Environment) -> list[dict[str, str]]
     result.append(
         {
             "expression": f"!variables.requestsGpu || {_pinned(p, class_key, pool_key, tenant_key)} || variables.pinnedByRequest",
-            "message": _pin_message(p, class_key, pool_key, tenant_key) + _pin_by_request_hint(p, environment),
+            "message": _pin_message(p, class_key, pool_key, tenant_key) + _pin_by_request_hint(p, view),
             "reason": "Forbidden",
         }
     )
@@ -393,13 +396,13 @@ def _pin_message(p: Placement, class_key: str, pool_key: str, tenant_key: str) -
     )
 
 
-def placement_policy(tenant: Tenant, environment: Environment) -> KubeObject:
+def placement_policy(tenant: Tenant, view: TenantView) -> KubeObject:
     """The tenant's ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1, Kubernetes 1.30+).
 
-    >>> placement_policy(prod.tenants[0].spec, prod)["spec"]["failurePolicy"]   # doctest: +SKIP
+    >>> placement_policy(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))["spec"]["failurePolicy"]   # doctest: +SKIP
     'Fail'
     """
-    p = placement(tenant, environment)
+    p = placement(tenant, view)
     spec: dict[str, Any] = {
         "failurePolicy": "Fail",
         "matchConstraints": {
@@ -413,53 +416,54 @@ def placement_policy(tenant: Tenant, environment: Environment) -> KubeObject:
         "matchConditions": [
             {"name": "create-or-spec-change", "expression": 'request.operation != "UPDATE" || object.spec != oldObject.spec'}
         ],
-        "variables": _variables(p, environment),
-        "validations": _validations(p, environment),
+        "variables": _variables(p, view),
+        "validations": _validations(p, view),
     }
     return kube_object(
         API_VERSION,
         "ValidatingAdmissionPolicy",
-        object_meta(policy_name(tenant.name), labels=tenant_labels(tenant.name, environment.name)),
+        object_meta(policy_name(tenant.name), labels=owned_labels(tenant, view)),
         spec=spec,
     )
 
 
-def placement_binding(tenant: Tenant, environment: Environment) -> KubeObject:
+def placement_binding(tenant: Tenant, view: TenantView) -> KubeObject:
     """The binding that switches the tenant's policy on, denying (not just warning about) violations.
 
-    >>> placement_binding(prod.tenants[0].spec, prod)["spec"]["validationActions"]   # doctest: +SKIP
+    >>> placement_binding(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))["spec"]["validationActions"]   # doctest: +SKIP
     ['Deny']
     """
     return kube_object(
         API_VERSION,
         "ValidatingAdmissionPolicyBinding",
-        object_meta(policy_name(tenant.name), labels=tenant_labels(tenant.name, environment.name)),
+        object_meta(policy_name(tenant.name), labels=owned_labels(tenant, view)),
         spec={"policyName": policy_name(tenant.name), "validationActions": ["Deny"]},
     )
 
 
-def placement_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]:
+def placement_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """Policy and binding of one tenant, also while it is decommissioned: its pods may still run
     until its namespaces are deleted, and the program deletes the policy only after them.
 
-    >>> [o["kind"] for o in placement_objects(prod.tenants[0].spec, prod)]   # doctest: +SKIP
+    >>> [o["kind"] for o in placement_objects(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))]   # doctest: +SKIP
     ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']
     """
-    return [placement_policy(tenant, environment), placement_binding(tenant, environment)]
+    return [placement_policy(tenant, view), placement_binding(tenant, view)]
 
 
 # --- implicit pinning by the requested resource (issue 14) ---------------------------------------
 
 
-def pinning_resources(p: Placement, environment: Environment) -> list[str]:
+def pinning_resources(p: Placement, view: TenantView) -> list[str]:
     """GPU resources that only the tenant's allowed pools advertise (e.g. a MIG profile or a
     time-slicing share offered nowhere else): a pod requesting only these can be scheduled only
     there, so its request pins it and it needs no selector of its own.
 
-    >>> pinning_resources(placement(prod.tenants[0].spec, prod), prod)   # doctest: +SKIP
+    >>> view = prod.view(prod.tenants[0].spec)   # doctest: +SKIP
+    >>> pinning_resources(placement(prod.tenants[0].spec, view), view)   # doctest: +SKIP
     ['nvidia.com/mig-1g.10gb', 'nvidia.com/mig-3g.40gb']
     """
-    platform = environment.platform
+    platform = view.platform
     offered: dict[str, set[str]] = {}
     for name, pool in platform.node_pools.items():
         for resource in cap.node_gpu_resources(platform, pool):
@@ -467,9 +471,9 @@ def pinning_resources(p: Placement, environment: Environment) -> list[str]:
     return sorted(r for r, pools in offered.items() if pools <= set(p.pools))
 
 
-def _pinned_by_request(p: Placement, environment: Environment) -> str:
+def _pinned_by_request(p: Placement, view: TenantView) -> str:
     """CEL: every GPU resource the pod's containers request (or limit) is a pinning resource."""
-    resources = pinning_resources(p, environment)
+    resources = pinning_resources(p, view)
     if not resources:
         return "false"
     ok = f"!({_is_gpu_resource('r')}) || r in {cel_list(resources)}"
@@ -483,8 +487,8 @@ def _pinned_by_request(p: Placement, environment: Environment) -> str:
     )
 
 
-def _pin_by_request_hint(p: Placement, environment: Environment) -> str:
-    resources = pinning_resources(p, environment)
+def _pin_by_request_hint(p: Placement, view: TenantView) -> str:
+    resources = pinning_resources(p, view)
     if not resources:
         return ""
     return f"; pods requesting only {', '.join(resources)} need no selector (only the tenant's pools offer them)"

@@ -57,11 +57,10 @@ from ..fleet import gpu_capacity as cap
 from ..fleet import mig
 from ..fleet.budget import budget_home, compute_hard, namespace_slices, split_budget  # noqa: F401  (part of this module's API)
 from ..spec.quantity import Quantity
-from ..fleet.environment import Environment
+from ..fleet.facts import TenantView
 from ..spec.stack import Platform, PriorityClassSpec
 from ..spec.tenant import PriorityCap, Tenant
-from .meta import KubeObject, kube_object, object_meta
-from .namespace import owned_labels
+from .meta import KubeObject, kube_object, object_meta, owned_labels
 from .queues import gpu_ceiling_by_resource
 
 TENANT_QUOTA = "tenant-quota"
@@ -256,19 +255,20 @@ def priority_hard(tenant: Tenant, platform: Platform, priority: PriorityCap, bud
     return hard
 
 
-def resource_quotas(tenant: Tenant, environment: Environment) -> list[KubeObject]:
+def resource_quotas(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """Every ResourceQuota of the tenant, in each of its namespaces (see the module docstring).
 
+    >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", quota={"cpu": {"requests": "8"}}, lifecycle="suspended")
-    >>> [q["metadata"]["name"] for q in resource_quotas(t, env)]
+    >>> [q["metadata"]["name"] for q in resource_quotas(t, env.view(t))]
     ['tenant-quota', 'priority-online-inference', 'cross-namespace-affinity', 'suspended']
     """
-    platform = environment.platform
-    labels = owned_labels(tenant, environment)
-    budgets = {**compute_hard(tenant), **gpu_hard(tenant, platform, gpu_ceiling_by_resource(tenant, environment))}
+    platform = view.platform
+    labels = owned_labels(tenant, view)
+    budgets = {**compute_hard(tenant), **gpu_hard(tenant, platform, gpu_ceiling_by_resource(tenant, view))}
     slices = namespace_slices(tenant, platform)
     guard_rails = {**storage_hard(tenant, platform), **object_count_hard(tenant, platform)}
     home = budget_home(tenant)

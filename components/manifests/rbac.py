@@ -30,11 +30,10 @@ import functools
 
 from typing import Iterable
 
-from ..fleet.environment import Environment
+from ..fleet.facts import FleetFacts, TenantView
 from ..spec.role_bundles import READ_VERBS, effective_bundles
 from ..spec.tenant import ServiceAccountGrant, Subjects, Tenant
-from .meta import KubeObject, kube_object, object_meta, platform_labels
-from .namespace import environment_label, owned_labels
+from .meta import KubeObject, kube_object, object_meta, owned_labels, platform_labels
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 RBAC_API = f"{RBAC_GROUP}/v1"
@@ -244,40 +243,42 @@ def all_subjects(tenant: Tenant) -> list[dict]:
     return _unique_sorted([*people, *accounts])
 
 
-def roles(tenant: Tenant, environment: Environment) -> list[KubeObject]:
+def roles(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """The three tenant Roles in every tenant namespace.
 
+    >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", access={"owners": {"groups": ["a-leads"]}, "ciServiceAccounts": [{"name": "ci"}]})
-    >>> [r["metadata"]["name"] for r in roles(t, env)]
+    >>> [r["metadata"]["name"] for r in roles(t, env.view(t))]
     ['tenant-owner', 'tenant-developer', 'tenant-viewer']
     """
-    labels = owned_labels(tenant, environment)
+    labels = owned_labels(tenant, view)
     return [
         kube_object(
             RBAC_API,
             "Role",
             object_meta(role_name(role), namespace=namespace, labels=labels),
-            rules=[*role_rules(role), *bundle_rules(tenant, role, environment.platform)],
+            rules=[*role_rules(role), *bundle_rules(tenant, role, view.platform)],
         )
         for namespace in tenant.all_namespaces
         for role in ROLES
     ]
 
 
-def role_bindings(tenant: Tenant, environment: Environment) -> list[KubeObject]:
+def role_bindings(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """A RoleBinding per tenant role and namespace that has subjects; none for an empty role.
 
+    >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", access={"owners": {"groups": ["a-leads"]}, "ciServiceAccounts": [{"name": "ci"}]})
-    >>> [b["roleRef"]["name"] for b in role_bindings(t, env)]
+    >>> [b["roleRef"]["name"] for b in role_bindings(t, env.view(t))]
     ['tenant-owner', 'tenant-developer']
     """
-    labels = owned_labels(tenant, environment)
+    labels = owned_labels(tenant, view)
     bindings = []
     for namespace in tenant.all_namespaces:
         for role in ROLES:
@@ -296,17 +297,18 @@ def role_bindings(tenant: Tenant, environment: Environment) -> list[KubeObject]:
     return bindings
 
 
-def service_accounts(tenant: Tenant, environment: Environment) -> list[KubeObject]:
+def service_accounts(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """The tenant's CI ServiceAccounts, each in its namespace (the tenant's own unless stated).
 
+    >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", access={"owners": {"groups": ["a-leads"]}, "ciServiceAccounts": [{"name": "ci"}]})
-    >>> [(s["metadata"]["namespace"], s["metadata"]["name"]) for s in service_accounts(t, env)]
+    >>> [(s["metadata"]["namespace"], s["metadata"]["name"]) for s in service_accounts(t, env.view(t))]
     [('a', 'ci')]
     """
-    labels = owned_labels(tenant, environment)
+    labels = owned_labels(tenant, view)
     unique = {(grant.namespace or tenant.name, grant.name) for grant in tenant.access.ci_service_accounts}
     return [
         kube_object("v1", "ServiceAccount", object_meta(name, namespace=namespace, labels=labels))
@@ -314,14 +316,15 @@ def service_accounts(tenant: Tenant, environment: Environment) -> list[KubeObjec
     ]
 
 
-def cluster_viewer_binding(tenant: Tenant, environment: Environment) -> list[KubeObject]:
+def cluster_viewer_binding(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """The tenant's ClusterRoleBinding of every subject to the shared read-only ClusterRole.
 
+    >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", access={"owners": {"groups": ["a-leads"]}, "ciServiceAccounts": [{"name": "ci"}]})
-    >>> cluster_viewer_binding(t, env)[0]["roleRef"]["name"]
+    >>> cluster_viewer_binding(t, env.view(t))[0]["roleRef"]["name"]
     'gpu-tenancy:cluster-viewer'
     """
     subjects = all_subjects(tenant)
@@ -331,47 +334,49 @@ def cluster_viewer_binding(tenant: Tenant, environment: Environment) -> list[Kub
         kube_object(
             RBAC_API,
             "ClusterRoleBinding",
-            object_meta(cluster_viewer_binding_name(tenant.name), labels=owned_labels(tenant, environment)),
+            object_meta(cluster_viewer_binding_name(tenant.name), labels=owned_labels(tenant, view)),
             roleRef={"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": CLUSTER_VIEWER},
             subjects=subjects,
         )
     ]
 
 
-def tenant_rbac_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]:
+def tenant_rbac_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """Roles, RoleBindings, ServiceAccounts and the cluster-viewer binding of one tenant.
 
+    >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", access={"owners": {"groups": ["a-leads"]}, "ciServiceAccounts": [{"name": "ci"}]})
-    >>> sorted({o["kind"] for o in tenant_rbac_objects(t, env)})
+    >>> sorted({o["kind"] for o in tenant_rbac_objects(t, env.view(t))})
     ['ClusterRoleBinding', 'Role', 'RoleBinding', 'ServiceAccount']
     """
     return [
-        *roles(tenant, environment),
-        *role_bindings(tenant, environment),
-        *service_accounts(tenant, environment),
-        *cluster_viewer_binding(tenant, environment),
+        *roles(tenant, view),
+        *role_bindings(tenant, view),
+        *service_accounts(tenant, view),
+        *cluster_viewer_binding(tenant, view),
     ]
 
 
-def platform_rbac_objects(environment: Environment) -> list[KubeObject]:
+def platform_rbac_objects(facts: FleetFacts) -> list[KubeObject]:
     """The shared read-only ClusterRole and the platform admins' `cluster-admin` binding.
 
+    >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> [o["kind"] for o in platform_rbac_objects(env)]
+    >>> [o["kind"] for o in platform_rbac_objects(env.facts)]
     ['ClusterRole', 'ClusterRoleBinding']
     """
-    labels = platform_labels(environment_label(environment))
+    labels = platform_labels(facts.environment_label)
     return [
-        kube_object(RBAC_API, "ClusterRole", object_meta(CLUSTER_VIEWER, labels=labels), rules=cluster_viewer_rules(environment.platform.tenant_access.node_read)),
+        kube_object(RBAC_API, "ClusterRole", object_meta(CLUSTER_VIEWER, labels=labels), rules=cluster_viewer_rules(facts.platform.tenant_access.node_read)),
         kube_object(
             RBAC_API,
             "ClusterRoleBinding",
             object_meta(PLATFORM_ADMIN_BINDING, labels=labels),
             roleRef={"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": "cluster-admin"},
-            subjects=[{"kind": "Group", "apiGroup": RBAC_GROUP, "name": environment.platform.platform_admin_group}],
+            subjects=[{"kind": "Group", "apiGroup": RBAC_GROUP, "name": facts.platform.platform_admin_group}],
         ),
     ]

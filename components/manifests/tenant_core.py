@@ -12,7 +12,7 @@ decommission), never a side effect of a builder returning less.
 
 from __future__ import annotations
 
-from ..fleet.environment import Environment
+from ..fleet.facts import FleetFacts, TenantView
 from ..spec.tenant import Tenant
 from .guard_policy import guard_objects
 from .image_policy import image_objects
@@ -24,34 +24,37 @@ from .quota import resource_quotas
 from .rbac import platform_rbac_objects, tenant_rbac_objects
 
 
-def tenant_objects(tenant: Tenant, environment: Environment) -> list[KubeObject]:
+def tenant_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """The tenant's core objects in deterministic order.
 
+    >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> tenant_objects(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a",
-    ...     displayName="A", costCenter="cc-1"), env)[0]["kind"]
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a",
+    ...     displayName="A", costCenter="cc-1")
+    >>> tenant_objects(t, env.view(t))[0]["kind"]
     'Namespace'
     """
     return sort_objects(
         [
-            *namespaces(tenant, environment),
-            *resource_quotas(tenant, environment),
-            *limit_ranges(tenant, environment),
-            *tenant_rbac_objects(tenant, environment),
-            *network_policies(tenant, environment),
-            *guard_objects(tenant, environment),
-            *image_objects(tenant, environment),
+            *namespaces(tenant, view),
+            *resource_quotas(tenant, view),
+            *limit_ranges(tenant, view),
+            *tenant_rbac_objects(tenant, view),
+            *network_policies(tenant, view),
+            *guard_objects(tenant, view),
+            *image_objects(tenant, view),
         ]
     )
 
 
-def platform_core_objects(environment: Environment) -> list[KubeObject]:
+def platform_core_objects(facts: FleetFacts) -> list[KubeObject]:
     """Cluster-wide objects the tenants' access relies on: the read-only ClusterRole and the admin binding.
 
+    >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> [o["metadata"]["name"] for o in platform_core_objects(env)]
+    >>> [o["metadata"]["name"] for o in platform_core_objects(env.facts)]
     ['gpu-tenancy:cluster-viewer', 'gpu-tenancy:platform-admins']
     """
-    return sort_objects(platform_rbac_objects(environment))
+    return sort_objects(platform_rbac_objects(facts))

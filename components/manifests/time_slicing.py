@@ -14,12 +14,11 @@ from typing import Any
 
 import yaml
 
+from ..fleet.facts import FleetFacts
 from ..fleet.gpu_capacity import GPU
-from ..fleet.environment import Environment
 from ..spec.stack import GpuClass, NodePool, Platform
-from .meta import KubeObject, kube_object, object_meta, platform_labels
+from .meta import DEVICE_PLUGIN_CONFIG_LABEL, KubeObject, kube_object, object_meta, platform_labels
 
-DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 
 
 def sharing_config(gpu_class: GpuClass) -> dict[str, Any]:
@@ -85,13 +84,13 @@ def node_labels(platform: Platform, pool: NodePool) -> dict[str, str]:
     return {DEVICE_PLUGIN_CONFIG_LABEL: key} if key else {}
 
 
-def device_plugin_config_map(environment: Environment) -> KubeObject | None:
+def device_plugin_config_map(facts: FleetFacts) -> KubeObject | None:
     """The ConfigMap for ClusterPolicy `devicePlugin.config.name`; None without time-sliced or MPS classes.
 
-    >>> sorted(device_plugin_config_map(env)["data"])   # doctest: +SKIP
+    >>> sorted(device_plugin_config_map(env.facts)["data"])   # doctest: +SKIP
     ['l4']
     """
-    platform = environment.platform
+    platform = facts.platform
     sliced = {name: c for name, c in sorted(platform.gpu_classes.items()) if c.replication}
     if not sliced:
         return None
@@ -103,6 +102,6 @@ def device_plugin_config_map(environment: Environment) -> KubeObject | None:
     return kube_object(
         "v1",
         "ConfigMap",
-        object_meta(operator.device_plugin_config, namespace=operator.namespace, labels=platform_labels(environment.name)),
+        object_meta(operator.device_plugin_config, namespace=operator.namespace, labels=platform_labels(facts.environment_label)),
         data=data,
     )

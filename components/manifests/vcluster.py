@@ -42,11 +42,11 @@ from typing import Any
 import yaml
 
 from ..fleet import gpu_capacity as cap
-from ..fleet.environment import Environment
+from ..fleet.facts import TenantView
 from ..spec.tenant import Tenant
-from .gpu_nodes import TAINT_EFFECT, gpu_class_label, tenant_label
+from .gpu_nodes import TAINT_EFFECT
 from .limit_range import container_limits
-from .meta import MANAGED_BY
+from .meta import MANAGED_BY, gpu_class_label, tenant_label
 from .namespace import pod_security_level
 from .quota import compute_hard, gpu_hard, object_count_hard, storage_hard
 
@@ -63,13 +63,13 @@ CHART_QUOTA_DEFAULT_KEYS = (
 )
 CHART_LIMIT_DEFAULT_KEYS = ("cpu", "ephemeral-storage", "memory")
 
-def node_selector(tenant: Tenant, environment: Environment) -> dict[str, str]:
+def node_selector(tenant: Tenant, view: TenantView) -> dict[str, str]:
     """Node labels the vCluster syncs nodes by (and pins its pods to); {} when no one label set fits.
 
-    >>> node_selector(prod.tenants[1].spec, prod)   # doctest: +SKIP
+    >>> node_selector(prod.tenants[1].spec, prod.view(prod.tenants[1].spec))   # doctest: +SKIP
     {'gpu.acme.dev/tenant': 'inference'}
     """
-    platform = environment.platform
+    platform = view.platform
     if any(pool in platform.node_pools for pool in tenant.gpu.dedicated_pools):
         return {tenant_label(platform): tenant.name}
     classes = [name for name in cap.allowed_classes(tenant, platform) if name in platform.gpu_classes]
@@ -78,42 +78,42 @@ def node_selector(tenant: Tenant, environment: Environment) -> dict[str, str]:
     return {}
 
 
-def enforced_tolerations(tenant: Tenant, environment: Environment) -> list[str]:
+def enforced_tolerations(tenant: Tenant, view: TenantView) -> list[str]:
     """Tolerations added to every synced pod, in vCluster's `key=value:Effect` form.
 
-    >>> enforced_tolerations(prod.tenants[1].spec, prod)   # doctest: +SKIP
+    >>> enforced_tolerations(prod.tenants[1].spec, prod.view(prod.tenants[1].spec))   # doctest: +SKIP
     ['gpu.acme.dev/tenant=inference:NoSchedule']
     """
-    platform = environment.platform
+    platform = view.platform
     if any(pool in platform.node_pools for pool in tenant.gpu.dedicated_pools):
         return [f"{tenant_label(platform)}={tenant.name}:{TAINT_EFFECT}"]
     return []
 
 
-def mirrored_quota(tenant: Tenant, environment: Environment) -> dict[str, Any]:
+def mirrored_quota(tenant: Tenant, view: TenantView) -> dict[str, Any]:
     """`policies.resourceQuota.quota`: the tenant's `tenant-quota`, chart defaults it leaves open nulled.
 
-    >>> mirrored_quota(dev.tenants[0].spec, dev)["count/pods"] is None   # doctest: +SKIP
+    >>> mirrored_quota(dev.tenants[0].spec, dev.view(dev.tenants[0].spec))["count/pods"] is None   # doctest: +SKIP
     True
     """
     hard: dict[str, Any] = {
-        **storage_hard(tenant, environment.platform),
-        **object_count_hard(tenant, environment.platform),
+        **storage_hard(tenant, view.platform),
+        **object_count_hard(tenant, view.platform),
         **compute_hard(tenant),
-        **gpu_hard(tenant, environment.platform),
+        **gpu_hard(tenant, view.platform),
     }
     for key in CHART_QUOTA_DEFAULT_KEYS:
         hard.setdefault(key, None)
     return dict(sorted(hard.items()))
 
 
-def mirrored_limit_range(tenant: Tenant, environment: Environment) -> dict[str, Any]:
+def mirrored_limit_range(tenant: Tenant, view: TenantView) -> dict[str, Any]:
     """`policies.limitRange` sections from the tenant's effective LimitRange.
 
-    >>> mirrored_limit_range(dev.tenants[0].spec, dev)["defaultRequest"]["ephemeral-storage"] is None   # doctest: +SKIP
+    >>> mirrored_limit_range(dev.tenants[0].spec, dev.view(dev.tenants[0].spec))["defaultRequest"]["ephemeral-storage"] is None   # doctest: +SKIP
     True
     """
-    item = container_limits(tenant, environment)
+    item = container_limits(tenant, view)
     sections: dict[str, Any] = {}
     for section in ("default", "defaultRequest", "max", "min"):
         values: dict[str, Any] = dict(item.get(section, {}))
@@ -124,23 +124,23 @@ def mirrored_limit_range(tenant: Tenant, environment: Environment) -> dict[str, 
     return sections
 
 
-def generated_values(tenant: Tenant, environment: Environment) -> dict[str, Any]:
+def generated_values(tenant: Tenant, view: TenantView) -> dict[str, Any]:
     """Chart values from the spec alone, before the tenant's overrides (see the module docstring)."""
-    quota = mirrored_quota(tenant, environment)
-    limits = mirrored_limit_range(tenant, environment)
-    pods: dict[str, Any] = {"enabled": True, "enforceTolerations": enforced_tolerations(tenant, environment)}
+    quota = mirrored_quota(tenant, view)
+    limits = mirrored_limit_range(tenant, view)
+    pods: dict[str, Any] = {"enabled": True, "enforceTolerations": enforced_tolerations(tenant, view)}
     if tenant.vcluster.priority_class_name is not None:
         pods["priorityClassName"] = tenant.vcluster.priority_class_name
     return {
         "policies": {
             "limitRange": {"enabled": any(v is not None for s in limits.values() for v in s.values()), **limits},
             "networkPolicy": {"enabled": True, "workload": {"publicEgress": {"enabled": False}}},
-            "podSecurityStandard": pod_security_level(tenant, environment.platform),
+            "podSecurityStandard": pod_security_level(tenant, view.platform),
             "resourceQuota": {"enabled": any(v is not None for v in quota.values()), "quota": quota},
         },
         "sync": {
             "fromHost": {
-                "nodes": {"enabled": True, "selector": {"labels": node_selector(tenant, environment)}, "syncBackChanges": False},
+                "nodes": {"enabled": True, "selector": {"labels": node_selector(tenant, view)}, "syncBackChanges": False},
                 "priorityClasses": {"enabled": tenant.vcluster.priority_class_name is None, "selector": {"matchLabels": dict(MANAGED_BY)}},
             },
             "toHost": {
@@ -179,13 +179,13 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def vcluster_values(tenant: Tenant, environment: Environment) -> dict[str, Any]:
+def vcluster_values(tenant: Tenant, view: TenantView) -> dict[str, Any]:
     """The chart values: generated ones with the tenant's `vcluster.values` merged last, maps sorted.
 
-    >>> vcluster_values(dev.tenants[0].spec, dev)["policies"]["networkPolicy"]["enabled"]   # doctest: +SKIP
+    >>> vcluster_values(dev.tenants[0].spec, dev.view(dev.tenants[0].spec))["policies"]["networkPolicy"]["enabled"]   # doctest: +SKIP
     True
     """
-    return _plain(deep_merge(generated_values(tenant, environment), tenant.vcluster.values))
+    return _plain(deep_merge(generated_values(tenant, view), tenant.vcluster.values))
 
 
 def values_yaml(values: dict[str, Any]) -> str:
@@ -203,15 +203,15 @@ def values_yaml(values: dict[str, Any]) -> str:
     return yaml.safe_dump(values, sort_keys=True, default_flow_style=False, allow_unicode=True)
 
 
-def vcluster_release(tenant: Tenant, environment: Environment) -> dict | None:
+def vcluster_release(tenant: Tenant, view: TenantView) -> dict | None:
     """The tenant's vCluster as a plain Helm release description, or None when it has none.
 
-    >>> vcluster_release(dev.tenants[0].spec, dev)["chart"]   # doctest: +SKIP
+    >>> vcluster_release(dev.tenants[0].spec, dev.view(dev.tenants[0].spec))["chart"]   # doctest: +SKIP
     'vcluster'
     """
     if not tenant.vcluster.enabled or tenant.lifecycle == "decommissioned":
         return None
-    platform = environment.platform
+    platform = view.platform
     return {
         "name": RELEASE_NAME,
         "namespace": tenant.name,
@@ -219,5 +219,5 @@ def vcluster_release(tenant: Tenant, environment: Environment) -> dict | None:
         "chart": platform.vcluster.chart or CHART,
         "repository": None if platform.vcluster.chart else platform.vcluster.repository,
         "version": platform.vcluster.chart_version,
-        "values": vcluster_values(tenant, environment),
+        "values": vcluster_values(tenant, view),
     }

@@ -7,7 +7,7 @@ from typing import Optional
 import pulumi
 
 from .gpu_platform import GpuPlatform
-from ..manifests.build import platform_objects, tenant_objects
+from ..manifests.build import platform_objects
 from ..fleet.gpu_capacity import gpu_quota_by_resource
 from ..fleet.environment import Environment
 from ..fleet.shard_stacks import stack_part
@@ -43,7 +43,7 @@ class Fleet(pulumi.ComponentResource):
         # Tenant components are named after the tenant alone: their URNs must not depend on the
         # fleet's contents (the parent chain already scopes them to this fleet).
         self.tenants = {
-            loaded.name: Tenant(loaded.name, loaded.spec, environment, child, objects=tenant_objects(loaded.spec, environment))
+            loaded.name: Tenant(loaded.name, loaded.spec, environment, child)
             for loaded in tenants
         }
         self.summary = {

@@ -56,7 +56,8 @@ class Tenant(pulumi.ComponentResource):
             aliases += [pulumi.Alias(name=n, parent=pulumi.ROOT_STACK_RESOURCE) for n in (name, *spec.previous_names)]
         opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(aliases=aliases)) if aliases else opts
         super().__init__("gpu-tenancy:index:Tenant", name, None, opts)
-        objects = objects if objects is not None else tenant_objects(spec, environment)
+        view = environment.view(spec)
+        objects = objects if objects is not None else tenant_objects(spec, view)
         retain = spec.lifecycle != "decommissioned"
         self.resources: dict[str, pulumi.Resource] = {}
 
@@ -93,7 +94,7 @@ class Tenant(pulumi.ComponentResource):
                 continue
             owner_namespace = namespace_resources.get(obj["metadata"]["namespace"])
             add(obj, deleted_with=owner_namespace, depends_on=[owner_namespace] if owner_namespace is not None else None)
-        for release in helm_releases(spec, environment):
+        for release in helm_releases(spec, view):
             namespace = namespace_resources.get(release["namespace"])
             self.resources[f"{name}-vcluster"] = register_vcluster(
                 f"{name}-vcluster",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Collection, Mapping
 
 from ..manifests.build import PLATFORM, environment_objects, helm_releases
 from ..manifests.gpu_nodes import node_group_requirements
@@ -158,8 +158,8 @@ def node_group_changes(before: Environment | None, after: Environment | None) ->
     >>> node_group_changes(None, dev)[0]["change"]   # doctest: +SKIP
     'added'
     """
-    old = node_group_requirements(before) if before else {}
-    new = node_group_requirements(after) if after else {}
+    old = node_group_requirements(before.facts) if before else {}
+    new = node_group_requirements(after.facts) if after else {}
     return [
         {"pool": pool, "fields": field_changes(old.get(pool), new.get(pool)) if pool in old and pool in new else [],
          "change": "added" if pool not in old else "removed" if pool not in new else "changed"}
@@ -259,7 +259,7 @@ def _image_warnings(stack: str, tenant: str, before: Tenant | None, after: Tenan
     warnings: list[dict[str, Any]] = []
     if before is None or after is None or before_env is None or after_env is None:
         return warnings
-    old, new = allowed_registries(before, before_env), allowed_registries(after, after_env)
+    old, new = allowed_registries(before, before_env.platform), allowed_registries(after, after_env.platform)
     if old and not new:
         _warn(warnings, stack, tenant, "images-widened", (
             f"tenant {tenant} may pull images from any registry (was: {', '.join(old)})"))
@@ -385,7 +385,29 @@ def quota_lowered_warnings(stack: str, before: dict[str, list[KubeObject]], afte
     return warnings
 
 
-def release_objects(environment: Environment) -> dict[str, list[KubeObject]]:
+def unchanged_tenants(before: Environment | None, after: Environment | None) -> set[str]:
+    """Tenants whose spec and view of the fleet are equal on both sides.
+
+    A tenant's builders read its spec and its view (`components.fleet.facts.TenantView`) and nothing
+    else, so such a tenant's objects are equal by construction: the diff need not build them. A
+    platform that changes changes every view: then no tenant is skipped.
+
+    >>> unchanged_tenants(prod, prod) == {t.name for t in prod.tenants}   # doctest: +SKIP
+    True
+    """
+    if before is None or after is None or before.platform != after.platform:
+        return set()
+    old = {loaded.name: loaded.spec for loaded in before.tenants}
+    result = set()
+    for loaded in after.tenants:
+        spec = old.get(loaded.name)
+        if spec is not None and spec == loaded.spec \
+                and before.view(spec).without_platform() == after.view(loaded.spec).without_platform():
+            result.add(loaded.name)
+    return result
+
+
+def release_objects(environment: Environment, skip: Collection[str] = ()) -> dict[str, list[KubeObject]]:
     """Each tenant's Helm releases (its vCluster) as pseudo-objects of kind `HelmRelease`, so they diff
     like the rest; they are not Kubernetes objects (`tenants render` writes them to `<tenant>.helm.yaml`).
 
@@ -394,18 +416,20 @@ def release_objects(environment: Environment) -> dict[str, list[KubeObject]]:
     """
     result = {}
     for loaded in environment.tenants:
+        if loaded.name in skip:
+            continue
         result[loaded.name] = [
             {"apiVersion": "helm", "kind": "HelmRelease",
              "metadata": {"name": release["name"], "namespace": release["namespace"]},
              "spec": {key: value for key, value in release.items() if key not in ("name", "namespace")}}
-            for release in helm_releases(loaded.spec, environment)
+            for release in helm_releases(loaded.spec, environment.view(loaded.spec))
         ]
     return result
 
 
-def _objects(environment: Environment) -> dict[str, list[KubeObject]]:
-    objects = environment_objects(environment)
-    for owner, releases in release_objects(environment).items():
+def _objects(environment: Environment, skip: Collection[str] = ()) -> dict[str, list[KubeObject]]:
+    objects = environment_objects(environment, skip)
+    for owner, releases in release_objects(environment, skip).items():
         objects[owner] = [*objects.get(owner, []), *releases]
     return objects
 
@@ -432,16 +456,21 @@ def _safe(compute: Callable[[], Any], fallback: Any, notes: list[str], what: str
         return fallback
 
 
-def compare_stack(name: str, base: Side, head: Side, *, project: str = "gpu-tenancy") -> dict[str, Any]:
+def compare_stack(name: str, base: Side, head: Side, *, project: str = "gpu-tenancy", incremental: bool = True) -> dict[str, Any]:
     """Everything that changes in one stack, with the warnings a reviewer must not miss.
+
+    `incremental` builds only the tenants that are not `unchanged_tenants` (the same result as
+    building all of them, checked by tests/hardening/test_incremental_diff.py).
 
     >>> compare_stack("dev", Side(env), Side(env))["change"]   # doctest: +SKIP
     'unchanged'
     """
     notes = [f"stack {name}: {p}" for p in base.problems]
     before_env, after_env = base.environment, head.environment
-    old_objects = _safe(lambda: _objects(before_env), {}, notes, f"the base objects of stack {name}") if before_env else {}
-    new_objects = _objects(after_env) if after_env else {}
+    same = _safe(lambda: unchanged_tenants(before_env, after_env), set(), notes, f"the unchanged tenants of stack {name}") \
+        if incremental else set()
+    old_objects = _safe(lambda: _objects(before_env, same), {}, notes, f"the base objects of stack {name}") if before_env else {}
+    new_objects = _objects(after_env, same) if after_env else {}
     old_tenants = {t.name: t.spec for t in before_env.tenants} if before_env else {}
     new_tenants = {t.name: t.spec for t in after_env.tenants} if after_env else {}
 
@@ -449,6 +478,8 @@ def compare_stack(name: str, base: Side, head: Side, *, project: str = "gpu-tena
     details = []
     pairs = _pairs(old_tenants, new_tenants)
     for old_name, new_name in pairs:
+        if old_name == new_name and new_name in same:
+            continue   # nothing of it changes (see unchanged_tenants)
         before, after = old_tenants.get(old_name), new_tenants.get(new_name)
         objects = object_changes(old_objects.get(old_name, []), new_objects.get(new_name, []))
         detail = tenant_changes(before, before_env, after, after_env, objects)

@@ -15,7 +15,6 @@ from ..fleet.queue_arithmetic import (
     kai_declared_amount,
     kai_department_of,
     kai_parent_queue,
-    lenders,
 )
 from ..spec.hints import closest, did_you_mean
 from ..spec.problems import Problem
@@ -126,18 +125,20 @@ def _lookalike_cohorts(active, platform: Platform) -> list[tuple]:
 def _borrowing_problems(active, environment, lookalikes: list[tuple]) -> list[Problem]:
     platform = environment.platform
     problems = []
+    facts = environment.facts
     for loaded in active:
         cohort = cohort_of(loaded.spec, platform)
         limits = loaded.spec.queue.borrowing_limit or {}
         if cohort is None or not limits:
             continue
-        lent = lenders(loaded.spec, environment)
+        lent_in_all = facts.lent_to(loaded.spec)
         for name, limit in sorted(limits.items()):
             if name not in platform.gpu_classes or limit == 0:
                 continue
-            held = {m: by.get(("class", name), 0) for m, by in lent.items()}
-            total = sum(held.values())
+            total = lent_in_all.get(("class", name), 0)
             if limit > total:
+                # Who lends what is walked only for the message: the check itself stays linear.
+                held = {m: by.get(("class", name), 0) for m, by in facts.lenders(loaded.spec).items()}
                 detail = ", ".join(f"{t}: {c}" for t, c in sorted(held.items()) if c) or "no other member lends any"
                 typos = [(t, c) for t, c, meant, _ in lookalikes if meant == cohort]
                 hint = "".join(f"; tenant '{t.name}' ({t.doc.file}) is in cohort '{c}': a typo of '{cohort}'?" for t, c in typos)

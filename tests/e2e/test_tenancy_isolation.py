@@ -14,8 +14,9 @@ And the legitimate neighbour of each attack is admitted for every role RBAC lets
 
 Classes (issue 13): 1 dedicated nodes and GPU visibility, 2 priority, 3 cross-namespace affinity,
 4 RoleBinding subjects and managed bindings, 5 Services, 6 Ingress, 7 Pod Security version,
-8 guard-rail quotas, 9 service-account-token Secrets, 10 node read. Class 11 (NetworkPolicy) cannot
-be exercised without a CNI: tests/manifests/test_network_reachability.py evaluates it.
+8 guard-rail quotas, 9 service-account-token Secrets, 10 node read. Class 11 (NetworkPolicy) needs a
+dataplane: tests/manifests/test_network_reachability.py evaluates it, and the network lane
+(tests/e2e/network, `make e2e-network`) enforces it on packets with kube-network-policies.
 """
 
 from __future__ import annotations

@@ -487,7 +487,7 @@ def test_no_tenant_member_changes_a_monitoring_rule_the_platform_still_can(apise
     the legitimate neighbour, still reads and replaces each one."""
     assert MONITORING_NAMESPACE, "prod has monitoring: its rules are what this test attacks"
     rules = prod_stack.of_kind("PrometheusRule")
-    tenant_rules = [tenant_prometheus_rule(spec, ENV) for spec in TENANTS.values()]
+    tenant_rules = [tenant_prometheus_rule(spec, ENV.view(spec)) for spec in TENANTS.values()]
     assert [r for r in tenant_rules if r] and all(r in rules for r in tenant_rules if r), "tenant rules not applied"
     base = f"/apis/monitoring.coreos.com/v1/namespaces/{MONITORING_NAMESPACE}/prometheusrules"
     attempts = 0

@@ -149,7 +149,7 @@ def _brute_force_fits(environment: Environment, gpu_class: str) -> bool:
     choices = []
     for loaded in environment.tenants:
         want = cap.gpu_quota_by_class(loaded.spec, platform).get(gpu_class, 0)
-        reach = [p for p in placement(loaded.spec, environment).pools if p in limits]   # what the policy enforces
+        reach = [p for p in placement(loaded.spec, environment.view(loaded.spec)).pools if p in limits]   # what the policy enforces
         choices.append(list(_placements(want, reach)))
     for combo in itertools.product(*choices):
         used = {p: 0 for p in limits}

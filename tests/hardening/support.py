@@ -23,8 +23,8 @@ PROFILE = os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") 
 
 # Examples per property test, per profile (the CI total must stay >= 2,000).
 EXAMPLES = {
-    "ci": {"valid": 500, "mutated": 900, "cli": 200, "yaml": 450},
-    "dev": {"valid": 120, "mutated": 200, "cli": 50, "yaml": 150},
+    "ci": {"valid": 500, "mutated": 900, "cli": 200, "yaml": 450, "diff": 400},
+    "dev": {"valid": 120, "mutated": 200, "cli": 50, "yaml": 150, "diff": 100},
 }[PROFILE]
 
 

@@ -111,7 +111,7 @@ def test_folding_at_every_indent_matches_pyyaml(depth):
 def test_every_example_stack_is_written_as_pyyaml_would(stack):
     environment = load_environment(REPO, stack)
     owners = environment_objects(environment)
-    owners.update({f"{t.name}.helm": helm_releases(t.spec, environment) for t in environment.tenants})
+    owners.update({f"{t.name}.helm": helm_releases(t.spec, environment.view(t.spec)) for t in environment.tenants})
     for owner, objects in owners.items():
         assert dump_objects(objects) == dump_objects_pyyaml(objects), owner
 

@@ -82,7 +82,7 @@ def rendered(environments: dict[str, Environment]) -> dict[str, dict[str, list[d
     cases = {name: (env, [t.spec for t in env.tenants]) for name, env in environments.items()}
     cases["lab"] = synthetic_environment()
     return {
-        name: {"_platform": platform_core_objects(env), **{t.name: tenant_objects(t, env) for t in tenants}}
+        name: {"_platform": platform_core_objects(env.facts), **{t.name: tenant_objects(t, env.view(t)) for t in tenants}}
         for name, (env, tenants) in cases.items()
     }
 

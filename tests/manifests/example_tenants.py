@@ -3,7 +3,7 @@ environment whose tenants exercise every optional branch of the builders."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from components.fleet.environment import Environment
 from components.spec.stack import Platform
@@ -16,6 +16,11 @@ def tenant_of(environment: Environment, name: str) -> Tenant:
         if loaded.name == name:
             return loaded.spec
     raise KeyError(f"no tenant '{name}' in environment '{environment.name}'")
+
+
+def viewed(builder: Callable[..., Any], tenant: Tenant, environment: Environment) -> Any:
+    """`builder(tenant, view)`, the view being the tenant's window on `environment`'s fleet."""
+    return builder(tenant, environment.view(tenant))
 
 
 SYNTHETIC_PLATFORM: dict[str, Any] = {

@@ -16,7 +16,7 @@ def _by_name(patches):
 
 
 def test_one_patch_per_static_node(prod):
-    patches = gpu_nodes.node_patches(prod)
+    patches = gpu_nodes.node_patches(prod.facts)
     assert [p["metadata"]["name"] for p in patches] == [
         "gpu-a100-01", "gpu-a100-02", "gpu-a100-03", "gpu-a100-04",
         *(f"gpu-h100-0{i}" for i in range(1, 9)),
@@ -26,7 +26,7 @@ def test_one_patch_per_static_node(prod):
 
 
 def test_dedicated_pool_labels_and_opt_in_taints(prod):
-    patches = _by_name(gpu_nodes.node_patches(prod))
+    patches = _by_name(gpu_nodes.node_patches(prod.facts))
     serve = patches["gpu-h100-06"]
     assert serve["metadata"]["labels"] == {
         "gpu.acme.dev/gpu-class": "h100",
@@ -46,7 +46,7 @@ def test_dedicated_pool_labels_and_opt_in_taints(prod):
 
 
 def test_shared_and_mig_pools_have_no_tenant_label(prod):
-    patches = _by_name(gpu_nodes.node_patches(prod))
+    patches = _by_name(gpu_nodes.node_patches(prod.facts))
     assert patches["gpu-a100-03"]["metadata"]["labels"] == {
         "gpu.acme.dev/gpu-class": "a100-mig",
         "gpu.acme.dev/pool": "a100-mig",
@@ -56,7 +56,7 @@ def test_shared_and_mig_pools_have_no_tenant_label(prod):
 
 
 def test_time_sliced_pool_gets_device_plugin_config_label(dev):
-    patches = _by_name(gpu_nodes.node_patches(dev))
+    patches = _by_name(gpu_nodes.node_patches(dev.facts))
     assert patches["dev-l4-01"]["metadata"]["labels"] == {
         "gpu.acme.dev/gpu-class": "l4",
         "gpu.acme.dev/pool": "l4-shared",
@@ -69,7 +69,7 @@ def test_patch_taints_false_opts_a_dedicated_pool_out(prod):
     environment = replace(prod, platform=prod.platform.model_copy(deep=True))
     environment.platform.node_pools["h100-serve"].patch_taints = False
     environment.platform.node_pools["h100-train"].patch_taints = False
-    assert all("spec" not in p for p in gpu_nodes.node_patches(environment))
+    assert all("spec" not in p for p in gpu_nodes.node_patches(environment.facts))
 
 
 def test_autoscaled_pools_get_requirements_not_patches(project_copy):
@@ -81,9 +81,9 @@ def test_autoscaled_pools_get_requirements_not_patches(project_copy):
     }
     stack.write_text(yaml.safe_dump(data))
     environment = load_environment(project_copy, "prod")
-    names = {p["metadata"]["name"] for p in gpu_nodes.node_patches(environment)}
+    names = {p["metadata"]["name"] for p in gpu_nodes.node_patches(environment.facts)}
     assert not names & {"gpu-h100-06", "gpu-h100-07", "gpu-h100-08"}
-    assert gpu_nodes.node_group_requirements(environment) == {
+    assert gpu_nodes.node_group_requirements(environment.facts) == {
         "h100-serve": {
             "nodeSelector": {"karpenter.sh/nodepool": "h100-serve"},
             "maxNodes": 3,
@@ -100,24 +100,15 @@ def test_autoscaled_pools_get_requirements_not_patches(project_copy):
 
 
 def test_dev_mixed_pool_patches_static_node_and_requires_group_labels(dev):
-    assert "dev-l4-01" in _by_name(gpu_nodes.node_patches(dev))
-    requirements = gpu_nodes.node_group_requirements(dev)
+    assert "dev-l4-01" in _by_name(gpu_nodes.node_patches(dev.facts))
+    requirements = gpu_nodes.node_group_requirements(dev.facts)
     assert list(requirements) == ["l4-shared"]
     assert requirements["l4-shared"]["labels"]["nvidia.com/device-plugin.config"] == "l4"
     assert requirements["l4-shared"]["taints"] == []
 
 
 def test_no_requirements_without_autoscaled_pools(prod):
-    assert gpu_nodes.node_group_requirements(prod) == {}
-
-
-def test_dedicated_owners_skip_decommissioned_tenants(prod):
-    assert gpu_nodes.dedicated_pool_owners(prod) == {"h100-serve": "inference", "h100-train": "llm-finetune"}
-    environment = replace(prod, tenants=[
-        replace(t, spec=t.spec.model_copy(update={"lifecycle": "decommissioned"})) if t.name == "inference" else t
-        for t in prod.tenants
-    ])
-    assert gpu_nodes.dedicated_pool_owners(environment) == {"h100-train": "llm-finetune"}
+    assert gpu_nodes.node_group_requirements(prod.facts) == {}
 
 
 def test_is_node_patch_only_for_nodes():

@@ -29,7 +29,7 @@ def test_dev_and_prod_are_covered():
 def test_platform_objects_by_kind():
     prod = load_environment(REPO, "prod")
     kinds: dict[str, int] = {}
-    for obj in gpu_platform.platform_gpu_objects(prod):
+    for obj in gpu_platform.platform_gpu_objects(prod.facts):
         kinds[obj["kind"]] = kinds.get(obj["kind"], 0) + 1
     # 12 static nodes, 4 PriorityClasses, the MIG ConfigMap (no time-sliced class in prod).
     assert kinds == {"Node": 12, "PriorityClass": 4, "ConfigMap": 1}
@@ -38,7 +38,7 @@ def test_platform_objects_by_kind():
 def test_tenant_objects_are_the_placement_pair():
     prod = load_environment(REPO, "prod")
     for loaded in prod.tenants:
-        objects = gpu_platform.tenant_gpu_objects(loaded.spec, prod)
+        objects = gpu_platform.tenant_gpu_objects(loaded.spec, prod.view(loaded.spec))
         assert [(o["kind"], o["metadata"]["name"]) for o in objects] == [
             ("ValidatingAdmissionPolicy", f"gpu-tenancy-placement-{loaded.name}"),
             ("ValidatingAdmissionPolicyBinding", f"gpu-tenancy-placement-{loaded.name}"),
@@ -46,17 +46,17 @@ def test_tenant_objects_are_the_placement_pair():
 
 
 def test_sorted_deterministic_and_json_ready(environment):
-    first = gpu_platform.platform_gpu_objects(environment)
-    assert first == sort_objects(first) == gpu_platform.platform_gpu_objects(environment)
+    first = gpu_platform.platform_gpu_objects(environment.facts)
+    assert first == sort_objects(first) == gpu_platform.platform_gpu_objects(environment.facts)
     for loaded in environment.tenants:
-        objects = gpu_platform.tenant_gpu_objects(loaded.spec, environment)
+        objects = gpu_platform.tenant_gpu_objects(loaded.spec, environment.view(loaded.spec))
         assert objects == sort_objects(objects)
         first = first + objects
     assert json.loads(json.dumps(first)) == first
 
 
 def test_every_object_is_labelled_or_a_node_patch(environment):
-    for obj in gpu_platform.platform_gpu_objects(environment):
+    for obj in gpu_platform.platform_gpu_objects(environment.facts):
         if is_node_patch(obj):
             assert set(obj) <= {"apiVersion", "kind", "metadata", "spec"}
             continue
@@ -65,9 +65,9 @@ def test_every_object_is_labelled_or_a_node_patch(environment):
 
 
 def test_every_object_matches_the_kubernetes_schema(environment, kube_schemas):
-    objects = list(gpu_platform.platform_gpu_objects(environment))
+    objects = list(gpu_platform.platform_gpu_objects(environment.facts))
     for loaded in environment.tenants:
-        objects += gpu_platform.tenant_gpu_objects(loaded.spec, environment)
+        objects += gpu_platform.tenant_gpu_objects(loaded.spec, environment.view(loaded.spec))
     for version in kube_schemas.versions:
         for obj in objects:
             assert kube_schemas.errors(obj, version) == [], (version, obj["kind"], obj["metadata"]["name"])
@@ -75,10 +75,10 @@ def test_every_object_matches_the_kubernetes_schema(environment, kube_schemas):
 
 def test_the_schema_check_catches_a_misspelt_field(kube_schemas):
     prod = load_environment(REPO, "prod")
-    policy = gpu_platform.tenant_gpu_objects(prod.tenants[0].spec, prod)[0]
+    policy = gpu_platform.tenant_gpu_objects(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))[0]
     broken = {**policy, "spec": {**policy["spec"], "validationz": []}}
     assert kube_schemas.errors(broken, kube_schemas.versions[0]) != []
-    node = next(o for o in gpu_platform.platform_gpu_objects(prod) if is_node_patch(o))
+    node = next(o for o in gpu_platform.platform_gpu_objects(prod.facts) if is_node_patch(o))
     assert kube_schemas.errors(node, kube_schemas.versions[0]) == []
     assert kube_schemas.errors({**node, "spec": {"taint": []}}, kube_schemas.versions[0]) != []
 

@@ -9,6 +9,7 @@ from components.manifests import guard_policy as gp
 
 from .cel_admission import ENGINES
 from .cel_admission import admit as _admit
+from .example_tenants import viewed
 
 GPU = {"limits": {"nvidia.com/gpu": "1"}}
 MEMBER = {"operator": False}
@@ -26,7 +27,7 @@ def admit(engine, policy, obj, *, given=None, **kwargs):
 
 
 def policy_for(environment, tenant: str) -> dict:
-    return gp.guard_policy(next(t.spec for t in environment.tenants if t.name == tenant), environment)
+    return viewed(gp.guard_policy, next(t.spec for t in environment.tenants if t.name == tenant), environment)
 
 
 def pod(env=None, resources=None, **spec):
@@ -209,7 +210,7 @@ def test_managed_role_bindings_belong_to_the_platform(engine, prod):
 
 
 def test_one_policy_and_binding_per_tenant_in_its_namespaces_only(prod):
-    objects = gp.guard_objects(next(t.spec for t in prod.tenants if t.name == "eval"), prod)
+    objects = viewed(gp.guard_objects, next(t.spec for t in prod.tenants if t.name == "eval"), prod)
     policy, policy_binding = objects
     assert policy["spec"]["matchConstraints"]["namespaceSelector"] == {"matchLabels": {"gpu-tenancy.dev/tenant": "eval"}}
     assert policy["spec"]["failurePolicy"] == "Fail"

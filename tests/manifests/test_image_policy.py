@@ -9,6 +9,7 @@ from components.manifests import image_policy as ip
 from components.manifests.tenant_core import tenant_objects
 
 from .cel_admission import ENGINES, admit
+from .example_tenants import viewed
 
 STACK_REGISTRY = "nvcr.io/nvidia"
 TENANT_REGISTRY = "ghcr.io/team-a"
@@ -23,7 +24,7 @@ def engine(request):
 @pytest.fixture
 def policy(make_tenant, make_environment):
     environment = make_environment(images={"registries": [STACK_REGISTRY]})
-    return ip.image_policy(make_tenant(images={"registries": [TENANT_REGISTRY]}), environment)
+    return viewed(ip.image_policy, make_tenant(images={"registries": [TENANT_REGISTRY]}), environment)
 
 
 def pod(image="nvcr.io/nvidia/cuda:12", init=None, ephemeral=None):
@@ -72,7 +73,7 @@ def test_an_update_may_keep_an_old_image_but_not_bring_a_new_one(engine, policy)
 
 def test_a_stack_that_requires_digests_refuses_tags(engine, make_tenant, make_environment):
     environment = make_environment(images={"registries": [STACK_REGISTRY], "requireDigest": True})
-    policy = ip.image_policy(make_tenant(), environment)
+    policy = viewed(ip.image_policy, make_tenant(), environment)
     assert admit(engine, policy, pod("nvcr.io/nvidia/cuda" + DIGEST), resource="pods") == []
     messages = admit(engine, policy, pod("nvcr.io/nvidia/cuda:12"), resource="pods")
     assert messages == ["image nvcr.io/nvidia/cuda:12 is not pinned by digest: images of tenant team-a must end in "
@@ -81,20 +82,20 @@ def test_a_stack_that_requires_digests_refuses_tags(engine, make_tenant, make_en
 
 
 def test_digests_alone_need_no_registry_list(engine, make_tenant, make_environment):
-    policy = ip.image_policy(make_tenant(), make_environment(images={"requireDigest": True}))
+    policy = viewed(ip.image_policy, make_tenant(), make_environment(images={"requireDigest": True}))
     assert admit(engine, policy, pod("docker.io/library/busybox" + DIGEST), resource="pods") == []
     assert len(policy["spec"]["validations"]) == 1
 
 
 def test_nothing_restricted_makes_no_policy(make_tenant, make_environment):
-    assert ip.image_objects(make_tenant(), make_environment()) == []
-    kinds = [o["kind"] for o in tenant_objects(make_tenant(), make_environment())]
+    assert viewed(ip.image_objects, make_tenant(), make_environment()) == []
+    kinds = [o["kind"] for o in viewed(tenant_objects, make_tenant(), make_environment())]
     assert "ValidatingAdmissionPolicy" in kinds  # the guard policy, as before
-    assert not any(o["metadata"]["name"].startswith(ip.NAME_PREFIX) for o in tenant_objects(make_tenant(), make_environment()))
+    assert not any(o["metadata"]["name"].startswith(ip.NAME_PREFIX) for o in viewed(tenant_objects, make_tenant(), make_environment()))
 
 
 def test_a_tenant_list_alone_restricts_that_tenant(make_tenant, make_environment):
-    restricted = ip.image_objects(make_tenant(images={"registries": [TENANT_REGISTRY]}), make_environment())
+    restricted = viewed(ip.image_objects, make_tenant(images={"registries": [TENANT_REGISTRY]}), make_environment())
     assert [(o["kind"], o["metadata"]["name"]) for o in restricted] == [
         ("ValidatingAdmissionPolicy", "gpu-tenancy-images-team-a"), ("ValidatingAdmissionPolicyBinding", "gpu-tenancy-images-team-a")]
     assert restricted[0]["spec"]["matchConstraints"]["resourceRules"][0]["resources"] == ["pods", "pods/ephemeralcontainers"]
@@ -102,4 +103,4 @@ def test_a_tenant_list_alone_restricts_that_tenant(make_tenant, make_environment
 
 def test_a_decommissioned_tenant_gets_no_image_policy(make_tenant, make_environment):
     tenant = make_tenant(lifecycle="decommissioned", decommission={"confirm": "team-a"}, images={"registries": [TENANT_REGISTRY]})
-    assert ip.image_objects(tenant, make_environment()) == []
+    assert viewed(ip.image_objects, tenant, make_environment()) == []

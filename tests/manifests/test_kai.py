@@ -28,7 +28,7 @@ def staging():
 
 
 def _queues(environment) -> dict[str, dict]:
-    objects = queues.platform_queue_objects(environment) + [o for t in environment.tenants for o in queues.tenant_queue_objects(t.spec, environment)]
+    objects = queues.platform_queue_objects(environment.facts) + [o for t in environment.tenants for o in queues.tenant_queue_objects(t.spec, environment.view(t.spec))]
     return {o["metadata"]["name"]: o["spec"] for o in objects if o["kind"] == "Queue"}
 
 
@@ -121,7 +121,7 @@ def admit(policy: dict, obj: dict, namespace_labels: dict[str, str], kind: str) 
 
 @pytest.fixture(scope="module")
 def policy(staging):
-    return kai.queue_pinning_policy(staging)[0]
+    return kai.queue_pinning_policy(staging.facts)[0]
 
 
 TENANT_NS = {"gpu-tenancy.dev/tenant": "eval"}
@@ -156,12 +156,12 @@ def test_policy_scope_and_binding(staging, policy):
     assert constraints["namespaceSelector"] == {"matchExpressions": [{"key": "gpu-tenancy.dev/tenant", "operator": "Exists"}]}
     assert [r["resources"] for r in constraints["resourceRules"]] == [["pods"], ["podgroups"]]
     assert policy["spec"]["failurePolicy"] == "Fail"
-    binding = kai.queue_pinning_policy(staging)[1]
+    binding = kai.queue_pinning_policy(staging.facts)[1]
     assert binding["spec"] == {"policyName": policy["metadata"]["name"], "validationActions": ["Deny"]}
 
 
 def test_policy_objects_validate_strictly_against_kubernetes(staging, kube_schemas):
-    for obj in kai.queue_pinning_policy(staging):
+    for obj in kai.queue_pinning_policy(staging.facts):
         for version in (kube_schemas.versions[0], kube_schemas.versions[-1]):
             assert kube_schemas.errors(obj, version) == []
 
@@ -171,4 +171,4 @@ def test_a_tenant_with_only_shared_gpus_gets_a_kai_quota_and_limit(make_tenant):
     lab = queue_lab("kai")
     tenant = make_tenant(gpu={"classes": ["l4"]}, quota={"gpu": {"l4": 4}}, queue={"borrowingLimit": {"l4": 2}})
     from components.manifests.kai import leaf_queue
-    assert leaf_queue(tenant, lab)["spec"]["resources"]["gpu"] == {"limit": 6, "overQuotaWeight": 1, "quota": 4}
+    assert leaf_queue(tenant, lab.view(tenant))["spec"]["resources"]["gpu"] == {"limit": 6, "overQuotaWeight": 1, "quota": 4}

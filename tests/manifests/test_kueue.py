@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 
 from components.manifests import kueue
+from components.manifests.placement_policy import placement
 from components.fleet.environment import Environment
 
 from .test_queues_crds import LAB_PLATFORM, queue_lab
@@ -12,7 +13,7 @@ from .test_queues_crds import LAB_PLATFORM, queue_lab
 
 def _queue(environment: Environment, name: str) -> dict:
     loaded = next(t for t in environment.tenants if t.name == name)
-    return kueue.cluster_queue(loaded.spec, environment)
+    return kueue.cluster_queue(loaded.spec, environment.view(loaded.spec))
 
 
 def _groups(queue: dict) -> dict[str, dict[str, dict[str, dict]]]:
@@ -24,7 +25,7 @@ def _groups(queue: dict) -> dict[str, dict[str, dict[str, dict]]]:
 
 
 def test_a_flavor_per_node_pool_pins_to_it_plus_one_for_cpu_and_memory():
-    flavors = {f["metadata"]["name"]: f["spec"] for f in kueue.resource_flavors(queue_lab("kueue"))}
+    flavors = {f["metadata"]["name"]: f["spec"] for f in kueue.resource_flavors(queue_lab("kueue").facts)}
     assert sorted(flavors) == ["a100-solo", "default-flavor", "h100-shared", "h100-train", "l4", "mig"]
     assert flavors["default-flavor"] == {}
     assert flavors["l4"] == {"nodeLabels": {"gpu.example.com/gpu-class": "l4", "gpu.example.com/pool": "l4"}}
@@ -60,7 +61,7 @@ def test_prod_eval_gets_its_classes_and_slices_as_nominal_quotas(prod):
 
 def test_every_flavor_lists_the_covered_resources_in_order():
     for loaded in queue_lab("kueue").tenants:
-        for group in kueue.resource_groups(loaded.spec, queue_lab("kueue")):
+        for group in kueue.resource_groups(loaded.spec, queue_lab("kueue").view(loaded.spec)):
             for flavor in group["flavors"]:
                 assert [r["name"] for r in flavor["resources"]] == group["coveredResources"]
 
@@ -88,7 +89,7 @@ def test_without_a_cohort_there_are_no_limits(make_tenant):
     lab = queue_lab("kueue", queues={"defaultCohort": None})
     tenant = make_tenant(gpu={"classes": ["h100"]}, quota={"gpu": {"h100": 2}, "cpu": {"requests": "1"}, "memory": {"requests": "1Gi"}},
                          queue={"borrowingLimit": {"h100": 1}, "lendingLimit": {"h100": 1}})
-    spec = kueue.cluster_queue(tenant, lab)["spec"]
+    spec = kueue.cluster_queue(tenant, lab.view(tenant))["spec"]
     assert "cohortName" not in spec
     assert spec["resourceGroups"][1]["flavors"][0]["resources"] == [{"name": "nvidia.com/gpu", "nominalQuota": "2"}]
 
@@ -109,12 +110,12 @@ def test_cpu_and_memory_fall_back_to_cluster_capacity_or_are_left_out(make_tenan
     paused = _groups(_queue(lab, "paused"))[0]["default-flavor"]
     assert (paused["cpu"]["nominalQuota"], paused["memory"]["nominalQuota"]) == ("512", "4Ti")
     bare = queue_lab("kueue", cpuMemoryCapacity={})
-    assert kueue.resource_groups(make_tenant(), bare) == []
+    assert kueue.resource_groups(make_tenant(), bare.view(make_tenant())) == []
 
 
 def test_a_default_local_queue_in_each_namespace(prod):
     inference = next(t.spec for t in prod.tenants if t.name == "inference")
-    queues = kueue.local_queues(inference, prod)
+    queues = kueue.local_queues(inference, prod.view(inference))
     assert [(q["metadata"]["namespace"], q["metadata"]["name"], q["spec"]) for q in queues] == [
         ("inference", "default", {"clusterQueue": "inference"}),
         ("inference-canary", "default", {"clusterQueue": "inference"}),
@@ -123,8 +124,8 @@ def test_a_default_local_queue_in_each_namespace(prod):
 
 
 def test_objects_are_deterministic(prod):
-    first = [kueue.tenant_kueue_objects(t.spec, prod) for t in prod.tenants]
-    again = [kueue.tenant_kueue_objects(t.spec, prod) for t in prod.tenants]
+    first = [kueue.tenant_kueue_objects(t.spec, prod.view(t.spec)) for t in prod.tenants]
+    again = [kueue.tenant_kueue_objects(t.spec, prod.view(t.spec)) for t in prod.tenants]
     assert first == again
     assert list(first[0][0]["spec"]) == sorted(first[0][0]["spec"])
 
@@ -135,7 +136,7 @@ def test_mig_slices_go_to_the_pools_offering_the_profile_as_the_capacity_check_p
     platform["nodePools"]["mig2"] = {"gpuClass": "b100-mig", "gpusPerNode": 8, "nodes": ["m2"], "migLayout": "all-1g.10gb"}
     lab = queue_lab("kueue", gpuClasses=platform["gpuClasses"], nodePools=platform["nodePools"])
     tenant = make_tenant(gpu={"classes": ["b100-mig", "a100-mig"]}, quota={"mig": {"1g.10gb": 5}})
-    assert kueue.gpu_flavor_quotas(tenant, lab) == {
+    assert kueue.gpu_flavor_quotas(tenant, lab.view(tenant)) == {
         "mig": {"nvidia.com/mig-1g.10gb": 5},
         "mig2": {"nvidia.com/mig-1g.10gb": 0},
     }
@@ -147,5 +148,12 @@ def test_a_pool_without_an_owning_tenant_adds_no_toleration():
     lab = queue_lab("kueue", nodePools=platform["nodePools"])
     # the owner of a dedicated pool is the tenant that lists it; without tenants nobody owns h100-train
     empty = Environment(lab.name, lab.platform, None, [])
-    assert all("tolerations" not in f["spec"] for f in kueue.resource_flavors(empty))
-    assert any("tolerations" in f["spec"] for f in kueue.resource_flavors(lab))
+    assert all("tolerations" not in f["spec"] for f in kueue.resource_flavors(empty.facts))
+    assert any("tolerations" in f["spec"] for f in kueue.resource_flavors(lab.facts))
+
+
+def test_placement_and_queue_flavors_reach_the_same_pools(environments):
+    for environment in environments.values():
+        for loaded in environment.tenants:
+            view = environment.view(loaded.spec)
+            assert placement(loaded.spec, view).pools == kueue.flavor_pools(loaded.spec, view) == list(view.reachable_pools)

@@ -3,7 +3,7 @@ from __future__ import annotations
 from components.manifests.limit_range import LIMIT_RANGE, limit_ranges
 from components.manifests.meta import TENANT_LABEL
 
-from .example_tenants import tenant_of
+from .example_tenants import tenant_of, viewed
 
 
 def _item(objects: list[dict]) -> dict:
@@ -12,7 +12,7 @@ def _item(objects: list[dict]) -> dict:
 
 
 def test_one_limit_range_per_namespace(prod):
-    objects = limit_ranges(tenant_of(prod, "llm-finetune"), prod)
+    objects = viewed(limit_ranges, tenant_of(prod, "llm-finetune"), prod)
     assert [(o["metadata"]["namespace"], o["metadata"]["name"]) for o in objects] == [
         ("llm-finetune", LIMIT_RANGE),
         ("llm-finetune-data", LIMIT_RANGE),
@@ -22,7 +22,7 @@ def test_one_limit_range_per_namespace(prod):
 
 
 def test_tenant_values_win_and_unset_ones_come_from_the_stack(prod):
-    item = _item(limit_ranges(tenant_of(prod, "llm-finetune"), prod))
+    item = _item(viewed(limit_ranges, tenant_of(prod, "llm-finetune"), prod))
     assert item == {
         "type": "Container",
         "defaultRequest": {"cpu": "500m", "ephemeral-storage": "1Gi", "memory": "1Gi"},
@@ -32,7 +32,7 @@ def test_tenant_values_win_and_unset_ones_come_from_the_stack(prod):
 
 
 def test_stack_defaults_only_and_empty_sections_left_out(prod):
-    item = _item(limit_ranges(tenant_of(prod, "eval"), prod))
+    item = _item(viewed(limit_ranges, tenant_of(prod, "eval"), prod))
     assert item == {
         "type": "Container",
         "defaultRequest": {"cpu": "250m", "memory": "512Mi"},
@@ -42,10 +42,10 @@ def test_stack_defaults_only_and_empty_sections_left_out(prod):
 
 def test_min_section_uses_the_kubernetes_resource_names(make_tenant, make_environment):
     tenant = make_tenant(limits={"min": {"ephemeralStorage": "100Mi", "cpu": "10m"}})
-    item = _item(limit_ranges(tenant, make_environment()))
+    item = _item(limit_ranges(tenant, make_environment().view(tenant)))
     assert item["min"] == {"cpu": "10m", "ephemeral-storage": "100Mi"}
 
 
 def test_nothing_to_set_means_no_limit_range(make_tenant, make_environment):
     env = make_environment(limitRangeDefaults={})
-    assert limit_ranges(make_tenant(), env) == []
+    assert limit_ranges(make_tenant(), env.view(make_tenant())) == []

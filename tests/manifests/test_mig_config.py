@@ -16,12 +16,12 @@ REFERENCE = Path(__file__).parents[1] / "fixtures" / "gpu-operator"  # upstream 
 
 
 def _config(environment) -> dict:
-    config_map = mig_config.mig_config_map(environment)
+    config_map = mig_config.mig_config_map(environment.facts)
     return yaml.safe_load(config_map["data"]["config.yaml"])
 
 
 def test_prod_config_map(prod):
-    config_map = mig_config.mig_config_map(prod)
+    config_map = mig_config.mig_config_map(prod.facts)
     assert config_map["metadata"]["name"] == "gpu-tenancy-mig-config"
     assert config_map["metadata"]["namespace"] == "gpu-operator"
     assert list(config_map["data"]) == ["config.yaml"]
@@ -63,7 +63,7 @@ def test_same_schema_as_nvidia_examples(prod):
 
 
 def test_text_keeps_nvidia_layout(prod):
-    text = mig_config.mig_config_map(prod)["data"]["config.yaml"]
+    text = mig_config.mig_config_map(prod.facts)["data"]["config.yaml"]
     assert text.startswith("version: v1\nmig-configs:\n  all-disabled:\n")
     assert "  - devices: [0, 1, 2, 3]\n" in text
 

@@ -35,14 +35,14 @@ def test_two_dashboards_as_sidecar_config_maps(prod):
 
 def test_labels_and_folder_are_configurable(make_environment):
     env = make_environment(monitoring={"namespace": "obs", "dashboardLabels": {"grafana.io/dashboard": "gpu"}, "dashboardFolder": "GPU"})
-    for cm in md.dashboard_config_maps(env):
+    for cm in md.dashboard_config_maps(env.facts):
         assert cm["metadata"]["namespace"] == "obs"
         assert cm["metadata"]["labels"]["grafana.io/dashboard"] == "gpu" and "grafana_dashboard" not in cm["metadata"]["labels"]
         assert cm["metadata"]["annotations"] == {md.FOLDER_ANNOTATION: "GPU"}
 
 
 def test_off_without_the_block(dev):
-    assert md.dashboards(dev) == {} and config_maps(dev) == []
+    assert md.dashboards(dev.facts) == {} and config_maps(dev) == []
 
 
 def test_dashboards_round_trip_through_the_sdk_types(prod):
@@ -57,8 +57,8 @@ def test_dashboards_round_trip_through_the_sdk_types(prod):
 
 
 def test_queries_read_only_recording_rules_that_exist(prod):
-    records = {rule["record"] for g in r.rule_groups(prod) for rule in g["rules"] if "record" in rule}
-    for name, dashboard in md.dashboards(prod).items():
+    records = {rule["record"] for g in r.rule_groups(prod.facts) for rule in g["rules"] if "record" in rule}
+    for name, dashboard in md.dashboards(prod.facts).items():
         exprs = [t["expr"] for p in dashboard["panels"] if p["type"] != "row" for t in p["targets"]]
         assert exprs, name
         for expr in exprs:
@@ -68,7 +68,7 @@ def test_queries_read_only_recording_rules_that_exist(prod):
 
 
 def test_tenant_dashboard_is_scoped_by_its_variable(prod):
-    dashboard = md.dashboards(prod)[md.TENANT]
+    dashboard = md.dashboards(prod.facts)[md.TENANT]
     names = [v["name"] for v in dashboard["templating"]["list"]]
     assert names == ["datasource", md.TENANT_VARIABLE]
     for panel in dashboard["panels"]:
@@ -77,7 +77,7 @@ def test_tenant_dashboard_is_scoped_by_its_variable(prod):
 
 
 def test_panels_have_unique_ids_and_use_the_datasource_variable(prod):
-    for dashboard in md.dashboards(prod).values():
+    for dashboard in md.dashboards(prod.facts).values():
         ids = [p["id"] for p in dashboard["panels"]]
         assert len(ids) == len(set(ids))
         assert all(p["datasource"] == {"type": "prometheus", "uid": "${datasource}"} for p in dashboard["panels"] if p["type"] != "row")
@@ -85,7 +85,7 @@ def test_panels_have_unique_ids_and_use_the_datasource_variable(prod):
 
 
 def test_exporters_decide_which_panels_exist(make_environment):
-    titles = lambda env: {p["title"] for d in md.dashboards(env).values() for p in d["panels"]}  # noqa: E731
+    titles = lambda env: {p["title"] for d in md.dashboards(env.facts).values() for p in d["panels"]}  # noqa: E731
     bare = titles(make_environment(monitoring={"exporters": []}))
     assert "Engine activity by class" not in bare and "Queue wait p95 by tenant" not in bare
     kueue = titles(make_environment(scheduler="kueue", monitoring={}))
@@ -98,7 +98,7 @@ def test_text_is_deterministic(prod):
 
 def test_chargeback_panel_integrates_over_the_dashboard_range(make_environment):
     def chargeback(env):
-        return next(p for p in md.dashboards(env)[md.FLEET]["panels"] if p["title"].startswith("GPU-hours"))
+        return next(p for p in md.dashboards(env.facts)[md.FLEET]["panels"] if p["title"].startswith("GPU-hours"))
 
     with_dcgm = chargeback(make_environment(monitoring={}))
     assert [t["expr"] for t in with_dcgm["targets"]] == [

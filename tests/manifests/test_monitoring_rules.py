@@ -56,12 +56,12 @@ def crd_errors(obj: dict) -> list[str]:
 
 def test_off_without_the_block(make_environment, prod, dev):
     env = make_environment(**PLATFORM)
-    assert r.prometheus_rule(env) is None and r.rule_groups(env) == []
+    assert r.prometheus_rule(env.facts) is None and r.rule_groups(env.facts) == []
     assert [o for o in platform_objects(dev) if o["kind"] == "PrometheusRule"] == []
 
 
 def test_disabled_block_generates_nothing(make_environment):
-    assert r.prometheus_rule(make_environment(**PLATFORM, monitoring={"enabled": False})) is None
+    assert r.prometheus_rule(make_environment(**PLATFORM, monitoring={"enabled": False}).facts) is None
 
 
 def test_prod_rule_validates_against_the_crd(prod):
@@ -76,18 +76,18 @@ def test_prod_rule_validates_against_the_crd(prod):
 def test_every_variant_validates_against_the_crd(make_environment, exporters):
     scheduler = "kueue" if exporters and "kueue" in exporters else "none"
     env = make_environment(**PLATFORM, scheduler=scheduler, monitoring={"exporters": exporters, "dcgmLabelPrefix": "exported_"})
-    assert crd_errors(r.prometheus_rule(env)) == []
+    assert crd_errors(r.prometheus_rule(env.facts)) == []
 
 
 def test_the_crd_check_catches_a_broken_rule(make_environment):
-    rule = r.prometheus_rule(environment(make_environment))
+    rule = r.prometheus_rule(environment(make_environment).facts)
     rule["spec"]["groups"][0]["rules"][0]["for"] = "two hours"  # not a duration
     rule["spec"]["groups"][0]["interval"] = 5
     assert len(crd_errors(rule)) >= 2
 
 
 def test_names_come_from_the_labels_we_set(make_environment):
-    groups = r.rule_groups(environment(make_environment))
+    groups = r.rule_groups(environment(make_environment).facts)
     text = yaml.safe_dump(groups)
     assert "label_gpu_example_com_gpu_class" in text  # <labelDomain>/gpu-class on the nodes
     assert "label_gpu_tenancy_dev_tenant" in text  # gpu-tenancy.dev/tenant on the namespaces
@@ -111,13 +111,13 @@ def test_static_series_carry_capacity_overcommit_and_quotas(make_environment, ma
     tenant = make_tenant(name="team-a", gpu={"classes": ["h100", "a100-mig"]}, quota={"gpu": {"h100": 6}, "mig": {"3g.40gb": 4}})
     env = Environment(base.name, base.platform, None, [LoadedTenant(tenant, None)])
     stack = {(rule["record"], tuple(sorted(rule.get("labels", {}).items()))): rule["expr"]
-             for rule in r.stack_rules(env)}
+             for rule in r.stack_rules(env.facts)}
     assert stack[(r.CLASS_OVERCOMMIT_STACK, (("gpu_class", "h100"),))] == "vector(1.5)"
     assert stack[(r.CLASS_CAPACITY_STACK, (("gpu_class", "l4"), ("resource", "nvidia_com_gpu_shared")))] == "vector(8)"
     # The class sums come from the tenants' own series: no tenant is named in the environment's group.
     assert stack[(r.CLASS_QUOTA_STACK, ())] == f"sum by (gpu_class, resource) ({r.TENANT_QUOTA_STACK})"
-    assert "team-a" not in yaml.safe_dump(r.platform_rule_group(env))
-    group = r.tenant_rule_group(tenant, env)
+    assert "team-a" not in yaml.safe_dump(r.platform_rule_group(env.facts))
+    group = r.tenant_rule_group(tenant, env.view(tenant))
     own = {tuple(sorted(rule["labels"].items())): rule["expr"] for rule in group["rules"]}
     assert group["name"] == f"gpu-tenancy.{env.name}.tenant.team-a"
     assert {rule["record"] for rule in group["rules"]} == {r.TENANT_QUOTA_STACK}
@@ -130,8 +130,8 @@ def test_each_tenant_has_its_own_rule_object_in_its_own_objects(prod):
 
     monitoring = prod.platform.monitoring
     for loaded in prod.tenants:
-        rules = [o for o in tenant_objects(loaded.spec, prod) if o["kind"] == "PrometheusRule"]
-        group = r.tenant_rule_group(loaded.spec, prod)
+        rules = [o for o in tenant_objects(loaded.spec, prod.view(loaded.spec)) if o["kind"] == "PrometheusRule"]
+        group = r.tenant_rule_group(loaded.spec, prod.view(loaded.spec))
         if group is None:
             assert rules == [], loaded.name
             continue
@@ -142,27 +142,27 @@ def test_each_tenant_has_its_own_rule_object_in_its_own_objects(prod):
         assert monitoring.rule_labels.items() <= rule["metadata"]["labels"].items()
         assert rule["spec"]["groups"] == [group]
         assert crd_errors(rule) == []
-    assert [o for o in platform_objects(prod) if o["kind"] == "PrometheusRule"] == [r.prometheus_rule(prod)]
+    assert [o for o in platform_objects(prod) if o["kind"] == "PrometheusRule"] == [r.prometheus_rule(prod.facts)]
 
 
 def test_a_tenant_without_gpu_quota_has_no_rule(make_environment, make_tenant):
     base = environment(make_environment)
     tenant = make_tenant(name="cpu-only")
     env = Environment(base.name, base.platform, None, [LoadedTenant(tenant, None)])
-    assert r.tenant_rule_group(tenant, env) is None and r.tenant_prometheus_rule(tenant, env) is None
-    assert [g["name"] for g in r.rule_groups(env)] == [f"gpu-tenancy.{env.name}"]
+    assert r.tenant_rule_group(tenant, env.view(tenant)) is None and r.tenant_prometheus_rule(tenant, env.view(tenant)) is None
+    assert [g["name"] for g in r.rule_groups(env.facts)] == [f"gpu-tenancy.{env.name}"]
 
 
 def test_queues_of_other_teams_are_left_out_without_naming_tenants(make_environment):
     env = make_environment(**PLATFORM, scheduler="kueue", monitoring={})
-    pending = next(rule for rule in r.queue_rules(env, frozenset({"kueue"}), env.platform.monitoring)
+    pending = next(rule for rule in r.queue_rules(env.facts, frozenset({"kueue"}), env.platform.monitoring)
                    if rule["record"] == r.PENDING_WORKLOADS)
     assert pending["expr"].endswith(f"and on (tenant) max by (tenant) ({r.NAMESPACE_TENANT})")
 
 
 def test_thresholds_reach_the_alerts(make_environment):
     env = environment(make_environment, thresholds={"nearQuotaRatio": 0.8, "idleActivityPercent": 10, "idleFor": "90m", "pendingFor": "1h"})
-    alerts = {a["alert"]: a for a in r.alert_rules(env, frozenset({"dcgm"}), env.platform.monitoring)}
+    alerts = {a["alert"]: a for a in r.alert_rules(env.facts, frozenset({"dcgm"}), env.platform.monitoring)}
     assert alerts["GpuTenantNearQuota"]["expr"].endswith(">= 0.8")
     assert alerts["GpuAllocatedIdle"]["expr"] == f"{r.POD_ACTIVE} < 0.1"
     assert alerts["GpuAllocatedIdle"]["for"] == "90m"
@@ -170,7 +170,7 @@ def test_thresholds_reach_the_alerts(make_environment):
 
 
 def test_every_alert_has_a_runbook_and_tenant_scoped_labels(prod):
-    alerts = [rule for group in r.rule_groups(prod) for rule in group["rules"] if "alert" in rule]
+    alerts = [rule for group in r.rule_groups(prod.facts) for rule in group["rules"] if "alert" in rule]
     assert {a["alert"] for a in alerts} == {
         "GpuTenantNearQuota", "GpuTenantPodPendingTooLong", "GpuQuotaOverCapacity", "GpuAllocatedIdle",
         "GpuTenantWorkloadsPendingTooLong", "GpuMigReconfigurationFailed",
@@ -183,13 +183,13 @@ def test_every_alert_has_a_runbook_and_tenant_scoped_labels(prod):
 
 def test_exporters_decide_which_rules_exist(make_environment):
     none = make_environment(**PLATFORM, monitoring={"exporters": []})
-    names = {rule.get("record") or rule.get("alert") for g in r.rule_groups(none) for rule in g["rules"]}
+    names = {rule.get("record") or rule.get("alert") for g in r.rule_groups(none.facts) for rule in g["rules"]}
     assert r.ENGINE_ACTIVE not in names and "GpuAllocatedIdle" not in names and r.QUEUE_WAIT_P95 not in names
     kueue = make_environment(**PLATFORM, scheduler="kueue", monitoring={})
-    names = {rule.get("record") or rule.get("alert") for g in r.rule_groups(kueue) for rule in g["rules"]}
+    names = {rule.get("record") or rule.get("alert") for g in r.rule_groups(kueue.facts) for rule in g["rules"]}
     assert {r.ENGINE_ACTIVE, r.QUEUE_WAIT_P95, "GpuTenantWorkloadsPendingTooLong"} <= names
     kai = make_environment(**PLATFORM, scheduler="kai", monitoring={})
-    names = {rule.get("record") or rule.get("alert") for g in r.rule_groups(kai) for rule in g["rules"]}
+    names = {rule.get("record") or rule.get("alert") for g in r.rule_groups(kai.facts) for rule in g["rules"]}
     assert {r.KAI_ALLOCATED, r.KAI_DESERVED} <= names and r.QUEUE_WAIT_P95 not in names
 
 
@@ -203,11 +203,11 @@ def test_exported_dcgm_labels_are_renamed(make_environment):
 def test_each_group_reads_only_what_it_or_a_tenant_group_records(prod):
     """The environment's group is in dependency order: a rule reads only series that rules before
     it record, or the tenants' constant quota series (their own groups, which come first)."""
-    groups = r.rule_groups(prod)
+    groups = r.rule_groups(prod.facts)
     *tenants, platform = groups
     assert platform["name"] == "gpu-tenancy.prod"
     assert [g["name"] for g in tenants] == sorted(f"gpu-tenancy.prod.tenant.{t.name}" for t in prod.tenants
-                                                 if r.tenant_rule_group(t.spec, prod))
+                                                 if r.tenant_rule_group(t.spec, prod.view(t.spec)))
     assert {rule["record"] for g in tenants for rule in g["rules"]} == {r.TENANT_QUOTA_STACK}
     assert all(rule["expr"].startswith("vector(") for g in tenants for rule in g["rules"])
     rules = platform["rules"]
@@ -217,7 +217,7 @@ def test_each_group_reads_only_what_it_or_a_tenant_group_records(prod):
 
 
 def test_output_is_deterministic(prod):
-    assert r.prometheus_rule(prod) == r.prometheus_rule(prod)
+    assert r.prometheus_rule(prod.facts) == r.prometheus_rule(prod.facts)
 
 
 @pytest.mark.parametrize(
@@ -277,10 +277,10 @@ def test_chargeback_weights_of_mps_a30_slices_whole_leftovers_and_the_single_str
 
 
 def test_chargeback_rules_join_requests_with_weights_and_cost_centres(make_environment):
-    rules = {rule["record"]: rule for rule in r.platform_rule_group(environment(make_environment, exporters=[]))["rules"] if "record" in rule}
+    rules = {rule["record"]: rule for rule in r.platform_rule_group(environment(make_environment, exporters=[]).facts)["rules"] if "record" in rule}
     assert r.TENANT_USED_GPUS not in rules  # busy GPU-hours need DCGM
     allocated = rules[r.TENANT_ALLOCATED_GPUS]["expr"]
     assert allocated.startswith("sum by (cost_center, tenant, gpu_class) (") and r.NAMESPACE_COST_CENTER in allocated
     assert r.DEVICE_GPU_FRACTION in rules[r.POD_ALLOCATED_GPUS]["expr"]
-    with_dcgm = {rule.get("record") for rule in r.platform_rule_group(environment(make_environment))["rules"]}
+    with_dcgm = {rule.get("record") for rule in r.platform_rule_group(environment(make_environment).facts)["rules"]}
     assert r.TENANT_USED_GPUS in with_dcgm

@@ -29,7 +29,7 @@ def canary_tenant(make_tenant):
 
 def test_slices_are_taken_out_of_the_primary_namespace(canary_tenant, make_environment):
     env = make_environment(gpuClasses=H100)
-    objects = resource_quotas(canary_tenant, env)
+    objects = resource_quotas(canary_tenant, env.view(canary_tenant))
     primary, canary, data = (_hard(objects, ns) for ns in ("team-a", "team-a-canary", "team-a-data"))
     assert primary["requests.cpu"] == "7500m" and primary["limits.cpu"] == "14"
     assert primary["requests.memory"] == "64Gi"  # untouched keys keep the author's spelling
@@ -44,7 +44,7 @@ def test_slices_are_taken_out_of_the_primary_namespace(canary_tenant, make_envir
 
 def test_priority_caps_never_exceed_the_namespace_budget(canary_tenant, make_environment):
     env = make_environment(gpuClasses=H100)
-    objects = resource_quotas(canary_tenant, env)
+    objects = resource_quotas(canary_tenant, env.view(canary_tenant))
     assert _hard(objects, "team-a", "priority-training")["requests.nvidia.com/gpu"] == "7"
     assert _hard(objects, "team-a-canary", "priority-training")["requests.nvidia.com/gpu"] == "1"
     assert _hard(objects, "team-a-canary", "priority-training")["requests.cpu"] == "500m"
@@ -81,7 +81,7 @@ def test_slices_must_name_an_extra_namespace_and_an_existing_budget(make_tenant,
 
 def test_example_canary_gets_its_slice(prod):
     inference = next(t.spec for t in prod.tenants if t.name == "inference")
-    objects = resource_quotas(inference, prod)
+    objects = resource_quotas(inference, prod.view(inference))
     canary = _hard(objects, "inference-canary")
     assert canary["requests.nvidia.com/gpu"] == "2" and canary["requests.cpu"] == "16"
     assert _hard(objects, "inference")["requests.nvidia.com/gpu"] == "22"

@@ -100,6 +100,22 @@ def test_wide_egress_excludes_metadata_unless_named(make_tenant, make_environmen
     assert not cluster.may_reach(Pod.of("granted"), Address(METADATA_V4), 443)
 
 
+def test_an_ip_block_matches_a_pod_by_its_address(make_tenant, make_environment):
+    """As on the dataplane (kube-network-policies, upstream's NetworkPolicy e2e tests): a pod whose
+    address lies in an egress CIDR is reached through it, even in a namespace no grant names; the
+    lane gives pods addresses, the unit tests do not (selectors only)."""
+    wide = make_tenant(name="wide", network={"egress": [{"cidr": "10.0.0.0/8", "ports": [{"port": 443}]}]})
+    environment = make_environment()
+    environment.tenants = [LoadedTenant(wide, None)]
+    cluster = Cluster.from_objects([o for objs in environment_objects(environment).values() for o in objs],
+                                   {"kube-system": {}})
+    metrics = (("app", "metrics"),)
+    assert cluster.may_reach(Pod.of("wide"), Pod("kube-system", metrics, ip="10.244.0.20"), 443)
+    assert not cluster.may_reach(Pod.of("wide"), Pod("kube-system", metrics, ip="10.244.0.20"), 8443)
+    assert not cluster.may_reach(Pod.of("wide"), Pod("kube-system", metrics, ip="192.168.0.20"), 443)
+    assert not cluster.may_reach(Pod.of("wide"), Pod("kube-system", metrics), 443)
+
+
 def test_api_server_only_for_tenants_that_opt_in(environments):
     for env, environment in environments.items():
         cluster = _cluster(environment)

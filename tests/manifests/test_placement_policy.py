@@ -66,7 +66,7 @@ def foreign(pool: str, owner: str, tenant: str, own_pool: bool = False) -> str:
 
 def policy_for(environment, tenant: str) -> dict:
     loaded = next(t for t in environment.tenants if t.name == tenant)
-    return pp.placement_policy(loaded.spec, environment)
+    return pp.placement_policy(loaded.spec, environment.view(loaded.spec))
 
 
 # ---- allowed pods -------------------------------------------------------------------------
@@ -184,7 +184,8 @@ def test_gpu_pod_must_pin_itself(engine, prod):
     assert admit(engine, policy, pod(init_resources={"requests": {"nvidia.com/mig-1g.10gb": "1"}})) == []
     assert len(admit(engine, policy, pod(resources={"limits": {"nvidia.com/mig-3g.40gb": "1", "nvidia.com/gpu": "1"}}))) == 1
     # nvidia.com/gpu is also served by the H100 pools eval may not use: no implicit pinning for it
-    assert "nvidia.com/gpu" not in pp.pinning_resources(pp.placement(prod.tenants[0].spec, prod), prod)
+    view = prod.view(prod.tenants[0].spec)
+    assert "nvidia.com/gpu" not in pp.pinning_resources(pp.placement(prod.tenants[0].spec, view), view)
     # Affinity terms are ORed: one unpinned term lets the pod go anywhere (other tenants' pools included).
     loose = [term(POOL, "In", ["a100-shared"]), term("kubernetes.io/arch", "In", ["amd64"])]
     assert admit(engine, policy, pod(affinity_terms=loose, resources=GPU))[1:] == [
@@ -237,7 +238,7 @@ def test_tenant_without_gpu_access_may_not_request_gpus(engine, prod):
     environment = copy.deepcopy(prod)
     tenant = next(t for t in environment.tenants if t.name == "eval").spec
     tenant.gpu.classes = []
-    policy = pp.placement_policy(tenant, environment)
+    policy = pp.placement_policy(tenant, environment.view(tenant))
     messages = admit(engine, policy, pod(resources=GPU))
     assert messages == [
         "tenant eval may not use GPUs in this environment (no usable pool: gpu.classes and gpu.dedicatedPools "
@@ -257,7 +258,7 @@ def test_dev_time_sliced_class_pins_for_every_tenant(engine, dev):
 
 
 def test_placement_lists(prod):
-    by_name = {t.name: pp.placement(t.spec, prod) for t in prod.tenants}
+    by_name = {t.name: pp.placement(t.spec, prod.view(t.spec)) for t in prod.tenants}
     assert by_name["eval"].pools == ["a100-mig", "a100-shared"] and by_name["eval"].dedicated_pools == []
     assert by_name["inference"].classes == ["h100"] and by_name["inference"].pools == ["h100-serve"]
     assert by_name["inference"].pinning_classes == []  # h100 also has llm-finetune's pool
@@ -266,7 +267,7 @@ def test_placement_lists(prod):
 
 def test_policy_and_binding_shape(prod):
     tenant = next(t for t in prod.tenants if t.name == "eval").spec
-    policy, binding = pp.placement_objects(tenant, prod)
+    policy, binding = pp.placement_objects(tenant, prod.view(tenant))
     assert policy["kind"] == "ValidatingAdmissionPolicy" and binding["kind"] == "ValidatingAdmissionPolicyBinding"
     assert policy["spec"]["failurePolicy"] == "Fail"
     assert policy["spec"]["matchConstraints"]["namespaceSelector"] == {"matchLabels": {"gpu-tenancy.dev/tenant": "eval"}}
@@ -279,12 +280,12 @@ def test_decommissioned_tenant_keeps_its_policy_until_its_namespaces_are_gone(pr
     """Its pods may run until the namespaces are deleted; the program deletes the policy after them."""
     tenant = next(t for t in prod.tenants if t.name == "eval").spec.model_copy(update={"lifecycle": "decommissioned"})
     active = next(t for t in prod.tenants if t.name == "eval").spec
-    assert [o["kind"] for o in pp.placement_objects(tenant, prod)] == ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]
-    assert pp.placement_objects(tenant, prod)[1] == pp.placement_objects(active, prod)[1]
+    assert [o["kind"] for o in pp.placement_objects(tenant, prod.view(tenant))] == ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]
+    assert pp.placement_objects(tenant, prod.view(tenant))[1] == pp.placement_objects(active, prod.view(active))[1]
 
 
 def test_policy_objects_match_the_kubernetes_schema(prod, dev, kube_schemas):
-    objects = [o for env in (prod, dev) for t in env.tenants for o in pp.placement_objects(t.spec, env)]
+    objects = [o for env in (prod, dev) for t in env.tenants for o in pp.placement_objects(t.spec, env.view(t.spec))]
     assert len(objects) == 12
     for version in kube_schemas.versions:  # 1.30 (ValidatingAdmissionPolicy v1 is GA) up to the newest
         for obj in objects:
@@ -339,6 +340,5 @@ def test_autoscaled_foreign_pool_makes_every_hostname_selection_suspect(engine, 
     environment = copy.deepcopy(prod)
     environment.platform.node_pools["h100-serve"] = environment.platform.node_pools["h100-serve"].model_copy(
         update={"nodes": [], "max_nodes": 4, "node_selector": {"group": "serve"}})
-    environment.derived.clear()
     messages = admit(engine, policy_for(environment, "eval"), pod(node_selector={HOST: "any-node"}))
     assert messages == [foreign("h100-serve", "inference", "eval")]

@@ -9,7 +9,7 @@ from components.spec.stack import PriorityClassSpec
 
 
 def test_one_class_per_entry_with_every_field(prod):
-    objects = {o["metadata"]["name"]: o for o in priority_classes(prod)}
+    objects = {o["metadata"]["name"]: o for o in priority_classes(prod.facts)}
     assert sorted(objects) == ["batch", "interactive", "online-inference", "training"]
     assert objects["interactive"] == {
         "apiVersion": "scheduling.k8s.io/v1",
@@ -31,7 +31,7 @@ def test_stack_classes_are_rendered_as_given(prod):
     platform = prod.platform.model_copy(
         update={"priority_classes": {"urgent": PriorityClassSpec(value=900, description="Urgent work.")}}
     )
-    objects = priority_classes(replace(prod, platform=platform))
+    objects = priority_classes(replace(prod, platform=platform).facts)
     assert [(o["metadata"]["name"], o["value"], o["preemptionPolicy"]) for o in objects] == [
         ("urgent", 900, "PreemptLowerPriority")
     ]

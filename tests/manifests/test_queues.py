@@ -34,28 +34,28 @@ def _with_scheduler(environment: Environment, scheduler: str) -> Environment:
 def test_the_stack_scheduler_picks_the_builder(examples):
     prod, staging, dev = examples["prod"], examples["staging"], examples["dev"]
     eval_prod = next(t.spec for t in prod.tenants if t.name == "eval")
-    assert [o["kind"] for o in queues.tenant_queue_objects(eval_prod, prod)] == ["ClusterQueue", "LocalQueue"]
-    assert {o["kind"] for o in queues.platform_queue_objects(prod)} == {"ResourceFlavor"}
+    assert [o["kind"] for o in queues.tenant_queue_objects(eval_prod, prod.view(eval_prod))] == ["ClusterQueue", "LocalQueue"]
+    assert {o["kind"] for o in queues.platform_queue_objects(prod.facts)} == {"ResourceFlavor"}
     eval_staging = next(t.spec for t in staging.tenants if t.name == "eval")
-    assert [o["kind"] for o in queues.tenant_queue_objects(eval_staging, staging)] == ["Queue"]
-    assert Counter(o["kind"] for o in queues.platform_queue_objects(staging)) == Counter(
+    assert [o["kind"] for o in queues.tenant_queue_objects(eval_staging, staging.view(eval_staging))] == ["Queue"]
+    assert Counter(o["kind"] for o in queues.platform_queue_objects(staging.facts)) == Counter(
         {"Queue": 2, "ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1}
     )
-    assert queues.platform_queue_objects(dev) == []
-    assert all(queues.tenant_queue_objects(t.spec, dev) == [] for t in dev.tenants)
+    assert queues.platform_queue_objects(dev.facts) == []
+    assert all(queues.tenant_queue_objects(t.spec, dev.view(t.spec)) == [] for t in dev.tenants)
 
 
 @pytest.mark.parametrize("scheduler", ["kueue", "kai"])
 def test_decommissioned_tenants_get_no_queue_objects(scheduler):
     lab = queue_lab(scheduler)
     gone = next(t.spec for t in lab.tenants if t.name == "gone")
-    assert queues.tenant_queue_objects(gone, lab) == []
+    assert queues.tenant_queue_objects(gone, lab.view(gone)) == []
 
 
 def _resource_quota_gpus(tenant, environment) -> dict[str, int]:
     """GPUs the tenant's ResourceQuotas admit, summed over its namespaces (namespaceQuotas split them)."""
     totals: Counter = Counter()
-    for quota in resource_quotas(tenant, environment):
+    for quota in resource_quotas(tenant, environment.view(tenant)):
         if quota["metadata"]["name"] == TENANT_QUOTA:
             for key, value in quota["spec"]["hard"].items():
                 if key.startswith("requests.nvidia.com/") and int(value):
@@ -64,7 +64,7 @@ def _resource_quota_gpus(tenant, environment) -> dict[str, int]:
 
 
 def _kueue_nominal(tenant, environment) -> tuple[dict[str, int], dict[tuple[str, str], int]]:
-    queue = next(o for o in queues.tenant_queue_objects(tenant, environment) if o["kind"] == "ClusterQueue")
+    queue = next(o for o in queues.tenant_queue_objects(tenant, environment.view(tenant)) if o["kind"] == "ClusterQueue")
     per_resource: Counter = Counter()
     per_flavor: dict[tuple[str, str], int] = {}
     for group in queue["spec"]["resourceGroups"]:
@@ -77,7 +77,7 @@ def _kueue_nominal(tenant, environment) -> tuple[dict[str, int], dict[tuple[str,
 
 
 def _kai_gpu(tenant, environment) -> Fraction:
-    leaf = next(o for o in queues.tenant_queue_objects(tenant, environment) if o["kind"] == "Queue")
+    leaf = next(o for o in queues.tenant_queue_objects(tenant, environment.view(tenant)) if o["kind"] == "Queue")
     return Fraction(leaf["spec"]["resources"]["gpu"]["quota"])
 
 
@@ -132,11 +132,11 @@ def test_ceiling_adds_borrowing_where_the_scheduler_allows_it():
     bench = next(t.spec for t in lab.tenants if t.name == "bench")
     # the limits cap what the cohort lends on bench's pools: nobody else holds h100-shared (+0, not +2),
     # a100 is limited to 0, and train lends 1 of its l4 shares (lendingLimit 1, below bench's limit 2)
-    assert queues.gpu_ceiling_by_resource(bench, lab) == {"nvidia.com/gpu": 12, "nvidia.com/gpu.shared": 5, "nvidia.com/mig-1g.10gb": 7}
+    assert queues.gpu_ceiling_by_resource(bench, lab.view(bench)) == {"nvidia.com/gpu": 12, "nvidia.com/gpu.shared": 5, "nvidia.com/mig-1g.10gb": 7}
     # with no limit, all the cohort lends there: train's l4 again (1), nothing of MIG
     unlimited = queue_lab("kueue")
     train = next(t for t in unlimited.tenants if t.name == "train")
-    assert queues.gpu_ceiling_by_resource(train.spec, unlimited)["nvidia.com/gpu.shared"] == 4 + 2  # bench lends its 4, train's limit 2
-    assert queues.gpu_ceiling_by_resource(bench, queue_lab("none")) == cap.gpu_quota_by_resource(bench, lab.platform)
+    assert queues.gpu_ceiling_by_resource(train.spec, unlimited.view(train.spec))["nvidia.com/gpu.shared"] == 4 + 2  # bench lends its 4, train's limit 2
+    assert queues.gpu_ceiling_by_resource(bench, queue_lab("none").view(bench)) == cap.gpu_quota_by_resource(bench, lab.platform)
     no_cohort = queue_lab("kueue", queues={"defaultCohort": None})
-    assert queues.gpu_ceiling_by_resource(bench, no_cohort) == cap.gpu_quota_by_resource(bench, lab.platform)
+    assert queues.gpu_ceiling_by_resource(bench, no_cohort.view(bench)) == cap.gpu_quota_by_resource(bench, lab.platform)

@@ -150,9 +150,9 @@ def queue_lab(scheduler: str, **platform: Any) -> Environment:
 
 
 def all_queue_objects(environment: Environment) -> list[dict]:
-    objects = list(queues.platform_queue_objects(environment))
+    objects = list(queues.platform_queue_objects(environment.facts))
     for loaded in environment.tenants:
-        objects.extend(queues.tenant_queue_objects(loaded.spec, environment))
+        objects.extend(queues.tenant_queue_objects(loaded.spec, environment.view(loaded.spec)))
     return objects
 
 

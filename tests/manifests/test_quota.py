@@ -12,7 +12,7 @@ from components.manifests.quota import (
     resource_quotas,
 )
 
-from .example_tenants import tenant_of
+from .example_tenants import tenant_of, viewed
 
 H100 = {"model": "H100-80GB", "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi"}
 L4_SHARED = {
@@ -33,7 +33,7 @@ def _hard(quotas: list[dict], namespace: str, name: str) -> dict[str, str]:
 
 
 def test_primary_namespace_quota_of_the_finetuning_tenant(prod):
-    quotas = resource_quotas(tenant_of(prod, "llm-finetune"), prod)
+    quotas = viewed(resource_quotas, tenant_of(prod, "llm-finetune"), prod)
     assert _hard(quotas, "llm-finetune", TENANT_QUOTA) == {
         "fast-nvme.storageclass.storage.k8s.io/persistentvolumeclaims": "20",
         "fast-nvme.storageclass.storage.k8s.io/requests.storage": "50Ti",
@@ -68,7 +68,7 @@ def test_primary_namespace_quota_of_the_finetuning_tenant(prod):
 
 
 def test_extra_namespaces_get_no_compute_or_gpu_budget_but_keep_guard_rails(prod):
-    quotas = resource_quotas(tenant_of(prod, "llm-finetune"), prod)
+    quotas = viewed(resource_quotas, tenant_of(prod, "llm-finetune"), prod)
     primary = _hard(quotas, "llm-finetune", TENANT_QUOTA)
     extra = _hard(quotas, "llm-finetune-data", TENANT_QUOTA)
     assert set(extra) == set(primary)
@@ -82,20 +82,20 @@ def test_extra_namespaces_get_no_compute_or_gpu_budget_but_keep_guard_rails(prod
 
 def test_tenant_wide_gpu_total_equals_its_quota_across_namespaces(prod):
     tenant = tenant_of(prod, "inference")
-    quotas = [q for q in resource_quotas(tenant, prod) if q["metadata"]["name"] == TENANT_QUOTA]
+    quotas = [q for q in resource_quotas(tenant, prod.view(tenant)) if q["metadata"]["name"] == TENANT_QUOTA]
     assert len(quotas) == len(tenant.all_namespaces) == 2
     assert sum(int(q["spec"]["hard"]["requests.nvidia.com/gpu"]) for q in quotas) == 24
 
 
 def test_quantities_keep_the_spelling_of_the_tenant_file(prod):
-    hard = _hard(resource_quotas(tenant_of(prod, "llm-finetune"), prod), "llm-finetune", TENANT_QUOTA)
+    hard = _hard(viewed(resource_quotas, tenant_of(prod, "llm-finetune"), prod), "llm-finetune", TENANT_QUOTA)
     assert hard["requests.memory"] == "2560Gi"
     assert hard["limits.memory"] == "4Ti"
     assert all(isinstance(value, str) for value in hard.values())
 
 
 def test_mig_slices_are_quota_per_profile_resource(prod):
-    hard = _hard(resource_quotas(tenant_of(prod, "eval"), prod), "eval", TENANT_QUOTA)
+    hard = _hard(viewed(resource_quotas, tenant_of(prod, "eval"), prod), "eval", TENANT_QUOTA)
     assert hard["requests.nvidia.com/gpu"] == "20"
     assert hard["requests.nvidia.com/mig-1g.10gb"] == "48"
     assert hard["requests.nvidia.com/mig-3g.40gb"] == "16"
@@ -104,7 +104,7 @@ def test_mig_slices_are_quota_per_profile_resource(prod):
 def test_gpu_keys_are_requests_only(environments):
     for env in environments.values():
         for loaded in env.tenants:
-            for quota in resource_quotas(loaded.spec, env):
+            for quota in resource_quotas(loaded.spec, env.view(loaded.spec)):
                 for key in quota["spec"]["hard"]:
                     assert not key.startswith(("limits.nvidia.com/", "nvidia.com/")), key
 
@@ -124,7 +124,7 @@ def test_gpus_are_granted_never_implied(make_tenant, make_environment):
 
 
 def test_tenant_without_quota_still_gets_the_guard_rails(make_tenant, make_environment):
-    quotas = resource_quotas(make_tenant(), make_environment())
+    quotas = resource_quotas(make_tenant(), make_environment().view(make_tenant()))
     # Guard rails always exist: object counts and storage from the stack's defaults.
     assert _hard(quotas, "team-a", TENANT_QUOTA) == {
         "configmaps": "1000", "persistentvolumeclaims": "100", "pods": "1000", "requests.storage": "1Ti",
@@ -137,13 +137,13 @@ def test_tenant_without_quota_still_gets_the_guard_rails(make_tenant, make_envir
 
 
 def test_cross_namespace_affinity_is_refused_unless_the_tenant_opts_in(make_tenant, make_environment):
-    (quota,) = [q for q in resource_quotas(make_tenant(namespaces=["team-a-2"]), make_environment())
+    (quota,) = [q for q in viewed(resource_quotas, make_tenant(namespaces=["team-a-2"]), make_environment())
                 if q["metadata"]["name"] == "cross-namespace-affinity"][:1]
     assert quota["spec"] == {"hard": {"pods": "0"}, "scopes": ["CrossNamespacePodAffinity"]}
-    assert len([q for q in resource_quotas(make_tenant(namespaces=["team-a-2"]), make_environment())
+    assert len([q for q in viewed(resource_quotas, make_tenant(namespaces=["team-a-2"]), make_environment())
                 if q["metadata"]["name"] == "cross-namespace-affinity"]) == 2  # one per namespace
     opted_in = make_tenant(quota={"crossNamespaceAffinity": True})
-    assert "cross-namespace-affinity" not in {q["metadata"]["name"] for q in resource_quotas(opted_in, make_environment())}
+    assert "cross-namespace-affinity" not in {q["metadata"]["name"] for q in resource_quotas(opted_in, make_environment().view(opted_in))}
 
 
 def test_storage_classes_nobody_grants_are_pinned_at_zero(make_tenant, make_environment):
@@ -152,7 +152,7 @@ def test_storage_classes_nobody_grants_are_pinned_at_zero(make_tenant, make_envi
         "storageClasses": ["standard", "fast", "archive"],
     })
     tenant = make_tenant(quota={"storage": {"storageClasses": {"fast": {"requests": "10Ti", "persistentVolumeClaims": 3}}}})
-    hard = _hard(resource_quotas(tenant, environment), "team-a", TENANT_QUOTA)
+    hard = _hard(resource_quotas(tenant, environment.view(tenant)), "team-a", TENANT_QUOTA)
     storage = {k: v for k, v in hard.items() if "storage" in k or "claims" in k}
     assert storage == {
         "archive.storageclass.storage.k8s.io/persistentvolumeclaims": "0",
@@ -166,10 +166,10 @@ def test_storage_classes_nobody_grants_are_pinned_at_zero(make_tenant, make_envi
 
 
 def test_zero_compute_budget_admits_no_pods(make_tenant, make_environment):
-    hard = _hard(resource_quotas(make_tenant(quota={"cpu": {"requests": "0"}, "memory": {"requests": "0"}}), make_environment()),
+    hard = _hard(viewed(resource_quotas, make_tenant(quota={"cpu": {"requests": "0"}, "memory": {"requests": "0"}}), make_environment()),
                  "team-a", TENANT_QUOTA)
     assert hard["pods"] == "0"
-    hard = _hard(resource_quotas(make_tenant(quota={"cpu": {"requests": "1"}}), make_environment()), "team-a", TENANT_QUOTA)
+    hard = _hard(viewed(resource_quotas, make_tenant(quota={"cpu": {"requests": "1"}}), make_environment()), "team-a", TENANT_QUOTA)
     assert hard["pods"] == "1000"
 
 
@@ -178,13 +178,13 @@ def test_objects_counts_use_the_core_quota_keys(make_tenant, make_environment):
         quota={"objects": {"pods": 1, "services": 2, "servicesLoadBalancers": 3, "servicesNodePorts": 4,
                            "persistentVolumeClaims": 5, "configMaps": 6, "secrets": 7}}
     )
-    hard = _hard(resource_quotas(tenant, make_environment()), "team-a", TENANT_QUOTA)
+    hard = _hard(resource_quotas(tenant, make_environment().view(tenant)), "team-a", TENANT_QUOTA)
     assert hard == {"pods": "1", "services": "2", "services.loadbalancers": "3", "services.nodeports": "4",
                     "persistentvolumeclaims": "5", "configmaps": "6", "secrets": "7", "requests.storage": "1Ti"}
 
 
 def test_unlisted_priority_class_gets_the_stack_default_cap(prod):
-    quotas = resource_quotas(tenant_of(prod, "eval"), prod)
+    quotas = viewed(resource_quotas, tenant_of(prod, "eval"), prod)
     online = _by_place(quotas)[("eval", "priority-online-inference")]
     assert online["spec"]["hard"] == {"pods": "0"}
     assert online["spec"]["scopeSelector"] == {
@@ -193,13 +193,13 @@ def test_unlisted_priority_class_gets_the_stack_default_cap(prod):
 
 
 def test_priority_classes_without_any_cap_get_no_scoped_quota(prod):
-    names = {q["metadata"]["name"] for q in resource_quotas(tenant_of(prod, "eval"), prod)}
+    names = {q["metadata"]["name"] for q in viewed(resource_quotas, tenant_of(prod, "eval"), prod)}
     # eval lists only batch; online-inference and training need a grant it does not have
     assert names == {TENANT_QUOTA, "priority-batch", "priority-online-inference", "priority-training", "cross-namespace-affinity"}
 
 
 def test_granted_priority_class_uses_the_tenant_cap(prod):
-    quotas = resource_quotas(tenant_of(prod, "inference"), prod)
+    quotas = viewed(resource_quotas, tenant_of(prod, "inference"), prod)
     # The cap (24 GPUs) is clamped to what each namespace holds: 22 kept, 2 carved out for the canary.
     assert _hard(quotas, "inference", "priority-online-inference") == {"pods": "200", "requests.nvidia.com/gpu": "22"}
     assert _hard(quotas, "inference-canary", "priority-online-inference") == {"pods": "200", "requests.nvidia.com/gpu": "2"}
@@ -211,7 +211,7 @@ def test_priority_gpu_cap_applies_per_resource_and_never_above_the_quota(make_te
         gpu={"classes": ["h100", "l4"]},
         quota={"gpu": {"h100": 2, "l4": 8}, "priorityClasses": {"training": {"gpu": 4, "cpu": "500m", "memory": "8Gi"}}},
     )
-    assert _hard(resource_quotas(tenant, env), "team-a", "priority-training") == {
+    assert _hard(resource_quotas(tenant, env.view(tenant)), "team-a", "priority-training") == {
         "requests.cpu": "500m",
         "requests.memory": "8Gi",
         "requests.nvidia.com/gpu": "2",
@@ -221,25 +221,25 @@ def test_priority_gpu_cap_applies_per_resource_and_never_above_the_quota(make_te
 
 def test_tenant_cap_overrides_the_default_cap(make_tenant, make_environment):
     tenant = make_tenant(quota={"priorityClasses": {"online-inference": {"pods": 5}}})
-    assert _hard(resource_quotas(tenant, make_environment()), "team-a", "priority-online-inference") == {"pods": "5"}
+    assert _hard(resource_quotas(tenant, make_environment().view(tenant)), "team-a", "priority-online-inference") == {"pods": "5"}
 
 
 @pytest.mark.parametrize("lifecycle", ["suspended", "decommissioned"])
 def test_suspended_tenant_admits_no_new_pods_in_any_namespace(make_tenant, make_environment, lifecycle):
     extra = {"decommission": {"confirm": "team-a"}} if lifecycle == "decommissioned" else {}
     tenant = make_tenant(lifecycle=lifecycle, namespaces=["team-a-data"], **extra)
-    quotas = _by_place(resource_quotas(tenant, make_environment()))
+    quotas = _by_place(resource_quotas(tenant, make_environment().view(tenant)))
     for namespace in ("team-a", "team-a-data"):
         assert quotas[(namespace, SUSPENDED_QUOTA)]["spec"] == {"hard": {"pods": "0"}}
 
 
 def test_active_tenant_has_no_suspended_quota(prod):
     for loaded in prod.tenants:
-        assert all(q["metadata"]["name"] != SUSPENDED_QUOTA for q in resource_quotas(loaded.spec, prod))
+        assert all(q["metadata"]["name"] != SUSPENDED_QUOTA for q in resource_quotas(loaded.spec, prod.view(loaded.spec)))
 
 
 def test_every_quota_is_labelled_for_its_tenant(prod):
     for loaded in prod.tenants:
-        for quota in resource_quotas(loaded.spec, prod):
+        for quota in resource_quotas(loaded.spec, prod.view(loaded.spec)):
             assert quota["metadata"]["labels"][TENANT_LABEL] == loaded.name
             assert quota["metadata"]["namespace"] in loaded.spec.all_namespaces

@@ -16,7 +16,7 @@ from components.manifests.rbac import (
     tenant_rbac_objects,
 )
 
-from .example_tenants import tenant_of
+from .example_tenants import tenant_of, viewed
 
 GROUP = "rbac.authorization.k8s.io"
 
@@ -32,7 +32,7 @@ def _binding(objects: list[dict], namespace: str, name: str) -> dict:
 
 def test_three_roles_in_every_namespace_with_the_same_rules(prod):
     tenant = tenant_of(prod, "inference")
-    objects = roles(tenant, prod)
+    objects = roles(tenant, prod.view(tenant))
     assert sorted((o["metadata"]["namespace"], o["metadata"]["name"]) for o in objects) == [
         (ns, f"tenant-{role}") for ns in ("inference", "inference-canary") for role in ("developer", "owner", "viewer")
     ]
@@ -88,7 +88,7 @@ def test_unknown_role_is_an_error():
 
 
 def test_bindings_for_groups_and_users(prod):
-    objects = role_bindings(tenant_of(prod, "eval"), prod)
+    objects = viewed(role_bindings, tenant_of(prod, "eval"), prod)
     developers = _binding(objects, "eval", "tenant-developers")
     assert developers["roleRef"] == {"apiGroup": GROUP, "kind": "Role", "name": "tenant-developer"}
     assert developers["subjects"] == [
@@ -98,19 +98,19 @@ def test_bindings_for_groups_and_users(prod):
 
 
 def test_role_without_subjects_gets_no_binding(prod):
-    names = {o["metadata"]["name"] for o in role_bindings(tenant_of(prod, "inference"), prod)}
+    names = {o["metadata"]["name"] for o in viewed(role_bindings, tenant_of(prod, "inference"), prod)}
     assert names == {"tenant-owners", "tenant-developers"}
 
 
 def test_ci_service_accounts_live_and_are_bound_in_their_own_namespace(prod):
     tenant = tenant_of(prod, "inference")
-    accounts = service_accounts(tenant, prod)
+    accounts = service_accounts(tenant, prod.view(tenant))
     assert [(a["metadata"]["namespace"], a["metadata"]["name"]) for a in accounts] == [
         ("inference", "deployer"),
         ("inference-canary", "deployer"),
     ]
     assert all(a["metadata"]["labels"][TENANT_LABEL] == "inference" for a in accounts)
-    objects = role_bindings(tenant, prod)
+    objects = role_bindings(tenant, prod.view(tenant))
     for namespace in ("inference", "inference-canary"):
         subjects = _binding(objects, namespace, "tenant-developers")["subjects"]
         accounts_here = [s for s in subjects if s["kind"] == "ServiceAccount"]
@@ -122,7 +122,7 @@ def test_ci_service_account_role_decides_its_binding(make_tenant, make_environme
         namespaces=["team-a-ci"],
         access={"ciServiceAccounts": [{"name": "release", "role": "owner", "namespace": "team-a-ci"}, {"name": "reader", "role": "viewer"}]},
     )
-    objects = role_bindings(tenant, make_environment())
+    objects = role_bindings(tenant, make_environment().view(tenant))
     assert [(o["metadata"]["namespace"], o["metadata"]["name"], o["subjects"][0]["name"]) for o in objects] == [
         ("team-a", "tenant-viewers", "reader"),
         ("team-a-ci", "tenant-owners", "release"),
@@ -137,7 +137,7 @@ def test_cluster_viewer_binding_holds_every_subject_once(make_tenant, make_envir
             "ciServiceAccounts": [{"name": "ci"}],
         }
     )
-    objects = tenant_rbac_objects(tenant, make_environment())
+    objects = tenant_rbac_objects(tenant, make_environment().view(tenant))
     (binding,) = [o for o in objects if o["kind"] == "ClusterRoleBinding"]
     assert binding["metadata"]["name"] == "gpu-tenancy:team-a:cluster-viewer"
     assert binding["roleRef"] == {"apiGroup": GROUP, "kind": "ClusterRole", "name": CLUSTER_VIEWER}
@@ -148,12 +148,12 @@ def test_cluster_viewer_binding_holds_every_subject_once(make_tenant, make_envir
 
 
 def test_tenant_without_subjects_gets_no_cluster_binding(make_tenant, make_environment):
-    kinds = {o["kind"] for o in tenant_rbac_objects(make_tenant(), make_environment())}
+    kinds = {o["kind"] for o in tenant_rbac_objects(make_tenant(), make_environment().view(make_tenant()))}
     assert kinds == {"Role"}
 
 
 def test_platform_rbac_objects(prod):
-    viewer, admin = platform_rbac_objects(prod)
+    viewer, admin = platform_rbac_objects(prod.facts)
     assert viewer["kind"] == "ClusterRole" and viewer["metadata"]["name"] == CLUSTER_VIEWER
     # Nodes are not readable unless the stack opts in (tenantAccess.nodeRead).
     assert _grants(viewer["rules"]) == {
@@ -170,10 +170,10 @@ def test_platform_rbac_objects(prod):
 
 
 def test_node_read_is_a_stack_opt_in(make_environment):
-    viewer, _ = platform_rbac_objects(make_environment(tenantAccess={"nodeRead": True}))
+    viewer, _ = platform_rbac_objects(make_environment(tenantAccess={"nodeRead": True}).facts)
     assert {(g, r, v) for g, r, v in _grants(viewer["rules"]) if r == "nodes"} == {("", "nodes", verb) for verb in READ}
 
 
 def test_platform_admin_group_comes_from_the_stack(make_environment):
-    _, admin = platform_rbac_objects(make_environment(platformAdminGroup="sre"))
+    _, admin = platform_rbac_objects(make_environment(platformAdminGroup="sre").facts)
     assert admin["subjects"][0]["name"] == "sre"

@@ -16,7 +16,7 @@ def _grants(rules: list[dict]) -> set[tuple[str, str, str]]:
 
 def _role(environment, tenant: str, role: str, namespace: str | None = None) -> dict:
     spec = tenant_of(environment, tenant)
-    (found,) = [o for o in roles(spec, environment)
+    (found,) = [o for o in roles(spec, environment.view(spec))
                 if o["metadata"]["name"] == f"tenant-{role}" and o["metadata"]["namespace"] == (namespace or tenant)]
     return found
 

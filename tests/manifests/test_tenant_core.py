@@ -6,7 +6,7 @@ from components.manifests.meta import ENVIRONMENT_LABEL, TENANT_LABEL, sort_obje
 from components.manifests.tenant_core import platform_core_objects, tenant_objects
 from components.fleet.environment import Environment, LoadedTenant
 
-from .example_tenants import synthetic_environment, tenant_of
+from .example_tenants import synthetic_environment, tenant_of, viewed
 
 
 def _ids(objects: list[dict]) -> list[tuple[str, str, str]]:
@@ -14,17 +14,17 @@ def _ids(objects: list[dict]) -> list[tuple[str, str, str]]:
 
 
 def test_a_tenant_gets_every_core_concept(prod):
-    kinds = {o["kind"] for o in tenant_objects(tenant_of(prod, "llm-finetune"), prod)}
+    kinds = {o["kind"] for o in viewed(tenant_objects, tenant_of(prod, "llm-finetune"), prod)}
     assert kinds == {"Namespace", "ResourceQuota", "LimitRange", "Role", "RoleBinding", "ServiceAccount",
                      "ClusterRoleBinding", "NetworkPolicy", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
 
 
 def test_objects_are_sorted_namespaces_first_and_deterministic(prod):
     tenant = tenant_of(prod, "inference")
-    objects = tenant_objects(tenant, prod)
+    objects = tenant_objects(tenant, prod.view(tenant))
     assert objects == sort_objects(objects)
     assert [o["kind"] for o in objects[:2]] == ["Namespace", "Namespace"]
-    assert json.dumps(objects) == json.dumps(tenant_objects(tenant, prod))
+    assert json.dumps(objects) == json.dumps(tenant_objects(tenant, prod.view(tenant)))
 
 
 def test_objects_are_plain_json_with_unique_identities(rendered):
@@ -66,10 +66,10 @@ def test_every_object_is_labelled_and_namespaced_within_its_tenant(rendered):
 
 
 def test_adding_a_tenant_changes_no_other_tenants_objects(prod, make_tenant):
-    before = {loaded.name: tenant_objects(loaded.spec, prod) for loaded in prod.tenants}
+    before = {loaded.name: tenant_objects(loaded.spec, prod.view(loaded.spec)) for loaded in prod.tenants}
     newcomer = make_tenant(name="aaa-new", network={"ingressFrom": {"tenants": ["eval"]}})
     grown = Environment(prod.name, prod.platform, prod.platform_doc, [LoadedTenant(newcomer, None), *prod.tenants])
-    after = {loaded.name: tenant_objects(loaded.spec, grown) for loaded in grown.tenants}
+    after = {loaded.name: tenant_objects(loaded.spec, grown.view(loaded.spec)) for loaded in grown.tenants}
     # The one exception is the point of a grant: the newcomer accepts ingress from eval, so eval gets
     # the matching egress (under default-deny egress the grant would do nothing otherwise).
     changed = {name: [o for o in after[name] if o not in before[name]] for name in before}
@@ -82,13 +82,13 @@ def test_adding_a_tenant_changes_no_other_tenants_objects(prod, make_tenant):
 def test_suspended_and_decommissioned_tenants_keep_their_objects():
     env, tenants = synthetic_environment()
     for tenant in tenants:
-        objects = tenant_objects(tenant, env)
+        objects = tenant_objects(tenant, env.view(tenant))
         assert [o["metadata"]["name"] for o in objects if o["kind"] == "Namespace"] == sorted(tenant.all_namespaces)
         assert any(o["kind"] == "ResourceQuota" and o["metadata"]["name"] == "suspended" for o in objects)
 
 
 def test_platform_core_objects(prod):
-    assert _ids(platform_core_objects(prod)) == [
+    assert _ids(platform_core_objects(prod.facts)) == [
         ("ClusterRole", "", "gpu-tenancy:cluster-viewer"),
         ("ClusterRoleBinding", "", "gpu-tenancy:platform-admins"),
     ]

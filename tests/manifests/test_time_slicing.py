@@ -31,7 +31,7 @@ def _platform(**time_slicing) -> Platform:
 
 
 def test_dev_config_map(dev):
-    config_map = time_slicing.device_plugin_config_map(dev)
+    config_map = time_slicing.device_plugin_config_map(dev.facts)
     assert config_map["metadata"]["name"] == "gpu-tenancy-device-plugin-config"
     assert config_map["metadata"]["namespace"] == "gpu-operator"
     assert list(config_map["data"]) == ["l4"]  # one entry per time-sliced class, keyed by class
@@ -49,7 +49,7 @@ def test_dev_config_map(dev):
 def test_same_schema_as_nvidia_examples(dev):
     sample = yaml.safe_load((REFERENCE / "time-slicing-config-sample.yaml").read_text())
     reference = yaml.safe_load(next(iter(sample["data"].values())))
-    ours = yaml.safe_load(time_slicing.device_plugin_config_map(dev)["data"]["l4"])
+    ours = yaml.safe_load(time_slicing.device_plugin_config_map(dev.facts)["data"]["l4"])
     assert set(ours) == set(reference)
     assert ours["version"] == reference["version"] and ours["flags"] == reference["flags"]
     assert set(ours["sharing"]["timeSlicing"]) == set(reference["sharing"]["timeSlicing"])
@@ -90,7 +90,7 @@ def _mps_class(**mps) -> dict:
 
 def test_mps_class_gets_an_mps_entry_selected_like_time_slicing(make_environment):
     environment = make_environment(gpuClasses={"l4-mps": _mps_class()}, nodePools=MPS_POOLS)
-    config_map = time_slicing.device_plugin_config_map(environment)
+    config_map = time_slicing.device_plugin_config_map(environment.facts)
     assert yaml.safe_load(config_map["data"]["l4-mps"]) == {
         "version": "v1",
         "flags": {"migStrategy": "none"},
@@ -126,7 +126,7 @@ def test_no_config_map_without_time_sliced_classes(dev):
     platform = dev.platform.model_copy(deep=True)
     del platform.gpu_classes["l4"]
     platform.node_pools.pop("l4-shared")
-    assert time_slicing.device_plugin_config_map(replace(dev, platform=platform)) is None
+    assert time_slicing.device_plugin_config_map(replace(dev, platform=platform).facts) is None
 
 
 def test_sharing_config_refuses_other_classes():

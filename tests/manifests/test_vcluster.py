@@ -15,6 +15,7 @@ from components.load import load_environment
 from components.validate.vcluster import schema_errors
 
 from .test_queues_crds import queue_lab
+from .example_tenants import viewed
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -34,7 +35,7 @@ def _enabled(tenant, **vcluster):
 
 def test_the_dev_example_release(examples):
     dev = examples["dev"]
-    release = vcluster.vcluster_release(_spec(dev, "llm-finetune"), dev)
+    release = viewed(vcluster.vcluster_release, _spec(dev, "llm-finetune"), dev)
     assert {k: v for k, v in release.items() if k != "values"} == {
         "name": "vcluster", "namespace": "llm-finetune", "chart": "vcluster",
         "repository": "https://charts.loft.sh", "version": "0.36.1",
@@ -46,24 +47,24 @@ def test_the_dev_example_release(examples):
 
 def test_no_release_when_disabled_or_decommissioned(examples):
     prod = examples["prod"]
-    assert vcluster.vcluster_release(_spec(prod, "llm-finetune"), prod) is None
+    assert viewed(vcluster.vcluster_release, _spec(prod, "llm-finetune"), prod) is None
     lab = queue_lab("none")
     gone = _enabled(_spec(lab, "gone"))
-    assert vcluster.vcluster_release(gone, lab) is None
+    assert vcluster.vcluster_release(gone, lab.view(gone)) is None
 
 
 @pytest.mark.parametrize("case", ["dev", "prod", "staging", "lab"])
 def test_generated_values_pass_the_chart_schema_for_every_tenant(examples, case):
     environment = examples[case] if case != "lab" else queue_lab("none")
     for loaded in environment.tenants:
-        values = vcluster.vcluster_values(_enabled(loaded.spec, priority_class_name="batch"), environment)
+        values = viewed(vcluster.vcluster_values, _enabled(loaded.spec, priority_class_name="batch"), environment)
         assert schema_errors(values) == [], loaded.name
-        assert schema_errors(vcluster.vcluster_values(_enabled(loaded.spec), environment)) == []
+        assert schema_errors(viewed(vcluster.vcluster_values, _enabled(loaded.spec), environment)) == []
 
 
 def test_the_schema_check_is_not_vacuous(examples):
     dev = examples["dev"]
-    values = vcluster.vcluster_values(_spec(dev, "llm-finetune"), dev)
+    values = viewed(vcluster.vcluster_values, _spec(dev, "llm-finetune"), dev)
     values["sync"]["toHost"]["pods"]["enforceTolerations"] = "not-a-list"
     values["policies"]["networkPolicy"]["enabeld"] = True
     assert [path for path, _ in schema_errors(values)] == [
@@ -73,29 +74,29 @@ def test_the_schema_check_is_not_vacuous(examples):
 
 def test_pods_are_pinned_to_the_tenants_pools(examples):
     prod, dev = examples["prod"], examples["dev"]
-    inference = vcluster.generated_values(_enabled(_spec(prod, "inference")), prod)["sync"]
+    inference = viewed(vcluster.generated_values, _enabled(_spec(prod, "inference")), prod)["sync"]
     assert inference["fromHost"]["nodes"] == {"enabled": True, "selector": {"labels": {"gpu.acme.dev/tenant": "inference"}}, "syncBackChanges": False}
     assert inference["toHost"]["pods"]["enforceTolerations"] == ["gpu.acme.dev/tenant=inference:NoSchedule"]
-    single = vcluster.generated_values(_enabled(_spec(dev, "inference")), dev)["sync"]
+    single = viewed(vcluster.generated_values, _enabled(_spec(dev, "inference")), dev)["sync"]
     assert single["fromHost"]["nodes"]["selector"]["labels"] == {"gpu.acme.dev/gpu-class": "l4"}
     assert single["toHost"]["pods"]["enforceTolerations"] == []
     # eval may use l4 and a100-mig in dev: no one label set selects both
-    several = vcluster.node_selector(_spec(dev, "eval"), dev)
+    several = viewed(vcluster.node_selector, _spec(dev, "eval"), dev)
     assert several == {}
 
 
 def test_quota_and_limit_range_mirror_the_tenants_own(examples):
     prod = examples["prod"]
     tenant = _spec(prod, "eval")
-    values = vcluster.generated_values(_enabled(tenant), prod)["policies"]
-    host = next(q for q in resource_quotas(tenant, prod) if q["metadata"]["name"] == TENANT_QUOTA and q["metadata"]["namespace"] == "eval")
+    values = viewed(vcluster.generated_values, _enabled(tenant), prod)["policies"]
+    host = next(q for q in resource_quotas(tenant, prod.view(tenant)) if q["metadata"]["name"] == TENANT_QUOTA and q["metadata"]["namespace"] == "eval")
     mirrored = {k: v for k, v in values["resourceQuota"]["quota"].items() if v is not None}
     assert values["resourceQuota"]["enabled"] is True
     assert mirrored == host["spec"]["hard"]
     # chart defaults the tenant leaves open are nulled (Helm deletes them) instead of limiting it
     assert values["resourceQuota"]["quota"]["count/pods"] is None
     assert all(v is None for k, v in values["resourceQuota"]["quota"].items() if k not in host["spec"]["hard"])
-    limits = container_limits(tenant, prod)
+    limits = container_limits(tenant, prod.view(tenant))
     assert {k: v for k, v in values["limitRange"]["default"].items() if v is not None} == limits["default"]
     assert {k: v for k, v in values["limitRange"]["defaultRequest"].items() if v is not None} == limits["defaultRequest"]
     assert values["limitRange"]["defaultRequest"]["ephemeral-storage"] is None
@@ -104,21 +105,21 @@ def test_quota_and_limit_range_mirror_the_tenants_own(examples):
 def test_nothing_to_mirror_disables_the_charts_quota(make_tenant, make_environment):
     # Only when the stack's guard rails are switched off too (they are on by default).
     environment = make_environment(guardRails={"objects": {}, "storage": {}})
-    values = vcluster.generated_values(make_tenant(vcluster={"enabled": True}), environment)["policies"]
+    values = viewed(vcluster.generated_values, make_tenant(vcluster={"enabled": True}), environment)["policies"]
     assert values["resourceQuota"]["enabled"] is False
     assert values["limitRange"]["enabled"] is True  # the stack's LimitRange defaults still apply
 
 
 def test_network_policy_adds_no_public_egress_and_pod_security_matches(examples):
     prod = examples["prod"]
-    policies = vcluster.generated_values(_enabled(_spec(prod, "inference")), prod)["policies"]
+    policies = viewed(vcluster.generated_values, _enabled(_spec(prod, "inference")), prod)["policies"]
     assert policies["networkPolicy"] == {"enabled": True, "workload": {"publicEgress": {"enabled": False}}}
     assert policies["podSecurityStandard"] == "restricted"
 
 
 def test_no_cluster_scoped_objects_are_synced_to_the_host(examples):
     dev = examples["dev"]
-    to_host = vcluster.vcluster_values(_spec(dev, "llm-finetune"), dev)["sync"]["toHost"]
+    to_host = viewed(vcluster.vcluster_values, _spec(dev, "llm-finetune"), dev)["sync"]["toHost"]
     for kind in ("namespaces", "persistentVolumes", "priorityClasses", "storageClasses"):
         assert to_host[kind] == {"enabled": False}
 
@@ -126,10 +127,10 @@ def test_no_cluster_scoped_objects_are_synced_to_the_host(examples):
 def test_priority_class_forced_or_synced_from_the_host(examples):
     dev = examples["dev"]
     tenant = _spec(dev, "llm-finetune")
-    synced = vcluster.generated_values(tenant, dev)["sync"]
+    synced = vcluster.generated_values(tenant, dev.view(tenant))["sync"]
     assert synced["fromHost"]["priorityClasses"] == {"enabled": True, "selector": {"matchLabels": {"app.kubernetes.io/managed-by": "gpu-tenancy"}}}
     assert "priorityClassName" not in synced["toHost"]["pods"]
-    forced = vcluster.generated_values(_enabled(tenant, priority_class_name="training"), dev)["sync"]
+    forced = viewed(vcluster.generated_values, _enabled(tenant, priority_class_name="training"), dev)["sync"]
     assert forced["toHost"]["pods"]["priorityClassName"] == "training"
     assert forced["fromHost"]["priorityClasses"]["enabled"] is False
 
@@ -140,7 +141,7 @@ def test_overrides_merge_maps_replace_lists_and_keep_nulls(make_tenant, make_env
         "controlPlane": {"statefulSet": {"env": [{"name": "X", "value": "1"}]}},
         "exportKubeConfig": {"context": None},
     }})
-    values = vcluster.vcluster_values(tenant, make_environment())
+    values = vcluster.vcluster_values(tenant, make_environment().view(tenant))
     assert values["sync"]["toHost"]["pods"]["translateImage"] == {"a": "b"}
     assert values["sync"]["toHost"]["pods"]["enabled"] is True  # generated sibling kept
     assert values["controlPlane"]["statefulSet"]["env"] == [{"name": "X", "value": "1"}]
@@ -149,8 +150,8 @@ def test_overrides_merge_maps_replace_lists_and_keep_nulls(make_tenant, make_env
 
 def test_values_are_deterministic_with_sorted_maps(examples):
     dev = examples["dev"]
-    first = vcluster.vcluster_values(_spec(dev, "llm-finetune"), dev)
-    assert first == vcluster.vcluster_values(_spec(dev, "llm-finetune"), dev)
+    first = viewed(vcluster.vcluster_values, _spec(dev, "llm-finetune"), dev)
+    assert first == viewed(vcluster.vcluster_values, _spec(dev, "llm-finetune"), dev)
 
     def sorted_everywhere(value) -> bool:
         if isinstance(value, dict):
@@ -166,7 +167,7 @@ def test_values_yaml_keeps_the_nulls_that_delete_chart_defaults(examples):
     import yaml
 
     dev = examples["dev"]
-    values = vcluster.vcluster_values(_spec(dev, "llm-finetune"), dev)
+    values = viewed(vcluster.vcluster_values, _spec(dev, "llm-finetune"), dev)
     text = vcluster.values_yaml(values)
     assert "      count/pods: null\n" in text
     assert yaml.safe_load(text) == values
@@ -177,7 +178,7 @@ def test_yaml_decimals_become_plain_numbers(make_tenant, make_environment):
 
     tenant = make_tenant(vcluster={"enabled": True, "values": {"controlPlane": {"statefulSet": {"scheduling": {"priorityClassName": "x"}}},
                                                                "telemetry": {"enabled": False}, "x": {"ratio": Decimal("0.5"), "count": Decimal("2.0")}}})
-    values = vcluster.vcluster_values(tenant, make_environment())
+    values = vcluster.vcluster_values(tenant, make_environment().view(tenant))
     assert values["x"] == {"count": 2, "ratio": 0.5}
     assert type(values["x"]["count"]) is int
     assert "ratio: 0.5" in vcluster.values_yaml(values)

@@ -121,7 +121,7 @@ def prometheus(lab, promtool, prometheus_binary, tmp_path_factory) -> Iterator[P
     end = int(time.time()) // 60 * 60 - 60
     start = end - (synthetic.STEPS - 1) * synthetic.STEP_SECONDS
     _backfill(promtool, work, start, "tsdb")
-    (work / "rules.yaml").write_text(yaml.safe_dump({"groups": r.rule_groups(lab)}, sort_keys=False, width=100000))
+    (work / "rules.yaml").write_text(yaml.safe_dump({"groups": r.rule_groups(lab.facts)}, sort_keys=False, width=100000))
     server = _serve(prometheus_binary, work, "tsdb", start, end, ["rules.yaml"])
     try:
         deadline = time.monotonic() + 120
@@ -163,7 +163,7 @@ def chargeback_prometheus(prometheus, lab, promtool, prometheus_binary, tmp_path
     integrate the past. The backfill cannot read rules of its own run (a documented limitation),
     so the two chargeback records are backfilled with the rules they read inlined."""
     work = tmp_path_factory.mktemp("chargeback-prometheus")
-    rules = [rule for group in r.rule_groups(lab) for rule in group["rules"]]
+    rules = [rule for group in r.rule_groups(lab.facts) for rule in group["rules"]]
     records = [{"record": name, "expr": inlined(name, rules)} for name in (r.TENANT_ALLOCATED_GPUS, r.TENANT_USED_GPUS)]
     (work / "chargeback.yaml").write_text(yaml.safe_dump({"groups": [{"name": "chargeback", "interval": "1m", "rules": records}]},
                                                          sort_keys=False, width=100000))
@@ -192,7 +192,7 @@ def test_the_server_is_the_pinned_build(prometheus):
 def test_rules_loaded_and_healthy(prometheus, lab):
     groups = prometheus.get("/api/v1/rules")["groups"]
     loaded = [rule for group in groups for rule in group["rules"]]
-    assert len(loaded) == sum(len(g["rules"]) for g in r.rule_groups(lab))
+    assert len(loaded) == sum(len(g["rules"]) for g in r.rule_groups(lab.facts))
     assert [rule["name"] for rule in loaded if rule["health"] != "ok"] == []
 
 
@@ -288,7 +288,7 @@ def fleet_answer(prometheus: Prometheus, chargeback: Prometheus, expr: str) -> l
 
 def dashboard_answers(prometheus: Prometheus, chargeback: Prometheus, lab) -> dict[str, Any]:
     """Every panel query's answer: {"fleet": {title: {refId: rows}}, "tenant": {tenant: {title: {refId: rows}}}}."""
-    boards = md.dashboards(lab)
+    boards = md.dashboards(lab.facts)
     result: dict[str, Any] = {"fleet": {}, "tenant": {}}
     for panel in panels(boards[md.FLEET]):
         result["fleet"][panel["title"]] = {t["refId"]: fleet_answer(prometheus, chargeback, t["expr"]) for t in panel["targets"]}
@@ -306,7 +306,7 @@ def answers(prometheus, chargeback_prometheus, lab) -> dict[str, Any]:
 
 
 def test_every_panel_has_an_expectation(lab):
-    boards = md.dashboards(lab)
+    boards = md.dashboards(lab.facts)
     assert {p["title"] for p in panels(boards[md.FLEET])} == set(FLEET)
     for tenant, expected in TENANT.items():
         assert {p["title"] for p in panels(boards[md.TENANT])} == set(expected), tenant
@@ -332,7 +332,7 @@ def test_tenant_dashboard_answers_per_tenant(answers, tenant):
 
 
 def test_tenant_variable_lists_the_tenants(prometheus, lab):
-    variable = next(v for v in md.dashboards(lab)[md.TENANT]["templating"]["list"] if v["name"] == md.TENANT_VARIABLE)
+    variable = next(v for v in md.dashboards(lab.facts)[md.TENANT]["templating"]["list"] if v["name"] == md.TENANT_VARIABLE)
     metric = variable["query"].removeprefix("label_values(").split(",")[0]
     values = prometheus.get("/api/v1/label/tenant/values", **{"match[]": metric})
     assert values == ["alpha", "beta"]
@@ -392,7 +392,7 @@ def test_pictures_show_what_the_dashboards_answer(answers, lab):
     data_digest = pictures.digest(text)
     data_path = pictures.DOCS / pictures.DATA_FILE
     if os.environ.get("GPU_TENANCY_WRITE_PICTURES") == "1":
-        boards = md.dashboards(lab)
+        boards = md.dashboards(lab.facts)
         data_path.parent.mkdir(parents=True, exist_ok=True)
         data_path.write_text(text)
         pictures.render(boards[md.FLEET], answers["fleet"], boards[md.FLEET]["title"] + " - synthetic test data",

@@ -31,7 +31,7 @@ MIB = synthetic.MIB
 
 
 def write_rules(environment: Environment, path: Path) -> Path:
-    path.write_text(yaml.safe_dump({"groups": r.rule_groups(environment)}, sort_keys=False, width=100000))
+    path.write_text(yaml.safe_dump({"groups": r.rule_groups(environment.facts)}, sort_keys=False, width=100000))
     return path
 
 
@@ -196,7 +196,7 @@ def rendered_annotations(rule: dict[str, Any], labels: dict[str, str], value: st
 
 def alert_tests(environment: Environment) -> list[dict[str, Any]]:
     """Each alert just before and exactly when its `for:` has elapsed, with labels and annotations."""
-    rules = {rule["alert"]: rule for group in r.rule_groups(environment) for rule in group["rules"] if "alert" in rule}
+    rules = {rule["alert"]: rule for group in r.rule_groups(environment.facts) for rule in group["rules"] if "alert" in rule}
 
     def firing(name: str, labels: dict[str, str], value: str, percentage: str = "") -> dict[str, Any]:
         return {"exp_labels": {**labels, **rules[name]["labels"]},
@@ -241,7 +241,7 @@ def unit_test_file(environment: Environment, rules_file: Path, path: Path, expr_
 
 
 def test_every_recording_rule_has_an_expression_test(lab):
-    records = {rule["record"] for group in r.rule_groups(lab) for rule in group["rules"] if "record" in rule}
+    records = {rule["record"] for group in r.rule_groups(lab.facts) for rule in group["rules"] if "record" in rule}
     tested = {re.match(r"[a-zA-Z0-9_:]+", t["expr"].replace("count(", "").replace("sum(", "")).group(0) for t in expression_tests()}
     assert records <= tested, f"recording rules without a promtool test: {sorted(records - tested)}"
 

@@ -7,9 +7,11 @@ import shutil
 import pytest
 import yaml
 
+from tools.synthetic import write_project
 from components.cli import main
 from components.manifests.meta import object_id
-from components.load import stack_names
+from components.load import load_environment, stack_names
+from components.output.render import PARALLEL_FROM, render_files, render_in_processes
 from components.resources.kubernetes import with_field_manager
 from tools.pulumi_mocks import REPO, normalise, run_program
 from tests.resources.test_fleet import _registered_objects
@@ -59,3 +61,20 @@ def test_render_invalid_input_writes_nothing(tmp_path, capsys):
     assert "tenants/eval.yaml:" in err and "qouta: unknown field; did you mean 'quota'?" in err
     assert not out.exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out")]
+
+
+def test_rendering_in_two_processes_writes_the_same_bytes(tmp_path):
+    environment = load_environment(write_project(tmp_path / "fleet", PARALLEL_FROM + 1, scheduler="kai"), "bench")
+    files, count = render_in_processes(environment, 2)
+    assert files == render_files(environment)
+    assert count == sum(text.count("\n---\n") for text in files.values() if not text.startswith("# Helm"))
+
+
+def test_a_small_fleet_renders_in_one_process(monkeypatch):
+    environment = load_environment(REPO, "prod")
+
+    def no_workers(method):
+        raise AssertionError(f"a {len(environment.tenants)}-tenant fleet started a worker ({method})")
+
+    monkeypatch.setattr("components.output.render.multiprocessing.get_context", no_workers)
+    assert render_in_processes(environment, 2)[0] == render_files(environment)

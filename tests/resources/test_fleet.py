@@ -191,7 +191,7 @@ def test_vcluster_release_gets_the_rendered_values_including_nulls():
     from components.manifests.build import helm_releases
 
     for release, loaded in zip(releases, enabled):
-        (expected,) = helm_releases(loaded.spec, env)
+        (expected,) = helm_releases(loaded.spec, env.view(loaded.spec))
         assert release.inputs["chart"] == "vcluster" and release.inputs["version"] == expected["version"]
         assert release.inputs["namespace"] == loaded.name
         assert "values" not in release.inputs  # Pulumi would drop the nulls that delete chart defaults

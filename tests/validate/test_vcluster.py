@@ -129,7 +129,7 @@ def test_a_local_chart_directory_or_package_replaces_the_repository(project_copy
     _local_chart(project_copy, "charts/vcluster")
     _use_chart(project_copy, "charts/vcluster")
     env = load_environment(project_copy, "dev")
-    (release,) = [r for t in env.tenants for r in helm_releases(t.spec, env)]
+    (release,) = [r for t in env.tenants for r in helm_releases(t.spec, env.view(t.spec))]
     assert release["chart"] == "charts/vcluster" and release["repository"] is None
 
     with tarfile.open(project_copy / "vcluster-0.36.1.tgz", "w:gz") as archive:

@@ -232,11 +232,12 @@ def on_pool(stack: Any, tenant: str, pool: str) -> dict[str, Any]:
     >>> sorted(on_pool(stack, "eval", "a100-shared"))   # doctest: +SKIP
     ['selector', 'toleration']
     """
-    from components.manifests.gpu_nodes import pool_label, tenant_label
+    from components.manifests.meta import pool_label, tenant_label
     from components.manifests.placement_policy import placement
 
     platform = stack.environment.platform
-    allowed = placement(stack.tenant(tenant), stack.environment)
+    spec = stack.tenant(tenant)
+    allowed = placement(spec, stack.environment.view(spec))
     toleration = ({"key": tenant_label(platform), "operator": "Equal", "value": tenant, "effect": "NoSchedule"}
                   if pool in allowed.dedicated_pools else None)
     return {"selector": {pool_label(platform): pool}, "toleration": toleration}

@@ -15,8 +15,8 @@ from __future__ import annotations
 import pytest
 from kubernetes.client.rest import ApiException
 
-from components.manifests.gpu_nodes import pool_label
-from components.manifests.kai import QUEUE_LABEL
+from components.manifests.meta import KAI_QUEUE_LABEL as QUEUE_LABEL
+from components.manifests.meta import pool_label
 from components.manifests.placement_policy import placement
 from components.fleet import gpu_capacity as cap
 from tests.e2e.scheduling.kai import KaiPods, kai_crd_dir, kai_pod, on_pool, running_kai_stack
@@ -48,7 +48,7 @@ def _whole_gpu_cases() -> list[tuple[str, str]]:
     for loaded in ENVIRONMENT.tenants:
         if loaded.spec.lifecycle != "active" or not cap.gpu_quota_by_resource(loaded.spec, platform).get(cap.GPU):
             continue
-        for pool in placement(loaded.spec, ENVIRONMENT).pools:
+        for pool in placement(loaded.spec, ENVIRONMENT.view(loaded.spec)).pools:
             node_pool = platform.node_pools[pool]
             if node_pool.nodes and cap.node_gpu_resources(platform, node_pool).get(cap.GPU):
                 cases.append((loaded.name, pool))

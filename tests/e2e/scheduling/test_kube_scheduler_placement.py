@@ -14,7 +14,7 @@ import uuid
 import pytest
 from kubernetes import client
 
-from components.manifests.gpu_nodes import pool_label, tenant_label
+from components.manifests.meta import pool_label, tenant_label
 from components.manifests.placement_policy import pinning_resources, placement
 from components.fleet import gpu_capacity as cap
 from tools.scheduling import running_scheduling_stack
@@ -69,7 +69,7 @@ def test_every_tenants_pod_lands_on_the_pool_it_selects(plain_stack, e2e_summary
     for loaded in environment.tenants:
         if loaded.spec.lifecycle != "active":
             continue
-        allowed = placement(loaded.spec, environment)
+        allowed = placement(loaded.spec, environment.view(loaded.spec))
         for pool in allowed.pools:
             offered = cap.node_gpu_resources(platform, platform.node_pools[pool])
             held = cap.gpu_quota_by_resource(loaded.spec, platform)
@@ -89,9 +89,10 @@ def test_a_pod_pinned_by_its_request_needs_no_selector(plain_stack):
     platform = environment.platform
     checked = 0
     for loaded in environment.tenants:
-        allowed = placement(loaded.spec, environment)
+        view = environment.view(loaded.spec)
+        allowed = placement(loaded.spec, view)
         held = cap.gpu_quota_by_resource(loaded.spec, platform)
-        for resource in pinning_resources(allowed, environment):
+        for resource in pinning_resources(allowed, view):
             if held.get(resource) and loaded.spec.lifecycle == "active":
                 assert _bind(plain_stack, loaded.name, _pod(resource, None, None)) in allowed.pools
                 checked += 1

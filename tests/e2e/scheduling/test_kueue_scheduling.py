@@ -36,7 +36,7 @@ def _cases() -> list[tuple[str, str, str]]:
     platform = ENVIRONMENT.platform
     cases = []
     for loaded in ENVIRONMENT.tenants:
-        allowed = set(placement(loaded.spec, ENVIRONMENT).pools)
+        allowed = set(placement(loaded.spec, ENVIRONMENT.view(loaded.spec)).pools)
         for name in sorted({platform.node_pools[p].gpu_class for p in allowed}):
             offered = set()
             for pool in sorted(allowed):
@@ -52,7 +52,7 @@ def _forbidden_classes() -> list[tuple[str, str]]:
     platform = ENVIRONMENT.platform
     out = []
     for loaded in ENVIRONMENT.tenants:
-        allowed = {platform.node_pools[p].gpu_class for p in placement(loaded.spec, ENVIRONMENT).pools}
+        allowed = {platform.node_pools[p].gpu_class for p in placement(loaded.spec, ENVIRONMENT.view(loaded.spec)).pools}
         out += [(loaded.name, c) for c in sorted(platform.gpu_classes) if c not in allowed]
     return out
 
@@ -100,7 +100,8 @@ def test_cluster_queues_are_active(kueue_stack):
 
 @pytest.mark.parametrize("tenant,gpu_class,resource", _cases())
 def test_job_without_selectors_lands_only_on_the_tenants_pools(kueue_stack, jobs, tenant, gpu_class, resource):
-    allowed = set(placement(kueue_stack.tenant(tenant), ENVIRONMENT).pools)
+    spec = kueue_stack.tenant(tenant)
+    allowed = set(placement(spec, ENVIRONMENT.view(spec)).pools)
     expected = {p for p in allowed if ENVIRONMENT.platform.node_pools[p].gpu_class == gpu_class} & _pools_offering(resource)
     name = jobs.submit(tenant, job({resource: 1}, parallelism=2))
     pods = jobs.wait_bound(tenant, name, 2)
@@ -113,7 +114,7 @@ def test_job_without_selectors_lands_only_on_the_tenants_pools(kueue_stack, jobs
 def test_a_class_the_tenant_may_not_use_never_gets_a_pod(kueue_stack, jobs, tenant, gpu_class):
     """Asking for the class by its label: no flavor of the tenant's queue matches, nothing is admitted."""
     platform = ENVIRONMENT.platform
-    from components.manifests.gpu_nodes import gpu_class_label
+    from components.manifests.meta import gpu_class_label
 
     resource = cap.class_resource(platform.gpu_classes[gpu_class])
     name = jobs.submit(tenant, job({resource: 1}, node_selector={gpu_class_label(platform): gpu_class}))

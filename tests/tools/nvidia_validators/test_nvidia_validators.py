@@ -23,8 +23,8 @@ from components.fleet.gpu_capacity import class_resource
 from components.load import load_environment, stack_names
 from components.manifests.build import platform_objects
 from components.manifests.gpu_nodes import node_group_requirements
-from components.manifests.mig_config import ALL_DISABLED, CONFIG_KEY, MIG_CONFIG_LABEL
-from components.manifests.time_slicing import DEVICE_PLUGIN_CONFIG_LABEL
+from components.manifests.meta import DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL
+from components.manifests.mig_config import ALL_DISABLED, CONFIG_KEY
 
 pytestmark = pytest.mark.go
 

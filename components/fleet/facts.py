@@ -1,0 +1,258 @@
+"""What every tenant's builders need to know about the rest of the fleet, as one value per environment.
+
+A tenant's objects depend on other tenants in a few ways only: a dedicated pool belongs to one
+owner (so it is no one else's), the capacity check's flow splits each quota across the pools the
+tenant reaches, cohort (KAI: department) members lend each other idle quota, and tenants grant
+each other network ingress. `FleetFacts` holds exactly those facts, plus the environment label;
+`FleetFacts.view(tenant)` is what one tenant's builders read. Each rule exists once: who owns a
+dedicated pool is `feasibility.pool_owners`, which pools a tenant reaches `feasibility.reachable_pools`.
+
+Every fact is computed at most once per `FleetFacts` (on first use: validation needs only some of
+them, and an invalid stack must not break the facts it does not need), from sums over the fleet,
+so building every tenant stays linear in the fleet size.
+
+>>> from components.spec.stack import Platform
+>>> facts = FleetFacts("dev", Platform(labelDomain="gpu.example.com"), ())
+>>> facts.environment_label, dict(facts.pool_owners)
+('dev', {})
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from functools import cached_property
+from types import MappingProxyType
+from typing import Mapping
+
+from ..spec.stack import Platform
+from ..spec.tenant import Tenant
+from . import feasibility as feas
+from .queue_arithmetic import dedicated_only_classes, queue_group
+
+Commodity = feas.Commodity
+Split = Mapping[Commodity, Mapping[str, int]]   # commodity -> pool -> units
+
+
+@dataclass(frozen=True)
+class FleetFacts:
+    """The facts of one environment's fleet: `members` are its (name, spec) pairs in load order."""
+
+    environment_label: str
+    platform: Platform
+    members: tuple[tuple[str, Tenant], ...]
+
+    @cached_property
+    def specs(self) -> Mapping[str, Tenant]:
+        """Tenant name -> spec, every member (decommissioned ones too)."""
+        return MappingProxyType(dict(self.members))
+
+    @cached_property
+    def active(self) -> tuple[tuple[str, Tenant], ...]:
+        """The members whose quotas count: all but the decommissioned."""
+        return tuple((name, spec) for name, spec in self.members if spec.lifecycle != "decommissioned")
+
+    @cached_property
+    def pool_owners(self) -> Mapping[str, str]:
+        """Dedicated pool -> its owner, by name."""
+        return MappingProxyType(feas.pool_owners(self.members, self.platform))
+
+    @cached_property
+    def quota_split(self) -> Mapping[str, Split]:
+        """Active tenant -> how its quota is spread over the pools it reaches (`feasibility.split_of`).
+
+        When quotas do not fit (validation refuses such a stack) the units the flow could not place
+        go to the tenant's first reachable pool, so the split always adds up to the quota.
+        """
+        return MappingProxyType(feas.split_of(feas.feasibility(self.active, self.platform, self.pool_owners)))
+
+    @cached_property
+    def queue_groups(self) -> Mapping[str, str | None]:
+        """Active tenant -> whom its queue borrows from (Kueue cohort, KAI department; None: nobody)."""
+        return MappingProxyType({name: queue_group(spec, self.platform) for name, spec in self.active})
+
+    @cached_property
+    def lent(self) -> Mapping[str, Split]:
+        """Active tenant in a queue group -> what its queue lends while idle, per commodity and pool."""
+        return MappingProxyType({
+            name: lendable_on_pools(spec, self.platform, self.quota_split.get(name, {}))
+            for name, spec in self.active
+            if self.queue_groups[name] is not None
+        })
+
+    @cached_property
+    def lent_in_group(self) -> Mapping[str, Split]:
+        """Queue group -> what all its members lend together, per commodity and pool."""
+        totals: dict[str, dict[Commodity, dict[str, int]]] = {}
+        for name, by_commodity in self.lent.items():
+            group = totals.setdefault(self.queue_groups[name], {})
+            for commodity, by_pool in by_commodity.items():
+                pools = group.setdefault(commodity, {})
+                for pool, units in by_pool.items():
+                    pools[pool] = pools.get(pool, 0) + units
+        return MappingProxyType(totals)
+
+    @cached_property
+    def group_members(self) -> Mapping[str, tuple[str, ...]]:
+        """Queue group -> its active members, in load order."""
+        members: dict[str, list[str]] = {}
+        for name, group in self.queue_groups.items():
+            if group is not None:
+                members.setdefault(group, []).append(name)
+        return MappingProxyType({group: tuple(names) for group, names in members.items()})
+
+    @cached_property
+    def namespaces(self) -> Mapping[str, list[str]]:
+        """Active tenant -> all its namespaces (what a network grant to it opens)."""
+        return MappingProxyType({name: spec.all_namespaces for name, spec in self.active})
+
+    @cached_property
+    def accepting(self) -> Mapping[str, list[str]]:
+        """Tenant -> the active tenants (by name) that accept ingress from it."""
+        result: dict[str, list[str]] = {}
+        for name, spec in sorted(self.active, key=lambda member: member[0]):
+            for source in set(spec.network.ingress_from.tenants) - {name}:
+                result.setdefault(source, []).append(name)
+        return MappingProxyType(result)
+
+    def __reduce__(self):
+        # Copies and pickles carry what the facts are made of, not the facts already worked out.
+        return (FleetFacts, (self.environment_label, self.platform, self.members))
+
+    def view(self, tenant: Tenant) -> TenantView:
+        """What `tenant`'s builders need to know of the fleet (the tenant need not be a member).
+
+        >>> from components.spec.stack import Platform
+        >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A", costCenter="cc-1")
+        >>> FleetFacts("dev", Platform(labelDomain="gpu.example.com"), ()).view(t).reachable_pools
+        ()
+        """
+        granted = sorted(set(tenant.network.ingress_from.tenants) - {tenant.name})
+        accepting = tuple(
+            (other, tuple(self.namespaces[other]), tuple(self.specs[other].network.ingress_from.ports))
+            for other in self.accepting.get(tenant.name, ())
+        )
+        return TenantView(
+            tenant=tenant.name,
+            platform=self.platform,
+            environment_label=self.environment_label,
+            pool_owners=tuple(self.pool_owners.items()),
+            reachable_pools=tuple(feas.reachable_pools(tenant.name, tenant, self.platform, self.pool_owners)),
+            quota_split=self._quota_split_of(tenant),
+            borrowable=tuple(self.borrowable(tenant).items()),
+            granted_namespaces=tuple((name, tuple(self.namespaces[name])) for name in granted if name in self.namespaces),
+            accepting=accepting,
+        )
+
+    def _quota_split_of(self, tenant: Tenant) -> tuple[tuple[Commodity, tuple[tuple[str, int], ...]], ...]:
+        # A tenant the fleet does not count (not a member, or decommissioned) gets its own flow alone.
+        split = self.quota_split.get(tenant.name)
+        if split is None:
+            alone = feas.feasibility([(tenant.name, tenant)], self.platform, self.pool_owners)
+            split = feas.split_of(alone).get(tenant.name, {})
+        return tuple((commodity, tuple(by_pool.items())) for commodity, by_pool in split.items())
+
+    def lenders(self, tenant: Tenant) -> dict[str, dict[Commodity, int]]:
+        """Per other member of the tenant's queue group: what it lends on pools the tenant may reach.
+
+        Borrowing happens flavor by flavor, and a flavor is a pool: quota lent on a pool the tenant
+        cannot reach is no use to it. Walks the group: for error messages; `borrowable` is the sum.
+        """
+        group = queue_group(tenant, self.platform)
+        if group is None:
+            return {}
+        reach = set(feas.reachable_pools(tenant.name, tenant, self.platform, self.pool_owners))
+        result: dict[str, dict[Commodity, int]] = {}
+        for member in self.group_members.get(group, ()):
+            if member == tenant.name:
+                continue
+            for commodity, by_pool in self.lent[member].items():
+                units = sum(n for p, n in by_pool.items() if p in reach)
+                if units:
+                    result.setdefault(member, {})[commodity] = units
+        return result
+
+    def lent_to(self, tenant: Tenant) -> dict[Commodity, int]:
+        """What the other members of the tenant's queue group lend, in all, on pools it may reach.
+
+        The group's total minus the tenant's own share: the same sums as `lenders`, without the walk.
+        """
+        group = queue_group(tenant, self.platform)
+        if group is None:
+            return {}
+        reach = feas.reachable_pools(tenant.name, tenant, self.platform, self.pool_owners)
+        own = self.lent.get(tenant.name, {}) if self.queue_groups.get(tenant.name) == group else {}
+        totals: dict[Commodity, int] = {}
+        for commodity, by_pool in self.lent_in_group.get(group, {}).items():
+            mine = own.get(commodity, {})
+            units = sum(by_pool.get(p, 0) - mine.get(p, 0) for p in reach)
+            if units:
+                totals[commodity] = units
+        return totals
+
+    def borrowable(self, tenant: Tenant, apply_limits: bool = True) -> dict[Commodity, int]:
+        """GPUs per commodity the tenant's queue can actually borrow: what the group lends it, capped
+        by `borrowingLimit` (unless `apply_limits` is false). A class reached only through dedicated
+        pools borrows nothing."""
+        limits = (tenant.queue.borrowing_limit or {}) if apply_limits else {}
+        dedicated = dedicated_only_classes(tenant, self.platform)
+        result = {}
+        for commodity, units in sorted(self.lent_to(tenant).items()):
+            kind, name = commodity
+            if kind == "class":
+                if name in dedicated:
+                    continue
+                if name in limits:
+                    units = min(units, limits[name])
+            if units:
+                result[commodity] = units
+        return result
+
+
+@dataclass(frozen=True)
+class TenantView:
+    """One tenant's window on the fleet: everything its builders read besides its own spec, as plain
+    values. Two equal views and two equal specs build the same objects (`tenants diff` relies on it).
+    """
+
+    tenant: str
+    platform: Platform
+    environment_label: str
+    pool_owners: tuple[tuple[str, str], ...]                                    # every dedicated pool, by name
+    reachable_pools: tuple[str, ...]                                            # where its pods may land
+    quota_split: tuple[tuple[Commodity, tuple[tuple[str, int], ...]], ...]      # commodity -> pool -> units
+    borrowable: tuple[tuple[Commodity, int], ...]                               # what its queue may borrow
+    granted_namespaces: tuple[tuple[str, tuple[str, ...]], ...]                 # tenants it admits -> their namespaces
+    accepting: tuple[tuple[str, tuple[str, ...], tuple], ...]                   # tenants that admit it: namespaces, ports
+
+    @property
+    def dedicated_pools(self) -> list[str]:
+        """The pools the fleet gives this tenant alone, by name."""
+        return [pool for pool, owner in self.pool_owners if owner == self.tenant]
+
+    def without_platform(self) -> tuple:
+        """Every field but the platform: what views of one platform (compared once) can differ in."""
+        return tuple(getattr(self, f.name) for f in fields(self) if f.name != "platform")
+
+
+def lendable_on_pools(tenant: Tenant, platform: Platform, split: Split) -> dict[Commodity, dict[str, int]]:
+    """What the tenant's queue lends while idle, per commodity and pool (its flavors).
+
+    Its nominal quota on each pool (`split`, the fleet's quota split), capped per flavor by
+    `lendingLimit` (Kueue; KAI lends all idle quota), and nothing of a class it reaches only through
+    its dedicated pools (nobody else can be placed there).
+
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
+    ...     costCenter="cc-1", queue={"lendingLimit": {"h100": 1}})
+    >>> lendable_on_pools(t, Platform(labelDomain="x.dev", scheduler="kueue"), {("class", "h100"): {"p": 4}})
+    {('class', 'h100'): {'p': 1}}
+    """
+    dedicated = dedicated_only_classes(tenant, platform)
+    limits = (tenant.queue.lending_limit or {}) if platform.scheduler == "kueue" else {}
+    result: dict[Commodity, dict[str, int]] = {}
+    for commodity, by_pool in split.items():
+        kind, name = commodity
+        if kind == "class" and name in dedicated:
+            continue
+        limit = limits.get(name) if kind == "class" else None
+        result[commodity] = {p: (n if limit is None else min(limit, n)) for p, n in by_pool.items()}
+    return result
