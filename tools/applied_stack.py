@@ -6,7 +6,7 @@ prepares a cluster with the same steps before `pulumi up`)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from tools.control_plane import REPO_ROOT, ControlPlane, k8s_client
 
@@ -123,13 +123,17 @@ def apply_example_stack(apiserver: ControlPlane, stack_name: str = "prod") -> Ap
     stack = AppliedStack(environment, objects, [], nodes_before, crds)
     stack.results = apiserver.apply_rendered(stack.all_objects)
     apiserver.wait_namespaces_ready(stack.all_objects)
-    adm = k8s_client.AdmissionregistrationV1Api(apiserver.api_client)
+    wait_policies_typechecked(apiserver, stack.all_objects)
+    return stack
+
+
+def wait_policies_typechecked(cp: ControlPlane, objects: Iterable[dict[str, Any]]) -> None:
+    """Wait until the status controller has type-checked every ValidatingAdmissionPolicy among `objects`."""
+    adm = k8s_client.AdmissionregistrationV1Api(cp.api_client)
 
     def typechecked(name: str) -> bool:
         p = adm.read_validating_admission_policy(name)
         return p.status is not None and p.status.observed_generation == p.metadata.generation
 
-    for vap in stack.of_kind("ValidatingAdmissionPolicy"):
-        apiserver.wait_for(lambda n=vap["metadata"]["name"]: typechecked(n),
-                           what=f"type checking of {vap['metadata']['name']}")
-    return stack
+    for vap in (o for o in objects if o["kind"] == "ValidatingAdmissionPolicy"):
+        cp.wait_for(lambda n=vap["metadata"]["name"]: typechecked(n), what=f"type checking of {vap['metadata']['name']}")

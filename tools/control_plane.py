@@ -64,6 +64,9 @@ CONTROLLERS = (
     # foregroundDeletion finalizer that only the garbage collector removes (without it, deleting
     # a cluster-scoped object waits for the provider's 10-minute timeout). tests/e2e/pulumi_engine.
     "garbage-collector-controller",
+    # Creates a pod's ResourceClaims from its ResourceClaimTemplates, the claims that quota then
+    # meters per DeviceClass (tests/e2e/test_tenancy_dra.py).
+    "resource-claim-controller",
 )
 
 

@@ -206,12 +206,37 @@ def gpu_quota_by_class(tenant: Tenant, platform: Platform) -> dict[str, int]:
     return dict(sorted(quota.items()))
 
 
+def counts_in_device_plugin_resource(platform: Platform, name: str, gpu_class: GpuClass) -> bool:
+    """Whether the class's grant belongs in its device-plugin resource key (`requests.nvidia.com/gpu`).
+
+    Yes when the device plugin serves it, or when one of its DeviceClasses maps that resource as its
+    `extendedResourceName` (claims of the class are then charged there too). A class served by DRA
+    alone under another name is metered by its DeviceClass keys only: adding its grant to
+    `nvidia.com/gpu` would hand the tenant that many device-plugin GPUs of its other classes.
+
+    >>> from components.spec.stack import Platform
+    >>> p = Platform(labelDomain="x.dev", gpuClasses={"b200": {"model": "B200", "product": "NVIDIA-B200",
+    ...     "memory": "180Gi", "serving": "dra"}}, deviceClasses={"b200.x.dev": {"driver": "gpu.nvidia.com",
+    ...     "gpuClass": "b200"}})
+    >>> counts_in_device_plugin_resource(p, "b200", p.gpu_classes["b200"])
+    False
+    """
+    if gpu_class.serving != "dra":
+        return True
+    resource = class_resource(gpu_class)
+    return any(
+        spec.gpu_class == name and spec.extended_resource_name == resource for spec in platform.device_classes.values()
+    )
+
+
 def gpu_quota_by_resource(tenant: Tenant, platform: Platform) -> dict[str, int]:
     """What the namespace ResourceQuota enforces: requested devices per extended resource."""
     totals: dict[str, int] = {}
     for name, count in gpu_quota_by_class(tenant, platform).items():
         gpu_class = platform.gpu_classes.get(name)
         resource = class_resource(gpu_class) if gpu_class else GPU
+        if gpu_class is not None and not counts_in_device_plugin_resource(platform, name, gpu_class):
+            continue
         totals[resource] = totals.get(resource, 0) + count
     for profile, count in sorted(tenant.quota.mig.items()):
         resource = mig.resource_name(profile)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from ..fleet.facts import FleetFacts, TenantView
 from ..spec.tenant import Tenant
-from . import gpu_nodes, mig_config, placement_policy, priority_classes, time_slicing
+from . import claim_policy, device_classes, gpu_nodes, mig_config, placement_policy, priority_classes, time_slicing
 from .meta import KubeObject, sort_objects
 
 
 def platform_gpu_objects(facts: FleetFacts) -> list[KubeObject]:
-    """Node patches, the MIG and time-slicing ConfigMaps and the PriorityClasses, in `sort_objects` order.
+    """Node patches, the MIG and time-slicing ConfigMaps, the PriorityClasses and the tool's DRA
+    DeviceClasses, in `sort_objects` order.
 
     Placement policies are per tenant (see `tenant_gpu_objects`), so none of them is here.
 
@@ -19,6 +20,7 @@ def platform_gpu_objects(facts: FleetFacts) -> list[KubeObject]:
     objects = [
         *gpu_nodes.node_patches(facts),
         *priority_classes.priority_classes(facts),
+        *device_classes.device_classes(facts),
     ]
     for config_map in (mig_config.mig_config_map(facts), time_slicing.device_plugin_config_map(facts)):
         if config_map is not None:
@@ -27,9 +29,9 @@ def platform_gpu_objects(facts: FleetFacts) -> list[KubeObject]:
 
 
 def tenant_gpu_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
-    """The tenant's placement policy and its binding, in `sort_objects` order.
+    """The tenant's placement policy and its binding, and with a DeviceClass grant its claim policy and binding, in `sort_objects` order.
 
     >>> [o["metadata"]["name"] for o in tenant_gpu_objects(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))]   # doctest: +SKIP
     ['gpu-tenancy-placement-eval', 'gpu-tenancy-placement-eval']
     """
-    return sort_objects(placement_policy.placement_objects(tenant, view))
+    return sort_objects([*placement_policy.placement_objects(tenant, view), *claim_policy.claim_objects(tenant, view)])

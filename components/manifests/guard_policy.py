@@ -105,7 +105,7 @@ def _is(resource: str) -> str:
 
 def _variables(tenant: Tenant, view: TenantView) -> list[dict[str, str]]:
     platform = view.platform
-    gpu = _is_gpu_resource("r")
+    gpu = _is_gpu_resource("r", view.platform)
     containers = "(object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : []))"
     return [
         {

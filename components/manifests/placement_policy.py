@@ -10,7 +10,9 @@ checks, on pod CREATE and on UPDATEs that change the spec, in the tenant's names
   `Exists` on the tenant label (any dedicated node) is refused;
 * no toleration of another tenant's dedicated taint, nor of every value of the tenant taint key,
   nor the wildcard toleration (empty key, `Exists`) that tolerates every taint;
-* a pod requesting GPUs (`nvidia.com/gpu`, `nvidia.com/gpu.shared`, `nvidia.com/mig-*`) pins
+* a pod requesting GPUs (`nvidia.com/gpu`, `nvidia.com/gpu.shared`, `nvidia.com/mig-*`, a DRA extended
+  resource `deviceclass.resource.kubernetes.io/*` or a DeviceClass's `extendedResourceName`), or using
+  DRA `resourceClaims` (allocated on the node the pod lands on, claim_policy.py), pins
   itself to nodes the tenant may use: a pool it may use, its own tenant label, or a class (or
   product) all of whose pools it may use; a class that also has other tenants' dedicated pools
   does not pin, select the pool;
@@ -35,8 +37,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from .cel import cel_list, cel_string, names_or_none
+from .device_classes import IMPLICIT_EXTENDED_RESOURCE_PREFIX, dra_extended_resources
 from ..fleet import gpu_capacity as cap
 from ..fleet.facts import TenantView
+from ..spec.stack import Platform
 from ..spec.tenant import Tenant
 
 from .meta import (
@@ -138,9 +142,12 @@ def _first_bad_value(key: str, allowed: str, terms_variable: str) -> str:
     )
 
 
-def _is_gpu_resource(name: str) -> str:
-    exact = " || ".join(f"{name} == {cel_string(r)}" for r in GPU_RESOURCES)
-    return f"{exact} || {name}.startsWith({cel_string(MIG_RESOURCE_PREFIX)})"
+def _is_gpu_resource(name: str, platform: Platform) -> str:
+    """CEL: `name` is a device-plugin GPU resource, or a DRA one (implicit, or a DeviceClass's extendedResourceName)."""
+    names = [*GPU_RESOURCES, *(r for r in dra_extended_resources(platform) if r not in GPU_RESOURCES)]
+    exact = " || ".join(f"{name} == {cel_string(r)}" for r in names)
+    return (f"{exact} || {name}.startsWith({cel_string(MIG_RESOURCE_PREFIX)})"
+            f" || {name}.startsWith({cel_string(IMPLICIT_EXTENDED_RESOURCE_PREFIX)})")
 
 
 def _targets(p: Placement, view: TenantView) -> list[tuple[str, str, list[str], str]]:
@@ -160,7 +167,7 @@ def _foreign_toleration(p: Placement, tenant_key: str) -> str:
 
 def _variables(p: Placement, view: TenantView) -> list[dict[str, str]]:
     required = "object.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-    gpu = _is_gpu_resource("r")
+    gpu = _is_gpu_resource("r", view.platform)
     variables = [
         {"name": "nodeSelector", "expression": "has(object.spec.nodeSelector) ? object.spec.nodeSelector : {}"},
         {
@@ -178,6 +185,8 @@ def _variables(p: Placement, view: TenantView) -> list[dict[str, str]]:
         {
             "name": "requestsGpu",
             "expression": (
+                # A DRA claim is allocated on the node the pod lands on: a pod with claims is placed like a GPU pod.
+                "(has(object.spec.resourceClaims) && size(object.spec.resourceClaims) > 0) || "
                 "(object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : []))"
                 ".exists(c, has(c.resources) && ("
                 f"(has(c.resources.limits) && c.resources.limits.exists(r, {gpu})) || "
@@ -383,7 +392,7 @@ def _pin_message(p: Placement, class_key: str, pool_key: str, tenant_key: str) -
     if not p.pools:
         return (
             f"tenant {p.tenant} may not use GPUs in this environment (no usable pool: gpu.classes and "
-            f"gpu.dedicatedPools give none); remove the nvidia.com GPU resources from the pod"
+            f"gpu.dedicatedPools give none); remove the GPU resources and DRA resourceClaims from the pod"
         )
     choices = [f"{pool_key} (one of {', '.join(p.pools)})"]
     if p.pinning_classes:
@@ -468,7 +477,10 @@ def pinning_resources(p: Placement, view: TenantView) -> list[str]:
     for name, pool in platform.node_pools.items():
         for resource in cap.node_gpu_resources(platform, pool):
             offered.setdefault(resource, set()).add(name)
-    return sorted(r for r, pools in offered.items() if pools <= set(p.pools))
+    # A DeviceClass's extendedResourceName can also be served by DRA devices on any node its selector
+    # matches, other tenants' pools included: asking for it pins nothing.
+    mapped = set(dra_extended_resources(platform))
+    return sorted(r for r, pools in offered.items() if pools <= set(p.pools) and r not in mapped)
 
 
 def _pinned_by_request(p: Placement, view: TenantView) -> str:
@@ -476,10 +488,12 @@ def _pinned_by_request(p: Placement, view: TenantView) -> str:
     resources = pinning_resources(p, view)
     if not resources:
         return "false"
-    ok = f"!({_is_gpu_resource('r')}) || r in {cel_list(resources)}"
+    ok = f"!({_is_gpu_resource('r', view.platform)}) || r in {cel_list(resources)}"
     # The same container walk as the `requestsGpu` variable (the API server's type checker takes
     # the joined list as dyn; typed, it reports `resources.limits` of a container as undefined).
+    # A DRA claim's devices can be on any node its DeviceClass reaches: a pod with claims is never pinned by its request.
     return (
+        "!(has(object.spec.resourceClaims) && size(object.spec.resourceClaims) > 0) && "
         "(object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : []))"
         ".all(c, !has(c.resources) || ("
         f"(!has(c.resources.limits) || c.resources.limits.all(r, {ok})) && "

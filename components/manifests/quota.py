@@ -46,6 +46,10 @@ GPU resources. Only `requests.<extended-resource>` keys are enforced for extende
 that the tenant has no quota for is pinned at "0", so a missing quota entry cannot mean
 "unlimited".
 
+DRA. Every DeviceClass of the stack (`deviceClasses`, tool- or driver-owned) is in the budget at
+the grant of its GPU class or "0", in both key forms; `device_classes.device_class_hard` holds the
+rule and what each key counts on the real API server.
+
 PriorityClass caps on GPUs are per extended resource, because ResourceQuota counts resources,
 not GPU classes: `gpu: 4` at a priority caps each of the tenant's GPU resources at 4 (never above
 its quota for that resource).
@@ -60,6 +64,7 @@ from ..spec.quantity import Quantity
 from ..fleet.facts import TenantView
 from ..spec.stack import Platform, PriorityClassSpec
 from ..spec.tenant import PriorityCap, Tenant
+from .device_classes import device_class_hard
 from .meta import KubeObject, kube_object, object_meta, owned_labels
 from .queues import gpu_ceiling_by_resource
 
@@ -268,7 +273,8 @@ def resource_quotas(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """
     platform = view.platform
     labels = owned_labels(tenant, view)
-    budgets = {**compute_hard(tenant), **gpu_hard(tenant, platform, gpu_ceiling_by_resource(tenant, view))}
+    gpu_budget = gpu_hard(tenant, platform, gpu_ceiling_by_resource(tenant, view))
+    budgets = {**compute_hard(tenant), **gpu_budget, **device_class_hard(tenant, platform, set(gpu_budget))}
     slices = namespace_slices(tenant, platform)
     guard_rails = {**storage_hard(tenant, platform), **object_count_hard(tenant, platform)}
     home = budget_home(tenant)

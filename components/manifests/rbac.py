@@ -33,6 +33,7 @@ from typing import Iterable
 from ..fleet.facts import FleetFacts, TenantView
 from ..spec.role_bundles import READ_VERBS, effective_bundles
 from ..spec.tenant import ServiceAccountGrant, Subjects, Tenant
+from .claim_policy import claim_rules
 from .meta import KubeObject, kube_object, object_meta, owned_labels, platform_labels
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
@@ -260,7 +261,7 @@ def roles(tenant: Tenant, view: TenantView) -> list[KubeObject]:
             RBAC_API,
             "Role",
             object_meta(role_name(role), namespace=namespace, labels=labels),
-            rules=[*role_rules(role), *bundle_rules(tenant, role, view.platform)],
+            rules=[*role_rules(role), *bundle_rules(tenant, role, view.platform), *claim_rules(tenant, role, view)],
         )
         for namespace in tenant.all_namespaces
         for role in ROLES

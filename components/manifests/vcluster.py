@@ -48,6 +48,7 @@ from .gpu_nodes import TAINT_EFFECT
 from .limit_range import container_limits
 from .meta import MANAGED_BY, gpu_class_label, tenant_label
 from .namespace import pod_security_level
+from .device_classes import device_class_hard
 from .quota import compute_hard, gpu_hard, object_count_hard, storage_hard
 
 RELEASE_NAME = "vcluster"
@@ -96,11 +97,13 @@ def mirrored_quota(tenant: Tenant, view: TenantView) -> dict[str, Any]:
     >>> mirrored_quota(dev.tenants[0].spec, dev.view(dev.tenants[0].spec))["count/pods"] is None   # doctest: +SKIP
     True
     """
+    gpus = gpu_hard(tenant, view.platform)
     hard: dict[str, Any] = {
         **storage_hard(tenant, view.platform),
         **object_count_hard(tenant, view.platform),
         **compute_hard(tenant),
-        **gpu_hard(tenant, view.platform),
+        **gpus,
+        **device_class_hard(tenant, view.platform, set(gpus)),
     }
     for key in CHART_QUOTA_DEFAULT_KEYS:
         hard.setdefault(key, None)

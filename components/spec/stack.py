@@ -85,6 +85,12 @@ class GpuClass(Model):
     overcommit: Annotated[Decimal, Field(ge=1, le=10)] = Field(
         Decimal(1), description="how far the sum of tenant quotas may exceed capacity (1 = not at all)"
     )
+    serving: Literal["devicePlugin", "dra", "both"] = Field(
+        "devicePlugin",
+        description="who hands out the class's GPUs: the NVIDIA device plugin (extended resources), a DRA driver "
+        "(ResourceClaims of the `deviceClasses` naming this class), or both during a migration (then each such "
+        "DeviceClass must map `extendedResourceName` to the class's device-plugin resource: one budget, no double count)",
+    )
     description: str = Field("", description="what the class is for, shown to tenants")
 
     @model_validator(mode="after")
@@ -111,6 +117,45 @@ class GpuClass(Model):
         4
         """
         return self.time_slicing if self.sharing == "timeSlicing" else self.mps if self.sharing == "mps" else None
+
+
+ExtendedResourceName = Annotated[
+    str,
+    Field(
+        pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$",
+        description="extended resource name such as nvidia.com/gpu",
+    ),
+]
+
+
+class DeviceClassSpec(Model):
+    """A DRA DeviceClass of the cluster (resource.k8s.io/v1). Every one is in every tenant's quota:
+    the grant of its `gpuClass`, else 0, under both DRA quota keys (see docs/gpu-sharing.md, DRA)."""
+
+    owner: Literal["tool", "driver"] = Field(
+        "tool", description="tool: this tool creates the DeviceClass; driver: a DRA driver installs it (e.g. gpu.nvidia.com, mig.nvidia.com) and it is only metered"
+    )
+    gpu_class: Optional[DnsLabel] = Field(
+        None, description="GPU class (a key of gpuClasses) whose tenant grant meters this DeviceClass; unset: every tenant is pinned at 0"
+    )
+    driver: Optional[DnsSubdomain] = Field(None, description="tool-owned classes: the DRA driver whose devices the class selects, e.g. gpu.nvidia.com")
+    selector: Optional[Annotated[str, Field(min_length=1)]] = Field(
+        None, description="tool-owned classes: a further CEL device selector, e.g. device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H100 80GB HBM3'"
+    )
+    extended_resource_name: Optional[ExtendedResourceName] = Field(
+        None,
+        description="the class's KEP-5004 extendedResourceName: pods asking for it get devices of this class (for "
+        "driver-owned classes, what the driver sets, so the quota meters it)",
+    )
+    description: str = Field("", description="what the class is for")
+
+    @model_validator(mode="after")
+    def _owner_fields(self) -> "DeviceClassSpec":
+        if self.owner == "tool" and self.driver is None:
+            raise ValueError("a tool-owned DeviceClass needs `driver` (the DRA driver whose devices it selects, e.g. gpu.nvidia.com)")
+        if self.owner == "driver" and (self.driver is not None or self.selector is not None):
+            raise ValueError("`driver` and `selector` describe a DeviceClass this tool creates; the driver writes its own (remove them, or set `owner: tool`)")
+        return self
 
 
 class NodePool(Model):
@@ -422,6 +467,11 @@ class Platform(Model):
     tenant_access: TenantAccessSettings = Field(TenantAccessSettings(), description="what tenant members may see and bind")
     images: ImagePolicy = Field(ImagePolicy(), description="image registries tenants may pull from, and whether digests are required")
     gpu_classes: dict[DnsLabel, GpuClass] = {}
+    device_classes: dict[DnsSubdomain, DeviceClassSpec] = Field(
+        {},
+        description="DRA DeviceClasses of the cluster: those this tool creates and those DRA drivers install; each is "
+        "in every tenant's quota at its gpuClass grant or 0 (a DeviceClass not listed here is not metered at all)",
+    )
     node_pools: dict[DnsLabel, NodePool] = {}
     mig_layouts: dict[Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")], list[MigDeviceGroup]] = Field(
         {}, description="custom MIG layouts; `all-<profile>` names are built in"
@@ -460,6 +510,36 @@ class Platform(Model):
     monitoring: Optional[Monitoring] = Field(
         None, description="per-tenant GPU monitoring (PrometheusRule, Grafana dashboards); off when absent"
     )
+
+    @model_validator(mode="after")
+    def _device_classes_match_gpu_classes(self) -> "Platform":
+        if self.device_classes and self.kubernetes_version is not None and int(self.kubernetes_version.split(".")[1]) < 34:
+            raise ValueError(f"deviceClasses need resource.k8s.io/v1 (Kubernetes v1.34 or newer); kubernetesVersion is {self.kubernetes_version}")
+        for name, device_class in self.device_classes.items():
+            gpu_class = self.gpu_classes.get(device_class.gpu_class) if device_class.gpu_class else None
+            if device_class.gpu_class is None:
+                continue
+            if gpu_class is None:
+                raise ValueError(f"deviceClasses.{name}.gpuClass '{device_class.gpu_class}' is not a key of gpuClasses ({', '.join(sorted(self.gpu_classes)) or 'none'})")
+            if gpu_class.serving == "devicePlugin":
+                raise ValueError(f"deviceClasses.{name} meters gpuClasses.{device_class.gpu_class}, which is served by the device plugin only; set its `serving: dra` or `both`")
+        for class_name, gpu_class in self.gpu_classes.items():
+            if gpu_class.serving == "devicePlugin":
+                continue
+            if gpu_class.sharing not in ("exclusive",):
+                raise ValueError(f"gpuClasses.{class_name}: serving '{gpu_class.serving}' needs sharing 'exclusive' (a DRA driver's own sharing is not modelled yet)")
+            served_by = {n: d for n, d in self.device_classes.items() if d.gpu_class == class_name}
+            if not served_by:
+                raise ValueError(f"gpuClasses.{class_name} is served by DRA but no deviceClasses entry has `gpuClass: {class_name}`")
+            plugin_resource = "nvidia.com/gpu"
+            for name, device_class in served_by.items():
+                if gpu_class.serving == "both" and device_class.extended_resource_name != plugin_resource:
+                    raise ValueError(
+                        f"deviceClasses.{name}: gpuClasses.{class_name} is served by both the device plugin and DRA, so the "
+                        f"DeviceClass must set `extendedResourceName: {plugin_resource}`; otherwise device-plugin GPUs and "
+                        "ResourceClaims would each get the whole grant (twice the GPUs)"
+                    )
+        return self
 
     @model_validator(mode="after")
     def _monitoring_matches_scheduler(self) -> "Platform":

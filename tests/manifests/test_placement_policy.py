@@ -242,7 +242,7 @@ def test_tenant_without_gpu_access_may_not_request_gpus(engine, prod):
     messages = admit(engine, policy, pod(resources=GPU))
     assert messages == [
         "tenant eval may not use GPUs in this environment (no usable pool: gpu.classes and gpu.dedicatedPools "
-        "give none); remove the nvidia.com GPU resources from the pod"
+        "give none); remove the GPU resources and DRA resourceClaims from the pod"
     ]
     assert admit(engine, policy, pod()) == []
 

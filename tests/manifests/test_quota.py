@@ -37,6 +37,11 @@ def test_primary_namespace_quota_of_the_finetuning_tenant(prod):
     assert _hard(quotas, "llm-finetune", TENANT_QUOTA) == {
         "fast-nvme.storageclass.storage.k8s.io/persistentvolumeclaims": "20",
         "fast-nvme.storageclass.storage.k8s.io/requests.storage": "50Ti",
+        # the NVIDIA DRA driver's DeviceClasses (deviceClasses, owner driver): both key forms at 0
+        "gpu.nvidia.com.deviceclass.resource.k8s.io/devices": "0",
+        "mig.nvidia.com.deviceclass.resource.k8s.io/devices": "0",
+        "requests.deviceclass.resource.kubernetes.io/gpu.nvidia.com": "0",
+        "requests.deviceclass.resource.kubernetes.io/mig.nvidia.com": "0",
         "limits.cpu": "640",
         "limits.ephemeral-storage": "4Ti",
         "limits.memory": "4Ti",
