@@ -11,14 +11,17 @@ import contextlib
 import contextvars
 import copy
 import gc
+import os
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from pydantic import ValidationError
 
 from .fleet.environment import Environment, LoadedTenant
 from .fleet.queue_arithmetic import expand_queue_limits
 from .fleet.shard_stacks import stack_tenants
+from .spec.base import API_VERSION, DECIDE, OLDER_VERSIONS, V1ALPHA1
 from .spec.field_errors import model_problems
 from .spec.problems import InvalidInput, Problem, errors_only
 from .spec.sharding import split_stack_name
@@ -30,6 +33,24 @@ from .validate.environment import check_environment
 from .validate.sharding import check_sharding
 
 TENANT_SUFFIXES = (".yaml", ".yml")
+# How long before `expires` validate starts to warn.
+EXPIRY_NOTICE = timedelta(days=30)
+
+
+def utc_today() -> date:
+    """The date `expires` is compared with: today in UTC when the command (or `pulumi up`) runs, or
+    the date in GPU_TENANCY_TODAY (YYYY-MM-DD), which makes a run repeatable.
+
+    >>> isinstance(utc_today(), date)
+    True
+    """
+    given = os.environ.get("GPU_TENANCY_TODAY")
+    if given:
+        try:
+            return date.fromisoformat(given)
+        except ValueError:
+            raise InvalidInput([Problem("GPU_TENANCY_TODAY", 0, 0, "", f"'{given}' is not a date such as 2026-12-01")]) from None
+    return datetime.now(timezone.utc).date()
 
 # While `reading_each_file_once()` is active, a tenant file read again with the same bytes (under
 # the same name) is neither parsed nor validated again: `tenants diff` loads a base and a head
@@ -101,8 +122,81 @@ def _display(path: Path, root: Path) -> str:
         return str(path)
 
 
-def parse_platform(doc: SourceDocument, env: str) -> Platform:
-    """Validate the `gpu-tenancy:platform` object of a parsed stack file.
+# --- format versions: an older file gets one problem saying to migrate -----------------------------
+
+
+def older_version_message(kind: str, version: str, file: str) -> str:
+    """Why an older file is not read, and the command that rewrites it.
+
+    >>> older_version_message("stack", V1ALPHA1, "stacks/Pulumi.dev.yaml")[:46]
+    'gpu-tenancy.dev/v1alpha1 is an older format of'
+    """
+    return (
+        f"{version} is an older format of {kind} files (the current one is {API_VERSION}); run "
+        f"`tenants migrate {file}`: it rewrites the file and marks DECIDE what you must choose (docs/migrating.md)"
+    )
+
+
+def tenant_version_problems(doc: SourceDocument) -> list[Problem]:
+    """The file's `apiVersion` is an older one: one problem saying to migrate (its fields are not
+    checked against today's format, which would only repeat what migrate reports).
+
+    >>> doc = SourceDocument("t.yaml", {"apiVersion": V1ALPHA1}, {("apiVersion",): (2, 13)})
+    >>> str(tenant_version_problems(doc)[0])[:52]
+    't.yaml:2:13: apiVersion: gpu-tenancy.dev/v1alpha1 is'
+    """
+    version = doc.data.get("apiVersion") if isinstance(doc.data, dict) else None
+    if version in OLDER_VERSIONS:
+        return [doc.problem(("apiVersion",), older_version_message("tenant", version, doc.file))]
+    return []
+
+
+def stack_version_problems(doc: SourceDocument, config_key: str) -> list[Problem]:
+    """A stack file whose platform object names no `apiVersion` (or an older one) predates today's format.
+
+    >>> doc = SourceDocument("s.yaml", {"config": {"p": {"labelDomain": "x"}}}, {("config", "p"): (3, 3)})
+    >>> stack_version_problems(doc, "p")[0].field
+    'config.p.apiVersion'
+    """
+    config = doc.data.get("config") if isinstance(doc.data, dict) else None
+    platform = config.get(config_key) if isinstance(config, dict) else None
+    if not isinstance(platform, dict):
+        return []
+    version = platform.get("apiVersion", V1ALPHA1)
+    if version not in OLDER_VERSIONS:
+        return []
+    path = ("config", config_key, "apiVersion")
+    return [doc.problem(path, older_version_message("stack", version, doc.file), field_name=".".join(path))]
+
+
+def undecided_problems(doc: SourceDocument) -> list[Problem]:
+    """Every `DECIDE` that `tenants migrate` left in the file, at its line.
+
+    >>> doc = SourceDocument("t.yaml", {"a": [{"ports": "DECIDE"}]}, {("a", 0, "ports"): (4, 9)})
+    >>> str(undecided_problems(doc)[0])[:38]
+    't.yaml:4:9: a[0].ports: undecided: ten'
+    """
+    return [
+        doc.problem(path, "undecided: tenants migrate left this choice to you (the comment above it says what "
+                          "each answer means); replace DECIDE with your decision")
+        for path in _decide_paths(doc.data, ())
+    ]
+
+
+def _decide_paths(value: Any, path: tuple) -> Iterator[tuple]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _decide_paths(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _decide_paths(item, (*path, index))
+    elif value == DECIDE:
+        yield path
+
+
+def parse_platform(doc: SourceDocument, env: str, *, versioned: bool = True) -> Platform:
+    """Validate the `gpu-tenancy:platform` object of a parsed stack file (`versioned`: it must be in
+    the current file format; plain data from the library is read as the current one).
 
     >>> parse_platform(prod.platform_doc, "prod").label_domain
     'gpu.acme.dev'
@@ -111,6 +205,11 @@ def parse_platform(doc: SourceDocument, env: str) -> Platform:
     if not isinstance(config, dict) or CONFIG_KEY not in config:
         raise InvalidInput([doc.problem(("config",), f"missing `config: {{{CONFIG_KEY}: ...}}` with the cluster inventory")])
     data = config[CONFIG_KEY]
+    if versioned:
+        # An older file is not checked field by field: `tenants migrate` says what it must change.
+        outdated = stack_version_problems(doc, CONFIG_KEY) or undecided_problems(doc)
+        if outdated:
+            raise InvalidInput(outdated)
     try:
         platform = Platform.model_validate(data)
     except ValidationError as err:
@@ -242,6 +341,9 @@ def _validate_merged(doc: SourceDocument, merged: SourceDocument) -> Tenant:
     data = merged.data
     if not isinstance(data, dict):
         raise InvalidInput([doc.problem((), "a tenant file must be a mapping of fields (apiVersion, kind, name, ...)")])
+    outdated = tenant_version_problems(doc) or undecided_problems(doc)
+    if outdated:
+        raise InvalidInput(outdated)
     try:
         tenant = Tenant.model_validate({**data, "environments": doc.data.get("environments", {})})
     except ValidationError as err:
@@ -311,20 +413,22 @@ def fewer_gc_passes(threshold: int = 50_000):
 
 
 def load_environment(
-    root: Path, env: str, *, strict_warnings: bool = False, platform_doc: SourceDocument | None = None
+    root: Path, env: str, *, strict_warnings: bool = False, platform_doc: SourceDocument | None = None,
+    today: date | None = None,
 ) -> Environment:
     """Load and cross-check everything the stack `env` deploys; raise `InvalidInput` with all problems.
+    `today` (default `utc_today()`): tenants whose `expires` is before it are suspended.
 
     >>> environment = load_environment(root, "staging")
     >>> environment.name, [t.name for t in environment.tenants], environment.platform.scheduler
     ('staging', ['eval', 'inference', 'llm-finetune'], 'kai')
     """
     with fewer_gc_passes():
-        return _load_environment(root, env, strict_warnings=strict_warnings, platform_doc=platform_doc)
+        return _load_environment(root, env, strict_warnings=strict_warnings, platform_doc=platform_doc, today=today)
 
 
 def _load_environment(
-    root: Path, env: str, *, strict_warnings: bool, platform_doc: SourceDocument | None
+    root: Path, env: str, *, strict_warnings: bool, platform_doc: SourceDocument | None, today: date | None
 ) -> Environment:
     problems: list[Problem] = []
     try:
@@ -335,7 +439,7 @@ def _load_environment(
     docs, read_problems = read_tenant_documents(root)
     problems.extend(read_problems)
     environment = environment_from_documents(
-        env, platform_doc, docs, problems, known_envs=stack_names(root), strict_warnings=strict_warnings
+        env, platform_doc, docs, problems, known_envs=stack_names(root), strict_warnings=strict_warnings, today=today
     )
     chart_problems = vcluster.check_local_chart(environment, root)
     if chart_problems:
@@ -354,6 +458,7 @@ def environment_from_data(
     *,
     known_stacks: list[str] | None = None,
     strict_warnings: bool = False,
+    today: date | None = None,
 ) -> Environment:
     """An environment from plain data instead of files: the platform dict (what a stack file holds
     under `config.gpu-tenancy:platform`) and one dict per tenant (what a tenant file holds), keyed
@@ -361,7 +466,7 @@ def environment_from_data(
     `data:platform` with the field. `known_stacks`: the environments that `environments:`
     overrides may name (default: any).
 
-    >>> team_a = {"apiVersion": "gpu-tenancy.dev/v1alpha1", "kind": "Tenant", "name": "team-a",
+    >>> team_a = {"apiVersion": "gpu-tenancy.dev/v1alpha2", "kind": "Tenant", "name": "team-a",
     ...           "displayName": "Team A", "costCenter": "cc-1"}
     >>> environment = environment_from_data("dev", {"labelDomain": "gpu.example.com"}, {"team-a": team_a})
     >>> [t.name for t in environment.tenants]
@@ -373,7 +478,10 @@ def environment_from_data(
         named = (data.get("environments") for data in tenants.values() if isinstance(data, dict))
         known_stacks = sorted({env, *(key for envs in named if isinstance(envs, dict) for key in envs)})
     with fewer_gc_passes():
-        return environment_from_documents(env, platform_doc, docs, [], known_envs=list(known_stacks), strict_warnings=strict_warnings)
+        return environment_from_documents(
+            env, platform_doc, docs, [], known_envs=list(known_stacks), strict_warnings=strict_warnings,
+            versioned=False, today=today,
+        )
 
 
 def environment_from_documents(
@@ -384,9 +492,12 @@ def environment_from_documents(
     *,
     known_envs: list[str],
     strict_warnings: bool = False,
+    versioned: bool = True,
+    today: date | None = None,
 ) -> Environment:
     """Validate a platform document and tenant documents into one environment, or raise
-    `InvalidInput` with every problem (those in `problems` too).
+    `InvalidInput` with every problem (those in `problems` too). `versioned`: the platform document
+    is a stack file (or its Pulumi config) and must name the current format.
 
     >>> docs, problems = read_tenant_documents(root)
     >>> environment = environment_from_documents("dev", dev.platform_doc, docs, problems, known_envs=["prod", "staging", "dev"])
@@ -398,7 +509,7 @@ def environment_from_documents(
     platform = None
     if platform_doc is not None:
         try:
-            platform = parse_platform(platform_doc, env)
+            platform = parse_platform(platform_doc, env, versioned=versioned)
         except InvalidInput as err:
             problems.extend(err.problems)
     tenants: list[LoadedTenant] = []
@@ -421,6 +532,7 @@ def environment_from_documents(
             tenants.append(loaded)
     if platform is None or errors_only(problems):
         raise InvalidInput(problems)
+    tenants = [_as_of(loaded, today or utc_today(), problems) for loaded in tenants]
     for loaded in tenants:
         expand_queue_limits(loaded.spec, platform)
     enabled, disabled = _enabled(platform, tenants)
@@ -450,6 +562,25 @@ def _validate_document(doc: SourceDocument, env: str, problems: list[Problem]) -
     except InvalidInput as err:
         problems.extend(err.problems)
         return None
+
+
+def _as_of(loaded: LoadedTenant, today: date, problems: list[Problem]) -> LoadedTenant:
+    """The tenant on `today`: suspended the day after it `expires` (an active one only: a decommission
+    stays the explicit step it is), with a warning ahead of time and after."""
+    expires = loaded.spec.expires
+    if expires is None or loaded.spec.lifecycle == "decommissioned":
+        return loaded
+    if today > expires:
+        problems.append(loaded.doc.problem(("expires",), (
+            f"expired on {expires}: suspended since {expires + timedelta(days=1)} (no new pods are admitted, nothing "
+            f"is deleted); extend `expires`, or decommission it (docs/offboarding.md)"), severity="warning"))
+        if loaded.spec.lifecycle == "active":
+            return LoadedTenant(loaded.spec.model_copy(update={"lifecycle": "suspended"}), loaded.doc)
+    elif today + EXPIRY_NOTICE >= expires:
+        problems.append(loaded.doc.problem(("expires",), (
+            f"expires on {expires} ({(expires - today).days} day(s) from {today}): the stack suspends the tenant "
+            f"after that date; extend `expires` if the team still needs it"), severity="warning"))
+    return loaded
 
 
 def _enabled(platform: Platform, tenants: list[LoadedTenant]) -> tuple[list[LoadedTenant], list[str]]:

@@ -70,7 +70,7 @@ def _doc(text: str):
 
 
 BASE = """\
-apiVersion: gpu-tenancy.dev/v1alpha1
+apiVersion: gpu-tenancy.dev/v1alpha2
 kind: Tenant
 name: t
 displayName: T

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import yaml
 
+from components.spec.base import API_VERSION
+
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 STACK = "bench"
@@ -32,7 +34,7 @@ def tenant_name(index: int) -> str:
 
 # One team's file, as a person would write it (a format string: fast enough for 10,000 files).
 TENANT_TEMPLATE = """\
-apiVersion: gpu-tenancy.dev/v1alpha1
+apiVersion: gpu-tenancy.dev/v1alpha2
 kind: Tenant
 name: {name}
 displayName: Team {index}
@@ -94,6 +96,7 @@ def stack_data(count: int, *, scheduler: str = "kueue") -> dict:
     l4_nodes = max(1, math.ceil(count * L4_PER_TENANT / (2 * 4) / 0.8))  # 2 GPUs x 4 replicas per node
     mig_nodes = max(1, math.ceil(count * MIG_PER_TENANT / (8 * 7) / 0.8))  # 8 GPUs x 7 slices per node
     platform = {
+        "apiVersion": API_VERSION,
         "labelDomain": "gpu.example.com",
         "podSecurity": {"level": "baseline", "version": "latest"},
         "platformAdminGroup": "platform-admins",

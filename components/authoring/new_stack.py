@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from ..load import environment_from_documents
+from ..spec.base import API_VERSION
 from ..spec.problems import InvalidInput, Problem
 from ..spec.stack import CONFIG_KEY
 from ..spec.yaml_source import SourceDocument
@@ -55,6 +56,15 @@ def fill_from_catalogue(platform: dict[str, Any]) -> dict[str, Any]:
     return platform
 
 
+def in_current_format(platform: dict[str, Any]) -> dict[str, Any]:
+    """`platform` naming the current stack file format (an inventory file need not say it).
+
+    >>> in_current_format({"labelDomain": "gpu.example.com"})["apiVersion"]
+    'gpu-tenancy.dev/v1alpha2'
+    """
+    return {"apiVersion": API_VERSION, **platform}
+
+
 def stack_document(platform: dict[str, Any], file: str, positions: dict | None = None) -> SourceDocument:
     """The stack file's document for `platform`; `positions` of an inventory file's paths (relative
     to the platform object) keep problems located in that file.
@@ -70,9 +80,10 @@ def stack_document(platform: dict[str, Any], file: str, positions: dict | None =
 def check_stack(env: str, doc: SourceDocument) -> list[Problem]:
     """Every problem (warnings too) of a stack with no tenants.
 
-    >>> check_stack("lab", stack_document({"labelDomain": "gpu.example.com"}, "stacks/Pulumi.lab.yaml"))
+    >>> platform = {"apiVersion": "gpu-tenancy.dev/v1alpha2", "labelDomain": "gpu.example.com"}
+    >>> check_stack("lab", stack_document(platform, "stacks/Pulumi.lab.yaml"))
     []
-    >>> [str(p) for p in check_stack("lab", stack_document({}, "stacks/Pulumi.lab.yaml"))]
+    >>> [str(p) for p in check_stack("lab", stack_document({"apiVersion": platform["apiVersion"]}, "stacks/Pulumi.lab.yaml"))]
     ['stacks/Pulumi.lab.yaml: config.gpu-tenancy:platform.labelDomain: required field is missing']
     """
     try:
@@ -82,7 +93,7 @@ def check_stack(env: str, doc: SourceDocument) -> list[Problem]:
     return environment.warnings
 
 
-_ORDER = ("environment", "kubeContext", "labelDomain", "platformAdminGroup", "platformNamespaces", "gpuClasses",
+_ORDER = ("apiVersion", "environment", "kubeContext", "labelDomain", "platformAdminGroup", "platformNamespaces", "gpuClasses",
           "nodePools", "migLayouts", "tenants")
 
 

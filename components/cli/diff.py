@@ -146,6 +146,26 @@ def export_tree(root: Path, commit: str, dest: Path) -> None:
             target.write_bytes(content)
 
 
+def read_base_as_current(base_root: Path) -> None:
+    """Label the exported base's older files with the current format version (docs/migrating.md):
+    the base is compared, never deployed, so its files are read as they were meant then.
+
+    >>> (scratch / "tenants").mkdir()
+    >>> _ = (scratch / "tenants" / "a.yaml").write_text("apiVersion: gpu-tenancy.dev/v1alpha1\\nkind: Tenant\\nname: a\\n")
+    >>> read_base_as_current(scratch)
+    >>> (scratch / "tenants" / "a.yaml").read_text().splitlines()[0]
+    'apiVersion: gpu-tenancy.dev/v1alpha2'
+    """
+    from ..authoring.migrate import read_as_current
+
+    for path in sorted(base_root.glob("tenants/*.y*ml")) + sorted(base_root.glob("stacks/Pulumi.*.y*ml")):
+        if path.is_file() and not path.is_symlink():
+            text = path.read_text(encoding="utf-8", errors="surrogateescape")
+            relabelled = read_as_current(text, path.name, stack=path.parent.name == "stacks")
+            if relabelled != text:
+                path.write_text(relabelled, encoding="utf-8")
+
+
 def load_lenient(root: Path, env: str) -> Side:
     """The base stack as far as it loads: invalid tenant files left out, cross-file checks skipped.
 
@@ -314,6 +334,7 @@ def run(args: argparse.Namespace) -> int:
         with tempfile.TemporaryDirectory(prefix="tenants-diff-") as scratch:
             base_root = Path(scratch)
             export_tree(root, base["commit"], base_root)
+            read_base_as_current(base_root)
             document, heads = _compare(root, base, args.stack, base_root)
         if args.format == "stacks":
             code_changed = changed_outside_project_files(root, base["commit"])

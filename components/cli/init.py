@@ -157,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_INVALID
         platform = {**doc.data, **platform}
         positions = doc.positions
-    platform = inv.fill_from_catalogue(platform)
+    platform = inv.in_current_format(inv.fill_from_catalogue(platform))
     platform.setdefault("tenants", "all")
     path = stack_file(args.root, args.stack)
     shown = f"stacks/{path.name}"

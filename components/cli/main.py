@@ -18,7 +18,8 @@ from .common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, report
 # `run(args) -> exit code`; help lists them in this order.
 COMMANDS = {
     "init": init,
-    "validate": validate,
+    "validate": validate.Validate,
+    "migrate": validate.Migrate,
     "schema": schema,
     "new": new,
     "import": importing,

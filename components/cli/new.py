@@ -175,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
     >>> run(cli_args("new", "team-a", "--owner-group", "team-a-owners", "--stdout"))
     # yaml-language-server: $schema=../docs/schema/tenant.schema.json
     ...
-    apiVersion: gpu-tenancy.dev/v1alpha1
+    apiVersion: gpu-tenancy.dev/v1alpha2
     kind: Tenant
     name: team-a    ...
     0

@@ -1,60 +1,157 @@
-"""`tenants validate`: check tenant and stack files and print every problem, located."""
+"""The file-format commands of `tenants`: `validate` (check tenant and stack files and print every
+problem, located) and `migrate` (rewrite files of an older format to the current one, in place).
+
+Each command is a class with `add_parser` and `run`, as `main.COMMANDS` expects of a command.
+`migrate` reads every file first; if one cannot be read, nothing is written. Choices left to a
+person are printed as `file:line: field: what to decide` and make the exit code 1 (docs/migrating.md).
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from ..spec.problems import InvalidInput, sorted_problems
 from .common import EXIT_INVALID, EXIT_OK, report, stacks
 
 
-def add_parser(sub) -> None:
-    """The `tenants validate` subcommand.
+class Validate:
+    """`tenants validate`: every problem of the tenant and stack files, located.
 
     >>> sub = argparse.ArgumentParser().add_subparsers()
-    >>> add_parser(sub)
+    >>> Validate.add_parser(sub)
     >>> sub.choices["validate"].parse_args(['--strict'])
     Namespace(stack=None, strict=True)
-    """
-    validate = sub.add_parser("validate", help="check tenant and stack files; print every problem")
-    validate.add_argument("--stack", action="append", metavar="ENV", help="environment(s) to check (default: every stack)")
-    validate.add_argument("--strict", action="store_true", help="treat warnings as errors")
-
-
-def run(args: argparse.Namespace) -> int:
-    """Check every stack (or `--stack`s) and print each problem; exit 0, or 1 when a stack is invalid.
-
-    >>> run(cli_args("validate", "--stack", "prod"))
+    >>> Validate.run(cli_args("validate", "--stack", "prod"))
     prod: 3 tenant(s) ok
     0
     """
-    from ..load import load_environment
-    from ..fleet.shard_stacks import stack_parts
-    from .stacks import describe
 
-    envs = stacks(args.root, args.stack)
-    if not envs:
-        print(f"tenants: no stacks found under {args.root / 'stacks'} (expected Pulumi.<env>.yaml)", file=sys.stderr)
-        return EXIT_INVALID
-    problems, summaries, shards = [], [], []
-    for env in envs:
-        try:
-            environment = load_environment(args.root, env, strict_warnings=args.strict)
-        except InvalidInput as err:
-            problems.extend(err.problems)
-            continue
-        problems.extend(environment.warnings)
-        summaries.append(f"{env}: {len(environment.tenants)} tenant(s) ok")
-        if environment.platform.sharding is not None:  # show where each tenant is deployed
-            shards.extend(f"  {describe(part)}" for part in stack_parts(environment))
-    report(problems)
-    if any(p.severity == "error" for p in problems) or (args.strict and problems):
-        errors = sum(1 for p in sorted_problems(problems) if p.severity == "error" or args.strict)
-        print(f"tenants validate: {errors} error(s)", file=sys.stderr)
-        return EXIT_INVALID
-    print("; ".join(summaries))
-    if shards:
-        print("Pulumi stacks of sharded environments (platform first, then shards; tenants pinned or hashed):")
-        print("\n".join(shards))
-    return EXIT_OK
+    @staticmethod
+    def add_parser(sub) -> None:
+        validate = sub.add_parser("validate", help="check tenant and stack files; print every problem")
+        validate.add_argument("--stack", action="append", metavar="ENV", help="environment(s) to check (default: every stack)")
+        validate.add_argument("--strict", action="store_true", help="treat warnings as errors")
+
+    @staticmethod
+    def run(args: argparse.Namespace) -> int:
+        from ..load import load_environment
+        from ..fleet.shard_stacks import stack_parts
+        from .stacks import describe
+
+        envs = stacks(args.root, args.stack)
+        if not envs:
+            print(f"tenants: no stacks found under {args.root / 'stacks'} (expected Pulumi.<env>.yaml)", file=sys.stderr)
+            return EXIT_INVALID
+        problems, summaries, shards = [], [], []
+        for env in envs:
+            try:
+                environment = load_environment(args.root, env, strict_warnings=args.strict)
+            except InvalidInput as err:
+                problems.extend(err.problems)
+                continue
+            problems.extend(environment.warnings)
+            summaries.append(f"{env}: {len(environment.tenants)} tenant(s) ok")
+            if environment.platform.sharding is not None:  # show where each tenant is deployed
+                shards.extend(f"  {describe(part)}" for part in stack_parts(environment))
+        report(problems)
+        if any(p.severity == "error" for p in problems) or (args.strict and problems):
+            errors = sum(1 for p in sorted_problems(problems) if p.severity == "error" or args.strict)
+            print(f"tenants validate: {errors} error(s)", file=sys.stderr)
+            return EXIT_INVALID
+        print("; ".join(summaries))
+        if shards:
+            print("Pulumi stacks of sharded environments (platform first, then shards; tenants pinned or hashed):")
+            print("\n".join(shards))
+        return EXIT_OK
+
+
+class Migrate:
+    """`tenants migrate`: older tenant and stack files rewritten to the current format.
+
+    >>> Migrate.run(cli_args("migrate", "--check"))
+    tenants migrate: every file is in the current format (gpu-tenancy.dev/v1alpha2)
+    0
+    """
+
+    @staticmethod
+    def add_parser(sub) -> None:
+        migrate = sub.add_parser(
+            "migrate", help="rewrite older tenant and stack files to the current format, in place; report what to decide"
+        )
+        migrate.add_argument(
+            "files", nargs="*", type=Path, metavar="FILE",
+            help="tenant or stack files (default: every tenants/*.yaml and stacks/Pulumi.*.yaml)",
+        )
+        migrate.add_argument("--check", action="store_true", help="write nothing; exit 1 if a file would change or holds a choice")
+
+    @staticmethod
+    def run(args: argparse.Namespace) -> int:
+        from ..authoring import migrate
+        from ..load import tenant_paths
+        from ..spec.yaml_source import read_text
+
+        root = args.root
+        paths = list(args.files) or _project_files(root)
+        texts, problems = {}, []
+        for path in [*paths, *(p for p in tenant_paths(root) if p not in paths)]:
+            try:
+                texts[path] = read_text(path, _display(path, root))
+            except InvalidInput as err:
+                if path in paths:
+                    problems.extend(err.problems)
+        if problems:
+            report(problems)
+            return EXIT_INVALID
+        pools = migrate.dedicated_pools((_display(p, root), texts[p]) for p in tenant_paths(root))
+        results, unreadable = [], []
+        for path in paths:
+            shown = _display(path, root)
+            try:
+                if _is_stack(path):
+                    results.append((path, migrate.migrate_stack_text(texts[path], shown, pools)))
+                else:
+                    results.append((path, migrate.migrate_tenant_text(texts[path], shown)))
+            except migrate.UnreadableFile as err:
+                unreadable.append(str(err))
+        if unreadable:
+            print("\n".join(unreadable), file=sys.stderr)
+            print(f"tenants migrate: {len(unreadable)} file(s) not readable; nothing written", file=sys.stderr)
+            return EXIT_INVALID
+        changed = [(path, result) for path, result in results if result.changed]
+        for path, result in changed:
+            if not args.check:
+                path.write_text(result.text, encoding="utf-8")
+            verb = "would migrate" if args.check else "migrated"
+            print(f"{result.file}: {verb} {result.from_version} -> {migrate.API_VERSION}")
+        choices = sorted(choice for _, result in results for choice in result.choices)
+        for choice in choices:
+            print(choice, file=sys.stderr)
+        if choices:
+            print(f"tenants migrate: {len(choices)} choice(s) to decide: replace each DECIDE, then run tenants validate",
+                  file=sys.stderr)
+            return EXIT_INVALID
+        if args.check and changed:
+            return EXIT_INVALID
+        if not changed:
+            print(f"tenants migrate: every file is in the current format ({migrate.API_VERSION})")
+        return EXIT_OK
+
+
+def _project_files(root: Path) -> list[Path]:
+    from ..load import shard_stack_files, stack_file, stack_names, tenant_paths
+
+    names = sorted([*stack_names(root), *shard_stack_files(root)])
+    return [*tenant_paths(root), *(stack_file(root, name) for name in names)]
+
+
+def _is_stack(path: Path) -> bool:
+    return path.name.startswith("Pulumi.") or path.parent.name == "stacks"
+
+
+def _display(path: Path, root: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(root.resolve()))
+    except ValueError:
+        return str(path)

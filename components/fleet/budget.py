@@ -18,7 +18,7 @@ _COMPUTE = (("cpu", "cpu"), ("memory", "memory"), ("ephemeral_storage", "ephemer
 def compute_hard(tenant: Tenant) -> dict[str, str]:
     """`requests.*`/`limits.*` keys for cpu, memory and ephemeral-storage, as the tenant wrote them.
 
-    >>> compute_hard(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
+    >>> compute_hard(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a",
     ...     displayName="A", costCenter="cc-1", quota={"cpu": {"requests": "8"}}))
     {'requests.cpu': '8'}
     """
@@ -38,7 +38,7 @@ def namespace_slices(tenant: Tenant, platform: Platform) -> dict[str, dict[str, 
     """Budget keys carved out for each extra namespace listed in `namespaceQuotas`.
 
     >>> from components.spec.stack import Platform
-    >>> namespace_slices(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
+    >>> namespace_slices(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a",
     ...     displayName="A", costCenter="cc-1", namespaces=["a-canary"], quota={"cpu": {"requests": "8"}},
     ...     namespaceQuotas={"a-canary": {"cpu": {"requests": "2"}}}), Platform(labelDomain="x.dev"))
     {'a-canary': {'requests.cpu': '2'}}
@@ -65,7 +65,7 @@ def budget_home(tenant: Tenant) -> str:
     by giving the old namespace an explicit `namespaceQuotas` slice (the new namespace then keeps
     the rest) or by dropping it from `namespaces` (docs/renaming.md).
 
-    >>> budget_home(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="b",
+    >>> budget_home(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="b",
     ...     displayName="B", costCenter="cc-1", previousNames=["a"], namespaces=["a"]))
     'a'
     """

@@ -63,7 +63,7 @@ class Environment:
         """What the builders of `tenant` read of this environment's fleet (`FleetFacts.view`).
 
         >>> from components.spec.stack import Platform
-        >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A", costCenter="cc-1")
+        >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A", costCenter="cc-1")
         >>> Environment("dev", Platform(labelDomain="gpu.example.com"), None, []).view(t).environment_label
         'dev'
         """

@@ -122,7 +122,7 @@ class FleetFacts:
         """What `tenant`'s builders need to know of the fleet (the tenant need not be a member).
 
         >>> from components.spec.stack import Platform
-        >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A", costCenter="cc-1")
+        >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A", costCenter="cc-1")
         >>> FleetFacts("dev", Platform(labelDomain="gpu.example.com"), ()).view(t).reachable_pools
         ()
         """
@@ -241,7 +241,7 @@ def lendable_on_pools(tenant: Tenant, platform: Platform, split: Split) -> dict[
     `lendingLimit` (Kueue; KAI lends all idle quota), and nothing of a class it reaches only through
     its dedicated pools (nobody else can be placed there).
 
-    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", queue={"lendingLimit": {"h100": 1}})
     >>> lendable_on_pools(t, Platform(labelDomain="x.dev", scheduler="kueue"), {("class", "h100"): {"p": 4}})
     {('class', 'h100'): {'p': 1}}

@@ -38,7 +38,7 @@ def cohort_of(tenant: Tenant, platform: Platform) -> str | None:
     """The Kueue cohort a tenant's ClusterQueue joins: its own `queue.cohort`, else the stack default.
 
     >>> from components.spec.stack import Platform
-    >>> t = Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha1", "kind": "Tenant", "name": "a",
+    >>> t = Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha2", "kind": "Tenant", "name": "a",
     ...     "displayName": "A", "costCenter": "cc-1"})
     >>> cohort_of(t, Platform.model_validate({"labelDomain": "x.dev", "queues": {"defaultCohort": "shared"}}))
     'shared'
@@ -50,7 +50,7 @@ def kai_department_of(tenant: Tenant, platform: Platform) -> str:
     """The KAI parent queue of a tenant's leaf queue (KAI schedules only queues that have a parent).
 
     >>> from components.spec.stack import Platform
-    >>> t = Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha1", "kind": "Tenant", "name": "a",
+    >>> t = Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha2", "kind": "Tenant", "name": "a",
     ...     "displayName": "A", "costCenter": "cc-1"})
     >>> kai_department_of(t, Platform.model_validate({"labelDomain": "x.dev"}))
     'tenants'
@@ -85,7 +85,7 @@ def expand_queue_limits(tenant: Tenant, platform: Platform) -> None:
     >>> from components.spec.stack import Platform
     >>> p = Platform.model_validate({"labelDomain": "x.dev", "gpuClasses": {c: {
     ...     "model": "A100-80GB", "product": "NVIDIA-A100-SXM4-80GB", "memory": "80Gi"} for c in ("a100", "b")}})
-    >>> t = Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha1", "kind": "Tenant", "name": "a",
+    >>> t = Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha2", "kind": "Tenant", "name": "a",
     ...     "displayName": "A", "costCenter": "cc-1", "gpu": {"classes": ["a100", "b"]}, "quota": {"gpu": {"a100": 8, "b": 2}},
     ...     "queue": {"borrowingLimit": 4}})
     >>> expand_queue_limits(t, p); t.queue.borrowing_limit
@@ -106,7 +106,7 @@ def queue_group(tenant: Tenant, platform: Platform) -> str | None:
     """Whom the tenant's queue borrows from: its Kueue cohort, or its KAI department (always one).
 
     >>> from components.spec.stack import Platform
-    >>> t = Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha1", "kind": "Tenant", "name": "a",
+    >>> t = Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha2", "kind": "Tenant", "name": "a",
     ...     "displayName": "A", "costCenter": "cc-1"})
     >>> queue_group(t, Platform.model_validate({"labelDomain": "x.dev", "scheduler": "kai"}))
     'tenants'
@@ -143,7 +143,7 @@ def kai_amounts(tenant: Tenant, platform: Platform) -> KaiAmounts:
     """The tenant's quota as KAI counts it; memory and CPU from the quota's requests, rounded down.
 
     >>> from components.spec.stack import Platform
-    >>> t = Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha1", "kind": "Tenant", "name": "a",
+    >>> t = Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha2", "kind": "Tenant", "name": "a",
     ...     "displayName": "A", "costCenter": "cc-1", "quota": {"cpu": {"requests": "1500m"}, "memory": {"requests": "1Gi"}}})
     >>> kai_amounts(t, Platform.model_validate({"labelDomain": "x.dev"}))
     KaiAmounts(gpu=Fraction(0, 1), cpu=1500, memory=1073)
@@ -176,7 +176,7 @@ def kueue_compute_nominal(tenant: Tenant, platform: Platform) -> dict[str, str]:
     else (cpu, memory) the stack's cluster capacity.
 
     >>> from components.spec.stack import Platform
-    >>> t = Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha1", "kind": "Tenant", "name": "a",
+    >>> t = Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha2", "kind": "Tenant", "name": "a",
     ...     "displayName": "A", "costCenter": "cc-1", "quota": {"cpu": {"requests": "8"}}})
     >>> kueue_compute_nominal(t, Platform.model_validate({"labelDomain": "x.dev", "cpuMemoryCapacity": {"memory": "1Ti"}}))
     {'cpu': '8', 'memory': '1Ti'}

@@ -44,7 +44,7 @@ def device_class_grants(tenant: Tenant, platform: Platform) -> dict[str, int]:
     ...     "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi", "serving": "dra"}},
     ...     deviceClasses={"h100.gpu.example.com": {"driver": "gpu.nvidia.com", "gpuClass": "h100"},
     ...                    "mig.nvidia.com": {"owner": "driver"}})
-    >>> device_class_grants(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
+    >>> device_class_grants(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a",
     ...     displayName="A", costCenter="cc-1", gpu={"classes": ["h100"]}, quota={"gpu": 4}), p)
     {'h100.gpu.example.com': 4, 'mig.nvidia.com': 0}
     """
@@ -61,7 +61,7 @@ def device_class_hard(tenant: Tenant, platform: Platform, gpu_keys: set[str]) ->
     >>> from components.spec.stack import Platform
     >>> p = Platform(labelDomain="gpu.example.com", deviceClasses={"gpu.nvidia.com": {"owner": "driver",
     ...     "extendedResourceName": "example.com/dra-gpu"}})
-    >>> device_class_hard(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
+    >>> device_class_hard(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a",
     ...     displayName="A", costCenter="cc-1"), p, set())   # doctest: +NORMALIZE_WHITESPACE
     {'gpu.nvidia.com.deviceclass.resource.k8s.io/devices': '0',
      'requests.deviceclass.resource.kubernetes.io/gpu.nvidia.com': '0', 'requests.example.com/dra-gpu': '0'}

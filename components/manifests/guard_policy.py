@@ -82,7 +82,7 @@ def ingress_hosts(tenant: Tenant, view: TenantView) -> tuple[list[str], list[str
     >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com", ingressDomain="apps.example.com"), None, [])
-    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", network={"ingressHosts": ["a.example.org", "*.b.example.org"]})
     >>> ingress_hosts(t, env.view(t))
     (['a.apps.example.com', 'a.example.org'], ['.a.apps.example.com', '.b.example.org'])
@@ -124,7 +124,7 @@ def granted_priority_classes(tenant: Tenant, view: TenantView) -> dict[str, int]
     >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A", costCenter="cc-1")
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A", costCenter="cc-1")
     >>> sorted(granted_priority_classes(t, env.view(t)))
     ['batch', 'interactive']
     """
@@ -448,7 +448,7 @@ def guard_policy(tenant: Tenant, view: TenantView) -> KubeObject:
     >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1")
     >>> guard_policy(t, env.view(t))["spec"]["matchConstraints"]["namespaceSelector"]
     {'matchLabels': {'gpu-tenancy.dev/tenant': 'a'}}
@@ -496,7 +496,7 @@ def guard_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant",
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant",
     ...     name="a", displayName="A", costCenter="cc-1")
     >>> [o["kind"] for o in guard_objects(t, env.view(t))]
     ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']

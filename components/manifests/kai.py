@@ -56,7 +56,7 @@ def gpu_limit(tenant: Tenant, platform: Platform) -> Fraction | int:
     >>> from components.spec.stack import Platform
     >>> p = Platform.model_validate({"labelDomain": "x.dev", "gpuClasses": {"a100": {
     ...     "model": "A100-80GB", "product": "NVIDIA-A100-SXM4-80GB", "memory": "80Gi"}}})
-    >>> gpu_limit(Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha1", "kind": "Tenant", "name": "a",
+    >>> gpu_limit(Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha2", "kind": "Tenant", "name": "a",
     ...     "displayName": "A", "costCenter": "cc-1", "gpu": {"classes": ["a100"]}, "quota": {"gpu": 8},
     ...     "queue": {"borrowingLimit": {"a100": 2}}}), p)
     Fraction(10, 1)

@@ -28,7 +28,7 @@ def container_limits(tenant: Tenant, view: TenantView) -> dict:
     >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a",
     ...     displayName="A", costCenter="cc-1")
     >>> container_limits(t, env.view(t))["defaultRequest"]
     {'cpu': '100m', 'memory': '256Mi'}
@@ -48,7 +48,7 @@ def limit_ranges(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1",
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2",
     ...     kind="Tenant", name="a", displayName="A", costCenter="cc-1", namespaces=["a-data"])
     >>> [o["metadata"]["namespace"] for o in limit_ranges(t, env.view(t))]
     ['a', 'a-data']

@@ -114,7 +114,7 @@ def platform_labels(environment: str) -> dict[str, str]:
 def owned_labels(tenant: Tenant, view: TenantView) -> dict[str, str]:
     """Labels every object of the tenant carries (namespaced or not).
 
-    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A", costCenter="cc-1")
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A", costCenter="cc-1")
     >>> owned_labels(t, Environment("dev", Platform(labelDomain="gpu.example.com"), None, []).view(t))
     {'app.kubernetes.io/managed-by': 'gpu-tenancy', 'gpu-tenancy.dev/tenant': 'a', 'gpu-tenancy.dev/environment': 'dev'}
     """

@@ -30,7 +30,7 @@ def pod_security_level(tenant: Tenant, platform: Platform) -> str:
     """The tenant's Pod Security level: its own if set, else the stack's; never looser than the stack's.
 
     >>> from components.spec.stack import Platform
-    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", podSecurity="restricted")
     >>> pod_security_level(t, Platform(labelDomain="gpu.example.com"))
     'restricted'
@@ -62,7 +62,7 @@ def _contacts(tenant: Tenant) -> str:
 def namespace_annotations(tenant: Tenant) -> dict[str, str]:
     """Human-facing facts about the tenant; annotations, because they are not label values.
 
-    >>> namespace_annotations(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
+    >>> namespace_annotations(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a",
     ...     displayName="Team A", costCenter="cc-1"))["gpu-tenancy.dev/display-name"]
     'Team A'
     """
@@ -86,7 +86,7 @@ def namespaces(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", namespaces=["a-data"])
     >>> [ns["metadata"]["name"] for ns in namespaces(t, env.view(t))]
     ['a', 'a-data']

@@ -96,7 +96,7 @@ def platform_grants(tenant: Tenant, view: TenantView) -> list[tuple[str, list[Po
     >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com", platformPorts={"monitoring": [{"port": 9090}]}), None, [])
-    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", network={"ingressFrom": {"platform": ["monitoring"]}})
     >>> platform_grants(t, env.view(t))[0][1][0].port
     9090
@@ -126,7 +126,7 @@ def policy_specs(tenant: Tenant, view: TenantView) -> list[tuple[str, list[str],
     >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant",
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant",
     ...     name="a", displayName="A", costCenter="cc-1")
     >>> [name for name, _, _ in policy_specs(t, env.view(t))]
     ['default-deny', 'allow-same-tenant', 'allow-dns']
@@ -186,7 +186,7 @@ def network_policies(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a",
     ...     displayName="A", costCenter="cc-1", namespaces=["a-data"])
     >>> len(network_policies(t, env.view(t)))
     6

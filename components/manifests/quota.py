@@ -136,7 +136,7 @@ def gpu_hard(tenant: Tenant, platform: Platform, granted: dict[str, int] | None 
     >>> from components.spec.stack import Platform
     >>> p = Platform(labelDomain="gpu.example.com", gpuClasses={"h100": {
     ...     "model": "H100-80GB", "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi"}})
-    >>> gpu_hard(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
+    >>> gpu_hard(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", gpu={"classes": ["h100"]}, quota={"gpu": 8}), p)
     {'requests.nvidia.com/gpu': '8', 'requests.nvidia.com/gpu.shared': '0', 'requests.nvidia.com/mig-1g.10gb': '0', ...}
     """
@@ -152,7 +152,7 @@ def storage_hard(tenant: Tenant, platform: Platform | None = None) -> dict[str, 
     The tenant's values, else the stack's `guardRails.storage`; classes of `guardRails.storageClasses`
     that get no cap from either are pinned at 0.
 
-    >>> storage_hard(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
+    >>> storage_hard(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", quota={"storage": {"storageClasses": {"fast": {"persistentVolumeClaims": 2}}}}))
     {'fast.storageclass.storage.k8s.io/persistentvolumeclaims': '2'}
     """
@@ -182,7 +182,7 @@ def storage_hard(tenant: Tenant, platform: Platform | None = None) -> dict[str, 
 def object_count_hard(tenant: Tenant, platform: Platform | None = None) -> dict[str, str]:
     """Object-count keys (`pods`, `services`, ...): the tenant's counts, else the stack's guard rails.
 
-    >>> object_count_hard(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
+    >>> object_count_hard(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a",
     ...     displayName="A", costCenter="cc-1", quota={"objects": {"servicesLoadBalancers": 0}}))
     {'services.loadbalancers': '0'}
     """
@@ -225,7 +225,7 @@ def priority_cap(tenant: Tenant, name: str, priority_class: PriorityClassSpec) -
 
     >>> from components.spec.stack import PriorityClassSpec
     >>> pc = PriorityClassSpec(value=1, description="x", defaultTenantCap={"pods": 0})
-    >>> priority_cap(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
+    >>> priority_cap(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a",
     ...     displayName="A", costCenter="cc-1"), "serve", pc).pods
     0
     """
@@ -237,7 +237,7 @@ def priority_hard(tenant: Tenant, platform: Platform, priority: PriorityCap, bud
     """Quota keys of one PriorityClass cap, never above the namespace's own budget for a key.
 
     >>> from components.spec.stack import Platform
-    >>> priority_hard(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
+    >>> priority_hard(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a",
     ...     displayName="A", costCenter="cc-1"), Platform(labelDomain="x.dev"), PriorityCap(pods=0), {})
     {'pods': '0'}
     """
@@ -266,7 +266,7 @@ def resource_quotas(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", quota={"cpu": {"requests": "8"}}, lifecycle="suspended")
     >>> [q["metadata"]["name"] for q in resource_quotas(t, env.view(t))]
     ['tenant-quota', 'priority-online-inference', 'priority-training', 'cross-namespace-affinity', 'suspended']

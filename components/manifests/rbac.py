@@ -169,7 +169,7 @@ def bundle_rules(tenant: Tenant, role: str, platform) -> list[dict]:
     only their read verbs (and never secrets).
 
     >>> from components.spec.stack import Platform
-    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", access={"viewers": {"groups": ["g"], "bundles": ["ray"]}})
     >>> bundle_rules(t, "viewer", Platform(labelDomain="gpu.example.com"))[0]["verbs"]
     ['get', 'list', 'watch']
@@ -219,7 +219,7 @@ def _unique_sorted(subjects: list[dict]) -> list[dict]:
 def role_subjects(tenant: Tenant, role: str, namespace: str) -> list[dict]:
     """Subjects holding `role` in `namespace`: its groups and users, and CI ServiceAccounts of that namespace.
 
-    >>> role_subjects(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
+    >>> role_subjects(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", access={"viewers": {"groups": ["g"]}}), "viewer", "a")[0]["name"]
     'g'
     """
@@ -235,7 +235,7 @@ def role_subjects(tenant: Tenant, role: str, namespace: str) -> list[dict]:
 def all_subjects(tenant: Tenant) -> list[dict]:
     """Every subject with any role in the tenant (people of all roles and every CI ServiceAccount).
 
-    >>> [s["kind"] for s in all_subjects(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant",
+    >>> [s["kind"] for s in all_subjects(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant",
     ...     name="a", displayName="A", costCenter="cc-1", access={"ciServiceAccounts": [{"name": "ci"}]}))]
     ['ServiceAccount']
     """
@@ -250,7 +250,7 @@ def roles(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", access={"owners": {"groups": ["a-leads"]}, "ciServiceAccounts": [{"name": "ci"}]})
     >>> [r["metadata"]["name"] for r in roles(t, env.view(t))]
     ['tenant-owner', 'tenant-developer', 'tenant-viewer']
@@ -274,7 +274,7 @@ def role_bindings(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", access={"owners": {"groups": ["a-leads"]}, "ciServiceAccounts": [{"name": "ci"}]})
     >>> [b["roleRef"]["name"] for b in role_bindings(t, env.view(t))]
     ['tenant-owner', 'tenant-developer']
@@ -304,7 +304,7 @@ def service_accounts(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", access={"owners": {"groups": ["a-leads"]}, "ciServiceAccounts": [{"name": "ci"}]})
     >>> [(s["metadata"]["namespace"], s["metadata"]["name"]) for s in service_accounts(t, env.view(t))]
     [('a', 'ci')]
@@ -323,7 +323,7 @@ def cluster_viewer_binding(tenant: Tenant, view: TenantView) -> list[KubeObject]
     >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", access={"owners": {"groups": ["a-leads"]}, "ciServiceAccounts": [{"name": "ci"}]})
     >>> cluster_viewer_binding(t, env.view(t))[0]["roleRef"]["name"]
     'gpu-tenancy:cluster-viewer'
@@ -348,7 +348,7 @@ def tenant_rbac_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", access={"owners": {"groups": ["a-leads"]}, "ciServiceAccounts": [{"name": "ci"}]})
     >>> sorted({o["kind"] for o in tenant_rbac_objects(t, env.view(t))})
     ['ClusterRoleBinding', 'Role', 'RoleBinding', 'ServiceAccount']

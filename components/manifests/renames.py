@@ -22,7 +22,7 @@ def renamed_objects(old: str, tenant: Tenant, objects: Iterable[KubeObject]) -> 
     tenant's name: the objects a rename deletes and re-creates under the new name. A namespaced
     one is named `namespace/name`. Objects inside the tenant's namespaces keep their names.
 
-    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="b", displayName="B",
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="b", displayName="B",
     ...     costCenter="cc-1", previousNames=["a"])
     >>> renamed_objects("a", t, [{"kind": "ClusterQueue", "metadata": {"name": "b"}},
     ...     {"kind": "Role", "metadata": {"name": "tenant-b", "namespace": "b"}}])
@@ -45,7 +45,7 @@ def renamed_objects(old: str, tenant: Tenant, objects: Iterable[KubeObject]) -> 
 def rename_message(old: str, tenant: Tenant, objects: Iterable[KubeObject], protect_namespaces: bool) -> str:
     """The warning about tenant `old` renamed to `tenant` (which lists it in `previousNames`).
 
-    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="b", displayName="B",
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="b", displayName="B",
     ...     costCenter="cc-1", previousNames=["a"], namespaces=["a"])
     >>> rename_message("a", t, [{"kind": "ClusterQueue", "metadata": {"name": "b"}}], False)[:78]
     'tenant a is renamed to b (previousNames): Pulumi adopts its resources, but Kub'

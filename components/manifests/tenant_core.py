@@ -1,5 +1,6 @@
-"""What every tenant gets, whatever its GPUs: namespaces, quotas, LimitRange, RBAC, NetworkPolicies and
-the guard admission policy (what is in the objects RBAC lets tenant members write).
+"""What every tenant gets, whatever its GPUs: namespaces, quotas, LimitRange, RBAC, NetworkPolicies, the
+guard admission policy (what is in the objects RBAC lets tenant members write) and, where the stack or
+tenant restricts them, the image registries policy.
 
 Object names derive only from the tenant and the concept (`tenant-quota`, `tenant-owner`,
 `gpu-tenancy:<tenant>:cluster-viewer`), so adding or removing a tenant never renames another's
@@ -14,6 +15,7 @@ from __future__ import annotations
 from ..fleet.facts import FleetFacts, TenantView
 from ..spec.tenant import Tenant
 from .guard_policy import guard_objects
+from .image_policy import image_objects
 from .limit_range import limit_ranges
 from .meta import KubeObject, sort_objects
 from .namespace import namespaces
@@ -28,7 +30,7 @@ def tenant_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a",
     ...     displayName="A", costCenter="cc-1")
     >>> tenant_objects(t, env.view(t))[0]["kind"]
     'Namespace'
@@ -41,6 +43,7 @@ def tenant_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
             *tenant_rbac_objects(tenant, view),
             *network_policies(tenant, view),
             *guard_objects(tenant, view),
+            *image_objects(tenant, view),
         ]
     )
 

@@ -15,6 +15,7 @@ from typing import Any, Callable, Collection, Mapping
 
 from ..manifests.build import PLATFORM, environment_objects, helm_releases, tenant_objects
 from ..manifests.gpu_nodes import node_group_requirements
+from ..manifests.image_policy import allowed_registries
 from ..manifests.meta import KubeObject, immutable_fields
 from ..manifests.renames import rename_message
 from .capacity_report import capacity_table
@@ -252,6 +253,26 @@ def _object_warnings(stack: str, detail: dict[str, Any], after: Tenant | None) -
     return warnings
 
 
+def _image_warnings(stack: str, tenant: str, before: Tenant | None, after: Tenant | None,
+                    before_env: Environment | None, after_env: Environment | None) -> list[dict[str, Any]]:
+    """An existing tenant may pull images from registries it could not before, or tags where it needed digests."""
+    warnings: list[dict[str, Any]] = []
+    if before is None or after is None or before_env is None or after_env is None:
+        return warnings
+    old, new = allowed_registries(before, before_env.platform), allowed_registries(after, after_env.platform)
+    if old and not new:
+        _warn(warnings, stack, tenant, "images-widened", (
+            f"tenant {tenant} may pull images from any registry (was: {', '.join(old)})"))
+    elif old:
+        wider = [entry for entry in new if not any(entry == o or entry.startswith(o + "/") for o in old)]
+        if wider:
+            _warn(warnings, stack, tenant, "images-widened", (
+                f"tenant {tenant} may pull images from {', '.join(wider)} too (was: {', '.join(old)})"))
+    if before_env.platform.images.require_digest and not after_env.platform.images.require_digest:
+        _warn(warnings, stack, tenant, "images-widened", f"images of tenant {tenant} no longer need a digest (tags may be re-pushed)")
+    return warnings
+
+
 def _tenant_warnings(stack: str, detail: dict[str, Any], before: Tenant | None, after: Tenant | None,
                      before_env: Environment | None, after_env: Environment | None) -> list[dict[str, Any]]:
     warnings: list[dict[str, Any]] = []
@@ -274,7 +295,8 @@ def _tenant_warnings(stack: str, detail: dict[str, Any], before: Tenant | None, 
                 f"{grant['subject']} becomes owner of tenant {tenant} (manages workloads, secrets and role bindings "
                 f"in {', '.join(after.all_namespaces)})"
             ))
-    return warnings + _object_warnings(stack, detail, after) + _egress_warnings(stack, detail)
+    return (warnings + _object_warnings(stack, detail, after) + _egress_warnings(stack, detail)
+            + _image_warnings(stack, tenant, before, after, before_env, after_env))
 
 
 def _capacity_warnings(stack: str, capacity: list[dict[str, Any]]) -> list[dict[str, Any]]:

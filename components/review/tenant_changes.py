@@ -85,7 +85,7 @@ def quota_changes(before: dict[str, Any], after: dict[str, Any]) -> list[dict[st
 def access_grants(tenant: Tenant) -> set[tuple[str, str]]:
     """(role, subject) pairs: `group:x`, `user:y`, `serviceaccount:<namespace>/<name>`.
 
-    >>> sorted(access_grants(Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
+    >>> sorted(access_grants(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a",
     ...     displayName="A", costCenter="c", access={"owners": {"groups": ["a-leads"]}})))
     [('owner', 'group:a-leads')]
     """
@@ -101,7 +101,7 @@ def access_grants(tenant: Tenant) -> set[tuple[str, str]]:
 def access_changes(before: Tenant | None, after: Tenant | None) -> list[dict[str, str]]:
     """Who gains or loses which role, sorted by role then subject.
 
-    >>> access_changes(None, Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
+    >>> access_changes(None, Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a",
     ...     displayName="A", costCenter="c", access={"viewers": {"users": ["jo"]}}))
     [{'role': 'viewer', 'subject': 'user:jo', 'change': 'granted'}]
     """
@@ -169,7 +169,7 @@ def network_changes(before: Tenant | None, after: Tenant | None) -> list[dict[st
     """Egress rules added (flagged `widened` when they allow traffic the base did not), removed, and
     ingress sources added or removed.
 
-    >>> t = lambda cidr: Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a",
+    >>> t = lambda cidr: Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a",
     ...     displayName="A", costCenter="c", network={"egress": [{"cidr": cidr}]})
     >>> [c["change"] for c in network_changes(t("10.1.0.0/16"), t("10.0.0.0/8"))]
     ['widened', 'removed']

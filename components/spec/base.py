@@ -7,7 +7,15 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from pydantic.alias_generators import to_camel
 
-API_VERSION = "gpu-tenancy.dev/v1alpha1"
+# The current version of tenant and stack files. It moves with every change that makes an old file
+# fail or mean something else; tenant files say it in `apiVersion`, stack files in `apiVersion`
+# under `gpu-tenancy:platform` (a stack file written before stack files carried one is v1alpha1).
+# `tenants migrate` rewrites older files (components/authoring/migrate.py, docs/migrating.md).
+API_VERSION = "gpu-tenancy.dev/v1alpha2"
+V1ALPHA1 = "gpu-tenancy.dev/v1alpha1"
+OLDER_VERSIONS = (V1ALPHA1,)  # oldest first
+# What `tenants migrate` writes where a person must choose; validation refuses it anywhere.
+DECIDE = "DECIDE"
 
 DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 DnsLabel = Annotated[

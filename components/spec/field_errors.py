@@ -117,6 +117,8 @@ def _message(error: dict, root_model: type[BaseModel], path: tuple) -> str:
         return f"must be a list (got {yaml_kind(got)}: {shown})" if got is not None else "must be a list (got null)"
     if kind in ("bool_type", "bool_parsing"):
         return f"must be true or false (got {shown})"
+    if kind.startswith("date_"):
+        return f"{shown} is not a date: write a day as YYYY-MM-DD (no time), e.g. 2027-03-31"
     if kind == "quantity":
         return error["msg"]
     if kind == "value_error":

@@ -17,7 +17,7 @@ def tenant_schema() -> dict[str, Any]:
     >>> tenant_schema()["title"]
     'Tenant'
     """
-    schema = Tenant.model_json_schema(by_alias=True, mode="validation")
+    schema = _without_examples(Tenant.model_json_schema(by_alias=True, mode="validation"))
     schema["$schema"] = SCHEMA_DIALECT
     schema["$id"] = f"https://{API_VERSION.split('/')[0]}/schemas/tenant-{API_VERSION.split('/')[1]}.json"
     # Overrides are partial tenants: keep them open here; `tenants validate` checks them fully.
@@ -35,7 +35,7 @@ def stack_schema() -> dict[str, Any]:
     >>> sorted(schema["properties"]["config"]["properties"])
     ['gpu-tenancy:platform']
     """
-    platform = Platform.model_json_schema(by_alias=True, mode="validation")
+    platform = _without_examples(Platform.model_json_schema(by_alias=True, mode="validation"))
     defs = platform.pop("$defs", {})
     return {
         "$schema": SCHEMA_DIALECT,
@@ -52,3 +52,20 @@ def stack_schema() -> dict[str, Any]:
         },
         "$defs": defs,
     }
+
+
+def _without_examples(node: Any) -> Any:
+    """The schema with each description cut before its docstring example: `>>>` lines are for `make
+    test`, not for the editor's hover text."""
+    if isinstance(node, dict):
+        return {key: (_description(value) if key == "description" and isinstance(value, str) else _without_examples(value))
+                for key, value in node.items()}
+    if isinstance(node, list):
+        return [_without_examples(item) for item in node]
+    return node
+
+
+def _description(text: str) -> str:
+    lines = text.splitlines()
+    cut = next((i for i, line in enumerate(lines) if line.lstrip().startswith(">>>")), len(lines))
+    return "\n".join(lines[:cut]).rstrip()

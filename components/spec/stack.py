@@ -19,6 +19,7 @@ from .quantity import Quantity
 from .role_bundles import RoleBundle
 from .sharding import Sharding
 from .tenant import (
+    ImageRegistry,
     LimitRangeSpec,
     ObjectCounts,
     PodSecurityLevel,
@@ -497,9 +498,29 @@ class VClusterPlatform(Model):
     )
 
 
+class ImagePolicy(Model):
+    """Where tenants' pods may pull images from, enforced at admission on every container (init and
+    ephemeral ones too); off while neither the stack nor a tenant lists a registry and digests are not required."""
+
+    registries: list[ImageRegistry] = Field(
+        [],
+        description="registries (or paths below one) every tenant may pull from, e.g. [nvcr.io/nvidia, registry.acme.dev]; "
+        "a tenant's images.registries add to them; images must then be written in full (docker.io/library/nginx, not nginx)",
+    )
+    require_digest: bool = Field(
+        False, description="every image pinned by digest (name@sha256:<64 hex>), so a re-pushed tag cannot change what runs"
+    )
+
+
 class Platform(Model):
     """The cluster inventory and defaults of one environment (one Pulumi stack)."""
 
+    api_version: Optional[Literal["gpu-tenancy.dev/v1alpha2"]] = Field(
+        None,
+        alias="apiVersion",
+        description="version of the stack file format; a stack file without it is v1alpha1: run `tenants migrate` "
+        "(plain data given to the library is read as the current format)",
+    )
     environment: Optional[DnsLabel] = Field(None, description="defaults to the stack name")
     kube_context: Optional[str] = Field(None, description="kubeconfig context to deploy to (explicit provider)")
     protect_namespaces: bool = Field(False, description="Pulumi `protect` on every tenant namespace")
@@ -522,6 +543,7 @@ class Platform(Model):
     )
     guard_rails: GuardRails = Field(default_factory=GuardRails, description="quota keys every namespace gets: object counts and storage")
     tenant_access: TenantAccessSettings = Field(TenantAccessSettings(), description="what tenant members may see and bind")
+    images: ImagePolicy = Field(ImagePolicy(), description="image registries tenants may pull from, and whether digests are required")
     gpu_classes: dict[DnsLabel, GpuClass] = {}
     device_classes: dict[DnsSubdomain, DeviceClassSpec] = Field(
         {},

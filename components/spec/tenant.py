@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import ipaddress
+import re
+from datetime import date
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 from .base import DnsLabel, DnsSubdomain, LabelValue, Model, NonNegativeInt, TenantName
 from .quantity import Quantity
@@ -250,6 +252,39 @@ class Network(Model):
     )
 
 
+# A registry host (with a dot, or localhost; optional port), optionally a path below it. Images must be
+# written in full: a short name (`nginx`) is resolved by each node's runtime configuration.
+REGISTRY_PATTERN = (
+    r"^(localhost|[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+)(:[0-9]{1,5})?"
+    r"(/[a-z0-9]+([._-][a-z0-9]+)*)*$"
+)
+
+
+def _registry(value: str) -> str:
+    if not re.match(REGISTRY_PATTERN, value):
+        raise ValueError(
+            f"'{value}' is not a registry: write its host in lower case with a dot or as localhost, optionally a port "
+            "and a path (nvcr.io/nvidia, registry.acme.dev:5000, docker.io/library), without scheme, tag or trailing '/'"
+        )
+    return value
+
+
+ImageRegistry = Annotated[
+    str,
+    AfterValidator(_registry),
+    Field(max_length=255, json_schema_extra={"pattern": REGISTRY_PATTERN},
+          description="registry host, or a path below it: nvcr.io/nvidia, registry.acme.dev:5000, docker.io/library"),
+]
+
+
+class TenantImages(Model):
+    """Where the tenant's pods may pull images from, besides the stack's `images.registries`."""
+
+    registries: list[ImageRegistry] = Field(
+        [], description="registries (or paths below one) this tenant may pull from besides the stack's, e.g. [ghcr.io/acme-vision]"
+    )
+
+
 class GpuAccess(Model):
     """Which GPUs the tenant's pods may land on, enforced by an admission policy (a taint alone is not)."""
 
@@ -313,12 +348,14 @@ class Decommission(Model):
 class Tenant(Model):
     """One team sharing the cluster. `name` is also its default namespace.
 
-    >>> Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha1", "kind": "Tenant", "name": "team-a",
+    >>> Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha2", "kind": "Tenant", "name": "team-a",
     ...     "displayName": "Team A", "costCenter": "cc-1"}).name
     'team-a'
     """
 
-    api_version: Literal["gpu-tenancy.dev/v1alpha1"] = Field(alias="apiVersion", description="version of this file format")
+    api_version: Literal["gpu-tenancy.dev/v1alpha2"] = Field(
+        alias="apiVersion", description="version of this file format; older files: run `tenants migrate`"
+    )
     kind: Literal["Tenant"] = Field(description="always Tenant")
     name: TenantName = Field(description="the tenant's name, its file name and its own namespace")
     previous_names: list[TenantName] = Field([], description="former names; their resources are adopted (Pulumi aliases)")
@@ -335,6 +372,11 @@ class Tenant(Model):
         description="active; suspended (running pods keep running, no new pods are admitted); "
         "decommissioned (namespaces and everything in them are deleted)",
     )
+    expires: Optional[date] = Field(
+        None,
+        description="last day (YYYY-MM-DD, UTC) the tenant is active: after it the stack suspends the tenant (as "
+        "lifecycle suspended: no new pods, nothing deleted); validate warns 30 days ahead; decommission stays explicit",
+    )
     namespaces: list[DnsLabel] = Field([], description="extra namespaces besides the one named like the tenant")
     access: Access = Access()
     quota: Quota = Quota()
@@ -347,6 +389,7 @@ class Tenant(Model):
     limits: LimitRangeSpec = LimitRangeSpec()
     network: Network = Network()
     gpu: GpuAccess = GpuAccess()
+    images: TenantImages = Field(TenantImages(), description="image registries the tenant's pods may pull from")
     pod_security: Optional[PodSecurityLevel] = Field(None, description="stricter Pod Security level than the stack's")
     vcluster: VClusterSpec = VClusterSpec()
     queue: QueueSpec = QueueSpec()

@@ -349,8 +349,8 @@ def check_tenant(tenant: Tenant, doc: SourceDocument, platform: Platform) -> lis
     """Problems of one tenant against its environment's inventory.
 
     >>> from components.spec.yaml_source import parse_yaml
-    >>> doc = parse_yaml("apiVersion: gpu-tenancy.dev/v1alpha1\\nkind: Tenant\\nname: a\\n", "tenants/a.yaml")
-    >>> tenant = Tenant(apiVersion="gpu-tenancy.dev/v1alpha1", kind="Tenant", name="a", displayName="A",
+    >>> doc = parse_yaml("apiVersion: gpu-tenancy.dev/v1alpha2\\nkind: Tenant\\nname: a\\n", "tenants/a.yaml")
+    >>> tenant = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", gpu={"classes": ["h100"]})
     >>> [p.message for p in check_tenant(tenant, doc, Platform(labelDomain="gpu.example.com"))]
     ["unknown GPU class 'h100' (known: none defined)"]

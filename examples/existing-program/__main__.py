@@ -22,7 +22,7 @@ PLATFORM = {
 
 TENANTS = {
     "search": {
-        "apiVersion": "gpu-tenancy.dev/v1alpha1",
+        "apiVersion": "gpu-tenancy.dev/v1alpha2",
         "kind": "Tenant",
         "name": "search",
         "displayName": "Search",
@@ -36,7 +36,7 @@ TENANTS = {
         "gpu": {"classes": ["l4"]},
     },
     "ranking": {
-        "apiVersion": "gpu-tenancy.dev/v1alpha1",
+        "apiVersion": "gpu-tenancy.dev/v1alpha2",
         "kind": "Tenant",
         "name": "ranking",
         "displayName": "Ranking",

@@ -11,7 +11,7 @@ from tests.cli.test_diff import commit_all, git
 from tests.project_edits import line_of, replace_once
 
 ALPHA = """\
-apiVersion: gpu-tenancy.dev/v1alpha1
+apiVersion: gpu-tenancy.dev/v1alpha2
 kind: Tenant
 name: alpha
 displayName: Alpha
@@ -24,7 +24,7 @@ gpu:
 """
 
 BORROWER = """\
-apiVersion: gpu-tenancy.dev/v1alpha1
+apiVersion: gpu-tenancy.dev/v1alpha2
 kind: Tenant
 name: borrower
 displayName: Borrower

@@ -18,7 +18,7 @@ from components.cli import main
 from components.spec.stack import CONFIG_KEY
 
 VISION = """\
-apiVersion: gpu-tenancy.dev/v1alpha1
+apiVersion: gpu-tenancy.dev/v1alpha2
 kind: Tenant
 name: vision
 displayName: Vision
@@ -472,3 +472,61 @@ def test_project_in_a_subdirectory_of_the_repository(tmp_path, project_copy, cap
 
     assert stack(document, "prod")["tenants"]["added"] == ["vision"]
     assert stack(document, "prod")["tenants"]["removed"] == []
+
+
+# --- format versions and expiry -----------------------------------------------------------------------
+
+
+def test_an_expiry_in_the_past_shows_as_a_suspension(repo_with_vision, capsys, monkeypatch):
+    monkeypatch.setenv("GPU_TENANCY_TODAY", "2027-04-01")
+    path = repo_with_vision / "tenants" / "vision.yaml"
+    path.write_text(path.read_text().replace("costCenter: cc-7\n", "costCenter: cc-7\nexpires: 2027-03-31\n"))
+
+    document = run_json(repo_with_vision, capsys, "--base", "HEAD", "--stack", "prod")
+
+    assert stack(document, "prod")["tenants"]["lifecycle"] == [{"tenant": "vision", "from": "active", "to": "suspended"}]
+    monkeypatch.setenv("GPU_TENANCY_TODAY", "2027-03-31")  # its last day: nothing changes yet
+    assert stack(run_json(repo_with_vision, capsys, "--base", "HEAD", "--stack", "prod"), "prod")["tenants"]["lifecycle"] == []
+
+
+def test_a_base_in_the_older_format_diffs_as_what_it_meant(repo, capsys):
+    """The PR that migrates files: the base says v1alpha1 (tenants) and no version (stacks)."""
+    current = {path: path.read_text() for path in [*(repo / "tenants").glob("*.yaml"), *(repo / "stacks").glob("*.yaml")]}
+    for path, text in current.items():
+        old = text.replace("gpu-tenancy.dev/v1alpha2", "gpu-tenancy.dev/v1alpha1")
+        if path.parent.name == "stacks":
+            old = "\n".join(line for line in text.splitlines() if "apiVersion:" not in line) + "\n"
+        path.write_text(old)
+    commit_all(repo, "files of the older format")
+    for path, text in current.items():
+        path.write_text(text)
+
+    code, out, err = run(repo, capsys, "--base", "HEAD")
+
+    assert code == 0, err
+    assert "no changes" in out
+
+
+def _with_images(repo: Path, **images) -> None:
+    path = repo / "stacks" / "Pulumi.prod.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["config"][CONFIG_KEY]["images"] = images
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def test_a_wider_registry_list_warns(repo_with_vision, capsys):
+    _with_images(repo_with_vision, registries=["nvcr.io/nvidia"], requireDigest=True)
+    commit_all(repo_with_vision, "registries")
+    path = repo_with_vision / "tenants" / "vision.yaml"
+    path.write_text(path.read_text() + "images:\n  registries: [nvcr.io/nvidia/nemo, docker.io]\n")
+
+    document = run_json(repo_with_vision, capsys, "--base", "HEAD", "--stack", "prod")
+
+    widened = [w["message"] for w in stack(document, "prod")["warnings"] if w["kind"] == "images-widened"]
+    assert widened == ["tenant vision may pull images from docker.io too (was: nvcr.io/nvidia)"]
+    _with_images(repo_with_vision)  # no list, no digests: any registry, any tag
+    path.write_text(vision())
+    document = run_json(repo_with_vision, capsys, "--base", "HEAD", "--stack", "prod")
+    widened = {w["message"] for w in stack(document, "prod")["warnings"] if w["kind"] == "images-widened" and w.get("tenant") == "vision"}
+    assert widened == {"tenant vision may pull images from any registry (was: nvcr.io/nvidia)",
+                       "images of tenant vision no longer need a digest (tags may be re-pushed)"}

@@ -11,7 +11,7 @@ from components.cli import main
 from tests.project_edits import line_of, replace_once
 
 VISION = """\
-apiVersion: gpu-tenancy.dev/v1alpha1
+apiVersion: gpu-tenancy.dev/v1alpha2
 kind: Tenant
 name: vision
 displayName: Vision

@@ -12,7 +12,7 @@ from tests.cli.test_diff import commit_all, git
 from tests.project_edits import line_of, replace_once
 
 VISION = """\
-apiVersion: gpu-tenancy.dev/v1alpha1
+apiVersion: gpu-tenancy.dev/v1alpha2
 kind: Tenant
 name: vision
 displayName: Vision

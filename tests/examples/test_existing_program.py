@@ -68,7 +68,7 @@ def test_the_components_keep_their_type_tokens_and_parents(example):
 def test_invalid_data_raises_every_problem_named_after_its_key():
     platform = {"labelDomain": "gpu.example.org", "gpuClasses": {"l4": {"model": "L4", "product": "NVIDIA-L4", "memory": "24Gi"}},
                 "nodePools": {"p": {"gpuClass": "l4", "gpusPerNode": 4, "nodes": ["n1"]}}}
-    tenant = {"apiVersion": "gpu-tenancy.dev/v1alpha1", "kind": "Tenant", "name": "search", "displayName": "Search", "costCenter": "cc-1",
+    tenant = {"apiVersion": "gpu-tenancy.dev/v1alpha2", "kind": "Tenant", "name": "search", "displayName": "Search", "costCenter": "cc-1",
               "access": {"owners": {"groups": ["g"]}}, "quota": {"gpu": {"h100": 2}}, "gpu": {"classes": ["l4"]}}
     with pytest.raises(InvalidInput) as raised:
         environment_from_data("example", platform, {"search": tenant})

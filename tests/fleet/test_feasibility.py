@@ -122,7 +122,7 @@ def inventories(draw) -> Environment:
         allowed = set(classes) | {pools[p]["gpuClass"] for p in dedicated}
         quota = {c: draw(st.integers(0, 4)) for c in sorted(allowed)}
         tenants.append(Tenant.model_validate({
-            "apiVersion": "gpu-tenancy.dev/v1alpha1", "kind": "Tenant", "name": name, "displayName": name,
+            "apiVersion": "gpu-tenancy.dev/v1alpha2", "kind": "Tenant", "name": name, "displayName": name,
             "costCenter": "cc-1", "gpu": {"classes": classes, "dedicatedPools": dedicated}, "quota": {"gpu": quota}}))
     return Environment("lab", platform, None, [LoadedTenant(t, None) for t in tenants])
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 ENV = "lab"
 CONFIG_KEY = "gpu-tenancy:platform"
-API_VERSION = "gpu-tenancy.dev/v1alpha1"
+API_VERSION = "gpu-tenancy.dev/v1alpha2"
 
 TENANT_NAMES = ["alpha", "beta", "gamma-ml", "delta", "eps-1", "zeta"]
 GROUPS = ["leads", "eng", "everyone", "sre", "ml-research"]
@@ -113,6 +113,7 @@ def stacks(draw) -> dict:
         for index in range(draw(st.integers(1, 2))):
             pools[f"{name}-p{index}"] = draw(node_pool(name, index))
     platform: dict = {
+        "apiVersion": API_VERSION,
         "labelDomain": draw(st.sampled_from(["gpu.example.com", "acme.dev"])),
         "podSecurity": {"level": draw(st.sampled_from(["privileged", "baseline", "restricted"])), "version": "v1.30"},
         "platformNamespaces": {"ingress": ["ingress-nginx"], "monitoring": ["monitoring"]},

@@ -27,7 +27,7 @@ from components.load import load_environment
 STACK = "prod"
 EVAL = textwrap.dedent(
     """\
-    apiVersion: gpu-tenancy.dev/v1alpha1
+    apiVersion: gpu-tenancy.dev/v1alpha2
     kind: Tenant
     name: {name}
     displayName: Hostile

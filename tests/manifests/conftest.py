@@ -57,7 +57,7 @@ def make_tenant() -> Callable[..., Tenant]:
     """`make_tenant(name="team-a", quota={...})`: a minimal valid tenant with the given fields merged in."""
 
     def build(**fields: Any) -> Tenant:
-        base = {"apiVersion": "gpu-tenancy.dev/v1alpha1", "kind": "Tenant", "name": "team-a", "displayName": "Team A", "costCenter": "cc-1"}
+        base = {"apiVersion": "gpu-tenancy.dev/v1alpha2", "kind": "Tenant", "name": "team-a", "displayName": "Team A", "costCenter": "cc-1"}
         return Tenant.model_validate(_merge(base, fields))
 
     return build

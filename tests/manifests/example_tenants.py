@@ -109,5 +109,5 @@ SYNTHETIC_TENANTS: list[dict[str, Any]] = [
 def synthetic_environment() -> tuple[Environment, list[Tenant]]:
     """A made-up environment and tenants that exercise every optional branch of the builders."""
     platform = Platform.model_validate(SYNTHETIC_PLATFORM)
-    tenants = [Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha1", "kind": "Tenant", **t}) for t in SYNTHETIC_TENANTS]
+    tenants = [Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha2", "kind": "Tenant", **t}) for t in SYNTHETIC_TENANTS]
     return Environment("lab", platform, None, []), tenants

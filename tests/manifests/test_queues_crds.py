@@ -138,7 +138,7 @@ LAB_TENANTS: list[dict[str, Any]] = [
 
 
 def lab_tenant(fields: dict[str, Any]) -> Tenant:
-    base = {"apiVersion": "gpu-tenancy.dev/v1alpha1", "kind": "Tenant", "displayName": fields["name"].title(), "costCenter": "cc-1"}
+    base = {"apiVersion": "gpu-tenancy.dev/v1alpha2", "kind": "Tenant", "displayName": fields["name"].title(), "costCenter": "cc-1"}
     return Tenant.model_validate({**base, **fields})
 
 

@@ -75,7 +75,7 @@ def test_renamed_shares_are_a_separate_resource():
     assert class_resource(platform.gpu_classes["t4"]) == GPU_SHARED == "nvidia.com/gpu.shared"
     result = capacity(platform)
     assert result.per_class == {"t4": 3 * 4 * 8, "h100": 8}
-    tenant = Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha1", "kind": "Tenant", "name": "a",
+    tenant = Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha2", "kind": "Tenant", "name": "a",
                                     "displayName": "A", "costCenter": "c", "gpu": {"classes": ["t4", "h100"]},
                                     "quota": {"gpu": {"t4": 10, "h100": 2}}})
     assert gpu_quota_by_resource(tenant, platform) == {"nvidia.com/gpu": 2, "nvidia.com/gpu.shared": 10}

@@ -8,10 +8,11 @@ import yaml
 
 from components.review.diff import Side, capacity_rows, compare_stack, report
 from components.load import load_environment
+from components.spec.base import API_VERSION
 from components.spec.stack import CONFIG_KEY
 
 TEAM = """\
-apiVersion: gpu-tenancy.dev/v1alpha1
+apiVersion: gpu-tenancy.dev/v1alpha2
 kind: Tenant
 name: {name}
 displayName: Team
@@ -21,6 +22,7 @@ quota: {{gpu: {gpus}}}
 gpu: {{classes: [h100]}}
 """
 STACK = {
+    "apiVersion": API_VERSION,
     "labelDomain": "gpu.example.com",
     "gpuClasses": {"h100": {"model": "H100-80GB", "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi"}},
     "nodePools": {"train": {"gpuClass": "h100", "gpusPerNode": 8, "nodes": ["n1", "n2"]}},

@@ -24,7 +24,7 @@ ENV = Environment("prod", PLATFORM, None, [])
 
 
 def tenant(**fields) -> Tenant:
-    return Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha1", "kind": "Tenant", "name": "team",
+    return Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha2", "kind": "Tenant", "name": "team",
                                   "displayName": "Team", "costCenter": "cc", **fields})
 
 

@@ -10,7 +10,7 @@ from components.spec.stack import MigDeviceGroup, Platform
 from components.spec.tenant import Tenant
 from components.spec.yaml_source import parse_yaml
 
-HEAD = "apiVersion: gpu-tenancy.dev/v1alpha1\nkind: Tenant\nname: t\ndisplayName: T\ncostCenter: cc-1\n"
+HEAD = "apiVersion: gpu-tenancy.dev/v1alpha2\nkind: Tenant\nname: t\ndisplayName: T\ncostCenter: cc-1\n"
 
 
 def problems(model, text: str) -> list[str]:
@@ -61,7 +61,7 @@ def test_nested_unknown_fields_suggest_from_the_nested_model():
 
 
 def test_missing_required_fields_are_located_at_the_mapping():
-    found = problems(Tenant, "apiVersion: gpu-tenancy.dev/v1alpha1\nkind: Tenant\nname: t\n")
+    found = problems(Tenant, "apiVersion: gpu-tenancy.dev/v1alpha2\nkind: Tenant\nname: t\n")
     assert found == [
         "t.yaml:1:1: displayName: required field is missing",
         "t.yaml:1:1: costCenter: required field is missing",

@@ -91,7 +91,7 @@ def test_borrowing_within_what_the_cohort_lends_is_fine(project_copy):
 def test_kueue_without_cpu_or_memory_quota_warns(project_copy):
     append_to(project_copy / "tenants" / "eval.yaml", "queue:\n  weight: 2\n")
     (project_copy / "tenants" / "tiny.yaml").write_text(
-        "apiVersion: gpu-tenancy.dev/v1alpha1\nkind: Tenant\nname: tiny\ndisplayName: Tiny\ncostCenter: cc-1\nquota:\n  objects: {pods: 2}\n"
+        "apiVersion: gpu-tenancy.dev/v1alpha2\nkind: Tenant\nname: tiny\ndisplayName: Tiny\ncostCenter: cc-1\nquota:\n  objects: {pods: 2}\n"
     )
     warnings = _warnings(project_copy, "prod")
     assert "tenants/tiny.yaml:6:1: warning: quota: Kueue admits only workloads whose resources its ClusterQueue covers; without quota.cpu.requests (or the stack's cpuMemoryCapacity) workloads requesting cpu or memory stay pending" in warnings
@@ -155,6 +155,6 @@ def test_kai_has_no_lending_limit(project_copy):
 
 def test_a_tenant_named_like_a_department_queue(project_copy):
     (project_copy / "tenants" / "dept-research.yaml").write_text(
-        "apiVersion: gpu-tenancy.dev/v1alpha1\nkind: Tenant\nname: dept-research\ndisplayName: D\ncostCenter: cc-1\n"
+        "apiVersion: gpu-tenancy.dev/v1alpha2\nkind: Tenant\nname: dept-research\ndisplayName: D\ncostCenter: cc-1\n"
     )
     assert "tenants/dept-research.yaml:3:1: name: tenant 'dept-research' has the name of the KAI parent queue of department 'research'; parent and leaf queues share one set of names, rename the tenant or the department" in validation_errors(project_copy, "staging")

@@ -10,7 +10,7 @@ from components.spec.stack import Platform
 from components.spec.tenant import Tenant
 from components.spec.yaml_source import parse_yaml
 
-TENANT = """apiVersion: gpu-tenancy.dev/v1alpha1
+TENANT = """apiVersion: gpu-tenancy.dev/v1alpha2
 kind: Tenant
 name: team
 displayName: Team

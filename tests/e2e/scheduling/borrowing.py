@@ -12,7 +12,7 @@ from tools.control_plane import REPO_ROOT
 # A copy of the example where eval lends to a new tenant on the shared A100 pool: cohort `shared`
 # for every prod tenant, eval's A100 quota lowered to 12 and `research` holding the other 8 (the
 # pool holds 16 x overcommit 1.25 = 20), neither with a borrowingLimit.
-RESEARCH = """apiVersion: gpu-tenancy.dev/v1alpha1
+RESEARCH = """apiVersion: gpu-tenancy.dev/v1alpha2
 kind: Tenant
 name: research
 displayName: Research
