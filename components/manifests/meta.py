@@ -152,6 +152,22 @@ def kube_object(api_version: str, kind: str, metadata: dict[str, Any], **fields:
     return {"apiVersion": api_version, "kind": kind, "metadata": metadata, **{k: v for k, v in fields.items() if v is not None}}
 
 
+def plain_copy(value: Any) -> Any:
+    """A deep copy of plain JSON-like data (dicts, lists and immutable scalars), several times faster
+    than `copy.deepcopy`, which tracks shared references that built objects never rely on.
+
+    >>> rules = {"ingress": [{"from": [{"podSelector": {}}]}]}
+    >>> copied = plain_copy(rules)
+    >>> copied == rules, copied["ingress"][0] is rules["ingress"][0]
+    (True, False)
+    """
+    if isinstance(value, dict):
+        return {key: plain_copy(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [plain_copy(item) for item in value]
+    return value
+
+
 def object_id(obj: Mapping[str, Any]) -> str:
     """Stable identity of an object: `apiVersion/Kind/namespace/name` (namespace empty for cluster scope).
 

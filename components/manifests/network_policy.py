@@ -28,12 +28,11 @@ namespaces).
 
 from __future__ import annotations
 
-import copy
 import ipaddress
 
 from ..fleet.facts import TenantView
 from ..spec.tenant import PlatformIngress, Port, Tenant
-from .meta import NAMESPACE_NAME_LABEL, KubeObject, kube_object, object_meta, owned_labels
+from .meta import NAMESPACE_NAME_LABEL, KubeObject, kube_object, object_meta, owned_labels, plain_copy
 
 NETWORKING_API = "networking.k8s.io/v1"
 METADATA_ENDPOINTS = ("169.254.169.254/32", "fd00:ec2::254/128")
@@ -142,7 +141,7 @@ def policy_specs(tenant: Tenant, view: TenantView) -> list[tuple[str, list[str],
         dns_peers.append({"ipBlock": {"cidr": _host(platform.cluster_dns.node_local)}})
     specs: list[tuple[str, list[str], dict]] = [
         (DEFAULT_DENY, ["Ingress", "Egress"], {}),
-        (ALLOW_SAME_TENANT, ["Ingress", "Egress"], {"ingress": [{"from": [own]}], "egress": [{"to": [copy.deepcopy(own)]}]}),
+        (ALLOW_SAME_TENANT, ["Ingress", "Egress"], {"ingress": [{"from": [own]}], "egress": [{"to": [plain_copy(own)]}]}),
         (ALLOW_DNS, ["Egress"], {"egress": [{"to": dns_peers, "ports": list(DNS_PORTS)}]}),
     ]
     from_platform = []
@@ -194,7 +193,7 @@ def network_policies(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     labels = owned_labels(tenant, view)
     specs = policy_specs(tenant, view)
     return [
-        _policy(name, namespace, labels, list(types), **copy.deepcopy(rules))
+        _policy(name, namespace, labels, list(types), **plain_copy(rules))
         for namespace in tenant.all_namespaces
         for name, types, rules in specs
     ]
