@@ -16,7 +16,8 @@ from .platform import platform_path
 
 def capacity_problems(environment: Environment) -> list[Problem]:
     """Quotas that cannot all be honoured at once on the pools their tenants may reach (errors, on
-    every involved tenant's quota line), and groups of pools whose quotas are near full (warnings).
+    every involved tenant's quota line), and groups of pools whose quotas are near full (warnings;
+not for a tenant filling pools dedicated to it, which is what they are for).
 
     See `components.fleet.feasibility`: per GPU class and MIG profile, a max-flow over tenants x
     reachable pools; dedicated pools are capacity for their owner only.
@@ -56,7 +57,9 @@ def capacity_problems(environment: Environment) -> list[Problem]:
         for tenants, pools in feas.components(result):
             asked = sum(result.demand[t] for t in tenants)
             held = sum(result.limit[p] for p in pools)
-            if held and asked >= held * ratio:
+            # A pool dedicated to one tenant is there to be filled by it: not worth a warning.
+            owned_whole = len(tenants) == 1 and all(owners.get(p) == tenants[0] for p in pools)
+            if held and asked >= held * ratio and not owned_whole:
                 who = ", ".join(f"{t}: {result.demand[t]}" for t in tenants)
                 where = ", ".join(f"{p}: {_pool_bound(platform, result, p)}" for p in pools)
                 bound = f"{where}; {held} in all" if len(pools) > 1 else _pool_bound(platform, result, pools[0])

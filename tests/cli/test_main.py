@@ -45,7 +45,7 @@ def test_strict_fails_on_the_example_warnings(capsys):
     code, out, err = run(capsys, "--root", str(REPO), "validate", "--stack", "prod", "--strict")
     assert code == 1
     assert out == ""
-    assert "stacks/Pulumi.prod.yaml:" in err and "tenants validate: 4 error(s)" in err  # four near-full pools
+    assert "stacks/Pulumi.prod.yaml:" in err and "tenants validate: 2 error(s)" in err  # two near-full shared pools
 
 
 def test_validate_unknown_stack(capsys):
