@@ -38,9 +38,9 @@ def test_example_stacks_are_found():
     assert stack_names(REPO) == ["dev", "prod", "staging"]
 
 
-def test_prod_examples_warn_about_full_pools():
+def test_prod_examples_warn_about_full_shared_pools():
     warnings = [str(p) for p in load_environment(REPO, "prod").warnings]
-    assert any("GPU class 'h100'" in w and "pool h100-train add up to 40" in w and "100%" in w for w in warnings)
+    assert any("GPU class 'a100'" in w and "pool a100-shared add up to 20" in w and "100%" in w for w in warnings)
 
 
 def test_strict_turns_warnings_into_failure():
