@@ -63,8 +63,10 @@ def new_tenant_file(
     True
     """
     display = f"tenants/{name}.yaml"
+    name_problems = []
     if not re.match(DNS_LABEL_PATTERN, name) or len(name) > 40:
-        raise InvalidInput([Problem(display, 0, 0, "name", f"'{name}' is not a valid tenant name: use lower-case letters, digits and '-', at most 40 characters, starting and ending with a letter or digit")])
+        name_problems = [Problem(display, 0, 0, "name", f"'{name}' is not a valid tenant name: use lower-case letters, digits and '-', at most 40 characters, starting and ending with a letter or digit")]
+        name = "tenant"  # a stand-in, so that the other options are checked too and reported at once
     title = display_name or name.replace("-", " ").title()
     contact = f"\n  - email: {json.dumps(email)}" if email else " []"
     classes = list(dict.fromkeys([*gpu_classes, *(gpu if isinstance(gpu, dict) else {})]))
@@ -102,7 +104,12 @@ gpu:
   classes: {_flow(classes)}
 environments: {{}}                 # e.g. {{dev: {{quota: {{gpu: 1}}}}}}
 """
-    validate_tenant(parse_yaml(text, display))
+    try:
+        validate_tenant(parse_yaml(text, display))
+    except InvalidInput as err:
+        raise InvalidInput([*name_problems, *err.problems]) from None
+    if name_problems:
+        raise InvalidInput(name_problems)
     return text
 
 

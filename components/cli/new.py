@@ -75,14 +75,26 @@ class _OptionError(Exception):
 
 def _counts(option: str, values: list[str], example: str) -> dict[str, int]:
     counts: dict[str, int] = {}
+    errors = []
     for value in values:
         key, sep, number = value.partition("=")
         if not sep or not key or not re.fullmatch(r"[0-9]+", number.strip()):
-            raise _OptionError(f"{option} {value}: write {option} {example} (a name and a whole number)")
-        if key in counts:
-            raise _OptionError(f"{option} {value}: '{key}' is given twice")
-        counts[key] = int(number)
+            errors.append(f"{option} {value}: write {option} {example} (a name and a whole number)")
+        elif key in counts:
+            errors.append(f"{option} {value}: '{key}' is given twice")
+        else:
+            counts[key] = int(number)
+    if errors:
+        raise _OptionError("\n".join(f"{PROG}: {e}" for e in errors))
     return counts
+
+
+def _parsed(errors: list[str], parse, *arguments):
+    try:
+        return parse(*arguments)
+    except _OptionError as err:
+        errors.append(str(err))
+        return None
 
 
 def _gpu(values: list[str]) -> int | dict[str, int] | None:
@@ -104,7 +116,7 @@ def _pair(option: str, value: str | None) -> tuple[str, str] | None:
         try:
             Quantity.parse(part)
         except (QuantityError, ValueError) as err:
-            raise _OptionError(f"{option} {value}: {err}") from None
+            raise _OptionError(f"{PROG}: {option} {value}: {err}") from None
     return requests, limits
 
 
@@ -182,14 +194,13 @@ def run(args: argparse.Namespace) -> int:
     """
     from ..authoring.new_tenant import check_against_project, new_tenant_file
 
-    try:
-        gpu = _gpu(args.gpu)
-        mig = _counts("--mig", args.mig, "1g.10gb=2") if args.mig else None
-        cpu = _pair("--cpu", args.cpu)
-        memory = _pair("--memory", args.memory)
-    except _OptionError as err:
-        print(f"{PROG}: {err}", file=sys.stderr)
-        return EXIT_INVALID
+    # Every option is read, so that all that is wrong is said at once; a bad one counts as not given
+    # while the file format checks the others.
+    option_errors: list[str] = []
+    gpu = _parsed(option_errors, _gpu, args.gpu)
+    mig = _parsed(option_errors, _counts, "--mig", args.mig, "1g.10gb=2") if args.mig else None
+    cpu = _parsed(option_errors, _pair, "--cpu", args.cpu)
+    memory = _parsed(option_errors, _pair, "--memory", args.memory)
     try:
         text = new_tenant_file(
             args.name,
@@ -206,8 +217,12 @@ def run(args: argparse.Namespace) -> int:
             memory=memory,
         )
     except InvalidInput as err:
-        for problem in err.problems:
-            print(_say(problem, args), file=sys.stderr)
+        for message in [*option_errors, *(_say(problem, args) for problem in err.problems)]:
+            print(message, file=sys.stderr)
+        print(f"{PROG}: nothing written", file=sys.stderr)
+        return EXIT_INVALID
+    if option_errors:
+        print("\n".join([*option_errors, f"{PROG}: nothing written"]), file=sys.stderr)
         return EXIT_INVALID
     path = args.root / "tenants" / f"{args.name}.yaml"
     if not args.stdout and path.exists() and not args.force:

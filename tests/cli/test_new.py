@@ -127,3 +127,29 @@ def test_gpu_class_without_any_stack_says_to_run_init(capsys, tmp_path):
     assert code == 1
     assert "there are no stacks to check GPU classes against" in err and "tenants init" in err
     assert not (tmp_path / "tenants").exists()
+
+
+def test_every_bad_option_is_reported_at_once(capsys, project_copy):
+    before = tenant_files(project_copy)
+    code, out, err = run(capsys, project_copy, "new", "BadName", "--owner-group", "", "--gpu", "h100=x",
+                         "--mig", "1g.10gb=2", "--mig", "1g.10gb=3", "--cpu", "8:lots")
+    assert code == 1 and out == ""
+    lines = err.splitlines()
+    assert lines == [
+        "tenants new: --gpu h100=x: write --gpu h100=4 (a name and a whole number)",
+        "tenants new: --mig 1g.10gb=3: '1g.10gb' is given twice",
+        "tenants new: --cpu 8:lots: 'lots' is not a Kubernetes quantity: write a number with an optional suffix, e.g. 500m, 4, 1.5, 64Gi",
+        "tenants new: NAME 'BadName': name: 'BadName' is not a valid tenant name: use lower-case letters, digits and '-', "
+        "at most 40 characters, starting and ending with a letter or digit",
+        'tenants new: --owner-group "": access.owners.groups[0]: must not be empty',
+        "tenants new: nothing written",
+    ]
+    assert tenant_files(project_copy) == before
+
+
+def test_a_bad_option_alone_still_writes_nothing(capsys, project_copy):
+    before = tenant_files(project_copy)
+    code, _, err = run(capsys, project_copy, "new", "research", "--owner-group", "g", "--memory", "32Gb")
+    assert code == 1
+    assert err.splitlines()[0].startswith("tenants new: --memory 32Gb: ") and err.rstrip().endswith("nothing written")
+    assert tenant_files(project_copy) == before
