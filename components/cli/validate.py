@@ -52,7 +52,9 @@ class Validate:
                 problems.extend(err.problems)
                 continue
             problems.extend(environment.warnings)
-            summaries.append(f"{env}: {len(environment.tenants)} tenant(s) ok")
+            left_out = [t for t in environment.disabled_tenants if environment.platform.leaves_out_on_purpose(t)]
+            summaries.append(f"{env}: {len(environment.tenants)} tenant(s) ok"
+                             + (f", {len(left_out)} left out on purpose ({', '.join(left_out)})" if left_out else ""))
             if environment.platform.sharding is not None:  # show where each tenant is deployed
                 shards.extend(f"  {describe(part)}" for part in stack_parts(environment))
         report(problems)

@@ -568,6 +568,11 @@ class Platform(Model):
         Decimal("0.9"), description="warn when a class's quotas reach this share of capacity x overcommit"
     )
     tenants: Union[Literal["all"], list[DnsLabel]] = Field("all", description="tenants enabled in this environment")
+    tenants_left_out: Union[Literal["others"], list[DnsLabel]] = Field(
+        [],
+        description="tenants this stack leaves out on purpose, or `others` for every tenant that `tenants` does not "
+        "list: validate says so in one line instead of a warning for each (so --strict can pass)",
+    )
     sharding: Optional[Sharding] = Field(
         None,
         description="split the tenants across shard stacks `<env>.<shard>` (this stack keeps the platform objects), "
@@ -618,6 +623,16 @@ class Platform(Model):
                         "ResourceClaims would each get the whole grant (twice the GPUs)"
                     )
         return self
+
+    def leaves_out_on_purpose(self, tenant: str) -> bool:
+        """Whether the stack's `tenantsLeftOut` names the tenant (or is `others` and `tenants` does not list it).
+
+        >>> Platform(labelDomain="g.dev", tenants=["a"], tenantsLeftOut="others").leaves_out_on_purpose("b")
+        True
+        """
+        if self.tenants_left_out == "others":
+            return self.tenants != "all" and tenant not in self.tenants
+        return tenant in self.tenants_left_out
 
     @model_validator(mode="after")
     def _monitoring_matches_scheduler(self) -> "Platform":

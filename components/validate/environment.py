@@ -34,7 +34,7 @@ def check_environment(environment: Environment, all_tenants: list[LoadedTenant],
     """Every cross-file check for one environment, in the order its problems are reported.
 
     >>> [(p.severity, p.field) for p in check_environment(prod, prod.tenants, ["prod", "staging", "dev"])]
-    [('warning', 'config.gpu-tenancy:platform.nodePools.a100-shared'), ('warning', 'config.gpu-tenancy:platform.nodePools.h100-serve'), ('warning', 'config.gpu-tenancy:platform.nodePools.h100-train'), ('warning', 'config.gpu-tenancy:platform.nodePools.a100-mig')]
+    [('warning', 'config.gpu-tenancy:platform.nodePools.a100-shared'), ('warning', 'config.gpu-tenancy:platform.nodePools.a100-mig')]
     """
     problems = check_platform(environment.platform, environment.platform_doc)
     for loaded in environment.tenants:

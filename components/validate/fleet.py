@@ -118,11 +118,29 @@ def stack_lists_known_tenants(environment: Environment, all_tenants: list[Loaded
                 problems.append(doc.problem(platform_path("tenants", index), f"no tenant file defines '{name}'{did_you_mean_tenant(name, known)}"))
         for name in environment.disabled_tenants:
             loaded = names.get(name)
-            if loaded is not None and loaded.spec.lifecycle != "decommissioned":
+            if loaded is not None and loaded.spec.lifecycle != "decommissioned" and not platform.leaves_out_on_purpose(name):
                 problems.append(doc.problem(platform_path("tenants"), (
                     f"tenant '{name}' ({loaded.doc.file}) is not deployed in stack {environment.name}: this list names "
                     f"the tenants the stack deploys; add '{name}' to it to deploy the tenant there"
                 ), severity="warning"))
+    problems.extend(_left_out_problems(environment, known))
+    return problems
+
+
+def _left_out_problems(environment: Environment, known: set[str]) -> list[Problem]:
+    platform, doc = environment.platform, environment.platform_doc
+    left_out = platform.tenants_left_out
+    if left_out and platform.tenants == "all":
+        return [doc.problem(platform_path("tenantsLeftOut"), (
+            "`tenants: all` deploys every tenant, so none is left out; list the tenants this stack deploys in "
+            "`tenants`, or remove tenantsLeftOut"))]
+    problems = []
+    for index, name in enumerate(left_out if isinstance(left_out, list) else []):
+        if name not in known:
+            problems.append(doc.problem(platform_path("tenantsLeftOut", index), f"no tenant file defines '{name}'{did_you_mean_tenant(name, known)}"))
+        elif name in platform.tenants:
+            problems.append(doc.problem(platform_path("tenantsLeftOut", index), (
+                f"'{name}' is both deployed (`tenants`) and left out (`tenantsLeftOut`); remove it from one of the lists")))
     return problems
 
 
@@ -163,6 +181,8 @@ def tenant_grants_name_deployed_tenants(environment: Environment, all_tenants: l
                 problems.append(loaded.doc.problem(where, f"'{name}' is a previous name of tenant '{renamed_to[name].name}' ({renamed_to[name].doc.file}); grant '{renamed_to[name].name}' instead"))
             elif source is None:
                 problems.append(loaded.doc.problem(where, f"unknown tenant '{name}'{did_you_mean_tenant(name, known)}"))
+            elif name not in deployed and environment.platform.leaves_out_on_purpose(name):
+                continue  # the stack says it leaves that tenant out: the grant is idle there on purpose
             elif name not in deployed:
                 problems.append(loaded.doc.problem(where, (
                     f"tenant '{name}' is not deployed in stack {environment.name} (the stack's `tenants` list leaves it out), "
