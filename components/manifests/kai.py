@@ -30,7 +30,8 @@ from ..fleet.queue_arithmetic import (
 )
 from ..spec.stack import Platform
 from ..spec.tenant import Tenant
-from .meta import KAI_QUEUE_LABEL, TENANT_LABEL, KubeObject, kube_object, object_meta, owned_labels, platform_labels
+from .cel import cel_list
+from .meta import KAI_GPU_SHARING_ANNOTATIONS, KAI_QUEUE_LABEL, KAI_SCHEDULER_NAME, TENANT_LABEL, KubeObject, kube_object, object_meta, owned_labels, platform_labels
 
 API_VERSION = "scheduling.run.ai/v2"
 POLICY_NAME = "gpu-tenancy-kai-queue"
@@ -150,6 +151,32 @@ def queue_pinning_policy(facts: FleetFacts) -> list[KubeObject]:
         },
         "validations": [
             {
+                # A GPU share asked for by annotation is metered by nothing but the queue, so it must go
+                # through KAI, in the tenant's own queue (an unlabelled pod would only wait, unexplained).
+                "expression": (
+                    "request.kind.kind != 'Pod' || size(variables.sharing) == 0 || "
+                    f"(variables.queue == variables.tenant && has(object.spec.schedulerName) && object.spec.schedulerName == '{KAI_SCHEDULER_NAME}')"
+                ),
+                "messageExpression": (
+                    "'pods with the KAI GPU-sharing annotation ' + variables.sharing[0] + ' must set schedulerName: "
+                    f"{KAI_SCHEDULER_NAME} and label {KAI_QUEUE_LABEL}: ' + variables.tenant + ' (only the tenant\\'s KAI queue "
+                    "meters GPU shares; ResourceQuota cannot)'"
+                ),
+                "reason": "Forbidden",
+            },
+            {
+                # Placement checks a pod's spec; these annotations are metadata, so a pending pod must not gain them later.
+                "expression": (
+                    "request.kind.kind != 'Pod' || request.operation != 'UPDATE' || "
+                    "variables.sharingAnnotations == variables.oldSharingAnnotations"
+                ),
+                "message": (
+                    f"the KAI GPU-sharing annotations ({', '.join(KAI_GPU_SHARING_ANNOTATIONS)}) of a pod cannot be "
+                    "added, changed or removed after it is created; create a new pod"
+                ),
+                "reason": "Forbidden",
+            },
+            {
                 "expression": "request.kind.kind == 'Pod' ? (variables.queue == '' || variables.queue == variables.tenant) : variables.queue == variables.tenant",
                 "messageExpression": (
                     f"'{KAI_QUEUE_LABEL} must be ' + variables.tenant + ', the queue of the tenant that owns namespace ' "
@@ -161,6 +188,11 @@ def queue_pinning_policy(facts: FleetFacts) -> list[KubeObject]:
         "variables": [
             {"expression": f"namespaceObject.metadata.labels['{TENANT_LABEL}']", "name": "tenant"},
             {"expression": queue, "name": "queue"},
+            {"expression": _sharing_annotations("object"), "name": "sharingAnnotations"},
+            {"expression": "request.operation == 'UPDATE' ? " + _sharing_annotations("oldObject") + " : []",
+             "name": "oldSharingAnnotations"},
+            {"expression": (f"{cel_list(list(KAI_GPU_SHARING_ANNOTATIONS))}.filter(k, request.kind.kind == 'Pod' && "
+                            "has(object.metadata.annotations) && k in object.metadata.annotations)"), "name": "sharing"},
         ],
     }
     policy = kube_object(
@@ -173,6 +205,15 @@ def queue_pinning_policy(facts: FleetFacts) -> list[KubeObject]:
         spec={"policyName": POLICY_NAME, "validationActions": ["Deny"]},
     )
     return [policy, binding]
+
+
+def _sharing_annotations(obj: str) -> str:
+    """CEL: the KAI GPU-sharing annotations of `obj` (a Pod; for a PodGroup, none), as `key=value` strings."""
+    keys = cel_list(list(KAI_GPU_SHARING_ANNOTATIONS))
+    # `key=value` strings: `object` is dyn (the policy matches Pods and PodGroups), and the API
+    # server's type checker refuses a list mixing a string key with a dyn value.
+    return (f"(request.kind.kind == 'Pod' && has({obj}.metadata.annotations) ? "
+            f"{keys}.filter(k, k in {obj}.metadata.annotations).map(k, k + '=' + string({obj}.metadata.annotations[k])) : [])")
 
 
 def tenant_kai_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:

@@ -32,6 +32,10 @@ MIG_STATE_LABEL = "nvidia.com/mig.config.state"
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 KUEUE_QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 KAI_QUEUE_LABEL = "kai.scheduler/queue"
+KAI_SCHEDULER_NAME = "kai-scheduler"  # KAI's default --scheduler-name
+# Pod annotations by which KAI gives a pod a share of a GPU without any resource request
+# (pkg/common/constants of KAI v0.17): ResourceQuota cannot see them, only KAI's queue meters them.
+KAI_GPU_SHARING_ANNOTATIONS = ("gpu-fraction", "gpu-fraction-num-devices", "gpu-memory")
 FIELD_MANAGER = "gpu-tenancy"
 
 KubeObject = dict[str, Any]

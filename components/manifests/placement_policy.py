@@ -15,7 +15,9 @@ checks, on pod CREATE and on UPDATEs that change the spec, in the tenant's names
   DRA `resourceClaims` (allocated on the node the pod lands on, claim_policy.py), pins
   itself to nodes the tenant may use: a pool it may use, its own tenant label, or a class (or
   product) all of whose pools it may use; a class that also has other tenants' dedicated pools
-  does not pin, select the pool;
+  does not pin, select the pool; on KAI stacks a pod asking KAI for a GPU share by annotation
+  (`gpu-fraction`, `gpu-memory`, `gpu-fraction-num-devices`) is placed the same way, and never
+  counts as pinned by its request;
 * `spec.nodeName` is not set at creation (it bypasses the scheduler, and with it every rule);
 * every pod, GPU or not, whose node selection names a pool, class, tenant or product label, a
   `kubernetes.io/hostname` or a node name (`matchFields` on `metadata.name`) must not be able to
@@ -46,6 +48,7 @@ from ..spec.tenant import Tenant
 from .meta import (
     GPU_PRODUCT_LABEL,
     HOSTNAME_LABEL,
+    KAI_GPU_SHARING_ANNOTATIONS,
     TENANT_LABEL,
     KubeObject,
     gpu_class_label,
@@ -150,6 +153,15 @@ def _is_gpu_resource(name: str, platform: Platform) -> str:
             f" || {name}.startsWith({cel_string(IMPLICIT_EXTENDED_RESOURCE_PREFIX)})")
 
 
+def _kai_sharing(platform: Platform, joiner: str) -> str:
+    """CEL, on KAI stacks: the pod asks KAI for a GPU share by annotation (no resource request
+    says so), followed by `joiner`; elsewhere nothing reads those annotations, and this is ''."""
+    if platform.scheduler != "kai":
+        return ""
+    return (f"(has(object.metadata.annotations) && object.metadata.annotations.exists(k, k in "
+            f"{cel_list(list(KAI_GPU_SHARING_ANNOTATIONS))})){joiner}")
+
+
 def _targets(p: Placement, view: TenantView) -> list[tuple[str, str, list[str], str]]:
     """(variable prefix, node label, allowed values, what) for each label whose values are checked."""
     platform = view.platform
@@ -186,7 +198,8 @@ def _variables(p: Placement, view: TenantView) -> list[dict[str, str]]:
             "name": "requestsGpu",
             "expression": (
                 # A DRA claim is allocated on the node the pod lands on: a pod with claims is placed like a GPU pod.
-                "(has(object.spec.resourceClaims) && size(object.spec.resourceClaims) > 0) || "
+                _kai_sharing(view.platform, " || ")
+                + "(has(object.spec.resourceClaims) && size(object.spec.resourceClaims) > 0) || "
                 "(object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : []))"
                 ".exists(c, has(c.resources) && ("
                 f"(has(c.resources.limits) && c.resources.limits.exists(r, {gpu})) || "
@@ -492,8 +505,11 @@ def _pinned_by_request(p: Placement, view: TenantView) -> str:
     # The same container walk as the `requestsGpu` variable (the API server's type checker takes
     # the joined list as dyn; typed, it reports `resources.limits` of a container as undefined).
     # A DRA claim's devices can be on any node its DeviceClass reaches: a pod with claims is never pinned by its request.
+    # A KAI GPU share can be on any node KAI finds a GPU on: an annotated pod is never pinned by its request.
+    sharing = _kai_sharing(view.platform, " && ")
     return (
-        "!(has(object.spec.resourceClaims) && size(object.spec.resourceClaims) > 0) && "
+        (f"!{sharing}" if sharing else "")
+        + "!(has(object.spec.resourceClaims) && size(object.spec.resourceClaims) > 0) && "
         "(object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : []))"
         ".all(c, !has(c.resources) || ("
         f"(!has(c.resources.limits) || c.resources.limits.all(r, {ok})) && "

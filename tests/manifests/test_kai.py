@@ -101,12 +101,13 @@ def test_decommissioned_tenants_have_no_queue_and_do_not_count():
 _CEL = celpy.Environment()
 
 
-def admit(policy: dict, obj: dict, namespace_labels: dict[str, str], kind: str) -> str | None:
-    """None if the policy admits `obj`, else the message of the first failed validation."""
+def admit(policy: dict, obj: dict, namespace_labels: dict[str, str], kind: str, old: dict | None = None) -> str | None:
+    """None if the policy admits `obj` (an UPDATE from `old` when given), else the message of the first failed validation."""
     activation: dict[str, Any] = {
         "object": celpy.json_to_cel(obj),
+        "oldObject": celpy.json_to_cel(old),
         "namespaceObject": celpy.json_to_cel({"metadata": {"name": "ns", "labels": namespace_labels}}),
-        "request": celpy.json_to_cel({"kind": {"kind": kind}, "namespace": "ns"}),
+        "request": celpy.json_to_cel({"kind": {"kind": kind}, "namespace": "ns", "operation": "UPDATE" if old else "CREATE"}),
     }
     variables: dict[str, Any] = {}
     for variable in policy["spec"]["variables"]:
@@ -115,6 +116,8 @@ def admit(policy: dict, obj: dict, namespace_labels: dict[str, str], kind: str) 
     activation["variables"] = celpy.celtypes.MapType({celpy.celtypes.StringType(k): v for k, v in variables.items()})
     for validation in policy["spec"]["validations"]:
         if not bool(_CEL.program(_CEL.compile(validation["expression"])).evaluate(activation)):
+            if "messageExpression" not in validation:
+                return validation["message"]
             return str(_CEL.program(_CEL.compile(validation["messageExpression"])).evaluate(activation))
     return None
 
@@ -172,3 +175,32 @@ def test_a_tenant_with_only_shared_gpus_gets_a_kai_quota_and_limit(make_tenant):
     tenant = make_tenant(gpu={"classes": ["l4"]}, quota={"gpu": {"l4": 4}}, queue={"borrowingLimit": {"l4": 2}})
     from components.manifests.kai import leaf_queue
     assert leaf_queue(tenant, lab.view(tenant))["spec"]["resources"]["gpu"] == {"limit": 6, "overQuotaWeight": 1, "quota": 4}
+
+
+def _share(annotations: dict[str, str] | None, labels: dict[str, str] | None = None, scheduler: str = "kai-scheduler") -> dict:
+    pod = _pod(labels)
+    pod["spec"]["schedulerName"] = scheduler
+    if annotations is not None:
+        pod["metadata"]["annotations"] = annotations
+    return pod
+
+
+@pytest.mark.parametrize("annotation", ["gpu-fraction", "gpu-memory", "gpu-fraction-num-devices"])
+def test_a_gpu_share_must_go_through_the_tenants_kai_queue(policy, annotation):
+    share = {annotation: "1"}
+    expected = (f"pods with the KAI GPU-sharing annotation {annotation} must set schedulerName: kai-scheduler and label "
+                "kai.scheduler/queue: eval (only the tenant's KAI queue meters GPU shares; ResourceQuota cannot)")
+    assert admit(policy, _share(share), TENANT_NS, "Pod") == expected
+    assert admit(policy, _share(share, {"kai.scheduler/queue": "eval"}, scheduler="default-scheduler"), TENANT_NS, "Pod") == expected
+    assert admit(policy, _share(share, {"kai.scheduler/queue": "eval"}), TENANT_NS, "Pod") is None
+    assert admit(policy, _share({"other": "x"}), TENANT_NS, "Pod") is None   # an unrelated annotation needs no queue
+
+
+def test_a_gpu_share_cannot_be_added_or_changed_after_creation(policy):
+    queued = {"kai.scheduler/queue": "eval"}
+    before = _share(None, queued)
+    message = "cannot be added, changed or removed after it is created"
+    assert message in admit(policy, _share({"gpu-fraction": "1"}, queued), TENANT_NS, "Pod", old=before)
+    assert message in admit(policy, _share({"gpu-fraction": "1"}, queued), TENANT_NS, "Pod", old=_share({"gpu-fraction": "0.5"}, queued))
+    relabelled = _share({"gpu-fraction": "0.5"}, {**queued, "team": "x"})
+    assert admit(policy, relabelled, TENANT_NS, "Pod", old=_share({"gpu-fraction": "0.5"}, queued)) is None

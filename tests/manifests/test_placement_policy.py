@@ -342,3 +342,29 @@ def test_autoscaled_foreign_pool_makes_every_hostname_selection_suspect(engine, 
         update={"nodes": [], "max_nodes": 4, "node_selector": {"group": "serve"}})
     messages = admit(engine, policy_for(environment, "eval"), pod(node_selector={HOST: "any-node"}))
     assert messages == [foreign("h100-serve", "inference", "eval")]
+
+
+# ---- GPU shares by annotation (KAI fractions) -----------------------------------------------
+
+
+def _shared_by_annotation(annotation: str = "gpu-fraction", **kwargs) -> dict:
+    shared = pod(**kwargs)
+    shared["metadata"]["annotations"] = {annotation: "0.5"}
+    return shared
+
+
+@pytest.mark.parametrize("annotation", ["gpu-fraction", "gpu-memory", "gpu-fraction-num-devices"])
+def test_on_a_kai_stack_a_gpu_share_by_annotation_is_placed_like_a_gpu_request(engine, environments, annotation):
+    policy = policy_for(environments["staging"], "eval")
+    refused = admit(engine, policy, _shared_by_annotation(annotation))
+    assert len(refused) == 1 and refused[0].startswith("pods of tenant eval that request GPUs must select where they run")
+    assert admit(engine, policy, _shared_by_annotation(annotation, node_selector={POOL: "a100-shared"})) == []
+    assert "h100-train" in " ".join(admit(engine, policy, _shared_by_annotation(annotation, node_selector={POOL: "h100-train"})))
+    # A share is never pinned by a request, even next to a resource only the tenant's pools offer.
+    offered_only_here = {"limits": {"nvidia.com/mig-1g.10gb": "1"}}
+    assert len(admit(engine, policy, _shared_by_annotation(annotation, resources=offered_only_here))) == 1
+
+
+def test_without_kai_the_annotations_mean_nothing_and_change_nothing(engine, prod):
+    assert prod.platform.scheduler != "kai"
+    assert admit(engine, policy_for(prod, "eval"), _shared_by_annotation()) == []

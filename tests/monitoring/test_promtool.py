@@ -40,7 +40,7 @@ def with_monitoring(environment: Environment) -> Environment:
     if r.enabled_monitoring(environment.platform) is not None:
         return environment
     platform = environment.platform.model_copy(update={"monitoring": Monitoring()})
-    return dataclasses.replace(environment, platform=platform, derived={})
+    return dataclasses.replace(environment, platform=platform)   # its fleet facts are made anew
 
 
 def run(*argv: Any, cwd: Path | None = None) -> subprocess.CompletedProcess:

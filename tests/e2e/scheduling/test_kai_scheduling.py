@@ -6,8 +6,9 @@ kai-scheduler` and the tenant's `kai.scheduler/queue` label, as the tool tells t
 (docs/queues-and-vclusters.md). Each bound pod has a PodGroup in the tenant's queue and a
 BindRequest: KAI placed it, not kube-scheduler (which ignores pods naming another scheduler).
 
-Whole GPUs only: fraction pods need KAI's admission webhook and a reservation pod that only a
-kubelet runs (issue 21, step 4, later).
+Whole GPUs are placed by KAI here; GPU shares by annotation (`gpu-fraction`, `gpu-memory`) are
+proven at admission and in the queue (their PodGroup), not on a GPU: KAI runs a fraction pod only
+beside a reservation pod, which only a kubelet runs.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from components.manifests.meta import KAI_QUEUE_LABEL as QUEUE_LABEL
 from components.manifests.meta import pool_label
 from components.manifests.placement_policy import placement
 from components.fleet import gpu_capacity as cap
+from tests.e2e.scheduling.jobs import wait_or_explain
 from tests.e2e.scheduling.kai import KaiPods, kai_crd_dir, kai_pod, on_pool, running_kai_stack
 from tools.applied_stack import AppliedStack
 from tools.control_plane import REPO_ROOT
@@ -144,3 +146,71 @@ def test_a_tenants_extra_namespace_uses_the_tenants_queue(kai_stack, pods):
     name = pods.submit("inference", kai_pod(1, queue="inference", **target), namespace="inference-canary")
     assert kai_stack.node_pool[pods.wait_bound("inference-canary", name).spec.node_name] == "h100-serve"
     assert pods.pod_group("inference-canary", name)["spec"]["queue"] == "inference"
+
+
+# --------------------------------------------------------------------------
+# GPU shares by annotation (KAI fractions): admission and queue accounting only
+# --------------------------------------------------------------------------
+# A fraction pod runs only once KAI's binder has a reservation pod on the node, which needs a
+# kubelet: here the API server's admission and the pod-grouper's PodGroup (the queue that meters
+# the share) are what is proven, not the share on a GPU.
+
+
+def _without_gpu_resource(body: dict) -> dict:
+    for values in body["spec"]["containers"][0]["resources"].values():
+        del values["nvidia.com/gpu"]
+    return body
+
+
+def _fraction_pod(queue: str | None, annotations: dict | None = None, **target) -> dict:
+    """A pod asking KAI for half a GPU by annotation, with no GPU resource (so no ResourceQuota sees it)."""
+    body = _without_gpu_resource(kai_pod(1, queue=queue, **target))
+    body["metadata"]["annotations"] = annotations or {"gpu-fraction": "0.5"}
+    return body
+
+
+def _refused(pods, tenant: str, body: dict) -> str:
+    with pytest.raises(ApiException) as refused:
+        pods.submit(tenant, body)
+    assert refused.value.status == 403, refused.value.body
+    return refused.value.body
+
+
+def test_a_fraction_pod_must_select_a_pool_of_its_tenant(kai_stack, pods):
+    """Placement treats the annotation as a GPU request: unpinned, or on another tenant's pool, refused."""
+    assert "that request GPUs must select where they run" in _refused(pods, "eval", _fraction_pod("eval"))
+    assert "h100-train" in _refused(pods, "eval", _fraction_pod("eval", selector={pool_label(ENVIRONMENT.platform): "h100-train"}))
+
+
+def test_a_fraction_pod_outside_its_tenants_kai_queue_is_refused(kai_stack, pods):
+    target = on_pool(kai_stack, "eval", "a100-shared")
+    message = ("pods with the KAI GPU-sharing annotation gpu-fraction must set schedulerName: kai-scheduler "
+               "and label kai.scheduler/queue: eval")
+    assert message in _refused(pods, "eval", _fraction_pod(None, **target))
+    assert message in _refused(pods, "eval", _fraction_pod("llm-finetune", **target))   # the first failed rule is the one said
+    other_scheduler = _fraction_pod("eval", **target)
+    other_scheduler["spec"]["schedulerName"] = "default-scheduler"
+    assert message in _refused(pods, "eval", other_scheduler)
+    by_memory = _fraction_pod(None, {"gpu-memory": "2000"}, **target)
+    assert "annotation gpu-memory must set schedulerName" in _refused(pods, "eval", by_memory)
+
+
+def test_the_legitimate_fraction_pod_is_admitted_and_metered_by_its_queue(kai_stack, pods):
+    name = pods.submit("eval", _fraction_pod("eval", **on_pool(kai_stack, "eval", "a100-shared")))
+    pod = pods.core.read_namespaced_pod(name, "eval")
+    assert pod.metadata.annotations["gpu-fraction"] == "0.5" and pod.spec.scheduler_name == "kai-scheduler"
+    group = wait_or_explain(kai_stack.plane.cp, lambda: pods.pod_group("eval", name), f"the PodGroup of eval/{name}",
+                            lambda: pods.explain("eval", name), 60)
+    assert group["spec"]["queue"] == "eval"
+
+
+def test_a_pending_pod_cannot_gain_a_gpu_share_later(kai_stack, pods):
+    """Placement checks the spec; the annotation is metadata, so adding it after creation is refused."""
+    plain = _without_gpu_resource(kai_pod(1, queue="eval", selector={"gpu-tenancy-e2e/no-such-node": "true"}))
+    name = pods.submit("eval", plain)   # pending: no node has that label
+    member = pods.member_core("eval")
+    with pytest.raises(ApiException) as refused:
+        member.patch_namespaced_pod(name, "eval", {"metadata": {"annotations": {"gpu-fraction": "1"}}})
+    assert refused.value.status == 403 and "cannot be added, changed or removed after it is created" in refused.value.body
+    member.patch_namespaced_pod(name, "eval", {"metadata": {"labels": {"team": "eval"}}})   # the neighbour: a label
+    assert pods.core.read_namespaced_pod(name, "eval").metadata.labels["team"] == "eval"
