@@ -37,12 +37,12 @@ class Isolation:
     enforced_by: str          # what holds the bounds on the node
 
 
-def _keys(*keys: str) -> str:
-    return " or ".join(f"`{key}`" for key in keys)
+def _keys(*keys: str, joined_by: str = " or ") -> str:
+    return joined_by.join(f"`{key}`" for key in keys)
 
 
 _SHARES = _keys(cap.quota_key(cap.GPU), cap.quota_key(cap.GPU_SHARED)) + " (`renameByDefault`)"
-_DRA_KEYS = _keys(*cap.device_class_quota_keys("<class>")).replace(" or ", " and ")
+_DRA_KEYS = _keys(*cap.device_class_quota_keys("<class>"), joined_by=" and ")
 _KAI_QUEUE = (
     "the tenant's KAI queue (pod label `kai.scheduler/queue: <tenant>`), in fractions of a GPU; "
     "ResourceQuota cannot count fractions (the pod requests no `nvidia.com/gpu`)"
