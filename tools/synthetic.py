@@ -108,6 +108,9 @@ def stack_data(count: int, *, scheduler: str = "kueue") -> dict:
                    "timeSlicing": {"replicas": 4}},
             "a100-mig": {"model": "A100-80GB", "product": "NVIDIA-A100-SXM4-80GB", "memory": "80Gi", "sharing": "mig"},
         },
+        # Every synthetic tenant shares the time-sliced L4s, as a dense real fleet would; accepted, so
+        # the fleet validates without warnings.
+        "gpuSharing": {"acknowledgeNoMemoryBound": ["l4"]},
         "nodePools": {
             "h100": {"gpuClass": "h100", "gpusPerNode": 8, "nodes": [f"h100-{i:05d}" for i in range(h100_nodes)]},
             "l4": {"gpuClass": "l4", "gpusPerNode": 2, "nodes": [f"l4-{i:05d}" for i in range(l4_nodes)]},

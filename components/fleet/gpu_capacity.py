@@ -20,6 +20,28 @@ from ..spec.tenant import Tenant
 
 GPU = "nvidia.com/gpu"
 GPU_SHARED = "nvidia.com/gpu.shared"
+# The two DRA quota key forms of a DeviceClass, as the real kube-apiserver counts them
+# (components/manifests/device_classes.py says what each counts).
+IMPLICIT_EXTENDED_RESOURCE_PREFIX = "deviceclass.resource.kubernetes.io/"
+CLAIM_DEVICES_SUFFIX = ".deviceclass.resource.k8s.io/devices"
+
+
+def quota_key(resource: str) -> str:
+    """The ResourceQuota key that meters pods' requests of an extended resource.
+
+    >>> quota_key("nvidia.com/mig-1g.10gb")
+    'requests.nvidia.com/mig-1g.10gb'
+    """
+    return f"requests.{resource}"
+
+
+def device_class_quota_keys(device_class: str) -> tuple[str, str]:
+    """The two quota keys of a DRA DeviceClass: its implicit extended resource, and its claims' devices.
+
+    >>> device_class_quota_keys("gpu.nvidia.com")
+    ('requests.deviceclass.resource.kubernetes.io/gpu.nvidia.com', 'gpu.nvidia.com.deviceclass.resource.k8s.io/devices')
+    """
+    return quota_key(IMPLICIT_EXTENDED_RESOURCE_PREFIX + device_class), device_class + CLAIM_DEVICES_SUFFIX
 
 
 def class_resource(gpu_class: GpuClass) -> str:

@@ -30,8 +30,7 @@ from ..spec.stack import Platform
 from ..spec.tenant import Tenant
 from .meta import KubeObject, kube_object, object_meta, platform_labels
 
-IMPLICIT_EXTENDED_RESOURCE_PREFIX = "deviceclass.resource.kubernetes.io/"
-CLAIM_DEVICES_SUFFIX = ".deviceclass.resource.k8s.io/devices"
+IMPLICIT_EXTENDED_RESOURCE_PREFIX = cap.IMPLICIT_EXTENDED_RESOURCE_PREFIX
 
 
 def device_class_grants(tenant: Tenant, platform: Platform) -> dict[str, int]:
@@ -69,12 +68,12 @@ def device_class_hard(tenant: Tenant, platform: Platform, gpu_keys: set[str]) ->
     hard: dict[str, str] = {}
     own_keys: dict[str, int] = {}
     for name, count in device_class_grants(tenant, platform).items():
-        hard[f"requests.{IMPLICIT_EXTENDED_RESOURCE_PREFIX}{name}"] = str(count)
-        hard[f"{name}{CLAIM_DEVICES_SUFFIX}"] = str(count)
+        for key in cap.device_class_quota_keys(name):
+            hard[key] = str(count)
         mapped = platform.device_classes[name].extended_resource_name
-        if mapped is not None and f"requests.{mapped}" not in gpu_keys:
+        if mapped is not None and cap.quota_key(mapped) not in gpu_keys:
             own_keys[mapped] = own_keys.get(mapped, 0) + count
-    hard.update({f"requests.{resource}": str(count) for resource, count in own_keys.items()})
+    hard.update({cap.quota_key(resource): str(count) for resource, count in own_keys.items()})
     return dict(sorted(hard.items()))
 
 

@@ -143,7 +143,7 @@ def gpu_hard(tenant: Tenant, platform: Platform, granted: dict[str, int] | None 
     granted = cap.gpu_quota_by_resource(tenant, platform) if granted is None else granted
     counts = {resource: 0 for resource in quota_gpu_resources(platform)}
     counts.update(granted)
-    return {f"requests.{resource}": str(count) for resource, count in sorted(counts.items())}
+    return {cap.quota_key(resource): str(count) for resource, count in sorted(counts.items())}
 
 
 def storage_hard(tenant: Tenant, platform: Platform | None = None) -> dict[str, str]:

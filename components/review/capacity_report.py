@@ -16,7 +16,7 @@ from ..fleet import gpu_capacity as cap
 from ..fleet import feasibility as feas
 from ..fleet import mig
 from ..fleet.environment import Environment
-from ..spec.stack import GpuClass
+from ..spec.stack import GpuClass, Platform
 from ..spec.yaml_source import yaml_text
 
 FORMAT_VERSION = 1
@@ -81,6 +81,28 @@ def isolation(gpu_class: GpuClass) -> str:
     return "one pod per GPU"
 
 
+def dra_statement(platform: Platform, name: str) -> str:
+    """How a DRA-served class's devices are handed out and metered ("" for a device-plugin class).
+
+    >>> dra_statement(dra.platform, "b200")  # doctest: +NORMALIZE_WHITESPACE
+    'DRA: claims of DeviceClass b200.gpu.dra.dev, each device allocated to one claim by the driver;
+     metered by requests.deviceclass.resource.kubernetes.io/b200.gpu.dra.dev, b200.gpu.dra.dev.deviceclass.resource.k8s.io/devices,
+     requests.gpu.dra.dev/b200'
+    """
+    gpu_class = platform.gpu_classes[name]
+    if gpu_class.serving == "devicePlugin":
+        return ""
+    keys: list[str] = []
+    names = sorted(n for n, spec in platform.device_classes.items() if spec.gpu_class == name)
+    for device_class in names:
+        keys += cap.device_class_quota_keys(device_class)
+        mapped = platform.device_classes[device_class].extended_resource_name
+        if mapped is not None:
+            keys.append(cap.quota_key(mapped))
+    how = "and pods through the device plugin" if gpu_class.serving == "both" else "each device allocated to one claim by the driver"
+    return f"DRA: claims of DeviceClass {', '.join(names)}, {how}; metered by {', '.join(dict.fromkeys(keys))}"
+
+
 def capacity_table(environment: Environment) -> dict[str, Any]:
     """Per GPU class and per MIG profile: capacity, sharing, limit, requested quotas, free, per-tenant split.
 
@@ -104,7 +126,8 @@ def capacity_table(environment: Environment) -> dict[str, Any]:
         classes[name] = {
             "model": gpu_class.model,
             "sharing": sharing_mode(gpu_class),
-            "isolation": isolation(gpu_class),
+            "isolation": "; ".join(filter(None, (isolation(gpu_class), dra_statement(platform, name)))),
+            "deviceClasses": sorted(n for n, spec in platform.device_classes.items() if spec.gpu_class == name),
             "resource": cap.class_resource(gpu_class),
             "pools": list(pools),
             "nodes": sum(pool.node_count for pool in pools.values()),

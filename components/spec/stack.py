@@ -413,6 +413,17 @@ def _default_limit_range() -> LimitRangeSpec:
     )
 
 
+class GpuSharing(Model):
+    """How tenants may share GPUs across tenant lines (docs/gpu-sharing.md, the isolation table)."""
+
+    acknowledge_no_memory_bound: list[DnsLabel] = Field(
+        [],
+        description="GPU classes (keys of gpuClasses) whose GPUs several tenants may share although nothing bounds a "
+        "pod's GPU memory (time-slicing): one tenant's pod can take all of a GPU's memory or end the others' "
+        "kernels with a fault; listing a class says this is accepted and silences validate's warning",
+    )
+
+
 class GpuOperator(Model):
     """Where the NVIDIA GPU Operator runs, and the ConfigMaps we render for it to reference."""
 
@@ -545,6 +556,7 @@ class Platform(Model):
     tenant_access: TenantAccessSettings = Field(TenantAccessSettings(), description="what tenant members may see and bind")
     images: ImagePolicy = Field(ImagePolicy(), description="image registries tenants may pull from, and whether digests are required")
     gpu_classes: dict[DnsLabel, GpuClass] = {}
+    gpu_sharing: GpuSharing = Field(GpuSharing(), description="what the stack accepts about GPUs shared between tenants")
     device_classes: dict[DnsSubdomain, DeviceClassSpec] = Field(
         {},
         description="DRA DeviceClasses of the cluster: those this tool creates and those DRA drivers install; each is "

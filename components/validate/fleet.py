@@ -9,6 +9,8 @@ either way (`tenants diff` prints the edited files' problems first)."""
 from __future__ import annotations
 
 from ..fleet.environment import Environment, LoadedTenant
+from ..fleet.feasibility import reachable_pools
+from ..fleet.isolation import isolation_of
 from ..spec.hints import did_you_mean_tenant
 from ..spec.problems import Problem
 from .capacity import capacity_problems
@@ -195,6 +197,53 @@ def tenant_grants_name_deployed_tenants(environment: Environment, all_tenants: l
     return problems
 
 
+# A fleet of thousands shares one class; the message names a few and counts the rest.
+_NAMED_TENANTS = 5
+
+
+def shared_gpus_bound_memory_or_are_acknowledged(environment: Environment, all_tenants: list[LoadedTenant]) -> list[Problem]:
+    """Tenants whose pods can land on the same physical GPU of a class that bounds no pod's GPU memory
+    (time-slicing) are pointed out, at the class's `sharing`, unless the stack lists the class under
+    `gpuSharing.acknowledgeNoMemoryBound`.
+
+    >>> shared_gpus_bound_memory_or_are_acknowledged(prod, prod.tenants), shared_gpus_bound_memory_or_are_acknowledged(dev, dev.tenants)
+    ([], [])
+    >>> from dataclasses import replace
+    >>> from components.spec.stack import GpuSharing
+    >>> unacknowledged = replace(dev, platform=dev.platform.model_copy(update={"gpu_sharing": GpuSharing()}))
+    >>> print(shared_gpus_bound_memory_or_are_acknowledged(unacknowledged, dev.tenants)[0].message)  # doctest: +ELLIPSIS
+    GPU class 'l4' is shared by time-slicing, and tenants eval, inference, llm-finetune may run pods on the same GPU (pool l4-shared): ...
+    """
+    platform = environment.platform
+    acknowledged = set(platform.gpu_sharing.acknowledge_no_memory_bound)
+    owners = environment.facts.pool_owners
+    tenants_by_pool: dict[str, set[str]] = {}
+    for loaded in environment.tenants:
+        if loaded.spec.lifecycle == "decommissioned":
+            continue
+        for pool in reachable_pools(loaded.name, loaded.spec, platform, owners):
+            if pool not in owners:
+                tenants_by_pool.setdefault(pool, set()).add(loaded.name)
+    problems: list[Problem] = []
+    for class_name, gpu_class in sorted(platform.gpu_classes.items()):
+        isolation = isolation_of(gpu_class)
+        if class_name in acknowledged or not isolation.shares_a_gpu or isolation.bounds_memory:
+            continue
+        pools = sorted(p for p, members in tenants_by_pool.items() if len(members) > 1 and platform.node_pools[p].gpu_class == class_name)
+        if not pools:
+            continue
+        tenants = sorted(set().union(*(tenants_by_pool[p] for p in pools)))
+        named = ", ".join(tenants[:_NAMED_TENANTS]) + (f" and {len(tenants) - _NAMED_TENANTS} more" if len(tenants) > _NAMED_TENANTS else "")
+        problems.append(environment.platform_doc.problem(platform_path("gpuClasses", class_name, "sharing"), (
+            f"GPU class '{class_name}' is shared by {isolation.mode}, and tenants {named} may run pods on the "
+            f"same GPU ({'pools' if len(pools) > 1 else 'pool'} {', '.join(pools)}): nothing bounds a pod's GPU memory and "
+            "faults are not isolated, so one tenant's pod can take all of a GPU's memory or end the others' kernels; "
+            f"use MIG or MPS for a memory bound, dedicate pools, or accept it by listing '{class_name}' under "
+            "gpuSharing.acknowledgeNoMemoryBound"
+        ), severity="warning"))
+    return problems
+
+
 FLEET_VALIDATORS = (
     tenant_names_are_unique,
     namespaces_have_one_tenant,
@@ -202,6 +251,7 @@ FLEET_VALIDATORS = (
     stack_lists_known_tenants,
     dedicated_pools_have_one_tenant,
     tenant_grants_name_deployed_tenants,
+    shared_gpus_bound_memory_or_are_acknowledged,
 )
 
 

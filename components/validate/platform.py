@@ -4,6 +4,7 @@ PriorityClasses and the Pod Security pin; one small validator per concern, run b
 from __future__ import annotations
 
 from ..fleet import mig
+from ..fleet.isolation import isolation_of
 from ..spec.hints import did_you_mean
 from ..spec.problems import Problem
 from ..spec.stack import CONFIG_KEY, Platform
@@ -110,6 +111,36 @@ def pod_security_is_current(platform: Platform, doc: SourceDocument) -> list[Pro
     )]
 
 
+def memory_bound_acknowledgements_are_needed(platform: Platform, doc: SourceDocument) -> list[Problem]:
+    """`gpuSharing.acknowledgeNoMemoryBound` names GPU classes, and only classes whose shared GPUs bound no pod's memory.
+
+    >>> memory_bound_acknowledgements_are_needed(dev.platform, dev.platform_doc)
+    []
+    >>> from components.spec.stack import GpuSharing
+    >>> p = prod.platform.model_copy(update={"gpu_sharing": GpuSharing(acknowledgeNoMemoryBound=["a100-mig", "h10"])})
+    >>> [x.message for x in memory_bound_acknowledgements_are_needed(p, prod.platform_doc)]  # doctest: +NORMALIZE_WHITESPACE
+    ["GPU class 'a100-mig' is shared by MIG, which bounds each pod's GPU memory: there is nothing to acknowledge;
+      remove it from the list", "unknown GPU class 'h10'; did you mean 'h100'?"]
+    """
+    problems: list[Problem] = []
+    for index, name in enumerate(platform.gpu_sharing.acknowledge_no_memory_bound):
+        where = platform_path("gpuSharing", "acknowledgeNoMemoryBound", index)
+        gpu_class = platform.gpu_classes.get(name)
+        if gpu_class is None:
+            problems.append(doc.problem(where, f"unknown GPU class '{name}'{did_you_mean(name, platform.gpu_classes)}"))
+            continue
+        isolation = isolation_of(gpu_class)
+        if isolation.shares_a_gpu and not isolation.bounds_memory:
+            continue
+        why = (
+            f"is shared by {isolation.mode}, which bounds each pod's GPU memory"
+            if isolation.shares_a_gpu
+            else f"is {isolation.mode}: no two pods share one of its GPUs"
+        )
+        problems.append(doc.problem(where, f"GPU class '{name}' {why}: there is nothing to acknowledge; remove it from the list", severity="warning"))
+    return problems
+
+
 def _check_pool_layout(platform: Platform, doc: SourceDocument, pool_name: str) -> list[Problem]:
     pool = platform.node_pools[pool_name]
     gpu_class = platform.gpu_classes[pool.gpu_class]
@@ -138,7 +169,13 @@ def _check_pool_layout(platform: Platform, doc: SourceDocument, pool_name: str) 
     return []
 
 
-PLATFORM_VALIDATORS = (node_pools_are_consistent, mig_layouts_do_not_overlap, one_default_priority_class, pod_security_is_current)
+PLATFORM_VALIDATORS = (
+    node_pools_are_consistent,
+    mig_layouts_do_not_overlap,
+    one_default_priority_class,
+    pod_security_is_current,
+    memory_bound_acknowledgements_are_needed,
+)
 
 
 def check_platform(platform: Platform, doc: SourceDocument) -> list[Problem]:

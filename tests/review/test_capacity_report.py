@@ -149,3 +149,21 @@ def test_the_report_shows_capacity_per_pool_with_dedicated_pools_for_their_owner
         "capacity": 16, "limit": 20, "requested": 20, "free": 0, "status": "warning", "byTenant": {"eval": 20}}
     assert set(pools["a100-mig"]["resources"]) == {"nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb"}
     assert "Per node pool" in format_text(capacity_table(prod))
+
+
+def test_dra_served_classes_show_their_device_classes_and_the_keys_that_meter_them():
+    table = capacity_table(load_environment(REPO / "tests" / "fixtures" / "dra", "dra"))
+    b200, h100 = table["gpuClasses"]["b200"], table["gpuClasses"]["h100"]
+
+    assert b200["deviceClasses"] == ["b200.gpu.dra.dev"] and h100["deviceClasses"] == ["h100.gpu.dra.dev"]
+    assert "DRA: claims of DeviceClass b200.gpu.dra.dev, each device allocated to one claim by the driver" in b200["isolation"]
+    assert b200["isolation"].endswith(
+        "metered by requests.deviceclass.resource.kubernetes.io/b200.gpu.dra.dev, "
+        "b200.gpu.dra.dev.deviceclass.resource.k8s.io/devices, requests.gpu.dra.dev/b200"
+    )
+    # Served by both: device-plugin GPUs and claims share the one `requests.nvidia.com/gpu` budget.
+    assert "and pods through the device plugin" in h100["isolation"] and h100["isolation"].endswith("requests.nvidia.com/gpu")
+
+
+def test_device_plugin_classes_name_no_device_class(prod):
+    assert all(row["deviceClasses"] == [] and "DRA" not in row["isolation"] for row in capacity_table(prod)["gpuClasses"].values())
