@@ -44,8 +44,9 @@ def _keys(*keys: str, joined_by: str = " or ") -> str:
 _SHARES = _keys(cap.quota_key(cap.GPU), cap.quota_key(cap.GPU_SHARED)) + " (`renameByDefault`)"
 _DRA_KEYS = _keys(*cap.device_class_quota_keys("<class>"), joined_by=" and ")
 _KAI_QUEUE = (
-    "the tenant's KAI queue (pod label `kai.scheduler/queue: <tenant>`), in fractions of a GPU; "
-    "ResourceQuota cannot count fractions (the pod requests no `nvidia.com/gpu`)"
+    "the tenant's KAI queue (pod label `kai.scheduler/queue: <tenant>` and `schedulerName: kai-scheduler`, both "
+    "required at admission for a pod with the annotation), in fractions of a GPU; ResourceQuota cannot count "
+    "fractions (the pod requests no `nvidia.com/gpu`)"
 )
 
 SHARING_MODES: tuple[Isolation, ...] = (
