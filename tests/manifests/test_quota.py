@@ -130,9 +130,10 @@ def test_gpus_are_granted_never_implied(make_tenant, make_environment):
 
 def test_tenant_without_quota_still_gets_the_guard_rails(make_tenant, make_environment):
     quotas = resource_quotas(make_tenant(), make_environment().view(make_tenant()))
-    # Guard rails always exist: object counts and storage from the stack's defaults.
+    # Guard rails always exist: object counts, storage and ephemeral storage from the stack's defaults.
     assert _hard(quotas, "team-a", TENANT_QUOTA) == {
-        "configmaps": "1000", "persistentvolumeclaims": "100", "pods": "1000", "requests.storage": "1Ti",
+        "configmaps": "1000", "limits.ephemeral-storage": "500Gi", "persistentvolumeclaims": "100", "pods": "1000",
+        "requests.ephemeral-storage": "100Gi", "requests.storage": "1Ti",
         "secrets": "1000", "services": "100", "services.loadbalancers": "0", "services.nodeports": "0",
     }
     # only the classes that need a grant (online-inference, training) get a scoped quota: pods 0
@@ -158,7 +159,7 @@ def test_storage_classes_nobody_grants_are_pinned_at_zero(make_tenant, make_envi
     })
     tenant = make_tenant(quota={"storage": {"storageClasses": {"fast": {"requests": "10Ti", "persistentVolumeClaims": 3}}}})
     hard = _hard(resource_quotas(tenant, environment.view(tenant)), "team-a", TENANT_QUOTA)
-    storage = {k: v for k, v in hard.items() if "storage" in k or "claims" in k}
+    storage = {k: v for k, v in hard.items() if ("storage" in k or "claims" in k) and "ephemeral" not in k}
     assert storage == {
         "archive.storageclass.storage.k8s.io/persistentvolumeclaims": "0",
         "archive.storageclass.storage.k8s.io/requests.storage": "0",
@@ -185,7 +186,26 @@ def test_objects_counts_use_the_core_quota_keys(make_tenant, make_environment):
     )
     hard = _hard(resource_quotas(tenant, make_environment().view(tenant)), "team-a", TENANT_QUOTA)
     assert hard == {"pods": "1", "services": "2", "services.loadbalancers": "3", "services.nodeports": "4",
-                    "persistentvolumeclaims": "5", "configmaps": "6", "secrets": "7", "requests.storage": "1Ti"}
+                    "persistentvolumeclaims": "5", "configmaps": "6", "secrets": "7", "requests.storage": "1Ti",
+                    "requests.ephemeral-storage": "100Gi", "limits.ephemeral-storage": "500Gi"}
+
+
+def test_ephemeral_storage_is_a_guard_rail_where_the_tenant_sets_none(make_tenant, make_environment):
+    environment = make_environment(guardRails={"ephemeralStorage": {"quota": {"requests": "50Gi", "limits": "200Gi"}}})
+    tenant = make_tenant(namespaces=["team-a-data"], quota={"cpu": {"requests": "8"}})
+    quotas = resource_quotas(tenant, environment.view(tenant))
+    for namespace in ("team-a", "team-a-data"):  # per namespace, like storage: not a split budget
+        hard = _hard(quotas, namespace, TENANT_QUOTA)
+        assert (hard["requests.ephemeral-storage"], hard["limits.ephemeral-storage"]) == ("50Gi", "200Gi")
+
+
+def test_ephemeral_storage_the_tenant_sets_is_budget_and_the_other_side_a_guard_rail(make_tenant, make_environment):
+    tenant = make_tenant(namespaces=["team-a-data"], quota={"ephemeralStorage": {"requests": "300Gi"}})
+    quotas = resource_quotas(tenant, make_environment().view(tenant))
+    own, extra = _hard(quotas, "team-a", TENANT_QUOTA), _hard(quotas, "team-a-data", TENANT_QUOTA)
+    assert (own["requests.ephemeral-storage"], own["limits.ephemeral-storage"]) == ("300Gi", "500Gi")
+    # The tenant's own value is budget: an extra namespace without a slice gets none of it.
+    assert (extra["requests.ephemeral-storage"], extra["limits.ephemeral-storage"]) == ("0", "500Gi")
 
 
 def test_unlisted_priority_class_gets_the_stack_default_cap(prod):
