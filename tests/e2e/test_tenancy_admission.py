@@ -139,7 +139,7 @@ def test_gpu_pod_within_quota_is_admitted_and_stays_pending(apiserver, core, pro
 
 def test_cpu_pod_over_tenant_quota_is_rejected(core, prod_stack):
     # eval's LimitRange sets no cpu max, so the quota alone decides.
-    assert "max" not in prod_stack.find("LimitRange", "tenant-limits", "eval")["spec"]["limits"][0]
+    assert "cpu" not in prod_stack.find("LimitRange", "tenant-limits", "eval")["spec"]["limits"][0].get("max", {})
     cpu = int(parse_quantity(hard(prod_stack, "eval", "tenant-quota")["requests.cpu"]))
     message = rejected(core, "eval", pod(requests={"cpu": str(cpu + 1)}, limits={"cpu": str(cpu + 1)}))
     assert "exceeded quota: tenant-quota" in message
