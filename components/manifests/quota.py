@@ -217,7 +217,39 @@ def object_count_hard(tenant: Tenant, platform: Platform | None = None) -> dict[
             value = getattr(defaults, field)
         if value is not None:
             hard[key] = str(value)
+    kinds = {**(defaults.kinds if defaults is not None else {}), **objects.kinds}
+    for kind, value in sorted(kinds.items()):
+        hard[f"count/{kind}"] = str(value)
     return hard
+
+
+# etcd's default --max-request-bytes: no object it stores is larger (the API server's own limit on a
+# request body is above it; ConfigMap and Secret data are also capped at 1 MiB by API validation).
+ETCD_MAX_REQUEST_BYTES = 1536 * 1024
+# Keys that count a subset of what another key counts (NodePort and LoadBalancer Services are Services).
+_SUBSET_COUNTS = ("services.loadbalancers", "services.nodeports")
+
+
+def worst_case_objects(tenant: Tenant, platform: Platform) -> int:
+    """The most objects the tenant's count keys admit in one namespace (every count at its limit).
+
+    >>> worst_case_objects(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a",
+    ...     displayName="A", costCenter="cc-1", quota={"objects": {"kinds": {"jobs.batch": 0}}}), prod.platform)
+    23800
+    """
+    hard = object_count_hard(tenant, platform)
+    return sum(int(value) for key, value in hard.items() if key not in _SUBSET_COUNTS)
+
+
+def worst_case_etcd_bytes(tenant: Tenant, platform: Platform) -> int:
+    """The most bytes the tenant's members can make etcd hold in counted objects: every count key of
+    every namespace at its limit, each object at etcd's request limit (docs/security.md).
+
+    >>> worst_case_etcd_bytes(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a",
+    ...     displayName="A", costCenter="cc-1", namespaces=["a-data"]), prod.platform) / 2**30
+    75.5859375
+    """
+    return worst_case_objects(tenant, platform) * ETCD_MAX_REQUEST_BYTES * len(tenant.all_namespaces)
 
 
 def _no_compute(budget: dict[str, str]) -> bool:
