@@ -235,7 +235,7 @@ def worst_case_objects(tenant: Tenant, platform: Platform) -> int:
 
     >>> worst_case_objects(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a",
     ...     displayName="A", costCenter="cc-1", quota={"objects": {"kinds": {"jobs.batch": 0}}}), prod.platform)
-    23800
+    9800
     """
     hard = object_count_hard(tenant, platform)
     return sum(int(value) for key, value in hard.items() if key not in _SUBSET_COUNTS)
@@ -247,7 +247,7 @@ def worst_case_etcd_bytes(tenant: Tenant, platform: Platform) -> int:
 
     >>> worst_case_etcd_bytes(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a",
     ...     displayName="A", costCenter="cc-1", namespaces=["a-data"]), prod.platform) / 2**30
-    75.5859375
+    34.5703125
     """
     return worst_case_objects(tenant, platform) * ETCD_MAX_REQUEST_BYTES * len(tenant.all_namespaces)
 

@@ -95,7 +95,9 @@ class ObjectCounts(Model):
     kinds: dict[CountResource, NonNegativeInt] = Field(
         {},
         description="any other namespaced kind, as the quota key count/<resource>.<group>, e.g. {deployments.apps: 50, "
-        "rayclusters.ray.io: 5}; each kind not listed takes the stack's guardRails.objects.kinds",
+        "rayclusters.ray.io: 5}; each kind not listed takes the stack's guardRails.objects.kinds. Only kinds the cluster "
+        "serves: a count for one it does not (a CRD not installed) stops the namespace's quota usage from being "
+        "computed, and the quota then refuses every pod",
     )
 
     @field_validator("kinds")

@@ -130,7 +130,8 @@ def check_role_bundles(platform, doc) -> list[Problem]:
                                if "/" not in r and (f"{r}.{g}" if g else r) not in counted)
             if uncounted:
                 problems.append(doc.problem(where, f"role bundle '{name}' lets members create {', '.join(uncounted)}, which "
-                                            "guardRails.objects.kinds does not count: add a count for each (tenants may set their own)",
+                                            "guardRails.objects.kinds does not count: once the cluster serves them (CRDs installed), add a count for each "
+                                            "(a count for a kind it does not serve stops the namespace's quota)",
                                             severity="warning"))
     return problems
 

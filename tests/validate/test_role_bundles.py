@@ -125,6 +125,6 @@ def test_a_stack_bundle_creating_an_uncounted_kind_is_warned_about(capsys, proje
 
 
 def test_a_stack_bundle_creating_counted_kinds_only_is_not_warned_about(capsys, project_copy):
-    add_bundle(project_copy, '{apiGroups: [ray.io], resources: [rayclusters, rayclusters/status], verbs: [get, create]}')
+    add_bundle(project_copy, '{apiGroups: [apps], resources: [deployments, deployments/status], verbs: [get, create]}')
     code, output = validate(capsys, project_copy)
     assert code == 0 and "does not count" not in output, output
