@@ -425,6 +425,11 @@ class GuardRails(Model):
     ingress_annotations: IngressAnnotations = Field(
         default_factory=IngressAnnotations, description="ingress-controller annotations tenants may set (an allow-list)"
     )
+    data_bytes_per_object: Annotated[int, Field(ge=1024, le=1048576, strict=True)] = Field(
+        262144,
+        description="most bytes the data and binaryData of one ConfigMap or Secret may hold (checked at admission; the API "
+        "server's own limit is 1 MiB), so that the object counts bound what a namespace stores in etcd",
+    )
 
 
 class TenantAccessSettings(Model):

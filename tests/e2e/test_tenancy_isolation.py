@@ -22,6 +22,7 @@ with kube-network-policies.
 
 from __future__ import annotations
 
+import base64
 import json
 import uuid
 from dataclasses import dataclass, field
@@ -79,6 +80,7 @@ PATHS = {
     "pods": "/api/v1/namespaces/{ns}/pods",
     "services": "/api/v1/namespaces/{ns}/services",
     "secrets": "/api/v1/namespaces/{ns}/secrets",
+    "configmaps": "/api/v1/namespaces/{ns}/configmaps",
     "persistentvolumeclaims": "/api/v1/namespaces/{ns}/persistentvolumeclaims",
     "ingresses": "/apis/networking.k8s.io/v1/namespaces/{ns}/ingresses",
     "rolebindings": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
@@ -197,6 +199,15 @@ def scratch_pod(*sizes: str) -> dict:
     return body
 
 
+def data_object(kind: str, **fields: Any) -> dict:
+    """A ConfigMap or Secret with the given data fields (data, binaryData, stringData)."""
+    return {"apiVersion": "v1", "kind": kind, "metadata": {"name": f"e2e-{uuid.uuid4().hex[:8]}"}, **fields}
+
+
+def b64(size: int) -> str:
+    return base64.b64encode(b"x" * size).decode()
+
+
 def token_pod(**token: Any) -> dict:
     """A pod running as the tenant's CI ServiceAccount with a projected token the kubelet would mint."""
     volume = {"name": "token", "projected": {"sources": [{"serviceAccountToken": {"path": "token", **token}}]}}
@@ -252,6 +263,8 @@ OWN_HOST = "llm-finetune.apps.acme.dev"
 # eval sets no ephemeral storage of its own: the stack's guard rails bound it.
 EVAL_SCRATCH_MAX = effective_limits(TENANTS["eval"], ENV.platform).max.ephemeral_storage
 EVAL_SCRATCH_QUOTA = ephemeral_storage_quota(TENANTS["eval"], ENV.platform).requests
+DATA_BYTES = ENV.platform.guard_rails.data_bytes_per_object
+TOO_MUCH_DATA = (guard(LF), f"may hold at most {DATA_BYTES} bytes (guardRails.dataBytesPerObject)", f"this one holds {DATA_BYTES + 1}")
 HOST_PROBE = {"httpGet": {"host": "169.254.169.254", "path": "/latest/meta-data/", "port": 80}}
 
 def annotation_attack(what: str, name: str, value: str, refusal: str) -> Case:
@@ -379,6 +392,21 @@ CASES: list[Case] = [
          ("exceeded quota: tenant-quota", "requested: requests.ephemeral-storage=", f"limited: requests.ephemeral-storage={EVAL_SCRATCH_QUOTA}")),
     Case(8, "a container with scratch space within the guard rails", "eval", "POST", "pods", lambda: scratch_pod("10Gi")),
     Case(8, "a pod stating no ephemeral storage (gets the LimitRange default)", "eval", "POST", "pods", lambda: pod()),
+    # Data bytes count keys too (one-letter keys below: 1 byte each).
+    Case(8, "ConfigMap data one byte above the bound", LF, "POST", "configmaps",
+         lambda: data_object("ConfigMap", data={"a": "x" * (DATA_BYTES // 2 - 1), "b": "x" * (DATA_BYTES - DATA_BYTES // 2)}), TOO_MUCH_DATA),
+    Case(8, "ConfigMap data and binaryData together above the bound", LF, "POST", "configmaps",
+         lambda: data_object("ConfigMap", data={"a": "x" * (DATA_BYTES - 2)}, binaryData={"b": b64(1)}), TOO_MUCH_DATA),
+    Case(8, "ConfigMap of two-byte characters, few enough but too many bytes", LF, "POST", "configmaps",
+         lambda: data_object("ConfigMap", data={"a": "\u00e9" * (DATA_BYTES // 2), "b": ""}), (guard(LF), "may hold at most")),
+    Case(8, "Secret data above the bound", LF, "POST", "secrets", lambda: data_object("Secret", data={"a": b64(DATA_BYTES)}), TOO_MUCH_DATA),
+    Case(8, "Secret stringData above the bound", LF, "POST", "secrets",
+         lambda: data_object("Secret", stringData={"a": "x" * DATA_BYTES}), TOO_MUCH_DATA),
+    Case(8, "many keys with small values above the bound", LF, "POST", "configmaps",
+         lambda: data_object("ConfigMap", data={f"k{i:07d}": "" for i in range(DATA_BYTES // 8 + 1)}), (guard(LF), "may hold at most")),
+    Case(8, "ConfigMap at the bound", LF, "POST", "configmaps",
+         lambda: data_object("ConfigMap", data={"a": "x" * (DATA_BYTES - 12)}, binaryData={"b": b64(10)})),
+    Case(8, "Secret at the bound", LF, "POST", "secrets", lambda: data_object("Secret", data={"a": b64(DATA_BYTES - 1)})),
     Case(8, "claim within the guard rails", LF, "POST", "persistentvolumeclaims", lambda: pvc("10Gi", "standard")),
     Case(8, "claim on the granted fast class", LF, "POST", "persistentvolumeclaims", lambda: pvc("1Ti", "fast-nvme")),
     # 9. Legacy ServiceAccount tokens.
