@@ -1,5 +1,5 @@
-"""A tenant's compute and GPU budget as ResourceQuota keys, how `namespaceQuotas` split it, and its
-LimitRange values after the stack's defaults.
+"""A tenant's compute and GPU budget as ResourceQuota keys, how `namespaceQuotas` split it, its
+ephemeral-storage quota and LimitRange values after the stack's defaults and guard rails.
 
 The validation (the slices must fit) and the quota builder (the primary namespace keeps the rest)
 both need these; they live here so that spec checks do not depend on the builders.
@@ -10,7 +10,7 @@ from __future__ import annotations
 from . import gpu_capacity as cap
 from ..spec.quantity import Quantity, format_quantity
 from ..spec.stack import Platform
-from ..spec.tenant import LimitRangeSpec, ResourceValues, Tenant
+from ..spec.tenant import LimitRangeSpec, RequestsLimits, ResourceValues, Tenant
 
 _COMPUTE = (("cpu", "cpu"), ("memory", "memory"), ("ephemeral_storage", "ephemeral-storage"))
 
@@ -92,19 +92,44 @@ def split_budget(total: dict[str, str], slices: dict[str, dict[str, str]]) -> di
     return kept
 
 
+def ephemeral_storage_quota(tenant: Tenant, platform: Platform) -> RequestsLimits:
+    """The ephemeral-storage quota of a namespace: each side the tenant's `quota.ephemeralStorage`,
+    else the stack's `guardRails.ephemeralStorage.quota`.
+
+    >>> ephemeral_storage_quota(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a",
+    ...     displayName="A", costCenter="cc-1", quota={"ephemeralStorage": {"requests": "10Gi"}}), prod.platform)
+    RequestsLimits(requests=Quantity('10Gi'), limits=Quantity('500Gi'))
+    """
+    own = tenant.quota.ephemeral_storage or RequestsLimits()
+    fallback = platform.guard_rails.ephemeral_storage.quota
+    return RequestsLimits(
+        requests=own.requests if own.requests is not None else fallback.requests,
+        limits=own.limits if own.limits is not None else fallback.limits,
+    )
+
+
+def _guard_rail_limits(platform: Platform) -> LimitRangeSpec:
+    rail = platform.guard_rails.ephemeral_storage
+    return LimitRangeSpec(
+        default_request=ResourceValues(ephemeral_storage=rail.default_request),
+        default=ResourceValues(ephemeral_storage=rail.default),
+        max=ResourceValues(ephemeral_storage=rail.max),
+    )
+
+
 def effective_limits(tenant: Tenant, platform: Platform) -> LimitRangeSpec:
-    """The tenant's LimitRange values, each unset one taken from the stack's defaults.
+    """The tenant's LimitRange values, each unset one taken from the stack's defaults
+    (`limitRangeDefaults`, then for ephemeral storage `guardRails.ephemeralStorage`).
 
     >>> limits = effective_limits(tenant, prod.platform)
     >>> limits.default_request.cpu, limits.default.memory
     (Quantity('250m'), Quantity('4Gi'))
     """
     merged = {}
+    layers = (tenant.limits, platform.limit_range_defaults, _guard_rail_limits(platform))
     for part in ("default_request", "default", "max", "min"):
-        own: ResourceValues = getattr(tenant.limits, part)
-        fallback: ResourceValues = getattr(platform.limit_range_defaults, part)
         merged[part] = ResourceValues(**{
-            key: getattr(own, key) if getattr(own, key) is not None else getattr(fallback, key)
+            key: next((getattr(getattr(layer, part), key) for layer in layers if getattr(getattr(layer, part), key) is not None), None)
             for key in ("cpu", "memory", "ephemeral_storage")
         })
     return LimitRangeSpec(**merged)

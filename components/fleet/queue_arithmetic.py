@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from . import gpu_capacity as cap
+from .budget import ephemeral_storage_quota
 from ..spec.stack import Platform
 from ..spec.tenant import Tenant
 
@@ -172,25 +173,26 @@ def compute_nominal(tenant: Tenant, platform: Platform, resource: str):
 
 
 def kueue_compute_nominal(tenant: Tenant, platform: Platform) -> dict[str, str]:
-    """Nominal cpu/memory (and ephemeral-storage) of the tenant's ClusterQueue: its quota's requests,
-    else (cpu, memory) the stack's cluster capacity.
+    """Nominal cpu/memory and ephemeral-storage of the tenant's ClusterQueue: its quota's requests,
+    else the stack's cluster capacity (cpu, memory) or guard rails (ephemeral-storage).
 
     >>> from components.spec.stack import Platform
     >>> t = Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha2", "kind": "Tenant", "name": "a",
     ...     "displayName": "A", "costCenter": "cc-1", "quota": {"cpu": {"requests": "8"}}})
     >>> kueue_compute_nominal(t, Platform.model_validate({"labelDomain": "x.dev", "cpuMemoryCapacity": {"memory": "1Ti"}}))
-    {'cpu': '8', 'memory': '1Ti'}
+    {'cpu': '8', 'ephemeral-storage': '100Gi', 'memory': '1Ti'}
     """
     result = {}
     for resource in ("cpu", "memory"):
         value = compute_nominal(tenant, platform, resource)
         if value is not None:
             result[resource] = str(value)
-    # Kueue applies the namespace's LimitRange defaults to a workload's requests, so a tenant whose
-    # LimitRange gives containers ephemeral-storage requests submits workloads that request it: the
-    # ClusterQueue must cover it (Kueue blocks resources it does not cover), at the quota's requests.
-    storage = tenant.quota.ephemeral_storage
-    if storage is not None and storage.requests is not None:
+    # Kueue applies the namespace's LimitRange defaults to a workload's requests, and every tenant's
+    # LimitRange gives containers ephemeral-storage requests (the tenant's or the stack's guard
+    # rails): the ClusterQueue must cover it (Kueue blocks resources it does not cover), at the
+    # namespace quota's requests.
+    storage = ephemeral_storage_quota(tenant, platform)
+    if storage.requests is not None:
         result["ephemeral-storage"] = str(storage.requests)
     return dict(sorted(result.items()))
 

@@ -1,7 +1,7 @@
 """What a tenant member may not do with the objects RBAC lets them write, enforced at admission.
 
 RBAC says *which* objects a role may write, never *what is in them*. The tenant roles may create
-Pods, Services, Ingresses, Secrets, (owners) RoleBindings and (with a bundle) PodDisruptionBudgets; each of these carries a field that
+Pods, Services, Ingresses, ConfigMaps, Secrets, (owners) RoleBindings and (with a bundle) PodDisruptionBudgets; each of these carries a field that
 reaches beyond the tenant. One ValidatingAdmissionPolicy per tenant (`gpu-tenancy-guard-<tenant>`,
 plus its binding, in the tenant's namespaces) refuses:
 
@@ -32,6 +32,9 @@ plus its binding, in the tenant's namespaces) refuses:
   a Workload admitted ahead of everyone, although its pods are refused later;
 * Secrets of type `kubernetes.io/service-account-token` (a token that never expires and outlives
   the membership of whoever created it);
+* ConfigMaps and Secrets whose data (keys and values, binaryData too, in bytes) is above
+  `guardRails.dataBytesPerObject` (256 KiB by default; the API server's own limit is 1 MiB), so that
+  the object counts bound what they store in etcd;
 * RoleBindings: subjects that are not the tenant's (its groups and users, ServiceAccounts of its
   own namespaces, names matching the stack's `tenantAccess.bindable*` patterns), never `system:`
   users or groups (`system:authenticated` would give every account the role); and any change to
@@ -196,7 +199,26 @@ def _variables(tenant: Tenant, view: TenantView) -> list[dict[str, str]]:
             "name": "runtimeClasses",
             "expression": cel_list(platform.gpu_operator.runtime_classes),
         },
+        {
+            # Bytes of a ConfigMap's or Secret's data, keys included (keys are ASCII). A policy sees
+            # byte fields (Secret data, ConfigMap binaryData) as their base64 text, so their size is
+            # computed from it; ConfigMap data is text, counted in UTF-8 bytes (size() of a string
+            # counts code points).
+            "name": "dataBytes",
+            "expression": (
+                f'{_is("configmaps")} ? '
+                "(has(object.data) ? object.data.map(k, size(k) + size(bytes(object.data[k]))).sum() : 0) + "
+                f"(has(object.binaryData) ? object.binaryData.map(k, size(k) + {_decoded_size('object.binaryData[k]')}).sum() : 0) : "
+                f'{_is("secrets")} && has(object.data) ? object.data.map(k, size(k) + {_decoded_size("object.data[k]")}).sum() : 0'
+            ),
+        },
     ]
+
+
+def _decoded_size(text: str) -> str:
+    """CEL: the number of bytes a (padded) base64 string decodes to."""
+    return f'(size({text}) / 4 * 3 - ({text}.endsWith("==") ? 2 : ({text}.endsWith("=") ? 1 : 0)))'
+
 
 
 def _validations(tenant: Tenant, view: TenantView) -> list[dict[str, str]]:
@@ -395,6 +417,16 @@ def _validations(tenant: Tenant, view: TenantView) -> list[dict[str, str]]:
             "reason": "Forbidden",
         },
         {
+            "expression": f"variables.dataBytes <= {rails.data_bytes_per_object}",
+            "messageExpression": (
+                f'"data of one " + request.kind.kind + " in tenant {name} may hold at most {rails.data_bytes_per_object} bytes '
+                '(guardRails.dataBytesPerObject), so that its object counts bound what it stores in etcd; this one holds " + '
+                'string(variables.dataBytes) + " (use a PersistentVolumeClaim or an object store for larger files)"'
+            ),
+            "message": f"data of one ConfigMap or Secret in tenant {name} may hold at most {rails.data_bytes_per_object} bytes",
+            "reason": "Forbidden",
+        },
+        {
             "expression": f'!{_is("secrets")} || !has(object.type) || object.type != {cel_string(SERVICE_ACCOUNT_TOKEN)}',
             "message": (
                 f"Secrets of type {SERVICE_ACCOUNT_TOKEN} are refused in tenant {name}: the token never expires and outlives "
@@ -462,7 +494,7 @@ def guard_policy(tenant: Tenant, view: TenantView) -> KubeObject:
     """
     rules = [
         {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]},
-        {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["secrets", "services"]},
+        {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["configmaps", "secrets", "services"]},
         {"apiGroups": ["networking.k8s.io"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["ingresses"]},
         {"apiGroups": ["kueue.x-k8s.io"], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"], "resources": ["workloads"]},
         {"apiGroups": ["policy"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["poddisruptionbudgets"]},

@@ -146,7 +146,7 @@ def resource_groups(tenant: Tenant, view: TenantView) -> list[dict]:
     flavor of the class carries them on the class's own resource (a flavor is one pool).
 
     >>> resource_groups(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))[0]["coveredResources"]
-    ['cpu', 'memory']
+    ['cpu', 'ephemeral-storage', 'memory']
     """
     platform = view.platform
     groups = []

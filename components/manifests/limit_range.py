@@ -1,8 +1,12 @@
 """The LimitRange: per-container defaults and bounds in every tenant namespace.
 
-It is what makes a cpu/memory quota usable: once a ResourceQuota counts cpu or memory, the API
-server rejects pods whose containers do not state them, and the LimitRange defaults fill them in.
-Values are the tenant's `limits`, each unset one taken from the stack's `limitRangeDefaults`.
+It is what makes a cpu/memory/ephemeral-storage quota usable: once a ResourceQuota counts one, the
+API server rejects pods whose containers do not state it, and the LimitRange defaults fill it in.
+Values are the tenant's `limits`, each unset one taken from the stack's `limitRangeDefaults`, and
+for ephemeral storage then from `guardRails.ephemeralStorage`, which also gives every namespace
+its ephemeral-storage quota keys: the two always come together. The ephemeral-storage limit is
+also what the kubelet evicts a pod for exceeding (container writable layers, logs and disk-backed
+emptyDirs), so the default limit and the max bound how much of a node's disk one container fills.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ def container_limits(tenant: Tenant, view: TenantView) -> dict:
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a",
     ...     displayName="A", costCenter="cc-1")
     >>> container_limits(t, env.view(t))["defaultRequest"]
-    {'cpu': '100m', 'memory': '256Mi'}
+    {'cpu': '100m', 'ephemeral-storage': '256Mi', 'memory': '256Mi'}
     """
     limits = effective_limits(tenant, view.platform)
     item: dict = {"type": "Container"}

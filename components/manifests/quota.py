@@ -27,9 +27,10 @@ pods, because the LimitRange gives every container requests that a zero quota re
 object counts are per-namespace guard rails, not capacity budgets, so every namespace gets them as
 written (a tenant with N namespaces may hold up to N times each).
 
-Guard rails always exist. Object counts, `requests.storage` and the per-StorageClass keys come
-from the tenant, else from the stack's `guardRails` (NodePort and LoadBalancer Services at 0
-unless granted); every StorageClass the stack lists in `guardRails.storageClasses` that neither
+Guard rails always exist. Object counts, `requests.storage`, the per-StorageClass keys and the
+ephemeral-storage keys come from the tenant, else from the stack's `guardRails` (NodePort and
+LoadBalancer Services at 0 unless granted; ephemeral storage a guard rail per namespace where the
+tenant sets no `quota.ephemeralStorage`, a split budget where it does); every StorageClass the stack lists in `guardRails.storageClasses` that neither
 gives a cap is pinned at 0. A namespace whose compute budget is zero (every cpu and memory key
 "0") also gets `pods: 0`: a pod whose requests and limits are all 0 would otherwise get in as
 BestEffort.
@@ -179,6 +180,27 @@ def storage_hard(tenant: Tenant, platform: Platform | None = None) -> dict[str, 
     return hard
 
 
+def ephemeral_storage_hard(tenant: Tenant, platform: Platform) -> dict[str, str]:
+    """Ephemeral-storage keys from the stack's `guardRails.ephemeralStorage`, for each side the tenant's
+    `quota.ephemeralStorage` leaves unset (what the tenant sets is budget: `compute_hard`).
+
+    The LimitRange gives every container an ephemeral-storage request and limit from the same guard
+    rails (`effective_limits`), so these keys never refuse a pod for not stating one.
+
+    >>> ephemeral_storage_hard(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a",
+    ...     displayName="A", costCenter="cc-1", quota={"ephemeralStorage": {"limits": "1Ti"}}), prod.platform)
+    {'requests.ephemeral-storage': '100Gi'}
+    """
+    own = tenant.quota.ephemeral_storage
+    rail = platform.guard_rails.ephemeral_storage.quota
+    hard = {}
+    for side in ("requests", "limits"):
+        value = getattr(rail, side)
+        if value is not None and (own is None or getattr(own, side) is None):
+            hard[f"{side}.ephemeral-storage"] = str(value)
+    return hard
+
+
 def object_count_hard(tenant: Tenant, platform: Platform | None = None) -> dict[str, str]:
     """Object-count keys (`pods`, `services`, ...): the tenant's counts, else the stack's guard rails.
 
@@ -195,7 +217,39 @@ def object_count_hard(tenant: Tenant, platform: Platform | None = None) -> dict[
             value = getattr(defaults, field)
         if value is not None:
             hard[key] = str(value)
+    kinds = {**(defaults.kinds if defaults is not None else {}), **objects.kinds}
+    for kind, value in sorted(kinds.items()):
+        hard[f"count/{kind}"] = str(value)
     return hard
+
+
+# etcd's default --max-request-bytes: no object it stores is larger (the API server's own limit on a
+# request body is above it; ConfigMap and Secret data are also capped at 1 MiB by API validation).
+ETCD_MAX_REQUEST_BYTES = 1536 * 1024
+# Keys that count a subset of what another key counts (NodePort and LoadBalancer Services are Services).
+_SUBSET_COUNTS = ("services.loadbalancers", "services.nodeports")
+
+
+def worst_case_objects(tenant: Tenant, platform: Platform) -> int:
+    """The most objects the tenant's count keys admit in one namespace (every count at its limit).
+
+    >>> worst_case_objects(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a",
+    ...     displayName="A", costCenter="cc-1", quota={"objects": {"kinds": {"jobs.batch": 0}}}), prod.platform)
+    9800
+    """
+    hard = object_count_hard(tenant, platform)
+    return sum(int(value) for key, value in hard.items() if key not in _SUBSET_COUNTS)
+
+
+def worst_case_etcd_bytes(tenant: Tenant, platform: Platform) -> int:
+    """The most bytes the tenant's members can make etcd hold in counted objects: every count key of
+    every namespace at its limit, each object at etcd's request limit (docs/security.md).
+
+    >>> worst_case_etcd_bytes(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a",
+    ...     displayName="A", costCenter="cc-1", namespaces=["a-data"]), prod.platform) / 2**30
+    34.5703125
+    """
+    return worst_case_objects(tenant, platform) * ETCD_MAX_REQUEST_BYTES * len(tenant.all_namespaces)
 
 
 def _no_compute(budget: dict[str, str]) -> bool:
@@ -276,7 +330,7 @@ def resource_quotas(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     gpu_budget = gpu_hard(tenant, platform, gpu_ceiling_by_resource(tenant, view))
     budgets = {**compute_hard(tenant), **gpu_budget, **device_class_hard(tenant, platform, set(gpu_budget))}
     slices = namespace_slices(tenant, platform)
-    guard_rails = {**storage_hard(tenant, platform), **object_count_hard(tenant, platform)}
+    guard_rails = {**storage_hard(tenant, platform), **ephemeral_storage_hard(tenant, platform), **object_count_hard(tenant, platform)}
     home = budget_home(tenant)
     objects = []
     for namespace in tenant.all_namespaces:

@@ -49,7 +49,7 @@ from .limit_range import container_limits
 from .meta import MANAGED_BY, gpu_class_label, tenant_label
 from .namespace import pod_security_level
 from .device_classes import device_class_hard
-from .quota import compute_hard, gpu_hard, object_count_hard, storage_hard
+from .quota import compute_hard, ephemeral_storage_hard, gpu_hard, object_count_hard, storage_hard
 
 RELEASE_NAME = "vcluster"
 CHART = "vcluster"
@@ -101,6 +101,7 @@ def mirrored_quota(tenant: Tenant, view: TenantView) -> dict[str, Any]:
     hard: dict[str, Any] = {
         **storage_hard(tenant, view.platform),
         **object_count_hard(tenant, view.platform),
+        **ephemeral_storage_hard(tenant, view.platform),
         **compute_hard(tenant),
         **gpus,
         **device_class_hard(tenant, view.platform, set(gpus)),
@@ -113,8 +114,8 @@ def mirrored_quota(tenant: Tenant, view: TenantView) -> dict[str, Any]:
 def mirrored_limit_range(tenant: Tenant, view: TenantView) -> dict[str, Any]:
     """`policies.limitRange` sections from the tenant's effective LimitRange.
 
-    >>> mirrored_limit_range(dev.tenants[0].spec, dev.view(dev.tenants[0].spec))["defaultRequest"]["ephemeral-storage"] is None
-    True
+    >>> mirrored_limit_range(dev.tenants[0].spec, dev.view(dev.tenants[0].spec))["max"]
+    {'ephemeral-storage': '100Gi'}
     """
     item = container_limits(tenant, view)
     sections: dict[str, Any] = {}

@@ -25,6 +25,7 @@ from .tenant import (
     PodSecurityLevel,
     Port,
     PriorityCap,
+    RequestsLimits,
     ResourceValues,
     StorageQuota,
     _network,
@@ -255,10 +256,43 @@ class ClusterNetwork(Model):
     _ranges = field_validator("pods", "services", "nodes")(classmethod(lambda cls, v: _networks(v)))
 
 
+# A count for every built-in namespaced kind a tenant role may create (and ReplicaSets, which
+# Deployments create as often as their revisionHistoryLimit, which the tenant sets), so that the
+# number of objects a namespace holds in etcd is bounded. Custom resources (JobSets, Kubeflow and
+# Ray jobs, the bundles' kinds) are not counted by default: a count key for a kind the cluster does
+# not serve stops the quota controller from computing the namespace's usage, and the quota then
+# refuses every pod. A stack adds them here once their CRDs are installed;
+# tests/manifests/test_quota.py keeps both lists complete against the roles and bundles.
+DEFAULT_KIND_COUNTS = {
+    "serviceaccounts": 100,
+    "deployments.apps": 500, "statefulsets.apps": 200, "replicasets.apps": 5000,
+    "horizontalpodautoscalers.autoscaling": 200,
+    "cronjobs.batch": 200, "jobs.batch": 2000,
+    "ingresses.networking.k8s.io": 100,
+    "rolebindings.rbac.authorization.k8s.io": 100,
+    "poddisruptionbudgets.policy": 100,
+    "leases.coordination.k8s.io": 100,
+}
+# Kinds members may create that only a CRD or an optional API group serves: counted only when the
+# stack lists them in guardRails.objects.kinds (see above).
+CUSTOM_RESOURCE_KINDS = (
+    "jobsets.jobset.x-k8s.io",
+    *(f"{kind}.kubeflow.org" for kind in ("jaxjobs", "mpijobs", "paddlejobs", "pytorchjobs", "tfjobs", "xgboostjobs")),
+    "trainjobs.trainer.kubeflow.org",
+    "resourceclaims.resource.k8s.io", "resourceclaimtemplates.resource.k8s.io",
+    "notebooks.kubeflow.org", "poddefaults.kubeflow.org", "scheduledworkflows.kubeflow.org",
+    *(f"{kind}.pipelines.kubeflow.org" for kind in ("experiments", "jobs", "pipelines", "pipelineversions", "recurringruns", "runs")),
+    "workflows.argoproj.io",
+    *(f"{kind}.ray.io" for kind in ("rayclusters", "rayjobs", "rayservices")),
+    *(f"{kind}.serving.kserve.io" for kind in ("inferencegraphs", "inferenceservices", "servingruntimes", "trainedmodels")),
+    "leaderworkersets.leaderworkerset.x-k8s.io",
+)
+
+
 def _default_guard_objects() -> ObjectCounts:
     return ObjectCounts(
         pods=1000, services=100, servicesLoadBalancers=0, servicesNodePorts=0,
-        persistentVolumeClaims=100, configMaps=1000, secrets=1000,
+        persistentVolumeClaims=100, configMaps=1000, secrets=1000, kinds=DEFAULT_KIND_COUNTS,
     )
 
 
@@ -329,13 +363,52 @@ class ServiceAccountTokens(Model):
     )
 
 
+class EphemeralStorageGuardRail(Model):
+    """Node-local scratch space (container writable layers, logs, disk-backed emptyDirs) of every tenant
+    namespace, unless the tenant sets its own `quota.ephemeralStorage` and `limits.*.ephemeralStorage`.
+
+    The quota keys are admission-time accounting of what pods declare; the per-container limit is
+    what the kubelet evicts a pod for exceeding (measured periodically, so a pod may overshoot
+    between two measurements). `max` is also a bound: no tenant may set a larger per-container value.
+    The LimitRange defaults always come with the quota keys, so a pod that states no ephemeral-storage
+    is given some instead of being refused."""
+
+    quota: RequestsLimits = Field(
+        default_factory=lambda: RequestsLimits(requests="100Gi", limits="500Gi"),
+        description="requests.ephemeral-storage and limits.ephemeral-storage of each namespace (a tenant with N namespaces may hold N times)",
+    )
+    default_request: Quantity = Field("256Mi", description="request given to containers that state none (what the scheduler reserves on a node)")
+    default: Quantity = Field("4Gi", description="limit given to containers that state none (the kubelet evicts a pod above its limits)")
+    max: Quantity = Field("100Gi", description="largest limit one container may set; tenants cannot raise it")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "EphemeralStorageGuardRail":
+        if self.default_request > self.default:
+            raise ValueError(f"defaultRequest ({self.default_request}) is above default ({self.default}); a defaulted container's request must not exceed its limit")
+        if self.default > self.max:
+            raise ValueError(f"default ({self.default}) is above max ({self.max}); every defaulted container would be refused")
+        requests, limits = self.quota.requests, self.quota.limits
+        if requests is not None and limits is not None and requests > limits:
+            raise ValueError(f"quota.requests ({requests}) is above quota.limits ({limits}); every pod's limits are >= its requests, so the requests could never be used")
+        if requests is not None and self.default_request > requests:
+            raise ValueError(f"defaultRequest ({self.default_request}) is above quota.requests ({requests}); no defaulted pod could be admitted")
+        if limits is not None and self.default > limits:
+            raise ValueError(f"default ({self.default}) is above quota.limits ({limits}); no defaulted pod could be admitted")
+        return self
+
+
 class GuardRails(Model):
-    """Quota keys every tenant namespace gets unless the tenant sets its own: object counts and storage."""
+    """Quota keys every tenant namespace gets unless the tenant sets its own: object counts, storage and ephemeral storage."""
 
     objects: ObjectCounts = Field(default_factory=_default_guard_objects, description="object counts per namespace; unset counts are unlimited")
     storage: StorageQuota = Field(
         default_factory=lambda: StorageQuota(requests="1Ti"),
         description="storage per namespace: total requests.storage and per-StorageClass caps a tenant gets unless it sets its own",
+    )
+    ephemeral_storage: EphemeralStorageGuardRail = Field(
+        default_factory=EphemeralStorageGuardRail,
+        description="node-local scratch space per namespace (quota keys) and per container (LimitRange default and max) "
+        "a tenant gets unless it sets its own; the max bounds every tenant",
     )
     storage_classes: list[DnsSubdomain] = Field(
         [],
@@ -351,6 +424,11 @@ class GuardRails(Model):
     )
     ingress_annotations: IngressAnnotations = Field(
         default_factory=IngressAnnotations, description="ingress-controller annotations tenants may set (an allow-list)"
+    )
+    data_bytes_per_object: Annotated[int, Field(ge=1024, le=1048576, strict=True)] = Field(
+        262144,
+        description="most bytes the data and binaryData of one ConfigMap or Secret may hold (checked at admission; the API "
+        "server's own limit is 1 MiB), so that the object counts bound what a namespace stores in etcd",
     )
 
 
@@ -552,7 +630,7 @@ class Platform(Model):
     ingress_domain: Optional[DnsSubdomain] = Field(
         None, description="tenants' Ingresses may serve <tenant>.<ingressDomain> and its subdomains (plus their network.ingressHosts)"
     )
-    guard_rails: GuardRails = Field(default_factory=GuardRails, description="quota keys every namespace gets: object counts and storage")
+    guard_rails: GuardRails = Field(default_factory=GuardRails, description="quota keys every namespace gets: object counts, storage and ephemeral storage")
     tenant_access: TenantAccessSettings = Field(TenantAccessSettings(), description="what tenant members may see and bind")
     images: ImagePolicy = Field(ImagePolicy(), description="image registries tenants may pull from, and whether digests are required")
     gpu_classes: dict[DnsLabel, GpuClass] = {}

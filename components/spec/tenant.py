@@ -72,6 +72,16 @@ class StorageQuota(Model):
     storage_classes: dict[DnsSubdomain, StorageClassQuota] = Field({}, description="caps per StorageClass name")
 
 
+# The kinds ObjectCounts names by their own fields; `kinds` may not repeat them.
+_TYPED_COUNTS = {"pods": "pods", "services": "services", "persistentvolumeclaims": "persistentVolumeClaims",
+                 "configmaps": "configMaps", "secrets": "secrets"}
+CountResource = Annotated[
+    str,
+    Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$", max_length=253,
+          description="<resource>.<group> (plural, lower case), or the resource alone for the core group, e.g. deployments.apps, serviceaccounts"),
+]
+
+
 class ObjectCounts(Model):
     """Caps on object counts (`count/...` style quota keys). Unset counts take the stack's `guardRails.objects`."""
 
@@ -82,6 +92,21 @@ class ObjectCounts(Model):
     persistent_volume_claims: Optional[NonNegativeInt] = Field(None, description="PersistentVolumeClaims")
     config_maps: Optional[NonNegativeInt] = Field(None, description="ConfigMaps")
     secrets: Optional[NonNegativeInt] = Field(None, description="Secrets")
+    kinds: dict[CountResource, NonNegativeInt] = Field(
+        {},
+        description="any other namespaced kind, as the quota key count/<resource>.<group>, e.g. {deployments.apps: 50, "
+        "rayclusters.ray.io: 5}; each kind not listed takes the stack's guardRails.objects.kinds. Only kinds the cluster "
+        "serves: a count for one it does not (a CRD not installed) stops the namespace's quota usage from being "
+        "computed, and the quota then refuses every pod",
+    )
+
+    @field_validator("kinds")
+    @classmethod
+    def _not_typed(cls, value: dict[str, int]) -> dict[str, int]:
+        for key in value:
+            if key in _TYPED_COUNTS:
+                raise ValueError(f"'{key}' has its own field: write objects.{_TYPED_COUNTS[key]} instead of kinds.{key}")
+        return value
 
 
 class PriorityCap(Model):

@@ -169,12 +169,31 @@ def _check_pool_layout(platform: Platform, doc: SourceDocument, pool_name: str) 
     return []
 
 
+def limit_range_defaults_within_guard_rails(platform: Platform, doc: SourceDocument) -> list[Problem]:
+    """`limitRangeDefaults` ephemeral-storage values no larger than `guardRails.ephemeralStorage.max`,
+    the bound every tenant is held to.
+
+    >>> limit_range_defaults_within_guard_rails(prod.platform, prod.platform_doc)
+    []
+    """
+    problems: list[Problem] = []
+    bound = platform.guard_rails.ephemeral_storage.max
+    for part, key in (("default_request", "defaultRequest"), ("default", "default"), ("max", "max")):
+        value = getattr(platform.limit_range_defaults, part).ephemeral_storage
+        if value is not None and value > bound:
+            problems.append(doc.problem(platform_path("limitRangeDefaults", key, "ephemeralStorage"),
+                                        f"{value} is above guardRails.ephemeralStorage.max ({bound}), the bound of every tenant; "
+                                        "lower it, or raise the guard rail"))
+    return problems
+
+
 PLATFORM_VALIDATORS = (
     node_pools_are_consistent,
     mig_layouts_do_not_overlap,
     one_default_priority_class,
     pod_security_is_current,
     memory_bound_acknowledgements_are_needed,
+    limit_range_defaults_within_guard_rails,
 )
 
 

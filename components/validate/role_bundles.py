@@ -116,11 +116,23 @@ def check_role_bundles(platform, doc) -> list[Problem]:
     []
     """
     problems = []
+    counted = set(platform.guard_rails.objects.kinds)
     for name, bundle in sorted(platform.role_bundles.items()):
         for index, rule in enumerate(bundle.rules):
             where = platform_path("roleBundles", name, "rules", index)
             for path, message in rule_problems(rule):
                 problems.append(doc.problem(where + path, f"role bundle '{name}': {message}"))
+            if "create" not in rule.verbs:
+                continue
+            # Without a count, members of tenants with the bundle may create these objects without
+            # bound: each is up to the API server's request size in etcd.
+            uncounted = sorted(f"{r}.{g}" if g else r for g in rule.api_groups for r in rule.resources
+                               if "/" not in r and (f"{r}.{g}" if g else r) not in counted)
+            if uncounted:
+                problems.append(doc.problem(where, f"role bundle '{name}' lets members create {', '.join(uncounted)}, which "
+                                            "guardRails.objects.kinds does not count: once the cluster serves them (CRDs installed), add a count for each "
+                                            "(a count for a kind it does not serve stops the namespace's quota)",
+                                            severity="warning"))
     return problems
 
 

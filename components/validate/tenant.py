@@ -10,7 +10,7 @@ from pathlib import PurePath
 from typing import Callable
 
 from ..fleet import gpu_capacity as cap
-from ..fleet.budget import compute_hard, effective_limits, namespace_slices
+from ..fleet.budget import compute_hard, effective_limits, ephemeral_storage_quota, namespace_slices
 from ..spec.hints import did_you_mean
 from ..spec.problems import Problem
 from ..spec.quantity import Quantity
@@ -169,6 +169,13 @@ def compute_quota_is_usable(tenant: Tenant, doc: SourceDocument, platform: Platf
         key = {"ephemeral_storage": "ephemeralStorage"}.get(resource, resource)
         if pair is not None and _lower_than(pair.requests, pair.limits):
             add(("quota", key, "limits"), f"limits ({pair.limits}) are below requests ({pair.requests}); every pod's limits are >= its requests, so this quota could never be used")
+        elif resource == "ephemeral_storage" and pair is not None:
+            # One side written, the other from the stack's guard rails: the pair must still be usable.
+            merged = ephemeral_storage_quota(tenant, platform)
+            if _lower_than(merged.requests, merged.limits):
+                side, other = ("requests", "limits") if pair.requests is not None else ("limits", "requests")
+                add(("quota", key, side), f"{side} ({getattr(pair, side)}) with the stack's guardRails.ephemeralStorage.quota.{other} "
+                    f"({getattr(merged, other)}) leaves limits below requests; set quota.ephemeralStorage.{other} too")
         for side in ("requests", "limits"):
             if pair is not None and getattr(pair, side) is not None and getattr(pair, side) < Quantity.parse(0):
                 add(("quota", key, side), f"must be >= 0 (got {getattr(pair, side)})")
@@ -186,7 +193,8 @@ def quota_has_limit_range_defaults(tenant: Tenant, doc: SourceDocument, platform
     add = _adder(problems, doc)
     limits = effective_limits(tenant, platform)
     for resource, key in (("cpu", "cpu"), ("memory", "memory"), ("ephemeral_storage", "ephemeralStorage")):
-        pair = getattr(tenant.quota, resource)
+        # Ephemeral storage always has quota keys (the tenant's or the stack's guard rails).
+        pair = ephemeral_storage_quota(tenant, platform) if resource == "ephemeral_storage" else getattr(tenant.quota, resource)
         if pair is None:
             continue
         if pair.requests is not None and getattr(limits.default_request, resource) is None:
@@ -195,6 +203,26 @@ def quota_has_limit_range_defaults(tenant: Tenant, doc: SourceDocument, platform
             add(("quota", key, "limits"), f"a quota on limits.{key} without a LimitRange default makes pods that omit {key} limits fail; set limits.default.{key} (or the stack's limitRangeDefaults)")
         if pair.requests is not None and getattr(limits.default_request, resource) is not None and getattr(limits.default_request, resource) > pair.requests:
             add(("limits", "defaultRequest", key), f"the default request ({getattr(limits.default_request, resource)}) is larger than the whole quota ({pair.requests})")
+        if pair.limits is not None and getattr(limits.default, resource) is not None and getattr(limits.default, resource) > pair.limits:
+            add(("limits", "default", key), f"the default limit ({getattr(limits.default, resource)}) is larger than the whole quota on limits ({pair.limits}); no defaulted pod could be admitted")
+    return problems
+
+
+def ephemeral_storage_within_guard_rails(tenant: Tenant, doc: SourceDocument, platform: Platform) -> list[Problem]:
+    """No per-container ephemeral-storage value above the stack's `guardRails.ephemeralStorage.max`:
+    it bounds how much of a node's disk one container may fill before the kubelet evicts its pod.
+
+    >>> ephemeral_storage_within_guard_rails(tenant, prod.tenants[0].doc, prod.platform)
+    []
+    """
+    problems: list[Problem] = []
+    add = _adder(problems, doc)
+    bound = platform.guard_rails.ephemeral_storage.max
+    for part, key in (("default_request", "defaultRequest"), ("default", "default"), ("max", "max")):
+        value = getattr(tenant.limits, part).ephemeral_storage
+        if value is not None and value > bound:
+            add(("limits", key, "ephemeralStorage"), f"{value} is above the stack's guardRails.ephemeralStorage.max ({bound}), the most "
+                "node-local disk one container may hold; lower it, or ask the platform team to raise the bound (or use a PersistentVolumeClaim)")
     return problems
 
 
@@ -337,6 +365,7 @@ TENANT_VALIDATORS = (
     compute_quota_is_usable,
     quota_has_limit_range_defaults,
     limit_range_is_ordered,
+    ephemeral_storage_within_guard_rails,
     ci_accounts_are_in_own_namespaces,
     platform_service_grants_name_ports,
     api_server_egress_is_declared,

@@ -139,7 +139,7 @@ def test_gpu_pod_within_quota_is_admitted_and_stays_pending(apiserver, core, pro
 
 def test_cpu_pod_over_tenant_quota_is_rejected(core, prod_stack):
     # eval's LimitRange sets no cpu max, so the quota alone decides.
-    assert "max" not in prod_stack.find("LimitRange", "tenant-limits", "eval")["spec"]["limits"][0]
+    assert "cpu" not in prod_stack.find("LimitRange", "tenant-limits", "eval")["spec"]["limits"][0].get("max", {})
     cpu = int(parse_quantity(hard(prod_stack, "eval", "tenant-quota")["requests.cpu"]))
     message = rejected(core, "eval", pod(requests={"cpu": str(cpu + 1)}, limits={"cpu": str(cpu + 1)}))
     assert "exceeded quota: tenant-quota" in message
@@ -157,6 +157,19 @@ def test_pod_without_requests_gets_limitrange_defaults(core, prod_stack, created
 
     assert quantities(resources.requests) == quantities(item["defaultRequest"])
     assert quantities(resources.limits) == quantities(item["default"])
+
+
+def test_count_guard_rails_of_other_kinds_are_counted_by_the_quota_controller(apiserver, core, prod_stack):
+    # Every key must be one the controller can compute: a count for a kind the server does not
+    # serve would leave the whole quota's usage unknown (and every pod refused).
+    keys = {k for k in hard(prod_stack, "eval", "tenant-quota") if k.startswith("count/")}
+    assert {"count/deployments.apps", "count/jobs.batch", "count/serviceaccounts", "count/rolebindings.rbac.authorization.k8s.io"} <= keys
+
+    def counted() -> bool:
+        used = core.read_namespaced_resource_quota("tenant-quota", "eval").status.used or {}
+        return keys <= set(used) and int(used["count/serviceaccounts"]) >= 1  # the namespace's default account
+
+    apiserver.wait_for(counted, what="every count/ key of eval's tenant-quota to have a usage")
 
 
 def test_extra_namespaces_get_only_their_carved_budget(core, prod_stack, placement_active):

@@ -22,6 +22,7 @@ with kube-network-policies.
 
 from __future__ import annotations
 
+import base64
 import json
 import uuid
 from dataclasses import dataclass, field
@@ -31,7 +32,9 @@ from typing import Any, Callable
 import pytest
 from kubernetes import client
 
+from components.fleet.budget import effective_limits, ephemeral_storage_quota
 from components.load import load_environment
+from components.spec.quantity import Quantity
 
 pytestmark = pytest.mark.e2e
 
@@ -77,6 +80,7 @@ PATHS = {
     "pods": "/api/v1/namespaces/{ns}/pods",
     "services": "/api/v1/namespaces/{ns}/services",
     "secrets": "/api/v1/namespaces/{ns}/secrets",
+    "configmaps": "/api/v1/namespaces/{ns}/configmaps",
     "persistentvolumeclaims": "/api/v1/namespaces/{ns}/persistentvolumeclaims",
     "ingresses": "/apis/networking.k8s.io/v1/namespaces/{ns}/ingresses",
     "rolebindings": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
@@ -184,6 +188,26 @@ def pvc(size: str, storage_class: str) -> dict:
             "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": storage_class, "resources": {"requests": {"storage": size}}}}
 
 
+def scratch_pod(*sizes: str) -> dict:
+    """A pod with one container per size, each requesting and limited to that much ephemeral storage."""
+    body = pod()
+    template = body["spec"]["containers"][0]
+    body["spec"]["containers"] = [
+        {**template, "name": f"c{index}", "resources": {"requests": {"ephemeral-storage": size}, "limits": {"ephemeral-storage": size}}}
+        for index, size in enumerate(sizes)
+    ]
+    return body
+
+
+def data_object(kind: str, **fields: Any) -> dict:
+    """A ConfigMap or Secret with the given data fields (data, binaryData, stringData)."""
+    return {"apiVersion": "v1", "kind": kind, "metadata": {"name": f"e2e-{uuid.uuid4().hex[:8]}"}, **fields}
+
+
+def b64(size: int) -> str:
+    return base64.b64encode(b"x" * size).decode()
+
+
 def token_pod(**token: Any) -> dict:
     """A pod running as the tenant's CI ServiceAccount with a projected token the kubelet would mint."""
     volume = {"name": "token", "projected": {"sources": [{"serviceAccountToken": {"path": "token", **token}}]}}
@@ -236,6 +260,11 @@ MANAGED = "tenant-owners"
 CI_ACCOUNT = TENANTS[LF].access.ci_service_accounts[0].name
 NGINX = "nginx.ingress.kubernetes.io/"
 OWN_HOST = "llm-finetune.apps.acme.dev"
+# eval sets no ephemeral storage of its own: the stack's guard rails bound it.
+EVAL_SCRATCH_MAX = effective_limits(TENANTS["eval"], ENV.platform).max.ephemeral_storage
+EVAL_SCRATCH_QUOTA = ephemeral_storage_quota(TENANTS["eval"], ENV.platform).requests
+DATA_BYTES = ENV.platform.guard_rails.data_bytes_per_object
+TOO_MUCH_DATA = (guard(LF), f"may hold at most {DATA_BYTES} bytes (guardRails.dataBytesPerObject)", f"this one holds {DATA_BYTES + 1}")
 HOST_PROBE = {"httpGet": {"host": "169.254.169.254", "path": "/latest/meta-data/", "port": 80}}
 
 def annotation_attack(what: str, name: str, value: str, refusal: str) -> Case:
@@ -355,6 +384,29 @@ CASES: list[Case] = [
          ("exceeded quota: tenant-quota", "fast-nvme.storageclass.storage.k8s.io/requests.storage")),
     Case(8, "pod with zero requests in a namespace with no compute budget", "llm-finetune-data", "POST", "pods",
          lambda: pod(limits={"cpu": "0", "memory": "0"}), ("exceeded quota: tenant-quota", "pods=0")),
+    Case(8, "one container above the ephemeral-storage max (fills a node's disk)", "eval", "POST", "pods",
+         lambda: scratch_pod(str(EVAL_SCRATCH_MAX + Quantity.parse("1Gi"))),
+         (f"maximum ephemeral-storage usage per Container is {EVAL_SCRATCH_MAX}", "but limit is")),
+    Case(8, "containers each at the max, together above the namespace's ephemeral-storage quota", "eval", "POST", "pods",
+         lambda: scratch_pod(*[str(EVAL_SCRATCH_MAX)] * (int(EVAL_SCRATCH_QUOTA.value // EVAL_SCRATCH_MAX.value) + 1)),
+         ("exceeded quota: tenant-quota", "requested: requests.ephemeral-storage=", f"limited: requests.ephemeral-storage={EVAL_SCRATCH_QUOTA}")),
+    Case(8, "a container with scratch space within the guard rails", "eval", "POST", "pods", lambda: scratch_pod("10Gi")),
+    Case(8, "a pod stating no ephemeral storage (gets the LimitRange default)", "eval", "POST", "pods", lambda: pod()),
+    # Data bytes count keys too (one-letter keys below: 1 byte each).
+    Case(8, "ConfigMap data one byte above the bound", LF, "POST", "configmaps",
+         lambda: data_object("ConfigMap", data={"a": "x" * (DATA_BYTES // 2 - 1), "b": "x" * (DATA_BYTES - DATA_BYTES // 2)}), TOO_MUCH_DATA),
+    Case(8, "ConfigMap data and binaryData together above the bound", LF, "POST", "configmaps",
+         lambda: data_object("ConfigMap", data={"a": "x" * (DATA_BYTES - 2)}, binaryData={"b": b64(1)}), TOO_MUCH_DATA),
+    Case(8, "ConfigMap of two-byte characters, few enough but too many bytes", LF, "POST", "configmaps",
+         lambda: data_object("ConfigMap", data={"a": "\u00e9" * (DATA_BYTES // 2), "b": ""}), (guard(LF), "may hold at most")),
+    Case(8, "Secret data above the bound", LF, "POST", "secrets", lambda: data_object("Secret", data={"a": b64(DATA_BYTES)}), TOO_MUCH_DATA),
+    Case(8, "Secret stringData above the bound", LF, "POST", "secrets",
+         lambda: data_object("Secret", stringData={"a": "x" * DATA_BYTES}), TOO_MUCH_DATA),
+    Case(8, "many keys with small values above the bound", LF, "POST", "configmaps",
+         lambda: data_object("ConfigMap", data={f"k{i:07d}": "" for i in range(DATA_BYTES // 8 + 1)}), (guard(LF), "may hold at most")),
+    Case(8, "ConfigMap at the bound", LF, "POST", "configmaps",
+         lambda: data_object("ConfigMap", data={"a": "x" * (DATA_BYTES - 12)}, binaryData={"b": b64(10)})),
+    Case(8, "Secret at the bound", LF, "POST", "secrets", lambda: data_object("Secret", data={"a": b64(DATA_BYTES - 1)})),
     Case(8, "claim within the guard rails", LF, "POST", "persistentvolumeclaims", lambda: pvc("10Gi", "standard")),
     Case(8, "claim on the granted fast class", LF, "POST", "persistentvolumeclaims", lambda: pvc("1Ti", "fast-nvme")),
     # 9. Legacy ServiceAccount tokens.
@@ -443,6 +495,20 @@ def test_every_attack_reaches_its_rule_for_some_role():
         ci = next((g.role for g in TENANTS[case.tenant].access.ci_service_accounts), None)
         reach = [r for r in roles if may(ci if r == "ci" else r, METHOD_VERB[case.method], case.resource, case.tenant)]
         assert reach, case.id
+
+
+@pytest.mark.parametrize("namespace", ["eval", LF])
+def test_a_developers_pod_without_ephemeral_storage_gets_the_namespace_default(apiserver, prod_stack, ready, namespace):
+    """The quota counts ephemeral-storage in every namespace, so the LimitRange must fill it in (else refused)."""
+    member = members(namespace, namespace)["developer"]
+    status, text = call(apiserver.client_for(member.user, member.groups), "POST", PATHS["pods"].format(ns=namespace), pod())
+    assert status == 201, text
+    resources = json.loads(text)["spec"]["containers"][0]["resources"]
+    limits = effective_limits(TENANTS[namespace], ENV.platform)
+    assert Quantity.parse(resources["requests"]["ephemeral-storage"]) == limits.default_request.ephemeral_storage
+    assert Quantity.parse(resources["limits"]["ephemeral-storage"]) == limits.default.ephemeral_storage
+    hard = prod_stack.find("ResourceQuota", "tenant-quota", namespace)["spec"]["hard"]
+    assert {"requests.ephemeral-storage", "limits.ephemeral-storage"} <= set(hard)
 
 
 # --------------------------------------------------------------------------

@@ -357,4 +357,35 @@ def test_one_policy_and_binding_per_tenant_in_its_namespaces_only(prod):
     assert policy["spec"]["failurePolicy"] == "Fail"
     assert policy_binding["spec"] == {"policyName": "gpu-tenancy-guard-eval", "validationActions": ["Deny"]}
     resources = {r for rule in policy["spec"]["matchConstraints"]["resourceRules"] for r in rule["resources"]}
-    assert resources == {"pods", "services", "secrets", "ingresses", "rolebindings", "poddisruptionbudgets", "workloads"}
+    assert resources == {"pods", "services", "configmaps", "secrets", "ingresses", "rolebindings", "poddisruptionbudgets", "workloads"}
+
+
+# ---- ConfigMap and Secret size ---------------------------------------------------------------
+
+
+def test_configmap_and_secret_data_is_bounded_in_bytes_keys_included(engine, prod):
+    import base64
+
+    policy = policy_for(prod, "eval")
+    bound = prod.platform.guard_rails.data_bytes_per_object
+
+    def config_map(**fields):
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, **fields}
+
+    def secret(**fields):
+        return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, **fields}
+
+    def b64(size):
+        return base64.b64encode(b"x" * size).decode()
+
+    at_bound = [config_map(data={"a": "x" * (bound - 12)}, binaryData={"b": b64(10)}), secret(data={"a": b64(bound - 1)}),
+                config_map(), secret(type="Opaque")]
+    for obj in at_bound:
+        assert admit(engine, policy, obj, resource=obj["kind"].lower() + "s") == [], obj["metadata"]
+    # each one byte above, counting the one-letter keys
+    above = [config_map(data={"a": "x" * bound}), config_map(data={"a": "\u00e9" * (bound // 2)}),
+             config_map(data={"a": "x" * (bound - 2)}, binaryData={"b": b64(1)}), secret(data={"a": b64(bound)})]
+    for obj in above:
+        (message,) = admit(engine, policy, obj, resource=obj["kind"].lower() + "s")
+        assert message.startswith(f"data of one {obj['kind']} in tenant eval may hold at most {bound} bytes")
+        assert f"this one holds {bound + 1} " in message

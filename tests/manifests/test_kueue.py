@@ -49,7 +49,7 @@ def test_prod_eval_gets_its_classes_and_slices_as_nominal_quotas(prod):
     assert spec["namespaceSelector"] == {"matchLabels": {"gpu-tenancy.dev/tenant": "eval"}}
     assert "cohortName" not in spec and "stopPolicy" not in spec
     cpu_group, gpu_group = spec["resourceGroups"]
-    assert cpu_group["coveredResources"] == ["cpu", "memory"]
+    assert cpu_group["coveredResources"] == ["cpu", "ephemeral-storage", "memory"]
     assert gpu_group["coveredResources"] == ["nvidia.com/gpu", "nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb"]
     nominal = {f: {r: e["nominalQuota"] for r, e in rs.items()} for f, rs in _groups(queue)[1].items()}
     assert nominal == {
@@ -110,7 +110,13 @@ def test_cpu_and_memory_fall_back_to_cluster_capacity_or_are_left_out(make_tenan
     paused = _groups(_queue(lab, "paused"))[0]["default-flavor"]
     assert (paused["cpu"]["nominalQuota"], paused["memory"]["nominalQuota"]) == ("512", "4Ti")
     bare = queue_lab("kueue", cpuMemoryCapacity={})
-    assert kueue.resource_groups(make_tenant(), bare.view(make_tenant())) == []
+    # Ephemeral storage is always covered: every LimitRange gives containers a request for it.
+    assert kueue.resource_groups(make_tenant(), bare.view(make_tenant())) == [{
+        "coveredResources": ["ephemeral-storage"],
+        "flavors": [{"name": "default-flavor", "resources": [{"name": "ephemeral-storage", "nominalQuota": "100Gi"}]}],
+    }]
+    off = queue_lab("kueue", cpuMemoryCapacity={}, guardRails={"ephemeralStorage": {"quota": {}}})
+    assert kueue.resource_groups(make_tenant(), off.view(make_tenant())) == []
 
 
 def test_a_default_local_queue_in_each_namespace(prod):

@@ -27,7 +27,7 @@ def test_tenant_values_win_and_unset_ones_come_from_the_stack(prod):
         "type": "Container",
         "defaultRequest": {"cpu": "500m", "ephemeral-storage": "1Gi", "memory": "1Gi"},
         "default": {"cpu": "4", "ephemeral-storage": "20Gi", "memory": "16Gi"},
-        "max": {"cpu": "128", "memory": "1536Gi"},
+        "max": {"cpu": "128", "ephemeral-storage": "100Gi", "memory": "1536Gi"},
     }
 
 
@@ -35,8 +35,9 @@ def test_stack_defaults_only_and_empty_sections_left_out(prod):
     item = _item(viewed(limit_ranges, tenant_of(prod, "eval"), prod))
     assert item == {
         "type": "Container",
-        "defaultRequest": {"cpu": "250m", "memory": "512Mi"},
-        "default": {"cpu": "2", "memory": "4Gi"},
+        "defaultRequest": {"cpu": "250m", "ephemeral-storage": "256Mi", "memory": "512Mi"},
+        "default": {"cpu": "2", "ephemeral-storage": "4Gi", "memory": "4Gi"},
+        "max": {"ephemeral-storage": "100Gi"},
     }
 
 
@@ -46,6 +47,17 @@ def test_min_section_uses_the_kubernetes_resource_names(make_tenant, make_enviro
     assert item["min"] == {"cpu": "10m", "ephemeral-storage": "100Mi"}
 
 
-def test_nothing_to_set_means_no_limit_range(make_tenant, make_environment):
-    env = make_environment(limitRangeDefaults={})
-    assert limit_ranges(make_tenant(), env.view(make_tenant())) == []
+def test_ephemeral_storage_guard_rails_always_give_a_limit_range(make_tenant, make_environment):
+    # The quota keys requests/limits.ephemeral-storage are in every namespace: without these
+    # defaults a pod that states no ephemeral-storage would be refused by the quota.
+    env = make_environment(limitRangeDefaults={}, guardRails={"ephemeralStorage": {"defaultRequest": "1Gi", "default": "2Gi", "max": "10Gi"}})
+    assert _item(limit_ranges(make_tenant(), env.view(make_tenant()))) == {
+        "type": "Container", "defaultRequest": {"ephemeral-storage": "1Gi"}, "default": {"ephemeral-storage": "2Gi"},
+        "max": {"ephemeral-storage": "10Gi"},
+    }
+
+
+def test_stack_limit_range_defaults_win_over_the_guard_rails(make_tenant, make_environment):
+    env = make_environment(limitRangeDefaults={"default": {"ephemeralStorage": "8Gi"}})
+    item = _item(limit_ranges(make_tenant(), env.view(make_tenant())))
+    assert item["default"]["ephemeral-storage"] == "8Gi" and item["defaultRequest"]["ephemeral-storage"] == "256Mi"

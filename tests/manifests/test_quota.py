@@ -32,9 +32,14 @@ def _hard(quotas: list[dict], namespace: str, name: str) -> dict[str, str]:
     return _by_place(quotas)[(namespace, name)]["spec"]["hard"]
 
 
+def _without_kind_counts(hard: dict[str, str]) -> dict[str, str]:
+    """The keys other than the `count/<kind>` guard rails (pinned by the tests at the end)."""
+    return {k: v for k, v in hard.items() if not k.startswith("count/")}
+
+
 def test_primary_namespace_quota_of_the_finetuning_tenant(prod):
     quotas = viewed(resource_quotas, tenant_of(prod, "llm-finetune"), prod)
-    assert _hard(quotas, "llm-finetune", TENANT_QUOTA) == {
+    assert _without_kind_counts(_hard(quotas, "llm-finetune", TENANT_QUOTA)) == {
         "fast-nvme.storageclass.storage.k8s.io/persistentvolumeclaims": "20",
         "fast-nvme.storageclass.storage.k8s.io/requests.storage": "50Ti",
         # the NVIDIA DRA driver's DeviceClasses (deviceClasses, owner driver): both key forms at 0
@@ -130,9 +135,10 @@ def test_gpus_are_granted_never_implied(make_tenant, make_environment):
 
 def test_tenant_without_quota_still_gets_the_guard_rails(make_tenant, make_environment):
     quotas = resource_quotas(make_tenant(), make_environment().view(make_tenant()))
-    # Guard rails always exist: object counts and storage from the stack's defaults.
-    assert _hard(quotas, "team-a", TENANT_QUOTA) == {
-        "configmaps": "1000", "persistentvolumeclaims": "100", "pods": "1000", "requests.storage": "1Ti",
+    # Guard rails always exist: object counts, storage and ephemeral storage from the stack's defaults.
+    assert _without_kind_counts(_hard(quotas, "team-a", TENANT_QUOTA)) == {
+        "configmaps": "1000", "limits.ephemeral-storage": "500Gi", "persistentvolumeclaims": "100", "pods": "1000",
+        "requests.ephemeral-storage": "100Gi", "requests.storage": "1Ti",
         "secrets": "1000", "services": "100", "services.loadbalancers": "0", "services.nodeports": "0",
     }
     # only the classes that need a grant (online-inference, training) get a scoped quota: pods 0
@@ -158,7 +164,7 @@ def test_storage_classes_nobody_grants_are_pinned_at_zero(make_tenant, make_envi
     })
     tenant = make_tenant(quota={"storage": {"storageClasses": {"fast": {"requests": "10Ti", "persistentVolumeClaims": 3}}}})
     hard = _hard(resource_quotas(tenant, environment.view(tenant)), "team-a", TENANT_QUOTA)
-    storage = {k: v for k, v in hard.items() if "storage" in k or "claims" in k}
+    storage = {k: v for k, v in _without_kind_counts(hard).items() if ("storage" in k or "claims" in k) and "ephemeral" not in k}
     assert storage == {
         "archive.storageclass.storage.k8s.io/persistentvolumeclaims": "0",
         "archive.storageclass.storage.k8s.io/requests.storage": "0",
@@ -184,8 +190,27 @@ def test_objects_counts_use_the_core_quota_keys(make_tenant, make_environment):
                            "persistentVolumeClaims": 5, "configMaps": 6, "secrets": 7}}
     )
     hard = _hard(resource_quotas(tenant, make_environment().view(tenant)), "team-a", TENANT_QUOTA)
-    assert hard == {"pods": "1", "services": "2", "services.loadbalancers": "3", "services.nodeports": "4",
-                    "persistentvolumeclaims": "5", "configmaps": "6", "secrets": "7", "requests.storage": "1Ti"}
+    assert _without_kind_counts(hard) == {"pods": "1", "services": "2", "services.loadbalancers": "3", "services.nodeports": "4",
+                    "persistentvolumeclaims": "5", "configmaps": "6", "secrets": "7", "requests.storage": "1Ti",
+                    "requests.ephemeral-storage": "100Gi", "limits.ephemeral-storage": "500Gi"}
+
+
+def test_ephemeral_storage_is_a_guard_rail_where_the_tenant_sets_none(make_tenant, make_environment):
+    environment = make_environment(guardRails={"ephemeralStorage": {"quota": {"requests": "50Gi", "limits": "200Gi"}}})
+    tenant = make_tenant(namespaces=["team-a-data"], quota={"cpu": {"requests": "8"}})
+    quotas = resource_quotas(tenant, environment.view(tenant))
+    for namespace in ("team-a", "team-a-data"):  # per namespace, like storage: not a split budget
+        hard = _hard(quotas, namespace, TENANT_QUOTA)
+        assert (hard["requests.ephemeral-storage"], hard["limits.ephemeral-storage"]) == ("50Gi", "200Gi")
+
+
+def test_ephemeral_storage_the_tenant_sets_is_budget_and_the_other_side_a_guard_rail(make_tenant, make_environment):
+    tenant = make_tenant(namespaces=["team-a-data"], quota={"ephemeralStorage": {"requests": "300Gi"}})
+    quotas = resource_quotas(tenant, make_environment().view(tenant))
+    own, extra = _hard(quotas, "team-a", TENANT_QUOTA), _hard(quotas, "team-a-data", TENANT_QUOTA)
+    assert (own["requests.ephemeral-storage"], own["limits.ephemeral-storage"]) == ("300Gi", "500Gi")
+    # The tenant's own value is budget: an extra namespace without a slice gets none of it.
+    assert (extra["requests.ephemeral-storage"], extra["limits.ephemeral-storage"]) == ("0", "500Gi")
 
 
 def test_unlisted_priority_class_gets_the_stack_default_cap(prod):
@@ -248,3 +273,67 @@ def test_every_quota_is_labelled_for_its_tenant(prod):
         for quota in resource_quotas(loaded.spec, prod.view(loaded.spec)):
             assert quota["metadata"]["labels"][TENANT_LABEL] == loaded.name
             assert quota["metadata"]["namespace"] in loaded.spec.all_namespaces
+
+
+def _creatable_kinds() -> set[str]:
+    """Every stored namespaced kind a tenant role, a shipped bundle or a DRA grant lets a member create."""
+    from components.manifests.claim_policy import CLAIM_RESOURCES, DRA_GROUP
+    from components.manifests.rbac import ROLES, role_rules
+    from components.spec.role_bundles import shipped_bundles
+
+    rules = [r for role in ROLES for r in role_rules(role)]
+    rules += [rule.model_dump(by_alias=True) for bundle in shipped_bundles().values() for rule in bundle.rules]
+    rules.append({"apiGroups": [DRA_GROUP], "resources": list(CLAIM_RESOURCES), "verbs": ["create"]})
+    kinds = set()
+    for rule in rules:
+        if "create" not in rule["verbs"]:
+            continue
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                if "/" not in resource:  # subresources (pods/exec, pipelines/versions) store no object of their own
+                    kinds.add(resource if group == "" else f"{resource}.{group}")
+    return kinds
+
+
+def test_every_kind_a_member_may_create_has_a_count_guard_rail(make_tenant, make_environment):
+    from components.spec.stack import CUSTOM_RESOURCE_KINDS, DEFAULT_KIND_COUNTS
+
+    hard = _hard(resource_quotas(make_tenant(), make_environment().view(make_tenant())), "team-a", TENANT_QUOTA)
+    typed = {"pods", "services", "persistentvolumeclaims", "configmaps", "secrets"}
+    kinds = _creatable_kinds()
+    assert {"deployments.apps", "rayclusters.ray.io", "resourceclaims.resource.k8s.io", "serviceaccounts"} <= kinds
+    assert "count/deployments.apps" in hard and "count/rayclusters.ray.io" not in hard
+    uncounted = sorted(k for k in kinds if k not in typed and f"count/{k}" not in hard and k not in CUSTOM_RESOURCE_KINDS)
+    assert uncounted == [], "add a default count to DEFAULT_KIND_COUNTS, or a CRD kind to CUSTOM_RESOURCE_KINDS (components/spec/stack.py)"
+    # Custom resources are never counted by default (an unserved kind stops the namespace's quota),
+    # and the list names only kinds a member may really create.
+    assert not set(CUSTOM_RESOURCE_KINDS) & set(DEFAULT_KIND_COUNTS)
+    assert set(CUSTOM_RESOURCE_KINDS) <= kinds
+
+
+def test_tenant_kind_counts_override_the_stacks_one_by_one(make_tenant, make_environment):
+    tenant = make_tenant(quota={"objects": {"kinds": {"deployments.apps": 7, "widgets.example.com": 3}}})
+    hard = _hard(resource_quotas(tenant, make_environment().view(tenant)), "team-a", TENANT_QUOTA)
+    assert (hard["count/deployments.apps"], hard["count/widgets.example.com"], hard["count/jobs.batch"]) == ("7", "3", "2000")
+
+
+def test_a_typed_kind_under_kinds_is_refused_with_its_field():
+    from pydantic import ValidationError
+
+    from components.spec.tenant import ObjectCounts
+
+    with pytest.raises(ValidationError, match="write objects.configMaps instead of kinds.configmaps"):
+        ObjectCounts.model_validate({"kinds": {"configmaps": 5}})
+
+
+def test_security_doc_states_the_worst_case_etcd_figure_of_the_default_guard_rails(make_tenant):
+    from pathlib import Path
+
+    from components.manifests.quota import worst_case_etcd_bytes, worst_case_objects
+    from components.spec.stack import Platform
+
+    platform, tenant = Platform(labelDomain="gpu.example.com"), make_tenant()
+    text = " ".join((Path(__file__).resolve().parents[2] / "docs" / "security.md").read_text().split())
+    figure = f"{worst_case_objects(tenant, platform):,} objects, {worst_case_etcd_bytes(tenant, platform) / 2**30:.1f} GiB per namespace"
+    assert figure == "11,800 objects, 17.3 GiB per namespace"
+    assert figure in text

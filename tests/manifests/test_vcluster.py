@@ -99,12 +99,13 @@ def test_quota_and_limit_range_mirror_the_tenants_own(examples):
     limits = container_limits(tenant, prod.view(tenant))
     assert {k: v for k, v in values["limitRange"]["default"].items() if v is not None} == limits["default"]
     assert {k: v for k, v in values["limitRange"]["defaultRequest"].items() if v is not None} == limits["defaultRequest"]
-    assert values["limitRange"]["defaultRequest"]["ephemeral-storage"] is None
+    assert values["limitRange"]["defaultRequest"]["ephemeral-storage"] == "256Mi"  # the stack's guard rails
+    assert mirrored["requests.ephemeral-storage"] == "100Gi"
 
 
 def test_nothing_to_mirror_disables_the_charts_quota(make_tenant, make_environment):
     # Only when the stack's guard rails are switched off too (they are on by default).
-    environment = make_environment(guardRails={"objects": {}, "storage": {}})
+    environment = make_environment(guardRails={"objects": {}, "storage": {}, "ephemeralStorage": {"quota": {}}})
     values = viewed(vcluster.generated_values, make_tenant(vcluster={"enabled": True}), environment)["policies"]
     assert values["resourceQuota"]["enabled"] is False
     assert values["limitRange"]["enabled"] is True  # the stack's LimitRange defaults still apply

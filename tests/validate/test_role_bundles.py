@@ -114,3 +114,17 @@ def test_the_docs_list_every_shipped_bundle_with_its_groups_and_resources():
                 assert f"{group}:" in rows[name], (name, group)
             for resource in rule.resources:
                 assert resource in rows[name], (name, resource)
+
+
+def test_a_stack_bundle_creating_an_uncounted_kind_is_warned_about(capsys, project_copy):
+    line = add_bundle(project_copy, '{apiGroups: [example.com], resources: [widgets, widgets/status], verbs: [get, create]}')
+    code, output = validate(capsys, project_copy)
+    assert code == 0
+    assert (f"{PROD}:{line}:13: warning: config.gpu-tenancy:platform.roleBundles.team-tools.rules[0]: role bundle 'team-tools' "
+            "lets members create widgets.example.com, which guardRails.objects.kinds does not count") in output, output
+
+
+def test_a_stack_bundle_creating_counted_kinds_only_is_not_warned_about(capsys, project_copy):
+    add_bundle(project_copy, '{apiGroups: [apps], resources: [deployments, deployments/status], verbs: [get, create]}')
+    code, output = validate(capsys, project_copy)
+    assert code == 0 and "does not count" not in output, output
