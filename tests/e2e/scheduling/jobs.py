@@ -9,6 +9,8 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from tools.control_plane import pod_usage
+
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
 
@@ -140,7 +142,7 @@ class Jobs:
         # The quota controller releases their usage asynchronously: the next test's pods in the
         # namespace would otherwise be refused (and the job controller retry them with backoff).
         for namespace, used in self.quota_used_before.items():
-            self.cp.wait_for(lambda n=namespace, u=used: self.cp.quota_used(n) == u, timeout=60, interval=0.5,
+            self.cp.wait_for(lambda n=namespace, u=pod_usage(used): pod_usage(self.cp.quota_used(n)) == u, timeout=60, interval=0.5,
                              what=f"quota of {namespace} released after the test's jobs")
 
 

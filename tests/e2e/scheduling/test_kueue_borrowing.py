@@ -34,7 +34,8 @@ def test_research_borrows_eval_gpus_and_its_pods_pass_the_resource_quota(borrowi
     pods = jobs.wait_bound("research", name, 3)
     assert {borrowing_stack.node_pool[p.spec.node_name] for p in pods} == {"a100-shared"}
     usage = jobs.workload("research", name)["status"]["admission"]["podSetAssignments"][0]
-    assert usage["flavors"] == {"cpu": "default-flavor", "memory": "default-flavor", "nvidia.com/gpu": "a100-shared"}
+    assert usage["flavors"] == {"cpu": "default-flavor", "ephemeral-storage": "default-flavor", "memory": "default-flavor",
+                                "nvidia.com/gpu": "a100-shared"}   # ephemeral-storage: every LimitRange gives a request
     cp = borrowing_stack.plane.cp
 
     def borrowed() -> str | None:   # the ClusterQueue's status follows admission with a short delay
