@@ -13,6 +13,7 @@ choices.
 from __future__ import annotations
 
 import io
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
@@ -311,6 +312,18 @@ def dedicated_pools(tenant_texts: Iterable[tuple[str, str]]) -> set[str]:
     return pools
 
 
+_CURRENT_LINE = re.compile(r"^[ \t]*apiVersion:[ \t]*[\"']?" + re.escape(API_VERSION) + r"[\"']?[ \t]*(#.*)?$", re.MULTILINE)
+
+
+def _surely_current(text: str, stack: bool) -> bool:
+    """Text that names no older version (and, for a stack, names the current one on an `apiVersion`
+    line, since a stack without one is v1alpha1) needs no relabelling: the round-trip parser, 30 ms
+    a file, is skipped (`tenants diff` reads the whole base, 1,000 files at 1,000 tenants)."""
+    if any(version in text for version in OLDER_VERSIONS):
+        return False
+    return not stack or _CURRENT_LINE.search(text) is not None
+
+
 def read_as_current(text: str, file: str, stack: bool) -> str:
     """The file labelled with the current version and nothing else changed, for a side that is only
     compared, never deployed (the base of `tenants diff`); text that is not YAML is returned as it is.
@@ -318,6 +331,8 @@ def read_as_current(text: str, file: str, stack: bool) -> str:
     >>> read_as_current("apiVersion: gpu-tenancy.dev/v1alpha1\\nkind: Tenant\\n", "a.yaml", False)
     'apiVersion: gpu-tenancy.dev/v1alpha2\\nkind: Tenant\\n'
     """
+    if _surely_current(text, stack):
+        return text
     try:
         data = _load(text, file)
     except UnreadableFile:

@@ -158,3 +158,21 @@ def test_a_stack_that_leaves_the_changed_defaults_unset_gets_each_as_a_choice():
     lines = result.text.splitlines()
     assert all("DECIDE" in lines[c.line - 1] for c in result.choices)
     assert "    labelDomain: x.dev   # our domain" in lines
+
+
+def test_reading_the_base_as_current_skips_the_round_trip_parser_for_current_files(monkeypatch):
+    from components.authoring import migrate
+
+    tenant = "apiVersion: gpu-tenancy.dev/v1alpha2\nkind: Tenant\nname: a\n"
+    stack = "config:\n  gpu-tenancy:platform:\n    apiVersion: 'gpu-tenancy.dev/v1alpha2'   # current\n    labelDomain: x.dev\n"
+    unversioned = "config:\n  gpu-tenancy:platform:\n    labelDomain: x.dev   # gpu-tenancy.dev/v1alpha2 in a comment only\n"
+    old = "apiVersion: gpu-tenancy.dev/v1alpha1\nkind: Tenant\nname: a\n"
+    parsed = []
+    real_load = migrate._load
+    monkeypatch.setattr(migrate, "_load", lambda text, file: parsed.append(file) or real_load(text, file))
+    assert migrate.read_as_current(tenant, "t.yaml", False) == tenant
+    assert migrate.read_as_current(stack, "s.yaml", True) == stack
+    assert parsed == []   # 30 ms a file saved: the diff reads every base file
+    assert "apiVersion: gpu-tenancy.dev/v1alpha2" in migrate.read_as_current(unversioned, "u.yaml", True)
+    assert migrate.read_as_current(old, "o.yaml", False).startswith("apiVersion: gpu-tenancy.dev/v1alpha2\n")
+    assert parsed == ["u.yaml", "o.yaml"]
