@@ -153,13 +153,13 @@ def _is_gpu_resource(name: str, platform: Platform) -> str:
             f" || {name}.startsWith({cel_string(IMPLICIT_EXTENDED_RESOURCE_PREFIX)})")
 
 
-def _kai_sharing(platform: Platform, joiner: str) -> str:
+def _kai_sharing(platform: Platform) -> str | None:
     """CEL, on KAI stacks: the pod asks KAI for a GPU share by annotation (no resource request
-    says so), followed by `joiner`; elsewhere nothing reads those annotations, and this is ''."""
+    says so); elsewhere nothing reads those annotations, and there is no such condition (None)."""
     if platform.scheduler != "kai":
-        return ""
+        return None
     return (f"(has(object.metadata.annotations) && object.metadata.annotations.exists(k, k in "
-            f"{cel_list(list(KAI_GPU_SHARING_ANNOTATIONS))})){joiner}")
+            f"{cel_list(list(KAI_GPU_SHARING_ANNOTATIONS))}))")
 
 
 def _targets(p: Placement, view: TenantView) -> list[tuple[str, str, list[str], str]]:
@@ -180,6 +180,7 @@ def _foreign_toleration(p: Placement, tenant_key: str) -> str:
 def _variables(p: Placement, view: TenantView) -> list[dict[str, str]]:
     required = "object.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
     gpu = _is_gpu_resource("r", view.platform)
+    sharing = _kai_sharing(view.platform)
     variables = [
         {"name": "nodeSelector", "expression": "has(object.spec.nodeSelector) ? object.spec.nodeSelector : {}"},
         {
@@ -198,7 +199,7 @@ def _variables(p: Placement, view: TenantView) -> list[dict[str, str]]:
             "name": "requestsGpu",
             "expression": (
                 # A DRA claim is allocated on the node the pod lands on: a pod with claims is placed like a GPU pod.
-                _kai_sharing(view.platform, " || ")
+                (f"{sharing} || " if sharing else "")
                 + "(has(object.spec.resourceClaims) && size(object.spec.resourceClaims) > 0) || "
                 "(object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : []))"
                 ".exists(c, has(c.resources) && ("
@@ -506,9 +507,9 @@ def _pinned_by_request(p: Placement, view: TenantView) -> str:
     # the joined list as dyn; typed, it reports `resources.limits` of a container as undefined).
     # A DRA claim's devices can be on any node its DeviceClass reaches: a pod with claims is never pinned by its request.
     # A KAI GPU share can be on any node KAI finds a GPU on: an annotated pod is never pinned by its request.
-    sharing = _kai_sharing(view.platform, " && ")
+    sharing = _kai_sharing(view.platform)
     return (
-        (f"!{sharing}" if sharing else "")
+        (f"!{sharing} && " if sharing else "")
         + "!(has(object.spec.resourceClaims) && size(object.spec.resourceClaims) > 0) && "
         "(object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : []))"
         ".all(c, !has(c.resources) || ("
