@@ -1,8 +1,12 @@
 """NetworkPolicies: deny by default, then allow what the tenant file and the stack name.
 
 Namespaces and quotas isolate no traffic; these policies do (given a CNI that enforces them).
-Every tenant namespace gets `default-deny` (ingress and egress) and the allowances below, each
-left out when it would allow nothing:
+Every tenant namespace gets one NetworkPolicy, `tenant-network`, that selects every pod for
+ingress and egress (deny by default) and holds the rules of the allowances below, each left out
+when it would allow nothing. One object per namespace instead of one per allowance: rules of
+policies that select the same pods are ORed whether they sit in one policy or in several, so the
+merge allows exactly the same traffic with five fewer resources per namespace for the engine to
+diff. The `gpu-tenancy.dev/network-rules` annotation says which allowance each rule comes from:
 
 * `allow-same-tenant`: to and from pods in any namespace of the same tenant;
 * `allow-dns`: egress to the cluster DNS pods on port 53, UDP and TCP (and to the node-local DNS
@@ -37,6 +41,8 @@ from .meta import NAMESPACE_NAME_LABEL, KubeObject, kube_object, object_meta, ow
 NETWORKING_API = "networking.k8s.io/v1"
 METADATA_ENDPOINTS = ("169.254.169.254/32", "fd00:ec2::254/128")
 
+TENANT_NETWORK = "tenant-network"
+RULES_ANNOTATION = "gpu-tenancy.dev/network-rules"
 DEFAULT_DENY = "default-deny"
 ALLOW_SAME_TENANT = "allow-same-tenant"
 ALLOW_DNS = "allow-dns"
@@ -107,11 +113,6 @@ def platform_grants(tenant: Tenant, view: TenantView) -> list[tuple[str, list[Po
     return result
 
 
-def _policy(name: str, namespace: str, labels: dict[str, str], types: list[str], **rules) -> KubeObject:
-    spec = {"podSelector": {}, "policyTypes": types, **rules}
-    return kube_object(NETWORKING_API, "NetworkPolicy", object_meta(name, namespace=namespace, labels=labels), spec=spec)
-
-
 def _ingress_rule(peer_namespaces: list[str], ports: list[Port], direction: str) -> dict:
     rule: dict = {direction: [_namespaces_named(peer_namespaces)]}
     if ports:
@@ -179,21 +180,50 @@ def policy_specs(tenant: Tenant, view: TenantView) -> list[tuple[str, list[str],
     return specs
 
 
+def merged_policy_spec(specs: list[tuple[str, list[str], dict]]) -> tuple[dict, str]:
+    """One NetworkPolicy spec holding every allowance's rules, and the annotation naming their origins.
+
+    Every allowance selects all pods (`podSelector: {}`), so concatenating the rules per direction
+    allows the same traffic as the separate policies did.
+
+    >>> spec, origins = merged_policy_spec([
+    ...     ("default-deny", ["Ingress", "Egress"], {}),
+    ...     ("allow-dns", ["Egress"], {"egress": [{"ports": [{"protocol": "UDP", "port": 53}]}]})])
+    >>> spec
+    {'podSelector': {}, 'policyTypes': ['Ingress', 'Egress'], 'egress': [{'ports': [{'protocol': 'UDP', 'port': 53}]}]}
+    >>> origins
+    'egress[0]=allow-dns'
+    """
+    spec: dict = {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+    origins: list[str] = []
+    for direction in ("ingress", "egress"):
+        rules = [(name, rule) for name, _, allowance in specs for rule in allowance.get(direction, [])]
+        if rules:
+            spec[direction] = [rule for _, rule in rules]
+            origins.extend(f"{direction}[{index}]={name}" for index, (name, _) in enumerate(rules))
+    return spec, " ".join(origins)
+
+
 def network_policies(tenant: Tenant, view: TenantView) -> list[KubeObject]:
-    """Every NetworkPolicy of the tenant, the same set in each of its namespaces.
+    """The tenant's NetworkPolicy (`tenant-network`), the same in each of its namespaces.
 
     >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a",
     ...     displayName="A", costCenter="cc-1", namespaces=["a-data"])
-    >>> len(network_policies(t, env.view(t)))
-    6
+    >>> [(p["metadata"]["namespace"], p["metadata"]["name"]) for p in network_policies(t, env.view(t))]
+    [('a', 'tenant-network'), ('a-data', 'tenant-network')]
     """
     labels = owned_labels(tenant, view)
-    specs = policy_specs(tenant, view)
+    spec, origins = merged_policy_spec(policy_specs(tenant, view))
+    annotations = {RULES_ANNOTATION: origins} if origins else None
     return [
-        _policy(name, namespace, labels, list(types), **plain_copy(rules))
+        kube_object(
+            NETWORKING_API,
+            "NetworkPolicy",
+            object_meta(TENANT_NETWORK, namespace=namespace, labels=labels, annotations=annotations),
+            spec=plain_copy(spec),
+        )
         for namespace in tenant.all_namespaces
-        for name, types, rules in specs
     ]

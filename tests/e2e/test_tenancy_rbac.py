@@ -59,7 +59,7 @@ RESOURCES: dict[str, tuple[str, str, str]] = {
     "secrets": ("", "/api/v1", "e2e-rbac-probe"),
     "resourcequotas": ("", "/api/v1", "tenant-quota"),
     "limitranges": ("", "/api/v1", "tenant-limits"),
-    "networkpolicies": ("networking.k8s.io", "/apis/networking.k8s.io/v1", "default-deny"),
+    "networkpolicies": ("networking.k8s.io", "/apis/networking.k8s.io/v1", "tenant-network"),
     # Not the managed tenant-owners: the guard policy keeps tenants from changing that one at all.
     "rolebindings": ("rbac.authorization.k8s.io", "/apis/rbac.authorization.k8s.io/v1", "e2e-rbac-probe"),
 }

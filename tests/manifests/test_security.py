@@ -105,9 +105,9 @@ def test_every_tenant_namespace_has_default_deny_and_pod_security(rendered, env)
                 assert labels[f"pod-security.kubernetes.io/{mode}"] in ("baseline", "restricted"), ns
                 version = labels[f"pod-security.kubernetes.io/{mode}-version"]
                 assert version == "latest" or version.startswith("v1."), ns
-            deny = [o for o in _of_kind(objects, "NetworkPolicy")
-                    if o["metadata"]["namespace"] == ns and o["metadata"]["name"] == "default-deny"]
-            assert [d["spec"] for d in deny] == [{"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}], ns
+            # One policy selecting every pod both ways: whatever its rules do not allow is denied.
+            policies = [o for o in _of_kind(objects, "NetworkPolicy") if o["metadata"]["namespace"] == ns]
+            assert [(p["spec"]["podSelector"], p["spec"]["policyTypes"]) for p in policies] == [({}, ["Ingress", "Egress"])], ns
 
 
 @pytest.mark.parametrize("env", ENVIRONMENTS)

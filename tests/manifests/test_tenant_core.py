@@ -74,9 +74,12 @@ def test_adding_a_tenant_changes_no_other_tenants_objects(prod, make_tenant):
     # the matching egress (under default-deny egress the grant would do nothing otherwise).
     changed = {name: [o for o in after[name] if o not in before[name]] for name in before}
     assert {name: [(o["kind"], o["metadata"]["name"]) for o in objs] for name, objs in changed.items()} == {
-        "eval": [("NetworkPolicy", "allow-to-tenants")], "inference": [], "llm-finetune": []}
-    assert changed["eval"][0]["spec"]["egress"][0]["to"][0]["namespaceSelector"]["matchExpressions"][0]["values"] == ["aaa-new"]
-    assert {name: [o for o in after[name] if o in before[name]] for name in before} == before
+        "eval": [("NetworkPolicy", "tenant-network")], "inference": [], "llm-finetune": []}
+    old_policy = next(o for o in before["eval"] if o["kind"] == "NetworkPolicy")
+    added = [rule for rule in changed["eval"][0]["spec"]["egress"] if rule not in old_policy["spec"]["egress"]]
+    assert [rule["to"][0]["namespaceSelector"]["matchExpressions"][0]["values"] for rule in added] == [["aaa-new"]]
+    unchanged = {name: [o for o in objs if o is not old_policy] for name, objs in before.items()}
+    assert {name: [o for o in after[name] if o in before[name]] for name in before} == unchanged
 
 
 def test_suspended_and_decommissioned_tenants_keep_their_objects():

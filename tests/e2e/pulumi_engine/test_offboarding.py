@@ -75,19 +75,21 @@ def test_removing_a_live_tenants_file_keeps_the_whole_tenant(staging, tmp_path):
     # The engine lists the objects as deletes; the program says, in the same preview, that they stay.
     said = [m for m in preview.messages("warning") if m.startswith(f"tenant {TENANT} is no longer deployed by stack {STACK}")]
     assert said and "nothing of it is deleted from the cluster" in said[0], preview.messages("warning")
-    # A neighbour's egress policy mirrored from this tenant's ingress grant (issue 13) goes with the
-    # grant: it belongs to the neighbour, whose namespace stays, so it is really deleted.
-    neighbours = set(offline["delete"]) - set(staging.objects)
-    assert all(n.endswith("-allow-to-tenants") and "-networkpolicy-" in n for n in neighbours), neighbours
+    # A neighbour's egress rule mirrored from this tenant's ingress grant (issue 13) goes with the
+    # grant: it belongs to the neighbour's policy, whose namespace stays, so that policy is updated.
+    neighbours = {n for n in offline["update"] if not n.startswith(f"{TENANT}-")}
+    assert neighbours and all(n.endswith("-tenant-network") and "-networkpolicy-" in n for n in neighbours), offline
     staging.neighbour_policies = neighbours
-    assert engine["delete"] == set(offline["delete"]) == set(staging.objects) | neighbours
+    assert neighbours <= engine["update"]
+    assert engine["delete"] == set(offline["delete"]) == set(staging.objects)
     up = staging.engine.up()
     assert kubernetes_resources(staging.engine.export()).keys().isdisjoint(staging.objects)
     gone = [n for n, o in staging.objects.items() if _live(staging, o) is None]
     assert not gone, f"removing the file deleted {gone}"
     cluster_scoped = [n for n, o in staging.objects.items() if not o["metadata"].get("namespace") and o["kind"] != "Namespace"]
     assert cluster_scoped, "the example tenant must have cluster-scoped objects for this test to mean something"
-    assert {s.name for s in up.ops("delete") if s.type.startswith("kubernetes:")} == set(staging.objects) | neighbours
+    assert {s.name for s in up.ops("delete") if s.type.startswith("kubernetes:")} == set(staging.objects)
+    assert neighbours <= {s.name for s in up.ops("update") if s.type.startswith("kubernetes:")}
 
 
 def test_restoring_the_file_re_adopts_the_tenant(staging):
@@ -95,7 +97,8 @@ def test_restoring_the_file_re_adopts_the_tenant(staging):
     staging.tenant_file(TENANT).write_text(staging.saved)
     up = staging.engine.up()
     assert set(up.changes) <= {"create", "update"}, up.changes
-    assert {s.name for s in up.ops("create") if s.type.startswith("kubernetes:")} == set(staging.objects) | staging.neighbour_policies
+    assert {s.name for s in up.ops("create") if s.type.startswith("kubernetes:")} == set(staging.objects)
+    assert staging.neighbour_policies <= {s.name for s in up.ops("update") if s.type.startswith("kubernetes:")}
     assert staging.engine.up().changes == {}
 
 
