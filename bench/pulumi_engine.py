@@ -453,6 +453,45 @@ def measure_sharded(base: Path, count: int, shard_size: int, log: Callable[[str]
     return out
 
 
+def measure_touched_shard(base: Path, count: int, shard_size: int, log: Callable[[str], None]) -> dict:
+    """A pull request's view of a large sharded fleet: deploy only the platform stack and the shard
+    that holds the changed tenant (the others would be deployed too, but nothing they hold enters
+    this shard's preview), then change one tenant and preview what the offline diff names.
+    The fleet is the whole N: every stack's program reads all N tenant files."""
+    from components.load import load_environment
+    from components.fleet.shard_stacks import stack_parts
+
+    shards = shard_names(count, shard_size)
+    project = make_project(base / "touched", count, shards)
+    parts = stack_parts(load_environment(project, STACK))
+    tenant = changed_tenant(count)
+    shard = next(p for p in parts[1:] if tenant in p.tenants)
+    out: dict = {"shard_size": shard_size, "stacks": len(parts), "touched_stack": shard.stack,
+                 "touched_tenants": len(shard.tenants), "shard_sizes": sorted(len(p.tenants) for p in parts[1:])}
+    cluster = _cluster(base / "cluster-touched", project)
+    state, kubeconfig = base / "state-touched", cluster.kubeconfig
+    try:
+        out["up"] = [run_engine(project, part.stack, state, kubeconfig, "up") for part in (parts[0], shard)]
+        for part, result in zip((parts[0], shard), out["up"]):
+            log(f"  N={count}: up {part.stack} ({len(part.tenants)} tenants) {result['seconds']:.1f} s")
+        git(project, "init", "-q")
+        git(project, "add", "-A")
+        git(project, "commit", "-q", "-m", "deployed")
+        change_one_tenant(project, count)
+        started = time.perf_counter()
+        document = offline_diff(project)
+        out["diff_seconds"] = time.perf_counter() - started
+        previewed, source = stacks_to_preview(document)
+        out.update(changed_tenant=tenant, previewed=previewed, previewed_from=source)
+        out["preview_one"] = [run_engine(project, stack, state, kubeconfig, "preview") for stack in previewed]
+        out["preview_one_seconds"] = sum(r["seconds"] for r in out["preview_one"])
+        log(f"  N={count}: offline diff {out['diff_seconds']:.1f} s; one-tenant preview of {', '.join(previewed)} "
+            f"{out['preview_one_seconds']:.1f} s")
+    finally:
+        cluster.stop()
+    return out
+
+
 def measure(count: int, scratch: Path, shard_size: int, log: Callable[[str], None]) -> dict:
     """Everything for one N: mock, unsharded, sharded (each side on its own control plane)."""
     base = scratch / f"n{count}"
@@ -476,6 +515,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--json", type=Path, default=REPO / "out" / "bench" / "pulumi_engine.json",
                         help="where to write the results (default out/bench/pulumi_engine.json)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory (projects, state, logs)")
+    parser.add_argument("--touched-shard-only", action="store_true",
+                        help="per N, deploy only the platform stack and the changed tenant's shard, then the "
+                             "one-tenant preview (the pull-request path at sizes where deploying every shard is too slow)")
     for hidden in ("--phase", "--project", "--stack", "--state", "--kubeconfig", "--op"):
         parser.add_argument(hidden, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -501,7 +543,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="gpu-tenancy-bench-pulumi-"))
     try:
         for count in sizes:
-            results["rows"].append(measure(count, scratch, args.shard_size, log))
+            if args.touched_shard_only:
+                results["rows"].append({"n": count, "touched": measure_touched_shard(scratch / f"n{count}", count, args.shard_size, log)})
+            else:
+                results["rows"].append(measure(count, scratch, args.shard_size, log))
             args.json.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")  # a later N may fail
     finally:
         if args.keep:
@@ -516,6 +561,16 @@ def main(argv: Optional[list[str]] = None) -> int:
     print(f"command: {command}")
     print(f"results: {args.json}")
     print()
+    if args.touched_shard_only:
+        for row in results["rows"]:
+            t = row["touched"]
+            peaks = ", ".join(f"{r['tree_peak_mb']:.0f}" for r in t["up"] + t["preview_one"]) if all(
+                "tree_peak_mb" in r for r in t["up"] + t["preview_one"]) else "n/a"
+            print(f"N={row['n']}: {t['stacks']} stacks, touched {t['touched_stack']} ({t['touched_tenants']} tenants, "
+                  f"{t['preview_one'][0].get('kubernetes_resources', '?')} resources); up platform {t['up'][0]['seconds']:.1f} s, "
+                  f"up shard {t['up'][1]['seconds']:.1f} s; offline diff {t['diff_seconds']:.1f} s; one-tenant preview "
+                  f"{t['preview_one_seconds']:.1f} s (target 30 s); tree peaks MB (up platform, up shard, preview): {peaks}")
+        return 0
     print(table(results["rows"]))
     print()
     print("\n".join(verdicts(results["rows"])))

@@ -77,8 +77,8 @@ def test_removing_a_live_tenants_file_keeps_the_whole_tenant(staging, tmp_path):
     assert said and "nothing of it is deleted from the cluster" in said[0], preview.messages("warning")
     # A neighbour's egress rule mirrored from this tenant's ingress grant (issue 13) goes with the
     # grant: it belongs to the neighbour's policy, whose namespace stays, so that policy is updated.
-    neighbours = {n for n in offline["update"] if not n.startswith(f"{TENANT}-")}
-    assert neighbours and all(n.endswith("-tenant-network") and "-networkpolicy-" in n for n in neighbours), offline
+    neighbours = {n for n in offline["update"] if "-networkpolicy-" in n and not n.startswith(f"{TENANT}-")}
+    assert neighbours and all(n.endswith("-tenant-network") for n in neighbours), offline
     staging.neighbour_policies = neighbours
     assert neighbours <= engine["update"]
     assert engine["delete"] == set(offline["delete"]) == set(staging.objects)
