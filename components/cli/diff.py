@@ -299,7 +299,7 @@ def add_parser(sub) -> None:
     >>> sub = argparse.ArgumentParser().add_subparsers()
     >>> add_parser(sub)
     >>> sub.choices["diff"].parse_args(['--base', 'main'])
-    Namespace(base='main', stack=None, format='text')
+    Namespace(base='main', stack=None, format='text', all_fields=False)
     """
     parser = sub.add_parser(
         "diff",
@@ -312,6 +312,9 @@ def add_parser(sub) -> None:
     parser.add_argument("--base", metavar="GIT_REF", help=f"git ref to compare with (default: merge base with {DEFAULT_UPSTREAM})")
     parser.add_argument("--stack", action="append", metavar="ENV", help="environment(s) to compare (default: every stack on either side)")
     parser.add_argument("--format", choices=["text", "markdown", "json", "stacks"], default="text", help="output format (default: text)")
+    parser.add_argument("--all-fields", action="store_true",
+                        help="text: print every field change, also of placement policies and ClusterQueues (otherwise "
+                        "summarised as allowed pools, flavors and quotas)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -343,7 +346,10 @@ def run(args: argparse.Namespace) -> int:
     except UsageError as err:
         print(f"tenants diff: {err}", file=sys.stderr)
         return common.EXIT_USAGE
-    formatter = {"text": format_text, "markdown": format_markdown, "json": to_json}[args.format]
+    if args.format == "text":
+        sys.stdout.write(format_text(document, all_fields=args.all_fields))
+        return common.EXIT_OK
+    formatter = {"markdown": format_markdown, "json": to_json}[args.format]
     sys.stdout.write(formatter(document))
     return common.EXIT_OK
 

@@ -53,14 +53,19 @@ def _object_name(obj: Mapping[str, Any]) -> str:
     return f"{obj['kind']} {obj['namespace'] + '/' if obj.get('namespace') else ''}{obj['name']}"
 
 
-def _object_lines(objects: list[dict[str, Any]], with_fields: bool = True) -> list[str]:
+def _object_lines(objects: list[dict[str, Any]], with_fields: bool = True, all_fields: bool = False) -> list[str]:
     sign = {"added": "+", "removed": "-", "changed": "~"}
     lines = []
     for obj in objects:
         lines.append(f"{sign[obj['change']]} {_object_name(obj)}")
+        fields = obj["fields"]
+        if obj.get("summary") and not all_fields:
+            # Inventory terms instead of the CEL or resource-group text (inventory_changes.py).
+            lines += [f"    {line}" for line in obj["summary"]]
+            lines.append(f"    ({len(fields)} field change(s) behind this: tenants diff --all-fields, or --format json)")
+            continue
         if not with_fields:
             continue
-        fields = obj["fields"]
         for field in fields[:MAX_FIELDS_PER_OBJECT]:
             lines.append(f"    {field['path']}: {delta(field['from'], field['to'])}")
         if len(fields) > MAX_FIELDS_PER_OBJECT:
@@ -90,6 +95,9 @@ def tenant_headline(detail: Mapping[str, Any]) -> str:
             parts.append(f"{len(detail['access'])} access change(s)")
         if detail["network"]:
             parts.append(f"{len(detail['network'])} network change(s)")
+        summaries = [line for o in detail["objects"] for line in o.get("summary", [])]
+        if not parts and summaries:
+            parts.append(summaries[0] + (f" and {len(summaries) - 1} more" if len(summaries) > 1 else ""))
         if not parts and detail["objects"]:
             parts.append(f"{len(detail['objects'])} object(s) changed")
     return "; ".join(parts)
@@ -205,8 +213,9 @@ def _base_text(document: Mapping[str, Any]) -> str:
 # --- text ----------------------------------------------------------------------------------------
 
 
-def format_text(document: Mapping[str, Any]) -> str:
-    """A plain-text diff for the terminal.
+def format_text(document: Mapping[str, Any], all_fields: bool = False) -> str:
+    """A plain-text diff for the terminal; `all_fields` prints the field changes also of objects
+    summarised in inventory terms (placement policies, ClusterQueues).
 
     >>> format_text({"base": {"ref": "HEAD", "commit": "abc"}, "head": "working tree", "changed": False,
     ...     "warnings": [], "notes": [], "stacks": []})
@@ -247,7 +256,8 @@ def format_text(document: Mapping[str, Any]) -> str:
             lines.append(f"  tenant {detail['tenant']}: {tenant_headline(detail)}")
             for title, section in (("quota", _quota_lines(detail)), ("access", _access_lines(detail)),
                                    ("network", _network_lines(detail)), ("placement", _placement_lines(detail)),
-                                   (_objects_title(detail).lower(), _object_lines(detail["objects"], detail["change"] == "changed"))):
+                                   (_objects_title(detail).lower(),
+                                    _object_lines(detail["objects"], detail["change"] == "changed", all_fields))):
                 if section:
                     lines.append(f"    {title}:")
                     lines += [f"      {line}" for line in section]
