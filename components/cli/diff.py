@@ -34,6 +34,7 @@ from ..spec.problems import InvalidInput, errors_only, sorted_problems
 from ..fleet.shard_stacks import stack_parts
 from ..spec.sharding import split_stack_name
 from ..fleet.queue_arithmetic import expand_queue_limits
+from ..validate.capacity import stack_edit_problems
 from . import common
 
 DEFAULT_UPSTREAM = "origin/main"
@@ -205,6 +206,24 @@ def load_lenient(root: Path, env: str) -> Side:
                 [f"the base is invalid ({len(problems)} error(s)); diffed as far as it loads: {shown}"])
 
 
+def over_promised_by_stack_edit(root: Path, base_root: Path, env: str) -> list:
+    """Over-promises that the working tree's edit of the stack file causes for the base's tenants,
+    located at the edited setting with "change it back" among the fixes (`stack_edit_problems`);
+    none when the stack file does not load or the base's tenants fit its inventory.
+
+    >>> over_promised_by_stack_edit(root, root, "prod")
+    []
+    """
+    try:
+        after, doc = load_platform(root, env)
+    except InvalidInput:
+        return []
+    base = load_lenient(base_root, env).environment
+    if base is None:
+        return []
+    return stack_edit_problems(base.platform, after, doc, [(t.name, t.spec) for t in base.tenants])
+
+
 def edited_files(root: Path, base_root: Path) -> list[str]:
     """Project files (as problems name them, e.g. `tenants/a.yaml`) added or changed since the base.
 
@@ -280,6 +299,8 @@ def _compare_sides(
             heads[name] = load_environment(root, name)
         except InvalidInput as err:
             problems.extend(err.problems)
+            if name in base_names:
+                problems.extend(over_promised_by_stack_edit(root, base_root, name))
     if errors_only(problems):
         raise InvalidInput(problems, first_files=edited_files(root, base_root))
     for environment in heads.values():
