@@ -36,10 +36,17 @@ def test_a_pool_added_to_the_30_tenant_fleet_reads_as_allowed_pools_and_flavors(
                for s in summaries.values()), summaries
     text, full = format_text(document), format_text(document, all_fields=True)
     assert "expression" not in text and "expression" in full
-    assert "          allowed pools: + h100-b" in text.splitlines()
-    assert "  tenant team-00000: flavors: + h100-b and 1 more" in text.splitlines()
-    assert len(text) * 10 < len(full)  # 12 KB instead of 270 KB when written
-    assert "allowed pools: + h100-b" in format_markdown(document)
+    # The 30 tenants change alike: said once, not 30 times.
+    names = ", ".join(f"team-{i:05d}" for i in range(30))
+    assert f"  tenants {names} (30): flavors: + h100-b and 1 more" in text.splitlines()
+    assert text.count("allowed pools: + h100-b") == 1 and "        allowed pools: + h100-b" in text.splitlines()
+    assert len(text) * 100 < len(full)  # 1 KB instead of 270 KB when written
+    markdown = format_markdown(document)
+    assert markdown.count("allowed pools: + h100-b") == 1 and "<b>30 tenants</b>: flavors: + h100-b and 1 more" in markdown
+    # A tenant whose own file changes as well is shown on its own.
+    replace_once(head / "tenants" / "team-00004.yaml", "gpu: {h100: 2, l4: 1}", "gpu: {h100: 3, l4: 1}")
+    text = format_text(_document(base, head, "bench"))
+    assert "(29): flavors: + h100-b and 1 more" in text and "  tenant team-00004: GPUs h100 2 → 3" in text.splitlines()
     # The JSON keeps every field change next to the summary.
     policy = next(o for o in document["stacks"][0]["tenantDetails"][0]["objects"] if o["kind"] == "ValidatingAdmissionPolicy")
     assert policy["fields"] and policy["summary"]
