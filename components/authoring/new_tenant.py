@@ -11,10 +11,12 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Optional
 
 from ..load import environment_from_documents, load_platform, read_tenant_documents, stack_names, validate_tenant
 from ..spec.base import API_VERSION, DNS_LABEL_PATTERN
 from ..spec.problems import InvalidInput, Problem, errors_only
+from ..spec.sharding import assigned_shard, shard_stack_name
 from ..spec.stack import CONFIG_KEY
 from ..spec.yaml_source import SourceDocument, parse_yaml
 
@@ -124,6 +126,20 @@ class StackFit:
     list_text: str = ""                    # that line as written
     gpu_classes: list[str] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)  # errors the tenant would cause there
+    lands_in: str = ""                     # the Pulumi stack that would hold the tenant (a shard's, if sharded)
+    shard: Optional[str] = None            # its shard, None when the environment is not sharded
+
+    def landing(self) -> str:
+        """Where the tenant lands, in words.
+
+        >>> StackFit("prod", "stacks/Pulumi.prod.yaml", True, lands_in="prod.a", shard="a").landing()
+        'lands in stack prod.a (shard a)'
+        >>> StackFit("dev", "stacks/Pulumi.dev.yaml", True, lands_in="dev").landing()
+        'lands in stack dev (not sharded: one stack holds every tenant)'
+        """
+        if self.shard is None:
+            return f"lands in stack {self.lands_in} (not sharded: one stack holds every tenant)"
+        return f"lands in stack {self.lands_in} (shard {self.shard})"
 
 
 @dataclass
@@ -169,7 +185,10 @@ def check_against_project(root: Path, name: str, text: str) -> ProjectFit:
             broken.extend(errors_only(err.problems))
             continue
         listed = platform.tenants
-        fit = StackFit(env, doc.file, listed == "all", gpu_classes=sorted(platform.gpu_classes))
+        fit = StackFit(env, doc.file, listed == "all", gpu_classes=sorted(platform.gpu_classes), lands_in=env)
+        if platform.sharding is not None:
+            fit.shard = assigned_shard(name, platform.sharding)
+            fit.lands_in = shard_stack_name(env, fit.shard)
         if listed != "all":
             fit.list_line = doc.position(("config", CONFIG_KEY, "tenants"))[0]
             fit.list_text = (root / doc.file).read_text(encoding="utf-8").splitlines()[fit.list_line - 1].strip() if fit.list_line else ""

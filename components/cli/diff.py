@@ -34,6 +34,7 @@ from ..spec.problems import InvalidInput, errors_only, sorted_problems
 from ..fleet.shard_stacks import stack_parts
 from ..spec.sharding import split_stack_name
 from ..fleet.queue_arithmetic import expand_queue_limits
+from ..validate.capacity import stack_edit_problems
 from . import common
 
 DEFAULT_UPSTREAM = "origin/main"
@@ -205,6 +206,24 @@ def load_lenient(root: Path, env: str) -> Side:
                 [f"the base is invalid ({len(problems)} error(s)); diffed as far as it loads: {shown}"])
 
 
+def over_promised_by_stack_edit(root: Path, base_root: Path, env: str) -> list:
+    """Over-promises that the working tree's edit of the stack file causes for the base's tenants,
+    located at the edited setting with "change it back" among the fixes (`stack_edit_problems`);
+    none when the stack file does not load or the base's tenants fit its inventory.
+
+    >>> over_promised_by_stack_edit(root, root, "prod")
+    []
+    """
+    try:
+        after, doc = load_platform(root, env)
+    except InvalidInput:
+        return []
+    base = load_lenient(base_root, env).environment
+    if base is None:
+        return []
+    return stack_edit_problems(base.platform, after, doc, [(t.name, t.spec) for t in base.tenants])
+
+
 def edited_files(root: Path, base_root: Path) -> list[str]:
     """Project files (as problems name them, e.g. `tenants/a.yaml`) added or changed since the base.
 
@@ -280,6 +299,8 @@ def _compare_sides(
             heads[name] = load_environment(root, name)
         except InvalidInput as err:
             problems.extend(err.problems)
+            if name in base_names:
+                problems.extend(over_promised_by_stack_edit(root, base_root, name))
     if errors_only(problems):
         raise InvalidInput(problems, first_files=edited_files(root, base_root))
     for environment in heads.values():
@@ -299,7 +320,7 @@ def add_parser(sub) -> None:
     >>> sub = argparse.ArgumentParser().add_subparsers()
     >>> add_parser(sub)
     >>> sub.choices["diff"].parse_args(['--base', 'main'])
-    Namespace(base='main', stack=None, format='text')
+    Namespace(base='main', stack=None, format='text', all_fields=False)
     """
     parser = sub.add_parser(
         "diff",
@@ -312,6 +333,9 @@ def add_parser(sub) -> None:
     parser.add_argument("--base", metavar="GIT_REF", help=f"git ref to compare with (default: merge base with {DEFAULT_UPSTREAM})")
     parser.add_argument("--stack", action="append", metavar="ENV", help="environment(s) to compare (default: every stack on either side)")
     parser.add_argument("--format", choices=["text", "markdown", "json", "stacks"], default="text", help="output format (default: text)")
+    parser.add_argument("--all-fields", action="store_true",
+                        help="text: print every field change, also of placement policies and ClusterQueues (otherwise "
+                        "summarised as allowed pools, flavors and quotas)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -343,7 +367,10 @@ def run(args: argparse.Namespace) -> int:
     except UsageError as err:
         print(f"tenants diff: {err}", file=sys.stderr)
         return common.EXIT_USAGE
-    formatter = {"text": format_text, "markdown": format_markdown, "json": to_json}[args.format]
+    if args.format == "text":
+        sys.stdout.write(format_text(document, all_fields=args.all_fields))
+        return common.EXIT_OK
+    formatter = {"markdown": format_markdown, "json": to_json}[args.format]
     sys.stdout.write(formatter(document))
     return common.EXIT_OK
 

@@ -253,6 +253,8 @@ def run(args: argparse.Namespace) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     print(f"wrote {path}")
+    for stack in fit.stacks:  # where a reviewer will look for it, and what `tenants diff` will preview
+        print(f"{stack.stack}: {args.name} {stack.landing()}{'' if stack.deploys_all else ' once listed there'}")
     _next_steps(args, path, fit)
     return EXIT_OK
 
@@ -262,7 +264,7 @@ def _next_steps(args, path: Path, fit) -> None:
     root = "" if args.root == Path(".") else f"--root {args.root} "
     steps = [f"review {path}: quota, network and GPU access (reference: docs/file-format.md)"]
     listing = [s for s in fit.stacks if not s.deploys_all]
-    deployed = [s.stack for s in fit.stacks if s.deploys_all]
+    deployed = [s for s in fit.stacks if s.deploys_all]
     if listing:
         lines = [f"add {name} to the tenants of the stacks that list them; it is deployed there only once listed:"]
         for stack in listing:
@@ -271,7 +273,7 @@ def _next_steps(args, path: Path, fit) -> None:
                 lines.append(f"       before adding it there, fix: {_say(problem, args, stack.stack).removeprefix(PROG + ': ')}")
         steps.append("\n".join(lines))
     if deployed:
-        steps.append(f"it is deployed in {', '.join(deployed)} (tenants: all) as soon as the change is merged")
+        steps.append(f"it is deployed in {', '.join(s.stack for s in deployed)} (tenants: all) as soon as the change is merged")
     steps.append(f"check it: tenants {root}validate; preview: tenants {root}diff")
     steps.append("open a pull request; its comment shows what changes on the cluster")
     print("next steps:")

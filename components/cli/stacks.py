@@ -61,6 +61,8 @@ def describe(part: StackPart) -> str:
         return f"{part.stack}: platform objects and tenants {tenants}"
     if part.platform:
         return f"{part.stack}: platform objects (tenants are in the shard stacks)"
+    if part.reserved:  # every tenant there is pinned: said once
+        return f"{part.stack} (reserved for its pinned tenants): tenants {', '.join(part.tenants) or 'none'}"
     return f"{part.stack}: tenants {tenants}"
 
 
@@ -77,6 +79,7 @@ def as_json(environment_name: str, part: StackPart) -> dict:
         "shard": part.shard,
         "tenants": list(part.tenants),
         "pinned": list(part.pinned),
+        "reserved": part.reserved,
         "needs": list(part.needs),
     }
 

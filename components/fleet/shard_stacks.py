@@ -36,6 +36,7 @@ class StackPart:
     tenants: tuple[str, ...]        # enabled tenants, by name
     pinned: tuple[str, ...] = ()    # those placed by `assignments` rather than by hash
     needs: tuple[str, ...] = ()     # stacks that must be deployed first (a shard: its environment's stack)
+    reserved: bool = False          # a shard that holds only the tenants pinned to it
 
 
 def stack_parts(environment: Environment) -> list[StackPart]:
@@ -57,7 +58,7 @@ def stack_parts(environment: Environment) -> list[StackPart]:
         members = tuple(n for n in names if assigned_shard(n, sharding) == shard)
         pinned = tuple(n for n in members if n in sharding.assignments)
         parts.append(StackPart(shard_stack_name(environment.name, shard), shard, False, members, pinned,
-                               (environment.name,)))
+                               (environment.name,), shard in sharding.reserved))
     return parts
 
 

@@ -19,6 +19,7 @@ from ..manifests.image_policy import allowed_registries
 from ..manifests.meta import KubeObject, immutable_fields
 from ..manifests.renames import rename_message
 from .capacity_report import capacity_table
+from .inventory_changes import summarise
 from .object_changes import field_changes, object_changes
 from ..fleet.environment import Environment
 from .stack_changes import move_warning, touched_stacks
@@ -470,6 +471,10 @@ def compare_stack(name: str, base: Side, head: Side, *, project: str = "gpu-tena
             continue   # nothing of it changes (see unchanged_tenants)
         before, after = old_tenants.get(old_name), new_tenants.get(new_name)
         objects = object_changes(old_objects.get(old_name, []), new_objects.get(new_name, []))
+        _safe(lambda: summarise(objects, before, before_env.view(before) if before and before_env else None,
+                                after, after_env.view(after) if after and after_env else None,
+                                (old_objects.get(old_name, []), new_objects.get(new_name, []))),
+              None, notes, f"the inventory summary of tenant {new_name or old_name}")
         detail = tenant_changes(before, before_env, after, after_env, objects)
         if detail is not None:
             details.append(detail)

@@ -53,14 +53,19 @@ def _object_name(obj: Mapping[str, Any]) -> str:
     return f"{obj['kind']} {obj['namespace'] + '/' if obj.get('namespace') else ''}{obj['name']}"
 
 
-def _object_lines(objects: list[dict[str, Any]], with_fields: bool = True) -> list[str]:
+def _object_lines(objects: list[dict[str, Any]], with_fields: bool = True, all_fields: bool = False) -> list[str]:
     sign = {"added": "+", "removed": "-", "changed": "~"}
     lines = []
     for obj in objects:
         lines.append(f"{sign[obj['change']]} {_object_name(obj)}")
+        fields = obj["fields"]
+        if obj.get("summary") and not all_fields:
+            # Inventory terms instead of the CEL or resource-group text (inventory_changes.py).
+            lines += [f"    {line}" for line in obj["summary"]]
+            lines.append(f"    ({len(fields)} field change(s) behind this: tenants diff --all-fields, or --format json)")
+            continue
         if not with_fields:
             continue
-        fields = obj["fields"]
         for field in fields[:MAX_FIELDS_PER_OBJECT]:
             lines.append(f"    {field['path']}: {delta(field['from'], field['to'])}")
         if len(fields) > MAX_FIELDS_PER_OBJECT:
@@ -90,6 +95,9 @@ def tenant_headline(detail: Mapping[str, Any]) -> str:
             parts.append(f"{len(detail['access'])} access change(s)")
         if detail["network"]:
             parts.append(f"{len(detail['network'])} network change(s)")
+        summaries = [line for o in detail["objects"] for line in o.get("summary", [])]
+        if not parts and summaries:
+            parts.append(summaries[0] + (f" and {len(summaries) - 1} more" if len(summaries) > 1 else ""))
         if not parts and detail["objects"]:
             parts.append(f"{len(detail['objects'])} object(s) changed")
     return "; ".join(parts)
@@ -127,6 +135,56 @@ def _placement_lines(detail: Mapping[str, Any]) -> list[str]:
     if detail["change"] == "changed":
         lines += [f"+ namespace {n}" for n in detail["namespaces"]["added"]]
         lines += [f"- namespace {n}" for n in detail["namespaces"]["removed"]]
+    return lines
+
+
+def _inventory_only(detail: Mapping[str, Any]) -> bool:
+    """A tenant changed by an inventory edit alone: nothing of its own changes, and each of its
+    changed objects reads in inventory terms (`summary`)."""
+    return (detail["change"] == "changed" and not detail.get("renamedFrom")
+            and detail["lifecycle"]["from"] == detail["lifecycle"]["to"]
+            and not (detail["quota"] or detail["access"] or detail["network"] or _placement_lines(detail))
+            and bool(detail["objects"]) and all(o["change"] == "changed" and o.get("summary") for o in detail["objects"]))
+
+
+def tenant_groups(details: list[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
+    """The tenants of a stack in order, those that an inventory edit changes the same way joined
+    into one group (at the place of the first), so that a pool added for 30 tenants reads once.
+
+    >>> one = lambda t: {"tenant": t, "change": "changed", "renamedFrom": None, "lifecycle": {"from": "active", "to": "active"},
+    ...     "quota": [], "access": [], "network": [], "placement": {"classes": {"added": [], "removed": []},
+    ...     "dedicatedPools": {"added": [], "removed": []}}, "namespaces": {"added": [], "removed": []},
+    ...     "objects": [{"kind": "ClusterQueue", "name": t, "change": "changed", "summary": ["flavors: + b"]}]}
+    >>> [[d["tenant"] for d in group] for group in tenant_groups([one("x"), one("y")])]
+    [['x', 'y']]
+    """
+    groups: list[list[Mapping[str, Any]]] = []
+    by_change: dict[tuple, list[Mapping[str, Any]]] = {}
+    for detail in details:
+        if not _inventory_only(detail):
+            groups.append([detail])
+            continue
+        key = tuple((o["kind"], tuple(o["summary"])) for o in detail["objects"])
+        if key in by_change:
+            by_change[key].append(detail)
+        else:
+            by_change[key] = [detail]
+            groups.append(by_change[key])
+    return groups
+
+
+def _group_title(group: list[Mapping[str, Any]]) -> str:
+    return f"tenants {', '.join(d['tenant'] for d in group)} ({len(group)})"
+
+
+def _group_lines(group: list[Mapping[str, Any]]) -> list[str]:
+    """The one inventory change of a group, each object once (named for the first tenant)."""
+    lines = [f"the same inventory change for each, e.g. {group[0]['tenant']}:"]
+    for obj in group[0]["objects"]:
+        lines.append(f"~ {_object_name(obj)}")
+        lines += [f"    {line}" for line in obj["summary"]]
+    fields = sum(len(o["fields"]) for d in group for o in d["objects"])
+    lines.append(f"({fields} field change(s) behind these: tenants diff --all-fields, or --format json)")
     return lines
 
 
@@ -205,8 +263,9 @@ def _base_text(document: Mapping[str, Any]) -> str:
 # --- text ----------------------------------------------------------------------------------------
 
 
-def format_text(document: Mapping[str, Any]) -> str:
-    """A plain-text diff for the terminal.
+def format_text(document: Mapping[str, Any], all_fields: bool = False) -> str:
+    """A plain-text diff for the terminal; `all_fields` prints the field changes also of objects
+    summarised in inventory terms (placement policies, ClusterQueues).
 
     >>> format_text({"base": {"ref": "HEAD", "commit": "abc"}, "head": "working tree", "changed": False,
     ...     "warnings": [], "notes": [], "stacks": []})
@@ -243,11 +302,17 @@ def format_text(document: Mapping[str, Any]) -> str:
             lines.append("  platform objects:")
             lines += [f"    {line}" for line in _object_lines(stack["platformObjects"])]
         lines += [f"  tenant {tenant}: not deployed in {stack['name']}" for tenant in stack["tenants"].get("notDeployed", [])]
-        for detail in stack["tenantDetails"]:
+        for group in ([[d] for d in stack["tenantDetails"]] if all_fields else tenant_groups(stack["tenantDetails"])):
+            detail = group[0]
+            if len(group) > 1:
+                lines.append(f"  {_group_title(group)}: {tenant_headline(detail)}")
+                lines += [f"    {line}" for line in _group_lines(group)]
+                continue
             lines.append(f"  tenant {detail['tenant']}: {tenant_headline(detail)}")
             for title, section in (("quota", _quota_lines(detail)), ("access", _access_lines(detail)),
                                    ("network", _network_lines(detail)), ("placement", _placement_lines(detail)),
-                                   (_objects_title(detail).lower(), _object_lines(detail["objects"], detail["change"] == "changed"))):
+                                   (_objects_title(detail).lower(),
+                                    _object_lines(detail["objects"], detail["change"] == "changed", all_fields))):
                 if section:
                     lines.append(f"    {title}:")
                     lines += [f"      {line}" for line in section]
@@ -321,7 +386,14 @@ def _markdown(document: Mapping[str, Any], with_fields: bool) -> str:
         out += _md_block("Nodes", _node_lines(stack))
         out += _md_block("MIG layouts", [f"{m['path']}: {delta(m['from'], m['to'])}" for m in stack["mig"]])
         out += _md_block("Platform objects", _object_lines(stack["platformObjects"], with_fields))
-        for detail in stack["tenantDetails"]:
+        for group in tenant_groups(stack["tenantDetails"]):
+            detail = group[0]
+            if len(group) > 1:
+                out += [f"<details><summary><b>{len(group)} tenants</b>: {tenant_headline(detail)}</summary>", "",
+                        ", ".join(f"`{d['tenant']}`" for d in group), ""]
+                out += _md_block("Objects", _group_lines(group))
+                out += ["</details>", ""]
+                continue
             out += [f"<details><summary><b>{detail['tenant']}</b>: {tenant_headline(detail)}</summary>", ""]
             out += _md_block("Quota", _quota_lines(detail))
             out += _md_block("Access", _access_lines(detail))

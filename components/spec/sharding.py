@@ -9,7 +9,7 @@ An environment `prod` without `sharding` is one Pulumi stack, `prod`, holding ev
 
 the stack `prod` holds the platform objects only, and the shard stacks `prod.a` and `prod.b`
 each hold their tenants. A tenant goes to the shard `assignments` names, else to the shard its
-name hashes to (rendezvous hashing: adding a shard moves only the tenants the new shard wins,
+name hashes to among those not `reserved` (a reserved shard holds only the tenants pinned to it) (rendezvous hashing: adding a shard moves only the tenants the new shard wins,
 removing one moves only its own tenants; the assignment never depends on the other tenants).
 
 What each stack of a loaded environment holds: shard_stacks.py.
@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 from typing import Optional
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from .base import DnsLabel, Model, TenantName
 
@@ -46,6 +46,12 @@ class Sharding(Model):
         description="tenants pinned to a shard (e.g. to keep a renamed tenant where it is); the others go "
         "where their name hashes",
     )
+    reserved: list[DnsLabel] = Field(
+        [],
+        description="shards kept for the tenants pinned to them in `assignments` (e.g. a SaaS shard): no "
+        "unpinned tenant hashes into a reserved shard, so it holds only its pins; at least one shard must stay "
+        "unreserved for the others",
+    )
 
     @field_validator("shards")
     @classmethod
@@ -64,6 +70,40 @@ class Sharding(Model):
                     f"({', '.join(self.shards)}); add it to `shards` or pin the tenant to one of them"
                 )
         return self
+
+    @field_validator("reserved")
+    @classmethod
+    def _reserved_shards(cls, reserved: list[str], info: ValidationInfo) -> list[str]:
+        # Checked here rather than after the model so that the error points at `reserved`.
+        shards, assignments = info.data.get("shards"), info.data.get("assignments")
+        if shards is None or assignments is None:
+            return reserved  # `shards` or `assignments` is itself invalid and reported
+        for shard in reserved:
+            if shard not in shards:
+                raise ValueError(
+                    f"shard '{shard}' is reserved but not in `shards` ({', '.join(shards)}); add it to `shards` "
+                    f"or remove it from `reserved`"
+                )
+            if shard not in assignments.values():
+                raise ValueError(
+                    f"shard '{shard}' is reserved for its pinned tenants, but `assignments` pins none to it, so "
+                    f"its stack would be empty; pin a tenant to it (`assignments: {{<tenant>: {shard}}}`) or "
+                    f"remove it from `reserved`"
+                )
+        if set(shards) <= set(reserved):
+            raise ValueError(
+                f"every shard is reserved ({', '.join(shards)}), so a tenant without a pin would have no shard; "
+                f"leave at least one shard out of `reserved`, or add an unreserved shard to `shards`"
+            )
+        return reserved
+
+    def hashed_shards(self) -> list[str]:
+        """The shards an unpinned tenant may hash into: all but the reserved ones.
+
+        >>> Sharding(shards=["saas", "a"], assignments={"acme": "saas"}, reserved=["saas"]).hashed_shards()
+        ['a']
+        """
+        return [shard for shard in self.shards if shard not in self.reserved]
 
 
 def shard_stack_name(environment: str, shard: str) -> str:
@@ -103,9 +143,10 @@ def hashed_shard(tenant: str, shards: list[str]) -> str:
 
 
 def assigned_shard(tenant: str, sharding: Sharding) -> str:
-    """A tenant's shard: its pin in `assignments`, else where its name hashes.
+    """A tenant's shard: its pin in `assignments`, else where its name hashes among the shards
+    that are not `reserved`.
 
     >>> assigned_shard("team-a", Sharding(shards=["only"]))
     'only'
     """
-    return sharding.assignments.get(tenant) or hashed_shard(tenant, sharding.shards)
+    return sharding.assignments.get(tenant) or hashed_shard(tenant, sharding.hashed_shards())

@@ -1,5 +1,7 @@
 """The capacity check: quotas that cannot all be honoured at once on the pools their tenants may
-reach, and pools whose quotas are near full (the max-flow itself is `components.fleet.feasibility`)."""
+reach, and pools whose quotas are near full (the max-flow itself is `components.fleet.feasibility`);
+and, given the inventory before an edit of the stack file, the over-promises that edit causes,
+located at the edited setting (`stack_edit_problems`, for tenants diff)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,8 @@ from ..fleet import gpu_capacity as cap
 from ..fleet.environment import Environment
 from ..spec.problems import Problem
 from ..spec.stack import Platform
-from ..spec.yaml_source import SourceDocument
+from ..spec.tenant import Tenant
+from ..spec.yaml_source import SourceDocument, yaml_text
 from .platform import platform_path
 
 
@@ -46,10 +49,13 @@ not for a tenant filling pools dedicated to it, which is what they are for).
             held = sum(result.limit[p] for p in pools)
             who = ", ".join(f"{t}: {result.demand[t]}" for t in tenants)
             where = ", ".join(f"{p}: {_pool_bound(platform, result, p)}" for p in pools) or "none"
+            # The pools' lines too: the stack may be what changed (tenants diff then says so at that line).
+            lines = ", ".join(f"{p}: {doc.file}:{doc.position(platform_path('nodePools', p))[0]}" for p in pools)
             message = (
                 f"{subject} is over-promised: tenant{'s' if len(tenants) > 1 else ''} {who} "
                 f"{'ask' if len(tenants) > 1 else 'asks'} for {asked} on the pools {'they' if len(tenants) > 1 else 'it'} may use "
-                f"({where}), which hold {held}; lower a quota, add nodes to these pools or raise overcommit"
+                f"({where}), which hold {held}; lower a quota, add nodes to these pools{f' ({lines})' if lines else ''} "
+                f"or raise overcommit"
             )
             for name in tenants:
                 problems.append(by_name[name].doc.problem(_quota_path(by_name[name].spec, commodity), message))
@@ -82,3 +88,85 @@ def _quota_path(tenant, commodity) -> tuple:
     if kind == "mig":
         return ("quota", "mig", name)
     return ("quota", "gpu", name) if isinstance(tenant.quota.gpu, dict) else ("quota", "gpu")
+
+
+# Pool settings that change what a pool holds; the order is the order they are reported in.
+_POOL_CAPACITY_FIELDS = ("nodes", "maxNodes", "gpusPerNode", "gpuClass", "migLayout", "sharing")
+
+
+def _setting_text(key: str, value) -> str:
+    if key == "nodes" and isinstance(value, list):
+        return f"{len(value)} node{'s' if len(value) != 1 else ''}"
+    return yaml_text(value, quote=False)
+
+
+def _capacity_edits(before: Platform, after: Platform, pools: list[str], classes: set[str]) -> list[tuple[tuple, str, str]]:
+    """(path, what changed, how to change it back) for each stack setting, among these pools and
+    GPU classes, that differs between the two inventories."""
+    edits = []
+    for pool in pools:
+        if pool not in after.node_pools:
+            edits.append((platform_path("nodePools"), f"pool {pool} is removed", f"restore pool {pool}"))
+            continue
+        if pool not in before.node_pools:
+            continue
+        old = before.node_pools[pool].model_dump(by_alias=True, mode="json")
+        new = after.node_pools[pool].model_dump(by_alias=True, mode="json")
+        for key in _POOL_CAPACITY_FIELDS:
+            if old.get(key) != new.get(key):
+                was, now = _setting_text(key, old.get(key)), _setting_text(key, new.get(key))
+                back = f"{key}: {yaml_text(old.get(key), quote=False)}"
+                if key == "nodes":
+                    removed = sorted(set(old.get(key) or []) - set(new.get(key) or []))
+                    back = f"nodes: {was}" + (f", with {', '.join(removed)}" if removed else "")
+                edits.append((platform_path("nodePools", pool, key), f"nodePools.{pool}.{key} {was} → {now}", back))
+        layout = new.get("migLayout")
+        if isinstance(layout, str) and before.mig_layouts.get(layout) != after.mig_layouts.get(layout):
+            edits.append((platform_path("migLayouts", layout), f"MIG layout {layout} is re-cut", f"migLayouts.{layout} as before"))
+    for name in sorted(classes):
+        old_class, new_class = before.gpu_classes.get(name), after.gpu_classes.get(name)
+        if old_class is not None and new_class is not None and old_class.overcommit != new_class.overcommit:
+            edits.append((platform_path("gpuClasses", name, "overcommit"),
+                          f"gpuClasses.{name}.overcommit {old_class.overcommit} → {new_class.overcommit}",
+                          f"overcommit: {old_class.overcommit}"))
+    return edits
+
+
+def stack_edit_problems(before: Platform, after: Platform, doc: SourceDocument,
+                        tenants: list[tuple[str, Tenant]]) -> list[Problem]:
+    """Over-promises that an edit of the stack file causes: `tenants` fit the `before` inventory
+    and not the `after` one (the edited stack, `doc`). Each is located at the edited setting of a
+    pool (or GPU class) the over-promised tenants may use, and "change it back" is the first fix;
+    `tenants diff` reports these before the quota lines, which the edit did not touch.
+
+    >>> shrunk = prod.platform.model_copy(deep=True)
+    >>> shrunk.node_pools["h100-train"].nodes.pop()
+    'gpu-h100-05'
+    >>> [problem] = stack_edit_problems(prod.platform, shrunk, prod.platform_doc, [(t.name, t.spec) for t in prod.tenants])
+    >>> problem.field, problem.message.split("; ")[1]
+    ('config.gpu-tenancy:platform.nodePools.h100-train.nodes', 'change it back (nodes: 5 nodes, with gpu-h100-05), add nodes to these pools, lower a quota or raise overcommit')
+    """
+    active = [(name, spec) for name, spec in tenants if spec.lifecycle == "active"]
+    old, new = feas.feasibility(active, before), feas.feasibility(active, after)
+    problems = []
+    for commodity, result in new.items():
+        if result.feasible or (commodity in old and not old[commodity].feasible):
+            continue
+        violators = result.violators
+        pools = list(dict.fromkeys([*(old[commodity].pools_of(violators) if commodity in old else []),
+                                    *result.pools_of(violators)]))
+        classes = {after.node_pools[p].gpu_class for p in pools if p in after.node_pools}
+        edits = _capacity_edits(before, after, pools, classes)
+        if not edits:
+            continue  # the inventory the tenants reach is as before: their quotas are what changed
+        subject = feas.commodity_text(commodity)
+        asked = sum(result.demand[t] for t in violators)
+        held = sum(result.limit[p] for p in result.pools_of(violators))
+        who = ", ".join(f"{t}: {result.demand[t]}" for t in violators)
+        for path, what, back in edits:
+            problems.append(doc.problem(path, (
+                f"{subject} is over-promised by this edit ({what}): the pools tenant{'s' if len(violators) > 1 else ''} "
+                f"{who} may use hold {held} for {asked} asked; change it back ({back}), add nodes to these pools, "
+                f"lower a quota or raise overcommit"
+            )))
+    return problems

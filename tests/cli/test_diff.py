@@ -530,3 +530,31 @@ def test_a_wider_registry_list_warns(repo_with_vision, capsys):
     widened = {w["message"] for w in stack(document, "prod")["warnings"] if w["kind"] == "images-widened" and w.get("tenant") == "vision"}
     assert widened == {"tenant vision may pull images from any registry (was: nvcr.io/nvidia)",
                        "images of tenant vision no longer need a digest (tags may be re-pushed)"}
+
+
+def test_an_over_promise_from_a_stack_edit_is_reported_at_the_stack_line_first(repo, capsys):
+    stack_file = repo / "stacks" / "Pulumi.prod.yaml"
+    data = yaml.safe_load(stack_file.read_text())
+    data["config"][CONFIG_KEY]["nodePools"]["h100-train"]["nodes"].remove("gpu-h100-05")
+    stack_file.write_text(yaml.safe_dump(data, sort_keys=False))
+
+    code, out, err = run(repo, capsys, "--base", "HEAD", "--stack", "prod")
+
+    assert code == 1 and out == ""
+    first, *rest = err.splitlines()
+    assert first.startswith("stacks/Pulumi.prod.yaml:") and ": config.gpu-tenancy:platform.nodePools.h100-train.nodes: " in first
+    assert "over-promised by this edit (nodePools.h100-train.nodes 5 nodes → 4 nodes)" in first
+    assert "change it back (nodes: 5 nodes, with gpu-h100-05)" in first
+    # The quota line it over-promises is still named, after the edited file.
+    assert any(line.startswith("tenants/llm-finetune.yaml:") and "over-promised" in line for line in rest), err
+
+
+def test_an_over_promise_from_a_quota_edit_stays_at_the_quota_line(repo, capsys):
+    tenant = repo / "tenants" / "llm-finetune.yaml"
+    tenant.write_text(tenant.read_text().replace("  gpu: 40\n", "  gpu: 48\n", 1))
+
+    code, _, err = run(repo, capsys, "--base", "HEAD", "--stack", "prod")
+
+    assert code == 1
+    assert err.splitlines()[0].startswith("tenants/llm-finetune.yaml:") and "over-promised" in err
+    assert "change it back" not in err and "stacks/Pulumi.prod.yaml:" not in err.split(": ", 1)[0]

@@ -110,6 +110,21 @@ def test_next_steps_name_the_stacks_that_list_their_tenants_with_the_line(capsys
     assert f"stacks/Pulumi.dev.yaml:{line}: tenants: [llm-finetune, inference, eval]" in out
     assert "it is deployed in prod, staging (tenants: all)" in out
     assert f"tenants --root {project_copy} validate" in out
+    assert "prod: research lands in stack prod (not sharded: one stack holds every tenant)" in out
+    assert "dev: research lands in stack dev (not sharded: one stack holds every tenant) once listed there" in out
+
+
+def test_a_new_tenant_is_told_its_shard_and_never_lands_in_a_reserved_one(capsys, tmp_path):
+    from components.spec.sharding import hashed_shard
+    from tests.sharded_fleet import HASHED, RESERVED, write_sharded_fleet
+
+    root = write_sharded_fleet(tmp_path)
+    # A name that the reserved shard would win, were it not reserved.
+    name = next(n for n in (f"research-{i}" for i in range(100)) if hashed_shard(n, [*HASHED, RESERVED]) == RESERVED)
+    code, out, err = run(capsys, root, "new", name, "--owner-group", "g")
+    assert code == 0, err
+    shard = hashed_shard(name, HASHED)
+    assert f"bench: {name} lands in stack bench.{shard} (shard {shard})\n" in out
 
 
 def test_next_steps_say_what_to_fix_before_listing_it_in_a_stack(capsys, project_copy):

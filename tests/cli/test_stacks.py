@@ -53,6 +53,20 @@ def test_validate_shows_the_assignment(capsys):
     assert "  lab.green: tenants robotics, vision (pinned)" in out.splitlines()
 
 
+def test_validate_and_stacks_show_a_reserved_shard_with_its_pins_only(capsys, tmp_path):
+    from tests.sharded_fleet import PINNED, RESERVED, write_sharded_fleet
+
+    root = write_sharded_fleet(tmp_path)
+    code, out, _ = run(capsys, "--root", str(root), "validate")
+    assert code == 0
+    pins = ", ".join(sorted(PINNED))
+    assert f"  bench.{RESERVED} (reserved for its pinned tenants): tenants {pins}" in out.splitlines(), out
+    code, out, _ = run(capsys, "--root", str(root), "stacks", "--format", "json")
+    rows = {r["stack"]: r for r in json.loads(out)}
+    assert rows[f"bench.{RESERVED}"]["reserved"] and rows[f"bench.{RESERVED}"]["tenants"] == sorted(PINNED)
+    assert not rows["bench.a"]["reserved"]
+
+
 def test_stacks_refuses_invalid_input(capsys, tmp_path):
     project = tmp_path / "project"
     shutil.copytree(FIXTURE, project)

@@ -197,7 +197,9 @@ def test_an_over_promised_shared_pool_is_an_error_on_the_tenants_quota_line(proj
     errors = validation_errors(project_copy, "prod")
     assert errors == [
         f"tenants/eval.yaml:{line}:23: environments.prod.quota.gpu.h100: GPU class 'h100' is over-promised: tenant eval: 10 asks for 10 "
-        "on the pools it may use (h100-shared: 8), which hold 8; lower a quota, add nodes to these pools or raise overcommit (stack prod)"
+        "on the pools it may use (h100-shared: 8), which hold 8; lower a quota, add nodes to these pools "
+        f"(h100-shared: stacks/Pulumi.prod.yaml:{line_of(project_copy / 'stacks' / 'Pulumi.prod.yaml', 'h100-shared:')}) "
+        "or raise overcommit (stack prod)"
     ]
 
 

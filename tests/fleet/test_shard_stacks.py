@@ -145,3 +145,43 @@ def test_a_shard_stack_may_not_carry_its_own_inventory(project: Path):
     with pytest.raises(InvalidInput) as caught:
         load_program_environment(project, "lab.blue", {"labelDomain": "x.dev"})
     assert "shard stack lab.blue reads the inventory of lab" in str(caught.value)
+
+
+def test_no_unpinned_tenant_hashes_into_a_reserved_shard():
+    sharding = Sharding(shards=["a", "b", "saas"], assignments={"acme": "saas"}, reserved=["saas"])
+    assert sum(hashed_shard(n, sharding.shards) == "saas" for n in NAMES) > 500  # unreserved, a third would go there
+    assert {assigned_shard(n, sharding) for n in NAMES} == {"a", "b"}
+    assert assigned_shard("acme", sharding) == "saas"
+    # Reserving a shard moves only the tenants that hashed into it.
+    plain = Sharding(shards=["a", "b", "saas"], assignments={"acme": "saas"})
+    moved = {n for n in NAMES if assigned_shard(n, plain) != assigned_shard(n, sharding)}
+    assert moved == {n for n in NAMES if assigned_shard(n, plain) == "saas"}
+
+
+def test_the_30_tenant_fleet_keeps_its_reserved_shard_for_its_pins(tmp_path: Path):
+    from tests.sharded_fleet import PINNED, RESERVED, write_sharded_fleet
+
+    environment = load_environment(write_sharded_fleet(tmp_path), "bench")
+    parts = {p.shard: p for p in stack_parts(environment)[1:]}
+    assert parts[RESERVED].tenants == tuple(sorted(PINNED)) and parts[RESERVED].reserved
+    assert sum(len(p.tenants) for p in parts.values()) == 30
+    assert all(p.tenants and not p.reserved for shard, p in parts.items() if shard != RESERVED)
+    assert environment.warnings == []
+
+
+@pytest.mark.parametrize(("sharding", "expected"), [
+    ("reserved: [blue]", "shard 'blue' is reserved for its pinned tenants, but `assignments` pins none to it"),
+    ("reserved: [red]", "shard 'red' is reserved but not in `shards` (blue, green)"),
+    ("reserved: [blue, green]\n      assignments: {vision: green, audio: blue}",
+     "every shard is reserved (blue, green), so a tenant without a pin would have no shard"),
+])
+def test_reserved_shards_are_checked_at_the_reserved_line(project: Path, sharding: str, expected: str):
+    stack = project / "stacks" / "Pulumi.lab.yaml"
+    text = stack.read_text()
+    if "assignments" in sharding:
+        text = text.replace("      assignments:\n        vision: green        # pinned; the others go where their names hash\n", "")
+    stack.write_text(text.replace("shards: [blue, green]\n", f"shards: [blue, green]\n      {sharding}\n"))
+    errors = validation_errors(project, "lab")
+    assert len(errors) == 1, errors
+    assert errors[0].startswith(f"stacks/Pulumi.lab.yaml:{line_of(stack, 'reserved:')}:"), errors
+    assert "sharding.reserved" in errors[0] and expected in errors[0], errors[0]

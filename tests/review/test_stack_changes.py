@@ -122,3 +122,37 @@ def test_unsharded_tenant_edit_touches_the_environment_stack(tmp_path):
     replace_once(head / "tenants" / "eval.yaml", "objects: {pods: 500, services: 10}", "objects: {pods: 400, services: 10}")
     document = _diff(base, head, "prod")
     assert document["touchedStacks"] == ["prod"]
+
+
+@pytest.mark.parametrize(("tenant", "stack"), [("team-00005", "bench.b"), ("team-00017", "bench.saas")])
+def test_one_quota_edit_on_the_30_tenant_fleet_touches_one_stack(tmp_path: Path, tenant: str, stack: str):
+    from tests.sharded_fleet import write_sharded_fleet
+
+    base, head = write_sharded_fleet(tmp_path / "base"), write_sharded_fleet(tmp_path / "head")
+    replace_once(head / "tenants" / f"{tenant}.yaml", "gpu: {h100: 2, l4: 1}", "gpu: {h100: 3, l4: 1}")
+    document = _diff(base, head, "bench")
+    assert document["stacks"][0]["tenants"]["changed"] == [tenant]
+    assert document["touchedStacks"] == [stack]  # team-00017 is pinned to the reserved shard
+    assert document["warnings"] == []
+
+
+def test_one_quota_edit_on_the_unsharded_example_touches_its_one_stack(tmp_path: Path):
+    base, head = tmp_path / "base", tmp_path / "head"
+    for side in (base, head):
+        shutil.copytree(REPO / "tenants", side / "tenants")
+        shutil.copytree(REPO / "stacks", side / "stacks")
+    replace_once(head / "tenants" / "llm-finetune.yaml", "  gpu: 40\n", "  gpu: 32\n")
+    document = _diff(base, head, "prod")
+    assert document["touchedStacks"] == ["prod"]
+    assert [w["kind"] for w in document["warnings"]] == ["quota-lowered"]
+    assert all(w["tenant"] == "llm-finetune" for w in document["warnings"])
+
+
+def test_removing_a_tenant_of_the_30_tenant_fleet_warns_about_it_alone(tmp_path: Path):
+    from tests.sharded_fleet import write_sharded_fleet
+
+    base, head = write_sharded_fleet(tmp_path / "base"), write_sharded_fleet(tmp_path / "head")
+    (head / "tenants" / "team-00010.yaml").unlink()
+    replace_once(head / "tenants" / "team-00009.yaml", "tenants: [team-00010]", "tenants: []")
+    document = _diff(base, head, "bench")
+    assert [(w["kind"], w["tenant"]) for w in document["warnings"]] == [("tenant-removed", "team-00010")]

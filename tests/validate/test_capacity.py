@@ -27,3 +27,68 @@ def test_a_shared_pool_one_tenant_fills_still_warns():
     warned = _pool_warnings("prod")
     assert sorted(warned) == ["a100-mig", "a100-shared"]
     assert "(eval: 20), 100% of what it holds" in warned["a100-shared"]
+
+
+# --- over-promises caused by an edit of the stack file ---------------------------------------------
+
+PROD = REPO / "stacks" / "Pulumi.prod.yaml"
+
+
+def _prod_tenants():
+    environment = load_environment(REPO, "prod")
+    return environment, [(t.name, t.spec) for t in environment.tenants]
+
+
+def _line(needle: str, after: str) -> int:
+    from tests.project_edits import line_of
+
+    return line_of(PROD, needle, after)
+
+
+def test_a_node_taken_from_a_pool_is_reported_at_the_pools_nodes_line_with_change_it_back():
+    from components.validate.capacity import stack_edit_problems
+
+    environment, tenants = _prod_tenants()
+    shrunk = environment.platform.model_copy(deep=True)
+    shrunk.node_pools["h100-train"].nodes.remove("gpu-h100-05")
+    [problem] = stack_edit_problems(environment.platform, shrunk, environment.platform_doc, tenants)
+    assert (problem.file, problem.line) == ("stacks/Pulumi.prod.yaml", _line("nodes: [gpu-h100-01", "h100-train:"))
+    assert problem.field == "config.gpu-tenancy:platform.nodePools.h100-train.nodes"
+    assert problem.message == (
+        "GPU class 'h100' is over-promised by this edit (nodePools.h100-train.nodes 5 nodes → 4 nodes): the pools "
+        "tenant llm-finetune: 40 may use hold 32 for 40 asked; change it back (nodes: 5 nodes, with gpu-h100-05), "
+        "add nodes to these pools, lower a quota or raise overcommit"
+    )
+
+
+def test_lowered_overcommit_is_reported_at_the_overcommit_line():
+    from components.validate.capacity import stack_edit_problems
+
+    environment, tenants = _prod_tenants()
+    lowered = environment.platform.model_copy(deep=True)
+    lowered.gpu_classes["a100"].overcommit = 1
+    [problem] = stack_edit_problems(environment.platform, lowered, environment.platform_doc, tenants)
+    assert problem.field == "config.gpu-tenancy:platform.gpuClasses.a100.overcommit"
+    assert "change it back (overcommit: 1.25)" in problem.message
+
+
+def test_an_over_promise_the_stack_did_not_cause_is_not_put_on_the_stack():
+    from components.validate.capacity import stack_edit_problems
+
+    environment, tenants = _prod_tenants()
+    raised = [(name, spec.model_copy(update={"quota": spec.quota.model_copy(update={"gpu": 48})}) if name == "llm-finetune"
+               else spec) for name, spec in tenants]
+    assert stack_edit_problems(environment.platform, environment.platform, environment.platform_doc, raised) == []
+
+
+def test_plain_validate_points_at_the_pools_stack_line_too(tmp_path):
+    import shutil
+
+    from tests.project_edits import replace_once, validation_errors
+
+    shutil.copytree(REPO / "tenants", tmp_path / "tenants")
+    shutil.copytree(REPO / "stacks", tmp_path / "stacks")
+    replace_once(tmp_path / "stacks" / "Pulumi.prod.yaml", "gpu-h100-04, gpu-h100-05]", "gpu-h100-04]")
+    [error] = validation_errors(tmp_path, "prod")
+    assert error.startswith("tenants/llm-finetune.yaml:")
+    assert f"add nodes to these pools (h100-train: stacks/Pulumi.prod.yaml:{_line('h100-train:', 'nodePools:')})" in error
