@@ -11,7 +11,6 @@ slices each.
 from __future__ import annotations
 
 import copy
-import time
 
 import pytest
 
@@ -87,9 +86,12 @@ def test_a_mig_layout_change_moves_no_untouched_tenants_admitted_workload_into_b
     changed = [o for objs in objects.values() for o in objs if o["apiVersion"] == KUEUE and o["kind"] in ("ClusterQueue", "Cohort")]
     assert [r for _, r in cp.apply_objects(changed) if isinstance(r, Exception)] == []
     head_beta = next(o for o in changed if o["kind"] == "ClusterQueue" and o["metadata"]["name"] == "beta")
-    assert head_beta["spec"] == cohort_stack.find("ClusterQueue", "beta")["spec"]   # beta's nominal quotas did not move
-
-    time.sleep(3)   # nothing of beta changed, so there is no status change to wait for: give Kueue time to reconcile
+    base_beta = cohort_stack.find("ClusterQueue", "beta")
+    # beta's nominal slices did not move; its mig-east flavor only lists the 3g.40gb slices mig-east now offers
+    assert [(_nominal(q, "mig-west", SLICE), _nominal(q, "mig-east", SLICE)) for q in (base_beta, head_beta)] == [("14", "0")] * 2
+    assert _nominal(head_beta, "mig-east", "nvidia.com/mig-3g.40gb") == "0"
+    cp.wait_for(lambda: _usage(cp, "beta", "mig-east", "nvidia.com/mig-3g.40gb"), timeout=60,
+                what="Kueue's status of beta's changed ClusterQueue")
     assert usage_of_beta() == ("14", "0")
     assert jobs.workload("beta", name)["status"]["admission"]["podSetAssignments"][0]["flavors"][SLICE] == "mig-west"
 
