@@ -2,8 +2,8 @@
 
 A tenant's objects depend on other tenants in a few ways only: a dedicated pool belongs to one
 owner (so it is no one else's), the capacity check's flow splits each quota across the pools the
-tenant reaches, cohort (KAI: department) members lend each other idle quota, and tenants grant
-each other network ingress. `FleetFacts` holds exactly those facts, plus the environment label;
+tenant reaches, cohort (KAI: department) members lend each other idle quota, what no tenant holds
+of a shared pool is the spare cohort's to lend (Kueue), and tenants grant each other network ingress. `FleetFacts` holds exactly those facts, plus the environment label;
 `FleetFacts.view(tenant)` is what one tenant's builders read. Each rule exists once: who owns a
 dedicated pool is `feasibility.pool_owners`, which pools a tenant reaches `feasibility.reachable_pools`.
 

@@ -102,9 +102,8 @@ def preference_order(name: str, pools: Iterable[str], platform: Platform, owners
     >>> preference_order("eval", ["a100-mig", "a100-shared"], prod.platform, owners)
     ['a100-shared', 'a100-mig']
     """
-    listed = list(platform.node_pools)
-    pools = set(pools)
-    return sorted(pools, key=lambda p: (owners.get(p) != name, listed.index(p) if p in listed else len(listed), p))
+    rank = {pool: index for index, pool in enumerate(platform.node_pools)}
+    return sorted(set(pools), key=lambda p: (owners.get(p) != name, rank.get(p, len(rank)), p))
 
 
 # --- supply and demand -----------------------------------------------------------------------
@@ -431,14 +430,14 @@ def feasibility(tenants: Iterable[tuple[str, Tenant]], platform: Platform,
     demand: dict[Commodity, dict[str, int]] = {}
     reach: dict[str, list[str]] = {}
     for name, tenant in tenants:
-        reach[name] = reachable_pools(name, tenant, platform, owners)
+        reach[name] = preference_order(name, reachable_pools(name, tenant, platform, owners), platform, owners)
         for commodity, count in tenant_demand(tenant, platform).items():
             demand.setdefault(commodity, {})[name] = count
     results = {}
     for commodity in sorted(demand):
         pools = supply.get(commodity, {})
         limit = {p: pool_limit(platform, platform.node_pools[p], units) for p, units in pools.items()}
-        edges = {t: [p for p in preference_order(t, reach[t], platform, owners) if p in pools] for t in demand[commodity]}
+        edges = {t: [p for p in reach[t] if p in pools] for t in demand[commodity]}
         results[commodity] = solve(commodity, demand[commodity], edges, dict(pools), limit)
     return results
 
