@@ -2,8 +2,8 @@
 
 A tenant's objects depend on other tenants in a few ways only: a dedicated pool belongs to one
 owner (so it is no one else's), the capacity check's flow splits each quota across the pools the
-tenant reaches, cohort (KAI: department) members lend each other idle quota, and tenants grant
-each other network ingress. `FleetFacts` holds exactly those facts, plus the environment label;
+tenant reaches, cohort (KAI: department) members lend each other idle quota, what no tenant holds
+of a shared pool is the spare cohort's to lend (Kueue), and tenants grant each other network ingress. `FleetFacts` holds exactly those facts, plus the environment label;
 `FleetFacts.view(tenant)` is what one tenant's builders read. Each rule exists once: who owns a
 dedicated pool is `feasibility.pool_owners`, which pools a tenant reaches `feasibility.reachable_pools`.
 
@@ -27,7 +27,7 @@ from typing import Mapping
 from ..spec.stack import Platform
 from ..spec.tenant import Tenant
 from . import feasibility as feas
-from .queue_arithmetic import dedicated_only_classes, queue_group
+from .queue_arithmetic import cohort_root, dedicated_only_classes, queue_group, spare_cohort
 
 Commodity = feas.Commodity
 Split = Mapping[Commodity, Mapping[str, int]]   # commodity -> pool -> units
@@ -57,13 +57,77 @@ class FleetFacts:
         return MappingProxyType(feas.pool_owners(self.members, self.platform))
 
     @cached_property
+    def placement(self) -> Mapping[Commodity, feas.CommodityResult]:
+        """The capacity check's flow problem of every commodity some active tenant holds quota of, solved."""
+        return MappingProxyType(feas.feasibility(self.active, self.platform, self.pool_owners))
+
+    @cached_property
     def quota_split(self) -> Mapping[str, Split]:
         """Active tenant -> how its quota is spread over the pools it reaches (`feasibility.split_of`).
 
         When quotas do not fit (validation refuses such a stack) the units the flow could not place
         go to the tenant's first reachable pool, so the split always adds up to the quota.
         """
-        return MappingProxyType(feas.split_of(feas.feasibility(self.active, self.platform, self.pool_owners)))
+        return MappingProxyType(feas.split_of(self.placement))
+
+    @cached_property
+    def pool_spare(self) -> Mapping[Commodity, Mapping[str, int]]:
+        """Per commodity and shared pool: what quotas may promise there (capacity x overcommit) minus
+        what active tenants hold there nominally (`quota_split`). Dedicated pools have none: only
+        their owner's pods can land there, and it holds them nominally or not at all."""
+        return MappingProxyType(feas.pool_spare(self.platform, self.placement, self.pool_owners))
+
+    @cached_property
+    def spare_cohort(self) -> str | None:
+        """The Kueue cohort that holds `pool_spare` (`queue_arithmetic.spare_cohort`), or None."""
+        return spare_cohort(self.platform)
+
+    @cached_property
+    def pool_reach(self) -> Mapping[str, tuple[str, ...]]:
+        """GPU pool -> the active tenants whose pods may land on it (whose ClusterQueues list its flavor)."""
+        reach: dict[str, list[str]] = {}
+        for name, spec in self.active:
+            for pool in feas.reachable_pools(name, spec, self.platform, self.pool_owners):
+                reach.setdefault(pool, []).append(name)
+        return MappingProxyType({pool: tuple(sorted(names)) for pool, names in sorted(reach.items())})
+
+    @cached_property
+    def spare_borrowers(self) -> Mapping[str, tuple[str, ...]]:
+        """Shared pool -> the active tenants reaching it whose queues can borrow the spare cohort's quota."""
+        if self.spare_cohort is None:
+            return MappingProxyType({})
+        tree = cohort_root(self.spare_cohort, self.platform)
+        return MappingProxyType({
+            pool: tuple(t for t in names if self.queue_groups.get(t) == tree)
+            for pool, names in self.pool_reach.items() if pool not in self.pool_owners
+        })
+
+    @cached_property
+    def unqueued_pools(self) -> Mapping[str, str]:
+        """Kueue: GPU pool -> why nothing queued can ever be admitted on it: no ClusterQueue holds
+        nominal quota there and none can borrow the pool's capacity from the spare cohort."""
+        platform = self.platform
+        if platform.scheduler != "kueue":
+            return MappingProxyType({})
+        reach = self.pool_reach
+        held = {pool for split in self.quota_split.values() for by_pool in split.values() for pool, n in by_pool.items() if n}
+        spare_pools = {pool for by_pool in self.pool_spare.values() for pool in by_pool}
+        result = {}
+        for name, pool in sorted(platform.node_pools.items()):
+            if pool.gpu_class not in platform.gpu_classes or name in held:
+                continue
+            tenants = sorted(reach.get(name, []))
+            owner = self.pool_owners.get(name)
+            if not tenants:
+                result[name] = f"no tenant lists GPU class '{pool.gpu_class}' in gpu.classes, so no ClusterQueue lists the pool's flavor"
+            elif owner is not None:
+                result[name] = f"it is dedicated to '{owner}', whose quota places nothing on it"
+            elif name in spare_pools and self.spare_borrowers.get(name):
+                continue
+            else:
+                cohort = f"cohort '{self.spare_cohort}' lends it to none of them" if self.spare_cohort else "no cohort lends its capacity (set queues.spareCohort or queues.defaultCohort)"
+                result[name] = f"the tenants whose ClusterQueues list it ({', '.join(tenants)}) hold no quota on it, and {cohort}"
+        return MappingProxyType(result)
 
     @cached_property
     def queue_groups(self) -> Mapping[str, str | None]:
@@ -169,10 +233,24 @@ class FleetFacts:
                 units = sum(n for p, n in by_pool.items() if p in reach)
                 if units:
                     result.setdefault(member, {})[commodity] = units
+        for commodity, units in self._spare_for(group, reach).items():
+            result.setdefault(f"cohort {self.spare_cohort} (spare)", {})[commodity] = units
         return result
 
+    def _spare_for(self, group: str, reach) -> dict[Commodity, int]:
+        # The spare cohort's quota is borrowable from anywhere in its tree, on the pools a queue lists.
+        if self.spare_cohort is None or cohort_root(self.spare_cohort, self.platform) != group:
+            return {}
+        totals = {}
+        for commodity, by_pool in self.pool_spare.items():
+            units = sum(by_pool.get(p, 0) for p in reach)
+            if units:
+                totals[commodity] = units
+        return totals
+
     def lent_to(self, tenant: Tenant) -> dict[Commodity, int]:
-        """What the other members of the tenant's queue group lend, in all, on pools it may reach.
+        """What the other members of the tenant's queue group lend, in all, on pools it may reach,
+        plus the spare cohort's quota there when the group is the spare cohort's tree.
 
         The group's total minus the tenant's own share: the same sums as `lenders`, without the walk.
         """
@@ -187,7 +265,9 @@ class FleetFacts:
             units = sum(by_pool.get(p, 0) - mine.get(p, 0) for p in reach)
             if units:
                 totals[commodity] = units
-        return totals
+        for commodity, units in self._spare_for(group, reach).items():
+            totals[commodity] = totals.get(commodity, 0) + units
+        return dict(sorted(totals.items()))
 
     def borrowable(self, tenant: Tenant, apply_limits: bool = True) -> dict[Commodity, int]:
         """GPUs per commodity the tenant's queue can actually borrow: what the group lends it, capped

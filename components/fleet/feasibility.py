@@ -93,6 +93,19 @@ def reachable_pools(name: str, tenant: Tenant, platform: Platform, owners: Mappi
     )
 
 
+def preference_order(name: str, pools: Iterable[str], platform: Platform, owners: Mapping[str, str]) -> list[str]:
+    """The order in which a tenant's quota fills the pools it reaches: its dedicated pools, then the
+    shared ones, each in the order the stack lists them. A pool added at the end of `nodePools`
+    therefore takes only quota that fits nowhere before it: nobody's placement moves to it.
+
+    >>> owners = pool_owners([(t.name, t.spec) for t in prod.tenants], prod.platform)
+    >>> preference_order("eval", ["a100-mig", "a100-shared"], prod.platform, owners)
+    ['a100-shared', 'a100-mig']
+    """
+    rank = {pool: index for index, pool in enumerate(platform.node_pools)}
+    return sorted(set(pools), key=lambda p: (owners.get(p) != name, rank.get(p, len(rank)), p))
+
+
 # --- supply and demand -----------------------------------------------------------------------
 
 
@@ -170,26 +183,87 @@ class CommodityResult:
         return sum(by_pool.get(pool, 0) for by_pool in self.flow.values())
 
 
+def preferred_placement(demand: Mapping[str, int], order: Mapping[str, list[str]],
+                        limit: Mapping[str, int]) -> dict[str, dict[str, int]]:
+    """Where each tenant's quota goes when nobody else contends: its pools in its order of
+    preference (`preference_order`), each filled up to the pool's limit, the tenant's alone.
+
+    A tenant's preferred placement depends on its own quota and its pools only. Where the preferred
+    placements of all tenants on a pool fit in it, they are kept as they are; the tenants of an
+    over-subscribed pool take it in name order, and the flow search places the rest.
+
+    >>> preferred_placement({"a": 6, "b": 3}, {"a": ["p", "q"], "b": ["q"]}, {"p": 4, "q": 8})
+    {'a': {'p': 4, 'q': 2}, 'b': {'q': 3}}
+    """
+    result: dict[str, dict[str, int]] = {}
+    for tenant, want in sorted(demand.items()):
+        placed: dict[str, int] = {}
+        for pool in order.get(tenant, []):
+            if want <= 0:
+                break
+            units = min(want, limit.get(pool, 0))
+            if units > 0:
+                placed[pool] = units
+                want -= units
+        result[tenant] = placed
+    return result
+
+
+def _kept_placement(demand: Mapping[str, int], order: Mapping[str, list[str]],
+                    limit: Mapping[str, int]) -> dict[str, dict[str, int]]:
+    # Preferred placements kept whole on every pool they fit together; on an over-subscribed pool
+    # the tenants take what is left of it in name order.
+    preferred = preferred_placement(demand, order, limit)
+    asked: dict[str, int] = {}
+    for by_pool in preferred.values():
+        for pool, units in by_pool.items():
+            asked[pool] = asked.get(pool, 0) + units
+    left = dict(limit)
+    kept: dict[str, dict[str, int]] = {t: {} for t in preferred}
+    for tenant, by_pool in preferred.items():
+        for pool, units in by_pool.items():
+            if asked[pool] <= limit[pool]:
+                kept[tenant][pool] = units
+                left[pool] -= units
+    for tenant, by_pool in preferred.items():
+        for pool, units in by_pool.items():
+            if asked[pool] > limit[pool]:
+                units = min(units, left[pool])
+                if units > 0:
+                    kept[tenant][pool] = units
+                    left[pool] -= units
+    return kept
+
+
 def max_flow(demand: Mapping[str, int], edges: Mapping[str, list[str]],
-             limit: Mapping[str, int]) -> tuple[dict[str, dict[str, int]], set[str]]:
+             limit: Mapping[str, int],
+             initial: Mapping[str, Mapping[str, int]] | None = None) -> tuple[dict[str, dict[str, int]], set[str]]:
     """(tenant -> pool -> flow, tenants still reachable from the source in the residual graph).
 
-    Edmonds-Karp on the bipartite graph; tenants and pools are visited in sorted order so the
-    result is the same on every run. The reachable set is empty exactly when every demand is met.
+    Edmonds-Karp on the bipartite graph, from the `initial` flow (default none; it must respect
+    demands and limits): an augmenting path moves a tenant's units from one pool to another only
+    where that is needed to place someone's quota at all. Tenants and pools are visited in sorted
+    order so the result is the same on every run. The reachable set is empty exactly when every
+    demand is met.
 
     >>> flow, cut = max_flow({"a": 3, "b": 2}, {"a": ["p"], "b": ["p", "q"]}, {"p": 3, "q": 1})
     >>> flow, sorted(cut)
     ({'a': {'p': 3}, 'b': {'q': 1}}, ['a', 'b'])
     """
     tenants = sorted(demand)
-    flow: dict[str, dict[str, int]] = {t: {} for t in tenants}
-    sent = {t: 0 for t in tenants}
+    flow: dict[str, dict[str, int]] = {t: dict((initial or {}).get(t, {})) for t in tenants}
+    sent = {t: sum(flow[t].values()) for t in tenants}
     used = {p: 0 for p in limit}
+    holders: dict[str, set[str]] = {}   # pool -> tenants with flow on it (the residual edges p -> t)
+    for t in tenants:
+        for p, units in flow[t].items():
+            if units:
+                used[p] += units
+                holders.setdefault(p, set()).add(t)
     pools_of = {t: sorted(edges.get(t, [])) for t in tenants}
     # Tenants with demand left, in order. `sent` never decreases (an augmenting path only moves
     # intermediate tenants' flow between pools), so this list only shrinks.
-    pending = [t for t in tenants if demand[t] > 0]
-    holders: dict[str, set[str]] = {}   # pool -> tenants with flow on it (the residual edges p -> t)
+    pending = [t for t in tenants if demand[t] > sent[t]]
 
     def residual_search() -> tuple[dict, set[str]]:
         # BFS from the source over: source->t (demand left), t->p (always), p->t (flow back), p->sink.
@@ -320,14 +394,16 @@ def components(result: "CommodityResult") -> list[tuple[list[str], list[str]]]:
 
 def solve(commodity: Commodity, demand: dict[str, int], edges: dict[str, list[str]],
           supply: dict[str, int], limit: dict[str, int]) -> CommodityResult:
-    """Place every tenant's demand of one commodity on the pools it reaches (max flow); name the over-promised tenants.
+    """Place every tenant's demand of one commodity on the pools it reaches (max flow, from the
+    preferred placements: `edges` lists each tenant's pools in its order of preference); name the
+    over-promised tenants.
 
     >>> result = solve(("class", "h100"), {"a": 4, "b": 4}, {"a": ["p"], "b": ["p", "q"]}, {"p": 4, "q": 4}, {"p": 4, "q": 4})
     >>> result.flow, result.violators
     ({'a': {'p': 4}, 'b': {'q': 4}}, [])
     """
     result = CommodityResult(commodity, dict(sorted(demand.items())), edges, supply, limit)
-    flow, reached = max_flow(demand, edges, limit)
+    flow, reached = max_flow(demand, edges, limit, _kept_placement(demand, edges, limit))
     result.flow = flow
     if reached:
         result.violators = minimal_violators(reached, demand, edges, limit)
@@ -354,7 +430,7 @@ def feasibility(tenants: Iterable[tuple[str, Tenant]], platform: Platform,
     demand: dict[Commodity, dict[str, int]] = {}
     reach: dict[str, list[str]] = {}
     for name, tenant in tenants:
-        reach[name] = reachable_pools(name, tenant, platform, owners)
+        reach[name] = preference_order(name, reachable_pools(name, tenant, platform, owners), platform, owners)
         for commodity, count in tenant_demand(tenant, platform).items():
             demand.setdefault(commodity, {})[name] = count
     results = {}
@@ -383,3 +459,25 @@ def split_of(results: Mapping[Commodity, CommodityResult]) -> dict[str, dict[Com
             if by_pool:
                 split.setdefault(tenant, {})[commodity] = dict(sorted(by_pool.items()))
     return split
+
+
+def pool_spare(platform: Platform, results: Mapping[Commodity, CommodityResult],
+               owners: Mapping[str, str]) -> dict[Commodity, dict[str, int]]:
+    """Per commodity and shared pool: floor(capacity x overcommit) minus the quota the flow placed
+    there; pools with nothing spare are left out. What no tenant holds nominally, and so what only a
+    cohort-level quota can give a queue.
+
+    >>> spare = pool_spare(prod.platform, feasibility([(t.name, t.spec) for t in prod.tenants], prod.platform), {})
+    >>> spare[("mig", "1g.10gb")], ("class", "a100") in spare
+    ({'a100-mig': 8}, False)
+    """
+    result: dict[Commodity, dict[str, int]] = {}
+    for name, pool in sorted(platform.node_pools.items()):
+        if name in owners:
+            continue
+        for commodity, units in sorted(pool_supply(platform, pool).items()):
+            solved = results.get(commodity)
+            free = pool_limit(platform, pool, units) - (solved.assigned(name) if solved is not None else 0)
+            if free > 0:
+                result.setdefault(commodity, {})[name] = free
+    return dict(sorted(result.items()))

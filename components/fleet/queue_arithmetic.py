@@ -103,8 +103,54 @@ def expand_queue_limits(tenant: Tenant, platform: Platform) -> None:
         tenant.queue.lending_limit = {name: tenant.queue.lending_limit for name in classes}
 
 
+def cohort_chain(cohort: str, platform: Platform) -> list[str]:
+    """The cohort and its ancestors (`queues.cohorts.<name>.parent`), nearest first; a cycle (which
+    validation refuses) ends where it closes.
+
+    >>> from components.spec.stack import Platform
+    >>> cohort_chain("nlp", Platform.model_validate({"labelDomain": "x.dev", "queues": {"cohorts": {
+    ...     "nlp": {"parent": "research"}, "research": {"parent": "org"}}}}))
+    ['nlp', 'research', 'org']
+    """
+    chain = [cohort]
+    while True:
+        settings = platform.queues.cohorts.get(chain[-1])
+        parent = settings.parent if settings is not None else None
+        if parent is None or parent in chain:
+            return chain
+        chain.append(parent)
+
+
+def cohort_root(cohort: str, platform: Platform) -> str:
+    """The root of the cohort's tree: queues borrow from anywhere in it, the root holds nothing apart.
+
+    >>> from components.spec.stack import Platform
+    >>> cohort_root("nlp", Platform.model_validate({"labelDomain": "x.dev", "queues": {"cohorts": {"nlp": {"parent": "org"}}}}))
+    'org'
+    """
+    return cohort_chain(cohort, platform)[-1]
+
+
+def spare_cohort(platform: Platform) -> str | None:
+    """The Kueue cohort whose Cohort object holds the spare capacity of every shared pool:
+    `queues.spareCohort`, else the root of `queues.defaultCohort`'s tree; None without Kueue or either.
+
+    >>> from components.spec.stack import Platform
+    >>> spare_cohort(Platform.model_validate({"labelDomain": "x.dev", "scheduler": "kueue", "queues": {
+    ...     "defaultCohort": "research", "cohorts": {"research": {"parent": "org"}}}}))
+    'org'
+    """
+    if platform.scheduler != "kueue":
+        return None
+    queues = platform.queues
+    if queues.spare_cohort is not None:
+        return queues.spare_cohort
+    return cohort_root(queues.default_cohort, platform) if queues.default_cohort is not None else None
+
+
 def queue_group(tenant: Tenant, platform: Platform) -> str | None:
-    """Whom the tenant's queue borrows from: its Kueue cohort, or its KAI department (always one).
+    """Whom the tenant's queue borrows from: the root of its Kueue cohort's tree, or of its KAI
+    department's (always one); a queue borrows across its whole tree.
 
     >>> from components.spec.stack import Platform
     >>> t = Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha2", "kind": "Tenant", "name": "a",
@@ -113,9 +159,10 @@ def queue_group(tenant: Tenant, platform: Platform) -> str | None:
     'tenants'
     """
     if platform.scheduler == "kueue":
-        return cohort_of(tenant, platform)
+        cohort = cohort_of(tenant, platform)
+        return cohort_root(cohort, platform) if cohort is not None else None
     if platform.scheduler == "kai":
-        return kai_department_of(tenant, platform)
+        return cohort_root(kai_department_of(tenant, platform), platform)
     return None
 
 

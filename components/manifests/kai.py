@@ -1,9 +1,10 @@
-"""KAI Scheduler objects: a two-level tree of `scheduling.run.ai/v2` Queues and the policy pinning tenants to theirs.
+"""KAI Scheduler objects: a tree of `scheduling.run.ai/v2` Queues and the policy pinning tenants to theirs.
 
 * one parent Queue `dept-<department>` per department (the tenants' `queue.cohort`, else the
   stack's `queues.defaultCohort`, else `tenants`): quotas from `queues.kai.departments`, else the
-  sum of its tenants' quotas. The prefix keeps department names apart from tenant names, as both
-  kinds of queue are cluster-scoped Queues;
+  sum of its tenants' quotas (of every tenant below it, for a department others nest under:
+  `queues.cohorts.<name>.parent` is its `parentQueue`). The prefix keeps department names apart from
+  tenant names, as both kinds of queue are cluster-scoped Queues;
 * one leaf Queue per tenant, named like the tenant, whose quota is the tenant's `quota` in KAI's
   units: GPUs (a MIG slice counts as its compute slices, as KAI charges it), CPU millicores and
   memory in MB (10^6 bytes), both from the quota's requests. `limit` is -1 (no cap beyond the
@@ -22,6 +23,7 @@ from ..fleet import gpu_capacity as cap
 from ..fleet.facts import FleetFacts, TenantView
 from ..fleet.queue_arithmetic import (
     KaiAmounts,
+    cohort_chain,
     kai_amounts,
     kai_declared_amount,
     kai_department_of,
@@ -100,27 +102,47 @@ def _members(facts: FleetFacts) -> list[Tenant]:
 
 
 def department_queues(facts: FleetFacts) -> list[KubeObject]:
-    """One parent Queue per department that has tenants or is declared in the stack.
+    """One parent Queue per department that has tenants or is declared in the stack (`queues.kai.departments`,
+    `queues.cohorts`), under the Queue of its `queues.cohorts.<name>.parent` when it has one.
 
     >>> [q["metadata"]["name"] for q in department_queues(staging.facts)]
     ['dept-research', 'dept-serving']
     """
     platform = facts.platform
     declared = platform.queues.kai.departments
-    children: dict[str, list[KaiAmounts]] = {name: [] for name in declared}
+    tenants: dict[str, list[KaiAmounts]] = {}
+    for name in [*declared, *platform.queues.cohorts]:
+        for department in cohort_chain(name, platform):
+            tenants.setdefault(department, [])
     for tenant in _members(facts):
-        children.setdefault(kai_department_of(tenant, platform), []).append(kai_amounts(tenant, platform))
+        for department in cohort_chain(kai_department_of(tenant, platform), platform):
+            tenants.setdefault(department, [])
+        tenants[kai_department_of(tenant, platform)].append(kai_amounts(tenant, platform))
+    below: dict[str, list[str]] = {}
+    for name in tenants:
+        chain = cohort_chain(name, platform)
+        if len(chain) > 1:
+            below.setdefault(chain[1], []).append(name)
+
+    def quota(name: str, resource: str, seen: frozenset = frozenset()) -> Fraction:
+        # Unless declared: its own tenants' quotas plus its sub-departments' (a cycle, refused by
+        # validation, counts once).
+        own = getattr(declared[name], resource) if name in declared else None
+        if own is not None:
+            return kai_declared_amount(resource, own)
+        total = sum((getattr(a, resource) for a in tenants[name]), Fraction(0))
+        return total + sum((quota(child, resource, seen | {name}) for child in below.get(name, []) if child not in seen | {name}), Fraction(0))
+
     labels = platform_labels(facts.environment_label)
     queues = []
-    for name, amounts in sorted(children.items()):
+    for name in sorted(tenants):
         department = declared.get(name)
         weight = department.over_quota_weight if department and department.over_quota_weight is not None else 1
-        resources = {}
-        for resource in ("cpu", "gpu", "memory"):
-            own = getattr(department, resource) if department else None
-            quota = kai_declared_amount(resource, own) if own is not None else sum((getattr(a, resource) for a in amounts), Fraction(0))
-            resources[resource] = _resource(quota, UNLIMITED, weight)
+        resources = {resource: _resource(quota(name, resource), UNLIMITED, weight) for resource in ("cpu", "gpu", "memory")}
         spec: dict = {"displayName": (department.display_name if department and department.display_name else name), "resources": resources}
+        chain = cohort_chain(name, platform)
+        if len(chain) > 1:
+            spec["parentQueue"] = kai_parent_queue(chain[1])
         queues.append(kube_object(API_VERSION, "Queue", object_meta(kai_parent_queue(name), labels=labels), spec=spec))
     return queues
 

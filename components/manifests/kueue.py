@@ -13,7 +13,10 @@
   the tenant's cohort, flavor by flavor (pool by pool); `borrowingLimit`/`lendingLimit` cap it per
   class, and a class the tenant reaches only through its dedicated pools is neither lent nor
   borrowed (limits of 0);
-* a LocalQueue `default` in each tenant namespace, pointing at the tenant's ClusterQueue.
+* a LocalQueue `default` in each tenant namespace, pointing at the tenant's ClusterQueue;
+* a Cohort per cohort, nested by `queues.cohorts.<name>.parent`; the spare cohort
+  (`queues.spareCohort`, else the root of `defaultCohort`'s tree) holds, per shared pool, what no
+  ClusterQueue holds nominally there, so that capacity nobody's quota covers can still be borrowed.
 
 Kueue does not look at ResourceQuota: it admits workloads by its own bookkeeping, and the
 ResourceQuota still rejects pods beyond the namespace's quota (see docs/queues-and-vclusters.md).
@@ -24,7 +27,7 @@ from __future__ import annotations
 from ..fleet import gpu_capacity as cap
 from ..fleet import feasibility as feas
 from ..fleet.facts import FleetFacts, TenantView
-from ..fleet.queue_arithmetic import KUEUE_CPU_FLAVOR, cohort_of, dedicated_only_classes, kueue_compute_nominal
+from ..fleet.queue_arithmetic import KUEUE_CPU_FLAVOR, cohort_chain, cohort_of, dedicated_only_classes, kueue_compute_nominal
 from ..spec.tenant import Tenant
 from .gpu_nodes import pool_taints
 from .meta import (
@@ -247,10 +250,68 @@ def tenant_kueue_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     return [cluster_queue(tenant, view), *local_queues(tenant, view)]
 
 
+def cohort_names(facts: FleetFacts) -> list[str]:
+    """Every cohort of the fleet: those ClusterQueues join, the stack's `queues.cohorts`, their
+    parents and the spare cohort.
+
+    >>> cohort_names(prod.facts)
+    []
+    """
+    platform = facts.platform
+    named = {cohort_of(spec, platform) for _, spec in facts.active} | set(platform.queues.cohorts) | {facts.spare_cohort}
+    return sorted({c for name in named - {None} for c in cohort_chain(name, platform)})
+
+
+def spare_quota_groups(facts: FleetFacts) -> list[dict]:
+    """The spare cohort's resource group: per shared pool (flavor) with spare capacity, what no
+    ClusterQueue holds there (`FleetFacts.pool_spare`); every flavor lists every covered resource.
+
+    >>> spare_quota_groups(prod.facts)[0]["flavors"]
+    [{'name': 'a100-mig', 'resources': [{'name': 'nvidia.com/mig-1g.10gb', 'nominalQuota': '8'}, {'name': 'nvidia.com/mig-3g.40gb', 'nominalQuota': '0'}]}]
+    """
+    platform = facts.platform
+    by_pool: dict[str, dict[str, int]] = {}
+    for commodity, pools in facts.pool_spare.items():
+        for pool, units in pools.items():
+            by_pool.setdefault(pool, {})[feas.commodity_resource(platform, commodity)] = units
+    if not by_pool:
+        return []
+    covered = sorted({r for pool in by_pool for r in cap.node_gpu_resources(platform, platform.node_pools[pool])})
+    flavors = [
+        {"name": pool, "resources": [_resource(r, spare.get(r, 0)) for r in covered]}
+        for pool, spare in sorted(by_pool.items())
+    ]
+    return [{"coveredResources": covered, "flavors": flavors}]
+
+
+def cohorts(facts: FleetFacts) -> list[KubeObject]:
+    """A `Cohort` per cohort (`cohort_names`): its `parentName` from `queues.cohorts`, and on the
+    spare cohort the spare capacity of every shared pool as a cohort-level nominal quota, which any
+    ClusterQueue of its tree that lists the pool's flavor may borrow (and gives back on reclaim).
+
+    >>> [(o["metadata"]["name"], o["spec"]) for o in cohorts(prod.facts)]
+    []
+    """
+    platform = facts.platform
+    labels = platform_labels(facts.environment_label)
+    result = []
+    for name in cohort_names(facts):
+        spec: dict = {}
+        settings = platform.queues.cohorts.get(name)
+        if settings is not None and settings.parent is not None:
+            spec["parentName"] = settings.parent
+        if name == facts.spare_cohort:
+            groups = spare_quota_groups(facts)
+            if groups:
+                spec["resourceGroups"] = groups
+        result.append(kube_object(API_VERSION, "Cohort", object_meta(name, labels=labels), spec=spec))
+    return result
+
+
 def platform_kueue_objects(facts: FleetFacts) -> list[KubeObject]:
-    """Cluster-wide Kueue objects: the ResourceFlavors (cohorts need no object of their own).
+    """Cluster-wide Kueue objects: the ResourceFlavors and the Cohorts.
 
     >>> [(o["kind"], o["metadata"]["name"]) for o in platform_kueue_objects(prod.facts)]
     [('ResourceFlavor', 'a100-mig'), ('ResourceFlavor', 'a100-shared'), ('ResourceFlavor', 'default-flavor'), ('ResourceFlavor', 'h100-serve'), ('ResourceFlavor', 'h100-train')]
     """
-    return resource_flavors(facts)
+    return resource_flavors(facts) + cohorts(facts)

@@ -185,16 +185,18 @@ def pool_rows(environment: Environment) -> dict[str, Any]:
     `requested` is each active tenant's share of its quota on this pool as the flow places it (the
     same split as the Kueue flavors); `status` is over when the pool is among those an
     over-promised set of tenants shares, warning when the pools linked by shared tenants are
-    near full together.
+    near full together, unqueued (Kueue) when nothing queued can ever be admitted there. With
+    Kueue, `freeFor` says who can be admitted on what is free: the spare cohort, or no queue.
 
     >>> pool_rows(prod)["a100-shared"]
-    {'gpuClass': 'a100', 'dedicatedTo': None, 'nodes': 2, 'resources': {'nvidia.com/gpu': {'capacity': 16, 'limit': 20, 'requested': 20, 'free': 0, 'status': 'warning', 'byTenant': {'eval': 20}}}}
+    {'gpuClass': 'a100', 'dedicatedTo': None, 'nodes': 2, 'resources': {'nvidia.com/gpu': {'capacity': 16, 'limit': 20, 'requested': 20, 'free': 0, 'status': 'warning', 'byTenant': {'eval': 20}, 'freeFor': '-'}}}
     """
     platform = environment.platform
     ratio = Fraction(platform.capacity_warning_ratio)
     active = [(t.name, t.spec) for t in environment.tenants if t.spec.lifecycle == "active"]
     owners = feas.pool_owners([(t.name, t.spec) for t in environment.tenants], platform)
     results = feas.feasibility(active, platform, owners)
+    facts = environment.facts
     rows: dict[str, Any] = {}
     for name, pool in sorted(platform.node_pools.items()):
         if pool.gpu_class not in platform.gpu_classes:
@@ -212,13 +214,29 @@ def pool_rows(environment: Environment) -> dict[str, Any]:
                     held = sum(result.limit[p] for p in pools_)
                     if name in pools_ and held and sum(result.demand[t] for t in tenants_) >= held * ratio:
                         status = "warning"
+            free = limit - sum(by_tenant.values())
+            if name in facts.unqueued_pools and status == "ok":
+                status = "unqueued"
             resources[feas.commodity_resource(platform, commodity)] = {
                 "capacity": units, "limit": limit, "requested": sum(by_tenant.values()),
-                "free": limit - sum(by_tenant.values()), "status": status, "byTenant": by_tenant,
+                "free": free, "status": status, "byTenant": by_tenant,
             }
+            if platform.scheduler == "kueue":
+                resources[feas.commodity_resource(platform, commodity)]["freeFor"] = _free_for(facts, name, commodity, free)
         rows[name] = {"gpuClass": pool.gpu_class, "dedicatedTo": owners.get(name), "nodes": pool.node_count,
                       "resources": resources}
     return rows
+
+
+def _free_for(facts, pool: str, commodity, free: int) -> str:
+    """Who can be admitted on a pool's free capacity, as Kueue sees it: the spare cohort's tree
+    (its Cohort holds it), or no queue."""
+    if free <= 0:
+        return "-"
+    if pool in facts.unqueued_pools:
+        return "nothing queued"
+    lent = facts.pool_spare.get(commodity, {}).get(pool, 0)
+    return f"cohort {facts.spare_cohort}" if lent and facts.spare_borrowers.get(pool) else "no queue"
 
 
 # --- formatters --------------------------------------------------------------------------------
@@ -249,7 +267,7 @@ def _profile_rows(table: dict[str, Any]) -> list[list[str]]:
     return [[name] + [_cell(row[c]) for c in _PROFILE_COLUMNS[1:]] for name, row in table["migProfiles"].items()]
 
 
-_POOL_COLUMNS = ["pool", "class", "dedicated to", "resource", "capacity", "limit", "requested", "free", "status"]
+_POOL_COLUMNS = ["pool", "class", "dedicated to", "resource", "capacity", "limit", "requested", "free", "status", "free for"]
 
 
 def _pool_resources(table: dict[str, Any]) -> list[dict[str, Any]]:
@@ -258,7 +276,8 @@ def _pool_resources(table: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _pool_rows(table: dict[str, Any]) -> list[list[str]]:
     return [
-        [name, row["gpuClass"], row["dedicatedTo"] or "-", resource] + [_cell(res[c]) for c in _POOL_COLUMNS[4:]]
+        [name, row["gpuClass"], row["dedicatedTo"] or "-", resource] + [_cell(res[c]) for c in _POOL_COLUMNS[4:-1]]
+        + [res.get("freeFor", "-")]
         for name, row in table["pools"].items() for resource, res in row["resources"].items()
     ]
 

@@ -22,6 +22,7 @@ from .capacity_report import capacity_table
 from .inventory_changes import summarise
 from .object_changes import field_changes, object_changes
 from ..fleet.environment import Environment
+from ..fleet.feasibility import commodity_text
 from .stack_changes import move_warning, touched_stacks
 from ..spec.quantity import Quantity, QuantityError
 from ..spec.tenant import Tenant
@@ -78,6 +79,39 @@ def capacity_changes(before: Environment | None, after: Environment | None) -> l
         left, right = old.get((kind, name)), new.get((kind, name))
         result.append({"kind": kind, "name": name, "from": left, "to": right, "changed": left != right})
     return result
+
+
+def split_moves(before: Environment | None, after: Environment | None) -> list[dict[str, Any]]:
+    """Tenants whose quota of a GPU class or MIG profile stays the same while its split across
+    pools (the Kueue flavors' nominal quotas) changes: named with the pools it moves between.
+
+    >>> split_moves(prod, prod)
+    []
+    """
+    if before is None or after is None:
+        return []
+    old, new = before.facts.quota_split, after.facts.quota_split
+    result = []
+    for tenant in sorted(set(old) & set(new)):
+        for commodity in sorted(set(old[tenant]) & set(new[tenant])):
+            a, b = old[tenant][commodity], new[tenant][commodity]
+            if a == b or sum(a.values()) != sum(b.values()):
+                continue
+            pools = {p: {"from": a.get(p, 0), "to": b.get(p, 0)} for p in sorted(set(a) | set(b)) if a.get(p, 0) != b.get(p, 0)}
+            result.append({"tenant": tenant, "quota": commodity_text(commodity), "units": sum(b.values()), "pools": pools})
+    return result
+
+
+def _split_move_warnings(stack: str, moves: list[dict[str, Any]], scheduler: str) -> list[dict[str, Any]]:
+    warnings: list[dict[str, Any]] = []
+    for move in moves:
+        pools = ", ".join(f"{p} {n['from']} -> {n['to']}" for p, n in move["pools"].items())
+        why = ("; its running workloads above a pool's new nominal quota count as borrowed and may be preempted"
+               if scheduler == "kueue" else "")
+        _warn(warnings, stack, move["tenant"], "split-move", (
+            f"tenant {move['tenant']}: its {move['quota']} quota stays {move['units']} but moves between pools ({pools}){why}"
+        ))
+    return warnings
 
 
 # --- nodes and MIG -----------------------------------------------------------------------------
@@ -501,6 +535,8 @@ def compare_stack(name: str, base: Side, head: Side, *, project: str = "gpu-tena
         ))
     capacity = _safe(lambda: capacity_changes(before_env, after_env), [], notes, f"capacity of stack {name}")
     warnings += _capacity_warnings(name, capacity)
+    moved = _safe(lambda: split_moves(before_env, after_env), [], notes, f"the quota splits of stack {name}")
+    warnings += _split_move_warnings(name, moved, after_env.platform.scheduler if after_env else "none")
     old_platform, new_platform = old_objects.get(PLATFORM, []), new_objects.get(PLATFORM, [])
     nodes = node_changes(old_platform, new_platform)
     mig_names = mig_config_names(before_env, after_env)
@@ -557,6 +593,7 @@ def compare_stack(name: str, base: Side, head: Side, *, project: str = "gpu-tena
         },
         "objectTotals": totals,
         "capacity": capacity,
+        "splitMoves": moved,
         "nodes": nodes,
         "nodeGroups": node_groups,
         "mig": mig,

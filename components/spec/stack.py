@@ -562,6 +562,16 @@ class KaiSettings(Model):
     )
 
 
+class CohortSettings(Model):
+    """A cohort (Kueue) or department (KAI) of the stack: where it nests."""
+
+    parent: Optional[DnsLabel] = Field(
+        None,
+        description="the cohort this one nests under (Kueue Cohort spec.parentName; KAI: the parent queue of its "
+        "department queue); queues borrow across the whole tree; unset: a root",
+    )
+
+
 class QueueSettings(Model):
     """Scheduler queues of the environment: what `scheduler: kueue | kai` builds besides quotas."""
 
@@ -569,6 +579,17 @@ class QueueSettings(Model):
         None,
         description="cohort (Kueue) or department (KAI) of tenants without queue.cohort; "
         "unset: Kueue queues borrow from no one, KAI queues go under the department 'tenants' (parent queue dept-tenants)",
+    )
+    cohorts: dict[DnsLabel, CohortSettings] = Field(
+        {},
+        description="cohorts (Kueue) or departments (KAI) that nest, e.g. {research: {parent: org}, prod: {parent: org}}; "
+        "cohorts named only by tenants are roots",
+    )
+    spare_cohort: Optional[DnsLabel] = Field(
+        None,
+        description="Kueue: the cohort whose Cohort object holds every shared pool's spare capacity (what no "
+        "ClusterQueue holds nominally), for any queue of its tree that reaches the pool to borrow; "
+        "unset: the root of defaultCohort's tree; with neither, spare capacity is not queued (validate warns)",
     )
     kueue: KueueSettings = KueueSettings()
     kai: KaiSettings = KaiSettings()

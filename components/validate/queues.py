@@ -8,6 +8,7 @@ from fractions import Fraction
 from ..fleet import gpu_capacity as cap
 from ..fleet.queue_arithmetic import (
     KUEUE_CPU_FLAVOR,
+    cohort_chain,
     cohort_of,
     compute_nominal,
     dedicated_only_classes,
@@ -87,6 +88,10 @@ def check_queues(environment) -> list[Problem]:
             problems.append(doc.problem(platform_path("queues", "kueue", "preemption", "borrowWithinCohort"), "borrowWithinCohort needs reclaimWithinCohort other than Never (Kueue rejects the ClusterQueue otherwise)"))
         if KUEUE_CPU_FLAVOR in platform.node_pools:
             problems.append(doc.problem(platform_path("nodePools", KUEUE_CPU_FLAVOR), f"'{KUEUE_CPU_FLAVOR}' is the name of the Kueue ResourceFlavor for cpu and memory (GPU flavors are named after their node pools); rename the node pool"))
+    problems.extend(_cohort_tree_problems(platform, doc))
+    if platform.scheduler == "kueue":
+        for pool, why in environment.facts.unqueued_pools.items():
+            problems.append(doc.problem(platform_path("nodePools", pool), f"nothing queued can ever be admitted on node pool '{pool}': {why}", severity="warning"))
     lookalikes = _lookalike_cohorts(active, platform)
     if platform.scheduler == "kueue":
         problems.extend(_borrowing_problems(active, environment, lookalikes))
@@ -105,6 +110,35 @@ def check_queues(environment) -> list[Problem]:
     return problems
 
 
+def _cohort_tree_problems(platform: Platform, doc) -> list[Problem]:
+    """Nested cohorts that form a cycle (Kueue stops every member of it; KAI needs a tree), and
+    cohort settings a scheduler does not read."""
+    problems = []
+    settings = platform.queues
+    if platform.scheduler == "none" and (settings.cohorts or settings.spare_cohort):
+        key = "cohorts" if settings.cohorts else "spareCohort"
+        problems.append(doc.problem(platform_path("queues", key), "the stack's scheduler is 'none', so cohort settings have no effect; set `scheduler: kueue` or `kai`, or remove them", severity="warning"))
+    if platform.scheduler == "kai" and settings.spare_cohort:
+        problems.append(doc.problem(platform_path("queues", "spareCohort"), "KAI queues have no per-pool quota: idle GPUs are shared by over-quota weight, and spareCohort has no effect; remove it", severity="warning"))
+    reported: set[str] = set()
+    for name in sorted(settings.cohorts):
+        chain = cohort_chain(name, platform)
+        last = settings.cohorts.get(chain[-1])
+        if last is None or last.parent is None or last.parent not in chain:
+            continue
+        cycle = chain[chain.index(last.parent):]
+        if reported & set(cycle):
+            continue
+        reported |= set(cycle)
+        first = min(cycle)
+        loop = cycle[cycle.index(first):] + cycle[:cycle.index(first)] + [first]
+        problems.append(doc.problem(platform_path("queues", "cohorts", first, "parent"), (
+            f"cohorts nest in a cycle ({' -> '.join(loop)}): Kueue stops admitting in every cohort of a cycle; "
+            "unset the parent of one of them"
+        )))
+    return problems
+
+
 def _lookalike_cohorts(active, platform: Platform) -> list[tuple]:
     """Tenants alone in a cohort (KAI department) whose name is close to another cohort's (or one
     the stack declares): most likely a typo, which otherwise shows only as the others' borrowing
@@ -118,7 +152,8 @@ def _lookalike_cohorts(active, platform: Platform) -> list[tuple]:
         cohort = of(loaded.spec)
         if cohort is not None:
             members.setdefault(cohort, []).append(loaded)
-    declared = {platform.queues.default_cohort, *platform.queues.kai.departments} - {None}
+    declared = {platform.queues.default_cohort, platform.queues.spare_cohort, *platform.queues.kai.departments,
+                *(c for name in platform.queues.cohorts for c in cohort_chain(name, platform))} - {None}
     shared = sorted(set(members) | declared)
     result = []
     for cohort, alone in sorted(members.items()):
@@ -162,7 +197,8 @@ def _borrowing_problems(active, environment, lookalikes: list[tuple]) -> list[Pr
 def _kai_problems(active, platform: Platform, doc) -> list[Problem]:
     problems = []
     children: dict[str, list] = {}
-    departments = {kai_department_of(loaded.spec, platform) for loaded in active} | set(platform.queues.kai.departments)
+    departments = {c for name in {kai_department_of(loaded.spec, platform) for loaded in active}
+                   | set(platform.queues.kai.departments) | set(platform.queues.cohorts) for c in cohort_chain(name, platform)}
     for loaded in active:
         children.setdefault(kai_department_of(loaded.spec, platform), []).append(loaded)
         clash = [d for d in sorted(departments) if kai_parent_queue(d) == loaded.name]

@@ -22,6 +22,7 @@ from components.fleet.environment import Environment, LoadedTenant
 from components.load import load_environment
 from components.spec.stack import Platform
 from components.spec.tenant import Tenant
+from tests.e2e.scheduling.borrowing import shrink_mig_east, write_spare_project
 from tests.fleet.reference_flow import reference_max_flow
 from tests.project_edits import line_of, replace_once, validation_errors
 
@@ -228,3 +229,101 @@ def test_near_full_pools_warn_per_pool_not_per_class():
     warnings = [str(p) for p in load_environment(REPO, "prod").warnings]
     assert any("nodePools.a100-shared" in w and "100% of what it holds" in w for w in warnings)
     assert not any("% of capacity 64" in w for w in warnings)   # the old per-class figure counted others' pools
+
+
+# --- the stable split --------------------------------------------------------------------------
+
+
+def _uncontended(demand, order, limit) -> bool:
+    preferred = feas.preferred_placement(demand, order, limit)
+    return all(sum(by_pool.get(p, 0) for by_pool in preferred.values()) <= limit[p] for p in limit)
+
+
+def _split(demand, order, limit) -> dict:
+    return feas.solve(("class", "x"), demand, order, limit, limit).flow
+
+
+@st.composite
+def preference_graphs(draw):
+    """Tenants with their pools in an order of preference (not sorted), pools of any capacity."""
+    pools = [f"p{i}" for i in range(draw(st.integers(1, 5)))]
+    tenants = [f"t{i}" for i in range(draw(st.integers(1, 6)))]
+    demand = {t: draw(st.integers(0, 12)) for t in tenants}
+    order = {t: draw(st.lists(st.sampled_from(pools), unique=True)) for t in tenants}
+    limit = {p: draw(st.integers(0, 30)) for p in pools}
+    return demand, order, limit
+
+
+@settings(max_examples=300, deadline=None)
+@given(preference_graphs(), st.data())
+def test_a_change_to_one_tenant_moves_no_other_tenant_unless_a_pool_is_contended(graph, data):
+    demand, order, limit = graph
+    tenant = data.draw(st.sampled_from(sorted(demand)))
+    changed = {**demand, tenant: data.draw(st.integers(0, 12))}
+    before, after = _split(demand, order, limit), _split(changed, order, limit)
+    if _uncontended(demand, order, limit) and _uncontended(changed, order, limit):
+        # each tenant gets exactly its preferred placement, which depends on itself and its pools only
+        assert before == {t: {p: n for p, n in by.items() if n} for t, by in feas.preferred_placement(demand, order, limit).items()}
+        assert {t: f for t, f in before.items() if t != tenant} == {t: f for t, f in after.items() if t != tenant}
+    # and whatever happens, the split is a valid placement of as much as the plain flow places
+    plain, _ = feas.max_flow(changed, order, limit)
+    assert sum(map(sum, (f.values() for f in after.values()))) == sum(map(sum, (f.values() for f in plain.values())))
+    for p in limit:
+        assert sum(f.get(p, 0) for f in after.values()) <= limit[p]
+    for t, f in after.items():
+        assert set(f) <= set(order[t]) and sum(f.values()) <= changed[t]
+
+
+@settings(max_examples=300, deadline=None)
+@given(preference_graphs(), st.integers(0, 30), st.data())
+def test_a_pool_appended_to_the_stack_moves_nobody_whose_quota_fits_before_it(graph, capacity, data):
+    demand, order, limit = graph
+    reaching = data.draw(st.sets(st.sampled_from(sorted(demand))))
+    grown = {t: pools + ["new"] if t in reaching else pools for t, pools in order.items()}
+    before, after = _split(demand, order, limit), _split(demand, grown, {**limit, "new": capacity})
+    if _uncontended(demand, order, limit) and all(sum(f.values()) == demand[t] for t, f in before.items()):
+        assert after == before
+
+
+@settings(max_examples=200, deadline=None)
+@given(preference_graphs(), st.data())
+def test_a_capacity_change_of_one_pool_moves_only_tenants_whose_preferred_placement_reaches_it(graph, data):
+    demand, order, limit = graph
+    pool = data.draw(st.sampled_from(sorted(limit)))
+    changed = {**limit, pool: data.draw(st.integers(0, 30))}
+    if not (_uncontended(demand, order, limit) and _uncontended(demand, order, changed)):
+        return
+    before, after = _split(demand, order, limit), _split(demand, order, changed)
+    preferred = feas.preferred_placement(demand, order, limit)
+    for t in demand:
+        # the pools a tenant's preferred fill ran through: up to and including the last it used
+        used = [p for p in order[t] if preferred[t].get(p)]
+        through = order[t][: order[t].index(used[-1]) + 1] if used else []
+        if pool not in through and sum(preferred[t].values()) == demand[t]:
+            assert before[t] == after[t], t
+
+
+def test_a_mig_layout_change_moves_no_untouched_tenant(tmp_path):
+    # the measured case: the name-ordered flow put alpha and beta on mig-east (its name sorts first)
+    # and, when mig-east's layout dropped to 14 1g.10gb slices, moved beta to mig-west
+    root = write_spare_project(tmp_path / "p", mig_lab=True)
+    before = load_environment(root, "prod")
+    shrink_mig_east(root)
+    after = load_environment(root, "prod")
+    slices = ("mig", "1g.10gb")
+    for environment in (before, after):
+        assert {t: dict(environment.facts.quota_split[t][slices]) for t in ("alpha", "beta")} == {
+            "alpha": {"mig-west": 14}, "beta": {"mig-west": 14}}
+
+    def name_ordered(environment):
+        result = environment.facts.placement[slices]
+        return feas.max_flow(result.demand, {t: sorted(p) for t, p in result.edges.items()}, result.limit)[0]
+
+    assert (name_ordered(before)["beta"], name_ordered(after)["beta"]) == ({"mig-east": 14}, {"mig-west": 14})
+
+
+def test_preference_is_dedicated_pools_then_the_stacks_order():
+    platform = Platform.model_validate({
+        "labelDomain": "x.dev", "gpuClasses": {"h100": {"model": "H100-80GB", "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi"}},
+        "nodePools": {name: {"gpuClass": "h100", "gpusPerNode": 8, "nodes": [name]} for name in ("zeta", "mine", "alpha")}})
+    assert feas.preference_order("t", ["alpha", "mine", "zeta"], platform, {"mine": "t"}) == ["mine", "zeta", "alpha"]

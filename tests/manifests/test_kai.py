@@ -204,3 +204,11 @@ def test_a_gpu_share_cannot_be_added_or_changed_after_creation(policy):
     assert message in admit(policy, _share({"gpu-fraction": "1"}, queued), TENANT_NS, "Pod", old=_share({"gpu-fraction": "0.5"}, queued))
     relabelled = _share({"gpu-fraction": "0.5"}, {**queued, "team": "x"})
     assert admit(policy, relabelled, TENANT_NS, "Pod", old=_share({"gpu-fraction": "0.5"}, queued)) is None
+
+
+def test_nested_departments_hang_under_their_parent_which_sums_its_children():
+    tree = _queues(queue_lab("kai"))   # research nests under org, which the stack declares nowhere else
+    assert tree["dept-research"]["parentQueue"] == "dept-org" and "parentQueue" not in tree["dept-org"]
+    # org holds its children's quotas: research's declared 60 GPUs, 200 CPUs
+    assert (tree["dept-org"]["resources"]["gpu"]["quota"], tree["dept-org"]["resources"]["cpu"]["quota"]) == (60, 200_000)
+    assert "parentQueue" not in tree["dept-solo"]

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import copy
 
-from components.manifests import kueue
+from components.load import load_environment
+from components.manifests import kueue, queues
 from components.manifests.placement_policy import placement
 from components.fleet.environment import Environment
+from tests.e2e.scheduling.borrowing import write_spare_project
+from tests.project_edits import replace_once
 
 from .test_queues_crds import LAB_PLATFORM, queue_lab
 
@@ -163,3 +166,47 @@ def test_placement_and_queue_flavors_reach_the_same_pools(environments):
         for loaded in environment.tenants:
             view = environment.view(loaded.spec)
             assert placement(loaded.spec, view).pools == kueue.flavor_pools(loaded.spec, view) == list(view.reachable_pools)
+
+
+# ---- Cohorts: spare capacity and nesting ---------------------------------------------------------
+
+
+def test_a_pool_no_tenant_holds_is_the_spare_cohorts_quota_and_research_may_borrow_it(tmp_path):
+    # the measured case: a shared pool of 16 H100s appended to the stack, every ClusterQueue at 0 there
+    environment = load_environment(write_spare_project(tmp_path / "p"), "prod")
+    cohorts = {o["metadata"]["name"]: o["spec"] for o in kueue.cohorts(environment.facts)}
+    assert list(cohorts) == ["shared"]
+    spare = {f["name"]: {r["name"]: r["nominalQuota"] for r in f["resources"]} for f in cohorts["shared"]["resourceGroups"][0]["flavors"]}
+    # h100-spare whole; a100-mig's 8 1g.10gb slices eval does not hold; a100-shared (eval holds all 20) has none
+    assert spare == {
+        "a100-mig": {"nvidia.com/gpu": "0", "nvidia.com/mig-1g.10gb": "8", "nvidia.com/mig-3g.40gb": "0"},
+        "h100-spare": {"nvidia.com/gpu": "16", "nvidia.com/mig-1g.10gb": "0", "nvidia.com/mig-3g.40gb": "0"},
+    }
+    research = next(t.spec for t in environment.tenants if t.name == "research")
+    assert _groups(_queue(environment, "research"))[1] == {"h100-spare": {"nvidia.com/gpu": {"name": "nvidia.com/gpu", "nominalQuota": "0"}}}
+    # the ResourceQuota admits the pods of what the queue can borrow there (the one rule)
+    assert queues.gpu_ceiling_by_resource(research, environment.view(research))["nvidia.com/gpu"] == 16
+    assert environment.facts.unqueued_pools == {}
+
+
+def test_a_spare_cohort_outside_a_tenants_tree_lends_it_nothing(tmp_path):
+    root = write_spare_project(tmp_path / "p")
+    replace_once(root / "stacks" / "Pulumi.prod.yaml", "      defaultCohort: shared\n", "      spareCohort: elsewhere\n")
+    environment = load_environment(root, "prod")
+    (cohort,) = kueue.cohorts(environment.facts)
+    assert cohort["metadata"]["name"] == "elsewhere" and cohort["spec"]["resourceGroups"]
+    research = next(t.spec for t in environment.tenants if t.name == "research")
+    assert queues.gpu_ceiling_by_resource(research, environment.view(research)).get("nvidia.com/gpu", 0) == 0
+    assert environment.facts.unqueued_pools == {"h100-spare": (
+        "the tenants whose ClusterQueues list it (research) hold no quota on it, and cohort 'elsewhere' lends it to none of them")}
+
+
+def test_nested_cohorts_name_their_parent_and_the_root_holds_the_spare():
+    lab = queue_lab("kueue")   # defaultCohort research, nested under org
+    cohorts = {o["metadata"]["name"]: o["spec"] for o in kueue.cohorts(lab.facts)}
+    assert sorted(cohorts) == ["org", "research", "solo"]
+    assert cohorts["research"] == {"parentName": "org"} and cohorts["solo"] == {}
+    flavors = {f["name"]: {r["name"]: r["nominalQuota"] for r in f["resources"]} for f in cohorts["org"]["resourceGroups"][0]["flavors"]}
+    # a100-solo: 8 x 1.5 = 12, bench holds 8; never the dedicated h100-train
+    assert flavors["a100-solo"]["nvidia.com/gpu"] == "4" and "h100-train" not in flavors
+    assert [o["kind"] for o in kueue.platform_kueue_objects(lab.facts)].count("Cohort") == 3

@@ -16,7 +16,7 @@ from components.fleet.environment import Environment
 from components.load import load_environment
 from components.fleet.queue_arithmetic import kai_gpu_units
 
-from .test_queues_crds import queue_lab
+from .test_queues_crds import LAB_PLATFORM, queue_lab
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -128,13 +128,18 @@ def test_gpu_quotas_agree_across_resource_quota_kueue_kai_and_capacity(examples,
 
 
 def test_ceiling_adds_borrowing_where_the_scheduler_allows_it():
-    lab = queue_lab("kueue")
+    # the spare of the pools goes to a cohort outside bench's tree: only the members lend
+    lab = queue_lab("kueue", queues={**LAB_PLATFORM["queues"], "spareCohort": "elsewhere"})
     bench = next(t.spec for t in lab.tenants if t.name == "bench")
     # the limits cap what the cohort lends on bench's pools: nobody else holds h100-shared (+0, not +2),
     # a100 is limited to 0, and train lends 1 of its l4 shares (lendingLimit 1, below bench's limit 2)
     assert queues.gpu_ceiling_by_resource(bench, lab.view(bench)) == {"nvidia.com/gpu": 12, "nvidia.com/gpu.shared": 5, "nvidia.com/mig-1g.10gb": 7}
+    # the default spare cohort is research (defaultCohort's root): h100-shared's 4 spare (limit 2),
+    # l4's 8 spare shares (with train's 1, limit 2) and the MIG pool's 49 spare slices (no limit)
+    spare = queue_lab("kueue")
+    assert queues.gpu_ceiling_by_resource(bench, spare.view(bench)) == {"nvidia.com/gpu": 14, "nvidia.com/gpu.shared": 6, "nvidia.com/mig-1g.10gb": 56}
     # with no limit, all the cohort lends there: train's l4 again (1), nothing of MIG
-    unlimited = queue_lab("kueue")
+    unlimited = lab
     train = next(t for t in unlimited.tenants if t.name == "train")
     assert queues.gpu_ceiling_by_resource(train.spec, unlimited.view(train.spec))["nvidia.com/gpu.shared"] == 4 + 2  # bench lends its 4, train's limit 2
     assert queues.gpu_ceiling_by_resource(bench, queue_lab("none").view(bench)) == cap.gpu_quota_by_resource(bench, lab.platform)

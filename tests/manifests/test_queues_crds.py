@@ -117,6 +117,7 @@ LAB_PLATFORM: dict[str, Any] = {
     "cpuMemoryCapacity": {"cpu": "512", "memory": "4Ti"},
     "queues": {
         "defaultCohort": "research",
+        "cohorts": {"research": {"parent": "org"}},
         "kueue": {"preemption": {"borrowWithinCohort": "LowerPriority"}},
         "kai": {"departments": {"research": {"displayName": "Research", "gpu": 60, "cpu": "200", "memory": "2Ti"},
                                 "idle": {"overQuotaWeight": 2}}},
@@ -174,7 +175,8 @@ def test_the_examples_use_each_scheduler(examples):
 def test_every_custom_object_matches_its_crd(examples, case):
     objects = [o for o in all_queue_objects(_cases(examples)[case]) if (o["apiVersion"], o["kind"]) in CRD_FILES]
     kinds = {o["kind"] for o in objects}
-    assert kinds == ({"ClusterQueue", "LocalQueue", "ResourceFlavor"} if "kueue" in case or case == "prod" else {"Queue"})
+    expected = {"prod": {"ClusterQueue", "LocalQueue", "ResourceFlavor"}, "lab-kueue": {"ClusterQueue", "Cohort", "LocalQueue", "ResourceFlavor"}}
+    assert kinds == expected.get(case, {"Queue"})
     problems = [f"{o['kind']}/{o['metadata']['name']}: {e}" for o in objects for e in crd_errors(o)]
     assert problems == []
 
@@ -193,6 +195,8 @@ def _first(objects: list[dict], kind: str) -> dict:
         ("ClusterQueue", lambda o: o["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0].__setitem__("nominalQuota", "8 cpus"), "does not match"),
         ("ResourceFlavor", lambda o: o["spec"].__setitem__("tolerations", [{"operator": "Equal", "value": "x"}]), "operator must be Exists"),
         ("LocalQueue", lambda o: o["spec"].__setitem__("clusterQueue", "Not_A_Name"), "does not match"),
+        ("Cohort", lambda o: o["spec"].__setitem__("parentName", "Not_A_Name"), "does not match"),
+        ("Cohort", lambda o: o["spec"]["resourceGroups"][0]["flavors"][0]["resources"].pop(), "same number of resources"),
         ("Queue", lambda o: o["spec"]["resources"]["gpu"].__setitem__("quota", "8"), "is not of type 'number'"),
         ("Queue", lambda o: o["spec"]["resources"].__setitem__("nvidia.com/gpu", {}), "Additional properties"),
     ],

@@ -13,6 +13,8 @@ from components.cli import main
 from components.fleet.environment import Environment
 from components.load import load_environment, stack_names
 from components.spec.stack import Platform
+from tests.e2e.scheduling.borrowing import write_spare_project
+from tests.project_edits import replace_once
 
 REPO = Path(__file__).resolve().parents[2]
 FORMATS = ["text", "markdown", "json"]
@@ -146,7 +148,9 @@ def test_the_report_shows_capacity_per_pool_with_dedicated_pools_for_their_owner
     assert pools["h100-serve"]["dedicatedTo"] == "inference"
     assert pools["h100-serve"]["resources"]["nvidia.com/gpu"]["byTenant"] == {"inference": 24}
     assert pools["a100-shared"]["resources"]["nvidia.com/gpu"] == {
-        "capacity": 16, "limit": 20, "requested": 20, "free": 0, "status": "warning", "byTenant": {"eval": 20}}
+        "capacity": 16, "limit": 20, "requested": 20, "free": 0, "status": "warning", "byTenant": {"eval": 20}, "freeFor": "-"}
+    # prod has no cohort: the 8 1g.10gb slices eval does not hold are in no queue's books
+    assert pools["a100-mig"]["resources"]["nvidia.com/mig-1g.10gb"]["freeFor"] == "no queue"
     assert set(pools["a100-mig"]["resources"]) == {"nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb"}
     assert "Per node pool" in format_text(capacity_table(prod))
 
@@ -167,3 +171,15 @@ def test_dra_served_classes_show_their_device_classes_and_the_keys_that_meter_th
 
 def test_device_plugin_classes_name_no_device_class(prod):
     assert all(row["deviceClasses"] == [] and "DRA" not in row["isolation"] for row in capacity_table(prod)["gpuClasses"].values())
+
+
+def test_free_capacity_per_pool_as_queues_see_it(tmp_path):
+    # the measured case: a new shared pool no tenant holds quota on said "free 16 ok"
+    root = write_spare_project(tmp_path / "p")
+    h100 = capacity_table(load_environment(root, "prod"))["pools"]["h100-spare"]["resources"]["nvidia.com/gpu"]
+    assert (h100["free"], h100["status"], h100["freeFor"]) == (16, "ok", "cohort shared")
+    replace_once(root / "stacks" / "Pulumi.prod.yaml", "    queues:\n      defaultCohort: shared\n", "")
+    table = capacity_table(load_environment(root, "prod"))
+    h100 = table["pools"]["h100-spare"]["resources"]["nvidia.com/gpu"]
+    assert (h100["free"], h100["status"], h100["freeFor"]) == (16, "unqueued", "nothing queued")
+    assert any(line.startswith("h100-spare") and line.endswith("16  unqueued  nothing queued") for line in format_text(table).splitlines())

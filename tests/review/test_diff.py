@@ -98,7 +98,8 @@ def test_removing_capacity_under_quotas_warns(tmp_path):
 
     result = compare_stack("prod", Side(bigger), Side(before))
 
-    assert [w["kind"] for w in result["warnings"]] == ["capacity"]
+    # the 8 GPUs a held on the removed pool (listed first) move to train, and the diff names them
+    assert [w["kind"] for w in result["warnings"]] == ["capacity", "split-move"]
     assert [n["node"] for n in result["nodes"]] == ["n3"] and result["nodes"][0]["change"] == "removed"
 
 
@@ -133,3 +134,23 @@ def test_new_dedicated_autoscaled_pool_asks_for_a_node_group_update(tmp_path):
 
     assert [g["pool"] for g in result["nodeGroups"]] == ["auto"]
     assert "node-group" in [w["kind"] for w in result["warnings"]]
+
+
+def test_a_split_that_must_move_names_the_moved_tenants_and_pools(tmp_path):
+    # a and b prefer p1 (listed first); when p1 shrinks to 4 GPUs only one fits there: b, second in
+    # name order, moves to p2 and is named; a keeps its placement and is not
+    pools = {"p1": {"gpuClass": "h100", "gpusPerNode": 8, "nodes": ["n1"]}, "p2": {"gpuClass": "h100", "gpusPerNode": 8, "nodes": ["n2"]}}
+    shrunk = {**pools, "p1": {"gpuClass": "h100", "gpusPerNode": 4, "nodes": ["n1"]}}
+    before = env(tmp_path / "a", {"a": 4, "b": 4}, nodePools=pools, scheduler="kueue")
+    after = env(tmp_path / "b", {"a": 4, "b": 4}, nodePools=shrunk, scheduler="kueue")
+
+    result = compare_stack("prod", Side(before), Side(after))
+
+    assert result["splitMoves"] == [{"tenant": "b", "quota": "GPU class 'h100'", "units": 4,
+                                     "pools": {"p1": {"from": 4, "to": 0}, "p2": {"from": 0, "to": 4}}}]
+    assert [w["message"] for w in result["warnings"] if w["kind"] == "split-move"] == [
+        "tenant b: its GPU class 'h100' quota stays 4 but moves between pools (p1 4 -> 0, p2 0 -> 4); "
+        "its running workloads above a pool's new nominal quota count as borrowed and may be preempted"]
+    # growing p2 instead moves nobody: both fit on p1 as before
+    grown = {**pools, "p2": {"gpuClass": "h100", "gpusPerNode": 8, "nodes": ["n2", "n3"]}}
+    assert compare_stack("prod", Side(before), Side(env(tmp_path / "c", {"a": 4, "b": 4}, nodePools=grown, scheduler="kueue")))["splitMoves"] == []

@@ -158,3 +158,42 @@ def test_a_tenant_named_like_a_department_queue(project_copy):
         "apiVersion: gpu-tenancy.dev/v1alpha2\nkind: Tenant\nname: dept-research\ndisplayName: D\ncostCenter: cc-1\n"
     )
     assert "tenants/dept-research.yaml:3:1: name: tenant 'dept-research' has the name of the KAI parent queue of department 'research'; parent and leaf queues share one set of names, rename the tenant or the department" in validation_errors(project_copy, "staging")
+
+
+# ---- cohorts: spare capacity and nesting ----------------------------------------------------------
+
+
+def test_a_pool_nothing_queued_can_use_warns_with_why(project_copy):
+    stack = project_copy / "stacks" / "Pulumi.prod.yaml"
+    replace_once(stack, "        migLayout: eval-mix\n", "        migLayout: eval-mix\n"
+                 "      h100-spare:\n        gpuClass: h100\n        gpusPerNode: 8\n        nodes: [gpu-h100-09, gpu-h100-10]\n")
+    line = line_of(stack, "h100-spare:")
+    assert (f"stacks/Pulumi.prod.yaml:{line}:7: warning: config.gpu-tenancy:platform.nodePools.h100-spare: nothing queued can ever be "
+            "admitted on node pool 'h100-spare': no tenant lists GPU class 'h100' in gpu.classes, so no ClusterQueue lists the pool's flavor") in _warnings(project_copy, "prod")
+    (project_copy / "tenants" / "research.yaml").write_text(
+        "apiVersion: gpu-tenancy.dev/v1alpha2\nkind: Tenant\nname: research\ndisplayName: Research\ncostCenter: cc-1\n"
+        "quota:\n  cpu: {requests: \"8\"}\n  memory: {requests: 64Gi}\ngpu:\n  classes: [h100]\n")
+    assert any(w.endswith("nothing queued can ever be admitted on node pool 'h100-spare': the tenants whose ClusterQueues list it (research) "
+                          "hold no quota on it, and no cohort lends its capacity (set queues.spareCohort or queues.defaultCohort)")
+               for w in _warnings(project_copy, "prod"))
+    # with a default cohort, its tree holds the spare and research borrows it: no warning
+    replace_once(stack, "    scheduler: kueue\n", "    scheduler: kueue\n    queues:\n      defaultCohort: shared\n")
+    assert not [w for w in _warnings(project_copy, "prod") if "nothing queued" in w]
+
+
+def test_cohorts_nesting_in_a_cycle_are_refused_at_one_parent(project_copy):
+    stack = project_copy / "stacks" / "Pulumi.prod.yaml"
+    append_to(stack, "    queues:\n      cohorts:\n        research: {parent: org}\n        org: {parent: research}\n        nlp: {parent: research}\n")
+    line = line_of(stack, "org: {parent: research}")
+    errors = validation_errors(project_copy, "prod")
+    assert [e for e in errors if "cycle" in e] == [
+        f"stacks/Pulumi.prod.yaml:{line}:15: config.gpu-tenancy:platform.queues.cohorts.org.parent: cohorts nest in a cycle "
+        "(org -> research -> org): Kueue stops admitting in every cohort of a cycle; unset the parent of one of them"
+    ]
+
+
+def test_cohort_settings_without_a_scheduler_or_spare_cohort_with_kai_warn(project_copy):
+    append_to(project_copy / "stacks" / "Pulumi.dev.yaml", "    queues:\n      cohorts:\n        research: {parent: org}\n")
+    assert any("cohort settings have no effect" in w for w in _warnings(project_copy, "dev"))
+    replace_once(project_copy / "stacks" / "Pulumi.staging.yaml", "    queues:\n", "    queues:\n      spareCohort: org\n")
+    assert any("spareCohort has no effect" in w for w in _warnings(project_copy, "staging"))

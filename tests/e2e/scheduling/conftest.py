@@ -12,7 +12,7 @@ from typing import Iterator
 
 import pytest
 
-from tests.e2e.scheduling.borrowing import write_borrowing_project
+from tests.e2e.scheduling.borrowing import write_borrowing_project, write_spare_project
 from tools.lanes import gate_lane
 from tools.scheduling import REQUIRED_ENV, SchedulingStack, running_scheduling_stack, scheduling_unavailable_reason
 
@@ -34,3 +34,9 @@ def kueue_stack(e2e_summary: list[str]) -> Iterator[SchedulingStack]:
 def borrowing_stack(e2e_summary: list[str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[SchedulingStack]:
     root = write_borrowing_project(tmp_path_factory.mktemp("borrowing") / "project")
     yield from running_scheduling_stack("prod", e2e_summary, root, what="prod + cohort 'shared'")
+
+
+@pytest.fixture(scope="session")
+def cohort_stack(e2e_summary: list[str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[SchedulingStack]:
+    root = write_spare_project(tmp_path_factory.mktemp("cohorts") / "project", mig_lab=True)
+    yield from running_scheduling_stack("prod", e2e_summary, root, what="prod + spare capacity + MIG lab pools")
