@@ -28,7 +28,9 @@ def test_a_pool_added_to_the_30_tenant_fleet_reads_as_allowed_pools_and_flavors(
     from tests.sharded_fleet import write_sharded_fleet
 
     base, head = write_sharded_fleet(tmp_path / "base"), write_sharded_fleet(tmp_path / "head")
-    replace_once(head / "stacks" / "Pulumi.bench.yaml", "    nodePools:\n", "    nodePools:\n" + NEW_POOL)
+    # Appended: the order of `nodePools` is the tenants' preference (docs/queues-and-vclusters.md,
+    # the per-pool split), so a new last pool moves no tenant's nominal quota.
+    replace_once(head / "stacks" / "Pulumi.bench.yaml", "    limitRangeDefaults:\n", NEW_POOL + "    limitRangeDefaults:\n")
     document = _document(base, head, "bench")
     summaries = _summaries(document)
     assert len(summaries) == 30
