@@ -8,10 +8,12 @@ race; their labels and taints belong in the node group definition instead, and
 Dedicated pools are tainted by default (`<domain>/tenant=<owner>:NoSchedule`): the taint keeps
 off pods that select no node, or select only on labels we do not manage, which admission cannot
 judge; admission (the placement policy) is what stops anyone else from tolerating it or selecting
-the nodes. `patchTaints: false` opts a pool out when its nodes register with the taint themselves
-(kubelet `--register-with-taints`, the node group): `spec.taints` is one atomic list under
-server-side apply, so whoever applies it owns the whole list, and the node lifecycle controller,
-cordon and other tools write the same list.
+the nodes. Shared GPU pools are tainted `nvidia.com/gpu=present:NoSchedule`: without it, CPU-only
+pods fill the nodes' cpu and memory and GPU pods of the tenants that pay for the pool stay Pending
+next to idle GPUs; the placement policy lets only GPU pods tolerate it. `patchTaints: false` opts a
+pool out when its nodes register with the taint themselves (kubelet `--register-with-taints`, the
+node group): `spec.taints` is one atomic list under server-side apply, so whoever applies it owns
+the whole list, and the node lifecycle controller, cordon and other tools write the same list.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any, Mapping
 
 from ..fleet.facts import FleetFacts
 from . import mig_config, time_slicing
-from .meta import FIELD_MANAGER, KubeObject, gpu_class_label, kube_object, pool_label, tenant_label
+from .meta import FIELD_MANAGER, GPU_TAINT_KEY, GPU_TAINT_VALUE, KubeObject, gpu_class_label, kube_object, pool_label, tenant_label
 
 NODE_KIND = "Node"
 PATCH_FIELD_MANAGER = "pulumi.com/patchFieldManager"
@@ -46,18 +48,19 @@ def pool_labels(facts: FleetFacts, pool_name: str) -> dict[str, str]:
 
 
 def pool_taints(facts: FleetFacts, pool_name: str) -> list[dict[str, str]]:
-    """Taints a node of the pool should carry: `<domain>/tenant=<owner>:NoSchedule` on dedicated pools.
+    """Taints a node of the pool should carry: `<domain>/tenant=<owner>:NoSchedule` on dedicated
+    pools, `nvidia.com/gpu=present:NoSchedule` on shared GPU pools.
 
-    Shared GPU pools get no taint: a class taint would only keep CPU pods off GPU nodes, every
-    GPU pod would have to tolerate it by hand, and the placement policy already decides which
-    classes a tenant may use.
+    A dedicated pool carries its tenant taint only: its owner's CPU pods may use its own nodes.
+    GPU pods tolerate the shared taint themselves, or get the toleration from the Kueue flavor of
+    the pool (`kueue._flavor_tolerations`); admission refuses it on pods that request no GPU.
 
-    >>> pool_taints(prod.facts, "h100-serve")
-    [{'effect': 'NoSchedule', 'key': 'gpu.acme.dev/tenant', 'value': 'inference'}]
+    >>> pool_taints(prod.facts, "h100-serve"), pool_taints(prod.facts, "a100-shared")
+    ([{'effect': 'NoSchedule', 'key': 'gpu.acme.dev/tenant', 'value': 'inference'}], [{'effect': 'NoSchedule', 'key': 'nvidia.com/gpu', 'value': 'present'}])
     """
     owner = facts.pool_owners.get(pool_name)
     if owner is None:
-        return []
+        return [{"effect": TAINT_EFFECT, "key": GPU_TAINT_KEY, "value": GPU_TAINT_VALUE}]
     return [{"effect": TAINT_EFFECT, "key": tenant_label(facts.platform), "value": owner}]
 
 
@@ -80,7 +83,7 @@ def node_patch(name: str, labels: Mapping[str, str], taints: list[dict[str, str]
 
 
 def node_patches(facts: FleetFacts) -> list[KubeObject]:
-    """One partial Node per static node of every pool; taints on dedicated pools unless `patchTaints: false`.
+    """One partial Node per static node of every GPU pool, with the pool's taint unless `patchTaints: false`.
 
     >>> [p["metadata"]["name"] for p in node_patches(dev.facts)]
     ['dev-a100-01', 'dev-l4-01']
@@ -109,8 +112,8 @@ def node_group_requirements(facts: FleetFacts) -> dict[str, dict[str, Any]]:
 
     Exported as a stack output: the group definition (Karpenter NodePool, cluster-autoscaler
     node group, GKE/EKS node pool) applies them when a node registers, so no patch races the
-    autoscaler. Dedicated pools always list their tenant taint here, as nothing fights over taints
-    that a node is born with.
+    autoscaler. Every pool lists its taint here (`patchTaints: false` too), as nothing fights over
+    taints that a node is born with.
 
     >>> node_group_requirements(dev.facts)["l4-shared"]["labels"]["gpu.acme.dev/pool"]
     'l4-shared'

@@ -133,3 +133,22 @@ def test_new_dedicated_autoscaled_pool_asks_for_a_node_group_update(tmp_path):
 
     assert [g["pool"] for g in result["nodeGroups"]] == ["auto"]
     assert "node-group" in [w["kind"] for w in result["warnings"]]
+
+
+def test_tainting_a_shared_pool_is_said_per_node(tmp_path):
+    """Issue 22 step 4: a shared pool that starts carrying the GPU taint shows as a taint added to each
+    of its static nodes (`patchTaints: false` before renders exactly the untainted nodes of earlier versions)."""
+    from components.review.diff_format import format_text
+
+    pools = {"train": {"gpuClass": "h100", "gpusPerNode": 8, "nodes": ["n1", "n2"], "patchTaints": False}}
+    before = env(tmp_path / "a", {"a": 4}, nodePools=pools)
+    after = env(tmp_path / "b", {"a": 4})
+
+    result = compare_stack("prod", Side(before), Side(after))
+
+    assert [(n["node"], n["change"], n["taints"]) for n in result["nodes"]] == [
+        (name, "changed", {"added": ["nvidia.com/gpu=present:NoSchedule"], "removed": []}) for name in ("n1", "n2")
+    ]
+    text = format_text(report([result], {"ref": "main"}))
+    assert ("  nodes:\n    ~ node n1\n        + taint nvidia.com/gpu=present:NoSchedule\n"
+            "    ~ node n2\n        + taint nvidia.com/gpu=present:NoSchedule\n") in text, text
