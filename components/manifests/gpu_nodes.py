@@ -10,7 +10,8 @@ off pods that select no node, or select only on labels we do not manage, which a
 judge; admission (the placement policy) is what stops anyone else from tolerating it or selecting
 the nodes. Shared GPU pools are tainted `nvidia.com/gpu=present:NoSchedule`: without it, CPU-only
 pods fill the nodes' cpu and memory and GPU pods of the tenants that pay for the pool stay Pending
-next to idle GPUs; the placement policy lets only GPU pods tolerate it. `patchTaints: false` opts a
+next to idle GPUs; the placement policy lets only GPU pods tolerate it (a shared MIG pool's static
+nodes are not patched with it by default, `patches_taints`). `patchTaints: false` opts a
 pool out when its nodes register with the taint themselves (kubelet `--register-with-taints`, the
 node group): `spec.taints` is one atomic list under server-side apply, so whoever applies it owns
 the whole list, and the node lifecycle controller, cordon and other tools write the same list.
@@ -22,7 +23,7 @@ from typing import Any, Mapping
 
 from ..fleet.facts import FleetFacts
 from . import mig_config, time_slicing
-from .meta import FIELD_MANAGER, GPU_TAINT_KEY, GPU_TAINT_VALUE, KubeObject, gpu_class_label, kube_object, pool_label, tenant_label
+from .meta import FIELD_MANAGER, GPU_TAINT_KEY, GPU_TAINT_VALUE, MIG_CONFIG_LABEL, KubeObject, gpu_class_label, kube_object, pool_label, tenant_label
 
 NODE_KIND = "Node"
 PATCH_FIELD_MANAGER = "pulumi.com/patchFieldManager"
@@ -82,8 +83,29 @@ def node_patch(name: str, labels: Mapping[str, str], taints: list[dict[str, str]
     return kube_object("v1", NODE_KIND, metadata, spec=spec)
 
 
+def patches_taints(facts: FleetFacts, pool_name: str) -> bool:
+    """Whether the node patches of the pool carry its taint: `patchTaints` if set, else yes, except
+    on a shared pool partitioned by MIG.
+
+    A patch with taints is never forced (an atomic list), and the GPU Operator writes
+    `nvidia.com/mig.config=all-disabled` on every MIG-capable node: an unforced patch that sets a
+    MIG layout conflicts on that label at the first apply. So a shared MIG pool keeps its forced
+    label-only patch, and its nodes register with the GPU taint (`node_group_requirements`, kubelet
+    `--register-with-taints`), or the stack sets `patchTaints: true` and takes the conflict.
+
+    >>> patches_taints(prod.facts, "a100-shared"), patches_taints(prod.facts, "a100-mig"), patches_taints(prod.facts, "h100-train")
+    (True, False, True)
+    """
+    pool = facts.platform.node_pools[pool_name]
+    if pool.patch_taints is not None:
+        return pool.patch_taints
+    if pool_name in facts.pool_owners:
+        return True
+    return mig_config.node_labels(facts.platform, pool).get(MIG_CONFIG_LABEL, mig_config.ALL_DISABLED) == mig_config.ALL_DISABLED
+
+
 def node_patches(facts: FleetFacts) -> list[KubeObject]:
-    """One partial Node per static node of every GPU pool, with the pool's taint unless `patchTaints: false`.
+    """One partial Node per static node of every GPU pool, with the pool's taint where `patches_taints`.
 
     >>> [p["metadata"]["name"] for p in node_patches(dev.facts)]
     ['dev-a100-01', 'dev-l4-01']
@@ -93,7 +115,7 @@ def node_patches(facts: FleetFacts) -> list[KubeObject]:
         if pool.gpu_class not in facts.platform.gpu_classes:
             continue
         labels = pool_labels(facts, pool_name)
-        taints = pool_taints(facts, pool_name) if pool.patch_taints is not False else []
+        taints = pool_taints(facts, pool_name) if patches_taints(facts, pool_name) else []
         patches.extend(node_patch(node, labels, taints) for node in pool.nodes)
     return sorted(patches, key=lambda p: p["metadata"]["name"])
 

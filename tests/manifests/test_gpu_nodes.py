@@ -40,11 +40,21 @@ def test_dedicated_pool_labels_and_opt_in_taints(prod):
     train = patches["gpu-h100-01"]  # dedicated, patchTaints unset: tainted by default
     assert train["metadata"]["labels"]["gpu.acme.dev/tenant"] == "llm-finetune"
     assert train["spec"] == {"taints": [{"effect": "NoSchedule", "key": "gpu.acme.dev/tenant", "value": "llm-finetune"}]}
-    # Shared GPU pools carry the GPU taint, so their patches are not forced either.
-    for name in ("gpu-a100-01", "gpu-a100-03"):   # a100-shared (whole GPUs), a100-mig (MIG slices)
-        shared = patches[name]
-        assert shared["spec"] == {"taints": [{"effect": "NoSchedule", "key": "nvidia.com/gpu", "value": "present"}]}
-        assert "pulumi.com/patchForce" not in shared["metadata"]["annotations"]
+    # A shared GPU pool carries the GPU taint, so its patches are not forced either.
+    shared = patches["gpu-a100-01"]
+    assert shared["spec"] == {"taints": [{"effect": "NoSchedule", "key": "nvidia.com/gpu", "value": "present"}]}
+    assert "pulumi.com/patchForce" not in shared["metadata"]["annotations"]
+
+
+def test_a_shared_mig_pool_keeps_its_forced_label_patch_unless_the_stack_asks_for_the_taint(prod):
+    # Its MIG layout must be forced over the GPU Operator's all-disabled; an atomic taint list cannot be.
+    mig = _by_name(gpu_nodes.node_patches(prod.facts))["gpu-a100-03"]
+    assert "spec" not in mig and mig["metadata"]["annotations"]["pulumi.com/patchForce"] == "true"
+    assert gpu_nodes.pool_taints(prod.facts, "a100-mig") == [{"effect": "NoSchedule", "key": "nvidia.com/gpu", "value": "present"}]
+    environment = replace(prod, platform=prod.platform.model_copy(deep=True))
+    environment.platform.node_pools["a100-mig"].patch_taints = True
+    mig = _by_name(gpu_nodes.node_patches(environment.facts))["gpu-a100-03"]
+    assert mig["spec"]["taints"][0]["key"] == "nvidia.com/gpu" and "pulumi.com/patchForce" not in mig["metadata"]["annotations"]
 
 
 def test_shared_and_mig_pools_have_no_tenant_label(prod):
