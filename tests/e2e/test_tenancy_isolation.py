@@ -563,3 +563,51 @@ def test_anonymous_requests_cannot_read_tenant_secrets(apiserver, ready):
     except urllib.error.HTTPError as exc:
         status = exc.code
     assert status in (401, 403)
+
+
+# --------------------------------------------------------------------------
+# Gateway API (issue 22 step 3b): no tenant role writes routes or ReferenceGrants
+# --------------------------------------------------------------------------
+
+GATEWAY_API = "gateway.networking.k8s.io"
+
+
+def http_route(namespace: str) -> dict:
+    """The attack a route would allow: attach to the platform's shared Gateway and send its traffic
+    (and a mirror of it) to another tenant's Service."""
+    foreign = {"name": "web", "namespace": "inference", "port": 8080}
+    return {"apiVersion": f"{GATEWAY_API}/v1", "kind": "HTTPRoute", "metadata": {"name": f"e2e-{uuid.uuid4().hex[:8]}", "namespace": namespace},
+            "spec": {"parentRefs": [{"name": "shared", "namespace": "gateway-system"}], "hostnames": ["eval.apps.acme.dev"],
+                     "rules": [{"backendRefs": [foreign],
+                                "filters": [{"type": "RequestMirror", "requestMirror": {"backendRef": foreign}}]}]}}
+
+
+def reference_grant(namespace: str) -> dict:
+    """Lets every HTTPRoute of another namespace reference the Services of this one."""
+    return {"apiVersion": f"{GATEWAY_API}/v1beta1", "kind": "ReferenceGrant", "metadata": {"name": f"e2e-{uuid.uuid4().hex[:8]}", "namespace": namespace},
+            "spec": {"from": [{"group": GATEWAY_API, "kind": "HTTPRoute", "namespace": "eval"}], "to": [{"group": "", "kind": "Service"}]}}
+
+
+@pytest.mark.parametrize("resource, version, body", [("httproutes", "v1", http_route), ("referencegrants", "v1beta1", reference_grant)])
+@pytest.mark.parametrize("tenant", sorted(TENANTS))
+def test_no_tenant_member_writes_gateway_api_objects(apiserver, ready, tenant, resource, version, body):
+    path = f"/apis/{GATEWAY_API}/{version}/namespaces/{tenant}/{resource}"
+    # The API exists and the object is valid: the platform (admin) may create it, so a refusal is RBAC's.
+    status, message = call(ready, "POST", path, body(tenant))
+    assert status == 201, (status, message)
+    roles = members(tenant, tenant)
+    assert {"owner", "developer"} <= set(roles)
+    for role, member in roles.items():
+        api = apiserver.client_for(member.user, member.groups)
+        for method in ("POST", "LIST"):
+            status, message = call(api, method, path, body(tenant) if method == "POST" else None)
+            verb = METHOD_VERB[method]
+            assert status == 403 and f'cannot {verb} resource "{resource}" in API group "{GATEWAY_API}"' in message, (role, status, message)
+
+
+def test_the_way_in_stays_the_guarded_ingress(apiserver, ready):
+    """The neighbour of the Gateway API refusal: the same members publish their own host by Ingress."""
+    for role in ("owner", "developer"):
+        member = members(LF, LF)[role]
+        status, message = call(apiserver.client_for(member.user, member.groups), "POST", PATHS["ingresses"].format(ns=LF), ingress(OWN_HOST))
+        assert status == 201, (role, status, message)
