@@ -14,7 +14,7 @@ from tools.control_plane import REPO_ROOT, ControlPlane, k8s_client
 # node, the GPU Operator's default MIG config, GPU feature discovery.
 KUBELET, GPU_OPERATOR, GFD = "kubelet", "gpu-operator", "gpu-feature-discovery"
 # Custom resources the builders may emit; their CRDs are vendored in components/data.
-CRD_DATA_DIRS = ("kueue", "kai-scheduler", "prometheus-operator")
+CRD_DATA_DIRS = ("kueue", "kai-scheduler", "prometheus-operator", "gateway-api")
 
 
 class AppliedStack:
@@ -58,7 +58,7 @@ class AppliedStack:
 
 
 def install_crds(cp: ControlPlane, timeout: float = 30.0) -> list[str]:
-    """Apply the vendored CRDs (components/data/{kueue,kai-scheduler,prometheus-operator}) and wait until Established."""
+    """Apply the vendored CRDs (components/data/{kueue,kai-scheduler,prometheus-operator,gateway-api}) and wait until Established."""
     import yaml
 
     data = REPO_ROOT / "components" / "data"

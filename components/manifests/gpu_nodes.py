@@ -8,10 +8,13 @@ race; their labels and taints belong in the node group definition instead, and
 Dedicated pools are tainted by default (`<domain>/tenant=<owner>:NoSchedule`): the taint keeps
 off pods that select no node, or select only on labels we do not manage, which admission cannot
 judge; admission (the placement policy) is what stops anyone else from tolerating it or selecting
-the nodes. `patchTaints: false` opts a pool out when its nodes register with the taint themselves
-(kubelet `--register-with-taints`, the node group): `spec.taints` is one atomic list under
-server-side apply, so whoever applies it owns the whole list, and the node lifecycle controller,
-cordon and other tools write the same list.
+the nodes. Shared GPU pools are tainted `nvidia.com/gpu=present:NoSchedule`: without it, CPU-only
+pods fill the nodes' cpu and memory and GPU pods of the tenants that pay for the pool stay Pending
+next to idle GPUs; the placement policy lets only GPU pods tolerate it (a shared MIG pool's static
+nodes are not patched with it by default, `patches_taints`). `patchTaints: false` opts a
+pool out when its nodes register with the taint themselves (kubelet `--register-with-taints`, the
+node group): `spec.taints` is one atomic list under server-side apply, so whoever applies it owns
+the whole list, and the node lifecycle controller, cordon and other tools write the same list.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any, Mapping
 
 from ..fleet.facts import FleetFacts
 from . import mig_config, time_slicing
-from .meta import FIELD_MANAGER, KubeObject, gpu_class_label, kube_object, pool_label, tenant_label
+from .meta import FIELD_MANAGER, GPU_TAINT_KEY, GPU_TAINT_VALUE, MIG_CONFIG_LABEL, KubeObject, gpu_class_label, kube_object, pool_label, tenant_label
 
 NODE_KIND = "Node"
 PATCH_FIELD_MANAGER = "pulumi.com/patchFieldManager"
@@ -46,18 +49,19 @@ def pool_labels(facts: FleetFacts, pool_name: str) -> dict[str, str]:
 
 
 def pool_taints(facts: FleetFacts, pool_name: str) -> list[dict[str, str]]:
-    """Taints a node of the pool should carry: `<domain>/tenant=<owner>:NoSchedule` on dedicated pools.
+    """Taints a node of the pool should carry: `<domain>/tenant=<owner>:NoSchedule` on dedicated
+    pools, `nvidia.com/gpu=present:NoSchedule` on shared GPU pools.
 
-    Shared GPU pools get no taint: a class taint would only keep CPU pods off GPU nodes, every
-    GPU pod would have to tolerate it by hand, and the placement policy already decides which
-    classes a tenant may use.
+    A dedicated pool carries its tenant taint only: its owner's CPU pods may use its own nodes.
+    GPU pods tolerate the shared taint themselves, or get the toleration from the Kueue flavor of
+    the pool (`kueue._flavor_tolerations`); admission refuses it on pods that request no GPU.
 
-    >>> pool_taints(prod.facts, "h100-serve")
-    [{'effect': 'NoSchedule', 'key': 'gpu.acme.dev/tenant', 'value': 'inference'}]
+    >>> pool_taints(prod.facts, "h100-serve"), pool_taints(prod.facts, "a100-shared")
+    ([{'effect': 'NoSchedule', 'key': 'gpu.acme.dev/tenant', 'value': 'inference'}], [{'effect': 'NoSchedule', 'key': 'nvidia.com/gpu', 'value': 'present'}])
     """
     owner = facts.pool_owners.get(pool_name)
     if owner is None:
-        return []
+        return [{"effect": TAINT_EFFECT, "key": GPU_TAINT_KEY, "value": GPU_TAINT_VALUE}]
     return [{"effect": TAINT_EFFECT, "key": tenant_label(facts.platform), "value": owner}]
 
 
@@ -79,8 +83,29 @@ def node_patch(name: str, labels: Mapping[str, str], taints: list[dict[str, str]
     return kube_object("v1", NODE_KIND, metadata, spec=spec)
 
 
+def patches_taints(facts: FleetFacts, pool_name: str) -> bool:
+    """Whether the node patches of the pool carry its taint: `patchTaints` if set, else yes, except
+    on a shared pool partitioned by MIG.
+
+    A patch with taints is never forced (an atomic list), and the GPU Operator writes
+    `nvidia.com/mig.config=all-disabled` on every MIG-capable node: an unforced patch that sets a
+    MIG layout conflicts on that label at the first apply. So a shared MIG pool keeps its forced
+    label-only patch, and its nodes register with the GPU taint (`node_group_requirements`, kubelet
+    `--register-with-taints`), or the stack sets `patchTaints: true` and takes the conflict.
+
+    >>> patches_taints(prod.facts, "a100-shared"), patches_taints(prod.facts, "a100-mig"), patches_taints(prod.facts, "h100-train")
+    (True, False, True)
+    """
+    pool = facts.platform.node_pools[pool_name]
+    if pool.patch_taints is not None:
+        return pool.patch_taints
+    if pool_name in facts.pool_owners:
+        return True
+    return mig_config.node_labels(facts.platform, pool).get(MIG_CONFIG_LABEL, mig_config.ALL_DISABLED) == mig_config.ALL_DISABLED
+
+
 def node_patches(facts: FleetFacts) -> list[KubeObject]:
-    """One partial Node per static node of every pool; taints on dedicated pools unless `patchTaints: false`.
+    """One partial Node per static node of every GPU pool, with the pool's taint where `patches_taints`.
 
     >>> [p["metadata"]["name"] for p in node_patches(dev.facts)]
     ['dev-a100-01', 'dev-l4-01']
@@ -90,7 +115,7 @@ def node_patches(facts: FleetFacts) -> list[KubeObject]:
         if pool.gpu_class not in facts.platform.gpu_classes:
             continue
         labels = pool_labels(facts, pool_name)
-        taints = pool_taints(facts, pool_name) if pool.patch_taints is not False else []
+        taints = pool_taints(facts, pool_name) if patches_taints(facts, pool_name) else []
         patches.extend(node_patch(node, labels, taints) for node in pool.nodes)
     return sorted(patches, key=lambda p: p["metadata"]["name"])
 
@@ -109,8 +134,8 @@ def node_group_requirements(facts: FleetFacts) -> dict[str, dict[str, Any]]:
 
     Exported as a stack output: the group definition (Karpenter NodePool, cluster-autoscaler
     node group, GKE/EKS node pool) applies them when a node registers, so no patch races the
-    autoscaler. Dedicated pools always list their tenant taint here, as nothing fights over taints
-    that a node is born with.
+    autoscaler. Every pool lists its taint here (`patchTaints: false` too), as nothing fights over
+    taints that a node is born with.
 
     >>> node_group_requirements(dev.facts)["l4-shared"]["labels"]["gpu.acme.dev/pool"]
     'l4-shared'

@@ -1,7 +1,8 @@
 """Kueue objects (`kueue.x-k8s.io/v1beta2`): per-GPU-class quotas that a ResourceQuota cannot express.
 
 * a ResourceFlavor per GPU node pool (node labels: the pool's `<labelDomain>/gpu-class` and
-  `<labelDomain>/pool`; a dedicated pool's flavor also tolerates its owner's taint), plus
+  `<labelDomain>/pool`; tolerations: the pool's taint, its owner's on a dedicated pool,
+  `nvidia.com/gpu=present` on a shared one), plus
   `default-flavor` for cpu and memory, which any node serves. Kueue injects a flavor's labels and
   tolerations into the pods it admits, so a Job with no selector of its own lands on exactly one
   pool and passes the placement policy;
@@ -96,10 +97,15 @@ def gpu_class_quotas(tenant: Tenant, view: TenantView) -> dict[str, dict[str, in
 
 
 def _flavor_tolerations(facts: FleetFacts, pool: str) -> list[dict]:
-    """Tolerations for the pool's taints: a dedicated pool's `<labelDomain>/tenant=<owner>:NoSchedule`.
+    """Tolerations for the pool's taints: a dedicated pool's `<labelDomain>/tenant=<owner>:NoSchedule`,
+    a shared pool's `nvidia.com/gpu=present:NoSchedule`.
 
     Only the owner's ClusterQueue lists a dedicated pool's flavor, so only the owner's pods get the
-    toleration -- the one toleration of that key the placement policy lets them carry.
+    toleration -- the one toleration of that key the placement policy lets them carry. A shared
+    pool's flavor is in the ClusterQueues of the tenants granted its class, and Kueue assigns it
+    to pod sets that request the pool's GPU resources only (cpu-only pod sets get
+    `default-flavor`), so the toleration goes to GPU pods alone, the only pods the policy lets
+    tolerate that taint.
     """
     return [
         {"effect": taint["effect"], "key": taint["key"], "operator": "Equal", "value": taint["value"]}

@@ -27,6 +27,11 @@ MANAGED_BY = {"app.kubernetes.io/managed-by": "gpu-tenancy"}
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+# The taint of shared GPU pools: GKE's own GPU node taint, the key the NVIDIA device plugin, GPU
+# Operator and DCGM daemonsets already tolerate, and the one ExtendedResourceToleration adds for
+# pods requesting nvidia.com/gpu; so platform daemonsets keep running and no second key is invented.
+GPU_TAINT_KEY = "nvidia.com/gpu"
+GPU_TAINT_VALUE = "present"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 MIG_STATE_LABEL = "nvidia.com/mig.config.state"
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"

@@ -10,6 +10,10 @@ checks, on pod CREATE and on UPDATEs that change the spec, in the tenant's names
   `Exists` on the tenant label (any dedicated node) is refused;
 * no toleration of another tenant's dedicated taint, nor of every value of the tenant taint key,
   nor the wildcard toleration (empty key, `Exists`) that tolerates every taint;
+* only a pod requesting GPUs (below) may tolerate the shared GPU pools' taint `nvidia.com/gpu`
+  (any value, operator or effect): a CPU-only pod there would hold the cpu and memory that the
+  pools' GPU pods need, and strand their GPUs. A GPU pod is pinned to pools its tenant may use
+  (below), so a tolerating pod reaches only shared pools of the classes its tenant is granted;
 * a pod requesting GPUs (`nvidia.com/gpu`, `nvidia.com/gpu.shared`, `nvidia.com/mig-*`, a DRA extended
   resource `deviceclass.resource.kubernetes.io/*` or a DeviceClass's `extendedResourceName`), or using
   DRA `resourceClaims` (allocated on the node the pod lands on, claim_policy.py), pins
@@ -47,6 +51,7 @@ from ..spec.tenant import Tenant
 
 from .meta import (
     GPU_PRODUCT_LABEL,
+    GPU_TAINT_KEY,
     HOSTNAME_LABEL,
     KAI_GPU_SHARING_ANNOTATIONS,
     TENANT_LABEL,
@@ -194,6 +199,10 @@ def _variables(p: Placement, view: TenantView) -> list[dict[str, str]]:
         {
             "name": "foreignTolerations",
             "expression": f"variables.tolerations.filter(t, {_foreign_toleration(p, tenant_label(view.platform))})",
+        },
+        {
+            "name": "gpuTaintTolerations",
+            "expression": f"variables.tolerations.filter(t, has(t.key) && t.key == {cel_string(GPU_TAINT_KEY)})",
         },
         {
             "name": "requestsGpu",
@@ -370,6 +379,18 @@ def _validations(p: Placement, view: TenantView) -> list[dict[str, str]]:
                 f'" would let pods onto nodes dedicated to another tenant; {own}"'
             ),
             "message": f"a toleration of taint {tenant_key} lets pods onto nodes dedicated to another tenant; {own}",
+            "reason": "Forbidden",
+        }
+    )
+    result.append(
+        {
+            "expression": "variables.requestsGpu || size(variables.gpuTaintTolerations) == 0",
+            "message": (
+                f"only pods that request GPUs may tolerate taint {GPU_TAINT_KEY} (shared GPU pools): a pod without "
+                "GPUs there would take the cpu and memory that GPU pods need and strand the pool's GPUs; remove the "
+                f"toleration of {GPU_TAINT_KEY}, or request a GPU of a class tenant {p.tenant} may use "
+                f"({names_or_none(p.classes)})"
+            ),
             "reason": "Forbidden",
         }
     )

@@ -7,6 +7,8 @@ from typing import Optional
 import pulumi
 
 from .gpu_platform import GpuPlatform
+from .kubernetes import logical_name
+from ..manifests.placement_policy import API_VERSION as PLACEMENT_API, policy_name
 from ..manifests.build import platform_objects, tenant_objects
 from ..manifests.renames import rename_message
 from ..fleet.gpu_capacity import gpu_quota_by_resource
@@ -42,7 +44,6 @@ class Fleet(pulumi.ComponentResource):
         members = set(part.tenants)
         tenants = [loaded for loaded in environment.tenants if loaded.name in members]
         child = pulumi.ResourceOptions(parent=self)
-        self.platform = GpuPlatform(f"{name}-platform", platform_objects(environment), child) if part.platform else None
         # Tenant components are named after the tenant alone: their URNs must not depend on the
         # fleet's contents (the parent chain already scopes them to this fleet).
         objects = {loaded.name: tenant_objects(loaded.spec, environment.view(loaded.spec)) for loaded in tenants}
@@ -50,6 +51,18 @@ class Fleet(pulumi.ComponentResource):
             loaded.name: Tenant(loaded.name, loaded.spec, environment, child, objects=objects[loaded.name])
             for loaded in tenants
         }
+        # Node taints wait for the placement policies that say who may tolerate them (in this
+        # stack; a sharded environment's policies are in its shard stacks, docs/gpu-sharing.md).
+        policies = [
+            resource
+            for tenant, objs in objects.items()
+            for obj in objs
+            if obj["metadata"]["name"] == policy_name(tenant) and obj["apiVersion"] == PLACEMENT_API
+            and (resource := self.tenants[tenant].resources.get(logical_name(tenant, obj))) is not None
+        ]
+        self.platform = (
+            GpuPlatform(f"{name}-platform", platform_objects(environment), child, taint_after=policies) if part.platform else None
+        )
         # Previous names of this stack's tenants -> what the rename does (warned when the old name
         # was deployed here last time; the same words as `tenants diff`).
         self.renames = {

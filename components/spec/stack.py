@@ -171,8 +171,9 @@ class NodePool(Model):
     max_nodes: Optional[NonNegativeInt] = Field(None, description="capacity of an autoscaled pool, in nodes")
     patch_taints: Optional[bool] = Field(
         None,
-        description="patch the tenant taint onto the static nodes of a dedicated pool; unset: yes for dedicated "
-        "pools (spec.taints is one atomic list; set false only if the nodes register with the taint themselves)",
+        description="patch the pool's taint onto its static nodes (a dedicated pool: <labelDomain>/tenant=<tenant>; "
+        "a shared pool: nvidia.com/gpu=present); unset: yes, except on a shared MIG pool, whose layout label must be "
+        "forced (spec.taints is one atomic list, never forced; set false only if the nodes register with the taint themselves)",
     )
     mig_layout: Optional[str] = Field(None, description="MIG layout of every GPU in the pool (MIG classes)")
     description: str = Field("", description="what the pool is for")

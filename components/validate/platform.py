@@ -41,7 +41,8 @@ def node_pools_are_consistent(platform: Platform, doc: SourceDocument) -> list[P
             node_owner.setdefault(node, pool_name)
         if pool.patch_taints is False and pool.nodes:
             problems.append(doc.problem(where + ("patchTaints",), "static nodes are not tainted here: if the pool is dedicated to a tenant, its nodes must register with the taint "
-                                        f"{platform.label_domain}/tenant=<tenant>:NoSchedule themselves, or pods that select no node can land on them", severity="warning"))
+                                        f"{platform.label_domain}/tenant=<tenant>:NoSchedule themselves, or pods that select no node can land on them; "
+                                        "if it is shared, with nvidia.com/gpu=present:NoSchedule, or CPU-only pods can fill them and strand their GPUs", severity="warning"))
         if gpu_class.sharing == "mig":
             problems.extend(_check_pool_layout(platform, doc, pool_name))
         elif pool.mig_layout is not None:

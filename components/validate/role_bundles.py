@@ -48,6 +48,12 @@ NO_WRITE = {
     ("", "nodes"): "nodes are the platform's",
     ("", "persistentvolumes"): "PersistentVolumes are cluster-wide",
     ("", "bindings"): "a Binding sets a pod's node past the scheduler and the GPU placement policy",
+    **{
+        ("gateway.networking.k8s.io", resource): "Gateway API routes attach to the platform's Gateways and reach other "
+        "namespaces' Services, and no admission policy checks them: tenants publish through the guarded Ingress"
+        for resource in ("gateways", "httproutes", "grpcroutes", "tlsroutes", "tcproutes", "udproutes", "referencegrants",
+                         "backendtlspolicies", "listenersets")
+    },
 }
 
 

@@ -265,6 +265,8 @@ EVAL_SCRATCH_MAX = effective_limits(TENANTS["eval"], ENV.platform).max.ephemeral
 EVAL_SCRATCH_QUOTA = ephemeral_storage_quota(TENANTS["eval"], ENV.platform).requests
 DATA_BYTES = ENV.platform.guard_rails.data_bytes_per_object
 TOO_MUCH_DATA = (guard(LF), f"may hold at most {DATA_BYTES} bytes (guardRails.dataBytesPerObject)", f"this one holds {DATA_BYTES + 1}")
+SHARED_TAINT = {"key": GPU, "operator": "Equal", "value": "present", "effect": "NoSchedule"}
+CPU_ON_GPU_NODES = "only pods that request GPUs may tolerate taint nvidia.com/gpu (shared GPU pools)"
 HOST_PROBE = {"httpGet": {"host": "169.254.169.254", "path": "/latest/meta-data/", "port": 80}}
 
 def annotation_attack(what: str, name: str, value: str, refusal: str) -> Case:
@@ -300,6 +302,22 @@ CASES: list[Case] = [
          lambda: {"spec": {"nodeSelector": {POOL: "h100-train"}}}, suffix=f"/{GATED}"),
     Case(1, "GPU pod with the nvidia RuntimeClass and driver capabilities", LF, "POST", "pods",
          lambda: pod(limits={GPU: "1"}, runtimeClassName="nvidia", env={"NVIDIA_DRIVER_CAPABILITIES": "compute,utility"}, **own_pool(LF))),
+    # 1. Shared GPU pools carry nvidia.com/gpu=present:NoSchedule: only GPU pods may tolerate it (issue 22 step 4).
+    Case(1, "CPU pod tolerating the shared GPU pools' taint", "eval", "POST", "pods",
+         lambda: pod(tolerations=[SHARED_TAINT]), (placement("eval"), CPU_ON_GPU_NODES)),
+    Case(1, "CPU pod tolerating every value of the GPU taint key, on the shared pool", "eval", "POST", "pods",
+         lambda: pod(node_selector={POOL: "a100-shared"}, tolerations=[{"key": GPU, "operator": "Exists"}]),
+         (placement("eval"), CPU_ON_GPU_NODES)),
+    Case(1, "GPU pod on the shared pool with the wildcard toleration", "eval", "POST", "pods",
+         lambda: pod(limits={GPU: "1"}, node_selector={POOL: "a100-shared"}, tolerations=[{"operator": "Exists"}]),
+         (placement("eval"), "a toleration with operator Exists and no key tolerates every taint")),
+    Case(1, "GPU pod on a shared pool of a class the tenant is not granted", LF, "POST", "pods",
+         lambda: pod(limits={GPU: "1"}, node_selector={POOL: "a100-shared"}, tolerations=[SHARED_TAINT]),
+         (placement(LF), "node pool 'a100-shared' is not allowed for tenant llm-finetune")),
+    Case(1, "GPU pod on its shared pool, tolerating the GPU taint", "eval", "POST", "pods",
+         lambda: pod(limits={GPU: "1"}, node_selector={POOL: "a100-shared"}, tolerations=[SHARED_TAINT])),
+    Case(1, "MIG pod tolerating the GPU taint by key (ExtendedResourceToleration's form)", "eval", "POST", "pods",
+         lambda: pod(limits={"nvidia.com/mig-1g.10gb": "1"}, tolerations=[{"key": GPU, "operator": "Exists", "effect": "NoSchedule"}])),
     # 2. Priority: only the platform's classes, each capped by quota.
     Case(2, "system-node-critical", LF, "POST", "pods", lambda: pod(priorityClassName="system-node-critical"),
          (guard(LF), "PriorityClass 'system-node-critical' is not granted to tenant llm-finetune")),
@@ -545,3 +563,51 @@ def test_anonymous_requests_cannot_read_tenant_secrets(apiserver, ready):
     except urllib.error.HTTPError as exc:
         status = exc.code
     assert status in (401, 403)
+
+
+# --------------------------------------------------------------------------
+# Gateway API (issue 22 step 3b): no tenant role writes routes or ReferenceGrants
+# --------------------------------------------------------------------------
+
+GATEWAY_API = "gateway.networking.k8s.io"
+
+
+def http_route(namespace: str) -> dict:
+    """The attack a route would allow: attach to the platform's shared Gateway and send its traffic
+    (and a mirror of it) to another tenant's Service."""
+    foreign = {"name": "web", "namespace": "inference", "port": 8080}
+    return {"apiVersion": f"{GATEWAY_API}/v1", "kind": "HTTPRoute", "metadata": {"name": f"e2e-{uuid.uuid4().hex[:8]}", "namespace": namespace},
+            "spec": {"parentRefs": [{"name": "shared", "namespace": "gateway-system"}], "hostnames": ["eval.apps.acme.dev"],
+                     "rules": [{"backendRefs": [foreign],
+                                "filters": [{"type": "RequestMirror", "requestMirror": {"backendRef": foreign}}]}]}}
+
+
+def reference_grant(namespace: str) -> dict:
+    """Lets every HTTPRoute of another namespace reference the Services of this one."""
+    return {"apiVersion": f"{GATEWAY_API}/v1beta1", "kind": "ReferenceGrant", "metadata": {"name": f"e2e-{uuid.uuid4().hex[:8]}", "namespace": namespace},
+            "spec": {"from": [{"group": GATEWAY_API, "kind": "HTTPRoute", "namespace": "eval"}], "to": [{"group": "", "kind": "Service"}]}}
+
+
+@pytest.mark.parametrize("resource, version, body", [("httproutes", "v1", http_route), ("referencegrants", "v1beta1", reference_grant)])
+@pytest.mark.parametrize("tenant", sorted(TENANTS))
+def test_no_tenant_member_writes_gateway_api_objects(apiserver, ready, tenant, resource, version, body):
+    path = f"/apis/{GATEWAY_API}/{version}/namespaces/{tenant}/{resource}"
+    # The API exists and the object is valid: the platform (admin) may create it, so a refusal is RBAC's.
+    status, message = call(ready, "POST", path, body(tenant))
+    assert status == 201, (status, message)
+    roles = members(tenant, tenant)
+    assert {"owner", "developer"} <= set(roles)
+    for role, member in roles.items():
+        api = apiserver.client_for(member.user, member.groups)
+        for method in ("POST", "LIST"):
+            status, message = call(api, method, path, body(tenant) if method == "POST" else None)
+            verb = METHOD_VERB[method]
+            assert status == 403 and f'cannot {verb} resource "{resource}" in API group "{GATEWAY_API}"' in message, (role, status, message)
+
+
+def test_the_way_in_stays_the_guarded_ingress(apiserver, ready):
+    """The neighbour of the Gateway API refusal: the same members publish their own host by Ingress."""
+    for role in ("owner", "developer"):
+        member = members(LF, LF)[role]
+        status, message = call(apiserver.client_for(member.user, member.groups), "POST", PATHS["ingresses"].format(ns=LF), ingress(OWN_HOST))
+        assert status == 201, (role, status, message)

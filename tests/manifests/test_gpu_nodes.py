@@ -1,4 +1,4 @@
-"""Node labels and opt-in taints of GPU nodes, and what autoscaled node groups must carry."""
+"""Node labels and taints of GPU nodes, and what autoscaled node groups must carry."""
 
 from __future__ import annotations
 
@@ -40,9 +40,21 @@ def test_dedicated_pool_labels_and_opt_in_taints(prod):
     train = patches["gpu-h100-01"]  # dedicated, patchTaints unset: tainted by default
     assert train["metadata"]["labels"]["gpu.acme.dev/tenant"] == "llm-finetune"
     assert train["spec"] == {"taints": [{"effect": "NoSchedule", "key": "gpu.acme.dev/tenant", "value": "llm-finetune"}]}
-    # Shared pools are never tainted, and their label patches are forced.
+    # A shared GPU pool carries the GPU taint, so its patches are not forced either.
     shared = patches["gpu-a100-01"]
-    assert "spec" not in shared and shared["metadata"]["annotations"]["pulumi.com/patchForce"] == "true"
+    assert shared["spec"] == {"taints": [{"effect": "NoSchedule", "key": "nvidia.com/gpu", "value": "present"}]}
+    assert "pulumi.com/patchForce" not in shared["metadata"]["annotations"]
+
+
+def test_a_shared_mig_pool_keeps_its_forced_label_patch_unless_the_stack_asks_for_the_taint(prod):
+    # Its MIG layout must be forced over the GPU Operator's all-disabled; an atomic taint list cannot be.
+    mig = _by_name(gpu_nodes.node_patches(prod.facts))["gpu-a100-03"]
+    assert "spec" not in mig and mig["metadata"]["annotations"]["pulumi.com/patchForce"] == "true"
+    assert gpu_nodes.pool_taints(prod.facts, "a100-mig") == [{"effect": "NoSchedule", "key": "nvidia.com/gpu", "value": "present"}]
+    environment = replace(prod, platform=prod.platform.model_copy(deep=True))
+    environment.platform.node_pools["a100-mig"].patch_taints = True
+    mig = _by_name(gpu_nodes.node_patches(environment.facts))["gpu-a100-03"]
+    assert mig["spec"]["taints"][0]["key"] == "nvidia.com/gpu" and "pulumi.com/patchForce" not in mig["metadata"]["annotations"]
 
 
 def test_shared_and_mig_pools_have_no_tenant_label(prod):
@@ -65,11 +77,12 @@ def test_time_sliced_pool_gets_device_plugin_config_label(dev):
     assert patches["dev-a100-01"]["metadata"]["labels"]["nvidia.com/mig.config"] == "all-1g.10gb"
 
 
-def test_patch_taints_false_opts_a_dedicated_pool_out(prod):
+def test_patch_taints_false_opts_a_pool_out(prod):
     environment = replace(prod, platform=prod.platform.model_copy(deep=True))
-    environment.platform.node_pools["h100-serve"].patch_taints = False
-    environment.platform.node_pools["h100-train"].patch_taints = False
-    assert all("spec" not in p for p in gpu_nodes.node_patches(environment.facts))
+    for pool in environment.platform.node_pools.values():
+        pool.patch_taints = False
+    patches = gpu_nodes.node_patches(environment.facts)
+    assert patches and all("spec" not in p and p["metadata"]["annotations"]["pulumi.com/patchForce"] == "true" for p in patches)
 
 
 def test_autoscaled_pools_get_requirements_not_patches(project_copy):
@@ -104,7 +117,8 @@ def test_dev_mixed_pool_patches_static_node_and_requires_group_labels(dev):
     requirements = gpu_nodes.node_group_requirements(dev.facts)
     assert list(requirements) == ["l4-shared"]
     assert requirements["l4-shared"]["labels"]["nvidia.com/device-plugin.config"] == "l4"
-    assert requirements["l4-shared"]["taints"] == []
+    # The autoscaled shared pool's node group must register its nodes with the GPU taint.
+    assert requirements["l4-shared"]["taints"] == [{"effect": "NoSchedule", "key": "nvidia.com/gpu", "value": "present"}]
 
 
 def test_no_requirements_without_autoscaled_pools(prod):

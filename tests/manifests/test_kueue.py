@@ -31,9 +31,10 @@ def test_a_flavor_per_node_pool_pins_to_it_plus_one_for_cpu_and_memory():
     flavors = {f["metadata"]["name"]: f["spec"] for f in kueue.resource_flavors(queue_lab("kueue").facts)}
     assert sorted(flavors) == ["a100-solo", "default-flavor", "h100-shared", "h100-train", "l4", "mig"]
     assert flavors["default-flavor"] == {}
-    assert flavors["l4"] == {"nodeLabels": {"gpu.example.com/gpu-class": "l4", "gpu.example.com/pool": "l4"}}
-    # h100 has a dedicated and a shared pool: each is its own flavor, only the dedicated one tolerates.
-    assert "tolerations" not in flavors["h100-shared"]
+    shared = [{"effect": "NoSchedule", "key": "nvidia.com/gpu", "operator": "Equal", "value": "present"}]
+    assert flavors["l4"] == {"nodeLabels": {"gpu.example.com/gpu-class": "l4", "gpu.example.com/pool": "l4"}, "tolerations": shared}
+    # h100 has a dedicated and a shared pool: each is its own flavor tolerating its own pool's taint.
+    assert flavors["h100-shared"]["tolerations"] == shared
     assert flavors["h100-train"]["tolerations"] == [
         {"effect": "NoSchedule", "key": "gpu.example.com/tenant", "operator": "Equal", "value": "train"}
     ]
@@ -151,14 +152,14 @@ def test_mig_slices_go_to_the_pools_offering_the_profile_as_the_capacity_check_p
     }
 
 
-def test_a_pool_without_an_owning_tenant_adds_no_toleration():
-    platform = copy.deepcopy(LAB_PLATFORM)
-    del platform["nodePools"]["h100-shared"]
-    lab = queue_lab("kueue", nodePools=platform["nodePools"])
+def test_a_pool_without_an_owning_tenant_tolerates_the_shared_gpu_taint():
+    lab = queue_lab("kueue")
     # the owner of a dedicated pool is the tenant that lists it; without tenants nobody owns h100-train
     empty = Environment(lab.name, lab.platform, None, [])
-    assert all("tolerations" not in f["spec"] for f in kueue.resource_flavors(empty.facts))
-    assert any("tolerations" in f["spec"] for f in kueue.resource_flavors(lab.facts))
+    keys = {f["metadata"]["name"]: [t["key"] for t in f["spec"].get("tolerations", [])] for f in kueue.resource_flavors(empty.facts)}
+    assert keys["h100-train"] == ["nvidia.com/gpu"] and keys["default-flavor"] == []
+    owned = {f["metadata"]["name"]: f["spec"]["tolerations"] for f in kueue.resource_flavors(lab.facts) if "tolerations" in f["spec"]}
+    assert [t["key"] for t in owned["h100-train"]] == ["gpu.example.com/tenant"]
 
 
 def test_placement_and_queue_flavors_reach_the_same_pools(environments):

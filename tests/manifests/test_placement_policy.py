@@ -80,7 +80,7 @@ def test_allowed_pods_are_admitted(engine, prod):
     assert admit(engine, eval_policy, pod(affinity_terms=[term(CLASS, "In", ["a100", "a100-mig"])], resources=GPU)) == []
     assert admit(engine, eval_policy, pod(node_selector={PRODUCT: "NVIDIA-A100-SXM4-80GB"}, resources=GPU)) == []
     # A toleration of an unrelated taint is fine.
-    assert admit(engine, eval_policy, pod(tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}])) == []
+    assert admit(engine, eval_policy, pod(tolerations=[{"key": "example.com/spot", "operator": "Exists", "effect": "NoSchedule"}])) == []
 
 
 def test_dedicated_pool_owner_is_admitted(engine, prod):
@@ -252,6 +252,58 @@ def test_dev_time_sliced_class_pins_for_every_tenant(engine, dev):
         policy = policy_for(dev, tenant)
         assert admit(engine, policy, pod(node_selector={CLASS: "l4"}, resources=GPU)) == [], tenant
     assert len(admit(engine, policy_for(dev, "inference"), pod(node_selector={CLASS: "a100-mig"}))) == 1
+
+
+# ---- the shared GPU pools' taint nvidia.com/gpu=present:NoSchedule ---------------------------
+
+SHARED_TAINT = {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
+
+
+def cpu_only_may_not_tolerate(tenant: str, classes: str) -> str:
+    return (
+        "only pods that request GPUs may tolerate taint nvidia.com/gpu (shared GPU pools): a pod without GPUs there "
+        "would take the cpu and memory that GPU pods need and strand the pool's GPUs; remove the toleration of "
+        f"nvidia.com/gpu, or request a GPU of a class tenant {tenant} may use ({classes})"
+    )
+
+
+@pytest.mark.parametrize("toleration", [
+    SHARED_TAINT,
+    {"key": "nvidia.com/gpu", "operator": "Exists"},                       # key-only Exists: every value and effect
+    {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+    {"key": "nvidia.com/gpu", "value": "present"},                         # operator defaults to Equal
+], ids=["equal", "exists-any-effect", "exists", "default-operator"])
+def test_a_cpu_only_pod_may_not_tolerate_the_shared_gpu_taint(engine, prod, toleration):
+    messages = admit(engine, policy_for(prod, "eval"), pod(tolerations=[toleration]))
+    assert messages == [cpu_only_may_not_tolerate("eval", "a100, a100-mig")]
+    # Selecting the shared pool's nodes by label changes nothing: the pod still requests no GPU.
+    assert admit(engine, policy_for(prod, "eval"), pod(node_selector={POOL: "a100-shared"}, tolerations=[toleration])) == messages
+
+
+def test_the_wildcard_toleration_stays_refused_for_gpu_pods_too(engine, prod):
+    messages = admit(engine, policy_for(prod, "eval"), pod(node_selector={POOL: "a100-shared"}, resources=GPU, tolerations=[{"operator": "Exists"}]))
+    assert len(messages) == 1 and messages[0].startswith("a toleration with operator Exists and no key tolerates every taint")
+
+
+def test_a_gpu_pod_of_a_granted_tenant_tolerates_the_shared_taint(engine, prod, dev):
+    eval_policy = policy_for(prod, "eval")
+    for toleration in (SHARED_TAINT, {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}):
+        assert admit(engine, eval_policy, pod(node_selector={POOL: "a100-shared"}, resources=GPU, tolerations=[toleration])) == []
+    # MIG slices are GPU requests too, and pinned by their resource alone.
+    mig = {"limits": {"nvidia.com/mig-1g.10gb": "1"}}
+    assert admit(engine, eval_policy, pod(resources=mig, tolerations=[SHARED_TAINT])) == []
+    # A GPU request in an init container only still makes a GPU pod.
+    assert admit(engine, eval_policy, pod(node_selector={POOL: "a100-shared"}, init_resources=GPU, tolerations=[SHARED_TAINT])) == []
+    assert admit(engine, policy_for(dev, "inference"), pod(resources=GPU, tolerations=[SHARED_TAINT])) == []
+
+
+def test_a_gpu_pod_of_a_tenant_not_granted_the_class_is_refused_with_the_toleration(engine, prod):
+    messages = admit(engine, policy_for(prod, "llm-finetune"), pod(node_selector={POOL: "a100-shared"}, resources=GPU, tolerations=[SHARED_TAINT]))
+    assert [m.split(";")[0] for m in messages] == [
+        "node pool 'a100-shared' is not allowed for tenant llm-finetune",
+        "pods of tenant llm-finetune that request GPUs must select where they run, with nodeSelector or required node "
+        "affinity (operator In) on gpu.acme.dev/pool (one of h100-train) or gpu.acme.dev/tenant=llm-finetune",
+    ]
 
 
 # ---- the objects ------------------------------------------------------------------------------

@@ -113,6 +113,24 @@ def test_a_decommissioned_tenant_deletes_its_namespaces_before_its_policies(tmp_
             assert guards <= set(registration.options["dependencies"]), registration.name
 
 
+def test_node_taints_land_after_the_placement_policies_and_the_kueue_flavors():
+    """Rollout order (docs/gpu-sharing.md): a NodePatch with taints depends on every tenant's
+    placement policy and binding, and on the platform's other objects."""
+    registrations, _ = run_program("prod")
+    urns = {r.urn: r for r in registrations}
+    policies = {u for u, r in urns.items() if r.type.startswith("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy")
+                and r.inputs["metadata"]["name"].startswith("gpu-tenancy-placement-")}
+    flavors = {u for u, r in urns.items() if r.type == "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor"}
+    assert len(policies) == 2 * len(load_environment(REPO, "prod").tenants) and flavors
+    patches = [r for r in registrations if r.type == "kubernetes:core/v1:NodePatch"]
+    tainted = [r for r in patches if (r.inputs.get("spec") or {}).get("taints")]
+    assert {r.inputs["metadata"]["name"] for r in tainted} >= {"gpu-a100-01", "gpu-h100-01"}
+    for registration in tainted:
+        assert policies | flavors <= set(registration.options["dependencies"]), registration.name
+    # Label-only patches (a100-mig: its MIG layout is forced) wait for nothing.
+    assert [r.options["dependencies"] for r in patches if r.inputs["metadata"]["name"] == "gpu-a100-03"] == [[]]
+
+
 def test_the_cluster_provider_does_not_store_the_kubeconfig_path(monkeypatch):
     """The SDK defaults the provider's `kubeconfig` input to $KUBECONFIG: a path that differs per
     machine made every preview from another checkout show a provider change."""

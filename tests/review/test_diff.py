@@ -154,3 +154,22 @@ def test_a_split_that_must_move_names_the_moved_tenants_and_pools(tmp_path):
     # growing p2 instead moves nobody: both fit on p1 as before
     grown = {**pools, "p2": {"gpuClass": "h100", "gpusPerNode": 8, "nodes": ["n2", "n3"]}}
     assert compare_stack("prod", Side(before), Side(env(tmp_path / "c", {"a": 4, "b": 4}, nodePools=grown, scheduler="kueue")))["splitMoves"] == []
+
+
+def test_tainting_a_shared_pool_is_said_per_node(tmp_path):
+    """Issue 22 step 4: a shared pool that starts carrying the GPU taint shows as a taint added to each
+    of its static nodes (`patchTaints: false` before renders exactly the untainted nodes of earlier versions)."""
+    from components.review.diff_format import format_text
+
+    pools = {"train": {"gpuClass": "h100", "gpusPerNode": 8, "nodes": ["n1", "n2"], "patchTaints": False}}
+    before = env(tmp_path / "a", {"a": 4}, nodePools=pools)
+    after = env(tmp_path / "b", {"a": 4})
+
+    result = compare_stack("prod", Side(before), Side(after))
+
+    assert [(n["node"], n["change"], n["taints"]) for n in result["nodes"]] == [
+        (name, "changed", {"added": ["nvidia.com/gpu=present:NoSchedule"], "removed": []}) for name in ("n1", "n2")
+    ]
+    text = format_text(report([result], {"ref": "main"}))
+    assert ("  nodes:\n    ~ node n1\n        + taint nvidia.com/gpu=present:NoSchedule\n"
+            "    ~ node n2\n        + taint nvidia.com/gpu=present:NoSchedule\n") in text, text

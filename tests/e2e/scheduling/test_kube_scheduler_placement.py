@@ -2,9 +2,11 @@
 (`scheduler: kai`: pods that do not name `kai-scheduler` still go to kube-scheduler, and the
 placement policy holds for them too; the real KAI Scheduler is in test_kai_scheduling.py).
 
-For every tenant and every pool it may use, a GPU pod selecting the pool (tolerating its own
-taint on a dedicated pool) is admitted and bound to that pool; a pod asking only for a resource
-that just the tenant's pools offer needs no selector at all and is bound there too.
+For every tenant and every pool it may use, a GPU pod selecting the pool (tolerating the pool's
+taint: its own on a dedicated pool, `nvidia.com/gpu=present` on a shared one) is admitted and bound
+to that pool; a pod asking only for a resource that just the tenant's pools offer needs no selector
+and is bound there too. CPU-only pods never land on the tainted shared GPU nodes (issue 22 step 4:
+they used to fill a shared pool and strand its GPUs), and may not tolerate the taint.
 """
 
 from __future__ import annotations
@@ -13,11 +15,13 @@ import uuid
 
 import pytest
 from kubernetes import client
+from kubernetes.client.rest import ApiException
 
-from components.manifests.meta import pool_label, tenant_label
+from components.manifests.gpu_nodes import patches_taints, pool_taints
+from components.manifests.meta import GPU_TAINT_KEY, GPU_TAINT_VALUE, pool_label, tenant_label
 from components.manifests.placement_policy import pinning_resources, placement
 from components.fleet import gpu_capacity as cap
-from tools.scheduling import running_scheduling_stack
+from tools.scheduling import NODE_EPHEMERAL, NODE_MEMORY, NODE_PODS, clear_not_ready_taints, running_scheduling_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.scheduling]
 
@@ -27,13 +31,17 @@ def plain_stack(request, e2e_summary):
     yield from running_scheduling_stack(request.param, e2e_summary)
 
 
-def _pod(resource: str, selector: dict | None, toleration: dict | None) -> dict:
+# What a GPU pod adds for a shared pool (a Kueue flavor injects the same; ExtendedResourceToleration too).
+SHARED_TOLERATION = {"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
+
+
+def _pod(resource: str | None, selector: dict | None, toleration: dict | None, cpu: str = "100m") -> dict:
+    amounts = {"cpu": cpu, "memory": "128Mi", **({resource: "1"} if resource else {})}
     spec: dict = {
         "automountServiceAccountToken": False,
         "securityContext": {"runAsNonRoot": True, "runAsUser": 1000, "seccompProfile": {"type": "RuntimeDefault"}},
         "containers": [{"name": "main", "image": "registry.invalid/cuda:12",
-                        "resources": {"limits": {"cpu": "100m", "memory": "128Mi", resource: "1"},
-                                      "requests": {"cpu": "100m", "memory": "128Mi", resource: "1"}},
+                        "resources": {"limits": dict(amounts), "requests": dict(amounts)},
                         "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}}],
     }
     if selector:
@@ -77,7 +85,7 @@ def test_every_tenants_pod_lands_on_the_pool_it_selects(plain_stack, e2e_summary
             if resource is None or not platform.node_pools[pool].nodes:
                 continue
             toleration = ({"key": tenant_label(platform), "operator": "Equal", "value": loaded.name,
-                           "effect": "NoSchedule"} if pool in allowed.dedicated_pools else None)
+                           "effect": "NoSchedule"} if pool in allowed.dedicated_pools else SHARED_TOLERATION)
             assert _bind(plain_stack, loaded.name, _pod(resource, {pool_label(platform): pool}, toleration)) == pool
             bound += 1
     assert bound >= 2
@@ -94,7 +102,100 @@ def test_a_pod_pinned_by_its_request_needs_no_selector(plain_stack):
         held = cap.gpu_quota_by_resource(loaded.spec, platform)
         for resource in pinning_resources(allowed, view):
             if held.get(resource) and loaded.spec.lifecycle == "active":
-                assert _bind(plain_stack, loaded.name, _pod(resource, None, None)) in allowed.pools
+                assert _bind(plain_stack, loaded.name, _pod(resource, None, SHARED_TOLERATION)) in allowed.pools
                 checked += 1
     if environment.name == "dev":   # dev: nvidia.com/gpu only on l4-shared, 1g.10gb only on a100-mig
         assert checked >= 3
+
+
+CPU_NODE, CPU_NODE_CPU = "e2e-cpu-01", "2"
+
+
+def _set_taints(core: client.CoreV1Api, node: str, taints: list[dict]) -> None:
+    core.patch_node(node, {"spec": {"taints": taints}}, field_manager="kubelet")
+
+
+@pytest.fixture
+def cpu_node(plain_stack):
+    """One untainted node without GPUs (2 cpus), as every cluster has for CPU work, and the GPU
+    taint on the nodes of shared MIG pools, which register with it (`gpu_nodes.patches_taints`:
+    their patch carries none). Both undone afterwards."""
+    cp = plain_stack.plane.cp
+    core = client.CoreV1Api(cp.api_client)
+    facts = plain_stack.environment.facts
+    registered = [node for name, pool in sorted(plain_stack.environment.platform.node_pools.items())
+                  if name not in facts.pool_owners and not patches_taints(facts, name) for node in pool.nodes]
+    for node in registered:
+        kept = [cp.api_client.sanitize_for_serialization(t) for t in core.read_node(node).spec.taints or []]
+        _set_taints(core, node, kept + [{"key": GPU_TAINT_KEY, "value": GPU_TAINT_VALUE, "effect": "NoSchedule"}])
+    cp.create_node(CPU_NODE, {"kubernetes.io/hostname": CPU_NODE, "kubernetes.io/os": "linux"}, field_manager="kubelet")
+    allocatable = {"cpu": CPU_NODE_CPU, "memory": NODE_MEMORY, "ephemeral-storage": NODE_EPHEMERAL, "pods": NODE_PODS}
+    core.patch_node_status(CPU_NODE, {"status": {"capacity": allocatable, "allocatable": allocatable, "conditions": [
+        {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "e2e CPU node (no kubelet)"}]}})
+    clear_not_ready_taints(cp, [CPU_NODE])
+    yield CPU_NODE
+    core.delete_node(CPU_NODE)
+    for node in registered:
+        kept = [cp.api_client.sanitize_for_serialization(t) for t in core.read_node(node).spec.taints or [] if t.key != GPU_TAINT_KEY]
+        _set_taints(core, node, kept)
+
+
+def _unschedulable_reason(core: client.CoreV1Api, namespace: str, name: str) -> str | None:
+    pod = core.read_namespaced_pod(name, namespace)
+    assert not pod.spec.node_name, f"{namespace}/{name} was bound to {pod.spec.node_name}"
+    condition = next((c for c in pod.status.conditions or [] if c.type == "PodScheduled"), None)
+    return condition.message if condition is not None and condition.reason == "Unschedulable" else None
+
+
+def test_cpu_pods_stay_off_the_shared_gpu_pools_and_gpu_pods_still_land_there(plain_stack, cpu_node, e2e_summary):
+    environment = plain_stack.environment
+    platform = environment.platform
+    cp = plain_stack.plane.cp
+    core = client.CoreV1Api(cp.api_client)
+    shared = [name for name, pool in sorted(platform.node_pools.items())
+              if pool.nodes and name not in environment.facts.pool_owners]
+    assert shared and all(pool_taints(environment.facts, name)[0]["key"] == GPU_TAINT_KEY for name in shared)
+    for name in shared:   # on the cluster: patched by us, or registered by the node (a shared MIG pool)
+        for node in platform.node_pools[name].nodes:
+            assert (GPU_TAINT_KEY, GPU_TAINT_VALUE, "NoSchedule") in {(t.key, t.value, t.effect) for t in core.read_node(node).spec.taints or []}
+    tenant = next(t for t in environment.tenants if t.spec.lifecycle == "active"
+                  and any(p in shared for p in placement(t.spec, environment.view(t.spec)).pools))
+    namespace = tenant.name
+    # A small CPU pod goes to the CPU node, however many free cpus the GPU nodes have.
+    used_before = cp.quota_used(namespace)   # released again after each CPU pod, for the GPU pod's _bind
+    small = _pod(None, None, None)
+    core.create_namespaced_pod(namespace, small)
+    try:
+        try:
+            bound = cp.wait_for(lambda: core.read_namespaced_pod(small["metadata"]["name"], namespace).spec.node_name,
+                                timeout=90, interval=0.5, what="the CPU pod bound")
+        except TimeoutError:
+            raise AssertionError(_unschedulable_reason(core, namespace, small["metadata"]["name"])) from None
+        assert bound == cpu_node
+    finally:
+        cp.delete_pods(namespace, [small["metadata"]["name"]], quota_used_before=used_before)
+    # A CPU pod too big for the CPU node stays Pending rather than take a shared GPU node (each has
+    # 128 free cpus): before the taint, pods like it filled the shared pool and stranded its GPUs.
+    big = _pod(None, None, None, cpu="3")
+    core.create_namespaced_pod(namespace, big)
+    try:
+        reason = cp.wait_for(lambda: _unschedulable_reason(core, namespace, big["metadata"]["name"]),
+                             timeout=90, interval=0.5, what="the scheduler's reason for the big CPU pod")
+        # The scheduler counts, not names, the taints: every GPU node turned it away by a taint, the CPU node by size.
+        gpu_nodes = [n for pool in platform.node_pools.values() for n in pool.nodes]
+        assert f"1 Insufficient cpu, {len(gpu_nodes)} node(s) had untolerated taint(s)" in reason, reason
+    finally:
+        cp.delete_pods(namespace, [big["metadata"]["name"]], quota_used_before=used_before)
+    # It may not tolerate the taint to get there.
+    with pytest.raises(ApiException) as refused:
+        core.create_namespaced_pod(namespace, _pod(None, None, SHARED_TOLERATION, cpu="3"), dry_run="All")
+    assert refused.value.status == 403 and "only pods that request GPUs may tolerate taint nvidia.com/gpu" in refused.value.body
+    # The legitimate neighbour: the tenant's GPU pod, tolerating the taint, is bound to its shared pool.
+    allowed = placement(tenant.spec, environment.view(tenant.spec))
+    held = cap.gpu_quota_by_resource(tenant.spec, platform)
+    pool = next(p for p in sorted(allowed.pools, key=lambda p: not patches_taints(environment.facts, p)) if p in shared
+                and any(held.get(r) for r in cap.node_gpu_resources(platform, platform.node_pools[p])))
+    resource = next(r for r in cap.node_gpu_resources(platform, platform.node_pools[pool]) if held.get(r))
+    assert _bind(plain_stack, namespace, _pod(resource, {pool_label(platform): pool}, SHARED_TOLERATION)) == pool
+    e2e_summary.append(f"scheduling lane ({environment.name}): CPU pods kept off shared GPU pools {', '.join(shared)}; "
+                       f"{namespace}'s GPU pod bound to {pool}")
