@@ -4,7 +4,7 @@ PriorityClasses and the Pod Security pin; one small validator per concern, run b
 from __future__ import annotations
 
 from ..fleet import mig
-from ..fleet.isolation import isolation_of
+from ..fleet.isolation import fraction_isolation, isolation_of
 from ..spec.hints import did_you_mean
 from ..spec.problems import Problem
 from ..spec.stack import CONFIG_KEY, Platform
@@ -129,7 +129,7 @@ def memory_bound_acknowledgements_are_needed(platform: Platform, doc: SourceDocu
         if gpu_class is None:
             problems.append(doc.problem(where, f"unknown GPU class '{name}'{did_you_mean(name, platform.gpu_classes)}"))
             continue
-        isolation = isolation_of(gpu_class)
+        isolation = fraction_isolation(gpu_class) or isolation_of(gpu_class)
         if isolation.shares_a_gpu and not isolation.bounds_memory:
             continue
         why = (
