@@ -8,7 +8,8 @@ plus its binding, in the tenant's namespaces) refuses:
 * Pods: a PriorityClass the stack does not define (the system classes `system-node-critical` and
   `system-cluster-critical` preempt everything and escape every PriorityClass-scoped quota; the
   stack's classes are capped per tenant by quota); `NVIDIA_VISIBLE_DEVICES` set by hand (on a KAI
-  stack, except as KAI's webhook injects it into a share: from the pod's own KAI ConfigMap), or
+  stack, except as KAI's webhook sets it: in a share from the pod's own KAI ConfigMap, elsewhere
+  `void` or `none`), or
   `NVIDIA_DRIVER_CAPABILITIES` or a GPU RuntimeClass without a GPU request (with the NVIDIA
   toolkit's defaults they expose GPUs no quota counted);
 * Pods: projected ServiceAccount tokens longer-lived than `guardRails.serviceAccountTokens` allows
@@ -77,6 +78,7 @@ NAME_PREFIX = "gpu-tenancy-guard"
 SERVICE_ACCOUNT_TOKEN = "kubernetes.io/service-account-token"
 GPU_ENV_ALWAYS = ("NVIDIA_VISIBLE_DEVICES",)
 GPU_ENV_WITHOUT_GPU = ("NVIDIA_DRIVER_CAPABILITIES",)
+GPU_ENV_NO_DEVICES = ("none", "void")   # NVIDIA container toolkit: no GPU (KAI's deviceaccess plugin sets void)
 
 
 def policy_name(tenant: str) -> str:
@@ -228,11 +230,14 @@ def _variables(tenant: Tenant, view: TenantView) -> list[dict[str, str]]:
 
 
 def _unless_kai_share_env(env: str) -> str:
-    """CEL (`&& ...`): not the variable KAI's webhook injects into a GPU share: read from the pod's
-    own KAI ConfigMap (named after its `runai/shared-gpu-configmap`), which only KAI's binder may
-    write (kai_sharing_policy.py), in a pod with a KAI sharing annotation (so placed and queued)."""
+    """CEL (`&& ...`): not a value KAI's webhook sets. Into a GPU share it injects the variable read
+    from the pod's own KAI ConfigMap (named after its `runai/shared-gpu-configmap`), which only KAI's
+    binder may write (kai_sharing_policy.py), in a pod with a KAI sharing annotation (so placed and
+    queued); with KAI's `blockNvidiaVisibleDevices`, `void` into the pod's other containers (`void`
+    and `none` show no GPU)."""
     prefix = f"object.metadata.annotations[{cel_string(KAI_SHARED_GPU_CONFIGMAP_ANNOTATION)}]"
     return (
+        f" && !(has({env}.value) && {env}.value in {cel_list(GPU_ENV_NO_DEVICES)})"
         f" && !(has({env}.valueFrom) && has({env}.valueFrom.configMapKeyRef) && {env}.valueFrom.configMapKeyRef.key == {env}.name && "
         f"has(object.metadata.annotations) && {cel_list(KAI_GPU_SHARING_ANNOTATIONS)}.exists(k, k in object.metadata.annotations) && "
         f"{cel_string(KAI_SHARED_GPU_CONFIGMAP_ANNOTATION)} in object.metadata.annotations && "

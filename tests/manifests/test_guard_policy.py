@@ -145,6 +145,14 @@ def test_gpu_variables_only_look_like_kais_when_they_are(engine, environments, c
     assert len(message) == 1 and message[0].startswith("environment variable NVIDIA_VISIBLE_DEVICES is refused in pods of tenant eval")
 
 
+def test_on_a_kai_stack_the_values_that_show_no_gpu_are_admitted(engine, environments, prod):
+    """KAI's deviceaccess webhook plugin (admission.blockNvidiaVisibleDevices) sets `void` in containers without a GPU."""
+    for value in ("void", "none"):
+        assert admit(engine, policy_for(environments["staging"], "eval"), pod(env={"NVIDIA_VISIBLE_DEVICES": value}), resource="pods") == []
+        assert len(admit(engine, policy_for(prod, "eval"), pod(env={"NVIDIA_VISIBLE_DEVICES": value}), resource="pods")) == 1
+    assert len(admit(engine, policy_for(environments["staging"], "eval"), pod(env={"NVIDIA_VISIBLE_DEVICES": "0"}), resource="pods")) == 1
+
+
 def test_stacks_without_kai_keep_the_plain_gpu_variable_rule(prod):
     assert "shared-gpu" not in str(policy_for(prod, "eval")["spec"]["variables"])
 

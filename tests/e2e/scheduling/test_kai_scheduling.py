@@ -237,6 +237,9 @@ def _as_webhook_leaves_it(body: dict, prefix: str = KAI_PREFIX) -> dict:
     container["env"] = [{"name": name, "valueFrom": {"configMapKeyRef": {"name": f"{prefix}-0", "key": name}}}
                         for name in ("NVIDIA_VISIBLE_DEVICES", "RUNAI_NUM_OF_GPUS", "GPU_PORTION", "CUDA_DEVICE_MEMORY_LIMIT")]
     container["envFrom"] = [{"configMapRef": {"name": f"{prefix}-0-evar", "optional": False}}]
+    # With admission.blockNvidiaVisibleDevices, KAI's deviceaccess plugin hides the GPU from the other containers.
+    sidecar = {k: v for k, v in container.items() if k not in ("env", "envFrom")}
+    body["spec"]["containers"].append({**sidecar, "name": "sidecar", "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"}]})
     return body
 
 
@@ -291,8 +294,9 @@ def test_a_developer_cannot_write_a_kai_config_map_but_the_binder_can(kai_stack,
 def test_the_variables_kais_webhook_injects_are_admitted_and_hand_made_ones_are_not(kai_stack, pods):
     target = on_pool(kai_stack, "eval", "a100-shared")
     name = pods.submit("eval", _as_webhook_leaves_it(_fraction_pod("eval", **target)))
-    env = {e.name: e.value_from.config_map_key_ref.name for e in pods.core.read_namespaced_pod(name, "eval").spec.containers[0].env}
-    assert env["NVIDIA_VISIBLE_DEVICES"] == f"{KAI_PREFIX}-0"
+    main, sidecar = pods.core.read_namespaced_pod(name, "eval").spec.containers
+    assert {e.name: e.value_from.config_map_key_ref.name for e in main.env}["NVIDIA_VISIBLE_DEVICES"] == f"{KAI_PREFIX}-0"
+    assert [(e.name, e.value) for e in sidecar.env] == [("NVIDIA_VISIBLE_DEVICES", "void")]
     by_hand = _fraction_pod("eval", **target)
     by_hand["spec"]["containers"][0]["env"] = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]
     assert "environment variable NVIDIA_VISIBLE_DEVICES is refused" in _refused(pods, "eval", by_hand)
