@@ -308,3 +308,19 @@ def test_a_share_cannot_opt_out_of_hamicore(kai_stack, pods):
     target = on_pool(kai_stack, "eval", "a100-shared")
     opt_out = _fraction_pod("eval", {"gpu-fraction": "0.5", "kai-resource-isolator.io/inject": "false"}, **target)
     assert "annotation kai-resource-isolator.io/inject is refused" in _refused(pods, "eval", opt_out)
+
+
+def test_the_kai_sharing_and_guard_policies_type_check_clean(kai_stack):
+    """The server type-checks each expression against both kinds the policy matches (ConfigMap, Pod)."""
+    from kubernetes import client
+
+    from tools.applied_stack import wait_policies_typechecked
+
+    cp = kai_stack.plane.cp
+    names = ["gpu-tenancy-kai-sharing", "gpu-tenancy-guard-eval"]
+    wait_policies_typechecked(cp, [{"kind": "ValidatingAdmissionPolicy", "metadata": {"name": n}} for n in names])
+    adm = client.AdmissionregistrationV1Api(cp.api_client)
+    for name in names:
+        status = adm.read_validating_admission_policy(name).status
+        warnings = (status.type_checking.expression_warnings or []) if status.type_checking else []
+        assert not warnings, "\n".join(f"{name} {w.field_ref}: {w.warning}" for w in warnings)
