@@ -756,19 +756,6 @@ class Platform(Model):
             return self.tenants != "all" and tenant not in self.tenants
         return tenant in self.tenants_left_out
 
-    @model_validator(mode="after")
-    def _kai_fractions_match_scheduler(self) -> "Platform":
-        declared = {name: c.kai_fractions.memory_bound for name, c in sorted(self.gpu_classes.items()) if c.kai_fractions}
-        if declared and self.scheduler != "kai":
-            raise ValueError(f"gpuClasses.{next(iter(declared))}.kaiFractions needs `scheduler: kai` (scheduler is '{self.scheduler}')")
-        if len(set(declared.values())) > 1:
-            # hamicore is one binder plugin for the whole cluster: it bounds every share or none.
-            raise ValueError(
-                "kaiFractions.memoryBound must be the same for every class (KAI's hamicore binder plugin is on or off for "
-                f"the whole cluster); got {', '.join(f'{n}: {b}' for n, b in declared.items())}"
-            )
-        return self
-
     @property
     def kai_memory_bound(self) -> str:
         """`hamicore` when a class declares memory-bounded KAI fractions, else `none`.

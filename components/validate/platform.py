@@ -141,6 +141,34 @@ def memory_bound_acknowledgements_are_needed(platform: Platform, doc: SourceDocu
     return problems
 
 
+def kai_fractions_have_kai_and_one_memory_bound(platform: Platform, doc: SourceDocument) -> list[Problem]:
+    """`kaiFractions` needs `scheduler: kai`, and says one `memoryBound` for every class: KAI's
+    `hamicore` binder plugin is on or off for the whole cluster, so a class cannot differ.
+
+    >>> kai_fractions_have_kai_and_one_memory_bound(staging.platform, staging.platform_doc)
+    []
+    >>> p = staging.platform.model_copy(update={"scheduler": "kueue"})
+    >>> [x.message for x in kai_fractions_have_kai_and_one_memory_bound(p, staging.platform_doc)]
+    ["kaiFractions needs `scheduler: kai` (scheduler is 'kueue'): only KAI places pods by gpu-fraction; remove it or set `scheduler: kai`"]
+    """
+    declared = {name: c.kai_fractions.memory_bound for name, c in sorted(platform.gpu_classes.items()) if c.kai_fractions}
+    problems: list[Problem] = []
+    if declared and platform.scheduler != "kai":
+        for name in declared:
+            problems.append(doc.problem(platform_path("gpuClasses", name, "kaiFractions"), (
+                f"kaiFractions needs `scheduler: kai` (scheduler is '{platform.scheduler}'): only KAI places pods by "
+                "gpu-fraction; remove it or set `scheduler: kai`")))
+    if len(set(declared.values())) > 1:
+        said = ", ".join(f"{n}: {b}" for n, b in declared.items())
+        for name, bound in declared.items():
+            if bound != "hamicore":
+                continue
+            problems.append(doc.problem(platform_path("gpuClasses", name, "kaiFractions", "memoryBound"), (
+                f"kaiFractions.memoryBound must be the same for every class (KAI's hamicore binder plugin is on or off "
+                f"for the whole cluster, so it would bound the others' shares too); got {said}: set the same value on each")))
+    return problems
+
+
 def _check_pool_layout(platform: Platform, doc: SourceDocument, pool_name: str) -> list[Problem]:
     pool = platform.node_pools[pool_name]
     gpu_class = platform.gpu_classes[pool.gpu_class]
@@ -193,6 +221,7 @@ PLATFORM_VALIDATORS = (
     one_default_priority_class,
     pod_security_is_current,
     memory_bound_acknowledgements_are_needed,
+    kai_fractions_have_kai_and_one_memory_bound,
     limit_range_defaults_within_guard_rails,
 )
 

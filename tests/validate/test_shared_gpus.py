@@ -147,15 +147,17 @@ def test_kai_fractions_bounded_by_hamicore_are_not_warned_about_and_need_no_ackn
     assert "shared by KAI fraction with HAMi-core, which bounds each pod's GPU memory" in warning.message
 
 
-@pytest.mark.parametrize("platform, message", [
-    ({**_platform(_kai_fractions("hamicore"))}, "kaiFractions needs `scheduler: kai` (scheduler is 'none')"),
-    (_kai({"sharing": "timeSlicing", "timeSlicing": {"replicas": 4}, "kaiFractions": {}}), "`kaiFractions` needs sharing 'exclusive'"),
+@pytest.mark.parametrize("platform, field, message", [
+    (_platform(_kai_fractions("hamicore")), "gpuClasses.l4.kaiFractions", "kaiFractions needs `scheduler: kai` (scheduler is 'none')"),
+    (_kai({"sharing": "timeSlicing", "timeSlicing": {"replicas": 4}, "kaiFractions": {}}), "gpuClasses.l4",
+     "`kaiFractions` needs sharing 'exclusive'"),
 ], ids=["no KAI", "time-sliced"])
-def test_kai_fractions_need_kai_and_whole_gpus(platform, message):
+def test_kai_fractions_need_kai_and_whole_gpus(platform, field, message):
     with pytest.raises(InvalidInput) as raised:
         environment_from_data("dev", platform, {"a": _tenant("a")})
 
-    assert message in str(raised.value)
+    [problem] = raised.value.problems
+    assert problem.field == f"config.gpu-tenancy:platform.{field}" and message in problem.message
 
 
 def test_hamicore_is_one_setting_for_every_class():
@@ -164,5 +166,7 @@ def test_hamicore_is_one_setting_for_every_class():
     with pytest.raises(InvalidInput) as raised:
         environment_from_data("dev", platform, {"a": _tenant("a")})
 
-    assert "kaiFractions.memoryBound must be the same for every class" in str(raised.value)
-    assert "h100: none, l4: hamicore" in str(raised.value)
+    [problem] = raised.value.problems
+    assert problem.field == "config.gpu-tenancy:platform.gpuClasses.l4.kaiFractions.memoryBound"
+    assert "kaiFractions.memoryBound must be the same for every class" in problem.message
+    assert "got h100: none, l4: hamicore" in problem.message
