@@ -100,7 +100,7 @@ SHARING_MODES: tuple[Isolation, ...] = (
     ),
     Isolation(
         mode="KAI fraction",
-        set_by="`scheduler: kai`, KAI's GPU sharing on, pod annotation `gpu-fraction` (not in the stack file)",
+        set_by="`kaiFractions: {memoryBound: none}` on an exclusive class (`scheduler: kai`), pod annotation `gpu-fraction` or `gpu-memory`",
         sharing=None,
         shares_a_gpu=True,
         bounds_memory=False,
@@ -112,15 +112,15 @@ SHARING_MODES: tuple[Isolation, ...] = (
     ),
     Isolation(
         mode="KAI fraction with HAMi-core",
-        set_by="as KAI fraction, plus the HAMi-core library in the container",
+        set_by="`kaiFractions: {memoryBound: hamicore}` (the tool's KAI `Config` turns on the `hamicore` binder plugin), plus HAMi-core loaded in the container (e.g. kai-resource-isolator)",
         sharing=None,
         shares_a_gpu=True,
         bounds_memory=True,
-        memory_bound="soft: `CUDA_DEVICE_MEMORY_LIMIT`, checked by HAMi-core on CUDA allocations (a process that bypasses the library is not bounded)",
+        memory_bound="soft: `CUDA_DEVICE_MEMORY_LIMIT` (share x GPU memory), checked by HAMi-core on CUDA allocations through LD_PRELOAD; a hostile container that bypasses the library (static CUDA runtime, direct driver calls, its own preload) is not bounded",
         fault_isolation="**none**",
         compute_share="shared, no guarantee",
         metered_by=_KAI_QUEUE,
-        enforced_by="HAMi-core (`libvgpu.so`) inside the container",
+        enforced_by="HAMi-core (`libvgpu.so`) inside the container, i.e. by the tenant's own process, not by the node",
     ),
     Isolation(
         mode="DRA",
@@ -146,3 +146,17 @@ def isolation_of(gpu_class: GpuClass) -> Isolation:
     False
     """
     return next(record for record in SHARING_MODES if record.sharing == gpu_class.sharing)
+
+
+def fraction_isolation(gpu_class: GpuClass) -> Optional[Isolation]:
+    """The isolation of KAI fractions on a class's GPUs (`kaiFractions`); None when the class declares none.
+
+    >>> fraction_isolation(staging.platform.gpu_classes["a100"]).mode
+    'KAI fraction with HAMi-core'
+    >>> fraction_isolation(staging.platform.gpu_classes["h100"]) is None
+    True
+    """
+    if gpu_class.kai_fractions is None:
+        return None
+    mode = "KAI fraction with HAMi-core" if gpu_class.kai_fractions.memory_bound == "hamicore" else "KAI fraction"
+    return next(record for record in SHARING_MODES if record.mode == mode)

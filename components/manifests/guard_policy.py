@@ -7,7 +7,9 @@ plus its binding, in the tenant's namespaces) refuses:
 
 * Pods: a PriorityClass the stack does not define (the system classes `system-node-critical` and
   `system-cluster-critical` preempt everything and escape every PriorityClass-scoped quota; the
-  stack's classes are capped per tenant by quota); `NVIDIA_VISIBLE_DEVICES` set by hand, or
+  stack's classes are capped per tenant by quota); `NVIDIA_VISIBLE_DEVICES` set by hand (on a KAI
+  stack, except as KAI's webhook sets it: in a share from the pod's own KAI ConfigMap, elsewhere
+  `void` or `none`), or
   `NVIDIA_DRIVER_CAPABILITIES` or a GPU RuntimeClass without a GPU request (with the NVIDIA
   toolkit's defaults they expose GPUs no quota counted);
 * Pods: projected ServiceAccount tokens longer-lived than `guardRails.serviceAccountTokens` allows
@@ -57,7 +59,16 @@ from typing import Any, Iterable
 from .cel import cel_list, cel_string, names_or_none
 from ..fleet.facts import TenantView
 from ..spec.tenant import Tenant
-from .meta import TENANT_LABEL, KubeObject, kube_object, object_meta, owned_labels
+from .meta import (
+    KAI_GPU_SHARING_ANNOTATIONS,
+    KAI_SHARED_GPU_CONFIGMAP_ANNOTATION,
+    KAI_SHARED_GPU_PREFIX_SUFFIX,
+    TENANT_LABEL,
+    KubeObject,
+    kube_object,
+    object_meta,
+    owned_labels,
+)
 from .placement_policy import _is_gpu_resource
 from .quota import priority_cap
 from .rbac import ROLES, role_binding_name
@@ -67,6 +78,7 @@ NAME_PREFIX = "gpu-tenancy-guard"
 SERVICE_ACCOUNT_TOKEN = "kubernetes.io/service-account-token"
 GPU_ENV_ALWAYS = ("NVIDIA_VISIBLE_DEVICES",)
 GPU_ENV_WITHOUT_GPU = ("NVIDIA_DRIVER_CAPABILITIES",)
+GPU_ENV_NO_DEVICES = ("none", "void")   # NVIDIA container toolkit: no GPU (KAI's deviceaccess plugin sets void)
 
 
 def policy_name(tenant: str) -> str:
@@ -183,7 +195,9 @@ def _variables(tenant: Tenant, view: TenantView) -> list[dict[str, str]]:
             "name": "gpuEnv",
             "expression": (
                 "variables.containers.map(c, has(c.env) ? c.env.filter(e, "
-                f"e.name in {cel_list(GPU_ENV_ALWAYS)} || (!variables.requestsGpu && e.name in {cel_list(GPU_ENV_WITHOUT_GPU)}))"
+                + (f"(e.name in {cel_list(GPU_ENV_ALWAYS)}{_unless_kai_share_env('e')})" if platform.scheduler == "kai"
+                   else f"e.name in {cel_list(GPU_ENV_ALWAYS)}")
+                + f" || (!variables.requestsGpu && e.name in {cel_list(GPU_ENV_WITHOUT_GPU)}))"
                 ".map(e, e.name) : []).filter(l, size(l) > 0)"
             ),
         },
@@ -213,6 +227,23 @@ def _variables(tenant: Tenant, view: TenantView) -> list[dict[str, str]]:
             ),
         },
     ]
+
+
+def _unless_kai_share_env(env: str) -> str:
+    """CEL (`&& ...`): not a value KAI's webhook sets. Into a GPU share it injects the variable read
+    from the pod's own KAI ConfigMap (named after its `runai/shared-gpu-configmap`), which only KAI's
+    binder may write (kai_sharing_policy.py), in a pod with a KAI sharing annotation (so placed and
+    queued); with KAI's `blockNvidiaVisibleDevices`, `void` into the pod's other containers (`void`
+    and `none` show no GPU)."""
+    prefix = f"object.metadata.annotations[{cel_string(KAI_SHARED_GPU_CONFIGMAP_ANNOTATION)}]"
+    return (
+        f" && !(has({env}.value) && {env}.value in {cel_list(GPU_ENV_NO_DEVICES)})"
+        f" && !(has({env}.valueFrom) && has({env}.valueFrom.configMapKeyRef) && {env}.valueFrom.configMapKeyRef.key == {env}.name && "
+        f"has(object.metadata.annotations) && {cel_list(KAI_GPU_SHARING_ANNOTATIONS)}.exists(k, k in object.metadata.annotations) && "
+        f"{cel_string(KAI_SHARED_GPU_CONFIGMAP_ANNOTATION)} in object.metadata.annotations && "
+        f"{prefix}.endsWith({cel_string(KAI_SHARED_GPU_PREFIX_SUFFIX)}) && "
+        f"{env}.valueFrom.configMapKeyRef.name.startsWith({prefix} + \"-\"))"
+    )
 
 
 def _decoded_size(text: str) -> str:

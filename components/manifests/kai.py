@@ -33,6 +33,8 @@ from ..fleet.queue_arithmetic import (
 from ..spec.stack import Platform
 from ..spec.tenant import Tenant
 from .cel import cel_list
+from .kai_config import kai_config
+from .kai_sharing_policy import kai_sharing_policy
 from .meta import KAI_GPU_SHARING_ANNOTATIONS, KAI_QUEUE_LABEL, KAI_SCHEDULER_NAME, TENANT_LABEL, KubeObject, kube_object, object_meta, owned_labels, platform_labels
 
 API_VERSION = "scheduling.run.ai/v2"
@@ -248,9 +250,10 @@ def tenant_kai_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
 
 
 def platform_kai_objects(facts: FleetFacts) -> list[KubeObject]:
-    """Department Queues and the queue-pinning admission policy.
+    """Department Queues, the queue-pinning and GPU-sharing admission policies, and the `kai-config` fields the stack sets.
 
-    >>> [(o["kind"], o["metadata"]["name"]) for o in platform_kai_objects(staging.facts)]
-    [('Queue', 'dept-research'), ('Queue', 'dept-serving'), ('ValidatingAdmissionPolicy', 'gpu-tenancy-kai-queue'), ('ValidatingAdmissionPolicyBinding', 'gpu-tenancy-kai-queue')]
+    >>> [(o["kind"], o["metadata"]["name"]) for o in platform_kai_objects(staging.facts)][2:]
+    [('ValidatingAdmissionPolicy', 'gpu-tenancy-kai-queue'), ('ValidatingAdmissionPolicyBinding', 'gpu-tenancy-kai-queue'), ('ValidatingAdmissionPolicy', 'gpu-tenancy-kai-sharing'), ('ValidatingAdmissionPolicyBinding', 'gpu-tenancy-kai-sharing'), ('Config', 'kai-config')]
     """
-    return [*department_queues(facts), *queue_pinning_policy(facts)]
+    return [*department_queues(facts), *queue_pinning_policy(facts), *kai_sharing_policy(facts),
+            *kai_config(facts.platform, facts.environment_label)]

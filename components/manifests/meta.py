@@ -41,6 +41,13 @@ KAI_SCHEDULER_NAME = "kai-scheduler"  # KAI's default --scheduler-name
 # Pod annotations by which KAI gives a pod a share of a GPU without any resource request
 # (pkg/common/constants of KAI v0.17): ResourceQuota cannot see them, only KAI's queue meters them.
 KAI_GPU_SHARING_ANNOTATIONS = ("gpu-fraction", "gpu-fraction-num-devices", "gpu-memory")
+# KAI's admission webhook names a GPU-sharing pod's ConfigMaps by this pod annotation
+# (`<owner>-<7 random>-shared-gpu`, kept if the pod already has one); the binder then writes
+# `<prefix>-<container index>` (NVIDIA_VISIBLE_DEVICES, GPU_PORTION, CUDA_DEVICE_MEMORY_LIMIT) and
+# `<prefix>-<index>-evar`, init containers `-i<index>` (pkg/binder/common/gpusharingconfigmap, KAI v0.17).
+KAI_SHARED_GPU_CONFIGMAP_ANNOTATION = "runai/shared-gpu-configmap"
+KAI_SHARED_GPU_PREFIX_SUFFIX = "-shared-gpu"
+KAI_SHARED_GPU_CONFIGMAP_PATTERN = "^.+-shared-gpu-i?[0-9]+(-evar)?$"
 FIELD_MANAGER = "gpu-tenancy"
 
 KubeObject = dict[str, Any]

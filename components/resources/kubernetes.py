@@ -2,7 +2,8 @@
 
 Built-in kinds become their typed class (`core.v1.Namespace`, `rbac.v1.Role`, ...); a partial
 `Node` becomes a `core.v1.NodePatch` (server-side apply with our field manager); custom
-resources (Kueue, KAI) become `apiextensions.CustomResource`.
+resources (Kueue, KAI) become `apiextensions.CustomResource`, except KAI's `Config`, which KAI's
+Helm chart owns: its few fields of ours become an `apiextensions.CustomResourcePatch`.
 
 Every object is applied under one stable field manager, `gpu-tenancy` (the provider's
 `pulumi.com/patchFieldManager` annotation). The provider's default is a random manager per resource
@@ -20,6 +21,9 @@ import pulumi_kubernetes as k8s
 
 from ..manifests.gpu_nodes import PATCH_FIELD_MANAGER
 from ..manifests.meta import FIELD_MANAGER, KubeObject, immutable_fields
+
+# Custom resources another installer creates, of which we own only some fields (deleting ours gives them back).
+_PATCHED_CUSTOM_RESOURCES = {("kai.scheduler/v1", "Config")}
 
 _GROUP_MODULES = {
     "": "core",
@@ -116,7 +120,7 @@ def register(name: str, obj: KubeObject, opts: pulumi.ResourceOptions) -> pulumi
         metadata = fields.pop("metadata")
         if fields:
             raise ValueError(f"custom resource {obj['kind']} has top-level fields besides spec: {sorted(fields)}")
-        return k8s.apiextensions.CustomResource(
-            name, api_version=obj["apiVersion"], kind=obj["kind"], metadata=metadata, spec=spec, opts=opts
-        )
+        custom = (k8s.apiextensions.CustomResourcePatch if (obj["apiVersion"], obj["kind"]) in _PATCHED_CUSTOM_RESOURCES
+                  else k8s.apiextensions.CustomResource)
+        return custom(name, api_version=obj["apiVersion"], kind=obj["kind"], metadata=metadata, spec=spec, opts=opts)
     return cls(name, opts=opts, **{_snake(k): v for k, v in fields.items()})

@@ -16,6 +16,10 @@ from ..fleet import gpu_capacity as cap
 from ..fleet import feasibility as feas
 from ..fleet import mig
 from ..fleet.environment import Environment
+from ..fleet.isolation import fraction_isolation
+from ..fleet.queue_arithmetic import kai_amounts
+from ..manifests.device_classes import device_class_grants
+from ..manifests.kai import department_queues
 from ..spec.stack import GpuClass, Platform
 from ..spec.yaml_source import yaml_text
 
@@ -48,7 +52,22 @@ def sharing_mode(gpu_class: GpuClass) -> str:
         return f"MPS x{gpu_class.mps.replicas} ({cap.mps_memory_per_replica(gpu_class)} each)"
     if gpu_class.sharing == "mig" and gpu_class.mig:
         return f"MIG ({gpu_class.mig.strategy})"
+    if gpu_class.kai_fractions:
+        return "exclusive + KAI fractions" + (" (HAMi-core)" if gpu_class.kai_fractions.memory_bound == "hamicore" else "")
     return "exclusive"
+
+
+def fraction_statement(gpu_class: GpuClass) -> str:
+    """What KAI fractions on a class's GPUs bound ("" when the class declares none).
+
+    >>> fraction_statement(staging.platform.gpu_classes["a100"])[:68]
+    'KAI fractions (gpu-fraction, gpu-memory): several pods on one GPU, m'
+    """
+    record = fraction_isolation(gpu_class)
+    if record is None:
+        return ""
+    return (f"KAI fractions (gpu-fraction, gpu-memory): several pods on one GPU, metered by the tenant's KAI queue only "
+            f"(not by ResourceQuota); memory bound: {record.memory_bound}; fault isolation: {record.fault_isolation}")
 
 
 def isolation(gpu_class: GpuClass) -> str:
@@ -78,7 +97,7 @@ def isolation(gpu_class: GpuClass) -> str:
             "MIG slices with their own memory and compute, requested as nvidia.com/mig-<profile> (see MIG "
             "profiles); the class counts only GPUs its layouts leave whole"
         )
-    return "one pod per GPU"
+    return "one pod per GPU requested as a resource" if gpu_class.kai_fractions else "one pod per GPU"
 
 
 def dra_statement(platform: Platform, name: str) -> str:
@@ -113,6 +132,7 @@ def capacity_table(environment: Environment) -> dict[str, Any]:
     capacity = cap.capacity(platform)
     ratio = Fraction(platform.capacity_warning_ratio)
     active = [t for t in environment.tenants if t.spec.lifecycle == "active"]
+    grants = {t.name: device_class_grants(t.spec, platform) for t in active}
     classes: dict[str, Any] = {}
     for name, gpu_class in sorted(platform.gpu_classes.items()):
         pools = {p: pool for p, pool in sorted(platform.node_pools.items()) if pool.gpu_class == name}
@@ -126,8 +146,10 @@ def capacity_table(environment: Environment) -> dict[str, Any]:
         classes[name] = {
             "model": gpu_class.model,
             "sharing": sharing_mode(gpu_class),
-            "isolation": "; ".join(filter(None, (isolation(gpu_class), dra_statement(platform, name)))),
+            "isolation": "; ".join(filter(None, (isolation(gpu_class), dra_statement(platform, name), fraction_statement(gpu_class)))),
+            "kaiFractions": gpu_class.kai_fractions.memory_bound if gpu_class.kai_fractions else None,
             "deviceClasses": sorted(n for n, spec in platform.device_classes.items() if spec.gpu_class == name),
+            "draDevices": {dc: _dra_devices(dc, grants) for dc in sorted(n for n, spec in platform.device_classes.items() if spec.gpu_class == name)},
             "resource": cap.class_resource(gpu_class),
             "pools": list(pools),
             "nodes": sum(pool.node_count for pool in pools.values()),
@@ -167,7 +189,10 @@ def capacity_table(environment: Environment) -> dict[str, Any]:
             "counted": loaded.spec.lifecycle == "active",
             "gpu": {k: v for k, v in cap.gpu_quota_by_class(loaded.spec, platform).items() if v},
             "mig": {k: v for k, v in sorted(loaded.spec.quota.mig.items()) if v},
+            "draDevices": {k: v for k, v in sorted(device_class_grants(loaded.spec, platform).items()) if v},
         }
+        if platform.scheduler == "kai":
+            tenants[loaded.name]["kaiQueueGpu"] = _number(kai_amounts(loaded.spec, platform).gpu)
     return {
         "formatVersion": FORMAT_VERSION,
         "environment": environment.name,
@@ -175,7 +200,36 @@ def capacity_table(environment: Environment) -> dict[str, Any]:
         "gpuClasses": classes,
         "migProfiles": profiles,
         "pools": pools,
+        "kaiQueues": kai_queue_row(environment) if platform.scheduler == "kai" else None,
         "tenants": dict(sorted(tenants.items())),
+    }
+
+
+def _dra_devices(device_class: str, grants: dict[str, dict[str, int]]) -> dict[str, Any]:
+    by_tenant = {t: g[device_class] for t, g in sorted(grants.items()) if g.get(device_class)}
+    return {"requested": sum(by_tenant.values()), "byTenant": by_tenant}
+
+
+def kai_queue_row(environment: Environment) -> dict[str, Any]:
+    """The GPU quota of the active tenants' KAI leaf queues and of their departments (parent queues),
+    in KAI's units, fractions included (a department's `gpu` may be 12.5).
+
+    KAI charges a pod's `gpu-fraction` (or `gpu-memory` share) against these numbers; the namespace
+    ResourceQuota never sees the share.
+
+    >>> kai_queue_row(staging)["byTenant"]
+    {'eval': 50, 'inference': 8, 'llm-finetune': 12}
+    """
+    platform = environment.platform
+    by_tenant = {t.name: kai_amounts(t.spec, platform).gpu for t in environment.tenants if t.spec.lifecycle == "active"}
+    by_tenant = {t: v for t, v in sorted(by_tenant.items()) if v}
+    departments = {q["metadata"]["name"]: q["spec"]["resources"]["gpu"]["quota"] for q in department_queues(environment.facts)}
+    return {
+        "requested": _number(sum(by_tenant.values(), Fraction(0))),
+        "byTenant": {t: _number(v) for t, v in by_tenant.items()},
+        "departments": departments,
+        "fractions": sorted(n for n, c in platform.gpu_classes.items() if c.kai_fractions),
+        "memoryBound": platform.kai_memory_bound,
     }
 
 
@@ -288,8 +342,28 @@ def _split(by_tenant: dict[str, int]) -> str:
 
 def _tenant_line(data: dict[str, Any]) -> str:
     parts = [f"{c} {n}" for c, n in data["gpu"].items()] + [f"mig {p} {n}" for p, n in data["mig"].items()]
+    parts += [f"DRA {d} {_cell(n)}" for d, n in data["draDevices"].items()]
+    if "kaiQueueGpu" in data:
+        parts.append(f"KAI queue {_cell(data['kaiQueueGpu'])} GPU")
     text = ", ".join(parts) or "no GPU quota"
     return text if data["counted"] else f"{text} ({data['lifecycle']}: not counted)"
+
+
+def _dra_and_kai_lines(table: dict[str, Any], bullet: str) -> list[str]:
+    """DRA devices per DeviceClass of a class, and the KAI queues' GPU quota (fractions included)."""
+    lines = [
+        f"{bullet}DRA {device_class} (class {name}): devices {row['requested']} ({_split(row['byTenant'])}), "
+        f"quota key {device_class}{cap.CLAIM_DEVICES_SUFFIX}"
+        for name, klass in table["gpuClasses"].items() for device_class, row in klass["draDevices"].items() if row["byTenant"]
+    ]
+    kai = table.get("kaiQueues")
+    if kai:
+        fractions = (f"KAI fractions on {', '.join(kai['fractions'])}, memory bound {kai['memoryBound']}" if kai["fractions"]
+                     else "no class declares KAI fractions")
+        lines.append(f"{bullet}KAI queues: {_cell(kai['requested'])} GPU ({_split({t: _cell(v) for t, v in kai['byTenant'].items()})}), "
+                     f"departments {_split({d: _cell(v) for d, v in kai['departments'].items()})}, in KAI's units, against "
+                     f"which each pod's gpu-fraction is charged; {fractions}")
+    return lines
 
 
 def _aligned(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -319,6 +393,7 @@ def format_text(table: dict[str, Any]) -> str:
     out += ["", "Requested by tenant:"]
     out += [f"  {name}: {_split(row['byTenant'])}" for name, row in table["gpuClasses"].items() if row["byTenant"]]
     out += [f"  mig {name}: {_split(row['byTenant'])}" for name, row in table["migProfiles"].items() if row["byTenant"]]
+    out += _dra_and_kai_lines(table, "  ")
     out += ["", "Tenants:"]
     out += [f"  {name}: {_tenant_line(data)}" for name, data in table["tenants"].items()]
     return "\n".join(out) + "\n"
@@ -347,6 +422,9 @@ def format_markdown(table: dict[str, Any]) -> str:
         r + [_split(res["byTenant"])] for r, res in zip(_pool_rows(table), _pool_resources(table))])
     out += ["", "#### Sharing", ""]
     out += [f"- **{name}** ({row['sharing']}): {row['isolation']}" for name, row in table["gpuClasses"].items()]
+    extra = _dra_and_kai_lines(table, "- ")
+    if extra:
+        out += ["", "#### DRA devices and KAI queues", ""] + extra
     out += ["", "#### Tenants", ""]
     out += _md_table(["tenant", "quota"], [[name, _tenant_line(data)] for name, data in table["tenants"].items()])
     return "\n".join(out) + "\n"

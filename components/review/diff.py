@@ -46,22 +46,31 @@ class Side:
 # --- capacity ----------------------------------------------------------------------------------
 
 
-_CAPACITY_KEYS = ("capacity", "overcommit", "limit", "requested", "status", "byTenant")
+_CAPACITY_KEYS = ("capacity", "overcommit", "limit", "requested", "status", "byTenant", "kaiFractions")
+_CAPACITY_KIND_ORDER = {"gpuClass": 0, "migProfile": 1, "draDevices": 2, "kaiQueues": 3}
 
 
 def capacity_rows(environment: Environment) -> dict[tuple[str, str], dict[str, Any]]:
-    """Per GPU class and MIG profile: capacity, overcommit, limit, quotas of active tenants, status.
+    """Per GPU class and MIG profile: capacity, overcommit, limit, quotas of active tenants, status;
+    per DRA DeviceClass the devices granted; on a KAI stack the queues' GPU quota (fractions included).
 
     Taken from `tenants capacity` (the arithmetic of `tenants validate`), so the three never disagree.
 
     >>> capacity_rows(prod)[("gpuClass", "h100")]["status"]
     'warning'
+    >>> capacity_rows(staging)[("kaiQueues", "gpu")]["memoryBound"]
+    'hamicore'
     """
     table = capacity_table(environment)
     rows = {}
     for kind, section in (("gpuClass", "gpuClasses"), ("migProfile", "migProfiles")):
         for name, row in table[section].items():
-            rows[(kind, name)] = {key: row[key] for key in _CAPACITY_KEYS}
+            rows[(kind, name)] = {key: row[key] for key in _CAPACITY_KEYS if key in row}
+    for name, row in table["gpuClasses"].items():
+        for device_class, devices in row["draDevices"].items():
+            rows[("draDevices", device_class)] = {"gpuClass": name, **devices}
+    if table["kaiQueues"] is not None:
+        rows[("kaiQueues", "gpu")] = dict(table["kaiQueues"])
     return rows
 
 
@@ -74,8 +83,7 @@ def capacity_changes(before: Environment | None, after: Environment | None) -> l
     old = capacity_rows(before) if before else {}
     new = capacity_rows(after) if after else {}
     result = []
-    order = {"gpuClass": 0, "migProfile": 1}
-    for kind, name in sorted(set(old) | set(new), key=lambda k: (order[k[0]], k[1])):
+    for kind, name in sorted(set(old) | set(new), key=lambda k: (_CAPACITY_KIND_ORDER[k[0]], k[1])):
         left, right = old.get((kind, name)), new.get((kind, name))
         result.append({"kind": kind, "name": name, "from": left, "to": right, "changed": left != right})
     return result
@@ -338,7 +346,7 @@ def _capacity_warnings(stack: str, capacity: list[dict[str, Any]]) -> list[dict[
     warnings: list[dict[str, Any]] = []
     for row in capacity:
         before, after = row["from"], row["to"]
-        if not after or after["status"] == "ok":
+        if row["kind"] not in ("gpuClass", "migProfile") or not after or after["status"] == "ok":
             continue
         worse = (before is None or before["status"] == "ok" or after["requested"] > before["requested"]
                  or after["limit"] < before["limit"])

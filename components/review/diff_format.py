@@ -197,11 +197,24 @@ def _objects_title(detail: Mapping[str, Any]) -> str:
 
 
 def _capacity_subject(row: Mapping[str, Any]) -> str:
+    if row["kind"] == "draDevices":
+        return f"DRA devices of {row['name']}"
+    if row["kind"] == "kaiQueues":
+        return "KAI queues (GPU, fractions included)"
     return f"GPU class {row['name']}" if row["kind"] == "gpuClass" else f"MIG {row['name']}"
 
 
 def _side(row: Mapping[str, Any] | None, key: str) -> str:
-    return "—" if row is None else value_text(row[key])
+    return "—" if row is None or key not in row else value_text(row[key])
+
+
+def _fractions_note(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> str:
+    """How KAI fractions changed on a class or for the KAI queues ("" when they did not)."""
+    for key in ("kaiFractions", "memoryBound"):
+        left, right = (before or {}).get(key), (after or {}).get(key)
+        if left != right:
+            return f"; KAI fractions memory bound {left or 'not declared'} → {right or 'not declared'}"
+    return ""
 
 
 def tenant_shares(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> str:
@@ -225,9 +238,14 @@ def _pair(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None, key
 def _capacity_line(row: Mapping[str, Any]) -> str:
     before, after = row["from"], row["to"]
     shares = tenant_shares(before, after)
+    if row["kind"] in ("draDevices", "kaiQueues"):
+        # No capacity of their own: DRA devices come out of their GPU class's, KAI queues out of KAI's books.
+        what = "devices granted" if row["kind"] == "draDevices" else "queue quotas"
+        return (f"{_capacity_subject(row)}: {what} {_pair(before, after, 'requested')}"
+                f"{' (' + shares + ')' if shares else ''}{_fractions_note(before, after)}")
     return (f"{_capacity_subject(row)}: quotas {_pair(before, after, 'requested')}{' (' + shares + ')' if shares else ''} "
             f"of limit {_pair(before, after, 'limit')} (capacity {_pair(before, after, 'capacity')} "
-            f"x overcommit {_pair(before, after, 'overcommit')}) [{_pair(before, after, 'status')}]")
+            f"x overcommit {_pair(before, after, 'overcommit')}) [{_pair(before, after, 'status')}]{_fractions_note(before, after)}")
 
 
 def _node_lines(stack: Mapping[str, Any]) -> list[str]:
@@ -337,11 +355,12 @@ def _md_capacity_table(rows: list[Mapping[str, Any]]) -> list[str]:
     for row in rows:
         before, after = row["from"], row["to"]
         status = _pair(before, after, "status")
-        if after and after["status"] in ("over", "warning"):
+        if after and after.get("status") in ("over", "warning"):
             status = f"⚠️ **{status}**"
+        tenants = (tenant_shares(before, after) or "—") + _fractions_note(before, after)
         lines.append(f"| {_capacity_subject(row)} | {_pair(before, after, 'capacity')} | {_pair(before, after, 'overcommit')} | "
                      f"{_pair(before, after, 'limit')} | {_side(before, 'requested')} | {_side(after, 'requested')} | {status} | "
-                     f"{tenant_shares(before, after) or '—'} |")
+                     f"{tenants} |")
     return lines
 
 

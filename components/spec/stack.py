@@ -69,6 +69,25 @@ class MigSharing(Model):
     strategy: Literal["mixed", "single"] = Field("mixed", description="mixed: each profile is its own resource nvidia.com/mig-<profile> (quota.mig); single: every slice is an nvidia.com/gpu")
 
 
+class KaiFractions(Model):
+    """KAI Scheduler GPU shares (pod annotations `gpu-fraction`, `gpu-memory`) on this class's whole GPUs.
+
+    `memoryBound: hamicore` turns on KAI's `hamicore` binder plugin: the binder writes
+    `CUDA_DEVICE_MEMORY_LIMIT` (the pod's fraction of the GPU's memory) into the pod's KAI ConfigMap,
+    and HAMi-core (`libvgpu.so`, loaded into the container by LD_PRELOAD, e.g. by
+    kai-resource-isolator) fails CUDA allocations past it. The bound is soft: a process that does not
+    go through the library (a static CUDA runtime, direct driver calls, a changed preload) is not held
+    to it, and there is no fault isolation.
+    """
+
+    memory_bound: Literal["none", "hamicore"] = Field(
+        "none",
+        description="none: a share is scheduling accounting only (any pod can use all of the GPU's memory); hamicore: "
+        "KAI's hamicore binder plugin sets CUDA_DEVICE_MEMORY_LIMIT, enforced in the container by HAMi-core (soft: "
+        "a process that bypasses the library is not bounded)",
+    )
+
+
 class GpuClass(Model):
     """A kind of GPU device as tenants see it: model plus how it is shared."""
 
@@ -83,6 +102,11 @@ class GpuClass(Model):
     time_slicing: Optional[TimeSlicing] = None
     mps: Optional[Mps] = None
     mig: Optional[MigSharing] = None
+    kai_fractions: Optional[KaiFractions] = Field(
+        None,
+        description="KAI Scheduler GPU shares by pod annotation on this class's GPUs (needs `scheduler: kai` and "
+        "`sharing: exclusive`); unset: the class is not meant for KAI fractions",
+    )
     overcommit: Annotated[Decimal, Field(ge=1, le=10)] = Field(
         Decimal(1), description="how far the sum of tenant quotas may exceed capacity (1 = not at all)"
     )
@@ -108,6 +132,9 @@ class GpuClass(Model):
             self.mig = MigSharing()
         if self.sharing != "mig" and self.mig is not None:
             raise ValueError(f"`mig` is set but sharing is '{self.sharing}'")
+        if self.kai_fractions is not None and self.sharing != "exclusive":
+            # KAI divides whole GPUs; on device-plugin shares or MIG slices a fraction would share a share.
+            raise ValueError(f"`kaiFractions` needs sharing 'exclusive' (KAI divides whole GPUs), not '{self.sharing}'")
         return self
 
     @property
@@ -561,6 +588,11 @@ class KaiSettings(Model):
     departments: dict[DnsLabel, KaiDepartment] = Field(
         {}, description="parent queues with explicit quotas, e.g. {research: {gpu: 40}}"
     )
+    binder_service_account: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")] = Field(
+        "kai-scheduler/binder",
+        description="namespace/name of KAI's binder ServiceAccount: the only identity that may write KAI's per-pod "
+        "GPU-sharing ConfigMaps in tenant namespaces (the KAI operator's default: kai-scheduler/binder)",
+    )
 
 
 class CohortSettings(Model):
@@ -745,6 +777,15 @@ class Platform(Model):
         if self.tenants_left_out == "others":
             return self.tenants != "all" and tenant not in self.tenants
         return tenant in self.tenants_left_out
+
+    @property
+    def kai_memory_bound(self) -> str:
+        """`hamicore` when a class declares memory-bounded KAI fractions, else `none`.
+
+        >>> Platform(labelDomain="g.dev").kai_memory_bound
+        'none'
+        """
+        return next((c.kai_fractions.memory_bound for c in self.gpu_classes.values() if c.kai_fractions), "none")
 
     @model_validator(mode="after")
     def _monitoring_matches_scheduler(self) -> "Platform":

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..fleet.environment import Environment, LoadedTenant
 from ..fleet.feasibility import reachable_pools
-from ..fleet.isolation import isolation_of
+from ..fleet.isolation import fraction_isolation, isolation_of
 from ..spec.hints import did_you_mean_tenant
 from ..spec.problems import Problem
 from .capacity import capacity_problems
@@ -226,7 +226,8 @@ def shared_gpus_bound_memory_or_are_acknowledged(environment: Environment, all_t
                 tenants_by_pool.setdefault(pool, set()).add(loaded.name)
     problems: list[Problem] = []
     for class_name, gpu_class in sorted(platform.gpu_classes.items()):
-        isolation = isolation_of(gpu_class)
+        # A class of whole GPUs is still shared when it allows KAI fractions.
+        isolation = fraction_isolation(gpu_class) or isolation_of(gpu_class)
         if class_name in acknowledged or not isolation.shares_a_gpu or isolation.bounds_memory:
             continue
         pools = sorted(p for p, members in tenants_by_pool.items() if len(members) > 1 and platform.node_pools[p].gpu_class == class_name)
@@ -234,11 +235,12 @@ def shared_gpus_bound_memory_or_are_acknowledged(environment: Environment, all_t
             continue
         tenants = sorted(set().union(*(tenants_by_pool[p] for p in pools)))
         named = ", ".join(tenants[:_NAMED_TENANTS]) + (f" and {len(tenants) - _NAMED_TENANTS} more" if len(tenants) > _NAMED_TENANTS else "")
-        problems.append(environment.platform_doc.problem(platform_path("gpuClasses", class_name, "sharing"), (
+        field = ("kaiFractions", "memoryBound") if gpu_class.kai_fractions else ("sharing",)
+        problems.append(environment.platform_doc.problem(platform_path("gpuClasses", class_name, *field), (
             f"GPU class '{class_name}' is shared by {isolation.mode}, and tenants {named} may run pods on the "
             f"same GPU ({'pools' if len(pools) > 1 else 'pool'} {', '.join(pools)}): nothing bounds a pod's GPU memory and "
             "faults are not isolated, so one tenant's pod can take all of a GPU's memory or end the others' kernels; "
-            f"use MIG or MPS for a memory bound, dedicate pools, or accept it by listing '{class_name}' under "
+            f"use MIG or MPS{' (or kaiFractions.memoryBound: hamicore, a soft bound)' if gpu_class.kai_fractions else ''} for a memory bound, dedicate pools, or accept it by listing '{class_name}' under "
             "gpuSharing.acknowledgeNoMemoryBound"
         ), severity="warning"))
     return problems

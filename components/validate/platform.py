@@ -4,7 +4,7 @@ PriorityClasses and the Pod Security pin; one small validator per concern, run b
 from __future__ import annotations
 
 from ..fleet import mig
-from ..fleet.isolation import isolation_of
+from ..fleet.isolation import fraction_isolation, isolation_of
 from ..spec.hints import did_you_mean
 from ..spec.problems import Problem
 from ..spec.stack import CONFIG_KEY, Platform
@@ -130,7 +130,7 @@ def memory_bound_acknowledgements_are_needed(platform: Platform, doc: SourceDocu
         if gpu_class is None:
             problems.append(doc.problem(where, f"unknown GPU class '{name}'{did_you_mean(name, platform.gpu_classes)}"))
             continue
-        isolation = isolation_of(gpu_class)
+        isolation = fraction_isolation(gpu_class) or isolation_of(gpu_class)
         if isolation.shares_a_gpu and not isolation.bounds_memory:
             continue
         why = (
@@ -139,6 +139,34 @@ def memory_bound_acknowledgements_are_needed(platform: Platform, doc: SourceDocu
             else f"is {isolation.mode}: no two pods share one of its GPUs"
         )
         problems.append(doc.problem(where, f"GPU class '{name}' {why}: there is nothing to acknowledge; remove it from the list", severity="warning"))
+    return problems
+
+
+def kai_fractions_have_kai_and_one_memory_bound(platform: Platform, doc: SourceDocument) -> list[Problem]:
+    """`kaiFractions` needs `scheduler: kai`, and says one `memoryBound` for every class: KAI's
+    `hamicore` binder plugin is on or off for the whole cluster, so a class cannot differ.
+
+    >>> kai_fractions_have_kai_and_one_memory_bound(staging.platform, staging.platform_doc)
+    []
+    >>> p = staging.platform.model_copy(update={"scheduler": "kueue"})
+    >>> [x.message for x in kai_fractions_have_kai_and_one_memory_bound(p, staging.platform_doc)]
+    ["kaiFractions needs `scheduler: kai` (scheduler is 'kueue'): only KAI places pods by gpu-fraction; remove it or set `scheduler: kai`"]
+    """
+    declared = {name: c.kai_fractions.memory_bound for name, c in sorted(platform.gpu_classes.items()) if c.kai_fractions}
+    problems: list[Problem] = []
+    if declared and platform.scheduler != "kai":
+        for name in declared:
+            problems.append(doc.problem(platform_path("gpuClasses", name, "kaiFractions"), (
+                f"kaiFractions needs `scheduler: kai` (scheduler is '{platform.scheduler}'): only KAI places pods by "
+                "gpu-fraction; remove it or set `scheduler: kai`")))
+    if len(set(declared.values())) > 1:
+        said = ", ".join(f"{n}: {b}" for n, b in declared.items())
+        for name, bound in declared.items():
+            if bound != "hamicore":
+                continue
+            problems.append(doc.problem(platform_path("gpuClasses", name, "kaiFractions", "memoryBound"), (
+                f"kaiFractions.memoryBound must be the same for every class (KAI's hamicore binder plugin is on or off "
+                f"for the whole cluster, so it would bound the others' shares too); got {said}: set the same value on each")))
     return problems
 
 
@@ -194,6 +222,7 @@ PLATFORM_VALIDATORS = (
     one_default_priority_class,
     pod_security_is_current,
     memory_bound_acknowledgements_are_needed,
+    kai_fractions_have_kai_and_one_memory_bound,
     limit_range_defaults_within_guard_rails,
 )
 

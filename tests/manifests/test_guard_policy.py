@@ -104,6 +104,59 @@ def test_gpu_visibility_without_a_gpu_request_is_refused(engine, prod):
     assert len(admit(engine, policy, init, resource="pods")) == 1
 
 
+KAI_PREFIX = "notebook-x7k2p9q-shared-gpu"
+
+
+def kai_share(*, prefix=KAI_PREFIX, config_map=f"{KAI_PREFIX}-0", annotations=None):
+    """A fraction pod as KAI's webhook leaves it (pkg/binder/common/gpu_access.go AddGPUSharingEnvVars)."""
+    body = pod()
+    body["metadata"]["annotations"] = annotations if annotations is not None else {"gpu-fraction": "0.5", "runai/shared-gpu-configmap": prefix}
+    container = body["spec"]["containers"][0]
+    container["env"] = [{"name": name, "valueFrom": {"configMapKeyRef": {"name": config_map, "key": name}}}
+                        for name in ("NVIDIA_VISIBLE_DEVICES", "RUNAI_NUM_OF_GPUS", "GPU_PORTION")]
+    container["envFrom"] = [{"configMapRef": {"name": f"{config_map}-evar", "optional": False}}]
+    return body
+
+
+def test_the_gpu_variables_kais_webhook_injects_into_a_share_are_admitted(engine, environments):
+    staging = environments["staging"]
+    policy = policy_for(staging, "eval")
+    assert admit(engine, policy, kai_share(), resource="pods") == []
+    init = kai_share(config_map=f"{KAI_PREFIX}-i0")
+    init["spec"]["initContainers"] = init["spec"].pop("containers")
+    init["spec"]["containers"] = [{"name": "main", "image": "x"}]
+    assert admit(engine, policy, init, resource="pods") == []
+
+
+@pytest.mark.parametrize("case", ["by value", "no share annotation", "another ConfigMap", "prefix not KAI's", "other key"])
+def test_gpu_variables_only_look_like_kais_when_they_are(engine, environments, case):
+    staging = environments["staging"]
+    policy = policy_for(staging, "eval")
+    body = {
+        "by value": lambda: pod(env={"NVIDIA_VISIBLE_DEVICES": "all"}),
+        "no share annotation": lambda: kai_share(annotations={"runai/shared-gpu-configmap": KAI_PREFIX}),
+        "another ConfigMap": lambda: kai_share(config_map="settings"),
+        "prefix not KAI's": lambda: kai_share(prefix="settings", config_map="settings-0"),
+        "other key": lambda: kai_share(),
+    }[case]()
+    if case == "other key":
+        body["spec"]["containers"][0]["env"][0]["valueFrom"]["configMapKeyRef"]["key"] = "ALL_GPUS"
+    message = admit(engine, policy, body, resource="pods")
+    assert len(message) == 1 and message[0].startswith("environment variable NVIDIA_VISIBLE_DEVICES is refused in pods of tenant eval")
+
+
+def test_on_a_kai_stack_the_values_that_show_no_gpu_are_admitted(engine, environments, prod):
+    """KAI's deviceaccess webhook plugin (admission.blockNvidiaVisibleDevices) sets `void` in containers without a GPU."""
+    for value in ("void", "none"):
+        assert admit(engine, policy_for(environments["staging"], "eval"), pod(env={"NVIDIA_VISIBLE_DEVICES": value}), resource="pods") == []
+        assert len(admit(engine, policy_for(prod, "eval"), pod(env={"NVIDIA_VISIBLE_DEVICES": value}), resource="pods")) == 1
+    assert len(admit(engine, policy_for(environments["staging"], "eval"), pod(env={"NVIDIA_VISIBLE_DEVICES": "0"}), resource="pods")) == 1
+
+
+def test_stacks_without_kai_keep_the_plain_gpu_variable_rule(prod):
+    assert "shared-gpu" not in str(policy_for(prod, "eval")["spec"]["variables"])
+
+
 def token_pod(service_account="trainer-ci", **token):
     volume = {"name": "token", "projected": {"sources": [{"serviceAccountToken": {"path": "token", **token}}]}}
     return pod(serviceAccountName=service_account, volumes=[{"name": "data", "emptyDir": {}}, volume])

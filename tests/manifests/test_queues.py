@@ -39,7 +39,7 @@ def test_the_stack_scheduler_picks_the_builder(examples):
     eval_staging = next(t.spec for t in staging.tenants if t.name == "eval")
     assert [o["kind"] for o in queues.tenant_queue_objects(eval_staging, staging.view(eval_staging))] == ["Queue"]
     assert Counter(o["kind"] for o in queues.platform_queue_objects(staging.facts)) == Counter(
-        {"Queue": 2, "ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1}
+        {"Queue": 2, "ValidatingAdmissionPolicy": 2, "ValidatingAdmissionPolicyBinding": 2, "Config": 1}
     )
     assert queues.platform_queue_objects(dev.facts) == []
     assert all(queues.tenant_queue_objects(t.spec, dev.view(t.spec)) == [] for t in dev.tenants)

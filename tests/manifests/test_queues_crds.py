@@ -34,6 +34,7 @@ CRD_FILES = {
     ("kueue.x-k8s.io/v1beta2", "ResourceFlavor"): "kueue/kueue.x-k8s.io_resourceflavors.yaml",
     ("kueue.x-k8s.io/v1beta2", "Cohort"): "kueue/kueue.x-k8s.io_cohorts.yaml",
     ("scheduling.run.ai/v2", "Queue"): "kai-scheduler/scheduling.run.ai_queues.yaml",
+    ("kai.scheduler/v1", "Config"): "kai-scheduler/kai.scheduler_configs.extract.yaml",
 }
 _DROPPED = {"description", "default", "format", "example"}
 
@@ -175,7 +176,8 @@ def test_the_examples_use_each_scheduler(examples):
 def test_every_custom_object_matches_its_crd(examples, case):
     objects = [o for o in all_queue_objects(_cases(examples)[case]) if (o["apiVersion"], o["kind"]) in CRD_FILES]
     kinds = {o["kind"] for o in objects}
-    expected = {"prod": {"ClusterQueue", "LocalQueue", "ResourceFlavor"}, "lab-kueue": {"ClusterQueue", "Cohort", "LocalQueue", "ResourceFlavor"}}
+    expected = {"prod": {"ClusterQueue", "LocalQueue", "ResourceFlavor"}, "lab-kueue": {"ClusterQueue", "Cohort", "LocalQueue", "ResourceFlavor"},
+                "staging": {"Queue", "Config"}}   # staging's a100: kaiFractions with hamicore
     assert kinds == expected.get(case, {"Queue"})
     problems = [f"{o['kind']}/{o['metadata']['name']}: {e}" for o in objects for e in crd_errors(o)]
     assert problems == []
@@ -199,10 +201,12 @@ def _first(objects: list[dict], kind: str) -> dict:
         ("Cohort", lambda o: o["spec"]["resourceGroups"][0]["flavors"][0]["resources"].pop(), "same number of resources"),
         ("Queue", lambda o: o["spec"]["resources"]["gpu"].__setitem__("quota", "8"), "is not of type 'number'"),
         ("Queue", lambda o: o["spec"]["resources"].__setitem__("nvidia.com/gpu", {}), "Additional properties"),
+        ("Config", lambda o: o["spec"]["binder"]["plugins"]["hamicore"].__setitem__("enabled", "yes"), "is not of type 'boolean'"),
+        ("Config", lambda o: o["spec"]["binder"]["plugins"]["hamicore"].__setitem__("memory", "1g"), "Additional properties"),
     ],
 )
 def test_the_crd_check_catches_mistakes(kind, mutate, expected):
-    lab = queue_lab("kai" if kind == "Queue" else "kueue")
+    lab = load_environment(REPO, "staging") if kind == "Config" else queue_lab("kai" if kind == "Queue" else "kueue")
     objects = all_queue_objects(lab)
     sample = _first([o for o in objects if o["metadata"]["name"] != "default-flavor"], kind) if kind != "ClusterQueue" else next(
         copy.deepcopy(o) for o in objects if o["kind"] == kind and o["metadata"]["name"] == "bench"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -64,7 +65,7 @@ def test_inactive_tenants_are_listed_but_not_counted(prod):
     ])
     table = capacity_table(environment)
     assert table["gpuClasses"]["h100"]["requested"] == 40
-    assert table["tenants"]["inference"] == {"lifecycle": "suspended", "counted": False, "gpu": {"h100": 24}, "mig": {}}
+    assert table["tenants"]["inference"] == {"lifecycle": "suspended", "counted": False, "gpu": {"h100": 24}, "mig": {}, "draDevices": {}}
     assert "inference: h100 24 (suspended: not counted)" in format_text(table)
 
 
@@ -118,6 +119,8 @@ def test_agrees_with_the_diff_capacity_rows(prod, dev):
     for environment in (prod, dev):
         table = capacity_table(environment)
         for (kind, name), row in capacity_rows(environment).items():
+            if kind in ("draDevices", "kaiQueues"):
+                continue   # compared in test_staging_shows_kai_queues_and_fractions and the DRA test
             ours = table["gpuClasses" if kind == "gpuClass" else "migProfiles"][name]
             assert {k: ours[k] for k in row} == row, (kind, name)
 
@@ -167,6 +170,46 @@ def test_dra_served_classes_show_their_device_classes_and_the_keys_that_meter_th
     )
     # Served by both: device-plugin GPUs and claims share the one `requests.nvidia.com/gpu` budget.
     assert "and pods through the device plugin" in h100["isolation"] and h100["isolation"].endswith("requests.nvidia.com/gpu")
+
+
+def test_dra_devices_are_shown_per_device_class_and_tenant():
+    table = capacity_table(load_environment(REPO / "tests" / "fixtures" / "dra", "dra"))
+
+    assert table["gpuClasses"]["h100"]["draDevices"] == {"h100.gpu.dra.dev": {"requested": 10, "byTenant": {"robotics": 8, "vision": 2}}}
+    assert table["tenants"]["vision"]["draDevices"] == {"b200.gpu.dra.dev": 1, "h100.gpu.dra.dev": 2}
+    text = format_text(table)
+    assert ("  DRA h100.gpu.dra.dev (class h100): devices 10 (robotics 8, vision 2), "
+            "quota key h100.gpu.dra.dev.deviceclass.resource.k8s.io/devices") in text
+    assert "  vision: b200 1, h100 2, DRA b200.gpu.dra.dev 1, DRA h100.gpu.dra.dev 2" in text
+    assert "- DRA b200.gpu.dra.dev (class b200): devices 1 (vision 1)" in format_markdown(table)
+
+
+def test_staging_shows_kai_queues_and_fractions():
+    from components.review.diff import capacity_rows
+
+    staging = load_environment(REPO, "staging")
+    table = capacity_table(staging)
+    a100 = table["gpuClasses"]["a100"]
+    assert (a100["sharing"], a100["kaiFractions"]) == ("exclusive + KAI fractions (HAMi-core)", "hamicore")
+    assert "metered by the tenant's KAI queue only" in a100["isolation"] and "a hostile container" in a100["isolation"]
+    # KAI units: eval's 8 A100s, 24 x 1g.10gb (1 each) and 6 x 3g.40gb (3 each).
+    assert table["kaiQueues"] == {"requested": 70, "byTenant": {"eval": 50, "inference": 8, "llm-finetune": 12},
+                                  "departments": {"dept-research": 64, "dept-serving": 8},
+                                  "fractions": ["a100"], "memoryBound": "hamicore"}
+    assert table["tenants"]["eval"]["kaiQueueGpu"] == 50
+    assert capacity_rows(staging)[("kaiQueues", "gpu")] == table["kaiQueues"]
+    assert "  eval: a100 8, mig 1g.10gb 24, mig 3g.40gb 6, KAI queue 50 GPU" in format_text(table)
+    assert "- KAI queues: 70 GPU (eval 50, inference 8, llm-finetune 12)" in format_markdown(table)
+
+
+def test_fractional_kai_department_quotas_are_shown_as_fractions():
+    staging = load_environment(REPO, "staging")
+    kai = staging.platform.queues.kai
+    research = kai.departments["research"].model_copy(update={"gpu": Decimal("62.5")})
+    queues = staging.platform.queues.model_copy(update={"kai": kai.model_copy(update={"departments": {**kai.departments, "research": research}})})
+    table = capacity_table(replace(staging, platform=staging.platform.model_copy(update={"queues": queues})))
+    assert table["kaiQueues"]["departments"] == {"dept-research": 62.5, "dept-serving": 8}
+    assert "departments dept-research 62.5, dept-serving 8" in format_text(table)
 
 
 def test_device_plugin_classes_name_no_device_class(prod):

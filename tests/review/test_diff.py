@@ -51,7 +51,9 @@ def test_capacity_rows_follow_validation_arithmetic(tmp_path):
 
     assert rows[("gpuClass", "h100")] == {
         "capacity": 16, "overcommit": 1, "limit": 16, "requested": 12, "status": "warning", "byTenant": {"a": 6, "b": 6},
+        "kaiFractions": None,
     }
+    assert ("kaiQueues", "gpu") not in rows   # scheduler none: no KAI queues
 
 
 def test_suspended_tenants_do_not_count_against_capacity(tmp_path):
@@ -173,3 +175,51 @@ def test_tainting_a_shared_pool_is_said_per_node(tmp_path):
     text = format_text(report([result], {"ref": "main"}))
     assert ("  nodes:\n    ~ node n1\n        + taint nvidia.com/gpu=present:NoSchedule\n"
             "    ~ node n2\n        + taint nvidia.com/gpu=present:NoSchedule\n") in text, text
+
+
+def _kai(memory_bound: str) -> dict:
+    h100 = {**STACK["gpuClasses"]["h100"], "kaiFractions": {"memoryBound": memory_bound}}
+    return {"scheduler": "kai", "gpuClasses": {"h100": h100}}
+
+
+def test_kai_queues_and_fractions_are_compared_and_said(tmp_path):
+    from components.review.diff_format import format_markdown, format_text
+
+    before = env(tmp_path / "a", {"a": 4}, **_kai("none"))
+    after = env(tmp_path / "b", {"a": 6, "b": 2}, **_kai("hamicore"))
+
+    result = compare_stack("prod", Side(before), Side(after))
+
+    rows = {(r["kind"], r["name"]): r for r in result["capacity"]}
+    kai = rows[("kaiQueues", "gpu")]
+    assert kai["from"] == {"requested": 4, "byTenant": {"a": 4}, "departments": {"dept-tenants": 4}, "fractions": ["h100"],
+                           "memoryBound": "none"}
+    assert kai["to"]["requested"] == 8 and kai["to"]["memoryBound"] == "hamicore"
+    assert rows[("gpuClass", "h100")]["to"]["kaiFractions"] == "hamicore"
+    text = format_text(report([result], {"ref": "HEAD", "commit": "0" * 40}))
+    assert ("KAI queues (GPU, fractions included): queue quotas 4 → 8 (a 4 → 6, b 0 → 2); "
+            "KAI fractions memory bound none → hamicore") in text
+    assert "GPU class h100: quotas 4 → 8 (a 4 → 6, b 0 → 2) of limit 16 (capacity 16 x overcommit 1) [ok]; " \
+           "KAI fractions memory bound none → hamicore" in text
+    markdown = format_markdown(report([result], {"ref": "HEAD", "commit": "0" * 40}))
+    assert "| KAI queues (GPU, fractions included) | — | — | — | 4 | 8 | — | a 4 → 6, b 0 → 2; KAI fractions memory bound none → hamicore |" in markdown
+
+
+def test_dra_devices_are_compared_per_device_class(tmp_path):
+    from components.review.diff_format import format_text
+
+    dra = {
+        "kubernetesVersion": "v1.34",
+        "gpuClasses": {"h100": {**STACK["gpuClasses"]["h100"], "serving": "dra"}},
+        "deviceClasses": {"h100.gpu.example.com": {"gpuClass": "h100", "driver": "gpu.nvidia.com"}},
+    }
+    before = env(tmp_path / "a", {"a": 4}, **dra)
+    after = env(tmp_path / "b", {"a": 2}, **dra)
+
+    result = compare_stack("prod", Side(before), Side(after))
+
+    row = next(r for r in result["capacity"] if r["kind"] == "draDevices")
+    assert (row["name"], row["from"], row["to"]["requested"]) == (
+        "h100.gpu.example.com", {"gpuClass": "h100", "requested": 4, "byTenant": {"a": 4}}, 2)
+    assert "DRA devices of h100.gpu.example.com: devices granted 4 → 2 (a 4 → 2)" in format_text(
+        report([result], {"ref": "HEAD", "commit": "0" * 40}))

@@ -117,3 +117,56 @@ def test_a_large_fleet_is_named_in_part_and_counted():
     [warning] = _sharing_warnings(environment_from_data("dev", _platform(TIME_SLICED), tenants))
 
     assert "tenants t0, t1, t2, t3, t4 and 2 more may run pods on the same GPU" in warning
+
+
+def _kai_fractions(memory_bound: str | None = None) -> dict:
+    return {"sharing": "exclusive", "kaiFractions": {"memoryBound": memory_bound} if memory_bound else {}}
+
+
+def _kai(sharing: dict, acknowledged: list[str] | None = None) -> dict:
+    return {**_platform(sharing, acknowledged), "scheduler": "kai"}
+
+
+def test_kai_fractions_without_a_memory_bound_are_warned_about_at_the_setting():
+    environment = environment_from_data("dev", _kai(_kai_fractions()), {"a": _tenant("a"), "b": _tenant("b")})
+
+    [warning] = _sharing_warnings(environment)
+
+    assert warning.startswith("data:platform of stack dev: warning: config.gpu-tenancy:platform.gpuClasses.l4.kaiFractions")
+    assert "GPU class 'l4' is shared by KAI fraction, and tenants a, b may run pods on the same GPU (pool l4-shared)" in warning
+    assert "(or kaiFractions.memoryBound: hamicore, a soft bound)" in warning
+    assert environment_from_data("dev", _kai(_kai_fractions(), ["l4"]), {"a": _tenant("a"), "b": _tenant("b")}).warnings == []
+
+
+def test_kai_fractions_bounded_by_hamicore_are_not_warned_about_and_need_no_acknowledgement():
+    environment = environment_from_data("dev", _kai(_kai_fractions("hamicore")), {"a": _tenant("a"), "b": _tenant("b")})
+    assert _sharing_warnings(environment) == []
+
+    acknowledged = environment_from_data("dev", _kai(_kai_fractions("hamicore"), ["l4"]), {"a": _tenant("a")})
+    [warning] = [p for p in acknowledged.warnings if p.field.endswith("acknowledgeNoMemoryBound[0]")]
+    assert "shared by KAI fraction with HAMi-core, which bounds each pod's GPU memory" in warning.message
+
+
+@pytest.mark.parametrize("platform, field, message", [
+    (_platform(_kai_fractions("hamicore")), "gpuClasses.l4.kaiFractions", "kaiFractions needs `scheduler: kai` (scheduler is 'none')"),
+    (_kai({"sharing": "timeSlicing", "timeSlicing": {"replicas": 4}, "kaiFractions": {}}), "gpuClasses.l4",
+     "`kaiFractions` needs sharing 'exclusive'"),
+], ids=["no KAI", "time-sliced"])
+def test_kai_fractions_need_kai_and_whole_gpus(platform, field, message):
+    with pytest.raises(InvalidInput) as raised:
+        environment_from_data("dev", platform, {"a": _tenant("a")})
+
+    [problem] = raised.value.problems
+    assert problem.field == f"config.gpu-tenancy:platform.{field}" and message in problem.message
+
+
+def test_hamicore_is_one_setting_for_every_class():
+    platform = _kai(_kai_fractions("hamicore"))
+    platform["gpuClasses"]["h100"] = {"model": "H100-80GB", "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi", "kaiFractions": {}}
+    with pytest.raises(InvalidInput) as raised:
+        environment_from_data("dev", platform, {"a": _tenant("a")})
+
+    [problem] = raised.value.problems
+    assert problem.field == "config.gpu-tenancy:platform.gpuClasses.l4.kaiFractions.memoryBound"
+    assert "kaiFractions.memoryBound must be the same for every class" in problem.message
+    assert "got h100: none, l4: hamicore" in problem.message

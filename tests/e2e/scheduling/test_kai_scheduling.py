@@ -214,3 +214,113 @@ def test_a_pending_pod_cannot_gain_a_gpu_share_later(kai_stack, pods):
     assert refused.value.status == 403 and "cannot be added, changed or removed after it is created" in refused.value.body
     member.patch_namespaced_pod(name, "eval", {"metadata": {"labels": {"team": "eval"}}})   # the neighbour: a label
     assert pods.core.read_namespaced_pod(name, "eval").metadata.labels["team"] == "eval"
+
+
+# --------------------------------------------------------------------------
+# KAI's per-pod GPU-sharing ConfigMaps (gpu-tenancy-kai-sharing) and the variables KAI's webhook injects
+# --------------------------------------------------------------------------
+# KAI's webhook is not run here (it needs TLS serving the API server calls back): a share is
+# created the way it leaves the webhook, and the binder's writes are made with its identity.
+
+KAI_PREFIX = "e2e-x7k2p9q-shared-gpu"
+BINDER = "system:serviceaccount:kai-scheduler:binder"   # queues.kai.binderServiceAccount's default
+
+
+def _config_map(name: str, data: dict | None = None) -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data or {"NVIDIA_VISIBLE_DEVICES": "all"}}
+
+
+def _as_webhook_leaves_it(body: dict, prefix: str = KAI_PREFIX) -> dict:
+    """A share with what KAI's webhook adds (pkg/binder/common/gpu_access.go, env_vars.go)."""
+    body["metadata"]["annotations"]["runai/shared-gpu-configmap"] = prefix
+    container = body["spec"]["containers"][0]
+    container["env"] = [{"name": name, "valueFrom": {"configMapKeyRef": {"name": f"{prefix}-0", "key": name}}}
+                        for name in ("NVIDIA_VISIBLE_DEVICES", "RUNAI_NUM_OF_GPUS", "GPU_PORTION", "CUDA_DEVICE_MEMORY_LIMIT")]
+    container["envFrom"] = [{"configMapRef": {"name": f"{prefix}-0-evar", "optional": False}}]
+    # With admission.blockNvidiaVisibleDevices, KAI's deviceaccess plugin hides the GPU from the other containers.
+    sidecar = {k: v for k, v in container.items() if k not in ("env", "envFrom")}
+    body["spec"]["containers"].append({**sidecar, "name": "sidecar", "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"}]})
+    return body
+
+
+@pytest.fixture
+def binder_core(kai_stack):
+    """CoreV1Api as KAI's binder ServiceAccount, with the ConfigMap rights KAI's chart gives it (a ClusterRole)."""
+    from kubernetes import client
+
+    cp = kai_stack.plane.cp
+    rbac = client.RbacAuthorizationV1Api(cp.api_client)
+    name = "e2e-kai-binder-configmaps"
+    rbac.create_cluster_role({"metadata": {"name": name}, "rules": [
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "create", "update", "patch", "delete"]}]})
+    rbac.create_cluster_role_binding({"metadata": {"name": name},
+                                      "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+                                      "subjects": [{"kind": "ServiceAccount", "name": "binder", "namespace": "kai-scheduler"}]})
+    yield client.CoreV1Api(cp.client_for(BINDER, ["system:serviceaccounts", "system:serviceaccounts:kai-scheduler"]))
+    rbac.delete_cluster_role_binding(name)
+    rbac.delete_cluster_role(name)
+
+
+def _forbidden(call) -> str:
+    with pytest.raises(ApiException) as refused:
+        call()
+    assert refused.value.status == 403, refused.value.body
+    return refused.value.body
+
+
+def test_a_developer_cannot_write_a_kai_config_map_but_the_binder_can(kai_stack, pods, binder_core):
+    member = pods.member_core("eval")
+    name = f"{KAI_PREFIX}-0"
+    squat = _forbidden(lambda: member.create_namespaced_config_map("eval", _config_map(name)))
+    assert f"ConfigMap {name} has the name of a KAI GPU-sharing ConfigMap" in squat
+    assert "only KAI's binder (kai-scheduler/binder)" in squat
+    _forbidden(lambda: member.create_namespaced_config_map("eval", _config_map(f"{name}-evar")))
+    try:
+        binder_core.create_namespaced_config_map("eval", _config_map(name, {"NVIDIA_VISIBLE_DEVICES": "GPU-0"}))
+        binder_core.patch_namespaced_config_map(name, "eval", {"data": {"CUDA_DEVICE_MEMORY_LIMIT": "40960m"}})
+        # The developer, on the binder's ConfigMap: widen the share to every GPU, or delete it.
+        _forbidden(lambda: member.patch_namespaced_config_map(name, "eval", {"data": {"NVIDIA_VISIBLE_DEVICES": "all"}}))
+        _forbidden(lambda: member.delete_namespaced_config_map(name, "eval"))
+        assert pods.core.read_namespaced_config_map(name, "eval").data == {
+            "CUDA_DEVICE_MEMORY_LIMIT": "40960m", "NVIDIA_VISIBLE_DEVICES": "GPU-0"}
+    finally:
+        binder_core.delete_namespaced_config_map(name, "eval")
+    # The neighbour: an ordinary ConfigMap of the developer's own.
+    member.create_namespaced_config_map("eval", _config_map("e2e-settings", {"mode": "strict"}))
+    member.patch_namespaced_config_map("e2e-settings", "eval", {"data": {"mode": "lenient"}})
+    member.delete_namespaced_config_map("e2e-settings", "eval")
+
+
+def test_the_variables_kais_webhook_injects_are_admitted_and_hand_made_ones_are_not(kai_stack, pods):
+    target = on_pool(kai_stack, "eval", "a100-shared")
+    name = pods.submit("eval", _as_webhook_leaves_it(_fraction_pod("eval", **target)))
+    main, sidecar = pods.core.read_namespaced_pod(name, "eval").spec.containers
+    assert {e.name: e.value_from.config_map_key_ref.name for e in main.env}["NVIDIA_VISIBLE_DEVICES"] == f"{KAI_PREFIX}-0"
+    assert [(e.name, e.value) for e in sidecar.env] == [("NVIDIA_VISIBLE_DEVICES", "void")]
+    by_hand = _fraction_pod("eval", **target)
+    by_hand["spec"]["containers"][0]["env"] = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]
+    assert "environment variable NVIDIA_VISIBLE_DEVICES is refused" in _refused(pods, "eval", by_hand)
+    outside = _as_webhook_leaves_it(_fraction_pod("eval", **target), prefix="e2e-settings")
+    assert "annotation runai/shared-gpu-configmap must end in -shared-gpu" in _refused(pods, "eval", outside)
+
+
+def test_a_share_cannot_opt_out_of_hamicore(kai_stack, pods):
+    target = on_pool(kai_stack, "eval", "a100-shared")
+    opt_out = _fraction_pod("eval", {"gpu-fraction": "0.5", "kai-resource-isolator.io/inject": "false"}, **target)
+    assert "annotation kai-resource-isolator.io/inject is refused" in _refused(pods, "eval", opt_out)
+
+
+def test_the_kai_sharing_and_guard_policies_type_check_clean(kai_stack):
+    """The server type-checks each expression against both kinds the policy matches (ConfigMap, Pod)."""
+    from kubernetes import client
+
+    from tools.applied_stack import wait_policies_typechecked
+
+    cp = kai_stack.plane.cp
+    names = ["gpu-tenancy-kai-sharing", "gpu-tenancy-guard-eval"]
+    wait_policies_typechecked(cp, [{"kind": "ValidatingAdmissionPolicy", "metadata": {"name": n}} for n in names])
+    adm = client.AdmissionregistrationV1Api(cp.api_client)
+    for name in names:
+        status = adm.read_validating_admission_policy(name).status
+        warnings = (status.type_checking.expression_warnings or []) if status.type_checking else []
+        assert not warnings, "\n".join(f"{name} {w.field_ref}: {w.warning}" for w in warnings)
