@@ -28,7 +28,7 @@ from ..fleet import gpu_capacity as cap
 from ..fleet.facts import FleetFacts
 from ..spec.stack import Platform
 from ..spec.tenant import Tenant
-from .meta import KubeObject, kube_object, object_meta, platform_labels
+from .meta import KubeObject, gpu_class_label, kube_object, object_meta, platform_labels
 
 IMPLICIT_EXTENDED_RESOURCE_PREFIX = cap.IMPLICIT_EXTENDED_RESOURCE_PREFIX
 
@@ -104,9 +104,11 @@ def device_classes(facts: FleetFacts) -> list[KubeObject]:
         body: dict = {"selectors": selectors}
         if spec.extended_resource_name is not None:
             body["extendedResourceName"] = spec.extended_resource_name
+        labels = platform_labels(facts.environment_label)
+        # vCluster tenants sync in the classes they may claim by this label (manifests/vcluster.py).
+        if spec.gpu_class is not None:
+            labels[gpu_class_label(facts.platform)] = spec.gpu_class
         objects.append(
-            kube_object(
-                "resource.k8s.io/v1", "DeviceClass", object_meta(name, labels=platform_labels(facts.environment_label)), spec=body
-            )
+            kube_object("resource.k8s.io/v1", "DeviceClass", object_meta(name, labels=labels), spec=body)
         )
     return objects

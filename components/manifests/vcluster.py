@@ -26,7 +26,13 @@ below make it say so from the inside too (keys of the chart's values.schema.json
 * `policies.networkPolicy`: on, with `workload.publicEgress` off. NetworkPolicies add up, so the
   chart's default public egress would widen the tenant's default-deny; what remains are the
   rules the control plane and the workloads need to talk to each other and to the API server;
-* `policies.podSecurityStandard`: the namespace's Pod Security level, checked inside the vCluster.
+* `policies.podSecurityStandard`: the namespace's Pod Security level, checked inside the vCluster;
+* DRA (`sync.toHost.{resourceClaims,resourceClaimTemplates}`, `sync.fromHost.deviceClasses`): on
+  only for a tenant with a DeviceClass grant. Its claims are synced into the host namespace, where
+  the host claim policy, RBAC and quota judge the syncer's copy as they judge the tenant's own
+  (`components.manifests.claim_policy`); the tool-owned DeviceClasses the tenant may claim are
+  synced in by label. Without a grant all three stay off: DRA does not exist inside the vCluster,
+  and the host quota pins every DeviceClass at 0 anyway.
 
 The tenant's `vcluster.values` are merged last (maps merge, lists and scalars replace); overriding
 the isolation keys above (`components.validate.vcluster.GUARDED_PATHS`) is rejected by
@@ -46,7 +52,8 @@ from ..fleet.facts import TenantView
 from ..spec.tenant import Tenant
 from .gpu_nodes import TAINT_EFFECT
 from .limit_range import container_limits
-from .meta import MANAGED_BY, gpu_class_label, tenant_label
+from .claim_policy import claimable_device_classes
+from .meta import MANAGED_BY, gpu_class_label, platform_labels, tenant_label
 from .namespace import pod_security_level
 from .device_classes import device_class_hard
 from .quota import compute_hard, ephemeral_storage_hard, gpu_hard, object_count_hard, storage_hard
@@ -128,6 +135,43 @@ def mirrored_limit_range(tenant: Tenant, view: TenantView) -> dict[str, Any]:
     return sections
 
 
+def device_class_selector(tenant: Tenant, view: TenantView) -> dict[str, Any] | None:
+    """Label selector of the host DeviceClasses synced into the vCluster: the tool-owned ones the tenant may claim.
+
+    Tool-owned DeviceClasses carry their GPU class label, and a DeviceClass's grant is its GPU
+    class's grant, so selecting the granted GPU classes selects exactly the claimable owned classes.
+    A granted class a driver installs carries no label of ours and stays invisible inside; a claim
+    may still name it (nothing looks DeviceClasses up when a claim is written) and the host decides.
+    None when the tenant may claim no DeviceClass.
+
+    >>> device_class_selector(dra.tenants[0].spec, dra.view(dra.tenants[0].spec))["matchExpressions"]
+    [{'key': 'gpu.dra.dev/gpu-class', 'operator': 'In', 'values': ['h100']}]
+    """
+    platform = view.platform
+    claimable = claimable_device_classes(tenant, view)
+    if not claimable:
+        return None
+    classes = sorted({c for name in claimable if (c := platform.device_classes[name].gpu_class) is not None})
+    return {
+        "matchExpressions": [{"key": gpu_class_label(platform), "operator": "In", "values": classes}],
+        "matchLabels": platform_labels(view.environment_label),
+    }
+
+
+def dra_sync(tenant: Tenant, view: TenantView) -> dict[str, dict[str, Any]]:
+    """`sync.toHost` claims and `sync.fromHost.deviceClasses`: on only with a DeviceClass grant.
+
+    >>> dra_sync(dev.tenants[2].spec, dev.view(dev.tenants[2].spec))["toHost"]
+    {'resourceClaimTemplates': {'enabled': False}, 'resourceClaims': {'enabled': False}}
+    """
+    selector = device_class_selector(tenant, view)
+    enabled = selector is not None
+    return {
+        "fromHost": {"deviceClasses": {"enabled": True, "selector": selector} if enabled else {"enabled": False}},
+        "toHost": {"resourceClaimTemplates": {"enabled": enabled}, "resourceClaims": {"enabled": enabled}},
+    }
+
+
 def generated_values(tenant: Tenant, view: TenantView) -> dict[str, Any]:
     """Chart values from the spec alone, before the tenant's overrides (see the module docstring).
 
@@ -139,6 +183,7 @@ def generated_values(tenant: Tenant, view: TenantView) -> dict[str, Any]:
     pods: dict[str, Any] = {"enabled": True, "enforceTolerations": enforced_tolerations(tenant, view)}
     if tenant.vcluster.priority_class_name is not None:
         pods["priorityClassName"] = tenant.vcluster.priority_class_name
+    dra = dra_sync(tenant, view)
     return {
         "policies": {
             "limitRange": {"enabled": any(v is not None for s in limits.values() for v in s.values()), **limits},
@@ -148,6 +193,7 @@ def generated_values(tenant: Tenant, view: TenantView) -> dict[str, Any]:
         },
         "sync": {
             "fromHost": {
+                **dra["fromHost"],
                 "nodes": {"enabled": True, "selector": {"labels": node_selector(tenant, view)}, "syncBackChanges": False},
                 "priorityClasses": {"enabled": tenant.vcluster.priority_class_name is None, "selector": {"matchLabels": dict(MANAGED_BY)}},
             },
@@ -156,6 +202,7 @@ def generated_values(tenant: Tenant, view: TenantView) -> dict[str, Any]:
                 "persistentVolumes": {"enabled": False},
                 "pods": pods,
                 "priorityClasses": {"enabled": False},
+                **dra["toHost"],
                 "storageClasses": {"enabled": False},
             },
         },

@@ -30,6 +30,7 @@ SCHEMA_RESOURCE = "vcluster/values.schema.json"
 # Values the platform generates to isolate the tenant (see components/manifests/vcluster.py), with
 # why; a tenant overriding any of them, or anything below them, could reach beyond its namespace.
 _NODES = "pins the vCluster's pods to the tenant's GPU pools and keeps host nodes read-only"
+_DRA = "syncs DRA claims and the claimable DeviceClasses only for a tenant with a DeviceClass grant (quota.gpu of a class a deviceClasses entry meters)"
 GUARDED: dict[tuple[str, ...], str] = {
     ("sync", "fromHost", "nodes", "enabled"): _NODES,
     ("sync", "fromHost", "nodes", "selector"): _NODES,
@@ -41,6 +42,9 @@ GUARDED: dict[tuple[str, ...], str] = {
     ("sync", "toHost", "namespaces"): "would let the vCluster create host namespaces",
     ("sync", "toHost", "persistentVolumes"): "would let the vCluster create host PersistentVolumes (hostPath reaches node disks)",
     ("sync", "toHost", "storageClasses"): "would let the vCluster create host StorageClasses",
+    ("sync", "toHost", "resourceClaims"): _DRA,
+    ("sync", "toHost", "resourceClaimTemplates"): _DRA,
+    ("sync", "fromHost", "deviceClasses"): _DRA,
     ("policies",): "mirrors the tenant's quota, LimitRange, NetworkPolicy and Pod Security",
     ("rbac",): "bounds what the vCluster may do on the host",
 }

@@ -324,3 +324,110 @@ def test_claim_from_a_template_is_metered_when_the_claim_controller_creates_it(a
         custom.delete_namespaced_custom_object("resource.k8s.io", "v1", namespace, "resourceclaimtemplates", "e2e-dra-template")
         for c in admin_custom.list_namespaced_custom_object("resource.k8s.io", "v1", namespace, "resourceclaims")["items"]:
             admin_custom.delete_namespaced_custom_object("resource.k8s.io", "v1", namespace, "resourceclaims", c["metadata"]["name"])
+
+
+# ---- a vCluster's syncer: claims written inside are copied into the host namespace -----------------
+#
+# The vCluster's syncer writes its copy of a claim in the tenant's host namespace as the chart's
+# ServiceAccount vc-<release>. The host claim policy matches by namespace, any user, so it judges that
+# copy exactly like the tenant's own claim; quota does too. No vCluster runs here: we act as its
+# ServiceAccount, with the Role the chart adds when sync.toHost.resourceClaims/resourceClaimTemplates
+# are on (written out below, since the chart is not rendered in this lane).
+
+SYNCER_ROLE = "e2e-vc-vcluster-claims"
+
+
+def syncer_user(namespace: str) -> tuple[str, list[str]]:
+    return f"system:serviceaccount:{namespace}:vc-vcluster", ["system:serviceaccounts", f"system:serviceaccounts:{namespace}"]
+
+
+def synced(body: dict, namespace: str) -> dict:
+    """The syncer's host copy: its translated name (`<name>-x-<namespace>-x-<vcluster>`) and marker label."""
+    body["metadata"] = {"name": f"{body['metadata']['name']}-x-default-x-vcluster",
+                        "labels": {"vcluster.loft.sh/managed-by": "vcluster", "vcluster.loft.sh/namespace": "default"}}
+    return body
+
+
+def grant_syncer_role(apiserver, namespace: str) -> None:
+    """The chart's rule for synced claims, bound to vc-vcluster in the host namespace."""
+    apiserver.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                     "metadata": {"name": SYNCER_ROLE, "namespace": namespace},
+                     "rules": [{"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims", "resourceclaimtemplates"],
+                                "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]}]})
+    apiserver.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                     "metadata": {"name": SYNCER_ROLE, "namespace": namespace},
+                     "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": SYNCER_ROLE},
+                     "subjects": [{"kind": "ServiceAccount", "name": "vc-vcluster", "namespace": namespace}]})
+
+
+def drop_syncer_role(apiserver, namespace: str) -> None:
+    rbac = client.RbacAuthorizationV1Api(apiserver.api_client)
+    rbac.delete_namespaced_role_binding(SYNCER_ROLE, namespace)
+    rbac.delete_namespaced_role(SYNCER_ROLE, namespace)
+
+
+@pytest.fixture(scope="module")
+def vision_syncer(apiserver, dra_stack):
+    """vision's syncer with the chart's claim Role, once RBAC lets it write a granted claim."""
+    namespace = GRANTED[0]
+    custom = client.CustomObjectsApi(apiserver.client_for(*syncer_user(namespace)))
+    grant_syncer_role(apiserver, namespace)
+
+    def admitted() -> bool:
+        try:
+            create_claim(custom, namespace, synced(claim(H100), namespace))
+        except ApiException:
+            return False
+        return True
+
+    apiserver.wait_for(admitted, what="vision's syncer Role to take effect")
+    yield custom
+    drop_syncer_role(apiserver, namespace)
+
+
+@pytest.mark.parametrize("case", range(len(CLAIM_ATTACKS)), ids=[c[0] for c in CLAIM_ATTACKS])
+@pytest.mark.parametrize("kind", ["resourceclaims", "resourceclaimtemplates"])
+def test_claims_synced_from_a_vcluster_meet_the_host_claim_policy(vision_syncer, case, kind):
+    _, make, expected = CLAIM_ATTACKS[case]
+    body = synced(make(), GRANTED[0])
+    if kind == "resourceclaimtemplates":
+        body = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": body["metadata"],
+                "spec": {"spec": body["spec"]}}
+    with pytest.raises(ApiException) as err:
+        vision_syncer.create_namespaced_custom_object("resource.k8s.io", "v1", GRANTED[0], kind, body, dry_run="All")
+    message = err.value.body
+    assert expected in message, message
+    assert (err.value.status, "gpu-tenancy-claims-vision" in message) in ((403, True), (422, False)), message
+
+
+def test_synced_claims_of_the_granted_classes_are_admitted_within_the_grant(vision_syncer):
+    namespace = GRANTED[0]
+    for body in (claim(H100, 2), claim(B200, 1), first_available(H100, B200)):
+        create_claim(vision_syncer, namespace, synced(body, namespace))
+    template = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                "metadata": synced(claim(B200), namespace)["metadata"], "spec": {"spec": claim_spec(B200)}}
+    vision_syncer.create_namespaced_custom_object("resource.k8s.io", "v1", namespace, "resourceclaimtemplates", template, dry_run="All")
+    body = refused(lambda: create_claim(vision_syncer, namespace, synced(claim(H100, 3), namespace)))
+    assert "exceeded quota: tenant-quota" in body and f"{H100}.deviceclass.resource.k8s.io/devices=2" in body
+
+
+def test_a_vcluster_without_a_grant_has_no_claim_verbs_and_quota_pins_it_at_zero(apiserver, dra_stack):
+    """speech's values keep claim sync off, so the chart gives its syncer no claim rule: RBAC refuses.
+    Were the Role there anyway (a hand-edited release), quota at 0 refuses every class."""
+    namespace = UNGRANTED[0]
+    custom = client.CustomObjectsApi(apiserver.client_for(*syncer_user(namespace)))
+    body = refused(lambda: create_claim(custom, namespace, synced(claim(H100), namespace)))
+    assert 'cannot create resource \\"resourceclaims\\"' in body and "exceeded quota" not in body, body
+    grant_syncer_role(apiserver, namespace)
+    try:
+        def quota_refuses() -> str | None:
+            try:
+                create_claim(custom, namespace, synced(claim(H100), namespace))
+            except ApiException as exc:
+                return exc.body if "exceeded quota" in exc.body else None
+            raise AssertionError("speech's syncer created a claim")
+
+        body = apiserver.wait_for(quota_refuses, what="speech's syncer Role to take effect")
+        assert f"{H100}.deviceclass.resource.k8s.io/devices=0" in body and f"requests.{IMPLICIT}{H100}=0" in body
+    finally:
+        drop_syncer_role(apiserver, namespace)

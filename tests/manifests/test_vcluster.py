@@ -22,7 +22,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def examples() -> dict[str, Environment]:
-    return {name: load_environment(REPO, name) for name in ("dev", "prod", "staging")}
+    environments = {name: load_environment(REPO, name) for name in ("dev", "prod", "staging")}
+    return {**environments, "dra": load_environment(REPO / "tests" / "fixtures" / "dra", "dra")}
 
 
 def _spec(environment: Environment, name: str):
@@ -53,7 +54,7 @@ def test_no_release_when_disabled_or_decommissioned(examples):
     assert vcluster.vcluster_release(gone, lab.view(gone)) is None
 
 
-@pytest.mark.parametrize("case", ["dev", "prod", "staging", "lab"])
+@pytest.mark.parametrize("case", ["dev", "prod", "staging", "dra", "lab"])
 def test_generated_values_pass_the_chart_schema_for_every_tenant(examples, case):
     environment = examples[case] if case != "lab" else queue_lab("none")
     for loaded in environment.tenants:
@@ -183,3 +184,36 @@ def test_yaml_decimals_become_plain_numbers(make_tenant, make_environment):
     assert values["x"] == {"count": 2, "ratio": 0.5}
     assert type(values["x"]["count"]) is int
     assert "ratio: 0.5" in vcluster.values_yaml(values)
+
+
+def _selects(selector: dict, labels: dict) -> bool:
+    """A label selector's meaning (matchLabels and `In` expressions, all the generator writes)."""
+    assert {e["operator"] for e in selector.get("matchExpressions", [])} <= {"In"}
+    return all(labels.get(k) == v for k, v in selector.get("matchLabels", {}).items()) and all(
+        labels.get(e["key"]) in e["values"] for e in selector.get("matchExpressions", []))
+
+
+@pytest.mark.parametrize(("tenant", "visible"), [
+    ("vision", ["b200.gpu.dra.dev", "h100.gpu.dra.dev"]),
+    ("robotics", ["h100.gpu.dra.dev"]),
+])
+def test_a_tenant_with_a_device_class_grant_syncs_claims_and_sees_only_its_classes(examples, tenant, visible):
+    from components.manifests.device_classes import device_classes
+
+    dra = examples["dra"]
+    sync = viewed(vcluster.vcluster_values, _enabled(_spec(dra, tenant)), dra)["sync"]
+    assert sync["toHost"]["resourceClaims"] == {"enabled": True}
+    assert sync["toHost"]["resourceClaimTemplates"] == {"enabled": True}
+    synced = sync["fromHost"]["deviceClasses"]
+    assert synced["enabled"] is True
+    # the selector against the DeviceClass objects the stack creates (the driver's carry no label of ours)
+    assert [o["metadata"]["name"] for o in device_classes(dra.facts) if _selects(synced["selector"], o["metadata"]["labels"])] == visible
+
+
+@pytest.mark.parametrize(("case", "tenant"), [("dra", "speech"), ("dev", "llm-finetune"), ("prod", "inference")])
+def test_without_a_device_class_grant_dra_stays_off(examples, case, tenant):
+    """speech has no GPU grant; the example stacks list only driver classes, metered at 0 for everyone."""
+    environment = examples[case]
+    sync = viewed(vcluster.vcluster_values, _enabled(_spec(environment, tenant)), environment)["sync"]
+    assert sync["toHost"]["resourceClaims"] == sync["toHost"]["resourceClaimTemplates"] == {"enabled": False}
+    assert sync["fromHost"]["deviceClasses"] == {"enabled": False}

@@ -148,3 +148,20 @@ def test_a_missing_or_wrong_local_chart_is_located_at_the_stack_key(project_copy
     _local_chart(project_copy, "charts/nowhere", version="0.30.0")
     (error,) = validation_errors(project_copy, "dev")
     assert "has version 0.30.0, but vcluster.chartVersion is 0.36.1" in error, error
+
+
+def test_dra_sync_cannot_be_switched_on_by_the_tenant(project_copy):
+    """llm-finetune has no DeviceClass grant in dev: syncing claims would hand the vCluster host claim verbs for nothing."""
+    finetune = project_copy / "tenants" / "llm-finetune.yaml"
+    replace_once(
+        finetune,
+        "        controlPlane:\n",
+        "        sync:\n          toHost:\n            resourceClaims: {enabled: true}\n          fromHost:\n            deviceClasses: {enabled: true}\n        controlPlane:\n",
+    )
+    errors = validation_errors(project_copy, "dev")
+    for key, column in (("resourceClaims", 13), ("deviceClasses", 13)):
+        where = "toHost" if key == "resourceClaims" else "fromHost"
+        assert any(e.startswith(
+            f"tenants/llm-finetune.yaml:{line_of(finetune, key + ':')}:{column}: environments.dev.vcluster.values.sync.{where}.{key}: "
+            "set by the platform: it syncs DRA claims and the claimable DeviceClasses only for a tenant with a DeviceClass grant"
+        ) for e in errors), errors
