@@ -24,10 +24,15 @@ from __future__ import annotations
 from ..fleet import gpu_capacity as cap
 from ..fleet import feasibility as feas
 from ..fleet.facts import FleetFacts, TenantView
-from ..fleet.queue_arithmetic import KUEUE_CPU_FLAVOR, cohort_of, dedicated_only_classes, kueue_compute_nominal
+from ..fleet.queue_arithmetic import KUEUE_CPU_FLAVOR, cohort_of, dedicated_only_classes, kueue_compute_nominal, queue_borrows
 from ..spec.tenant import Tenant
+from .cel import cel_string
 from .gpu_nodes import pool_taints
+from .placement_policy import requests_gpu
 from .meta import (
+    KUEUE_ADMISSION_GATE,
+    KUEUE_QUEUE_NAME_LABEL,
+    QUEUE_ADMISSION_LABEL,
     TENANT_LABEL,
     KubeObject,
     gpu_class_label,
@@ -40,6 +45,7 @@ from .meta import (
 
 API_VERSION = "kueue.x-k8s.io/v1beta2"
 LOCAL_QUEUE = "default"
+POLICY_NAME = "gpu-tenancy-kueue-queue"
 
 
 def flavor_pools(tenant: Tenant, view: TenantView) -> list[str]:
@@ -162,6 +168,9 @@ def resource_groups(tenant: Tenant, view: TenantView) -> list[dict]:
     covered = sorted({resource for resources in flavors.values() for resource in resources})
     if covered:
         has_cohort = cohort_of(tenant, platform) is not None
+        # `admission: direct`: pods that bypass the queue hold GPUs the queue does not see, and the
+        # ResourceQuota (nominal only) would refuse the pods of borrowed quota anyway.
+        borrows_nothing = has_cohort and not queue_borrows(tenant, platform)
         borrowing = dict(tenant.queue.borrowing_limit or {}) if has_cohort else {}
         lending = dict(tenant.queue.lending_limit or {})
         # A class the tenant reaches only through its dedicated pools: nobody else can be placed on
@@ -182,7 +191,7 @@ def resource_groups(tenant: Tenant, view: TenantView) -> list[dict]:
                     _resource(
                         resource,
                         resources.get(resource, 0),
-                        borrowing.get(class_name) if limited else None,
+                        0 if borrows_nothing else borrowing.get(class_name) if limited else None,
                         min(lending[class_name], resources.get(resource, 0))
                         if limited and class_name in lending and has_cohort
                         else None,
@@ -247,10 +256,106 @@ def tenant_kueue_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     return [cluster_queue(tenant, view), *local_queues(tenant, view)]
 
 
-def platform_kueue_objects(facts: FleetFacts) -> list[KubeObject]:
-    """Cluster-wide Kueue objects: the ResourceFlavors (cohorts need no object of their own).
+def _label(obj: str, key: str) -> str:
+    return f"(has({obj}.metadata.labels) && {cel_string(key)} in {obj}.metadata.labels ? {obj}.metadata.labels[{cel_string(key)}] : '')"
 
-    >>> [(o["kind"], o["metadata"]["name"]) for o in platform_kueue_objects(prod.facts)]
-    [('ResourceFlavor', 'a100-mig'), ('ResourceFlavor', 'a100-shared'), ('ResourceFlavor', 'default-flavor'), ('ResourceFlavor', 'h100-serve'), ('ResourceFlavor', 'h100-train')]
+
+def _gated(obj: str) -> str:
+    return f"(has({obj}.spec.schedulingGates) && {obj}.spec.schedulingGates.exists(g, g.name == {cel_string(KUEUE_ADMISSION_GATE)}))"
+
+
+def queue_pinning_policy(facts: FleetFacts) -> list[KubeObject]:
+    """ValidatingAdmissionPolicy + binding: in tenant namespaces, GPU pods go through the tenant's LocalQueue.
+
+    Kueue manages only what carries `kueue.x-k8s.io/queue-name`; an unlabelled pod or Job would hold
+    GPUs no queue counts and no preemption can reclaim. So a Pod or Job whose pods request GPUs (any
+    path: device plugin, DRA extended resource or claim) must name the LocalQueue `default`, unless
+    its namespace is a `queue.admission: direct` tenant's; pods a Job creates are covered by their
+    Job (only a Job controller, which may update `jobs/status`, creates them unlabelled). And what
+    only the scheduler may change, nobody else does: the label after creation, Kueue's scheduling
+    gate on a pod, a queued Job's `suspend`. "The scheduler" is whoever may update
+    `workloads/status` in the namespace: Kueue and cluster admins, never a tenant role.
+
+    >>> [o["kind"] for o in queue_pinning_policy(prod.facts)]
+    ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']
     """
-    return resource_flavors(facts)
+    platform = facts.platform
+    labels = platform_labels(facts.environment_label)
+    may = "authorizer.group({}).resource({}).subresource('status').namespace(request.namespace).check('update').allowed()"
+    policy_spec = {
+        "failurePolicy": "Fail",
+        "matchConstraints": {
+            "namespaceSelector": {"matchExpressions": [{"key": TENANT_LABEL, "operator": "Exists"}]},
+            "resourceRules": [
+                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["pods"]},
+                {"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["jobs"]},
+            ],
+        },
+        "validations": [
+            {
+                "expression": (
+                    "request.operation != 'CREATE' || variables.direct || !variables.requestsGpu || "
+                    f"variables.queue == {cel_string(LOCAL_QUEUE)} || (variables.pod && variables.jobController)"
+                ),
+                "messageExpression": (
+                    "(variables.pod ? 'a pod' : 'a Job') + ' that requests GPUs must carry the label "
+                    f"{KUEUE_QUEUE_NAME_LABEL}: {LOCAL_QUEUE} (got \\'' + variables.queue + '\\'): GPUs are admitted by "
+                    "the tenant\\'s queue only; label the Job, or the pod template of a Deployment or StatefulSet "
+                    "(docs/queues-and-vclusters.md)'"
+                ),
+                "reason": "Forbidden",
+            },
+            {
+                "expression": "request.operation != 'UPDATE' || variables.queue == variables.oldQueue || variables.scheduler",
+                "message": f"the label {KUEUE_QUEUE_NAME_LABEL} cannot be added, changed or removed after creation; create a new object",
+                "reason": "Forbidden",
+            },
+            {
+                "expression": f"!variables.pod || request.operation != 'UPDATE' || !{_gated('oldObject')} || {_gated('object')} || variables.scheduler",
+                "message": (
+                    f"only Kueue lifts the scheduling gate {KUEUE_ADMISSION_GATE}: the pod starts when the tenant's queue admits it"
+                ),
+                "reason": "Forbidden",
+            },
+            {
+                "expression": (
+                    "variables.pod || request.operation != 'UPDATE' || variables.oldQueue == '' || "
+                    "!(has(oldObject.spec.suspend) && oldObject.spec.suspend) || "
+                    "(has(object.spec.suspend) && object.spec.suspend) || variables.scheduler"
+                ),
+                "message": "a queued Job starts when Kueue admits it: only Kueue sets its spec.suspend to false",
+                "reason": "Forbidden",
+            },
+        ],
+        "variables": [
+            {"expression": "request.kind.kind == 'Pod'", "name": "pod"},
+            {"expression": _label("object", KUEUE_QUEUE_NAME_LABEL), "name": "queue"},
+            {"expression": f"request.operation == 'UPDATE' ? {_label('oldObject', KUEUE_QUEUE_NAME_LABEL)} : ''", "name": "oldQueue"},
+            {"expression": f"{_label('namespaceObject', QUEUE_ADMISSION_LABEL)} == 'direct'", "name": "direct"},
+            {
+                "expression": f"variables.pod ? ({requests_gpu(platform)}) : ({requests_gpu(platform, 'object.spec.template')})",
+                "name": "requestsGpu",
+            },
+            {"expression": may.format("'kueue.x-k8s.io'", "'workloads'"), "name": "scheduler"},
+            {"expression": may.format("'batch'", "'jobs'"), "name": "jobController"},
+        ],
+    }
+    policy = kube_object(
+        "admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", object_meta(POLICY_NAME, labels=labels), spec=policy_spec
+    )
+    binding = kube_object(
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicyBinding",
+        object_meta(POLICY_NAME, labels=labels),
+        spec={"policyName": POLICY_NAME, "validationActions": ["Deny"]},
+    )
+    return [policy, binding]
+
+
+def platform_kueue_objects(facts: FleetFacts) -> list[KubeObject]:
+    """Cluster-wide Kueue objects: the ResourceFlavors (cohorts need no object of their own) and the queue-pinning policy.
+
+    >>> [(o["kind"], o["metadata"]["name"]) for o in platform_kueue_objects(prod.facts)][-3:]
+    [('ResourceFlavor', 'h100-train'), ('ValidatingAdmissionPolicy', 'gpu-tenancy-kueue-queue'), ('ValidatingAdmissionPolicyBinding', 'gpu-tenancy-kueue-queue')]
+    """
+    return [*resource_flavors(facts), *queue_pinning_policy(facts)]

@@ -158,3 +158,11 @@ def test_a_tenant_named_like_a_department_queue(project_copy):
         "apiVersion: gpu-tenancy.dev/v1alpha2\nkind: Tenant\nname: dept-research\ndisplayName: D\ncostCenter: cc-1\n"
     )
     assert "tenants/dept-research.yaml:3:1: name: tenant 'dept-research' has the name of the KAI parent queue of department 'research'; parent and leaf queues share one set of names, rename the tenant or the department" in validation_errors(project_copy, "staging")
+
+
+def test_direct_admission_cannot_borrow(project_copy):
+    eval_file = project_copy / "tenants" / "eval.yaml"
+    append_to(eval_file, "queue:\n  cohort: shared\n  admission: direct\n  borrowingLimit: {a100: 2}\n")
+    line = line_of(eval_file, "borrowingLimit")
+    assert any(e.startswith(f"tenants/eval.yaml:{line}:3: queue.borrowingLimit: with `admission: direct` the tenant's pods may bypass its queue")
+               for e in validation_errors(project_copy, "prod"))
