@@ -24,7 +24,7 @@ from __future__ import annotations
 from ..fleet import gpu_capacity as cap
 from ..fleet import feasibility as feas
 from ..fleet.facts import FleetFacts, TenantView
-from ..fleet.queue_arithmetic import KUEUE_CPU_FLAVOR, cohort_of, dedicated_only_classes, kueue_compute_nominal, queue_borrows
+from ..fleet.queue_arithmetic import KUEUE_CPU_FLAVOR, cohort_of, dedicated_only_classes, kueue_compute_nominal
 from ..spec.tenant import Tenant
 from .cel import cel_string
 from .gpu_nodes import pool_taints
@@ -168,9 +168,6 @@ def resource_groups(tenant: Tenant, view: TenantView) -> list[dict]:
     covered = sorted({resource for resources in flavors.values() for resource in resources})
     if covered:
         has_cohort = cohort_of(tenant, platform) is not None
-        # `admission: direct`: pods that bypass the queue hold GPUs the queue does not see, and the
-        # ResourceQuota (nominal only) would refuse the pods of borrowed quota anyway.
-        borrows_nothing = has_cohort and not queue_borrows(tenant, platform)
         borrowing = dict(tenant.queue.borrowing_limit or {}) if has_cohort else {}
         lending = dict(tenant.queue.lending_limit or {})
         # A class the tenant reaches only through its dedicated pools: nobody else can be placed on
@@ -191,7 +188,7 @@ def resource_groups(tenant: Tenant, view: TenantView) -> list[dict]:
                     _resource(
                         resource,
                         resources.get(resource, 0),
-                        0 if borrows_nothing else borrowing.get(class_name) if limited else None,
+                        borrowing.get(class_name) if limited else None,
                         min(lending[class_name], resources.get(resource, 0))
                         if limited and class_name in lending and has_cohort
                         else None,
@@ -248,11 +245,18 @@ def local_queues(tenant: Tenant, view: TenantView) -> list[KubeObject]:
 
 
 def tenant_kueue_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
-    """The tenant's ClusterQueue and LocalQueues.
+    """The tenant's ClusterQueue and LocalQueues; none with `queue.admission: direct`.
+
+    A direct tenant stays outside Kueue: Kueue would label its unlabelled pods with the LocalQueue
+    `default` (and queue them), and a ClusterQueue that sees none of its pods would lend its
+    quota to the cohort while they hold the GPUs. Its GPUs are its ResourceQuota, which the
+    capacity check reserves on its pools like any quota.
 
     >>> [o["kind"] for o in tenant_kueue_objects(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))]
     ['ClusterQueue', 'LocalQueue']
     """
+    if tenant.queue.admission == "direct":
+        return []
     return [cluster_queue(tenant, view), *local_queues(tenant, view)]
 
 
@@ -267,11 +271,12 @@ def _gated(obj: str) -> str:
 def queue_pinning_policy(facts: FleetFacts) -> list[KubeObject]:
     """ValidatingAdmissionPolicy + binding: in tenant namespaces, GPU pods go through the tenant's LocalQueue.
 
-    Kueue manages only what carries `kueue.x-k8s.io/queue-name`; an unlabelled pod or Job would hold
+    Kueue manages only what carries `kueue.x-k8s.io/queue-name`; an unmanaged pod or Job would hold
     GPUs no queue counts and no preemption can reclaim. So a Pod or Job whose pods request GPUs (any
-    path: device plugin, DRA extended resource or claim) must name the LocalQueue `default`, unless
-    its namespace is a `queue.admission: direct` tenant's; pods a Job creates are covered by their
-    Job (only a Job controller, which may update `jobs/status`, creates them unlabelled). And what
+    path: device plugin, DRA extended resource or claim) must name the LocalQueue `default`, and a
+    pod must carry Kueue's scheduling gate too, unless its namespace is a `queue.admission: direct`
+    tenant's; pods a Job creates are covered by their Job (only a Job controller, which may update
+    `jobs/status`, creates them ungated). And what
     only the scheduler may change, nobody else does: the label after creation, Kueue's scheduling
     gate on a pod, a queued Job's `suspend`. "The scheduler" is whoever may update
     `workloads/status` in the namespace: Kueue and cluster admins, never a tenant role.
@@ -293,14 +298,18 @@ def queue_pinning_policy(facts: FleetFacts) -> list[KubeObject]:
         },
         "validations": [
             {
+                # A pod must also be gated: Kueue's webhook gates the labelled pods it manages, and skips
+                # those naming a Job as controller (any tenant can write that ownerReference).
                 "expression": (
                     "request.operation != 'CREATE' || variables.direct || !variables.requestsGpu || "
-                    f"variables.queue == {cel_string(LOCAL_QUEUE)} || (variables.pod && variables.jobController)"
+                    f"(variables.queue == {cel_string(LOCAL_QUEUE)} && (!variables.pod || {_gated('object')})) || "
+                    "(variables.pod && variables.jobController)"
                 ),
                 "messageExpression": (
-                    "(variables.pod ? 'a pod' : 'a Job') + ' that requests GPUs must carry the label "
-                    f"{KUEUE_QUEUE_NAME_LABEL}: {LOCAL_QUEUE} (got \\'' + variables.queue + '\\'): GPUs are admitted by "
-                    "the tenant\\'s queue only; label the Job, or the pod template of a Deployment or StatefulSet "
+                    "(variables.pod ? 'a pod' : 'a Job') + ' that requests GPUs must go through the tenant\\'s queue: "
+                    f"the label {KUEUE_QUEUE_NAME_LABEL}: {LOCAL_QUEUE} (got \\'' + variables.queue + '\\')' + "
+                    f"(variables.pod ? ' and Kueue\\'s scheduling gate {KUEUE_ADMISSION_GATE} (none when the pod names a Job "
+                    "as its controller)' : '') + '; label the Job, or the pod template of a Deployment or StatefulSet "
                     "(docs/queues-and-vclusters.md)'"
                 ),
                 "reason": "Forbidden",

@@ -367,7 +367,7 @@ class QueueSpec(Model):
         description="how the tenant's GPU pods start on a kueue or kai stack. `queued` (default): every pod that "
         "requests GPUs (device plugin, DRA, KAI sharing annotation) must go through the tenant's queue, else it is "
         "refused at creation. `direct`: pods may also start without the queue (online inference that must not "
-        "wait); the tenant's GPUs are then only its nominal quota, as its queue borrows nothing",
+        "wait); the tenant's GPUs are then only its nominal quota (Kueue: it gets no queues at all)",
     )
 
 

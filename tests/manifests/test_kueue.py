@@ -208,14 +208,16 @@ def test_a_gpu_pod_must_name_the_local_queue(engine, pinning):
     def admit(obj, namespace=TENANT_NS, given=MEMBER, resource="pods"):
         return replay(engine, pinning, obj, resource=resource, namespace=namespace, given=given)
 
-    assert admit(_pod(queue="default")) == []
+    assert admit(_pod(queue="default", gates=True)) == []
     (refused,) = admit(_pod(queue=None))
-    assert "must carry the label kueue.x-k8s.io/queue-name: default (got '')" in refused and refused.startswith("a pod")
-    assert admit(_pod(gpus=0, claims=True, queue="other"))        # a DRA claim is a GPU request too
+    assert "the label kueue.x-k8s.io/queue-name: default (got '') and Kueue's scheduling gate" in refused
+    assert refused.startswith("a pod that requests GPUs must go through the tenant's queue")
+    assert admit(_pod(queue="default", gates=False))                # labelled, but Kueue skipped it
+    assert admit(_pod(gpus=0, claims=True, queue="other", gates=True))   # a DRA claim is a GPU request too
     assert admit(_pod(gpus=0, queue=None)) == []                    # CPU pods may run outside the queue
     assert admit(_pod(queue=None), namespace=DIRECT_NS) == []      # `queue.admission: direct`
     assert admit(_pod(queue=None), given={**MEMBER, "jobController": True}) == []   # a Job's pods: the Job was checked
-    assert admit(_job(queue=None), resource="jobs")[0].startswith("a Job that requests GPUs")
+    assert admit(_job(queue=None), resource="jobs")[0].startswith("a Job that requests GPUs must go through")
     assert admit(_job(), resource="jobs") == []
 
 
