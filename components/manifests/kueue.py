@@ -231,6 +231,24 @@ def cluster_queue(tenant: Tenant, view: TenantView) -> KubeObject:
     return kube_object(API_VERSION, "ClusterQueue", object_meta(tenant.name, labels=labels), spec=dict(sorted(spec.items())))
 
 
+def departing_cluster_queue(name: str, tenant: Tenant, view: TenantView) -> KubeObject:
+    """The ClusterQueue `name` that a rename (a name in `previousNames`) or a decommission leaves
+    behind, kept instead of deleted, stopped with `stopPolicy: HoldAndDrain`, holding no quota.
+
+    Kueue holds a ClusterQueue's delete on its finalizer while workloads are admitted to it, so a
+    delete with running work keeps `pulumi up` waiting until they end (or the update times out).
+    Stopped, Kueue evicts them (a renamed tenant's requeue to its new ClusterQueue through their
+    LocalQueue); without resource groups it lends nothing to the cohort, and without a
+    `namespaceSelector` no namespace can submit to it. It is deleted, empty and at once, when the
+    name leaves `previousNames` or the decommissioned tenant's file is removed.
+
+    >>> departing_cluster_queue("evals", prod.tenants[0].spec, prod.view(prod.tenants[0].spec))["spec"]
+    {'stopPolicy': 'HoldAndDrain'}
+    """
+    labels = owned_labels(tenant, view)
+    return kube_object(API_VERSION, "ClusterQueue", object_meta(name, labels=labels), spec={"stopPolicy": "HoldAndDrain"})
+
+
 def local_queues(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """A LocalQueue `default` in each tenant namespace; workloads opt in with `kueue.x-k8s.io/queue-name: default`.
 
@@ -245,7 +263,9 @@ def local_queues(tenant: Tenant, view: TenantView) -> list[KubeObject]:
 
 
 def tenant_kueue_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
-    """The tenant's ClusterQueue and LocalQueues; none with `queue.admission: direct`.
+    """The tenant's ClusterQueue and LocalQueues (none with `queue.admission: direct`), and the stopped
+    ClusterQueue of each previous name; decommissioned, only its own ClusterQueue, stopped
+    (`departing_cluster_queue`).
 
     A direct tenant stays outside Kueue: Kueue would label its unlabelled pods with the LocalQueue
     `default` (and queue them), and a ClusterQueue that sees none of its pods would lend its
@@ -255,9 +275,12 @@ def tenant_kueue_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     >>> [o["kind"] for o in tenant_kueue_objects(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))]
     ['ClusterQueue', 'LocalQueue']
     """
+    if tenant.lifecycle == "decommissioned":
+        return [departing_cluster_queue(tenant.name, tenant, view)]
+    departing = [departing_cluster_queue(old, tenant, view) for old in tenant.previous_names if old != tenant.name]
     if tenant.queue.admission == "direct":
-        return []
-    return [cluster_queue(tenant, view), *local_queues(tenant, view)]
+        return departing
+    return [cluster_queue(tenant, view), *local_queues(tenant, view), *departing]
 
 
 def _label(obj: str, key: str) -> str:

@@ -15,16 +15,17 @@ from .meta import KubeObject, sort_objects
 
 
 def tenant_queue_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
-    """The tenant's queue objects: Kueue ClusterQueue + LocalQueues, or a KAI leaf Queue; none when decommissioned.
+    """The tenant's queue objects: Kueue ClusterQueue + LocalQueues (plus the stopped ClusterQueues of
+    its previous names; decommissioned, only its own, stopped), or a KAI leaf Queue (none when decommissioned).
 
     >>> [o["kind"] for o in tenant_queue_objects(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))]
     ['ClusterQueue', 'LocalQueue']
     """
-    if tenant.lifecycle == "decommissioned":
-        return []
     scheduler = view.platform.scheduler
     if scheduler == "kueue":
         return sort_objects(kueue.tenant_kueue_objects(tenant, view))
+    if tenant.lifecycle == "decommissioned":
+        return []
     if scheduler == "kai":
         return sort_objects(kai.tenant_kai_objects(tenant, view))
     return []

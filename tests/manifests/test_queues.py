@@ -46,11 +46,23 @@ def test_the_stack_scheduler_picks_the_builder(examples):
     assert all(queues.tenant_queue_objects(t.spec, dev.view(t.spec)) == [] for t in dev.tenants)
 
 
-@pytest.mark.parametrize("scheduler", ["kueue", "kai"])
-def test_decommissioned_tenants_get_no_queue_objects(scheduler):
-    lab = queue_lab(scheduler)
+def test_a_decommissioned_tenant_keeps_only_a_stopped_cluster_queue():
+    lab = queue_lab("kueue")
     gone = next(t.spec for t in lab.tenants if t.name == "gone")
-    assert queues.tenant_queue_objects(gone, lab.view(gone)) == []
+    (queue,) = queues.tenant_queue_objects(gone, lab.view(gone))
+    assert (queue["kind"], queue["metadata"]["name"], queue["spec"]) == ("ClusterQueue", "gone", {"stopPolicy": "HoldAndDrain"})
+    kai = queue_lab("kai")
+    assert queues.tenant_queue_objects(gone, kai.view(gone)) == []
+
+
+def test_a_renamed_tenant_stops_the_cluster_queue_of_its_old_name():
+    lab = queue_lab("kueue")
+    bench = next(t.spec for t in lab.tenants if t.name == "bench")
+    renamed = bench.model_copy(update={"previous_names": ["workbench"]})
+    stopped = [o for o in queues.tenant_queue_objects(renamed, lab.view(renamed))
+               if o["kind"] == "ClusterQueue" and o["metadata"]["name"] == "workbench"]
+    # no namespace may submit to it (no namespaceSelector), it lends nothing (no resource groups)
+    assert [o["spec"] for o in stopped] == [{"stopPolicy": "HoldAndDrain"}]
 
 
 def _resource_quota_gpus(tenant, environment) -> dict[str, int]:
