@@ -174,7 +174,8 @@ def queue_pinning_policy(facts: FleetFacts) -> list[KubeObject]:
                 "expression": (
                     "request.kind.kind != 'Pod' || request.operation != 'CREATE' || variables.direct || !variables.requestsGpu || "
                     "variables.scheduler || "
-                    f"(variables.queue == variables.tenant && has(object.spec.schedulerName) && object.spec.schedulerName == '{KAI_SCHEDULER_NAME}')"
+                    # Any queue label will do here: the rule below says which one, in its own words.
+                    f"(variables.queue != '' && has(object.spec.schedulerName) && object.spec.schedulerName == '{KAI_SCHEDULER_NAME}')"
                 ),
                 "messageExpression": (
                     f"'a pod that requests GPUs must set schedulerName: {KAI_SCHEDULER_NAME} and label {KAI_QUEUE_LABEL}: ' + variables.tenant"
