@@ -11,10 +11,11 @@ On top of the control plane (etcd, kube-apiserver, kube-controller-manager) this
   - every Kueue CRD from that module's own source (`config/components/crd/bases`, read
     from the Go module cache `tools/build.sh` fills), the conversion webhook of the CRDs
     upstream patches (`crd/kustomization.yaml`) pointed at Kueue on loopback;
-  - its webhooks (`config/components/webhook/manifests.yaml`) for the Kueue API group and
-    `batch` Jobs, pointed at `https://127.0.0.1:<port>/<path>` (no Service, no kube-proxy);
-    webhooks of frameworks the lane does not enable (pods, Deployments, Ray, ...) are left
-    out, as Kueue answers them with a no-op;
+  - its webhooks (`config/components/webhook/manifests.yaml`) for the Kueue API group,
+    `batch` Jobs and Pods (the `pod` integration, which gates a labelled pod until its
+    Workload is admitted), pointed at `https://127.0.0.1:<port>/<path>` (no Service, no
+    kube-proxy); webhooks of frameworks the lane does not enable (Deployments, Ray, ...) are
+    left out, as Kueue answers them with a no-op;
   - certificates minted here: a throw-away CA and a serving certificate for both
     `kueue-webhook-service.kueue-system.svc` and `127.0.0.1`, stored in the Secret Kueue's
     internal certificate manager reads (it keeps valid certificates and injects the CA into
@@ -69,7 +70,7 @@ KUEUE_WEBHOOK_PREFIX = "kueue-"                   # upstream's kustomize namePre
 # The rotator of Kueue's internal certificate manager accepts a CA whose certificate is
 # valid for this name (cert-controller verifies it like a serving certificate).
 KUEUE_CA_NAME = "kueue-ca"
-WEBHOOK_GROUPS = {"kueue.x-k8s.io", "batch"}
+WEBHOOK_GROUPS = {"kueue.x-k8s.io", "batch", ""}   # "": core, for the pod integration
 
 
 def _cache_dir() -> Path:
@@ -228,7 +229,7 @@ def kueue_config(health_port: int, webhook_port: int, cert_dir: Path) -> str:
         "featureGates:",
         "  VisibilityOnDemand: false",   # would start an extra API server on a fixed port
         "integrations:",
-        "  frameworks: [batch/job]",
+        "  frameworks: [batch/job, pod]",   # pod: bare GPU pods queue too (docs/queues-and-vclusters.md)
         "",
     ])
 

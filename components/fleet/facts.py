@@ -202,7 +202,6 @@ class FleetFacts:
             pool_owners=tuple(self.pool_owners.items()),
             reachable_pools=tuple(feas.reachable_pools(tenant.name, tenant, self.platform, self.pool_owners)),
             quota_split=self._quota_split_of(tenant),
-            borrowable=tuple(self.borrowable(tenant).items()),
             granted_namespaces=tuple((name, tuple(self.namespaces[name])) for name in granted if name in self.namespaces),
             accepting=accepting,
         )
@@ -219,7 +218,7 @@ class FleetFacts:
         """Per other member of the tenant's queue group: what it lends on pools the tenant may reach.
 
         Borrowing happens flavor by flavor, and a flavor is a pool: quota lent on a pool the tenant
-        cannot reach is no use to it. Walks the group: for error messages; `borrowable` is the sum.
+        cannot reach is no use to it. Walks the group: for error messages; `lent_to` is the sum.
         """
         group = queue_group(tenant, self.platform)
         if group is None:
@@ -269,24 +268,6 @@ class FleetFacts:
             totals[commodity] = totals.get(commodity, 0) + units
         return dict(sorted(totals.items()))
 
-    def borrowable(self, tenant: Tenant, apply_limits: bool = True) -> dict[Commodity, int]:
-        """GPUs per commodity the tenant's queue can actually borrow: what the group lends it, capped
-        by `borrowingLimit` (unless `apply_limits` is false). A class reached only through dedicated
-        pools borrows nothing."""
-        limits = (tenant.queue.borrowing_limit or {}) if apply_limits else {}
-        dedicated = dedicated_only_classes(tenant, self.platform)
-        result = {}
-        for commodity, units in sorted(self.lent_to(tenant).items()):
-            kind, name = commodity
-            if kind == "class":
-                if name in dedicated:
-                    continue
-                if name in limits:
-                    units = min(units, limits[name])
-            if units:
-                result[commodity] = units
-        return result
-
 
 @dataclass(frozen=True)
 class TenantView:
@@ -300,7 +281,6 @@ class TenantView:
     pool_owners: tuple[tuple[str, str], ...]                                    # every dedicated pool, by name
     reachable_pools: tuple[str, ...]                                            # where its pods may land
     quota_split: tuple[tuple[Commodity, tuple[tuple[str, int], ...]], ...]      # commodity -> pool -> units
-    borrowable: tuple[tuple[Commodity, int], ...]                               # what its queue may borrow
     granted_namespaces: tuple[tuple[str, tuple[str, ...]], ...]                 # tenants it admits -> their namespaces
     accepting: tuple[tuple[str, tuple[str, ...], tuple], ...]                   # tenants that admit it: namespaces, ports
 

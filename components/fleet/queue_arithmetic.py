@@ -9,8 +9,9 @@ may borrow or lend per GPU class, and its weight. The arithmetic here is shared 
 Lending and borrowing happen pool by pool (a Kueue flavor is a node pool): a member lends its
 nominal quota on each pool, capped by its `lendingLimit`, and never a class only its dedicated
 pools provide; a tenant can borrow only what is lent on pools it may reach (`lenders`,
-`borrowable` of `components.fleet.facts.FleetFacts`). The ResourceQuota under a queue is nominal +
-`borrowable` (the one rule, see `components.manifests.queues.gpu_ceiling_by_resource`).
+`borrowable` of `components.fleet.facts.FleetFacts`; the checks read them). The ResourceQuota under
+a queue reads none of this: it is a bound from the tenant's own spec and the stack (the one rule,
+`components.manifests.queues.gpu_ceiling_by_resource`).
 """
 
 from __future__ import annotations
@@ -164,6 +165,19 @@ def queue_group(tenant: Tenant, platform: Platform) -> str | None:
     if platform.scheduler == "kai":
         return cohort_root(kai_department_of(tenant, platform), platform)
     return None
+
+
+def queue_borrows(tenant: Tenant, platform: Platform) -> bool:
+    """Whether the tenant's queue may borrow others' idle GPUs: it has someone to borrow from (a Kueue
+    cohort, a KAI department) and all its GPU pods go through it (`queue.admission: queued`).
+
+    >>> from components.spec.stack import Platform
+    >>> t = Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha2", "kind": "Tenant", "name": "a",
+    ...     "displayName": "A", "costCenter": "cc-1", "queue": {"admission": "direct"}})
+    >>> queue_borrows(t, Platform.model_validate({"labelDomain": "x.dev", "scheduler": "kai"}))
+    False
+    """
+    return queue_group(tenant, platform) is not None and tenant.queue.admission == "queued"
 
 
 @dataclass(frozen=True)

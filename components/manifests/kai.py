@@ -35,7 +35,8 @@ from ..spec.tenant import Tenant
 from .cel import cel_list
 from .kai_config import kai_config
 from .kai_sharing_policy import kai_sharing_policy
-from .meta import KAI_GPU_SHARING_ANNOTATIONS, KAI_QUEUE_LABEL, KAI_SCHEDULER_NAME, TENANT_LABEL, KubeObject, kube_object, object_meta, owned_labels, platform_labels
+from .placement_policy import requests_gpu
+from .meta import KAI_GPU_SHARING_ANNOTATIONS, KAI_QUEUE_LABEL, KAI_SCHEDULER_NAME, QUEUE_ADMISSION_LABEL, TENANT_LABEL, KubeObject, kube_object, object_meta, owned_labels, platform_labels
 
 API_VERSION = "scheduling.run.ai/v2"
 POLICY_NAME = "gpu-tenancy-kai-queue"
@@ -53,7 +54,7 @@ def _resource(quota: Fraction | int, limit: Fraction | int, weight: int) -> dict
 
 
 def gpu_limit(tenant: Tenant, platform: Platform) -> Fraction | int:
-    """The leaf queue's GPU limit: quota plus borrowing when every class is bounded, else -1.
+    """The leaf queue's GPU limit: quota plus borrowing when every class is bounded, else -1; the quota with `admission: direct`.
 
     KAI limits GPUs as one number across classes, so a bound exists only if `borrowingLimit`
     names each class the tenant may use (an unnamed class may borrow without limit).
@@ -66,6 +67,9 @@ def gpu_limit(tenant: Tenant, platform: Platform) -> Fraction | int:
     ...     "queue": {"borrowingLimit": {"a100": 2}}}), p)
     Fraction(10, 1)
     """
+    if tenant.queue.admission == "direct":
+        # Its pods may bypass KAI, and its ResourceQuota is the nominal quota: nothing to borrow into.
+        return kai_amounts(tenant, platform).gpu
     limits = tenant.queue.borrowing_limit
     classes = [name for name in cap.allowed_classes(tenant, platform) if name in platform.gpu_classes]
     if limits is None or any(name not in limits for name in classes):
@@ -189,6 +193,21 @@ def queue_pinning_policy(facts: FleetFacts) -> list[KubeObject]:
                 "reason": "Forbidden",
             },
             {
+                # Every GPU a pod holds must be in KAI's books, or KAI cannot reclaim it for the
+                # queue that is owed it; only a `queue.admission: direct` tenant may run beside KAI.
+                "expression": (
+                    "request.kind.kind != 'Pod' || request.operation != 'CREATE' || variables.direct || !variables.requestsGpu || "
+                    "variables.scheduler || "
+                    # Any queue label will do here: the rule below says which one, in its own words.
+                    f"(variables.queue != '' && has(object.spec.schedulerName) && object.spec.schedulerName == '{KAI_SCHEDULER_NAME}')"
+                ),
+                "messageExpression": (
+                    f"'a pod that requests GPUs must set schedulerName: {KAI_SCHEDULER_NAME} and label {KAI_QUEUE_LABEL}: ' + variables.tenant"
+                    " + ' (GPUs are scheduled through the tenant\\'s KAI queue only; on a Deployment or StatefulSet, in the pod template)'"
+                ),
+                "reason": "Forbidden",
+            },
+            {
                 # Placement checks a pod's spec; these annotations are metadata, so a pending pod must not gain them later.
                 "expression": (
                     "request.kind.kind != 'Pod' || request.operation != 'UPDATE' || "
@@ -212,6 +231,12 @@ def queue_pinning_policy(facts: FleetFacts) -> list[KubeObject]:
         "variables": [
             {"expression": f"namespaceObject.metadata.labels['{TENANT_LABEL}']", "name": "tenant"},
             {"expression": queue, "name": "queue"},
+            {"expression": (f"has(namespaceObject.metadata.labels) && '{QUEUE_ADMISSION_LABEL}' in namespaceObject.metadata.labels && "
+                            f"namespaceObject.metadata.labels['{QUEUE_ADMISSION_LABEL}'] == 'direct'"), "name": "direct"},
+            {"expression": f"request.kind.kind == 'Pod' && ({requests_gpu(facts.platform)})", "name": "requestsGpu"},
+            # KAI and cluster admins (they may update PodGroup status; no tenant role may): exempt from the GPU rule.
+            {"expression": ("authorizer.group('scheduling.run.ai').resource('podgroups').subresource('status')"
+                            ".namespace(request.namespace).check('update').allowed()"), "name": "scheduler"},
             {"expression": _sharing_annotations("object"), "name": "sharingAnnotations"},
             {"expression": "request.operation == 'UPDATE' ? " + _sharing_annotations("oldObject") + " : []",
              "name": "oldSharingAnnotations"},

@@ -30,8 +30,13 @@ from ..fleet import feasibility as feas
 from ..fleet.facts import FleetFacts, TenantView
 from ..fleet.queue_arithmetic import KUEUE_CPU_FLAVOR, cohort_chain, cohort_of, dedicated_only_classes, kueue_compute_nominal
 from ..spec.tenant import Tenant
+from .cel import cel_string
 from .gpu_nodes import pool_taints
+from .placement_policy import requests_gpu
 from .meta import (
+    KUEUE_ADMISSION_GATE,
+    KUEUE_QUEUE_NAME_LABEL,
+    QUEUE_ADMISSION_LABEL,
     TENANT_LABEL,
     KubeObject,
     gpu_class_label,
@@ -44,6 +49,7 @@ from .meta import (
 
 API_VERSION = "kueue.x-k8s.io/v1beta2"
 LOCAL_QUEUE = "default"
+POLICY_NAME = "gpu-tenancy-kueue-queue"
 
 
 def flavor_pools(tenant: Tenant, view: TenantView) -> list[str]:
@@ -234,6 +240,24 @@ def cluster_queue(tenant: Tenant, view: TenantView) -> KubeObject:
     return kube_object(API_VERSION, "ClusterQueue", object_meta(tenant.name, labels=labels), spec=dict(sorted(spec.items())))
 
 
+def departing_cluster_queue(name: str, tenant: Tenant, view: TenantView) -> KubeObject:
+    """The ClusterQueue `name` that a rename (a name in `previousNames`) or a decommission leaves
+    behind, kept instead of deleted, stopped with `stopPolicy: HoldAndDrain`, holding no quota.
+
+    Kueue holds a ClusterQueue's delete on its finalizer while workloads are admitted to it, so a
+    delete with running work keeps `pulumi up` waiting until they end (or the update times out).
+    Stopped, Kueue evicts them (a renamed tenant's requeue to its new ClusterQueue through their
+    LocalQueue); without resource groups it lends nothing to the cohort, and without a
+    `namespaceSelector` no namespace can submit to it. It is deleted, empty and at once, when the
+    name leaves `previousNames` or the decommissioned tenant's file is removed.
+
+    >>> departing_cluster_queue("evals", prod.tenants[0].spec, prod.view(prod.tenants[0].spec))["spec"]
+    {'stopPolicy': 'HoldAndDrain'}
+    """
+    labels = owned_labels(tenant, view)
+    return kube_object(API_VERSION, "ClusterQueue", object_meta(name, labels=labels), spec={"stopPolicy": "HoldAndDrain"})
+
+
 def local_queues(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """A LocalQueue `default` in each tenant namespace; workloads opt in with `kueue.x-k8s.io/queue-name: default`.
 
@@ -248,12 +272,125 @@ def local_queues(tenant: Tenant, view: TenantView) -> list[KubeObject]:
 
 
 def tenant_kueue_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
-    """The tenant's ClusterQueue and LocalQueues.
+    """The tenant's ClusterQueue and LocalQueues (none with `queue.admission: direct`), and the stopped
+    ClusterQueue of each previous name; decommissioned, only its own ClusterQueue, stopped
+    (`departing_cluster_queue`).
+
+    A direct tenant stays outside Kueue: Kueue would label its unlabelled pods with the LocalQueue
+    `default` (and queue them), and a ClusterQueue that sees none of its pods would lend its
+    quota to the cohort while they hold the GPUs. Its GPUs are its ResourceQuota, which the
+    capacity check reserves on its pools like any quota.
 
     >>> [o["kind"] for o in tenant_kueue_objects(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))]
     ['ClusterQueue', 'LocalQueue']
     """
-    return [cluster_queue(tenant, view), *local_queues(tenant, view)]
+    if tenant.lifecycle == "decommissioned":
+        return [departing_cluster_queue(tenant.name, tenant, view)]
+    departing = [departing_cluster_queue(old, tenant, view) for old in tenant.previous_names if old != tenant.name]
+    if tenant.queue.admission == "direct":
+        return departing
+    return [cluster_queue(tenant, view), *local_queues(tenant, view), *departing]
+
+
+def _label(obj: str, key: str) -> str:
+    return f"(has({obj}.metadata.labels) && {cel_string(key)} in {obj}.metadata.labels ? {obj}.metadata.labels[{cel_string(key)}] : '')"
+
+
+def _gated(obj: str) -> str:
+    return f"(has({obj}.spec.schedulingGates) && {obj}.spec.schedulingGates.exists(g, g.name == {cel_string(KUEUE_ADMISSION_GATE)}))"
+
+
+def queue_pinning_policy(facts: FleetFacts) -> list[KubeObject]:
+    """ValidatingAdmissionPolicy + binding: in tenant namespaces, GPU pods go through the tenant's LocalQueue.
+
+    Kueue manages only what carries `kueue.x-k8s.io/queue-name`; an unmanaged pod or Job would hold
+    GPUs no queue counts and no preemption can reclaim. So a Pod or Job whose pods request GPUs (any
+    path: device plugin, DRA extended resource or claim) must name the LocalQueue `default`, and a
+    pod must carry Kueue's scheduling gate too, unless its namespace is a `queue.admission: direct`
+    tenant's; pods a Job creates are covered by their Job (only a Job controller, which may update
+    `jobs/status`, creates them ungated). And what
+    only the scheduler may change, nobody else does: the label after creation, Kueue's scheduling
+    gate on a pod, a queued Job's `suspend`. "The scheduler" is whoever may update
+    `workloads/status` in the namespace: Kueue and cluster admins, never a tenant role.
+
+    >>> [o["kind"] for o in queue_pinning_policy(prod.facts)]
+    ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']
+    """
+    platform = facts.platform
+    labels = platform_labels(facts.environment_label)
+    may = "authorizer.group({}).resource({}).subresource('status').namespace(request.namespace).check('update').allowed()"
+    policy_spec = {
+        "failurePolicy": "Fail",
+        "matchConstraints": {
+            "namespaceSelector": {"matchExpressions": [{"key": TENANT_LABEL, "operator": "Exists"}]},
+            "resourceRules": [
+                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["pods"]},
+                {"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["jobs"]},
+            ],
+        },
+        "validations": [
+            {
+                # A pod must also be gated: Kueue's webhook gates the labelled pods it manages, and skips
+                # those naming a Job as controller (any tenant can write that ownerReference).
+                "expression": (
+                    "request.operation != 'CREATE' || variables.direct || !variables.requestsGpu || "
+                    f"(variables.queue == {cel_string(LOCAL_QUEUE)} && (!variables.pod || {_gated('object')})) || "
+                    "(variables.pod && variables.jobController)"
+                ),
+                "messageExpression": (
+                    "(variables.pod ? 'a pod' : 'a Job') + ' that requests GPUs must go through the tenant\\'s queue: "
+                    f"the label {KUEUE_QUEUE_NAME_LABEL}: {LOCAL_QUEUE} (got \\'' + variables.queue + '\\')' + "
+                    f"(variables.pod ? ' and Kueue\\'s scheduling gate {KUEUE_ADMISSION_GATE} (none when the pod names a Job "
+                    "as its controller)' : '') + '; label the Job, or the pod template of a Deployment or StatefulSet "
+                    "(docs/queues-and-vclusters.md)'"
+                ),
+                "reason": "Forbidden",
+            },
+            {
+                "expression": "request.operation != 'UPDATE' || variables.queue == variables.oldQueue || variables.scheduler",
+                "message": f"the label {KUEUE_QUEUE_NAME_LABEL} cannot be added, changed or removed after creation; create a new object",
+                "reason": "Forbidden",
+            },
+            {
+                "expression": f"!variables.pod || request.operation != 'UPDATE' || !{_gated('oldObject')} || {_gated('object')} || variables.scheduler",
+                "message": (
+                    f"only Kueue lifts the scheduling gate {KUEUE_ADMISSION_GATE}: the pod starts when the tenant's queue admits it"
+                ),
+                "reason": "Forbidden",
+            },
+            {
+                "expression": (
+                    "variables.pod || request.operation != 'UPDATE' || variables.oldQueue == '' || "
+                    "!(has(oldObject.spec.suspend) && oldObject.spec.suspend) || "
+                    "(has(object.spec.suspend) && object.spec.suspend) || variables.scheduler"
+                ),
+                "message": "a queued Job starts when Kueue admits it: only Kueue sets its spec.suspend to false",
+                "reason": "Forbidden",
+            },
+        ],
+        "variables": [
+            {"expression": "request.kind.kind == 'Pod'", "name": "pod"},
+            {"expression": _label("object", KUEUE_QUEUE_NAME_LABEL), "name": "queue"},
+            {"expression": f"request.operation == 'UPDATE' ? {_label('oldObject', KUEUE_QUEUE_NAME_LABEL)} : ''", "name": "oldQueue"},
+            {"expression": f"{_label('namespaceObject', QUEUE_ADMISSION_LABEL)} == 'direct'", "name": "direct"},
+            {
+                "expression": f"variables.pod ? ({requests_gpu(platform)}) : ({requests_gpu(platform, 'object.spec.template')})",
+                "name": "requestsGpu",
+            },
+            {"expression": may.format("'kueue.x-k8s.io'", "'workloads'"), "name": "scheduler"},
+            {"expression": may.format("'batch'", "'jobs'"), "name": "jobController"},
+        ],
+    }
+    policy = kube_object(
+        "admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", object_meta(POLICY_NAME, labels=labels), spec=policy_spec
+    )
+    binding = kube_object(
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicyBinding",
+        object_meta(POLICY_NAME, labels=labels),
+        spec={"policyName": POLICY_NAME, "validationActions": ["Deny"]},
+    )
+    return [policy, binding]
 
 
 def cohort_names(facts: FleetFacts) -> list[str]:
@@ -315,9 +452,9 @@ def cohorts(facts: FleetFacts) -> list[KubeObject]:
 
 
 def platform_kueue_objects(facts: FleetFacts) -> list[KubeObject]:
-    """Cluster-wide Kueue objects: the ResourceFlavors and the Cohorts.
+    """Cluster-wide Kueue objects: the ResourceFlavors, the Cohorts and the queue-pinning policy.
 
-    >>> [(o["kind"], o["metadata"]["name"]) for o in platform_kueue_objects(prod.facts)]
-    [('ResourceFlavor', 'a100-mig'), ('ResourceFlavor', 'a100-shared'), ('ResourceFlavor', 'default-flavor'), ('ResourceFlavor', 'h100-serve'), ('ResourceFlavor', 'h100-train')]
+    >>> [(o["kind"], o["metadata"]["name"]) for o in platform_kueue_objects(prod.facts)][-3:]
+    [('ResourceFlavor', 'h100-train'), ('ValidatingAdmissionPolicy', 'gpu-tenancy-kueue-queue'), ('ValidatingAdmissionPolicyBinding', 'gpu-tenancy-kueue-queue')]
     """
-    return resource_flavors(facts) + cohorts(facts)
+    return [*resource_flavors(facts), *cohorts(facts), *queue_pinning_policy(facts)]

@@ -21,6 +21,8 @@ TENANT_LABEL = f"{GROUP}/tenant"
 ENVIRONMENT_LABEL = f"{GROUP}/environment"
 COST_CENTER_LABEL = f"{GROUP}/cost-center"
 LIFECYCLE_LABEL = f"{GROUP}/lifecycle"
+# On the namespaces of a tenant with `queue.admission: direct`: the queue-pinning policies let its GPU pods start without the queue.
+QUEUE_ADMISSION_LABEL = f"{GROUP}/queue-admission"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gpu-tenancy"}
 
 # Keys that others own and we write or select on.
@@ -36,6 +38,7 @@ MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 MIG_STATE_LABEL = "nvidia.com/mig.config.state"
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 KUEUE_QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+KUEUE_ADMISSION_GATE = "kueue.x-k8s.io/admission"   # the scheduling gate Kueue's pod integration sets and lifts
 KAI_QUEUE_LABEL = "kai.scheduler/queue"
 KAI_SCHEDULER_NAME = "kai-scheduler"  # KAI's default --scheduler-name
 # Pod annotations by which KAI gives a pod a share of a GPU without any resource request

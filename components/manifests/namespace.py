@@ -12,7 +12,7 @@ import json
 from ..fleet.facts import TenantView
 from ..spec.stack import Platform
 from ..spec.tenant import Tenant
-from .meta import COST_CENTER_LABEL, GROUP, LIFECYCLE_LABEL, KubeObject, kube_object, object_meta, owned_labels
+from .meta import COST_CENTER_LABEL, GROUP, LIFECYCLE_LABEL, QUEUE_ADMISSION_LABEL, KubeObject, kube_object, object_meta, owned_labels
 
 DISPLAY_NAME_ANNOTATION = f"{GROUP}/display-name"
 DESCRIPTION_ANNOTATION = f"{GROUP}/description"
@@ -98,6 +98,8 @@ def namespaces(tenant: Tenant, view: TenantView) -> list[KubeObject]:
         LIFECYCLE_LABEL: tenant.lifecycle,
         **pod_security_labels(pod_security_level(tenant, platform), platform.pod_security.version),
     }
+    if tenant.queue.admission == "direct" and platform.scheduler in ("kueue", "kai"):
+        labels[QUEUE_ADMISSION_LABEL] = "direct"
     annotations = namespace_annotations(tenant)
     return [
         kube_object("v1", "Namespace", object_meta(name, labels=labels, annotations=annotations))

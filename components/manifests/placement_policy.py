@@ -158,12 +158,35 @@ def _is_gpu_resource(name: str, platform: Platform) -> str:
             f" || {name}.startsWith({cel_string(IMPLICIT_EXTENDED_RESOURCE_PREFIX)})")
 
 
-def _kai_sharing(platform: Platform) -> str | None:
+def requests_gpu(platform: Platform, pod: str = "object") -> str:
+    """CEL: the pod `pod` (a Pod, or a pod template) asks for GPUs by any path: a device-plugin or
+    DRA extended resource, a DRA claim, or (KAI stacks) a GPU-sharing annotation.
+
+    >>> "resourceClaims" in requests_gpu(prod.platform, "object.spec.template")
+    True
+    """
+    gpu = _is_gpu_resource("r", platform)
+    sharing = _kai_sharing(platform, pod)
+    spec = f"{pod}.spec"
+    return (
+        # A DRA claim is allocated on the node the pod lands on: a pod with claims is placed like a GPU pod.
+        (f"{sharing} || " if sharing else "")
+        + f"(has({spec}.resourceClaims) && size({spec}.resourceClaims) > 0) || "
+        f"({spec}.containers + (has({spec}.initContainers) ? {spec}.initContainers : []))"
+        ".exists(c, has(c.resources) && ("
+        f"(has(c.resources.limits) && c.resources.limits.exists(r, {gpu})) || "
+        f"(has(c.resources.requests) && c.resources.requests.exists(r, {gpu}))))"
+    )
+
+
+def _kai_sharing(platform: Platform, pod: str = "object") -> str | None:
     """CEL, on KAI stacks: the pod asks KAI for a GPU share by annotation (no resource request
     says so); elsewhere nothing reads those annotations, and there is no such condition (None)."""
     if platform.scheduler != "kai":
         return None
-    return (f"(has(object.metadata.annotations) && object.metadata.annotations.exists(k, k in "
+    # A template's metadata may be absent; a Pod's never is.
+    metadata = "" if pod == "object" else f"has({pod}.metadata) && "
+    return (f"({metadata}has({pod}.metadata.annotations) && {pod}.metadata.annotations.exists(k, k in "
             f"{cel_list(list(KAI_GPU_SHARING_ANNOTATIONS))}))")
 
 
@@ -184,8 +207,6 @@ def _foreign_toleration(p: Placement, tenant_key: str) -> str:
 
 def _variables(p: Placement, view: TenantView) -> list[dict[str, str]]:
     required = "object.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-    gpu = _is_gpu_resource("r", view.platform)
-    sharing = _kai_sharing(view.platform)
     variables = [
         {"name": "nodeSelector", "expression": "has(object.spec.nodeSelector) ? object.spec.nodeSelector : {}"},
         {
@@ -204,18 +225,7 @@ def _variables(p: Placement, view: TenantView) -> list[dict[str, str]]:
             "name": "gpuTaintTolerations",
             "expression": f"variables.tolerations.filter(t, has(t.key) && t.key == {cel_string(GPU_TAINT_KEY)})",
         },
-        {
-            "name": "requestsGpu",
-            "expression": (
-                # A DRA claim is allocated on the node the pod lands on: a pod with claims is placed like a GPU pod.
-                (f"{sharing} || " if sharing else "")
-                + "(has(object.spec.resourceClaims) && size(object.spec.resourceClaims) > 0) || "
-                "(object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : []))"
-                ".exists(c, has(c.resources) && ("
-                f"(has(c.resources.limits) && c.resources.limits.exists(r, {gpu})) || "
-                f"(has(c.resources.requests) && c.resources.requests.exists(r, {gpu}))))"
-            ),
-        },
+        {"name": "requestsGpu", "expression": requests_gpu(view.platform)},
     ]
     for prefix, key, values, _ in _targets(p, view):
         variables.append(_bad_terms_variable(f"{prefix}TermsNotAllowed", key, cel_list(values)))

@@ -13,10 +13,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Collection, Mapping
 
+import yaml
+
 from ..manifests.build import PLATFORM, environment_objects, helm_releases, tenant_objects
 from ..manifests.gpu_nodes import node_group_requirements
 from ..manifests.image_policy import allowed_registries
-from ..manifests.meta import KubeObject, immutable_fields
+from ..manifests.meta import MIG_CONFIG_LABEL, KubeObject, immutable_fields
 from ..manifests.renames import rename_message
 from .capacity_report import capacity_table
 from .inventory_changes import summarise
@@ -194,6 +196,39 @@ def mig_changes(before: list[KubeObject], after: list[KubeObject], names: set[st
     return changes
 
 
+def _mig_layouts(objects: list[KubeObject], names: set[str]) -> dict[str, Any]:
+    for obj in objects:
+        if _is_mig_config(obj, names):
+            text = (obj.get("data") or {}).get("config.yaml") or ""
+            return (yaml.safe_load(text) or {}).get("mig-configs") or {}
+    return {}
+
+
+def mig_drain_nodes(before: list[KubeObject], after: list[KubeObject], names: set[str]) -> list[str]:
+    """Static nodes whose MIG layout changes: their `nvidia.com/mig.config` label, or the layout it names.
+
+    MIG Manager re-partitions a node's GPUs only while no pod uses them, so these nodes must be
+    drained first; their pods lose their GPUs (MIG slices do not survive a re-cut).
+
+    >>> node = lambda v: {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "labels": {MIG_CONFIG_LABEL: v}}}
+    >>> mig_drain_nodes([node("a")], [node("b")], set())
+    ['n1']
+    """
+    old_layouts, new_layouts = _mig_layouts(before, names), _mig_layouts(after, names)
+    old = {o["metadata"]["name"]: (o["metadata"].get("labels") or {}).get(MIG_CONFIG_LABEL) for o in before if _is_node(o)}
+    drained = []
+    for obj in after:
+        if not _is_node(obj):
+            continue
+        name = obj["metadata"]["name"]
+        layout = (obj["metadata"].get("labels") or {}).get(MIG_CONFIG_LABEL)
+        if name not in old or layout is None:
+            continue
+        if old[name] != layout or old_layouts.get(layout) != new_layouts.get(layout):
+            drained.append(name)
+    return sorted(drained)
+
+
 def node_group_changes(before: Environment | None, after: Environment | None) -> list[dict[str, Any]]:
     """Autoscaled pools whose required node labels or taints change: their node group definition
     (outside this project) must be updated by hand.
@@ -328,9 +363,14 @@ def _tenant_warnings(stack: str, detail: dict[str, Any], before: Tenant | None, 
             detail["renamedFrom"], after, tenant_objects(after, after_env.view(after)), after_env.platform.protect_namespaces,
         ))
     if after is not None and after.lifecycle == "decommissioned" and (before is None or before.lifecycle != "decommissioned"):
+        queue = ""
+        if after_env is not None and after_env.platform.scheduler == "kueue":
+            queue = (f"; its ClusterQueue {tenant} is stopped (stopPolicy: HoldAndDrain), not deleted: admitted workloads "
+                     f"must finish before Kueue lets a ClusterQueue go, so Kueue evicts them now, and removing the file "
+                     f"deletes the empty queue")
         _warn(warnings, stack, tenant, "tenant-decommissioned", (
             f"tenant {tenant} is decommissioned: `pulumi up` lifts retain and protect on its namespaces "
-            f"({', '.join(after.all_namespaces)}); removing its file afterwards DELETES them and all data in them"
+            f"({', '.join(after.all_namespaces)}); removing its file afterwards DELETES them and all data in them{queue}"
         ))
     for grant in detail["access"]:
         if grant["role"] == "owner" and grant["change"] == "granted" and before is not None:
@@ -549,6 +589,13 @@ def compare_stack(name: str, base: Side, head: Side, *, project: str = "gpu-tena
     nodes = node_changes(old_platform, new_platform)
     mig_names = mig_config_names(before_env, after_env)
     mig = mig_changes(old_platform, new_platform, mig_names)
+    drain = mig_drain_nodes(old_platform, new_platform, mig_names)
+    if drain:
+        _warn(warnings, name, None, "mig-drain", (
+            f"the MIG layout of {len(drain)} node(s) changes: MIG Manager re-partitions a node's GPUs only while no "
+            f"pod uses them, and pods there lose their MIG slices; drain them before `pulumi up` "
+            f"(`kubectl drain <node> --ignore-daemonsets`): {', '.join(drain)}"
+        ))
     platform_objects = [
         c for c in object_changes(old_platform, new_platform)
         if not (c["kind"] == "Node" and c["id"].startswith("v1/")) and not (c["kind"] == "ConfigMap" and c["name"] in mig_names)

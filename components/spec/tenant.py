@@ -362,6 +362,13 @@ class QueueSpec(Model):
         description="GPUs per class of the tenant's quota that others may borrow while idle (Kueue only); a plain "
         "number is the same for every GPU class the tenant has quota for",
     )
+    admission: Literal["queued", "direct"] = Field(
+        "queued",
+        description="how the tenant's GPU pods start on a kueue or kai stack. `queued` (default): every pod that "
+        "requests GPUs (device plugin, DRA, KAI sharing annotation) must go through the tenant's queue, else it is "
+        "refused at creation. `direct`: pods may also start without the queue (online inference that must not "
+        "wait); the tenant's GPUs are then only its nominal quota (Kueue: it gets no queues at all)",
+    )
 
 
 class Decommission(Model):

@@ -26,7 +26,7 @@ from .platform import platform_path
 
 def _queue_settings_used(tenant: Tenant) -> list[str]:
     queue = tenant.queue
-    return [key for key, value in (("cohort", queue.cohort), ("weight", queue.weight), ("borrowingLimit", queue.borrowing_limit), ("lendingLimit", queue.lending_limit)) if value is not None]
+    return [key for key, value in (("cohort", queue.cohort), ("weight", queue.weight), ("borrowingLimit", queue.borrowing_limit), ("lendingLimit", queue.lending_limit), ("admission", queue.admission if queue.admission != "queued" else None)) if value is not None]
 
 
 def check_tenant_queue(tenant: Tenant, doc, platform: Platform) -> list[Problem]:
@@ -59,6 +59,8 @@ def check_tenant_queue(tenant: Tenant, doc, platform: Platform) -> list[Problem]
                 add(path, f"GPU class '{name}' hands out MIG slices (mixed strategy); limits here are whole GPUs per class, and per-slice limits are not supported")
             elif name in dedicated and (key == "borrowingLimit" and limits[name] > 0):
                 add(path, f"the tenant reaches GPU class '{name}' only through its dedicated pools, so it cannot run on other tenants' '{name}' nodes and cannot borrow them; remove the limit")
+    if tenant.queue.admission == "direct" and tenant.queue.borrowing_limit:
+        add(("queue", "borrowingLimit"), "with `admission: direct` the tenant's pods may bypass its queue, so its GPUs are only its nominal quota and its queue borrows nothing; remove borrowingLimit, or set `admission: queued`")
     if platform.scheduler == "kueue" and tenant.queue.borrowing_limit and cohort_of(tenant, platform) is None:
         add(("queue", "borrowingLimit"), "borrowing needs a cohort to borrow from: set queue.cohort (or the stack's queues.defaultCohort)")
     if platform.scheduler == "kueue":

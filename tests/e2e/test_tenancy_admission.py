@@ -23,6 +23,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 from kubernetes.utils import parse_quantity
+from tests.e2e.queued import queued
 
 pytestmark = pytest.mark.e2e
 
@@ -56,8 +57,8 @@ def pod(name: str | None = None, *, limits: dict | None = None, requests: dict |
                        ("priorityClassName", priority_class), ("nodeName", node_name)):
         if value:
             spec[key] = value
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name or f"e2e-{uuid.uuid4().hex[:8]}"}, "spec": spec}
+    return queued({"apiVersion": "v1", "kind": "Pod",
+                   "metadata": {"name": name or f"e2e-{uuid.uuid4().hex[:8]}"}, "spec": spec})
 
 
 def message_of(exc: ApiException) -> str:

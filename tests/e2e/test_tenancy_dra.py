@@ -23,6 +23,7 @@ from kubernetes.client.rest import ApiException
 
 from tools.applied_stack import AppliedStack, wait_policies_typechecked
 from tools.control_plane import ControlPlane
+from tests.e2e.queued import queued
 
 pytestmark = pytest.mark.e2e
 
@@ -53,7 +54,7 @@ def gpu_pod(resources: dict | None = None, node_selector: dict | None = None, cl
     if claim_template:
         container["resources"]["claims"] = [{"name": "gpu"}]
         spec["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": claim_template}]
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"e2e-dra-{uuid.uuid4().hex[:8]}"}, "spec": spec}
+    return queued({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"e2e-dra-{uuid.uuid4().hex[:8]}"}, "spec": spec})
 
 
 def claim_spec(device_class: str, count: int | None = 1) -> dict:

@@ -35,6 +35,7 @@ from kubernetes import client
 from components.fleet.budget import effective_limits, ephemeral_storage_quota
 from components.load import load_environment
 from components.spec.quantity import Quantity
+from tests.e2e.queued import queued
 
 pytestmark = pytest.mark.e2e
 
@@ -144,7 +145,7 @@ def pod(*, limits: dict | None = None, node_selector: dict | None = None, tolera
         if value:
             body[key] = value
     body.update(spec)
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"e2e-{uuid.uuid4().hex[:8]}"}, "spec": body}
+    return queued({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"e2e-{uuid.uuid4().hex[:8]}"}, "spec": body})
 
 
 def own_pool(tenant: str) -> dict:

@@ -101,8 +101,10 @@ def test_decommissioned_tenants_have_no_queue_and_do_not_count():
 _CEL = celpy.Environment()
 
 
-def admit(policy: dict, obj: dict, namespace_labels: dict[str, str], kind: str, old: dict | None = None) -> str | None:
-    """None if the policy admits `obj` (an UPDATE from `old` when given), else the message of the first failed validation."""
+def admit(policy: dict, obj: dict, namespace_labels: dict[str, str], kind: str, old: dict | None = None,
+          scheduler: bool = False) -> str | None:
+    """None if the policy admits `obj` (an UPDATE from `old` when given), else the message of the first failed validation.
+    `scheduler` is what `authorizer` answers (no equivalent offline): KAI or a cluster admin, not a tenant member."""
     activation: dict[str, Any] = {
         "object": celpy.json_to_cel(obj),
         "oldObject": celpy.json_to_cel(old),
@@ -112,6 +114,9 @@ def admit(policy: dict, obj: dict, namespace_labels: dict[str, str], kind: str, 
     variables: dict[str, Any] = {}
     for variable in policy["spec"]["variables"]:
         activation["variables"] = celpy.celtypes.MapType({celpy.celtypes.StringType(k): v for k, v in variables.items()})
+        if variable["name"] == "scheduler":
+            variables["scheduler"] = celpy.celtypes.BoolType(scheduler)
+            continue
         variables[variable["name"]] = _CEL.program(_CEL.compile(variable["expression"])).evaluate(activation)
     activation["variables"] = celpy.celtypes.MapType({celpy.celtypes.StringType(k): v for k, v in variables.items()})
     for validation in policy["spec"]["validations"]:
@@ -212,3 +217,25 @@ def test_nested_departments_hang_under_their_parent_which_sums_its_children():
     # org holds its children's quotas: research's declared 60 GPUs, 200 CPUs
     assert (tree["dept-org"]["resources"]["gpu"]["quota"], tree["dept-org"]["resources"]["cpu"]["quota"]) == (60, 200_000)
     assert "parentQueue" not in tree["dept-solo"]
+
+
+def _gpu_pod(labels: dict[str, str] | None, scheduler: str | None = "kai-scheduler", claims: bool = False) -> dict:
+    pod = _pod(labels)
+    pod["spec"]["containers"] = [{"name": "c", "resources": {} if claims else {"limits": {"nvidia.com/gpu": "1"}}}]
+    if claims:
+        pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "t"}]
+    if scheduler is None:
+        del pod["spec"]["schedulerName"]
+    return pod
+
+
+def test_a_gpu_pod_must_go_through_the_tenants_kai_queue(policy):
+    expected = ("a pod that requests GPUs must set schedulerName: kai-scheduler and label kai.scheduler/queue: eval "
+                "(GPUs are scheduled through the tenant's KAI queue only; on a Deployment or StatefulSet, in the pod template)")
+    queued = {"kai.scheduler/queue": "eval"}
+    assert admit(policy, _gpu_pod(None), TENANT_NS, "Pod") == expected
+    assert admit(policy, _gpu_pod(queued, scheduler=None), TENANT_NS, "Pod") == expected      # the default scheduler
+    assert admit(policy, _gpu_pod(None, claims=True), TENANT_NS, "Pod") == expected          # a DRA claim
+    assert admit(policy, _gpu_pod(queued), TENANT_NS, "Pod") is None
+    assert admit(policy, _gpu_pod(None, scheduler=None), {**TENANT_NS, "gpu-tenancy.dev/queue-admission": "direct"}, "Pod") is None
+    assert admit(policy, _gpu_pod(None, scheduler=None), TENANT_NS, "Pod", scheduler=True) is None   # a cluster admin

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 
+import pytest
+
 from components.load import load_environment
 from components.manifests import kueue, queues
 from components.manifests.placement_policy import placement
@@ -11,6 +13,8 @@ from components.fleet.environment import Environment
 from tests.e2e.scheduling.borrowing import write_spare_project
 from tests.project_edits import replace_once
 
+from .cel_admission import ENGINES
+from .cel_admission import admit as replay
 from .test_queues_crds import LAB_PLATFORM, queue_lab
 
 
@@ -211,3 +215,70 @@ def test_nested_cohorts_name_their_parent_and_the_root_holds_the_spare():
     # a100-solo: 8 x 1.5 = 12, bench holds 8; never the dedicated h100-train
     assert flavors["a100-solo"]["nvidia.com/gpu"] == "4" and "h100-train" not in flavors
     assert [o["kind"] for o in kueue.platform_kueue_objects(lab.facts)].count("Cohort") == 3
+
+
+# --- the queue-pinning policy: no GPU pod outside the tenant's queue ---------------------------
+
+TENANT_NS = {"metadata": {"name": "bench", "labels": {"gpu-tenancy.dev/tenant": "bench"}}}
+DIRECT_NS = {"metadata": {"name": "svc", "labels": {"gpu-tenancy.dev/tenant": "svc", "gpu-tenancy.dev/queue-admission": "direct"}}}
+MEMBER = {"scheduler": False, "jobController": False}   # what `authorizer` answers for a tenant member
+
+
+def _pod(gpus: int = 1, queue: str | None = "default", gates: bool = False, claims: bool = False) -> dict:
+    resources = {"limits": {"nvidia.com/gpu": str(gpus)}} if gpus else {}
+    pod: dict = {"kind": "Pod", "metadata": {"name": "p", "labels": {}},
+                 "spec": {"containers": [{"name": "c", "image": "i", "resources": resources}]}}
+    if queue is not None:
+        pod["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = queue
+    if gates:
+        pod["spec"]["schedulingGates"] = [{"name": "kueue.x-k8s.io/admission"}]
+    if claims:
+        pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "t"}]
+    return pod
+
+
+def _job(queue: str | None = "default", suspend: bool | None = None) -> dict:
+    job = {"kind": "Job", "metadata": {"name": "j", "labels": {}}, "spec": {"template": {"spec": _pod(queue=None)["spec"]}}}
+    if queue is not None:
+        job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = queue
+    if suspend is not None:
+        job["spec"]["suspend"] = suspend
+    return job
+
+
+@pytest.fixture(scope="module")
+def pinning() -> dict:
+    return kueue.queue_pinning_policy(queue_lab("kueue").facts)[0]
+
+
+@pytest.mark.parametrize("engine", ENGINES, ids=lambda e: e.name)
+def test_a_gpu_pod_must_name_the_local_queue(engine, pinning):
+    def admit(obj, namespace=TENANT_NS, given=MEMBER, resource="pods"):
+        return replay(engine, pinning, obj, resource=resource, namespace=namespace, given=given)
+
+    assert admit(_pod(queue="default", gates=True)) == []
+    (refused,) = admit(_pod(queue=None))
+    assert "the label kueue.x-k8s.io/queue-name: default (got '') and Kueue's scheduling gate" in refused
+    assert refused.startswith("a pod that requests GPUs must go through the tenant's queue")
+    assert admit(_pod(queue="default", gates=False))                # labelled, but Kueue skipped it
+    assert admit(_pod(gpus=0, claims=True, queue="other", gates=True))   # a DRA claim is a GPU request too
+    assert admit(_pod(gpus=0, queue=None)) == []                    # CPU pods may run outside the queue
+    assert admit(_pod(queue=None), namespace=DIRECT_NS) == []      # `queue.admission: direct`
+    assert admit(_pod(queue=None), given={**MEMBER, "jobController": True}) == []   # a Job's pods: the Job was checked
+    assert admit(_job(queue=None), resource="jobs")[0].startswith("a Job that requests GPUs must go through")
+    assert admit(_job(), resource="jobs") == []
+
+
+@pytest.mark.parametrize("engine", ENGINES, ids=lambda e: e.name)
+def test_only_the_scheduler_changes_what_queues_a_pod(engine, pinning):
+    def update(old, new, given=MEMBER, resource="pods"):
+        return replay(engine, pinning, new, old=old, operation="UPDATE", resource=resource, namespace=TENANT_NS, given=given)
+
+    assert update(_pod(gates=True), _pod(gates=True)) == []
+    assert update(_pod(gates=True), _pod(gates=False)) == [
+        "only Kueue lifts the scheduling gate kueue.x-k8s.io/admission: the pod starts when the tenant's queue admits it"]
+    assert update(_pod(gates=True), _pod(gates=False), given={**MEMBER, "scheduler": True}) == []
+    assert update(_pod(gpus=0, queue="default"), _pod(gpus=0, queue=None))[0].startswith("the label kueue.x-k8s.io/queue-name cannot")
+    assert update(_job(suspend=True), _job(suspend=False), resource="jobs") == [
+        "a queued Job starts when Kueue admits it: only Kueue sets its spec.suspend to false"]
+    assert update(_job(suspend=True), _job(suspend=False), resource="jobs", given={**MEMBER, "scheduler": True}) == []

@@ -82,3 +82,17 @@ def test_tenant_without_contacts_or_description_has_no_such_annotations(make_ten
 def test_suspended_lifecycle_is_labelled(make_tenant, make_environment):
     labels = _labels(viewed(namespaces, make_tenant(lifecycle="suspended"), make_environment())[0])
     assert labels[LIFECYCLE_LABEL] == "suspended"
+
+
+def test_a_direct_admission_tenant_says_so_on_its_namespaces():
+    from components.fleet.environment import Environment
+    from components.manifests.namespace import namespaces
+    from components.spec.stack import Platform
+    from components.spec.tenant import Tenant
+
+    t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="serve", displayName="S", costCenter="cc-1",
+               queue={"admission": "direct"})
+    for scheduler, expected in (("kueue", "direct"), ("kai", "direct"), ("none", None)):
+        env = Environment("dev", Platform(labelDomain="gpu.example.com", scheduler=scheduler), None, [])
+        (ns,) = namespaces(t, env.view(t))
+        assert ns["metadata"]["labels"].get("gpu-tenancy.dev/queue-admission") == expected

@@ -14,7 +14,7 @@ from components.manifests.quota import TENANT_QUOTA, resource_quotas
 from components.fleet import gpu_capacity as cap
 from components.fleet.environment import Environment
 from components.load import load_environment
-from components.fleet.queue_arithmetic import kai_gpu_units
+from components.fleet.queue_arithmetic import kai_gpu_units, queue_borrows
 
 from .test_queues_crds import LAB_PLATFORM, queue_lab
 
@@ -35,7 +35,8 @@ def test_the_stack_scheduler_picks_the_builder(examples):
     prod, staging, dev = examples["prod"], examples["staging"], examples["dev"]
     eval_prod = next(t.spec for t in prod.tenants if t.name == "eval")
     assert [o["kind"] for o in queues.tenant_queue_objects(eval_prod, prod.view(eval_prod))] == ["ClusterQueue", "LocalQueue"]
-    assert {o["kind"] for o in queues.platform_queue_objects(prod.facts)} == {"ResourceFlavor"}
+    assert {o["kind"] for o in queues.platform_queue_objects(prod.facts)} == {
+        "ResourceFlavor", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
     eval_staging = next(t.spec for t in staging.tenants if t.name == "eval")
     assert [o["kind"] for o in queues.tenant_queue_objects(eval_staging, staging.view(eval_staging))] == ["Queue"]
     assert Counter(o["kind"] for o in queues.platform_queue_objects(staging.facts)) == Counter(
@@ -45,11 +46,23 @@ def test_the_stack_scheduler_picks_the_builder(examples):
     assert all(queues.tenant_queue_objects(t.spec, dev.view(t.spec)) == [] for t in dev.tenants)
 
 
-@pytest.mark.parametrize("scheduler", ["kueue", "kai"])
-def test_decommissioned_tenants_get_no_queue_objects(scheduler):
-    lab = queue_lab(scheduler)
+def test_a_decommissioned_tenant_keeps_only_a_stopped_cluster_queue():
+    lab = queue_lab("kueue")
     gone = next(t.spec for t in lab.tenants if t.name == "gone")
-    assert queues.tenant_queue_objects(gone, lab.view(gone)) == []
+    (queue,) = queues.tenant_queue_objects(gone, lab.view(gone))
+    assert (queue["kind"], queue["metadata"]["name"], queue["spec"]) == ("ClusterQueue", "gone", {"stopPolicy": "HoldAndDrain"})
+    kai = queue_lab("kai")
+    assert queues.tenant_queue_objects(gone, kai.view(gone)) == []
+
+
+def test_a_renamed_tenant_stops_the_cluster_queue_of_its_old_name():
+    lab = queue_lab("kueue")
+    bench = next(t.spec for t in lab.tenants if t.name == "bench")
+    renamed = bench.model_copy(update={"previous_names": ["workbench"]})
+    stopped = [o for o in queues.tenant_queue_objects(renamed, lab.view(renamed))
+               if o["kind"] == "ClusterQueue" and o["metadata"]["name"] == "workbench"]
+    # no namespace may submit to it (no namespaceSelector), it lends nothing (no resource groups)
+    assert [o["spec"] for o in stopped] == [{"stopPolicy": "HoldAndDrain"}]
 
 
 def _resource_quota_gpus(tenant, environment) -> dict[str, int]:
@@ -96,8 +109,14 @@ def test_gpu_quotas_agree_across_resource_quota_kueue_kai_and_capacity(examples,
         if tenant.lifecycle == "decommissioned":
             continue
         by_resource = {r: c for r, c in cap.gpu_quota_by_resource(tenant, platform).items() if c}
-        # 1. the namespace ResourceQuota enforces exactly the per-resource sums of the class quotas
-        assert _resource_quota_gpus(tenant, environment) == by_resource
+        # 1. the namespace ResourceQuota enforces exactly the per-resource sums of the class quotas,
+        # plus, where the queue borrows, a headroom that never lowers them
+        held = _resource_quota_gpus(tenant, environment)
+        if queue_borrows(tenant, platform):
+            assert held == {r: c for r, c in queues.gpu_ceiling_by_resource(tenant, environment.view(tenant)).items() if c}
+            assert all(held.get(r, 0) >= c for r, c in by_resource.items())
+        else:
+            assert held == by_resource
         # 2. Kueue: nominal quotas summed over flavors are the same per resource ...
         per_resource, per_flavor = _kueue_nominal(tenant, kueue_env)
         assert per_resource == by_resource
@@ -127,21 +146,39 @@ def test_gpu_quotas_agree_across_resource_quota_kueue_kai_and_capacity(examples,
         assert total <= offered * platform.gpu_classes[spec.gpu_class].overcommit, (pool, resource)
 
 
-def test_ceiling_adds_borrowing_where_the_scheduler_allows_it():
-    # the spare of the pools goes to a cohort outside bench's tree: only the members lend
-    lab = queue_lab("kueue", queues={**LAB_PLATFORM["queues"], "spareCohort": "elsewhere"})
+def test_ceiling_is_nominal_plus_own_limit_or_the_reachable_capacity():
+    lab = queue_lab("kueue")
     bench = next(t.spec for t in lab.tenants if t.name == "bench")
-    # the limits cap what the cohort lends on bench's pools: nobody else holds h100-shared (+0, not +2),
-    # a100 is limited to 0, and train lends 1 of its l4 shares (lendingLimit 1, below bench's limit 2)
-    assert queues.gpu_ceiling_by_resource(bench, lab.view(bench)) == {"nvidia.com/gpu": 12, "nvidia.com/gpu.shared": 5, "nvidia.com/mig-1g.10gb": 7}
-    # the default spare cohort is research (defaultCohort's root): h100-shared's 4 spare (limit 2),
-    # l4's 8 spare shares (with train's 1, limit 2) and the MIG pool's 49 spare slices (no limit)
-    spare = queue_lab("kueue")
-    assert queues.gpu_ceiling_by_resource(bench, spare.view(bench)) == {"nvidia.com/gpu": 14, "nvidia.com/gpu.shared": 6, "nvidia.com/mig-1g.10gb": 56}
-    # with no limit, all the cohort lends there: train's l4 again (1), nothing of MIG
-    unlimited = lab
-    train = next(t for t in unlimited.tenants if t.name == "train")
-    assert queues.gpu_ceiling_by_resource(train.spec, unlimited.view(train.spec))["nvidia.com/gpu.shared"] == 4 + 2  # bench lends its 4, train's limit 2
+    # h100 +2 and a100 +0 (its borrowingLimit) on nvidia.com/gpu; l4 +2 (limit) of the 16 shares it
+    # reaches; MIG has no limit: everything the `mig` pool holds (56, capacity x overcommit 1)
+    assert queues.gpu_ceiling_by_resource(bench, lab.view(bench)) == {"nvidia.com/gpu": 12 + 2, "nvidia.com/gpu.shared": 4 + 2, "nvidia.com/mig-1g.10gb": 56}
+    train = next(t.spec for t in lab.tenants if t.name == "train")
+    # h100 only through its dedicated pool: nothing to borrow there (8 stays 8)
+    assert queues.gpu_ceiling_by_resource(train, lab.view(train)) == {"nvidia.com/gpu": 8, "nvidia.com/gpu.shared": 4 + 2}
     assert queues.gpu_ceiling_by_resource(bench, queue_lab("none").view(bench)) == cap.gpu_quota_by_resource(bench, lab.platform)
     no_cohort = queue_lab("kueue", queues={"defaultCohort": None})
     assert queues.gpu_ceiling_by_resource(bench, no_cohort.view(bench)) == cap.gpu_quota_by_resource(bench, lab.platform)
+
+
+def test_a_neighbours_quota_edit_leaves_the_ceiling_alone():
+    lab = queue_lab("kueue")
+    bench = next(t.spec for t in lab.tenants if t.name == "bench")
+    before = queues.gpu_ceiling_by_resource(bench, lab.view(bench))
+    edited = queue_lab("kueue")
+    train = next(t for t in edited.tenants if t.name == "train")
+    train.spec.quota.gpu["l4"] = 1    # lends 3 fewer l4 shares to the cohort
+    assert queues.gpu_ceiling_by_resource(bench, edited.view(bench)) == before
+
+
+@pytest.mark.parametrize("scheduler", ["kueue", "kai"])
+def test_direct_admission_holds_the_nominal_quota_and_borrows_nothing(scheduler):
+    lab = queue_lab(scheduler)
+    bench = next(t.spec for t in lab.tenants if t.name == "bench")
+    direct = bench.model_copy(update={"queue": bench.queue.model_copy(update={"admission": "direct", "borrowing_limit": None})})
+    assert queues.gpu_ceiling_by_resource(direct, lab.view(direct)) == cap.gpu_quota_by_resource(bench, lab.platform)
+    built = queues.tenant_queue_objects(direct, lab.view(direct))
+    if scheduler == "kueue":
+        assert built == []   # outside Kueue: nothing labels its pods into a queue, nothing lends its GPUs
+    else:
+        (queue,) = built
+        assert queue["spec"]["resources"]["gpu"]["limit"] == queue["spec"]["resources"]["gpu"]["quota"]

@@ -36,7 +36,7 @@ def test_the_objects_named_after_the_old_name_are_those_the_diff_removes(tmp_pat
                for o in detail["objects"] if o["change"] == "removed"
                and o["namespace"] not in tenant.all_namespaces + ["llm-finetune"]}
     assert set(listed) == removed
-    assert ("ClusterQueue", "llm-finetune") in listed
+    assert ("ClusterQueue", "llm-finetune") not in listed   # kept, stopped: Kueue would hold its delete
     assert ("PrometheusRule", "monitoring/gpu-tenancy-tenant-llm-finetune") in listed
     assert listed == sorted(listed)
 
@@ -60,7 +60,9 @@ def test_the_message_says_where_the_budget_is_and_what_is_deleted(tmp_path):
     assert message.startswith("tenant llm-finetune is renamed to finetune (previousNames): Pulumi adopts its resources")
     assert "llm-finetune stays one of its namespaces, keeping the tenant's compute and GPU budget" in message
     assert "protects namespaces" not in message  # the kept namespace is not replaced
-    assert "the objects named after llm-finetune are DELETED and created under the new name: ClusterQueue llm-finetune," in message
+    assert "the objects named after llm-finetune are DELETED and created under the new name: " in message
+    assert "ClusterQueue llm-finetune is not deleted but stopped (stopPolicy: HoldAndDrain): admitted workloads must finish" in message
+    assert "ClusterQueue llm-finetune," not in message
 
 
 def test_a_dropped_old_namespace_is_said_to_be_retained_and_protection_to_refuse(tmp_path):

@@ -223,3 +223,35 @@ def test_dra_devices_are_compared_per_device_class(tmp_path):
         "h100.gpu.example.com", {"gpuClass": "h100", "requested": 4, "byTenant": {"a": 4}}, 2)
     assert "DRA devices of h100.gpu.example.com: devices granted 4 → 2 (a 4 → 2)" in format_text(
         report([result], {"ref": "HEAD", "commit": "0" * 40}))
+
+
+def _example_copy(root: Path) -> Path:
+    import shutil
+
+    repo = Path(__file__).resolve().parents[2]
+    for part in ("tenants", "stacks"):
+        shutil.copytree(repo / part, root / part)
+    return root
+
+
+def test_a_mig_layout_change_names_the_nodes_to_drain(tmp_path):
+    base, head = _example_copy(tmp_path / "base"), _example_copy(tmp_path / "head")
+    stack = head / "stacks" / "Pulumi.prod.yaml"
+    text = stack.read_text()
+    old = "        - devices: [0, 1, 2, 3]\n          profiles: {1g.10gb: 7}\n        - devices: [4, 5, 6, 7]\n"
+    assert text.count(old) == 1
+    stack.write_text(text.replace(old, "        - devices: [4, 5, 6, 7]\n          profiles: {1g.10gb: 7}\n        - devices: [0, 1, 2, 3]\n"))
+    document = compare_stack("prod", Side(load_environment(base, "prod")), Side(load_environment(head, "prod")))
+    (drain,) = [w for w in document["warnings"] if w["kind"] == "mig-drain"]
+    assert drain["message"].endswith(": gpu-a100-03, gpu-a100-04")   # the a100-mig pool, not the whole-GPU A100s
+    unchanged = compare_stack("prod", Side(load_environment(base, "prod")), Side(load_environment(base, "prod")))
+    assert not [w for w in unchanged["warnings"] if w["kind"] == "mig-drain"]
+
+
+def test_decommissioning_on_kueue_says_the_cluster_queue_is_stopped(tmp_path):
+    base, head = _example_copy(tmp_path / "base"), _example_copy(tmp_path / "head")
+    tenant = head / "tenants" / "inference.yaml"
+    tenant.write_text(tenant.read_text() + "lifecycle: decommissioned\ndecommission: {confirm: inference}\n")
+    document = compare_stack("prod", Side(load_environment(base, "prod")), Side(load_environment(head, "prod")))
+    (warning,) = [w for w in document["warnings"] if w["kind"] == "tenant-decommissioned"]
+    assert "ClusterQueue inference is stopped (stopPolicy: HoldAndDrain), not deleted: admitted workloads must finish" in warning["message"]

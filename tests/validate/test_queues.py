@@ -197,3 +197,11 @@ def test_cohort_settings_without_a_scheduler_or_spare_cohort_with_kai_warn(proje
     assert any("cohort settings have no effect" in w for w in _warnings(project_copy, "dev"))
     replace_once(project_copy / "stacks" / "Pulumi.staging.yaml", "    queues:\n", "    queues:\n      spareCohort: org\n")
     assert any("spareCohort has no effect" in w for w in _warnings(project_copy, "staging"))
+
+
+def test_direct_admission_cannot_borrow(project_copy):
+    eval_file = project_copy / "tenants" / "eval.yaml"
+    append_to(eval_file, "queue:\n  cohort: shared\n  admission: direct\n  borrowingLimit: {a100: 2}\n")
+    line = line_of(eval_file, "borrowingLimit")
+    assert any(e.startswith(f"tenants/eval.yaml:{line}:3: queue.borrowingLimit: with `admission: direct` the tenant's pods may bypass its queue")
+               for e in validation_errors(project_copy, "prod"))

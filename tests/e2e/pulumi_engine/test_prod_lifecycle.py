@@ -169,6 +169,11 @@ def test_rename_with_previous_names_replaces_cleanly_and_deletes_no_data(prod, t
     for ns in ("finetune", "llm-finetune", "llm-finetune-data"):
         core.read_namespace(ns)
         assert core.list_namespaced_resource_quota(ns).items, f"namespace {ns} has no quota"
+    # The old ClusterQueue is adopted and stopped, not deleted (Kueue would hold its delete while
+    # workloads are admitted; tests/e2e/scheduling/test_kueue_queue_lifecycle.py shows that part).
+    assert not {"finetune-clusterqueue-llm-finetune", "llm-finetune-clusterqueue-llm-finetune"} & (engine["delete"] | engine["create"])
+    old_queue = client.CustomObjectsApi(prod.api).get_cluster_custom_object("kueue.x-k8s.io", "v1beta2", "clusterqueues", "llm-finetune")
+    assert old_queue["spec"]["stopPolicy"] == "HoldAndDrain" and "resourceGroups" not in old_queue["spec"]
     state = kubernetes_resources(prod.engine.export())
     assert not [n for n in state if n.startswith("llm-finetune-")], "old names left in the state"
     assert prod.engine.up().changes == {}

@@ -1,9 +1,9 @@
 """What only the KAI queue decides: a staging copy where a tenant's ResourceQuota admits more than its queue deserves.
 
-In the example staging stack each tenant's ResourceQuota equals its queue's quota, so a whole-GPU
-pod over it is refused at creation and KAI never sees it (test_kai_scheduling.py covers that
-stack). Here `research` (4 A100s) shares the A100 pool and its department with eval (6), and its
-ResourceQuota holds what eval lends on top (10, docs/queues-and-vclusters.md "one rule"): pods
+Where a tenant's ResourceQuota equals its queue's quota, a whole-GPU pod over it is refused at
+creation and KAI never sees it (test_kai_scheduling.py covers that). Here `research` (4 A100s)
+shares the A100 pool and its department with eval (6), and its ResourceQuota holds what the pools
+it may reach hold (10, docs/queues-and-vclusters.md "one rule"): pods
 between 4 and 10 GPUs reach KAI, which applies its own queue semantics (kai.py starts it).
 """
 

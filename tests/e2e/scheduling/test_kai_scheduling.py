@@ -102,9 +102,26 @@ def test_a_pod_naming_another_tenants_queue_is_refused(kai_stack, pods):
     assert kai_stack.node_pool[pods.wait_bound("eval", name).spec.node_name] == "a100-shared"
 
 
+def test_a_gpu_pod_outside_its_kai_queue_is_refused_at_creation(kai_stack, pods):
+    """Without the queue label, or without schedulerName (the default scheduler would bind it outside KAI)."""
+    target = on_pool(kai_stack, "eval", "a100-shared")
+    for body in (kai_pod(1, queue=None, **target), kai_pod(1, queue="eval", **target)):
+        if body["metadata"].get("labels"):
+            del body["spec"]["schedulerName"]
+        with pytest.raises(ApiException) as refused:
+            pods.submit("eval", body)
+        assert refused.value.status == 403
+        assert "a pod that requests GPUs must set schedulerName: kai-scheduler and label kai.scheduler/queue: eval" in refused.value.body
+    legit = pods.submit("eval", kai_pod(1, queue="eval", **target))
+    assert kai_stack.node_pool[pods.wait_bound("eval", legit).spec.node_name] == "a100-shared"
+
+
 def test_a_pod_without_a_queue_label_is_never_scheduled(kai_stack, pods):
-    """KAI would put it into `default-queue`: the pod-grouper's PodGroup for it is refused, so KAI never sees it."""
-    name = pods.submit("eval", kai_pod(1, queue=None, **on_pool(kai_stack, "eval", "a100-shared")))
+    """A CPU pod for KAI: KAI would put it into `default-queue`; the pod-grouper's PodGroup for it is refused."""
+    body = kai_pod(1, queue=None)
+    for values in body["spec"]["containers"][0]["resources"].values():
+        del values["nvidia.com/gpu"]
+    name = pods.submit("eval", body)
     # The pod-grouper's PodGroup create is refused by the queue policy; it says so in an event on the pod.
     warning = pods.wait_event("eval", name, "PodGrouperWarning", containing=f"{QUEUE_LABEL} must be eval")
     assert "default-queue" in warning.message, warning.message

@@ -29,7 +29,7 @@ def jobs(borrowing_stack):
 def test_research_borrows_eval_gpus_and_its_pods_pass_the_resource_quota(borrowing_stack, jobs):
     core = client.CoreV1Api(borrowing_stack.plane.cp.api_client)
     hard = core.read_namespaced_resource_quota(TENANT_QUOTA, "research").spec.hard
-    assert hard["requests.nvidia.com/gpu"] == "20"   # nominal 8 + the 12 eval lends on a100-shared
+    assert hard["requests.nvidia.com/gpu"] == "20"   # nominal 8 + the 12 more a100-shared holds (16 x 1.25)
     name = jobs.submit("research", job({"nvidia.com/gpu": 4}, parallelism=3))   # 12 > its nominal 8
     pods = jobs.wait_bound("research", name, 3)
     assert {borrowing_stack.node_pool[p.spec.node_name] for p in pods} == {"a100-shared"}
