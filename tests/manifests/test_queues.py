@@ -16,7 +16,7 @@ from components.fleet.environment import Environment
 from components.load import load_environment
 from components.fleet.queue_arithmetic import kai_gpu_units, queue_borrows
 
-from .test_queues_crds import LAB_PLATFORM, queue_lab
+from .test_queues_crds import queue_lab
 
 REPO = Path(__file__).resolve().parents[2]
 
