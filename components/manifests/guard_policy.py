@@ -11,7 +11,9 @@ plus its binding, in the tenant's namespaces) refuses:
   stack, except as KAI's webhook sets it: in a share from the pod's own KAI ConfigMap, elsewhere
   `void` or `none`), or
   `NVIDIA_DRIVER_CAPABILITIES` or a GPU RuntimeClass without a GPU request (with the NVIDIA
-  toolkit's defaults they expose GPUs no quota counted);
+  toolkit's defaults they expose GPUs no quota counted); the same variables through `envFrom`: a
+  `prefix` that begins their names, and (ConfigMaps and Secrets) a key named like one, except in
+  the ConfigMaps KAI's binder writes for GPU shares;
 * Pods: projected ServiceAccount tokens longer-lived than `guardRails.serviceAccountTokens` allows
   or for an audience it does not list (a pod may run as any ServiceAccount of its namespace, so
   otherwise a developer gets the CI account's token for any audience, for years);
@@ -69,6 +71,7 @@ from .meta import (
     object_meta,
     owned_labels,
 )
+from .kai_sharing_policy import binder_username
 from .placement_policy import _is_gpu_resource
 from .quota import priority_cap
 from .rbac import ROLES, role_binding_name
@@ -78,6 +81,7 @@ NAME_PREFIX = "gpu-tenancy-guard"
 SERVICE_ACCOUNT_TOKEN = "kubernetes.io/service-account-token"
 GPU_ENV_ALWAYS = ("NVIDIA_VISIBLE_DEVICES",)
 GPU_ENV_WITHOUT_GPU = ("NVIDIA_DRIVER_CAPABILITIES",)
+GPU_ENV_NAMES = (*GPU_ENV_ALWAYS, *GPU_ENV_WITHOUT_GPU)
 GPU_ENV_NO_DEVICES = ("none", "void")   # NVIDIA container toolkit: no GPU (KAI's deviceaccess plugin sets void)
 
 
@@ -202,6 +206,25 @@ def _variables(tenant: Tenant, view: TenantView) -> list[dict[str, str]]:
             ),
         },
         {
+            # `envFrom` turns every key of a ConfigMap or Secret into a variable, after its prefix: a
+            # prefix that begins a GPU variable's name would spell it from an innocent key.
+            "name": "gpuEnvPrefixes",
+            "expression": (
+                "variables.containers.map(c, has(c.envFrom) ? c.envFrom.filter(f, has(f.prefix) && f.prefix != \"\" && "
+                f"{cel_list(GPU_ENV_NAMES)}.exists(n, n.startsWith(f.prefix))).map(f, f.prefix) : []).filter(l, size(l) > 0)"
+            ),
+        },
+        {
+            # ... and a key named like one, with no prefix, is the variable itself. KAI's binder writes
+            # NVIDIA_VISIBLE_DEVICES into the per-pod ConfigMaps of GPU shares (only it may: kai_sharing_policy.py).
+            "name": "gpuEnvKeys",
+            "expression": (
+                f'!({_is("configmaps")} || {_is("secrets")}) ? [] : '
+                f"(has(object.data) ? object.data.filter(k, k in {cel_list(GPU_ENV_NAMES)}) : []) + "
+                f'({_is("configmaps")} && has(object.binaryData) ? object.binaryData.filter(k, k in {cel_list(GPU_ENV_NAMES)}) : [])'
+            ),
+        },
+        {
             "name": "projectedTokens",
             "expression": (
                 f'{_is("pods")} && has(object.spec.volumes) ? object.spec.volumes'
@@ -227,6 +250,13 @@ def _variables(tenant: Tenant, view: TenantView) -> list[dict[str, str]]:
             ),
         },
     ]
+
+
+def _binder(platform) -> str:
+    """CEL (`|| ...`), on KAI stacks: the request is KAI's binder's."""
+    if platform.scheduler != "kai":
+        return ""
+    return f" || request.userInfo.username == {cel_string(binder_username(platform.queues.kai.binder_service_account))}"
 
 
 def _unless_kai_share_env(env: str) -> str:
@@ -306,6 +336,25 @@ def _validations(tenant: Tenant, view: TenantView) -> list[dict[str, str]]:
                 'NVIDIA_DRIVER_CAPABILITIES needs a GPU request (nvidia.com resources); without one it exposes GPUs no quota counts"'
             ),
             "message": f"NVIDIA_VISIBLE_DEVICES, or NVIDIA_DRIVER_CAPABILITIES without a GPU request, is refused in pods of tenant {name}",
+            "reason": "Forbidden",
+        },
+        {
+            "expression": "size(variables.gpuEnvPrefixes) == 0",
+            "messageExpression": (
+                f'"envFrom prefix " + variables.gpuEnvPrefixes[0][0] + " is refused in pods of tenant {name}: it begins the name of '
+                f'{" or ".join(GPU_ENV_NAMES)}, which a ConfigMap or Secret key would then complete (choose a prefix that does not)"'
+            ),
+            "message": f"an envFrom prefix that begins {' or '.join(GPU_ENV_NAMES)} is refused in pods of tenant {name}",
+            "reason": "Forbidden",
+        },
+        {
+            "expression": f"size(variables.gpuEnvKeys) == 0 || variables.operator{_binder(platform)}",
+            "messageExpression": (
+                f'"key " + variables.gpuEnvKeys[0] + " is refused in ConfigMaps and Secrets of tenant {name}: through envFrom it '
+                'becomes that environment variable, which only the device plugin (NVIDIA_VISIBLE_DEVICES) or a pod with a GPU '
+                'request (NVIDIA_DRIVER_CAPABILITIES, set in its env) may set; rename the key"'
+            ),
+            "message": f"keys named {' or '.join(GPU_ENV_NAMES)} are refused in ConfigMaps and Secrets of tenant {name}",
             "reason": "Forbidden",
         },
         {

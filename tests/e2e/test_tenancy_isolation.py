@@ -148,6 +148,14 @@ def pod(*, limits: dict | None = None, node_selector: dict | None = None, tolera
     return queued({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"e2e-{uuid.uuid4().hex[:8]}"}, "spec": body})
 
 
+def env_from_pod(*prefixes: str) -> dict:
+    """A CPU pod reading every key of a ConfigMap as variables, once per prefix ("" for none)."""
+    body = pod()
+    body["spec"]["containers"][0]["envFrom"] = [
+        {**({"prefix": p} if p else {}), "configMapRef": {"name": "settings", "optional": True}} for p in prefixes]
+    return body
+
+
 def own_pool(tenant: str) -> dict:
     pool = TENANTS[tenant].gpu.dedicated_pools[0]
     return {"node_selector": {POOL: pool},
@@ -292,6 +300,15 @@ CASES: list[Case] = [
          lambda: pod(env={"NVIDIA_VISIBLE_DEVICES": "all"}), (guard(LF), "environment variable NVIDIA_VISIBLE_DEVICES is refused")),
     Case(1, "NVIDIA_DRIVER_CAPABILITIES without a GPU request", LF, "POST", "pods",
          lambda: pod(env={"NVIDIA_DRIVER_CAPABILITIES": "all"}), (guard(LF), "environment variable NVIDIA_DRIVER_CAPABILITIES is refused")),
+    Case(1, "envFrom prefix that spells NVIDIA_VISIBLE_DEVICES from a key", LF, "POST", "pods",
+         lambda: env_from_pod("NVIDIA_"), (guard(LF), "envFrom prefix NVIDIA_ is refused")),
+    Case(1, "ConfigMap key NVIDIA_VISIBLE_DEVICES (for envFrom)", LF, "POST", "configmaps",
+         lambda: data_object("ConfigMap", data={"NVIDIA_VISIBLE_DEVICES": "all"}), (guard(LF), "key NVIDIA_VISIBLE_DEVICES is refused")),
+    Case(1, "Secret stringData key NVIDIA_DRIVER_CAPABILITIES (for envFrom)", LF, "POST", "secrets",
+         lambda: data_object("Secret", stringData={"NVIDIA_DRIVER_CAPABILITIES": "all"}), (guard(LF), "key NVIDIA_DRIVER_CAPABILITIES is refused")),
+    Case(1, "envFrom with an ordinary prefix and with none", LF, "POST", "pods", lambda: env_from_pod("APP_", "")),
+    Case(1, "ConfigMap with ordinary keys", LF, "POST", "configmaps",
+         lambda: data_object("ConfigMap", data={"VISIBLE_DEVICES": "all", "MODEL": "llama"})),
     Case(1, "GPU RuntimeClass without a GPU request", LF, "POST", "pods",
          lambda: pod(runtimeClassName="nvidia"), (guard(LF), "RuntimeClass 'nvidia' exposes GPUs")),
     Case(1, "GPU pod on the tenant's own dedicated pool", LF, "POST", "pods", lambda: pod(limits={GPU: "1"}, **own_pool(LF))),

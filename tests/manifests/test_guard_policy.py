@@ -104,6 +104,32 @@ def test_gpu_visibility_without_a_gpu_request_is_refused(engine, prod):
     assert len(admit(engine, policy, init, resource="pods")) == 1
 
 
+def test_gpu_variables_cannot_come_in_through_env_from(engine, prod, environments):
+    """`envFrom` makes variables of a ConfigMap's or Secret's keys, after a prefix: both halves refused."""
+    policy = policy_for(prod, "eval")
+    spelled = pod()
+    spelled["spec"]["containers"][0]["envFrom"] = [{"prefix": "NVIDIA_", "configMapRef": {"name": "innocent"}}]
+    (message,) = admit(engine, policy, spelled, resource="pods")
+    assert message.startswith("envFrom prefix NVIDIA_ is refused in pods of tenant eval: it begins the name of NVIDIA_VISIBLE_DEVICES")
+    spelled["spec"]["containers"][0]["envFrom"] = [{"prefix": "APP_", "configMapRef": {"name": "settings"}},
+                                                   {"configMapRef": {"name": "plain"}}]
+    assert admit(engine, policy, spelled, resource="pods") == []   # an ordinary prefix, and none
+    for kind, resource, field in (("ConfigMap", "configmaps", "data"), ("ConfigMap", "configmaps", "binaryData"),
+                                  ("Secret", "secrets", "data")):
+        value = "YWxs" if field != "data" or kind == "Secret" else "all"
+        holder = {"apiVersion": "v1", "kind": kind, "metadata": {"name": "innocent"}, field: {"NVIDIA_VISIBLE_DEVICES": value}}
+        (message,) = admit(engine, policy, holder, resource=resource)
+        assert message.startswith("key NVIDIA_VISIBLE_DEVICES is refused in ConfigMaps and Secrets of tenant eval"), (kind, field)
+        assert admit(engine, policy, holder, resource=resource, given=OPERATOR) == []
+        holder[field] = {"VISIBLE_DEVICES": value, "nvidia_visible_devices": value}   # other names are fine
+        assert admit(engine, policy, holder, resource=resource) == [], (kind, field)
+    # On a KAI stack the binder writes the variable into the share's own ConfigMap.
+    staging = policy_for(environments["staging"], "eval")
+    share = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "p-shared-gpu-0"}, "data": {"NVIDIA_VISIBLE_DEVICES": "0"}}
+    assert len(admit(engine, staging, share, resource="configmaps")) == 1
+    assert admit(engine, staging, share, resource="configmaps", user="system:serviceaccount:kai-scheduler:binder") == []
+
+
 KAI_PREFIX = "notebook-x7k2p9q-shared-gpu"
 
 

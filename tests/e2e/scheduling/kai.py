@@ -197,6 +197,8 @@ def kai_pod(gpus: int, *, queue: str | None, selector: dict | None = None, toler
     """
     import uuid
 
+    from components.manifests.meta import GPU_TAINT_KEY
+
     values = {"cpu": "100m", "memory": "128Mi", "nvidia.com/gpu": str(gpus)}
     spec: dict[str, Any] = {
         "schedulerName": SCHEDULER_NAME,
@@ -208,8 +210,13 @@ def kai_pod(gpus: int, *, queue: str | None, selector: dict | None = None, toler
     }
     if selector:
         spec["nodeSelector"] = selector
+    # On a KAI stack no Kueue flavor adds the shared GPU pools' taint toleration: the tenant's GPU pod
+    # carries it (docs/gpu-sharing.md), as the placement policy allows for pods that request GPUs.
+    tolerations = [{"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}] if gpus else []
     if toleration:
-        spec["tolerations"] = [toleration]
+        tolerations.append(toleration)
+    if tolerations:
+        spec["tolerations"] = tolerations
     meta_labels = dict(labels or {})
     if queue is not None:
         meta_labels["kai.scheduler/queue"] = queue

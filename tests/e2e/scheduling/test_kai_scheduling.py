@@ -121,6 +121,7 @@ def test_a_pod_without_a_queue_label_is_never_scheduled(kai_stack, pods):
     body = kai_pod(1, queue=None)
     for values in body["spec"]["containers"][0]["resources"].values():
         del values["nvidia.com/gpu"]
+    body["spec"].pop("tolerations", None)   # a CPU pod may not tolerate the shared GPU pools' taint
     name = pods.submit("eval", body)
     # The pod-grouper's PodGroup create is refused by the queue policy; it says so in an event on the pod.
     warning = pods.wait_event("eval", name, "PodGrouperWarning", containing=f"{QUEUE_LABEL} must be eval")
@@ -176,6 +177,7 @@ def test_a_tenants_extra_namespace_uses_the_tenants_queue(kai_stack, pods):
 def _without_gpu_resource(body: dict) -> dict:
     for values in body["spec"]["containers"][0]["resources"].values():
         del values["nvidia.com/gpu"]
+    body["spec"].pop("tolerations", None)   # a CPU pod may not tolerate the shared GPU pools' taint
     return body
 
 
