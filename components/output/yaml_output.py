@@ -41,7 +41,11 @@ class _Dumper(_CDumper):
 _DUMP_OPTIONS = dict(sort_keys=True, default_flow_style=False, width=120, allow_unicode=True)
 _WIDTH = 120
 _LINE_BREAKS = frozenset("\n\r\x85\u2028\u2029")
-_PLAIN_CANDIDATE = re.compile(r"[A-Za-z0-9_/][A-Za-z0-9_./ -]*")
+_PRINTABLE_ASCII = re.compile(r"[ -~]+")
+# What makes libyaml's emitter (analyze_scalar) refuse a printable ASCII line as a plain block
+# scalar: an indicator first, "-", "?" or ":" first and then a space or nothing, a document
+# marker, ": " or a final ":" anywhere, " #" anywhere.
+_BLOCK_INDICATOR = re.compile(r"\A(?:---|\.\.\.|[#,\[\]{}&*!|>'\"%@`]|[-?:](?: |\Z))|:(?: |\Z)| #")
 _LONE_SPACE = re.compile(r"(?<! ) (?! )")
 _RESOLVER = yaml.resolver.Resolver()
 _STR_TAG = "tag:yaml.org,2002:str"
@@ -61,13 +65,25 @@ class _NotPlainData(Exception):
 
 
 def _quick_style(text: str) -> tuple[int, str, bool] | None:
-    """The style of a string that is obviously plain, cached; None when PyYAML must decide."""
-    if _PLAIN_CANDIDATE.fullmatch(text) and text[-1] != " " and _RESOLVER.resolve(yaml.ScalarNode, text, (True, False)) == _STR_TAG:
-        if len(_STYLES) > _STYLES_MAX:
-            _STYLES.clear()
+    """The style of a one-line printable ASCII string (nearly every string of a Kubernetes object),
+    decided as libyaml decides it, cached; None when PyYAML must decide.
+
+    Plain unless libyaml's analysis forbids it (leading or trailing space, a block indicator,
+    `_BLOCK_INDICATOR`) or the resolver reads the text as something else than a string ("32",
+    "true", "~"); otherwise single-quoted, which such a line always allows. Deciding here, not by
+    asking PyYAML, matters because most long strings name their tenant: ~50 new ones per tenant.
+    tests/hardening/test_fast_yaml.py checks the decision against PyYAML's.
+    """
+    if _PRINTABLE_ASCII.fullmatch(text) is None:
+        return None
+    if len(_STYLES) > _STYLES_MAX:
+        _STYLES.clear()
+    if (text[0] != " " and text[-1] != " " and _BLOCK_INDICATOR.search(text) is None
+            and _RESOLVER.resolve(yaml.ScalarNode, text, (True, False)) == _STR_TAG):
         entry = _STYLES[text] = (_PLAIN, text, len(text) <= 100)
-        return entry
-    return None
+    else:
+        entry = _STYLES[text] = (_SINGLE, "'" + text.replace("'", "''") + "'", len(text) <= 100)
+    return entry
 
 
 def _learn_styles(strings: list[str]) -> None:
