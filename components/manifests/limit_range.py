@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..fleet.budget import effective_limits
 from ..fleet.facts import TenantView
 from ..spec.tenant import ResourceValues, Tenant
-from .meta import KubeObject, kube_object, object_meta, owned_labels
+from .meta import KubeObject, kube_object, object_meta, owned_labels, plain_copy
 
 LIMIT_RANGE = "tenant-limits"
 
@@ -57,7 +57,8 @@ def limit_ranges(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     >>> [o["metadata"]["namespace"] for o in limit_ranges(t, env.view(t))]
     ['a', 'a-data']
     """
-    if len(container_limits(tenant, view)) == 1:
+    item = container_limits(tenant, view)   # once: merging the layers makes a dozen pydantic models
+    if len(item) == 1:
         return []
     labels = owned_labels(tenant, view)
     return [
@@ -65,7 +66,7 @@ def limit_ranges(tenant: Tenant, view: TenantView) -> list[KubeObject]:
             "v1",
             "LimitRange",
             object_meta(LIMIT_RANGE, namespace=namespace, labels=labels),
-            spec={"limits": [container_limits(tenant, view)]},
+            spec={"limits": [plain_copy(item)]},
         )
         for namespace in tenant.all_namespaces
     ]

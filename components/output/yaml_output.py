@@ -10,7 +10,8 @@ for byte what `yaml.dump_all` with `_Dumper` (the C dumper, never writing anchor
 - long plain and single-quoted scalars are folded with libyaml's rule (break at a lone space once
   past column 120, continuation lines indented one level deeper);
 - the text of a list that is the value of a key is cached by the list's repr and indentation:
-  RBAC rules, selectors and ports repeat across namespaces and tenants;
+  RBAC rules, selectors and ports repeat across namespaces and tenants (not a list whose first
+  item holds a long string: admission rules name their tenant and never repeat);
 - a document outside that domain (another value type, a multi-line string, a double-quoted string
   that would need folding) is written by PyYAML itself.
 A dict or list used twice is written out twice, never as a YAML anchor and alias (which some
@@ -41,7 +42,11 @@ class _Dumper(_CDumper):
 _DUMP_OPTIONS = dict(sort_keys=True, default_flow_style=False, width=120, allow_unicode=True)
 _WIDTH = 120
 _LINE_BREAKS = frozenset("\n\r\x85\u2028\u2029")
-_PLAIN_CANDIDATE = re.compile(r"[A-Za-z0-9_/][A-Za-z0-9_./ -]*")
+_PRINTABLE_ASCII = re.compile(r"[ -~]+")
+# What makes libyaml's emitter (analyze_scalar) refuse a printable ASCII line as a plain block
+# scalar: an indicator first, "-", "?" or ":" first and then a space or nothing, a document
+# marker, ": " or a final ":" anywhere, " #" anywhere.
+_BLOCK_INDICATOR = re.compile(r"\A(?:---|\.\.\.|[#,\[\]{}&*!|>'\"%@`]|[-?:](?: |\Z))|:(?: |\Z)| #")
 _LONE_SPACE = re.compile(r"(?<! ) (?! )")
 _RESOLVER = yaml.resolver.Resolver()
 _STR_TAG = "tag:yaml.org,2002:str"
@@ -54,6 +59,7 @@ _STYLES_MAX = 500_000
 # fast path are stored, and the repr of plain data tells every value and type apart.
 _LISTS: dict[tuple[int, str], str] = {}
 _LISTS_MAX = 50_000
+_UNIQUE_TEXT = 80  # longer strings in a list's first dict: the list is not cached
 
 
 class _NotPlainData(Exception):
@@ -61,13 +67,25 @@ class _NotPlainData(Exception):
 
 
 def _quick_style(text: str) -> tuple[int, str, bool] | None:
-    """The style of a string that is obviously plain, cached; None when PyYAML must decide."""
-    if _PLAIN_CANDIDATE.fullmatch(text) and text[-1] != " " and _RESOLVER.resolve(yaml.ScalarNode, text, (True, False)) == _STR_TAG:
-        if len(_STYLES) > _STYLES_MAX:
-            _STYLES.clear()
+    """The style of a one-line printable ASCII string (nearly every string of a Kubernetes object),
+    decided as libyaml decides it, cached; None when PyYAML must decide.
+
+    Plain unless libyaml's analysis forbids it (leading or trailing space, a block indicator,
+    `_BLOCK_INDICATOR`) or the resolver reads the text as something else than a string ("32",
+    "true", "~"); otherwise single-quoted, which such a line always allows. Deciding here, not by
+    asking PyYAML, matters because most long strings name their tenant: ~50 new ones per tenant.
+    tests/hardening/test_fast_yaml.py checks the decision against PyYAML's.
+    """
+    if _PRINTABLE_ASCII.fullmatch(text) is None:
+        return None
+    if len(_STYLES) > _STYLES_MAX:
+        _STYLES.clear()
+    if (text[0] != " " and text[-1] != " " and _BLOCK_INDICATOR.search(text) is None
+            and _RESOLVER.resolve(yaml.ScalarNode, text, (True, False)) == _STR_TAG):
         entry = _STYLES[text] = (_PLAIN, text, len(text) <= 100)
-        return entry
-    return None
+    else:
+        entry = _STYLES[text] = (_SINGLE, "'" + text.replace("'", "''") + "'", len(text) <= 100)
+    return entry
 
 
 def _learn_styles(strings: list[str]) -> None:
@@ -117,6 +135,18 @@ def _folded(text: str, style: int, column: int, indent: int) -> str:
         body, edges = text, ()
     lines = []
     line_start = 0  # index in `body` of the first character of the current line
+    if "  " not in body and (not edges or (body[0] != " " and body[-1] != " ")):
+        # Every space is a lone one and none is at an edge (nearly every long string): find them directly.
+        while True:
+            at = body.find(" ", line_start + max(_WIDTH + 1 - column, 0))
+            if at < 0:
+                lines.append(body[line_start:])
+                break
+            lines.append(body[line_start:at])
+            line_start = at + 1
+            column = indent
+        folded = ("\n" + " " * indent).join(lines)
+        return "'" + folded + "'" if style == _SINGLE else folded
     while True:
         # The column before body[i] is column + (i - line_start); a break needs it past the width.
         earliest = line_start + max(_WIDTH + 1 - column, 0)
@@ -217,6 +247,12 @@ def _mapping(value: dict, indent: int, out: list, inline: bool, missing: list) -
 
 def _value_list(value: list, indent: int, out: list, missing: list) -> None:
     """A list that is the value of a key, its text cached (see `_LISTS`)."""
+    first = value[0]
+    if type(first) is dict and any(type(v) is str and len(v) > _UNIQUE_TEXT for v in first.values()):
+        # Admission rules and the like: their long texts name the tenant, so the list never
+        # repeats and its repr (20 MB at 1,000 tenants) would be spent for nothing.
+        _sequence(value, indent, out, False, missing)
+        return
     key = (indent, repr(value))
     text = _LISTS.get(key)
     if text is not None:

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from tools.synthetic import write_project
 from components.manifests.build import environment_objects, helm_releases
+from components.output import yaml_output
 from components.output.yaml_output import dump_objects, dump_objects_pyyaml
 from components.load import load_environment, stack_names
 from tests.hardening.support import EXAMPLES
@@ -120,3 +121,20 @@ def test_a_synthetic_fleet_is_written_as_pyyaml_would(tmp_path):
     environment = load_environment(write_project(tmp_path, 12), "bench")
     for owner, objects in environment_objects(environment).items():
         assert dump_objects(objects) == dump_objects_pyyaml(objects), owner
+
+
+ascii_lines = st.one_of(
+    st.text(st.sampled_from(list("ab '\":#-?!&*|>%@`,[]{}.~=<01\\")), min_size=1, max_size=12),
+    st.sampled_from([s for s in SPECIAL if s and all(" " <= c <= "~" for c in s)]),
+    st.lists(st.sampled_from(["true", "No", "1e3", "0x1F", "1:20", "---", "...", "- ", "? ", ": ", " #", "a"]), min_size=1, max_size=4).map("".join),
+)
+
+
+@settings(max_examples=EXAMPLES["yaml"] * 4)
+@given(ascii_lines)
+def test_the_writer_quotes_a_printable_ascii_line_as_pyyaml_does(text):
+    # The writer decides these itself (libyaml's rule); PyYAML writing the string alone is the reference.
+    yaml_output._STYLES.pop(text, None)
+    style = yaml_output._quick_style(text)
+    written = yaml.dump([text], Dumper=yaml_output._Dumper, default_flow_style=False, allow_unicode=True, width=1 << 30)
+    assert style is not None and "- " + style[1] + "\n" == written

@@ -11,7 +11,8 @@ from tools.synthetic import write_project
 from components.cli import main
 from components.manifests.meta import object_id
 from components.load import load_environment, stack_names
-from components.output.render import PARALLEL_FROM, render_files, render_in_processes
+from components.output import render
+from components.output.render import PARALLEL_FROM, render_directory, render_files
 from components.resources.kubernetes import with_field_manager
 from tools.pulumi_mocks import REPO, normalise, run_program
 from tests.resources.test_fleet import _registered_objects
@@ -63,18 +64,46 @@ def test_render_invalid_input_writes_nothing(tmp_path, capsys):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out")]
 
 
-def test_rendering_in_two_processes_writes_the_same_bytes(tmp_path):
-    environment = load_environment(write_project(tmp_path / "fleet", PARALLEL_FROM + 1, scheduler="kai"), "bench")
-    files, count = render_in_processes(environment, 2)
-    assert files == render_files(environment)
-    assert count == sum(text.count("\n---\n") for text in files.values() if not text.startswith("# Helm"))
+@pytest.fixture(scope="module")
+def parallel_fleet(tmp_path_factory):
+    """A fleet just large enough to be rendered in two processes."""
+    return write_project(tmp_path_factory.mktemp("fleet"), PARALLEL_FROM + 1, scheduler="kai")
 
 
-def test_a_small_fleet_renders_in_one_process(monkeypatch):
+def _written(directory) -> dict[str, str]:
+    return {p.name: p.read_text(encoding="utf-8") for p in sorted(directory.iterdir())}
+
+
+def test_rendering_in_two_processes_writes_the_same_bytes(parallel_fleet, tmp_path):
+    environment = load_environment(parallel_fleet, "bench")
+    files, count = render_directory(environment, tmp_path / "out", 2)
+    expected = render_files(environment)
+    assert _written(tmp_path / "out") == expected and files == len(expected)
+    assert count == sum(text.count("\n---\n") for text in expected.values() if not text.startswith("# Helm"))
+
+
+def test_a_write_error_in_a_worker_is_reported_and_leaves_nothing(parallel_fleet, tmp_path, monkeypatch, capsys):
+    write_part = render._write_part
+
+    def disk_full_in_the_worker(environment, names, with_platform, directory):
+        if not with_platform:  # only the forked worker renders without the platform
+            raise OSError(28, "No space left on device", str(directory / "team-00001.yaml"))
+        return write_part(environment, names, with_platform, directory)
+
+    monkeypatch.setattr(render, "_write_part", disk_full_in_the_worker)
+    out = tmp_path / "out"
+    assert main(["--root", str(parallel_fleet), "render", "--stack", "bench", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "cannot write" in err and "No space left on device" in err
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_a_small_fleet_renders_in_one_process(monkeypatch, tmp_path):
     environment = load_environment(REPO, "prod")
 
     def no_workers(method):
         raise AssertionError(f"a {len(environment.tenants)}-tenant fleet started a worker ({method})")
 
     monkeypatch.setattr("components.output.render.multiprocessing.get_context", no_workers)
-    assert render_in_processes(environment, 2)[0] == render_files(environment)
+    render_directory(environment, tmp_path / "out", 2)
+    assert _written(tmp_path / "out") == render_files(environment)
