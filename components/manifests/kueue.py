@@ -30,7 +30,7 @@ from ..fleet import feasibility as feas
 from ..fleet.facts import FleetFacts, TenantView
 from ..fleet.queue_arithmetic import KUEUE_CPU_FLAVOR, cohort_chain, cohort_of, dedicated_only_classes, kueue_compute_nominal
 from ..spec.tenant import Tenant
-from .cel import cel_string
+from .cel import as_dyn, cel_string
 from .gpu_nodes import pool_taints
 from .placement_policy import requests_gpu
 from .meta import (
@@ -381,6 +381,10 @@ def queue_pinning_policy(facts: FleetFacts) -> list[KubeObject]:
             {"expression": may.format("'batch'", "'jobs'"), "name": "jobController"},
         ],
     }
+    # Pods and Jobs: each rule is guarded by the kind at run time, and type-checked against both.
+    for section in ("validations", "variables"):
+        policy_spec[section] = [{k: as_dyn(v) if k in ("expression", "messageExpression") else v for k, v in entry.items()}
+                                for entry in policy_spec[section]]
     policy = kube_object(
         "admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", object_meta(POLICY_NAME, labels=labels), spec=policy_spec
     )
