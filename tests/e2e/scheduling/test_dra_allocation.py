@@ -16,6 +16,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from components.manifests.meta import GPU_TAINT_KEY
 from tools.scheduling import running_scheduling_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.scheduling]
@@ -61,6 +62,10 @@ def claim_pod(stack, pool: str, claim_name: str | None = None, resources: dict |
     if claim_name:
         container["resources"]["claims"] = [{"name": "gpu"}]
         spec["resourceClaims"] = [{"name": "gpu", "resourceClaimName": claim_name}]
+    if claim_name or resources:
+        # A GPU pod (claim or DRA extended resource) tolerates the shared GPU pools' taint itself:
+        # no Kueue flavor adds it to a bare pod, and the placement policy allows it for GPU pods.
+        spec["tolerations"] = [{"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"e2e-dra-{uuid.uuid4().hex[:8]}"}, "spec": spec}
 
 
