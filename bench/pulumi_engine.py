@@ -412,6 +412,23 @@ def measure_unsharded(base: Path, count: int, log: Callable[[str], None]) -> dic
     return out
 
 
+def preview_one_tenant(project: Path, count: int, state: Path, kubeconfig: Path) -> dict:
+    """Commit the deployed project, change one tenant, and preview the stacks the offline diff names."""
+    # The base of the offline diff is what was deployed, including what the file backend wrote
+    # into the stack files (the secrets salt).
+    git(project, "init", "-q")
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "deployed")
+    tenant = change_one_tenant(project, count)
+    started = time.perf_counter()
+    document = offline_diff(project)
+    diff_seconds = time.perf_counter() - started
+    previewed, source = stacks_to_preview(document)
+    previews = [run_engine(project, stack, state, kubeconfig, "preview") for stack in previewed]
+    return {"changed_tenant": tenant, "diff_seconds": diff_seconds, "previewed": previewed, "previewed_from": source,
+            "preview_one": previews, "preview_one_seconds": sum(r["seconds"] for r in previews)}
+
+
 def measure_sharded(base: Path, count: int, shard_size: int, log: Callable[[str], None]) -> dict:
     from components.load import load_environment
     from components.fleet.shard_stacks import stack_parts
@@ -432,21 +449,9 @@ def measure_sharded(base: Path, count: int, shard_size: int, log: Callable[[str]
             out["up"].append(result)
             log(f"  N={count}: up {part.stack} ({len(part.tenants)} tenants) {result['seconds']:.1f} s")
         out["up_seconds"] = sum(r["seconds"] for r in out["up"])
-        # The base of the offline diff is what was deployed, including what the file backend wrote
-        # into the stack files (the secrets salt).
-        git(project, "init", "-q")
-        git(project, "add", "-A")
-        git(project, "commit", "-q", "-m", "deployed")
-        tenant = change_one_tenant(project, count)
-        started = time.perf_counter()
-        document = offline_diff(project)
-        out["diff_seconds"] = time.perf_counter() - started
-        previewed, source = stacks_to_preview(document)
-        out.update(changed_tenant=tenant, previewed=previewed, previewed_from=source,
-                   not_previewed=len(parts) - len(previewed))
-        out["preview_one"] = [run_engine(project, stack, state, kubeconfig, "preview") for stack in previewed]
-        out["preview_one_seconds"] = sum(r["seconds"] for r in out["preview_one"])
-        log(f"  N={count}: one-tenant preview of {', '.join(previewed)} ({source}) "
+        out.update(preview_one_tenant(project, count, state, kubeconfig))
+        out["not_previewed"] = len(parts) - len(out["previewed"])
+        log(f"  N={count}: one-tenant preview of {', '.join(out['previewed'])} ({out['previewed_from']}) "
             f"{out['preview_one_seconds']:.1f} s; {out['not_previewed']} of {len(parts)} stacks not previewed")
     finally:
         cluster.stop()
@@ -474,18 +479,8 @@ def measure_touched_shard(base: Path, count: int, shard_size: int, log: Callable
         out["up"] = [run_engine(project, part.stack, state, kubeconfig, "up") for part in (parts[0], shard)]
         for part, result in zip((parts[0], shard), out["up"]):
             log(f"  N={count}: up {part.stack} ({len(part.tenants)} tenants) {result['seconds']:.1f} s")
-        git(project, "init", "-q")
-        git(project, "add", "-A")
-        git(project, "commit", "-q", "-m", "deployed")
-        change_one_tenant(project, count)
-        started = time.perf_counter()
-        document = offline_diff(project)
-        out["diff_seconds"] = time.perf_counter() - started
-        previewed, source = stacks_to_preview(document)
-        out.update(changed_tenant=tenant, previewed=previewed, previewed_from=source)
-        out["preview_one"] = [run_engine(project, stack, state, kubeconfig, "preview") for stack in previewed]
-        out["preview_one_seconds"] = sum(r["seconds"] for r in out["preview_one"])
-        log(f"  N={count}: offline diff {out['diff_seconds']:.1f} s; one-tenant preview of {', '.join(previewed)} "
+        out.update(preview_one_tenant(project, count, state, kubeconfig))
+        log(f"  N={count}: offline diff {out['diff_seconds']:.1f} s; one-tenant preview of {', '.join(out['previewed'])} "
             f"{out['preview_one_seconds']:.1f} s")
     finally:
         cluster.stop()

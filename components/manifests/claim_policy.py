@@ -27,7 +27,7 @@ from ..fleet.facts import TenantView
 from ..spec.tenant import Tenant
 from .cel import cel_list, names_or_none
 from .device_classes import device_class_grants
-from .meta import TENANT_LABEL, KubeObject, kube_object, object_meta, owned_labels
+from .meta import deny_binding, TENANT_LABEL, KubeObject, kube_object, object_meta, owned_labels
 
 API_VERSION = "admissionregistration.k8s.io/v1"
 NAME_PREFIX = "gpu-tenancy-claims"
@@ -126,9 +126,4 @@ def claim_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     if not claimable_device_classes(tenant, view):
         return []
     policy = claim_policy(tenant, view)
-    name = policy["metadata"]["name"]
-    binding = kube_object(
-        API_VERSION, "ValidatingAdmissionPolicyBinding", object_meta(name, labels=owned_labels(tenant, view)),
-        spec={"policyName": name, "validationActions": ["Deny"]},
-    )
-    return [policy, binding]
+    return [policy, deny_binding(policy["metadata"]["name"], owned_labels(tenant, view))]

@@ -60,6 +60,7 @@ from .cel import as_dyn, cel_list, cel_string, names_or_none
 from ..fleet.facts import TenantView
 from ..spec.tenant import Tenant
 from .meta import (
+    deny_binding,
     KAI_GPU_SHARING_ANNOTATIONS,
     KAI_SHARED_GPU_CONFIGMAP_ANNOTATION,
     KAI_SHARED_GPU_PREFIX_SUFFIX,
@@ -587,12 +588,7 @@ def guard_binding(tenant: Tenant, view: TenantView) -> KubeObject:
     >>> binding["spec"]["policyName"], binding["spec"]["validationActions"]
     ('gpu-tenancy-guard-eval', ['Deny'])
     """
-    return kube_object(
-        API_VERSION,
-        "ValidatingAdmissionPolicyBinding",
-        object_meta(policy_name(tenant.name), labels=owned_labels(tenant, view)),
-        spec={"policyName": policy_name(tenant.name), "validationActions": ["Deny"]},
-    )
+    return deny_binding(policy_name(tenant.name), owned_labels(tenant, view))
 
 
 def guard_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:

@@ -33,7 +33,7 @@ from .cel import cel_list, names_or_none
 from ..fleet.facts import TenantView
 from ..spec.stack import Platform
 from ..spec.tenant import Tenant
-from .meta import TENANT_LABEL, KubeObject, kube_object, object_meta, owned_labels
+from .meta import deny_binding, TENANT_LABEL, KubeObject, kube_object, object_meta, owned_labels
 
 API_VERSION = "admissionregistration.k8s.io/v1"
 NAME_PREFIX = "gpu-tenancy-images"
@@ -149,10 +149,4 @@ def image_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     policy = image_policy(tenant, view) if tenant.lifecycle != "decommissioned" else None
     if policy is None:
         return []
-    binding = kube_object(
-        API_VERSION,
-        "ValidatingAdmissionPolicyBinding",
-        object_meta(policy_name(tenant.name), labels=owned_labels(tenant, view)),
-        spec={"policyName": policy_name(tenant.name), "validationActions": ["Deny"]},
-    )
-    return [policy, binding]
+    return [policy, deny_binding(policy_name(tenant.name), owned_labels(tenant, view))]

@@ -36,7 +36,7 @@ from .cel import cel_list
 from .kai_config import kai_config
 from .kai_sharing_policy import kai_sharing_policy
 from .placement_policy import requests_gpu
-from .meta import KAI_GPU_SHARING_ANNOTATIONS, KAI_QUEUE_LABEL, KAI_SCHEDULER_NAME, QUEUE_ADMISSION_LABEL, TENANT_LABEL, KubeObject, kube_object, object_meta, owned_labels, platform_labels
+from .meta import deny_binding, KAI_GPU_SHARING_ANNOTATIONS, KAI_QUEUE_LABEL, KAI_SCHEDULER_NAME, QUEUE_ADMISSION_LABEL, TENANT_LABEL, KubeObject, kube_object, object_meta, owned_labels, platform_labels
 
 API_VERSION = "scheduling.run.ai/v2"
 POLICY_NAME = "gpu-tenancy-kai-queue"
@@ -247,13 +247,7 @@ def queue_pinning_policy(facts: FleetFacts) -> list[KubeObject]:
     policy = kube_object(
         "admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", object_meta(POLICY_NAME, labels=labels), spec=policy_spec
     )
-    binding = kube_object(
-        "admissionregistration.k8s.io/v1",
-        "ValidatingAdmissionPolicyBinding",
-        object_meta(POLICY_NAME, labels=labels),
-        spec={"policyName": POLICY_NAME, "validationActions": ["Deny"]},
-    )
-    return [policy, binding]
+    return [policy, deny_binding(POLICY_NAME, labels)]
 
 
 def _sharing_annotations(obj: str) -> str:

@@ -28,6 +28,7 @@ from __future__ import annotations
 from ..fleet.facts import FleetFacts
 from .cel import cel_string
 from .meta import (
+    deny_binding,
     KAI_SHARED_GPU_CONFIGMAP_ANNOTATION,
     KAI_SHARED_GPU_CONFIGMAP_PATTERN,
     KAI_SHARED_GPU_PREFIX_SUFFIX,
@@ -147,8 +148,4 @@ def kai_sharing_policy(facts: FleetFacts) -> list[KubeObject]:
         "validations": validations,
     }
     policy = kube_object(API_VERSION, "ValidatingAdmissionPolicy", object_meta(POLICY_NAME, labels=labels), spec=policy_spec)
-    binding = kube_object(
-        API_VERSION, "ValidatingAdmissionPolicyBinding", object_meta(POLICY_NAME, labels=labels),
-        spec={"policyName": POLICY_NAME, "validationActions": ["Deny"]},
-    )
-    return [policy, binding]
+    return [policy, deny_binding(POLICY_NAME, labels)]

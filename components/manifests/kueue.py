@@ -34,6 +34,7 @@ from .cel import as_dyn, cel_string
 from .gpu_nodes import pool_taints
 from .placement_policy import requests_gpu
 from .meta import (
+    deny_binding,
     KUEUE_ADMISSION_GATE,
     KUEUE_QUEUE_NAME_LABEL,
     QUEUE_ADMISSION_LABEL,
@@ -388,13 +389,7 @@ def queue_pinning_policy(facts: FleetFacts) -> list[KubeObject]:
     policy = kube_object(
         "admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", object_meta(POLICY_NAME, labels=labels), spec=policy_spec
     )
-    binding = kube_object(
-        "admissionregistration.k8s.io/v1",
-        "ValidatingAdmissionPolicyBinding",
-        object_meta(POLICY_NAME, labels=labels),
-        spec={"policyName": POLICY_NAME, "validationActions": ["Deny"]},
-    )
-    return [policy, binding]
+    return [policy, deny_binding(POLICY_NAME, labels)]
 
 
 def cohort_names(facts: FleetFacts) -> list[str]:

@@ -33,6 +33,8 @@ GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 # Operator and DCGM daemonsets already tolerate, and the one ExtendedResourceToleration adds for
 # pods requesting nvidia.com/gpu; so platform daemonsets keep running and no second key is invented.
 GPU_TAINT_KEY = "nvidia.com/gpu"
+# What a GPU pod carries to run on shared GPU pools where no Kueue flavor adds it (docs/gpu-sharing.md).
+GPU_TAINT_TOLERATION = {"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
 GPU_TAINT_VALUE = "present"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 MIG_STATE_LABEL = "nvidia.com/mig.config.state"
@@ -169,6 +171,19 @@ def kube_object(api_version: str, kind: str, metadata: dict[str, Any], **fields:
     {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'settings', 'namespace': 'team-a'}, 'data': {'mode': 'strict'}}
     """
     return {"apiVersion": api_version, "kind": kind, "metadata": metadata, **{k: v for k, v in fields.items() if v is not None}}
+
+
+ADMISSION_API = "admissionregistration.k8s.io/v1"
+
+
+def deny_binding(policy_name: str, labels: Mapping[str, str]) -> KubeObject:
+    """The ValidatingAdmissionPolicyBinding that enforces a policy of the same name (`Deny`).
+
+    >>> deny_binding("gpu-tenancy-guard-a", {})["spec"]
+    {'policyName': 'gpu-tenancy-guard-a', 'validationActions': ['Deny']}
+    """
+    return kube_object(ADMISSION_API, "ValidatingAdmissionPolicyBinding", object_meta(policy_name, labels=labels),
+                       spec={"policyName": policy_name, "validationActions": ["Deny"]})
 
 
 def plain_copy(value: Any) -> Any:

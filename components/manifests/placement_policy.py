@@ -50,6 +50,7 @@ from ..spec.stack import Platform
 from ..spec.tenant import Tenant
 
 from .meta import (
+    deny_binding,
     GPU_PRODUCT_LABEL,
     GPU_TAINT_KEY,
     HOSTNAME_LABEL,
@@ -487,12 +488,7 @@ def placement_binding(tenant: Tenant, view: TenantView) -> KubeObject:
     >>> placement_binding(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))["spec"]["validationActions"]
     ['Deny']
     """
-    return kube_object(
-        API_VERSION,
-        "ValidatingAdmissionPolicyBinding",
-        object_meta(policy_name(tenant.name), labels=owned_labels(tenant, view)),
-        spec={"policyName": policy_name(tenant.name), "validationActions": ["Deny"]},
-    )
+    return deny_binding(policy_name(tenant.name), owned_labels(tenant, view))
 
 
 def placement_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
