@@ -197,7 +197,7 @@ def kai_pod(gpus: int, *, queue: str | None, selector: dict | None = None, toler
     """
     import uuid
 
-    from components.manifests.meta import GPU_TAINT_KEY
+    from components.manifests.meta import GPU_TAINT_TOLERATION
 
     values = {"cpu": "100m", "memory": "128Mi", "nvidia.com/gpu": str(gpus)}
     spec: dict[str, Any] = {
@@ -212,7 +212,7 @@ def kai_pod(gpus: int, *, queue: str | None, selector: dict | None = None, toler
         spec["nodeSelector"] = selector
     # On a KAI stack no Kueue flavor adds the shared GPU pools' taint toleration: the tenant's GPU pod
     # carries it (docs/gpu-sharing.md), as the placement policy allows for pods that request GPUs.
-    tolerations = [{"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}] if gpus else []
+    tolerations = [dict(GPU_TAINT_TOLERATION)] if gpus else []
     if toleration:
         tolerations.append(toleration)
     if tolerations:

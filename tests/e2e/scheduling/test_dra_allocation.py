@@ -16,7 +16,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from components.manifests.meta import GPU_TAINT_KEY
+from components.manifests.meta import GPU_TAINT_TOLERATION
 from tools.scheduling import running_scheduling_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.scheduling]
@@ -65,7 +65,7 @@ def claim_pod(stack, pool: str, claim_name: str | None = None, resources: dict |
     if claim_name or resources:
         # A GPU pod (claim or DRA extended resource) tolerates the shared GPU pools' taint itself:
         # no Kueue flavor adds it to a bare pod, and the placement policy allows it for GPU pods.
-        spec["tolerations"] = [{"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}]
+        spec["tolerations"] = [dict(GPU_TAINT_TOLERATION)]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"e2e-dra-{uuid.uuid4().hex[:8]}"}, "spec": spec}
 
 

@@ -18,7 +18,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from components.manifests.gpu_nodes import patches_taints, pool_taints
-from components.manifests.meta import GPU_TAINT_KEY, GPU_TAINT_VALUE, pool_label, tenant_label
+from components.manifests.meta import GPU_TAINT_KEY, GPU_TAINT_TOLERATION, GPU_TAINT_VALUE, pool_label, tenant_label
 from components.manifests.placement_policy import pinning_resources, placement
 from components.fleet import gpu_capacity as cap
 from tools.scheduling import NODE_EPHEMERAL, NODE_MEMORY, NODE_PODS, clear_not_ready_taints, running_scheduling_stack
@@ -32,7 +32,7 @@ def plain_stack(request, e2e_summary):
 
 
 # What a GPU pod adds for a shared pool (a Kueue flavor injects the same; ExtendedResourceToleration too).
-SHARED_TOLERATION = {"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
+SHARED_TOLERATION = GPU_TAINT_TOLERATION
 
 
 def _pod(resource: str | None, selector: dict | None, toleration: dict | None, cpu: str = "100m") -> dict:

@@ -17,7 +17,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from components.manifests.meta import GPU_TAINT_KEY, KUEUE_ADMISSION_GATE, pool_label
+from components.manifests.meta import GPU_TAINT_TOLERATION, KUEUE_ADMISSION_GATE, pool_label
 from components.manifests.quota import TENANT_QUOTA
 from tests.e2e.scheduling.borrowing import write_borrowing_project
 from tests.e2e.scheduling.jobs import QUEUE_LABEL, job, wait_or_explain
@@ -41,7 +41,7 @@ def gpu_pod(gpus: int, *, queue: str | None, pool: str | None = "a100-shared") -
     # Unlabelled, a pod may be a direct tenant's, which no Kueue flavor gives the shared GPU pools'
     # taint toleration: it carries its own, as the placement policy allows GPU pods to.
     if gpus and queue is None:
-        selector["tolerations"] = [{"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}]
+        selector["tolerations"] = [dict(GPU_TAINT_TOLERATION)]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {
         **selector,
         "automountServiceAccountToken": False,
