@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 from typing import Iterable
+
+_encode_ascii = json.encoder.encode_basestring_ascii
 
 
 def cel_string(value: str) -> str:
@@ -18,7 +19,9 @@ def cel_string(value: str) -> str:
     >>> cel_string('a"b')
     '"a\\\\"b"'
     """
-    return json.dumps(value)
+    # json.dumps of a str is this C function behind two Python layers (a quarter-million calls at
+    # 1,000 tenants); anything else still goes through json.dumps.
+    return _encode_ascii(value) if type(value) is str else json.dumps(value)
 
 
 def cel_list(values: Iterable[str]) -> str:
@@ -40,8 +43,21 @@ def names_or_none(values: Iterable[str]) -> str:
     return ", ".join(values) if values else "none"
 
 
-_OBJECT_REFERENCE = re.compile(r"o(?:bject|ldObject)\.")
-_WORD_OR_DOT = re.compile(r"[\w.]")
+_REQUEST_OBJECTS = ("object.", "oldObject.")
+
+
+def _wrapped(text: str, word: str) -> list[str]:
+    """`text` in pieces, with each `word` (`object.`) that is not part of a longer name as `dyn(object).`."""
+    parts, last = [], 0
+    index = text.find(word)
+    while index != -1:
+        before = text[index - 1] if index else " "
+        if not (before.isalnum() or before in "_."):  # a field or a longer name (`spec.object.`, `myobject.`)
+            parts += [text[last:index], "dyn(", word[:-1], ")."]
+            last = index + len(word)
+        index = text.find(word, index + len(word))
+    parts.append(text[last:])
+    return parts
 
 
 @functools.lru_cache(maxsize=4096)
@@ -56,14 +72,8 @@ def as_dyn(text: str) -> str:
     'has(dyn(object).spec.suspend) && dyn(oldObject).spec.x == spec.object.y'
     """
     # Cached: many expressions are the same text for every tenant. The others name their tenant, so
-    # each is rewritten once (13,000 of them at 1,000 tenants): a literal search and a look at the
-    # character before each match is ~6x faster than a regular expression with a look-behind.
-    parts, last = [], 0
-    for match in _OBJECT_REFERENCE.finditer(text):
-        start = match.start()
-        if start and _WORD_OR_DOT.match(text[start - 1]):
-            continue  # a field or a longer name (`spec.object.`, `myobject.`), not the request's object
-        parts += [text[last:start], "dyn(", text[start:match.end() - 1], ")."]
-        last = match.end()
-    parts.append(text[last:])
-    return "".join(parts).replace("? object : oldObject)", "? dyn(object) : dyn(oldObject))")
+    # each is rewritten once (13,000 of them at 1,000 tenants): `str.find` of each name and a look at
+    # the character before it is several times faster than a regular expression scanning for them.
+    for word in _REQUEST_OBJECTS:
+        text = "".join(_wrapped(text, word))
+    return text.replace("? object : oldObject)", "? dyn(object) : dyn(oldObject))")

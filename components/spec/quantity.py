@@ -7,6 +7,7 @@ message that names the correct spelling.
 
 from __future__ import annotations
 
+import functools
 import re
 from decimal import Decimal
 from fractions import Fraction
@@ -48,6 +49,27 @@ _NEAR_MISS_UNITS = {
 
 class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity; the message says how to write it."""
+
+
+
+@functools.lru_cache(maxsize=16384)
+def _parse_text(cls: type, raw: str) -> Quantity:
+    # Cached: a fleet writes the same few quantities thousands of times, and the builders parse
+    # them again; a Quantity is never changed after it is made, so one instance may be shared.
+    match = _PATTERN.match(raw)
+    if not match:
+        raise QuantityError(f"'{raw}' is not a Kubernetes quantity: {_near_miss_hint(raw)}")
+    value = Fraction(Decimal(match["number"]))
+    if match["exp"] is not None:
+        exponent = int(match["exp"])
+        if abs(exponent) > 30:
+            raise QuantityError(f"'{raw}': exponent out of range")
+        value *= Fraction(10) ** exponent
+    else:
+        value *= _SUFFIXES[match["suffix"] or ""]
+    if match["sign"] == "-":
+        value = -value
+    return cls(value, raw)
 
 
 def _near_miss_hint(text: str) -> str:
@@ -101,20 +123,7 @@ class Quantity:
             return cls(Fraction(Decimal(text)), _trim_decimal(text))
         if not isinstance(raw, str):
             raise QuantityError("expected a quantity such as 500m, 4 or 64Gi")
-        match = _PATTERN.match(raw)
-        if not match:
-            raise QuantityError(f"'{raw}' is not a Kubernetes quantity: {_near_miss_hint(raw)}")
-        value = Fraction(Decimal(match["number"]))
-        if match["exp"] is not None:
-            exponent = int(match["exp"])
-            if abs(exponent) > 30:
-                raise QuantityError(f"'{raw}': exponent out of range")
-            value *= Fraction(10) ** exponent
-        else:
-            value *= _SUFFIXES[match["suffix"] or ""]
-        if match["sign"] == "-":
-            value = -value
-        return cls(value, raw)
+        return _parse_text(cls, raw)
 
     def __add__(self, other: "Quantity") -> "Quantity":
         return Quantity(self.value + other.value)
