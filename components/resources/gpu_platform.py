@@ -44,7 +44,8 @@ class GpuPlatform(pulumi.ComponentResource):
         taint_patches = [o for o in objects if is_taint_patch(o)]
         tainted = {o["metadata"]["name"] for o in taint_patches}
         last = [o for o in objects if is_node_patch(o) and o["metadata"]["name"] in tainted]   # both patches of tainted nodes
-        for obj in [o for o in objects if not any(o is t for t in last)]:
+        later = {id(o) for o in last}
+        for obj in [o for o in objects if id(o) not in later]:
             child = logical_name(name, obj)
             self.resources[child] = register(child, obj, pulumi.ResourceOptions(parent=self))
         before_taints = [*self.resources.values(), *taint_after]
