@@ -96,7 +96,10 @@ def register_nodes(cp: ControlPlane, environment: Any) -> None:
         for node in pool.nodes:
             cp.create_node(node, {"kubernetes.io/hostname": node, "kubernetes.io/os": "linux",
                                   "node.kubernetes.io/instance-type": "gpu-e2e"}, field_manager=KUBELET)
-            core.patch_node(node, {"metadata": {"labels": {"nvidia.com/mig.config": "all-disabled"}}},
+            # The GPU Operator's default MIG config and one of its operand labels (it labels GPU nodes
+            # `nvidia.com/gpu.deploy.<operand>=true` for the daemonsets it runs there).
+            core.patch_node(node, {"metadata": {"labels": {"nvidia.com/mig.config": "all-disabled",
+                                                           "nvidia.com/gpu.deploy.mig-manager": "true"}}},
                             field_manager=GPU_OPERATOR)
             if gpu_class is not None:
                 core.patch_node(node, {"metadata": {"labels": {"nvidia.com/gpu.product": gpu_class.product}}},

@@ -44,6 +44,9 @@ TOOLS_DIR = REPO_ROOT / "tools"
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager")
 # The field manager of the rendered objects (`apply_rendered`), as the Pulumi provider's patches use.
 FIELD_MANAGER = "gpu-tenancy"
+# A node's taint patch names no field manager: the Pulumi provider gives each its own
+# (`pulumi-kubernetes-<random>`, kept in the state); the e2e lanes stand in with this one.
+TAINT_PATCH_MANAGER = "pulumi-kubernetes-taints"
 
 # Controllers needed for quota status (ResourceQuota admission rejects
 # quota-tracked requests until the controller has filled in status) and for
@@ -522,12 +525,17 @@ class ControlPlane:
     def apply_rendered(self, objects: Iterable[dict[str, Any]], dry_run: bool = False,
                        ) -> list[tuple[dict[str, Any], Any]]:
         """Apply rendered objects as the Pulumi program does: field manager `gpu-tenancy`, no
-        force, except node patches, which carry their field manager and force in annotations.
-        Never raises ApiException (see `apply_objects`)."""
+        force, except node patches: label patches carry their field manager and force in
+        annotations, taint patches name none and go unforced under TAINT_PATCH_MANAGER, as the
+        provider's own per-resource manager. Never raises ApiException (see `apply_objects`)."""
+        from components.manifests.meta import is_taint_patch
+
         results: list[tuple[dict[str, Any], Any]] = []
         for obj in objects:
             annotations = obj["metadata"].get("annotations", {})
-            if obj["kind"] == "Node" and "pulumi.com/patchFieldManager" in annotations:
+            if is_taint_patch(obj):
+                results += self.apply_objects([obj], field_manager=TAINT_PATCH_MANAGER, dry_run=dry_run)
+            elif obj["kind"] == "Node" and "pulumi.com/patchFieldManager" in annotations:
                 results += self.apply_objects(
                     [obj], field_manager=annotations["pulumi.com/patchFieldManager"],
                     force=annotations.get("pulumi.com/patchForce") == "true", dry_run=dry_run)

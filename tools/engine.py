@@ -395,10 +395,12 @@ def offline_changes(base: Path, head: Path, stack: str) -> dict[str, dict[str, s
         for change in detail["objects"]:
             # A removed tenant's objects are named after it; a renamed one's after its new name.
             out[ops[change["change"]]][name_of(detail["tenant"], change)] = change["kind"]
-    for change in document["platformObjects"] + [
-        {**n, "kind": "Node", "namespace": None, "name": n["node"]} for n in document["nodes"]
-    ]:
+    for change in document["platformObjects"]:
         out[ops[change["change"]]][name_of(f"{stack}-platform", change)] = change["kind"]
+    for node in document["nodes"]:   # a node's label patch and taint patch (`#taints` ids) are their own resources
+        for patch in node["patches"]:
+            name = name_of(f"{stack}-platform", {"kind": "Node", "namespace": None, "name": node["node"]})
+            out[ops[patch["change"]]][f"{name}-taints" if patch["id"].endswith("#taints") else name] = "Node"
     return out
 
 

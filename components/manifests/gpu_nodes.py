@@ -1,20 +1,31 @@
-"""Labels (and, opt-in, taints) of GPU nodes: what the placement policy and pod selectors key on.
+"""Labels and taints of GPU nodes: what the placement policy and pod selectors key on, and what
+keeps pods off nodes that are not theirs.
 
-Static nodes are patched in place by server-side apply under our field manager: a partial Node
-object carrying only what we own. Nodes of autoscaled groups come and go, so patching them is a
-race; their labels and taints belong in the node group definition instead, and
-`node_group_requirements` says what they must be.
+Static nodes are patched in place by server-side apply: partial Node objects carrying only what we
+own. Nodes of autoscaled groups come and go, so patching them is a race; their labels and taints
+belong in the node group definition instead, and `node_group_requirements` says what they must be.
 
-Dedicated pools are tainted by default (`<domain>/tenant=<owner>:NoSchedule`): the taint keeps
-off pods that select no node, or select only on labels we do not manage, which admission cannot
-judge; admission (the placement policy) is what stops anyone else from tolerating it or selecting
-the nodes. Shared GPU pools are tainted `nvidia.com/gpu=present:NoSchedule`: without it, CPU-only
+Each static node of a GPU pool gets two patches of the same Node:
+- the **label patch**, labels only, forced, under the field manager `gpu-tenancy`: we take over our
+  label keys, e.g. the `nvidia.com/mig.config=all-disabled` default the GPU Operator writes on every
+  MIG-capable node, which a MIG pool's layout replaces;
+- the **taint patch**, `spec.taints` only, never forced, under a field manager of its own: the
+  Pulumi provider's `pulumi-kubernetes-<random>`, kept in the stack's state. It names none
+  (`pulumi.com/patchFieldManager`): the provider applies that annotation to the Node too, so two
+  patches naming different managers conflict on it. `spec.taints` is one atomic list under
+  server-side apply, which the node lifecycle controller, cordon and other tools write too; forcing
+  it would drop their taints, so a conflict there is reported instead.
+One patch carrying both could be neither: unforced it conflicts on the MIG layout label at the first
+apply, forced it drops other managers' taints.
+
+Dedicated pools are tainted (`<domain>/tenant=<owner>:NoSchedule`): the taint keeps off pods that
+select no node, or select only on labels we do not manage, which admission cannot judge; admission
+(the placement policy) is what stops anyone else from tolerating it or selecting the nodes. Shared
+GPU pools, MIG ones included, are tainted `nvidia.com/gpu=present:NoSchedule`: without it, CPU-only
 pods fill the nodes' cpu and memory and GPU pods of the tenants that pay for the pool stay Pending
-next to idle GPUs; the placement policy lets only GPU pods tolerate it (a shared MIG pool's static
-nodes are not patched with it by default, `patches_taints`). `patchTaints: false` opts a
-pool out when its nodes register with the taint themselves (kubelet `--register-with-taints`, the
-node group): `spec.taints` is one atomic list under server-side apply, so whoever applies it owns
-the whole list, and the node lifecycle controller, cordon and other tools write the same list.
+next to idle GPUs; the placement policy lets only GPU pods tolerate it. `patchTaints: false` opts a
+pool out (no taint patch) when its nodes register with the taint themselves (kubelet
+`--register-with-taints`, the node group).
 """
 
 from __future__ import annotations
@@ -23,11 +34,10 @@ from typing import Any, Mapping
 
 from ..fleet.facts import FleetFacts
 from . import mig_config, time_slicing
-from .meta import FIELD_MANAGER, GPU_TAINT_KEY, GPU_TAINT_VALUE, MIG_CONFIG_LABEL, KubeObject, gpu_class_label, kube_object, pool_label, tenant_label
+from .meta import (FIELD_MANAGER, GPU_TAINT_KEY, GPU_TAINT_VALUE, PATCH_FIELD_MANAGER, PATCH_FORCE,
+                   KubeObject, gpu_class_label, kube_object, object_id, pool_label, tenant_label)
 
 NODE_KIND = "Node"
-PATCH_FIELD_MANAGER = "pulumi.com/patchFieldManager"
-PATCH_FORCE = "pulumi.com/patchForce"
 TAINT_EFFECT = "NoSchedule"
 
 
@@ -65,50 +75,53 @@ def pool_taints(facts: FleetFacts, pool_name: str) -> list[dict[str, str]]:
     return [{"effect": TAINT_EFFECT, "key": tenant_label(facts.platform), "value": owner}]
 
 
-def node_patch(name: str, labels: Mapping[str, str], taints: list[dict[str, str]]) -> KubeObject:
-    """A partial Node for server-side apply: only the fields we own.
+def label_patch(name: str, labels: Mapping[str, str]) -> KubeObject:
+    """The label patch of a node: a partial Node with our labels only, forced, under `gpu-tenancy`.
 
-    Label-only patches are forced (we take over our label keys, e.g. the `all-disabled` default the
-    GPU Operator writes); a patch with taints is never forced, because forcing an atomic list would
-    drop taints that other controllers own.
+    Forced: we take over our label keys where another manager set them first (the `all-disabled`
+    MIG config the GPU Operator writes); the keys of other managers are not in it, so they stay.
 
-    >>> node_patch("n1", {"a": "b"}, [])["metadata"]["annotations"]["pulumi.com/patchForce"]
-    'true'
+    >>> label_patch("n1", {"a": "b"})["metadata"]["annotations"]
+    {'pulumi.com/patchFieldManager': 'gpu-tenancy', 'pulumi.com/patchForce': 'true'}
     """
-    annotations = {PATCH_FIELD_MANAGER: FIELD_MANAGER}
-    if not taints:
-        annotations[PATCH_FORCE] = "true"
-    metadata: dict[str, Any] = {"name": name, "labels": dict(sorted(labels.items())), "annotations": dict(sorted(annotations.items()))}
-    spec = {"taints": taints} if taints else None
-    return kube_object("v1", NODE_KIND, metadata, spec=spec)
+    annotations = {PATCH_FIELD_MANAGER: FIELD_MANAGER, PATCH_FORCE: "true"}
+    return kube_object("v1", NODE_KIND, {"name": name, "labels": dict(sorted(labels.items())), "annotations": annotations})
+
+
+def taint_patch(name: str, taints: list[dict[str, str]]) -> KubeObject:
+    """The taint patch of a node: a partial Node with `spec.taints` only, never forced, and no field
+    manager annotation (the provider gives it a manager of its own; module docstring).
+
+    `spec.taints` is one atomic list: forcing it would drop the taints other managers own, so a
+    node whose list another manager changed is reported as a conflict instead, and keeps its taints.
+
+    >>> patch = taint_patch("n1", [{"effect": "NoSchedule", "key": "nvidia.com/gpu", "value": "present"}])
+    >>> patch["metadata"], patch["spec"]["taints"][0]["key"]
+    ({'name': 'n1'}, 'nvidia.com/gpu')
+    """
+    return kube_object("v1", NODE_KIND, {"name": name}, spec={"taints": [dict(t) for t in taints]})
 
 
 def patches_taints(facts: FleetFacts, pool_name: str) -> bool:
-    """Whether the node patches of the pool carry its taint: `patchTaints` if set, else yes, except
-    on a shared pool partitioned by MIG.
+    """Whether the pool's static nodes get a taint patch: `patchTaints` if set, else yes (every GPU pool,
+    MIG pools included: the taint patch is apart from the forced label patch that sets the MIG layout).
 
-    A patch with taints is never forced (an atomic list), and the GPU Operator writes
-    `nvidia.com/mig.config=all-disabled` on every MIG-capable node: an unforced patch that sets a
-    MIG layout conflicts on that label at the first apply. So a shared MIG pool keeps its forced
-    label-only patch, and its nodes register with the GPU taint (`node_group_requirements`, kubelet
-    `--register-with-taints`), or the stack sets `patchTaints: true` and takes the conflict.
+    `patchTaints: false` is for nodes that register with the taint themselves (kubelet
+    `--register-with-taints`, the node group; `node_group_requirements` lists it).
 
     >>> patches_taints(prod.facts, "a100-shared"), patches_taints(prod.facts, "a100-mig"), patches_taints(prod.facts, "h100-train")
-    (True, False, True)
+    (True, True, True)
     """
     pool = facts.platform.node_pools[pool_name]
-    if pool.patch_taints is not None:
-        return pool.patch_taints
-    if pool_name in facts.pool_owners:
-        return True
-    return mig_config.node_labels(facts.platform, pool).get(MIG_CONFIG_LABEL, mig_config.ALL_DISABLED) == mig_config.ALL_DISABLED
+    return True if pool.patch_taints is None else pool.patch_taints
 
 
 def node_patches(facts: FleetFacts) -> list[KubeObject]:
-    """One partial Node per static node of every GPU pool, with the pool's taint where `patches_taints`.
+    """Per static node of every GPU pool its label patch, then its taint patch where `patches_taints`;
+    by node name.
 
-    >>> [p["metadata"]["name"] for p in node_patches(dev.facts)]
-    ['dev-a100-01', 'dev-l4-01']
+    >>> [(p["metadata"]["name"], sorted(p["metadata"].get("labels", {}))[:1]) for p in node_patches(dev.facts)][:2]
+    [('dev-a100-01', ['gpu.acme.dev/gpu-class']), ('dev-a100-01', [])]
     """
     patches = []
     for pool_name, pool in sorted(facts.platform.node_pools.items()):
@@ -116,8 +129,11 @@ def node_patches(facts: FleetFacts) -> list[KubeObject]:
             continue
         labels = pool_labels(facts, pool_name)
         taints = pool_taints(facts, pool_name) if patches_taints(facts, pool_name) else []
-        patches.extend(node_patch(node, labels, taints) for node in pool.nodes)
-    return sorted(patches, key=lambda p: p["metadata"]["name"])
+        for node in pool.nodes:
+            patches.append(label_patch(node, labels))
+            if taints:
+                patches.append(taint_patch(node, taints))
+    return sorted(patches, key=object_id)
 
 
 def is_node_patch(obj: Mapping[str, Any]) -> bool:

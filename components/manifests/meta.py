@@ -55,6 +55,13 @@ KAI_SHARED_GPU_CONFIGMAP_ANNOTATION = "runai/shared-gpu-configmap"
 KAI_SHARED_GPU_PREFIX_SUFFIX = "-shared-gpu"
 KAI_SHARED_GPU_CONFIGMAP_PATTERN = "^.+-shared-gpu-i?[0-9]+(-evar)?$"
 FIELD_MANAGER = "gpu-tenancy"
+# The Pulumi Kubernetes provider's annotations of a patch resource: its field manager and force.
+# The provider applies them to the object too (they are inputs like any other), so two patches of
+# one object that name different managers conflict on PATCH_FIELD_MANAGER itself. That is why a
+# node's taint patch names none (`is_taint_patch`): the provider gives it a manager of its own,
+# `pulumi-kubernetes-<random>`, kept in the stack's state (docs/gpu-sharing.md).
+PATCH_FIELD_MANAGER = "pulumi.com/patchFieldManager"
+PATCH_FORCE = "pulumi.com/patchForce"
 
 KubeObject = dict[str, Any]
 
@@ -212,14 +219,30 @@ def _copied(value: Any) -> Any:
     return value
 
 
+def is_taint_patch(obj: Mapping[str, Any]) -> bool:
+    """Whether an object is the taint patch of a Node: a partial Node with `spec.taints` and no labels
+    (and no field manager annotation, `PATCH_FIELD_MANAGER`).
+
+    A static GPU node has two partial Nodes of the same name (labels, taints); this tells them apart.
+
+    >>> taints = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}, "spec": {"taints": []}}
+    >>> is_taint_patch(taints), is_taint_patch({**taints, "metadata": {"name": "n1", "labels": {"a": "b"}}})
+    (True, False)
+    """
+    return (obj.get("kind") == "Node" and "taints" in (obj.get("spec") or {})
+            and not obj["metadata"].get("labels") and PATCH_FIELD_MANAGER not in (obj["metadata"].get("annotations") or {}))
+
+
 def object_id(obj: Mapping[str, Any]) -> str:
-    """Stable identity of an object: `apiVersion/Kind/namespace/name` (namespace empty for cluster scope).
+    """Stable identity of an object: `apiVersion/Kind/namespace/name` (namespace empty for cluster scope);
+    a Node's taint patch (`is_taint_patch`) is `v1/Node//<name>#taints`, beside its label patch `v1/Node//<name>`.
 
     >>> object_id({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}})
     'v1/Namespace//a'
     """
     meta = obj["metadata"]
-    return f"{obj['apiVersion']}/{obj['kind']}/{meta.get('namespace', '')}/{meta['name']}"
+    base = f"{obj['apiVersion']}/{obj['kind']}/{meta.get('namespace', '')}/{meta['name']}"
+    return f"{base}#taints" if obj["kind"] == "Node" and is_taint_patch(obj) else base
 
 
 def sort_objects(objects: list[KubeObject]) -> list[KubeObject]:

@@ -7,17 +7,23 @@ from typing import Optional, Sequence
 import pulumi
 
 from ..manifests.gpu_nodes import is_node_patch
-from ..manifests.meta import KubeObject
+from ..manifests.meta import KubeObject, is_taint_patch
 from .kubernetes import logical_name, register
 
 
 class GpuPlatform(pulumi.ComponentResource):
-    """PriorityClasses, node labels (NodePatch with a fixed field manager), MIG and time-slicing
-    ConfigMaps, admission policies and shared RBAC: everything that belongs to no single tenant.
+    """PriorityClasses, node labels and taints (NodePatch: a label patch and a taint patch per static
+    node, each with its fixed field manager), MIG and time-slicing ConfigMaps, admission policies
+    and shared RBAC: everything that belongs to no single tenant.
 
-    A NodePatch that carries taints depends on every other object here (the Kueue flavors that
-    carry the matching tolerations) and on `taint_after` (the tenants' placement policies, which
-    decide who may tolerate them): a taint lands only once the rest of the platform is in place.
+    Order: a node's taint patch depends on every other object here but the label patches of tainted
+    nodes (the Kueue flavors carry the matching tolerations) and on `taint_after` (the tenants'
+    placement policies, which decide who may tolerate it): a taint lands only once the rest of the
+    platform is in place. The label patch of a tainted node depends on that node's taint patch: a
+    stack deployed when one patch carried both (its logical name is the label patch's now) owns the
+    taints under `gpu-tenancy` alone, and the label patch that no longer carries them would remove
+    them; applied first, the taint patch co-owns the same list (same value: no conflict), so the
+    taint stays when the label patch lets go of it.
 
     >>> from components.manifests.build import platform_objects
     >>> registered = pulumi_mocks(lambda: GpuPlatform("prod-platform", platform_objects(prod)))
@@ -35,12 +41,21 @@ class GpuPlatform(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpu-tenancy:index:GpuPlatform", name, None, opts)
         self.resources: dict[str, pulumi.Resource] = {}
-        tainting = [o for o in objects if is_node_patch(o) and (o.get("spec") or {}).get("taints")]
-        for obj in [o for o in objects if not any(o is t for t in tainting)]:
+        taint_patches = [o for o in objects if is_taint_patch(o)]
+        tainted = {o["metadata"]["name"] for o in taint_patches}
+        last = [o for o in objects if is_node_patch(o) and o["metadata"]["name"] in tainted]   # both patches of tainted nodes
+        later = {id(o) for o in last}
+        for obj in [o for o in objects if id(o) not in later]:
             child = logical_name(name, obj)
             self.resources[child] = register(child, obj, pulumi.ResourceOptions(parent=self))
         before_taints = [*self.resources.values(), *taint_after]
-        for obj in tainting:
+        taints_of: dict[str, pulumi.Resource] = {}
+        for obj in taint_patches:
             child = logical_name(name, obj)
-            self.resources[child] = register(child, obj, pulumi.ResourceOptions(parent=self, depends_on=before_taints or None))
+            self.resources[child] = taints_of[obj["metadata"]["name"]] = register(
+                child, obj, pulumi.ResourceOptions(parent=self, depends_on=before_taints or None))
+        for obj in [o for o in last if not is_taint_patch(o)]:
+            child = logical_name(name, obj)
+            self.resources[child] = register(
+                child, obj, pulumi.ResourceOptions(parent=self, depends_on=[taints_of[obj["metadata"]["name"]]]))
         self.register_outputs({"objects": len(objects)})

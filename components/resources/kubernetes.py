@@ -1,14 +1,18 @@
 """Map plain Kubernetes objects to typed `pulumi_kubernetes` resources (the thin shell).
 
 Built-in kinds become their typed class (`core.v1.Namespace`, `rbac.v1.Role`, ...); a partial
-`Node` becomes a `core.v1.NodePatch` (server-side apply with our field manager); custom
+`Node` becomes a `core.v1.NodePatch` (server-side apply; a static GPU node has two, its label patch
+and its taint patch, each with its own field manager: manifests/gpu_nodes.py); custom
 resources (Kueue, KAI) become `apiextensions.CustomResource`, except KAI's `Config`, which KAI's
 Helm chart owns: its few fields of ours become an `apiextensions.CustomResourcePatch`.
 
 Every object is applied under one stable field manager, `gpu-tenancy` (the provider's
 `pulumi.com/patchFieldManager` annotation). The provider's default is a random manager per resource
 (`pulumi-kubernetes-<hex>`), so re-adopting an object Pulumi had let go of (a retained tenant whose
-file is restored) conflicted with the manager of its own earlier deployment.
+file is restored) conflicted with the manager of its own earlier deployment. The one exception is a
+node's taint patch (`meta.is_taint_patch`): the provider applies the annotation to the Node too, and
+the node's label patch owns it with `gpu-tenancy`, so the taint patch keeps the provider's default
+(kept in the state; manifests/gpu_nodes.py says why that is safe for an atomic list applied unforced).
 """
 
 from __future__ import annotations
@@ -19,8 +23,7 @@ from typing import Any, Mapping
 import pulumi
 import pulumi_kubernetes as k8s
 
-from ..manifests.gpu_nodes import PATCH_FIELD_MANAGER
-from ..manifests.meta import FIELD_MANAGER, KubeObject, immutable_fields
+from ..manifests.meta import FIELD_MANAGER, PATCH_FIELD_MANAGER, KubeObject, immutable_fields, is_taint_patch
 
 # Custom resources another installer creates, of which we own only some fields (deleting ours gives them back).
 _PATCHED_CUSTOM_RESOURCES = {("kai.scheduler/v1", "Config")}
@@ -64,12 +67,30 @@ def resource_class(api_version: str, kind: str) -> type[pulumi.CustomResource] |
 def logical_name(prefix: str, obj: Mapping[str, Any]) -> str:
     """Stable Pulumi name from the owner, kind, namespace and name of an object.
 
+    A Node's taint patch (`meta.is_taint_patch`) ends in `-taints`; its label patch keeps the plain
+    name, which the node's single patch had before the two were split, so deployed stacks update it
+    in place.
+
     >>> logical_name("team-a", {"kind": "Role", "metadata": {"name": "tenant-owner", "namespace": "team-a"}})
     'team-a-role-team-a-tenant-owner'
+    >>> from components.manifests.gpu_nodes import label_patch, taint_patch
+    >>> logical_name("prod-platform", label_patch("n1", {})), logical_name("prod-platform", taint_patch("n1", []))
+    ('prod-platform-node-n1', 'prod-platform-node-n1-taints')
     """
     meta = obj["metadata"]
-    parts = [prefix, obj["kind"].lower(), meta.get("namespace"), meta["name"]]
+    parts = [prefix, obj["kind"].lower(), meta.get("namespace"), meta["name"], "taints" if is_taint_patch(obj) else None]
     return "-".join(p for p in parts if p)
+
+
+def registered_metadata(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The metadata `register` gives the resource of `obj`: `with_field_manager`, except on a node's
+    taint patch, which names no field manager (module docstring).
+
+    >>> from components.manifests.gpu_nodes import label_patch, taint_patch
+    >>> [sorted(registered_metadata(p).get("annotations", {})) for p in (label_patch("n1", {"a": "b"}), taint_patch("n1", []))]
+    [['pulumi.com/patchFieldManager', 'pulumi.com/patchForce'], []]
+    """
+    return dict(obj["metadata"]) if is_taint_patch(obj) else with_field_manager(obj["metadata"])
 
 
 def with_field_manager(metadata: Mapping[str, Any]) -> dict[str, Any]:
@@ -106,7 +127,7 @@ def register(name: str, obj: KubeObject, opts: pulumi.ResourceOptions) -> pulumi
     """
     cls = resource_class(obj["apiVersion"], obj["kind"])
     fields = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
-    fields["metadata"] = with_field_manager(fields["metadata"])
+    fields["metadata"] = registered_metadata(obj)
     immutable = immutable_fields(obj)
     if immutable:
         # The provider knows the built-in ones, not those of CRDs (a renamed tenant's LocalQueue in a

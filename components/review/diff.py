@@ -18,7 +18,7 @@ import yaml
 from ..manifests.build import PLATFORM, environment_objects, helm_releases, tenant_objects
 from ..manifests.gpu_nodes import node_group_requirements
 from ..manifests.image_policy import allowed_registries
-from ..manifests.meta import MIG_CONFIG_LABEL, KubeObject, immutable_fields
+from ..manifests.meta import MIG_CONFIG_LABEL, KubeObject, immutable_fields, is_taint_patch, object_id
 from ..manifests.renames import rename_message
 from .capacity_report import capacity_table
 from .inventory_changes import summarise
@@ -149,31 +149,48 @@ def _taint_text(taint: Mapping[str, Any]) -> str:
     return f"{taint['key']}{value}:{taint.get('effect', '')}"
 
 
+def _nodes(objects: list[KubeObject]) -> dict[str, dict[str, Any]]:
+    """Per static node what our patches set on it (labels of its label patch, taints of its taint
+    patch), and the object id of each patch."""
+    nodes: dict[str, dict[str, Any]] = {}
+    for obj in objects:
+        if not _is_node(obj):
+            continue
+        node = nodes.setdefault(obj["metadata"]["name"], {"labels": {}, "taints": set(), "patches": {}})
+        node["labels"].update((obj.get("metadata") or {}).get("labels") or {})
+        node["taints"].update(_taint_text(t) for t in (obj.get("spec") or {}).get("taints") or [])
+        node["patches"][object_id(obj)] = obj
+    return nodes
+
+
 def node_changes(before: list[KubeObject], after: list[KubeObject]) -> list[dict[str, Any]]:
-    """Per static node: whether we start or stop patching it, and which labels and taints change.
+    """Per static node: whether we start or stop patching it, and which labels and taints change
+    (of all its patches together: a node's label patch and taint patch are one node here); and,
+    under `patches`, which of its partial Nodes (by object id) are added, removed or changed.
 
     >>> node = lambda v: {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "labels": {"pool": v}}}
     >>> node_changes([node("a")], [node("b")])[0]["labels"]
     [{'key': 'pool', 'from': 'a', 'to': 'b'}]
     """
-    old = {o["metadata"]["name"]: o for o in before if _is_node(o)}
-    new = {o["metadata"]["name"]: o for o in after if _is_node(o)}
+    old, new = _nodes(before), _nodes(after)
+    empty: dict[str, Any] = {"labels": {}, "taints": set(), "patches": {}}
     changes = []
     for name in sorted(set(old) | set(new)):
-        left, right = old.get(name, {}), new.get(name, {})
-        left_labels = (left.get("metadata") or {}).get("labels") or {}
-        right_labels = (right.get("metadata") or {}).get("labels") or {}
+        left, right = old.get(name, empty), new.get(name, empty)
         labels = [
-            {"key": key, "from": left_labels.get(key), "to": right_labels.get(key)}
-            for key in sorted(set(left_labels) | set(right_labels))
-            if left_labels.get(key) != right_labels.get(key)
+            {"key": key, "from": left["labels"].get(key), "to": right["labels"].get(key)}
+            for key in sorted(set(left["labels"]) | set(right["labels"]))
+            if left["labels"].get(key) != right["labels"].get(key)
         ]
-        left_taints = {_taint_text(t) for t in (left.get("spec") or {}).get("taints") or []}
-        right_taints = {_taint_text(t) for t in (right.get("spec") or {}).get("taints") or []}
-        taints = set_change(left_taints, right_taints)
-        if not left or not right or labels or taints["added"] or taints["removed"]:
-            change = "added" if not left else "removed" if not right else "changed"
-            changes.append({"node": name, "change": change, "labels": labels, "taints": taints})
+        taints = set_change(left["taints"], right["taints"])
+        patches = [
+            {"id": key, "change": "added" if key not in left["patches"] else "removed" if key not in right["patches"] else "changed"}
+            for key in sorted(set(left["patches"]) | set(right["patches"]))
+            if left["patches"].get(key) != right["patches"].get(key)
+        ]
+        if patches:
+            change = "added" if name not in old else "removed" if name not in new else "changed"
+            changes.append({"node": name, "change": change, "labels": labels, "taints": taints, "patches": patches})
     return changes
 
 
@@ -215,10 +232,10 @@ def mig_drain_nodes(before: list[KubeObject], after: list[KubeObject], names: se
     ['n1']
     """
     old_layouts, new_layouts = _mig_layouts(before, names), _mig_layouts(after, names)
-    old = {o["metadata"]["name"]: (o["metadata"].get("labels") or {}).get(MIG_CONFIG_LABEL) for o in before if _is_node(o)}
+    old = {name: node["labels"].get(MIG_CONFIG_LABEL) for name, node in _nodes(before).items()}
     drained = []
     for obj in after:
-        if not _is_node(obj):
+        if not _is_node(obj) or is_taint_patch(obj):
             continue
         name = obj["metadata"]["name"]
         layout = (obj["metadata"].get("labels") or {}).get(MIG_CONFIG_LABEL)

@@ -258,6 +258,10 @@ def _node_lines(stack: Mapping[str, Any]) -> list[str]:
         lines += [f"    label {label['key']}: {delta(label['from'], label['to'])}" for label in node["labels"]]
         lines += [f"    + taint {t}" for t in node["taints"]["added"]]
         lines += [f"    - taint {t}" for t in node["taints"]["removed"]]
+        if not node["labels"] and not node["taints"]["added"] and not node["taints"]["removed"]:
+            # Its partial Nodes change, not what they set on it (taints moving to their own patch).
+            patches = ", ".join(f"{p['id']} {p['change']}" for p in node.get("patches", []))
+            lines.append(f"    same labels and taints; its patches: {patches}")
     for group in stack["nodeGroups"]:
         lines.append(f"~ autoscaled pool {group['pool']} ({group['change']}): its node group must set")
         lines += [f"    {f['path']}: {delta(f['from'], f['to'])}" for f in group["fields"]]

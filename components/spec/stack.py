@@ -199,8 +199,8 @@ class NodePool(Model):
     patch_taints: Optional[bool] = Field(
         None,
         description="patch the pool's taint onto its static nodes (a dedicated pool: <labelDomain>/tenant=<tenant>; "
-        "a shared pool: nvidia.com/gpu=present); unset: yes, except on a shared MIG pool, whose layout label must be "
-        "forced (spec.taints is one atomic list, never forced; set false only if the nodes register with the taint themselves)",
+        "a shared pool, MIG included: nvidia.com/gpu=present), in a patch of its own beside the forced label patch, "
+        "never forced (spec.taints is one atomic list); unset: yes; set false only if the nodes register with the taint themselves",
     )
     mig_layout: Optional[str] = Field(None, description="MIG layout of every GPU in the pool (MIG classes)")
     description: str = Field("", description="what the pool is for")

@@ -9,7 +9,7 @@ import pytest
 
 from components import InvalidInput, environment_from_data, environment_objects
 from components.manifests.meta import object_id
-from components.resources.kubernetes import with_field_manager
+from components.resources.kubernetes import registered_metadata
 from tools.pulumi_mocks import REPO, normalise, run_body
 
 EXAMPLE = REPO / "examples" / "existing-program"
@@ -32,7 +32,7 @@ def test_the_example_registers_exactly_the_objects_of_its_data(example):
     registrations, _, namespace = example
     expected = environment_objects(environment_from_data("example", namespace["PLATFORM"], namespace["TENANTS"]))
     # The Pulumi shell adds one annotation: its stable server-side apply field manager.
-    wanted = {object_id(o): normalise({**o, "metadata": with_field_manager(o["metadata"])})
+    wanted = {object_id(o): normalise({**o, "metadata": registered_metadata(o)})
               for objects in expected.values() for o in objects}
     registered = {
         object_id(r.inputs): normalise(dict(r.inputs))

@@ -7,54 +7,70 @@ from dataclasses import replace
 import yaml
 
 from components.manifests import gpu_nodes
-from components.manifests.meta import FIELD_MANAGER
+from components.manifests.meta import FIELD_MANAGER, is_taint_patch, object_id
 from components.load import load_environment
 
 
 def _by_name(patches):
-    return {p["metadata"]["name"]: p for p in patches}
+    """Label patches by node name."""
+    return {p["metadata"]["name"]: p for p in patches if not is_taint_patch(p)}
 
 
-def test_one_patch_per_static_node(prod):
+def _taints_by_name(patches):
+    return {p["metadata"]["name"]: p for p in patches if is_taint_patch(p)}
+
+
+PROD_NODES = ["gpu-a100-01", "gpu-a100-02", "gpu-a100-03", "gpu-a100-04", *(f"gpu-h100-0{i}" for i in range(1, 9))]
+
+
+def test_a_label_patch_and_a_taint_patch_per_static_node(prod):
     patches = gpu_nodes.node_patches(prod.facts)
-    assert [p["metadata"]["name"] for p in patches] == [
-        "gpu-a100-01", "gpu-a100-02", "gpu-a100-03", "gpu-a100-04",
-        *(f"gpu-h100-0{i}" for i in range(1, 9)),
-    ]
+    # Every prod pool patches its taints (MIG pools too): label patch, then taint patch, per node.
+    assert [(p["metadata"]["name"], is_taint_patch(p)) for p in patches] == [
+        (node, taints) for node in PROD_NODES for taints in (False, True)]
     assert all(gpu_nodes.is_node_patch(p) for p in patches)
-    assert all(p["metadata"]["annotations"]["pulumi.com/patchFieldManager"] == FIELD_MANAGER for p in patches)
+    for patch in patches:
+        if is_taint_patch(patch):
+            # Taints only, never forced (an atomic list other controllers write), naming no field manager:
+            # the label patch owns that annotation on the Node (the provider applies it), the provider
+            # gives the taint patch one of its own.
+            assert set(patch) == {"apiVersion", "kind", "metadata", "spec"} and set(patch["spec"]) == {"taints"}
+            assert patch["metadata"] == {"name": patch["metadata"]["name"]}
+        else:
+            # Labels only, forced, under our stable manager.
+            assert patch["metadata"]["annotations"] == {"pulumi.com/patchFieldManager": FIELD_MANAGER, "pulumi.com/patchForce": "true"}
+            assert "spec" not in patch and patch["metadata"]["labels"]
+    # The two patches of a node have distinct identities (renderer order, diff, Pulumi names).
+    assert len({object_id(p) for p in patches}) == len(patches) == 2 * len(PROD_NODES)
 
 
-def test_dedicated_pool_labels_and_opt_in_taints(prod):
-    patches = _by_name(gpu_nodes.node_patches(prod.facts))
-    serve = patches["gpu-h100-06"]
-    assert serve["metadata"]["labels"] == {
+def test_dedicated_pool_labels_and_taints(prod):
+    patches = gpu_nodes.node_patches(prod.facts)
+    labels, taints = _by_name(patches), _taints_by_name(patches)
+    assert labels["gpu-h100-06"]["metadata"]["labels"] == {
         "gpu.acme.dev/gpu-class": "h100",
         "gpu.acme.dev/pool": "h100-serve",
         "gpu.acme.dev/tenant": "inference",
         "nvidia.com/mig.config": "all-disabled",
     }
-    assert serve["spec"] == {"taints": [{"effect": "NoSchedule", "key": "gpu.acme.dev/tenant", "value": "inference"}]}
-    # A taint patch is never forced: forcing the atomic list would drop other managers' taints.
-    assert "pulumi.com/patchForce" not in serve["metadata"]["annotations"]
-    train = patches["gpu-h100-01"]  # dedicated, patchTaints unset: tainted by default
-    assert train["metadata"]["labels"]["gpu.acme.dev/tenant"] == "llm-finetune"
-    assert train["spec"] == {"taints": [{"effect": "NoSchedule", "key": "gpu.acme.dev/tenant", "value": "llm-finetune"}]}
-    # A shared GPU pool carries the GPU taint, so its patches are not forced either.
-    shared = patches["gpu-a100-01"]
-    assert shared["spec"] == {"taints": [{"effect": "NoSchedule", "key": "nvidia.com/gpu", "value": "present"}]}
-    assert "pulumi.com/patchForce" not in shared["metadata"]["annotations"]
+    assert taints["gpu-h100-06"]["spec"] == {"taints": [{"effect": "NoSchedule", "key": "gpu.acme.dev/tenant", "value": "inference"}]}
+    # dedicated, patchTaints unset: tainted by default
+    assert labels["gpu-h100-01"]["metadata"]["labels"]["gpu.acme.dev/tenant"] == "llm-finetune"
+    assert taints["gpu-h100-01"]["spec"] == {"taints": [{"effect": "NoSchedule", "key": "gpu.acme.dev/tenant", "value": "llm-finetune"}]}
+    # A shared GPU pool carries the GPU taint.
+    assert taints["gpu-a100-01"]["spec"] == {"taints": [{"effect": "NoSchedule", "key": "nvidia.com/gpu", "value": "present"}]}
 
 
-def test_a_shared_mig_pool_keeps_its_forced_label_patch_unless_the_stack_asks_for_the_taint(prod):
-    # Its MIG layout must be forced over the GPU Operator's all-disabled; an atomic taint list cannot be.
-    mig = _by_name(gpu_nodes.node_patches(prod.facts))["gpu-a100-03"]
-    assert "spec" not in mig and mig["metadata"]["annotations"]["pulumi.com/patchForce"] == "true"
-    assert gpu_nodes.pool_taints(prod.facts, "a100-mig") == [{"effect": "NoSchedule", "key": "nvidia.com/gpu", "value": "present"}]
-    environment = replace(prod, platform=prod.platform.model_copy(deep=True))
-    environment.platform.node_pools["a100-mig"].patch_taints = True
-    mig = _by_name(gpu_nodes.node_patches(environment.facts))["gpu-a100-03"]
-    assert mig["spec"]["taints"][0]["key"] == "nvidia.com/gpu" and "pulumi.com/patchForce" not in mig["metadata"]["annotations"]
+def test_a_shared_mig_pool_gets_the_gpu_taint_beside_its_forced_mig_layout(prod):
+    """Issue 22 item 4: its nodes were left untainted, because one unforced patch could not also force
+    the MIG layout over the GPU Operator's all-disabled; the layout's patch and the taint's are apart now."""
+    assert gpu_nodes.patches_taints(prod.facts, "a100-mig")
+    patches = gpu_nodes.node_patches(prod.facts)
+    mig = _by_name(patches)["gpu-a100-03"]
+    assert mig["metadata"]["labels"]["nvidia.com/mig.config"] == "eval-mix"
+    assert mig["metadata"]["annotations"]["pulumi.com/patchForce"] == "true" and "spec" not in mig
+    assert _taints_by_name(patches)["gpu-a100-03"]["spec"]["taints"] == gpu_nodes.pool_taints(prod.facts, "a100-mig") == [
+        {"effect": "NoSchedule", "key": "nvidia.com/gpu", "value": "present"}]
 
 
 def test_shared_and_mig_pools_have_no_tenant_label(prod):
@@ -79,10 +95,15 @@ def test_time_sliced_pool_gets_device_plugin_config_label(dev):
 
 def test_patch_taints_false_opts_a_pool_out(prod):
     environment = replace(prod, platform=prod.platform.model_copy(deep=True))
+    environment.platform.node_pools["a100-mig"].patch_taints = False
+    patches = gpu_nodes.node_patches(environment.facts)
+    assert not {"gpu-a100-03", "gpu-a100-04"} & set(_taints_by_name(patches))
+    assert {"gpu-a100-03", "gpu-a100-04"} <= set(_by_name(patches)) and "gpu-a100-01" in _taints_by_name(patches)
     for pool in environment.platform.node_pools.values():
         pool.patch_taints = False
     patches = gpu_nodes.node_patches(environment.facts)
     assert patches and all("spec" not in p and p["metadata"]["annotations"]["pulumi.com/patchForce"] == "true" for p in patches)
+    assert not any(is_taint_patch(p) for p in patches)
 
 
 def test_autoscaled_pools_get_requirements_not_patches(project_copy):
@@ -128,3 +149,13 @@ def test_no_requirements_without_autoscaled_pools(prod):
 def test_is_node_patch_only_for_nodes():
     assert gpu_nodes.is_node_patch({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}})
     assert not gpu_nodes.is_node_patch({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "n"}})
+
+
+def test_only_the_taint_patch_is_a_taint_patch():
+    labels, taints = gpu_nodes.label_patch("n", {"a": "b"}), gpu_nodes.taint_patch("n", [{"key": "k", "effect": "NoSchedule"}])
+    assert gpu_nodes.is_node_patch(labels) and gpu_nodes.is_node_patch(taints)
+    assert not is_taint_patch(labels) and is_taint_patch(taints)
+    # Nor is a ConfigMap, or the one patch of earlier versions (labels and taints, tests/node_patch_forms.py).
+    assert not is_taint_patch({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "n"}, "spec": {"taints": []}})
+    assert not is_taint_patch({**labels, "spec": taints["spec"]})
+    assert (object_id(labels), object_id(taints)) == ("v1/Node//n", "v1/Node//n#taints")

@@ -31,8 +31,8 @@ def test_platform_objects_by_kind():
     kinds: dict[str, int] = {}
     for obj in gpu_platform.platform_gpu_objects(prod.facts):
         kinds[obj["kind"]] = kinds.get(obj["kind"], 0) + 1
-    # 12 static nodes, 4 PriorityClasses, the MIG ConfigMap (no time-sliced class in prod).
-    assert kinds == {"Node": 12, "PriorityClass": 4, "ConfigMap": 1}
+    # 12 static nodes (a label patch and a taint patch each), 4 PriorityClasses, the MIG ConfigMap (no time-sliced class in prod).
+    assert kinds == {"Node": 24, "PriorityClass": 4, "ConfigMap": 1}
 
 
 def test_tenant_objects_are_the_placement_pair():

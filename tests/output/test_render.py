@@ -13,7 +13,7 @@ from components.manifests.meta import object_id
 from components.load import load_environment, stack_names
 from components.output import render
 from components.output.render import PARALLEL_FROM, render_directory, render_files
-from components.resources.kubernetes import with_field_manager
+from components.resources.kubernetes import registered_metadata
 from tools.pulumi_mocks import REPO, normalise, run_program
 from tests.resources.test_fleet import _registered_objects
 
@@ -45,7 +45,7 @@ def test_render_equals_mock_runtime_registrations(stack, tmp_path):
             continue
         for obj in yaml.safe_load_all(path.read_text()):
             # The Pulumi shell adds one annotation: its stable server-side apply field manager.
-            rendered[object_id(obj)] = normalise({**obj, "metadata": with_field_manager(obj["metadata"])})
+            rendered[object_id(obj)] = normalise({**obj, "metadata": registered_metadata(obj)})
     registrations, _ = run_program(stack)
     assert _registered_objects(registrations) == rendered
 

@@ -10,7 +10,7 @@ import yaml
 
 from components.manifests.build import environment_objects
 from components.manifests.meta import object_id
-from components.resources.kubernetes import with_field_manager
+from components.resources.kubernetes import registered_metadata
 from components.load import load_environment, stack_names
 from tools.pulumi_mocks import REPO, normalise, run_program
 
@@ -38,9 +38,9 @@ def program(request):
 def test_program_registers_exactly_the_built_objects(program):
     stack, registrations, _ = program
     built = environment_objects(load_environment(REPO, stack))
-    # The shell adds one thing: the stable server-side apply field manager (with_field_manager).
+    # The shell adds one thing: the stable server-side apply field manager (registered_metadata).
     expected = {
-        object_id(o): normalise({**o, "metadata": with_field_manager(o["metadata"])})
+        object_id(o): normalise({**o, "metadata": registered_metadata(o)})
         for objects in built.values() for o in objects
     }
     registered = _registered_objects(registrations)
@@ -114,21 +114,38 @@ def test_a_decommissioned_tenant_deletes_its_namespaces_before_its_policies(tmp_
 
 
 def test_node_taints_land_after_the_placement_policies_and_the_kueue_flavors():
-    """Rollout order (docs/gpu-sharing.md): a NodePatch with taints depends on every tenant's
-    placement policy and binding, and on the platform's other objects."""
+    """Rollout order (docs/gpu-sharing.md): a node's taint patch depends on every tenant's placement
+    policy and binding, and on the platform's other objects; the label patch of a tainted node depends
+    on its taint patch (so an upgrade from one patch with both never drops the taint, GpuPlatform)."""
     registrations, _ = run_program("prod")
     urns = {r.urn: r for r in registrations}
     policies = {u for u, r in urns.items() if r.type.startswith("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy")
                 and r.inputs["metadata"]["name"].startswith("gpu-tenancy-placement-")}
     flavors = {u for u, r in urns.items() if r.type == "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor"}
-    assert len(policies) == 2 * len(load_environment(REPO, "prod").tenants) and flavors
+    others = {u for u, r in urns.items() if r.type.startswith("kubernetes:") and "GpuPlatform$" in u and r.type != "kubernetes:core/v1:NodePatch"}
+    assert len(policies) == 2 * len(load_environment(REPO, "prod").tenants) and flavors and others
     patches = [r for r in registrations if r.type == "kubernetes:core/v1:NodePatch"]
-    tainted = [r for r in patches if (r.inputs.get("spec") or {}).get("taints")]
-    assert {r.inputs["metadata"]["name"] for r in tainted} >= {"gpu-a100-01", "gpu-h100-01"}
-    for registration in tainted:
-        assert policies | flavors <= set(registration.options["dependencies"]), registration.name
-    # Label-only patches (a100-mig: its MIG layout is forced) wait for nothing.
-    assert [r.options["dependencies"] for r in patches if r.inputs["metadata"]["name"] == "gpu-a100-03"] == [[]]
+    tainting = {r.inputs["metadata"]["name"]: r for r in patches if (r.inputs.get("spec") or {}).get("taints")}
+    labelling = {r.inputs["metadata"]["name"]: r for r in patches if r.inputs["metadata"].get("labels")}
+    # Every static node of prod, MIG pools included (gpu-a100-03), has both.
+    assert set(tainting) == set(labelling) >= {"gpu-a100-01", "gpu-a100-03", "gpu-h100-01"}
+    for name, taints in tainting.items():
+        assert taints.name == f"prod-platform-node-{name}-taints" and labelling[name].name == f"prod-platform-node-{name}"
+        assert policies | flavors | others <= set(taints.options["dependencies"]), taints.name
+        assert not {r.urn for r in patches} & set(taints.options["dependencies"]), taints.name
+        assert labelling[name].options["dependencies"] == [taints.urn], labelling[name].name
+
+
+def test_a_label_patch_of_an_untainted_node_waits_for_nothing(tmp_path):
+    """`patchTaints: false`: the pool's nodes have their label patch only, and it depends on nothing."""
+    project = _copy_project(tmp_path)
+    stack = project / "stacks" / "Pulumi.prod.yaml"
+    stack.write_text(stack.read_text().replace("        migLayout: eval-mix\n", "        migLayout: eval-mix\n        patchTaints: false\n", 1))
+    registrations, _ = run_program("prod", project)
+    patches = {r.name: r for r in registrations if r.type == "kubernetes:core/v1:NodePatch"}
+    assert "prod-platform-node-gpu-a100-03" in patches and "prod-platform-node-gpu-a100-03-taints" not in patches
+    assert patches["prod-platform-node-gpu-a100-03"].options["dependencies"] == []
+    assert "prod-platform-node-gpu-a100-01-taints" in patches
 
 
 def test_the_cluster_provider_does_not_store_the_kubeconfig_path(monkeypatch):
@@ -152,12 +169,22 @@ def test_namespaced_children_are_deleted_with_their_namespace(program):
         assert registration.options["deletedWith"] == namespace_urns[registration.inputs["metadata"]["namespace"]], registration.name
 
 
-def test_node_patches_carry_the_fixed_field_manager():
+def test_node_patches_carry_the_fixed_field_manager_and_force_except_the_taint_patches():
+    """Label patches: `gpu-tenancy`, forced. Taint patches: no annotation at all (the provider applies
+    `pulumi.com/patchFieldManager` to the Node, where the label patch owns it: naming another manager
+    would conflict on it), so the provider gives each its own manager, and they are never forced."""
     registrations, _ = run_program("prod")
     patches = [r for r in registrations if r.type == "kubernetes:core/v1:NodePatch"]
-    assert len(patches) == 12  # 5 + 3 H100 nodes, 2 + 2 A100 nodes in the prod example
-    for patch in patches:
-        assert patch.inputs["metadata"]["annotations"]["pulumi.com/patchFieldManager"] == "gpu-tenancy"
+    assert len(patches) == 24  # 5 + 3 H100 nodes, 2 + 2 A100 nodes in the prod example, two patches each
+    labelling = [p for p in patches if p.name.endswith("-taints") is False]
+    tainting = [p for p in patches if p.name.endswith("-taints")]
+    assert len(labelling) == len(tainting) == 12
+    for patch in labelling:
+        assert patch.inputs["metadata"]["annotations"] == {"pulumi.com/patchFieldManager": "gpu-tenancy", "pulumi.com/patchForce": "true"}
+        assert "spec" not in patch.inputs, patch.name
+    for patch in tainting:
+        assert patch.inputs["metadata"] == {"name": patch.inputs["metadata"]["name"]}, patch.name
+        assert patch.inputs["spec"]["taints"], patch.name
 
 
 def test_component_types_and_names():

@@ -177,6 +177,49 @@ def test_tainting_a_shared_pool_is_said_per_node(tmp_path):
             "    ~ node n2\n        + taint nvidia.com/gpu=present:NoSchedule\n") in text, text
 
 
+def test_upgrading_from_one_patch_per_node_says_only_the_shared_mig_nodes_get_a_taint():
+    """Issue 22 item 4: against what the previous version deployed (one patch per node, tests/node_patch_forms.py),
+    the only change on the nodes is the GPU taint on the shared MIG pool's; every other node keeps its
+    labels and taints, its taints moving to their own patch (its label patch changes, its taint patch is new)."""
+    from components.manifests.build import platform_objects
+    from components.review.diff import mig_drain_nodes, node_changes
+    from components.review.diff_format import _node_lines
+    from tests.node_patch_forms import with_single_patches
+
+    prod = load_environment(Path(__file__).resolve().parents[2], "prod")
+    after = platform_objects(prod)
+    before = with_single_patches(after, prod.facts)
+    changes = {c["node"]: c for c in node_changes(before, after)}
+    nodes = sorted(n for pool in prod.platform.node_pools.values() for n in pool.nodes)
+    assert sorted(changes) == nodes and {c["change"] for c in changes.values()} == {"changed"}
+    assert all(c["labels"] == [] for c in changes.values())
+    gpu = "nvidia.com/gpu=present:NoSchedule"
+    for name in ("gpu-a100-03", "gpu-a100-04"):   # a100-mig: untainted before
+        assert changes[name]["taints"] == {"added": [gpu], "removed": []}
+        # Its label patch was label-only and forced already: only the taint patch is new.
+        assert changes[name]["patches"] == [{"id": f"v1/Node//{name}#taints", "change": "added"}]
+    for name in set(nodes) - {"gpu-a100-03", "gpu-a100-04"}:
+        assert changes[name]["taints"] == {"added": [], "removed": []}, name
+        assert changes[name]["patches"] == [{"id": f"v1/Node//{name}", "change": "changed"},
+                                            {"id": f"v1/Node//{name}#taints", "change": "added"}], name
+    assert mig_drain_nodes(before, after, {prod.platform.gpu_operator.mig_config}) == []
+    lines = _node_lines({"nodes": list(changes.values()), "nodeGroups": []})
+    assert lines[lines.index("~ node gpu-a100-03") + 1] == f"    + taint {gpu}"
+    assert lines[lines.index("~ node gpu-h100-01") + 1] == (
+        "    same labels and taints; its patches: v1/Node//gpu-h100-01 changed, v1/Node//gpu-h100-01#taints added")
+
+
+def test_opting_a_pool_out_of_its_taint_removes_the_taint_patch_only(tmp_path):
+    pools = {"train": {"gpuClass": "h100", "gpusPerNode": 8, "nodes": ["n1"]}}
+    before = env(tmp_path / "a", {"a": 4}, nodePools=pools)
+    after = env(tmp_path / "b", {"a": 4}, nodePools={"train": {**pools["train"], "patchTaints": False}})
+
+    [node] = compare_stack("prod", Side(before), Side(after))["nodes"]
+
+    assert node["taints"] == {"added": [], "removed": ["nvidia.com/gpu=present:NoSchedule"]} and node["labels"] == []
+    assert node["patches"] == [{"id": "v1/Node//n1#taints", "change": "removed"}]
+
+
 def _kai(memory_bound: str) -> dict:
     h100 = {**STACK["gpuClasses"]["h100"], "kaiFractions": {"memoryBound": memory_bound}}
     return {"scheduler": "kai", "gpuClasses": {"h100": h100}}

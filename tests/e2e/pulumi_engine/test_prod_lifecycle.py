@@ -227,3 +227,17 @@ def test_node_labels_of_other_managers_are_kept(prod):
         assert "nvidia.com/gpu.product" in labels, node.metadata.name
         managers = {m.manager for m in node.metadata.managed_fields}
         assert {"kubelet", "gpu-feature-discovery", "gpu-tenancy"} <= managers, managers
+
+
+def test_every_static_node_is_tainted_the_shared_mig_pool_too(prod):
+    """Issue 22 item 4: `pulumi up` taints the nodes of prod's shared MIG pool a100-mig (their taint
+    patch) while their label patch forces the MIG layout over the GPU Operator's all-disabled; the
+    operator's other labels stay."""
+    core = client.CoreV1Api(prod.api)
+    for name in ("gpu-a100-03", "gpu-a100-04"):
+        node = core.read_node(name)
+        assert ("nvidia.com/gpu", "present", "NoSchedule") in {(t.key, t.value, t.effect) for t in node.spec.taints or []}, name
+        assert node.metadata.labels["nvidia.com/mig.config"] == "eval-mix"
+        assert node.metadata.labels["nvidia.com/gpu.deploy.mig-manager"] == "true"
+    tainted = [n.metadata.name for n in core.list_node().items if n.spec.taints]
+    assert len(tainted) == 12, tainted

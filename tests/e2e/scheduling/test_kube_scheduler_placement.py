@@ -17,10 +17,11 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from components.manifests.gpu_nodes import patches_taints, pool_taints
+from components.manifests.gpu_nodes import pool_taints
 from components.manifests.meta import GPU_TAINT_KEY, GPU_TAINT_TOLERATION, GPU_TAINT_VALUE, pool_label, tenant_label
 from components.manifests.placement_policy import pinning_resources, placement
 from components.fleet import gpu_capacity as cap
+from tools.control_plane import TAINT_PATCH_MANAGER
 from tools.scheduling import NODE_EPHEMERAL, NODE_MEMORY, NODE_PODS, clear_not_ready_taints, running_scheduling_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.scheduling]
@@ -111,23 +112,12 @@ def test_a_pod_pinned_by_its_request_needs_no_selector(plain_stack):
 CPU_NODE, CPU_NODE_CPU = "e2e-cpu-01", "2"
 
 
-def _set_taints(core: client.CoreV1Api, node: str, taints: list[dict]) -> None:
-    core.patch_node(node, {"spec": {"taints": taints}}, field_manager="kubelet")
-
-
 @pytest.fixture
 def cpu_node(plain_stack):
-    """One untainted node without GPUs (2 cpus), as every cluster has for CPU work, and the GPU
-    taint on the nodes of shared MIG pools, which register with it (`gpu_nodes.patches_taints`:
-    their patch carries none). Both undone afterwards."""
+    """One untainted node without GPUs (2 cpus), as every cluster has for CPU work; removed afterwards.
+    The GPU nodes keep only what the rendered patches gave them (shared MIG pools too: issue 22 item 4)."""
     cp = plain_stack.plane.cp
     core = client.CoreV1Api(cp.api_client)
-    facts = plain_stack.environment.facts
-    registered = [node for name, pool in sorted(plain_stack.environment.platform.node_pools.items())
-                  if name not in facts.pool_owners and not patches_taints(facts, name) for node in pool.nodes]
-    for node in registered:
-        kept = [cp.api_client.sanitize_for_serialization(t) for t in core.read_node(node).spec.taints or []]
-        _set_taints(core, node, kept + [{"key": GPU_TAINT_KEY, "value": GPU_TAINT_VALUE, "effect": "NoSchedule"}])
     cp.create_node(CPU_NODE, {"kubernetes.io/hostname": CPU_NODE, "kubernetes.io/os": "linux"}, field_manager="kubelet")
     allocatable = {"cpu": CPU_NODE_CPU, "memory": NODE_MEMORY, "ephemeral-storage": NODE_EPHEMERAL, "pods": NODE_PODS}
     core.patch_node_status(CPU_NODE, {"status": {"capacity": allocatable, "allocatable": allocatable, "conditions": [
@@ -135,9 +125,10 @@ def cpu_node(plain_stack):
     clear_not_ready_taints(cp, [CPU_NODE])
     yield CPU_NODE
     core.delete_node(CPU_NODE)
-    for node in registered:
-        kept = [cp.api_client.sanitize_for_serialization(t) for t in core.read_node(node).spec.taints or [] if t.key != GPU_TAINT_KEY]
-        _set_taints(core, node, kept)
+
+
+def _is_mig(platform, pool: str) -> bool:
+    return platform.gpu_classes[platform.node_pools[pool].gpu_class].sharing == "mig"
 
 
 def _unschedulable_reason(core: client.CoreV1Api, namespace: str, name: str) -> str | None:
@@ -155,11 +146,23 @@ def test_cpu_pods_stay_off_the_shared_gpu_pools_and_gpu_pods_still_land_there(pl
     shared = [name for name, pool in sorted(platform.node_pools.items())
               if pool.nodes and name not in environment.facts.pool_owners]
     assert shared and all(pool_taints(environment.facts, name)[0]["key"] == GPU_TAINT_KEY for name in shared)
-    for name in shared:   # on the cluster: patched by us, or registered by the node (a shared MIG pool)
+    mig_pools = [name for name in shared if _is_mig(platform, name)]
+    assert mig_pools, f"{environment.name} has no shared MIG pool with static nodes"
+    for name in shared:   # on the cluster: put there by the rendered taint patch, MIG pools included
         for node in platform.node_pools[name].nodes:
-            assert (GPU_TAINT_KEY, GPU_TAINT_VALUE, "NoSchedule") in {(t.key, t.value, t.effect) for t in core.read_node(node).spec.taints or []}
-    tenant = next(t for t in environment.tenants if t.spec.lifecycle == "active"
-                  and any(p in shared for p in placement(t.spec, environment.view(t.spec)).pools))
+            live = core.read_node(node)
+            assert (GPU_TAINT_KEY, GPU_TAINT_VALUE, "NoSchedule") in {(t.key, t.value, t.effect) for t in live.spec.taints or []}
+            owners = {m.manager for m in live.metadata.managed_fields
+                      if m.operation == "Apply" and "f:taints" in (m.fields_v1 or {}).get("f:spec", {})}
+            assert TAINT_PATCH_MANAGER in owners, (node, owners)
+
+    def granted(t, pools):   # an active tenant holding GPU quota on one of `pools`
+        allowed = placement(t.spec, environment.view(t.spec))
+        held = cap.gpu_quota_by_resource(t.spec, platform)
+        return t.spec.lifecycle == "active" and any(
+            p in allowed.pools and any(held.get(r) for r in cap.node_gpu_resources(platform, platform.node_pools[p])) for p in pools)
+
+    tenant = next(t for t in environment.tenants if granted(t, mig_pools))
     namespace = tenant.name
     # A small CPU pod goes to the CPU node, however many free cpus the GPU nodes have.
     used_before = cp.quota_used(namespace)   # released again after each CPU pod, for the GPU pod's _bind
@@ -186,14 +189,26 @@ def test_cpu_pods_stay_off_the_shared_gpu_pools_and_gpu_pods_still_land_there(pl
         assert f"1 Insufficient cpu, {len(gpu_nodes)} node(s) had untolerated taint(s)" in reason, reason
     finally:
         cp.delete_pods(namespace, [big["metadata"]["name"]], quota_used_before=used_before)
+    # Nor does a CPU pod that selects a shared MIG pool's nodes: their taint, from the taint patch, turns
+    # it away (kube-scheduler checks taints before the selector: every GPU node, MIG ones included, is
+    # counted as tainted, the CPU node as not selected).
+    mig = mig_pools[0]
+    aimed = _pod(None, {pool_label(platform): mig}, None)
+    core.create_namespaced_pod(namespace, aimed)
+    try:
+        reason = cp.wait_for(lambda: _unschedulable_reason(core, namespace, aimed["metadata"]["name"]),
+                             timeout=90, interval=0.5, what="the scheduler's reason for the CPU pod on a MIG pool")
+        assert f"{len(gpu_nodes)} node(s) had untolerated taint(s)" in reason, reason
+    finally:
+        cp.delete_pods(namespace, [aimed["metadata"]["name"]], quota_used_before=used_before)
     # It may not tolerate the taint to get there.
     with pytest.raises(ApiException) as refused:
         core.create_namespaced_pod(namespace, _pod(None, None, SHARED_TOLERATION, cpu="3"), dry_run="All")
     assert refused.value.status == 403 and "only pods that request GPUs may tolerate taint nvidia.com/gpu" in refused.value.body
-    # The legitimate neighbour: the tenant's GPU pod, tolerating the taint, is bound to its shared pool.
+    # The legitimate neighbour: the tenant's GPU pod (a MIG slice), tolerating the taint, is bound to its shared MIG pool.
     allowed = placement(tenant.spec, environment.view(tenant.spec))
     held = cap.gpu_quota_by_resource(tenant.spec, platform)
-    pool = next(p for p in sorted(allowed.pools, key=lambda p: not patches_taints(environment.facts, p)) if p in shared
+    pool = next(p for p in allowed.pools if p in mig_pools
                 and any(held.get(r) for r in cap.node_gpu_resources(platform, platform.node_pools[p])))
     resource = next(r for r in cap.node_gpu_resources(platform, platform.node_pools[pool]) if held.get(r))
     assert _bind(plain_stack, namespace, _pod(resource, {pool_label(platform): pool}, SHARED_TOLERATION)) == pool

@@ -63,7 +63,7 @@ def mig_config_map(environment: Environment) -> dict | None:
 
 def node_label_values(environment: Environment, label: str) -> set[str]:
     """Values of `label` on the Nodes we patch and on the nodes autoscaled groups must create."""
-    on_nodes = {o["metadata"]["labels"].get(label) for o in platform_objects(environment) if o["kind"] == "Node"}
+    on_nodes = {o["metadata"].get("labels", {}).get(label) for o in platform_objects(environment) if o["kind"] == "Node"}
     on_groups = {group["labels"].get(label) for group in node_group_requirements(environment.facts).values()}
     return (on_nodes | on_groups) - {None}
 
