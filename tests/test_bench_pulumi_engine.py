@@ -186,3 +186,38 @@ def test_the_fleet_table_says_what_did_not_run():
     failed = _fleet(25, [20, 30], 20.0, w1=900.0, w2=500.0)
     failed["deploys"]["2"]["failed"] = ["bench.s02"]
     assert "; FAILED bench.s02" in fleet_table([{"n": 1000, "fleet": [failed]}])
+
+
+def test_a_fleet_deploy_runs_the_platform_stack_first_then_the_shards_within_the_worker_count(monkeypatch, tmp_path):
+    import threading
+
+    import bench.pulumi_engine as bench
+
+    graph = [("bench", ()), *((f"bench.s{i:02d}", ("bench",)) for i in range(1, 6))]
+    events, running, lock = [], [0], threading.Lock()
+    most = [0]
+
+    def fake_engine(project, stack, state, kubeconfig, op):
+        assert op == "up"
+        with lock:
+            events.append(("start", stack))
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        try:
+            if stack == "bench.s03":
+                raise RuntimeError("`pulumi up` of bench.s03 failed (1):\nboom")
+            return {"stack": stack, "seconds": 1.0, "resources": 10, "tree_peak_mb": 100.0, "errors": [],
+                    "summary": {"create": 10}}
+        finally:
+            with lock:
+                running[0] -= 1
+                events.append(("end", stack))
+
+    monkeypatch.setattr(bench, "run_engine", fake_engine)
+    out = bench.deploy_fleet(tmp_path, graph, tmp_path / "state", tmp_path / "kubeconfig", 2, lambda _: None)
+    assert events[:2] == [("start", "bench"), ("end", "bench")]
+    assert sorted(s for e, s in events if e == "start") == sorted(name for name, _ in graph)
+    assert most[0] <= 2
+    assert [s["stack"] for s in out["stacks"]] == [name for name, _ in graph]
+    assert out["failed"] == ["bench.s03"] and "boom" in out["stacks"][3]["error"]
+    assert out["resources"] == 50 and out["workers"] == 2
