@@ -53,9 +53,14 @@ def stack_parts(environment: Environment) -> list[StackPart]:
     sharding = environment.platform.sharding
     if sharding is None:
         return [StackPart(environment.name, None, True, tuple(names))]
+    # One assignment per tenant, then grouped: asking every shard about every tenant hashed each
+    # tenant against every shard once per shard (3.2M digests at 1,000 tenants in 40 shards).
+    members_of: dict[str, list[str]] = {shard: [] for shard in sharding.shards}
+    for name in names:
+        members_of[assigned_shard(name, sharding)].append(name)
     parts = [StackPart(environment.name, None, True, ())]
     for shard in sharding.shards:
-        members = tuple(n for n in names if assigned_shard(n, sharding) == shard)
+        members = tuple(members_of[shard])
         pinned = tuple(n for n in members if n in sharding.assignments)
         parts.append(StackPart(shard_stack_name(environment.name, shard), shard, False, members, pinned,
                                (environment.name,), shard in sharding.reserved))

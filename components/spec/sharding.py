@@ -22,6 +22,7 @@ What each stack of a loaded environment holds: shard_stacks.py.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from typing import Optional
 
@@ -139,6 +140,13 @@ def hashed_shard(tenant: str, shards: list[str]) -> str:
     >>> hashed_shard("team-a", ["a", "b"]) == hashed_shard("team-a", ["b", "a"])
     True
     """
+    return _highest_scoring(tenant, tuple(shards))
+
+
+@functools.lru_cache(maxsize=65536)
+def _highest_scoring(tenant: str, shards: tuple[str, ...]) -> str:
+    # Cached: the program, validation and the diff ask for the same tenants' shards several times,
+    # and each answer is one digest per shard.
     return max(shards, key=lambda shard: (_score(shard, tenant), shard))
 
 
