@@ -17,6 +17,15 @@ stack's Nodes registered, and Engine with PULUMI_SKIP_CHECKPOINTS as the lane se
 - mock: the program's Fleet under Pulumi's mock runtime (bench/run.py's fleet phase, a child
   process) on the unsharded project.
 
+`--fleet-table [--shard-sizes 25,50] [--workers 1,2]` measures instead, per N: the mock floor, and
+per shard size and worker count, on a fresh control plane and state, `up` of every stack of the
+sharded fleet the way `make up` does it (tools/up.py's `deploy_stacks`: the platform stack first,
+then the shards, that many at a time; each stack's `up` in a process of its own): per stack its
+seconds, resources and tree peak, in total the wall seconds of the deploy and the sum of the
+stacks'. After the last worker count's deploy, the one-tenant change previewed where the offline
+diff says. The table (`fleet_table`) ends with the recommended shard size
+(`recommended_shard_size`).
+
 Every engine operation runs in a process of its own (`--phase engine`), so that each memory
 figure is that operation's. The engine is several processes: that process (it runs the program
 inline through the Automation API), the `pulumi` CLI and the Kubernetes provider. A thread samples
@@ -213,6 +222,141 @@ def verdicts(rows: list[dict]) -> list[str]:
     ]
     lines = [f"{'met   ' if ok else 'MISSED'} {name}" for name, ok in checks]
     return lines if row["n"] == 300 else [*lines, "(the targets are stated for N = 300)"]
+
+
+# --- the fleet table (--fleet-table): every stack deployed, 1 and 2 workers -----------------------
+
+SPREAD = 1.2  # docs/performance.md: hashing spreads a shard's tenants +/-20% around the size asked
+
+
+def preview_target(count: int) -> float:
+    """The one-tenant preview target for a fleet of `count` tenants (issue 24: under 30 s at
+    1,000 tenants; docs/performance.md: under 60 s at 300 and below).
+
+    >>> preview_target(300), preview_target(1000)
+    (60.0, 30.0)
+    """
+    return 30.0 if count >= 1000 else TARGET_SECONDS
+
+
+def spread(values: list[float]) -> Optional[tuple[float, float, float]]:
+    """(min, median, max) of `values`, or None when there are none.
+
+    >>> spread([3.0, 1.0, 2.0, 10.0])
+    (1.0, 2.5, 10.0)
+    >>> spread([]) is None
+    True
+    """
+    if not values:
+        return None
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+    return ordered[0], median, ordered[-1]
+
+
+def deploy_figures(stacks: list[dict], wall_seconds: float) -> dict:
+    """What one whole-fleet deploy amounts to, from its per-stack `up` results (phase_engine's
+    dicts, plus `process_seconds`, the stack's whole worker process): resources, the spread of
+    the per-stack `up` seconds, their sum, the wall seconds of the deploy, the largest tree peak.
+
+    >>> f = deploy_figures([{"seconds": 2.0, "process_seconds": 3.0, "resources": 10, "tree_peak_mb": 500.0},
+    ...                     {"seconds": 4.0, "process_seconds": 6.0, "resources": 30, "tree_peak_mb": 700.0}], 7.5)
+    >>> f["resources"], f["up_spread"], f["up_sum_seconds"], f["process_sum_seconds"], f["largest_tree_peak_mb"]
+    (40, (2.0, 3.0, 4.0), 6.0, 9.0, 700.0)
+    """
+    ok = [s for s in stacks if "seconds" in s]
+    return {
+        "resources": sum(s["resources"] for s in ok),
+        "up_spread": spread([s["seconds"] for s in ok]),
+        "up_sum_seconds": sum(s["seconds"] for s in ok),
+        "process_sum_seconds": sum(s.get("process_seconds", s["seconds"]) for s in ok),
+        "wall_seconds": wall_seconds,
+        "largest_tree_peak_mb": max((s["tree_peak_mb"] for s in ok), default=None),
+        "failed": sorted(s["stack"] for s in stacks if "seconds" not in s),
+    }
+
+
+def recommended_shard_size(previews: dict[int, Optional[float]], target: float) -> Optional[int]:
+    """The rule of docs/performance.md ("Recommended shard size"): the shard size bounds a pull
+    request's wait, and hashing spreads a shard's tenants +/-20% around the size asked, so the
+    recommended size is the largest measured one whose one-tenant preview, 20% larger, is still
+    under the target. None when no measured size qualifies (the answer is smaller than measured).
+
+    >>> recommended_shard_size({25: 20.0, 50: 29.0}, 30.0)
+    25
+    >>> recommended_shard_size({25: 26.0}, 30.0) is None
+    True
+    """
+    fits = [size for size, seconds in previews.items() if seconds is not None and seconds * SPREAD < target]
+    return max(fits, default=None)
+
+
+def _spread_cell(values: Optional[tuple[float, float, float]]) -> str:
+    return "n/a" if values is None else " / ".join(f"{v:.1f}" for v in values) + " s"
+
+
+def fleet_table(rows: list[dict]) -> str:
+    """The --fleet-table results as a Markdown table, one line per (N, shard size), and the
+    recommended shard size per N. Per worker count: `up` per stack (min / median / max of the
+    Automation API call) and the whole deploy (wall clock, and the sum of the stacks' processes).
+
+    >>> deploy = {"resources": 40, "up_spread": (2.0, 3.0, 4.0), "up_sum_seconds": 6.0,
+    ...           "process_sum_seconds": 9.0, "wall_seconds": 9.5, "largest_tree_peak_mb": 700.0, "failed": []}
+    >>> row = {"n": 10, "mock": {"seconds": 1.5, "peak_mb": 120.0}, "fleet": [{"shard_size": 5,
+    ...        "shard_sizes": [4, 6], "deploys": {"1": deploy}, "diff_seconds": 0.5,
+    ...        "preview_one_seconds": 12.0, "previewed": ["bench.s01"], "preview_one": [{"tree_peak_mb": 600.0}]}]}
+    >>> print(fleet_table([row]).splitlines()[2])
+    | 10 | 5 | 3 (4-6) | 40 | 2.0 / 3.0 / 4.0 s | 9.5 s (9.0 s) | 0.5 s | 12.0 s (1) | 700 | 600 | 1.5 s (120 MB) |
+    """
+    workers = sorted({int(w) for r in rows for f in r.get("fleet", []) for w in f.get("deploys", {})})
+    head = ["N", "shard size", "stacks (tenants per shard)", "resources"]
+    for w in workers:
+        label = f"{w} worker{'s' if w > 1 else ''}"
+        head += [f"up per stack, {label} (min / median / max)", f"up, all stacks, {label} (wall; sum of stacks)"]
+    head += [f"{w} / 1 workers (wall)" for w in workers if w > 1 and 1 in workers]
+    head += ["offline diff", "one-tenant preview (stacks)", "largest stack tree peak, up (MB)",
+             "one-tenant preview tree peak (MB)", "mock floor (peak)"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---:" if i != 2 else "---" for i in range(len(head))) + "|"]
+    notes = []
+    for r in sorted(rows, key=lambda row: row["n"]):
+        mock = r.get("mock") or {}
+        mock_cell = "n/a" if "seconds" not in mock else f"{mock['seconds']:.1f} s ({mock.get('peak_mb', 0):.0f} MB)"
+        previews: dict[int, Optional[float]] = {}
+        for f in sorted(r.get("fleet", []), key=lambda f: f["shard_size"]):
+            deploys = {int(w): d for w, d in f.get("deploys", {}).items()}
+            sizes = f.get("shard_sizes") or []
+            first = next(iter(deploys.values()), {})
+            cells = [str(r["n"]), str(f["shard_size"]),
+                     f"{len(sizes) + 1} ({min(sizes)}-{max(sizes)})" if sizes else "n/a",
+                     _fmt(first.get("resources"), "d")]
+            for w in workers:
+                d = deploys.get(w)
+                if d is None:
+                    cells += ["not run", "not run"]
+                    continue
+                failed = f"; FAILED {', '.join(d['failed'])}" if d.get("failed") else ""
+                cells += [_spread_cell(d.get("up_spread")),
+                          f"{d['wall_seconds']:.1f} s ({d['process_sum_seconds']:.1f} s){failed}"]
+            for w in workers:
+                if w > 1 and 1 in workers:
+                    one, many = deploys.get(1), deploys.get(w)
+                    cells.append(_fmt(ratio(many and many["wall_seconds"], one and one["wall_seconds"]), ".2f", "x"))
+            previewed = f.get("previewed")
+            seconds = f.get("preview_one_seconds")
+            previews[f["shard_size"]] = seconds
+            peaks = [d.get("largest_tree_peak_mb") for d in deploys.values() if d.get("largest_tree_peak_mb") is not None]
+            preview_peak = max((p["tree_peak_mb"] for p in f.get("preview_one", [])), default=None)
+            cells += [_fmt(f.get("diff_seconds"), unit=" s"),
+                      _fmt(seconds, unit=" s") + ("" if previewed is None else f" ({len(previewed)})"),
+                      _fmt(max(peaks, default=None), ".0f"), _fmt(preview_peak, ".0f"), mock_cell]
+            lines.append("| " + " | ".join(cells) + " |")
+        target = preview_target(r["n"])
+        size = recommended_shard_size(previews, target)
+        notes.append(f"N = {r['n']}: recommended shard size "
+                     + (f"about {size} tenants" if size is not None else f"below {min(previews, default=0)} tenants (none measured fits)")
+                     + f" (largest measured whose one-tenant preview x {SPREAD} is under {target:.0f} s)")
+    return "\n".join(lines) + "\n\n" + "\n".join(notes)
 
 
 # --- peak memory of a process tree -----------------------------------------------------------------
@@ -487,6 +631,92 @@ def measure_touched_shard(base: Path, count: int, shard_size: int, log: Callable
     return out
 
 
+def deploy_fleet(project: Path, graph: list[tuple[str, tuple[str, ...]]], state: Path, kubeconfig: Path,
+                 workers: int, log: Callable[[str], None]) -> dict:
+    """Every stack of `graph` deployed the way `make up` does (tools/up.py's `deploy_stacks`: the
+    platform stack first, then the shards, up to `workers` at a time), each `up` in a process of
+    its own (`run_engine`, so that each stack's tree peak is its own); the per-stack results in
+    graph order and `deploy_figures` of them."""
+    from tools.up import StackRun, deploy_stacks
+
+    results: dict[str, dict] = {}
+    lock = threading.Lock()
+
+    def deploy(stack: str) -> StackRun:
+        started = time.perf_counter()
+        try:
+            result = run_engine(project, stack, state, kubeconfig, "up")
+        except RuntimeError as err:
+            with lock:
+                results[stack] = {"stack": stack, "error": str(err)[-2000:], "process_seconds": time.perf_counter() - started}
+            raise
+        result["process_seconds"] = time.perf_counter() - started
+        with lock:
+            results[stack] = result
+            log(f"    {workers} worker(s): up {stack} {result['seconds']:.1f} s ({result['resources']} resources, "
+                f"{result['tree_peak_mb']:.0f} MB)")
+        return StackRun(stack, not result["errors"], ", ".join(f"{op} {n}" for op, n in result["summary"].items()),
+                        result["process_seconds"])
+
+    load_before = os.getloadavg()
+    started = time.perf_counter()
+    runs = deploy_stacks(graph, deploy, workers)
+    wall = time.perf_counter() - started
+    stacks = [results.get(run.stack, {"stack": run.stack, "error": run.summary}) for run in runs]
+    return {"workers": workers, "stacks": stacks, "load_before": list(load_before), "load_after": list(os.getloadavg()),
+            **deploy_figures(stacks, wall)}
+
+
+def measure_fleet(base: Path, count: int, shard_size: int, workers: list[int], log: Callable[[str], None]) -> dict:
+    """One shard size of the fleet table: per worker count, a fresh project, control plane and
+    state, and every stack deployed (`deploy_fleet`); after the last deploy, the one-tenant change
+    previewed where the offline diff says (`preview_one_tenant`)."""
+    from components.load import load_environment
+    from components.fleet.shard_stacks import stack_parts
+
+    shards = shard_names(count, shard_size)
+    out: dict = {"shard_size": shard_size, "deploys": {}}
+    for position, w in enumerate(workers):
+        project = make_project(base / f"s{shard_size}-w{w}" / "project", count, shards)
+        if position == 0:
+            parts = stack_parts(load_environment(project, STACK))
+            graph = [(p.stack, p.needs) for p in parts]  # tools/up.py's deploy_graph of the environment
+            out.update(stacks=[p.stack for p in parts], shard_sizes=[len(p.tenants) for p in parts[1:]])
+            log(f"  N={count}, shards of ~{shard_size}: {len(parts)} stacks ({min(out['shard_sizes'])}-"
+                f"{max(out['shard_sizes'])} tenants per shard)")
+        cluster = _cluster(base / f"s{shard_size}-w{w}" / "cluster", project)
+        state = base / f"s{shard_size}-w{w}" / "state"
+        try:
+            deploy = deploy_fleet(project, graph, state, cluster.kubeconfig, w, log)
+            out["deploys"][str(w)] = deploy
+            log(f"  N={count}, shards of ~{shard_size}, {w} worker(s): {deploy['resources']} resources, wall "
+                f"{deploy['wall_seconds']:.1f} s, sum of stacks {deploy['process_sum_seconds']:.1f} s"
+                + (f"; FAILED {', '.join(deploy['failed'])}" if deploy["failed"] else ""))
+            if position == len(workers) - 1 and not deploy["failed"]:
+                out.update(preview_one_tenant(project, count, state, cluster.kubeconfig))
+                out["not_previewed"] = len(parts) - len(out["previewed"])
+                log(f"  N={count}, shards of ~{shard_size}: offline diff {out['diff_seconds']:.1f} s; one-tenant "
+                    f"preview of {', '.join(out['previewed'])} {out['preview_one_seconds']:.1f} s")
+        finally:
+            cluster.stop()
+    return out
+
+
+def measure_fleet_table(count: int, scratch: Path, shard_sizes: list[int], workers: list[int],
+                        log: Callable[[str], None], on_progress: Callable[[dict], None]) -> dict:
+    """One N of the fleet table: the mock floor of the (unsharded) fleet, then `measure_fleet`
+    per shard size; `on_progress` gets the row after each part (a later part may fail)."""
+    base = scratch / f"n{count}"
+    row: dict = {"n": count, "fleet": []}
+    row["mock"] = run_mock(make_project(base / "mock", count))
+    log(f"  N={count}: mock registration {row['mock']['seconds']:.1f} s ({row['mock']['resources']} resources)")
+    on_progress(row)
+    for size in shard_sizes:
+        row["fleet"].append(measure_fleet(base, count, size, workers, log))
+        on_progress(row)
+    return row
+
+
 def measure(count: int, scratch: Path, shard_size: int, log: Callable[[str], None]) -> dict:
     """Everything for one N: mock, unsharded, sharded (each side on its own control plane)."""
     base = scratch / f"n{count}"
@@ -513,6 +743,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--touched-shard-only", action="store_true",
                         help="per N, deploy only the platform stack and the changed tenant's shard, then the "
                              "one-tenant preview (the pull-request path at sizes where deploying every shard is too slow)")
+    parser.add_argument("--fleet-table", action="store_true",
+                        help="per N and shard size (--shard-sizes), deploy every stack with each worker count "
+                             "(--workers) on a fresh control plane, then the one-tenant preview; the mock floor once per N")
+    parser.add_argument("--shard-sizes", default="25,50", help="with --fleet-table: tenants per shard, about (default 25,50)")
+    parser.add_argument("--workers", default="1,2", help="with --fleet-table: stacks deployed at a time (default 1,2)")
     for hidden in ("--phase", "--project", "--stack", "--state", "--kubeconfig", "--op"):
         parser.add_argument(hidden, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -536,8 +771,19 @@ def main(argv: Optional[list[str]] = None) -> int:
                      "load_before": list(load_before), "shard_size": args.shard_size, "rows": []}
     args.json.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="gpu-tenancy-bench-pulumi-"))
+
+    def save(row: dict) -> None:  # a later part may fail: keep what was measured
+        if not any(r is row for r in results["rows"]):
+            results["rows"].append(row)
+        args.json.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+
     try:
         for count in sizes:
+            if args.fleet_table:
+                results.update(shard_sizes=[int(s) for s in args.shard_sizes.split(",") if s],
+                               workers=[int(w) for w in args.workers.split(",") if w])
+                measure_fleet_table(count, scratch, results["shard_sizes"], results["workers"], log, save)
+                continue
             if args.touched_shard_only:
                 results["rows"].append({"n": count, "touched": measure_touched_shard(scratch / f"n{count}", count, args.shard_size, log)})
             else:
@@ -565,6 +811,9 @@ def main(argv: Optional[list[str]] = None) -> int:
                   f"{t['preview_one'][0].get('kubernetes_resources', '?')} resources); up platform {t['up'][0]['seconds']:.1f} s, "
                   f"up shard {t['up'][1]['seconds']:.1f} s; offline diff {t['diff_seconds']:.1f} s; one-tenant preview "
                   f"{t['preview_one_seconds']:.1f} s (target 30 s); tree peaks MB (up platform, up shard, preview): {peaks}")
+        return 0
+    if args.fleet_table:
+        print(fleet_table(results["rows"]))
         return 0
     print(table(results["rows"]))
     print()

@@ -13,11 +13,16 @@ import pytest
 from bench.pulumi_engine import (
     change_one_tenant,
     changed_tenant,
+    deploy_figures,
+    fleet_table,
     git,
     make_project,
     offline_diff,
+    preview_target,
     ratio,
+    recommended_shard_size,
     shard_names,
+    spread,
     stacks_to_preview,
     table,
     tree_rss,
@@ -112,3 +117,107 @@ def test_verdicts_are_for_the_largest_size():
     assert verdicts([_row(300, not_previewed=0)])[1].startswith("MISSED")
     assert verdicts([_row(100)])[-1] == "(the targets are stated for N = 300)"
     assert ratio(None, 1.0) is None and ratio(1.0, 0) is None
+
+
+def test_spread_is_min_median_max_whatever_the_order():
+    assert spread([5.0]) == (5.0, 5.0, 5.0)
+    assert spread([4.0, 1.0, 3.0]) == (1.0, 3.0, 4.0)
+    assert spread([4.0, 1.0, 3.0, 2.0]) == (1.0, 2.5, 4.0)
+    assert spread([]) is None
+
+
+def _stack(name: str, seconds: float, resources: int, peak: float) -> dict:
+    return {"stack": name, "seconds": seconds, "process_seconds": seconds + 4.0, "resources": resources, "tree_peak_mb": peak}
+
+
+def test_a_deploy_sums_its_stacks_and_names_the_failed_ones():
+    stacks = [_stack("bench", 10.0, 100, 400.0), _stack("bench.s01", 30.0, 900, 950.0),
+              {"stack": "bench.s02", "error": "boom", "process_seconds": 2.0}, _stack("bench.s03", 20.0, 800, 900.0)]
+    figures = deploy_figures(stacks, 45.0)
+    assert figures["resources"] == 1800
+    assert figures["up_spread"] == (10.0, 20.0, 30.0)
+    assert figures["up_sum_seconds"] == 60.0 and figures["process_sum_seconds"] == 72.0
+    assert figures["wall_seconds"] == 45.0 and figures["largest_tree_peak_mb"] == 950.0
+    assert figures["failed"] == ["bench.s02"]
+
+
+def test_the_recommended_shard_size_is_the_largest_whose_preview_has_the_spreads_headroom():
+    assert recommended_shard_size({25: 20.0, 50: 24.0}, 30.0) == 50        # 28.8 s < 30 s
+    assert recommended_shard_size({25: 20.0, 50: 25.0}, 30.0) == 25        # 30.0 s is not under 30 s
+    assert recommended_shard_size({50: 20.0, 25: 26.0}, 30.0) == 50        # not the first, not the smallest
+    assert recommended_shard_size({25: 26.0, 50: None}, 30.0) is None       # an unmeasured preview never fits
+    assert recommended_shard_size({}, 30.0) is None
+    assert (preview_target(100), preview_target(300), preview_target(1000)) == (60.0, 60.0, 30.0)
+
+
+def _fleet(size: int, shard_sizes: list[int], preview: float, **walls: float) -> dict:
+    deploys = {}
+    for workers, wall in walls.items():
+        stacks = [_stack("bench", 5.0, 100, 400.0), *(_stack(f"bench.s{i:02d}", 10.0 + i, 35 * n, 800.0 + i)
+                                                      for i, n in enumerate(shard_sizes, 1))]
+        deploys[workers[1:]] = deploy_figures(stacks, wall)
+    return {"shard_size": size, "shard_sizes": shard_sizes, "deploys": deploys, "diff_seconds": 1.5,
+            "previewed": ["bench.s01"], "preview_one_seconds": preview, "preview_one": [{"tree_peak_mb": 700.0}]}
+
+
+def test_the_fleet_table_states_each_deploy_the_ratio_the_preview_and_the_recommendation():
+    row = {"n": 100, "mock": {"seconds": 30.0, "peak_mb": 480.0},
+           "fleet": [_fleet(50, [48, 52], 47.0, w1=80.0, w2=60.0), _fleet(25, [20, 30, 22, 28], 30.0, w1=100.0, w2=55.0)]}
+    lines = fleet_table([row]).splitlines()
+    assert lines[0].split(" | ")[4:7] == ["up per stack, 1 worker (min / median / max)",
+                                          "up, all stacks, 1 worker (wall; sum of stacks)",
+                                          "up per stack, 2 workers (min / median / max)"]
+    assert "2 / 1 workers (wall)" in lines[0]
+    # sorted by shard size; 25: 5 stacks, 100 + 35 * 100 resources, up 5.0 / 12.0 / 14.0 s, 2 workers 0.55x
+    assert lines[2] == ("| 100 | 25 | 5 (20-30) | 3600 | 5.0 / 12.0 / 14.0 s | 100.0 s (75.0 s) | 5.0 / 12.0 / 14.0 s "
+                        "| 55.0 s (75.0 s) | 0.55x | 1.5 s | 30.0 s (1) | 804 | 700 | 30.0 s (480 MB) |")
+    assert lines[3].startswith("| 100 | 50 | 3 (48-52) | 3600 | 5.0 / 11.0 / 12.0 s | 80.0 s (40.0 s) |")
+    assert "| 0.75x |" in lines[3]
+    # target 60 s at N = 100: 47 s x 1.2 = 56.4 s fits, so the larger size is recommended
+    assert lines[-1].startswith("N = 100: recommended shard size about 50 tenants")
+
+
+def test_the_fleet_table_says_what_did_not_run():
+    row = {"n": 1000, "fleet": [_fleet(25, [20, 30], 28.0, w1=900.0)]}
+    lines = fleet_table([row]).splitlines()
+    assert "2 worker" not in lines[0] and "/ 1 workers" not in lines[0]
+    assert lines[2].endswith("| n/a |")  # no mock floor measured
+    assert lines[-1].startswith("N = 1000: recommended shard size below 25 tenants")  # 33.6 s > 30 s
+    failed = _fleet(25, [20, 30], 20.0, w1=900.0, w2=500.0)
+    failed["deploys"]["2"]["failed"] = ["bench.s02"]
+    assert "; FAILED bench.s02" in fleet_table([{"n": 1000, "fleet": [failed]}])
+
+
+def test_a_fleet_deploy_runs_the_platform_stack_first_then_the_shards_within_the_worker_count(monkeypatch, tmp_path):
+    import threading
+
+    import bench.pulumi_engine as bench
+
+    graph = [("bench", ()), *((f"bench.s{i:02d}", ("bench",)) for i in range(1, 6))]
+    events, running, lock = [], [0], threading.Lock()
+    most = [0]
+
+    def fake_engine(project, stack, state, kubeconfig, op):
+        assert op == "up"
+        with lock:
+            events.append(("start", stack))
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        try:
+            if stack == "bench.s03":
+                raise RuntimeError("`pulumi up` of bench.s03 failed (1):\nboom")
+            return {"stack": stack, "seconds": 1.0, "resources": 10, "tree_peak_mb": 100.0, "errors": [],
+                    "summary": {"create": 10}}
+        finally:
+            with lock:
+                running[0] -= 1
+                events.append(("end", stack))
+
+    monkeypatch.setattr(bench, "run_engine", fake_engine)
+    out = bench.deploy_fleet(tmp_path, graph, tmp_path / "state", tmp_path / "kubeconfig", 2, lambda _: None)
+    assert events[:2] == [("start", "bench"), ("end", "bench")]
+    assert sorted(s for e, s in events if e == "start") == sorted(name for name, _ in graph)
+    assert most[0] <= 2
+    assert [s["stack"] for s in out["stacks"]] == [name for name, _ in graph]
+    assert out["failed"] == ["bench.s03"] and "boom" in out["stacks"][3]["error"]
+    assert out["resources"] == 50 and out["workers"] == 2
