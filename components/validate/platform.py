@@ -10,6 +10,10 @@ from ..spec.problems import Problem
 from ..spec.stack import CONFIG_KEY, Platform
 from ..spec.yaml_source import SourceDocument, yaml_text
 
+# A node's taint patch is registered as its label patch's Pulumi name plus this
+# (resources/kubernetes.py `logical_name`; tests/validate/test_platform.py checks the two agree).
+TAINT_PATCH_SUFFIX = "-taints"
+
 
 def platform_path(*parts) -> tuple:
     """Where a setting of the stack's `gpu-tenancy:platform` config is, for `doc.problem`.
@@ -39,6 +43,12 @@ def node_pools_are_consistent(platform: Platform, doc: SourceDocument) -> list[P
             if node in node_owner:
                 problems.append(doc.problem(where + ("nodes", index), f"node '{node}' is already in pool '{node_owner[node]}'; a node belongs to one pool"))
             node_owner.setdefault(node, pool_name)
+        for index, node in enumerate(pool.nodes):
+            base = node[: -len(TAINT_PATCH_SUFFIX)] if node.endswith(TAINT_PATCH_SUFFIX) else None
+            if base is not None and any(base in other.nodes for other in platform.node_pools.values()):
+                problems.append(doc.problem(where + ("nodes", index), (
+                    f"node '{node}' has the Pulumi name of node '{base}''s taint patch (its name plus "
+                    f"'{TAINT_PATCH_SUFFIX}'): the two would be one resource; rename one of the nodes in this list")))
         if pool.patch_taints is False and pool.nodes:
             problems.append(doc.problem(where + ("patchTaints",), "static nodes are not tainted here: if the pool is dedicated to a tenant, its nodes must register with the taint "
                                         f"{platform.label_domain}/tenant=<tenant>:NoSchedule themselves, or pods that select no node can land on them; "
