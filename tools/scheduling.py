@@ -35,6 +35,7 @@ The lane (`make e2e-scheduling`) is tests/e2e/scheduling.
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime
 import ipaddress
 import os
@@ -363,6 +364,25 @@ def clear_not_ready_taints(cp: ControlPlane, nodes: Iterable[str]) -> None:
         keep = [cp.api_client.sanitize_for_serialization(t) for t in taints if t.key != NOT_READY_TAINT]
         if len(keep) != len(taints):
             core.patch_node(name, {"spec": {"taints": keep}}, field_manager="node-lifecycle-controller")
+
+
+@contextlib.contextmanager
+def cpu_node(cp: ControlPlane, name: str, cpu: str = "2") -> Iterator[str]:
+    """One untainted, Ready node without GPUs, as every cluster has for CPU work, removed afterwards:
+    the GPU nodes are all tainted (dedicated pools by tenant, shared ones, MIG pools included, by the
+    GPU taint), so a CPU-only pod has nowhere else to go."""
+    from kubernetes import client as k8s_client
+
+    core = k8s_client.CoreV1Api(cp.api_client)
+    cp.create_node(name, {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}, field_manager="kubelet")
+    allocatable = {"cpu": cpu, "memory": NODE_MEMORY, "ephemeral-storage": NODE_EPHEMERAL, "pods": NODE_PODS}
+    core.patch_node_status(name, {"status": {"capacity": allocatable, "allocatable": allocatable, "conditions": [
+        {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "e2e CPU node (no kubelet)"}]}})
+    clear_not_ready_taints(cp, [name])
+    try:
+        yield name
+    finally:
+        core.delete_node(name)
 
 
 class SchedulingStack(AppliedStack):

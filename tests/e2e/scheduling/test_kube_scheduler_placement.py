@@ -22,7 +22,7 @@ from components.manifests.meta import GPU_TAINT_KEY, GPU_TAINT_TOLERATION, GPU_T
 from components.manifests.placement_policy import pinning_resources, placement
 from components.fleet import gpu_capacity as cap
 from tools.control_plane import TAINT_PATCH_MANAGER
-from tools.scheduling import NODE_EPHEMERAL, NODE_MEMORY, NODE_PODS, clear_not_ready_taints, running_scheduling_stack
+from tools.scheduling import cpu_node as scheduling_cpu_node, running_scheduling_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.scheduling]
 
@@ -114,17 +114,10 @@ CPU_NODE, CPU_NODE_CPU = "e2e-cpu-01", "2"
 
 @pytest.fixture
 def cpu_node(plain_stack):
-    """One untainted node without GPUs (2 cpus), as every cluster has for CPU work; removed afterwards.
-    The GPU nodes keep only what the rendered patches gave them (shared MIG pools too: issue 22 item 4)."""
-    cp = plain_stack.plane.cp
-    core = client.CoreV1Api(cp.api_client)
-    cp.create_node(CPU_NODE, {"kubernetes.io/hostname": CPU_NODE, "kubernetes.io/os": "linux"}, field_manager="kubelet")
-    allocatable = {"cpu": CPU_NODE_CPU, "memory": NODE_MEMORY, "ephemeral-storage": NODE_EPHEMERAL, "pods": NODE_PODS}
-    core.patch_node_status(CPU_NODE, {"status": {"capacity": allocatable, "allocatable": allocatable, "conditions": [
-        {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "e2e CPU node (no kubelet)"}]}})
-    clear_not_ready_taints(cp, [CPU_NODE])
-    yield CPU_NODE
-    core.delete_node(CPU_NODE)
+    """One untainted node without GPUs (2 cpus); the GPU nodes keep only what the rendered patches
+    gave them (shared MIG pools too: issue 22 item 4)."""
+    with scheduling_cpu_node(plain_stack.plane.cp, CPU_NODE, CPU_NODE_CPU) as name:
+        yield name
 
 
 def _is_mig(platform, pool: str) -> bool:

@@ -23,7 +23,7 @@ from tests.e2e.scheduling.borrowing import write_borrowing_project
 from tests.e2e.scheduling.jobs import QUEUE_LABEL, job, wait_or_explain
 from tests.e2e.scheduling.kai import developer_of
 from tools.applied_stack import AppliedStack
-from tools.scheduling import SchedulingStack, running_scheduling_stack
+from tools.scheduling import SchedulingStack, cpu_node, running_scheduling_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.scheduling]
 
@@ -160,7 +160,9 @@ def test_a_cpu_pod_needs_no_queue(kueue_stack, pods):
     body = gpu_pod(0, queue=None)
     body["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "100m", "memory": "128Mi"},
                                                    "limits": {"cpu": "100m", "memory": "128Mi"}}
-    pods.wait_bound("eval", pods.create("eval", body))
+    with cpu_node(kueue_stack.plane.cp, "e2e-cpu-pinning"):   # every GPU node is tainted against CPU pods
+        pods.wait_bound("eval", pods.create("eval", body))
+        pods.cleanup()
 
 
 # --- queue.admission: direct ----------------------------------------------------------------
