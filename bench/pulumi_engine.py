@@ -530,18 +530,23 @@ def offline_diff(root: Path) -> dict:
     return json.loads(out.getvalue())
 
 
+@contextlib.contextmanager
 def _cluster(workdir: Path, project: Path):
+    """A started local control plane for the project's stack, stopped however the block ends."""
     from tools.engine import LocalCluster
 
-    return LocalCluster(workdir, project, STACK).start()
+    cluster = LocalCluster(workdir, project, STACK).start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
 
 
 def measure_unsharded(base: Path, count: int, log: Callable[[str], None]) -> dict:
     project = make_project(base / "unsharded", count)
-    cluster = _cluster(base / "cluster-unsharded", project)
-    state, kubeconfig = base / "state-unsharded", cluster.kubeconfig
-    out: dict = {}
-    try:
+    with _cluster(base / "cluster-unsharded", project) as cluster:
+        state, kubeconfig = base / "state-unsharded", cluster.kubeconfig
+        out: dict = {}
         out["up"] = run_engine(project, STACK, state, kubeconfig, "up")
         log(f"  N={count}: up {out['up']['seconds']:.1f} s ({out['up']['resources']} resources, "
             f"{out['up']['tree_peak_mb']:.0f} MB)")
@@ -551,8 +556,6 @@ def measure_unsharded(base: Path, count: int, log: Callable[[str], None]) -> dic
         out["preview_one"] = run_engine(project, STACK, state, kubeconfig, "preview")
         log(f"  N={count}: one-tenant preview {out['preview_one']['seconds']:.1f} s, "
             f"changes {out['preview_one']['changes']}")
-    finally:
-        cluster.stop()
     return out
 
 
@@ -584,9 +587,8 @@ def measure_sharded(base: Path, count: int, shard_size: int, log: Callable[[str]
     out: dict = {"shard_size": shard_size, "stacks": [p.stack for p in parts],
                  "shard_tenants": {p.stack: list(p.tenants) for p in parts[1:]},
                  "shard_sizes": [len(p.tenants) for p in parts[1:]]}
-    cluster = _cluster(base / "cluster-sharded", project)
-    state, kubeconfig = base / "state-sharded", cluster.kubeconfig
-    try:
+    with _cluster(base / "cluster-sharded", project) as cluster:
+        state, kubeconfig = base / "state-sharded", cluster.kubeconfig
         out["up"] = []
         for part in parts:  # deploy order: the platform stack, then the shards
             result = run_engine(project, part.stack, state, kubeconfig, "up")
@@ -597,8 +599,6 @@ def measure_sharded(base: Path, count: int, shard_size: int, log: Callable[[str]
         out["not_previewed"] = len(parts) - len(out["previewed"])
         log(f"  N={count}: one-tenant preview of {', '.join(out['previewed'])} ({out['previewed_from']}) "
             f"{out['preview_one_seconds']:.1f} s; {out['not_previewed']} of {len(parts)} stacks not previewed")
-    finally:
-        cluster.stop()
     return out
 
 
@@ -617,17 +617,14 @@ def measure_touched_shard(base: Path, count: int, shard_size: int, log: Callable
     shard = next(p for p in parts[1:] if tenant in p.tenants)
     out: dict = {"shard_size": shard_size, "stacks": len(parts), "touched_stack": shard.stack,
                  "touched_tenants": len(shard.tenants), "shard_sizes": sorted(len(p.tenants) for p in parts[1:])}
-    cluster = _cluster(base / "cluster-touched", project)
-    state, kubeconfig = base / "state-touched", cluster.kubeconfig
-    try:
+    with _cluster(base / "cluster-touched", project) as cluster:
+        state, kubeconfig = base / "state-touched", cluster.kubeconfig
         out["up"] = [run_engine(project, part.stack, state, kubeconfig, "up") for part in (parts[0], shard)]
         for part, result in zip((parts[0], shard), out["up"]):
             log(f"  N={count}: up {part.stack} ({len(part.tenants)} tenants) {result['seconds']:.1f} s")
         out.update(preview_one_tenant(project, count, state, kubeconfig))
         log(f"  N={count}: offline diff {out['diff_seconds']:.1f} s; one-tenant preview of {', '.join(out['previewed'])} "
             f"{out['preview_one_seconds']:.1f} s")
-    finally:
-        cluster.stop()
     return out
 
 
@@ -684,9 +681,8 @@ def measure_fleet(base: Path, count: int, shard_size: int, workers: list[int], l
             out.update(stacks=[p.stack for p in parts], shard_sizes=[len(p.tenants) for p in parts[1:]])
             log(f"  N={count}, shards of ~{shard_size}: {len(parts)} stacks ({min(out['shard_sizes'])}-"
                 f"{max(out['shard_sizes'])} tenants per shard)")
-        cluster = _cluster(base / f"s{shard_size}-w{w}" / "cluster", project)
-        state = base / f"s{shard_size}-w{w}" / "state"
-        try:
+        with _cluster(base / f"s{shard_size}-w{w}" / "cluster", project) as cluster:
+            state = base / f"s{shard_size}-w{w}" / "state"
             deploy = deploy_fleet(project, graph, state, cluster.kubeconfig, w, log)
             out["deploys"][str(w)] = deploy
             log(f"  N={count}, shards of ~{shard_size}, {w} worker(s): {deploy['resources']} resources, wall "
@@ -697,8 +693,6 @@ def measure_fleet(base: Path, count: int, shard_size: int, workers: list[int], l
                 out["not_previewed"] = len(parts) - len(out["previewed"])
                 log(f"  N={count}, shards of ~{shard_size}: offline diff {out['diff_seconds']:.1f} s; one-tenant "
                     f"preview of {', '.join(out['previewed'])} {out['preview_one_seconds']:.1f} s")
-        finally:
-            cluster.stop()
     return out
 
 
