@@ -24,6 +24,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from ..manifests.meta import FIELD_MANAGER, PATCH_FIELD_MANAGER, KubeObject, immutable_fields, is_taint_patch
+from ..spec.stack import TAINT_PATCH_SUFFIX
 
 # Custom resources another installer creates, of which we own only some fields (deleting ours gives them back).
 _PATCHED_CUSTOM_RESOURCES = {("kai.scheduler/v1", "Config")}
@@ -78,8 +79,8 @@ def logical_name(prefix: str, obj: Mapping[str, Any]) -> str:
     ('prod-platform-node-n1', 'prod-platform-node-n1-taints')
     """
     meta = obj["metadata"]
-    parts = [prefix, obj["kind"].lower(), meta.get("namespace"), meta["name"], "taints" if is_taint_patch(obj) else None]
-    return "-".join(p for p in parts if p)
+    parts = [prefix, obj["kind"].lower(), meta.get("namespace"), meta["name"]]
+    return "-".join(p for p in parts if p) + (TAINT_PATCH_SUFFIX if is_taint_patch(obj) else "")
 
 
 def registered_metadata(obj: Mapping[str, Any]) -> dict[str, Any]:

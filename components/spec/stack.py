@@ -33,6 +33,11 @@ from .tenant import (
 
 CONFIG_KEY = "gpu-tenancy:platform"
 
+# A static node's taint patch is registered under its label patch's Pulumi name plus this
+# (resources/kubernetes.py `logical_name`), so a node may not be named like another node plus it
+# (validate/platform.py).
+TAINT_PATCH_SUFFIX = "-taints"
+
 
 class PodSecurity(Model):
     """Pod Security Admission for every tenant namespace."""

@@ -7,12 +7,8 @@ from ..fleet import mig
 from ..fleet.isolation import fraction_isolation, isolation_of
 from ..spec.hints import did_you_mean
 from ..spec.problems import Problem
-from ..spec.stack import CONFIG_KEY, Platform
+from ..spec.stack import CONFIG_KEY, TAINT_PATCH_SUFFIX, Platform
 from ..spec.yaml_source import SourceDocument, yaml_text
-
-# A node's taint patch is registered as its label patch's Pulumi name plus this
-# (resources/kubernetes.py `logical_name`; tests/validate/test_platform.py checks the two agree).
-TAINT_PATCH_SUFFIX = "-taints"
 
 
 def platform_path(*parts) -> tuple:

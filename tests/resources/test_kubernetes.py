@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from components.manifests.gpu_nodes import label_patch, taint_patch
 from components.resources.kubernetes import logical_name
-from components.validate.platform import TAINT_PATCH_SUFFIX
+from components.spec.stack import TAINT_PATCH_SUFFIX
 
 
 def test_the_validators_taint_patch_suffix_is_the_logical_names():
