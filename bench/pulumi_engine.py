@@ -106,13 +106,14 @@ def changed_tenant(count: int) -> str:
     return tenant_name(count // 2)
 
 
-def change_one_tenant(root: Path, count: int) -> str:
-    """Lower one tenant's H100 quota from 2 to 1 in the project at `root`; returns the tenant.
+def change_one_tenant(root: Path, count: int, tenant: Optional[str] = None) -> str:
+    """Lower one tenant's H100 quota from 2 to 1 in the project at `root` (`tenant`, else
+    `changed_tenant(count)`); returns the tenant.
 
     >>> change_one_tenant(project, 10)   # doctest: +SKIP
     'team-00005'
     """
-    name = changed_tenant(count)
+    name = tenant or changed_tenant(count)
     path = root / "tenants" / f"{name}.yaml"
     text = path.read_text(encoding="utf-8")
     before, after = "gpu: {h100: 2, l4: 1}", "gpu: {h100: 1, l4: 1}"
@@ -277,18 +278,28 @@ def deploy_figures(stacks: list[dict], wall_seconds: float) -> dict:
     }
 
 
-def recommended_shard_size(previews: dict[int, Optional[float]], target: float) -> Optional[int]:
+def recommended_shard_size(previews: dict[int, Optional[float]], target: float,
+                           largest: Optional[dict[int, Optional[float]]] = None) -> Optional[int]:
     """The rule of docs/performance.md ("Recommended shard size"): the shard size bounds a pull
-    request's wait, and hashing spreads a shard's tenants +/-20% around the size asked, so the
-    recommended size is the largest measured one whose one-tenant preview, 20% larger, is still
-    under the target. None when no measured size qualifies (the answer is smaller than measured).
+    request's wait, and the slowest wait is a change in the largest shard. Where that preview was
+    measured (`largest`, per shard size) it counts as it is; else the one-tenant preview of the
+    middle tenant counts 20% larger (`SPREAD`, the hash's spread at a few hundred tenants). The
+    recommendation is the largest measured size whose worst case is under the target; None when no
+    measured size qualifies (the answer is smaller than measured).
 
     >>> recommended_shard_size({25: 20.0, 50: 29.0}, 30.0)
     25
-    >>> recommended_shard_size({25: 26.0}, 30.0) is None
+    >>> recommended_shard_size({25: 20.0}, 30.0, largest={25: 31.0}) is None
     True
     """
-    fits = [size for size, seconds in previews.items() if seconds is not None and seconds * SPREAD < target]
+    largest = largest or {}
+
+    def worst(size: int) -> Optional[float]:
+        if largest.get(size) is not None:
+            return largest[size]
+        return None if previews.get(size) is None else previews[size] * SPREAD
+
+    fits = [size for size in previews if (w := worst(size)) is not None and w < target]
     return max(fits, default=None)
 
 
@@ -307,7 +318,7 @@ def fleet_table(rows: list[dict]) -> str:
     ...        "shard_sizes": [4, 6], "deploys": {"1": deploy}, "diff_seconds": 0.5,
     ...        "preview_one_seconds": 12.0, "previewed": ["bench.s01"], "preview_one": [{"tree_peak_mb": 600.0}]}]}
     >>> print(fleet_table([row]).splitlines()[2])
-    | 10 | 5 | 3 (4-6) | 40 | 2.0 / 3.0 / 4.0 s | 9.5 s (9.0 s) | 0.5 s | 12.0 s (1) | 700 | 600 | 1.5 s (120 MB) |
+    | 10 | 5 | 3 (4-6) | 40 | 2.0 / 3.0 / 4.0 s | 9.5 s (9.0 s) | 0.5 s | 12.0 s (1) | n/a | 700 | 600 | 1.5 s (120 MB) |
     """
     workers = sorted({int(w) for r in rows for f in r.get("fleet", []) for w in f.get("deploys", {})})
     head = ["N", "shard size", "stacks (tenants per shard)", "resources"]
@@ -315,14 +326,15 @@ def fleet_table(rows: list[dict]) -> str:
         label = f"{w} worker{'s' if w > 1 else ''}"
         head += [f"up per stack, {label} (min / median / max)", f"up, all stacks, {label} (wall; sum of stacks)"]
     head += [f"{w} / 1 workers (wall)" for w in workers if w > 1 and 1 in workers]
-    head += ["offline diff", "one-tenant preview (stacks)", "largest stack tree peak, up (MB)",
-             "one-tenant preview tree peak (MB)", "mock floor (peak)"]
+    head += ["offline diff", "one-tenant preview (stacks)", "one-tenant preview, largest shard (tenants)",
+             "largest stack tree peak, up (MB)", "one-tenant preview tree peak (MB)", "mock floor (peak)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---:" if i != 2 else "---" for i in range(len(head))) + "|"]
     notes = []
     for r in sorted(rows, key=lambda row: row["n"]):
         mock = r.get("mock") or {}
         mock_cell = "n/a" if "seconds" not in mock else f"{mock['seconds']:.1f} s ({mock.get('peak_mb', 0):.0f} MB)"
         previews: dict[int, Optional[float]] = {}
+        largest: dict[int, Optional[float]] = {}
         for f in sorted(r.get("fleet", []), key=lambda f: f["shard_size"]):
             deploys = {int(w): d for w, d in f.get("deploys", {}).items()}
             sizes = f.get("shard_sizes") or []
@@ -346,16 +358,23 @@ def fleet_table(rows: list[dict]) -> str:
             seconds = f.get("preview_one_seconds")
             previews[f["shard_size"]] = seconds
             peaks = [d.get("largest_tree_peak_mb") for d in deploys.values() if d.get("largest_tree_peak_mb") is not None]
-            preview_peak = max((p["tree_peak_mb"] for p in f.get("preview_one", [])), default=None)
+            worst = f.get("largest_shard_preview") or {}
+            largest[f["shard_size"]] = worst.get("preview_one_seconds")
+            preview_peak = max((p["tree_peak_mb"] for p in f.get("preview_one", []) + worst.get("preview_one", [])),
+                               default=None)
             cells += [_fmt(f.get("diff_seconds"), unit=" s"),
                       _fmt(seconds, unit=" s") + ("" if previewed is None else f" ({len(previewed)})"),
+                      _fmt(worst.get("preview_one_seconds"), unit=" s")
+                      + (f" ({worst['shard_tenants']})" if "shard_tenants" in worst else ""),
                       _fmt(max(peaks, default=None), ".0f"), _fmt(preview_peak, ".0f"), mock_cell]
             lines.append("| " + " | ".join(cells) + " |")
         target = preview_target(r["n"])
-        size = recommended_shard_size(previews, target)
+        size = recommended_shard_size(previews, target, largest)
+        rule = (f"whose largest shard's one-tenant preview is under {target:.0f} s" if any(v is not None for v in largest.values())
+                else f"whose one-tenant preview x {SPREAD} is under {target:.0f} s")
         notes.append(f"N = {r['n']}: recommended shard size "
                      + (f"about {size} tenants" if size is not None else f"below {min(previews, default=0)} tenants (none measured fits)")
-                     + f" (largest measured whose one-tenant preview x {SPREAD} is under {target:.0f} s)")
+                     + f" (largest measured {rule})")
     return "\n".join(lines) + "\n\n" + "\n".join(notes)
 
 
@@ -559,14 +578,15 @@ def measure_unsharded(base: Path, count: int, log: Callable[[str], None]) -> dic
     return out
 
 
-def preview_one_tenant(project: Path, count: int, state: Path, kubeconfig: Path) -> dict:
-    """Commit the deployed project, change one tenant, and preview the stacks the offline diff names."""
+def preview_one_tenant(project: Path, count: int, state: Path, kubeconfig: Path, tenant: Optional[str] = None) -> dict:
+    """Commit the deployed project, change one tenant (`change_one_tenant`), and preview the stacks
+    the offline diff names."""
     # The base of the offline diff is what was deployed, including what the file backend wrote
     # into the stack files (the secrets salt).
     git(project, "init", "-q")
     git(project, "add", "-A")
-    git(project, "commit", "-q", "-m", "deployed")
-    tenant = change_one_tenant(project, count)
+    git(project, "commit", "-q", "--allow-empty", "-m", "deployed")
+    tenant = change_one_tenant(project, count, tenant)
     started = time.perf_counter()
     document = offline_diff(project)
     diff_seconds = time.perf_counter() - started
@@ -602,27 +622,46 @@ def measure_sharded(base: Path, count: int, shard_size: int, log: Callable[[str]
     return out
 
 
-def measure_touched_shard(base: Path, count: int, shard_size: int, log: Callable[[str], None]) -> dict:
+def touched_tenant(parts: list, count: int, largest: bool) -> str:
+    """The tenant the one-tenant change edits: `changed_tenant(count)`, or with `largest` the first
+    tenant of the largest shard (the slowest preview: rendezvous hashing makes shards uneven, and a
+    pull request may touch any of them).
+
+    >>> from components.fleet.shard_stacks import StackPart
+    >>> parts = [StackPart("p", None, True, ()), StackPart("p.a", "a", False, ("t1",)),
+    ...          StackPart("p.b", "b", False, ("t3", "t2"))]
+    >>> touched_tenant(parts, 2, largest=True)
+    't2'
+    """
+    if not largest:
+        return changed_tenant(count)
+    shard = max(parts[1:], key=lambda part: (len(part.tenants), part.stack))
+    return min(shard.tenants)
+
+
+def measure_touched_shard(base: Path, count: int, shard_size: int, log: Callable[[str], None],
+                          largest: bool = False) -> dict:
     """A pull request's view of a large sharded fleet: deploy only the platform stack and the shard
     that holds the changed tenant (the others would be deployed too, but nothing they hold enters
     this shard's preview), then change one tenant and preview what the offline diff names.
-    The fleet is the whole N: every stack's program reads all N tenant files."""
+    The fleet is the whole N: every stack's program reads all N tenant files. With `largest`,
+    the changed tenant is in the largest shard (`touched_tenant`)."""
     from components.load import load_environment
     from components.fleet.shard_stacks import stack_parts
 
     shards = shard_names(count, shard_size)
     project = make_project(base / "touched", count, shards)
     parts = stack_parts(load_environment(project, STACK))
-    tenant = changed_tenant(count)
+    tenant = touched_tenant(parts, count, largest)
     shard = next(p for p in parts[1:] if tenant in p.tenants)
-    out: dict = {"shard_size": shard_size, "stacks": len(parts), "touched_stack": shard.stack,
+    out: dict = {"shard_size": shard_size, "stacks": len(parts), "touched_stack": shard.stack, "largest_shard": largest,
                  "touched_tenants": len(shard.tenants), "shard_sizes": sorted(len(p.tenants) for p in parts[1:])}
     with _cluster(base / "cluster-touched", project) as cluster:
         state, kubeconfig = base / "state-touched", cluster.kubeconfig
         out["up"] = [run_engine(project, part.stack, state, kubeconfig, "up") for part in (parts[0], shard)]
         for part, result in zip((parts[0], shard), out["up"]):
             log(f"  N={count}: up {part.stack} ({len(part.tenants)} tenants) {result['seconds']:.1f} s")
-        out.update(preview_one_tenant(project, count, state, kubeconfig))
+        out.update(preview_one_tenant(project, count, state, kubeconfig, tenant))
         log(f"  N={count}: offline diff {out['diff_seconds']:.1f} s; one-tenant preview of {', '.join(out['previewed'])} "
             f"{out['preview_one_seconds']:.1f} s")
     return out
@@ -693,7 +732,24 @@ def measure_fleet(base: Path, count: int, shard_size: int, workers: list[int], l
                 out["not_previewed"] = len(parts) - len(out["previewed"])
                 log(f"  N={count}, shards of ~{shard_size}: offline diff {out['diff_seconds']:.1f} s; one-tenant "
                     f"preview of {', '.join(out['previewed'])} {out['preview_one_seconds']:.1f} s")
+                out["largest_shard_preview"] = preview_largest_shard(project, count, parts, out, state, cluster.kubeconfig)
+                log(f"  N={count}, shards of ~{shard_size}: one-tenant preview in the largest shard "
+                    f"({out['largest_shard_preview']['shard_tenants']} tenants) "
+                    f"{out['largest_shard_preview']['preview_one_seconds']:.1f} s")
     return out
+
+
+def preview_largest_shard(project: Path, count: int, parts: list, middle: dict, state: Path, kubeconfig: Path) -> dict:
+    """After `preview_one_tenant` of the middle tenant (`middle`), the same change in the largest
+    shard (`touched_tenant(..., largest=True)`): the slowest preview a pull request can wait for.
+    The first change is undone first, so each preview sees one changed tenant."""
+    tenant = touched_tenant(parts, count, largest=True)
+    shard = next(p for p in parts[1:] if tenant in p.tenants)
+    if middle["changed_tenant"] in shard.tenants:  # the middle tenant is already in the largest shard
+        return {**{k: middle[k] for k in ("changed_tenant", "diff_seconds", "previewed", "preview_one",
+                                           "preview_one_seconds")}, "shard_tenants": len(shard.tenants), "same_shard": True}
+    git(project, "checkout", "-q", "--", ".")
+    return {**preview_one_tenant(project, count, state, kubeconfig, tenant), "shard_tenants": len(shard.tenants)}
 
 
 def measure_fleet_table(count: int, scratch: Path, shard_sizes: list[int], workers: list[int],
@@ -737,6 +793,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--touched-shard-only", action="store_true",
                         help="per N, deploy only the platform stack and the changed tenant's shard, then the "
                              "one-tenant preview (the pull-request path at sizes where deploying every shard is too slow)")
+    parser.add_argument("--largest-shard", action="store_true",
+                        help="with --touched-shard-only: change a tenant of the largest shard (the slowest "
+                             "one-tenant preview) instead of the middle tenant")
     parser.add_argument("--fleet-table", action="store_true",
                         help="per N and shard size (--shard-sizes), deploy every stack with each worker count "
                              "(--workers) on a fresh control plane, then the one-tenant preview; the mock floor once per N")
@@ -779,7 +838,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                 measure_fleet_table(count, scratch, results["shard_sizes"], results["workers"], log, save)
                 continue
             if args.touched_shard_only:
-                results["rows"].append({"n": count, "touched": measure_touched_shard(scratch / f"n{count}", count, args.shard_size, log)})
+                results["rows"].append({"n": count, "touched": measure_touched_shard(scratch / f"n{count}", count, args.shard_size, log,
+                                                                                   args.largest_shard)})
             else:
                 results["rows"].append(measure(count, scratch, args.shard_size, log))
             args.json.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")  # a later N may fail

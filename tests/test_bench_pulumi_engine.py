@@ -25,6 +25,7 @@ from bench.pulumi_engine import (
     spread,
     stacks_to_preview,
     table,
+    touched_tenant,
     tree_rss,
     verdicts,
 )
@@ -54,6 +55,21 @@ def test_the_sharded_project_is_a_valid_environment_whose_shards_cover_every_ten
     members = [t for p in parts[1:] for t in p.tenants]
     assert sorted(members) == sorted(t.name for t in environment.tenants) and len(members) == 120
     assert all(p.tenants for p in parts[1:]), [len(p.tenants) for p in parts]
+
+
+def test_the_worst_case_change_is_in_the_largest_shard_and_previews_only_it(tmp_path):
+    project = make_project(tmp_path / "p", 60, shard_names(60, 10))
+    parts = stack_parts(load_environment(project, STACK))
+    sizes = sorted(len(p.tenants) for p in parts[1:])
+    assert sizes[0] < sizes[-1], sizes  # rendezvous hashing: uneven, so the largest shard is the worst case
+    tenant = touched_tenant(parts, 60, largest=True)
+    assert len(next(p for p in parts[1:] if tenant in p.tenants).tenants) == sizes[-1]
+    assert touched_tenant(parts, 60, largest=False) == changed_tenant(60)
+    git(project, "init", "-q")
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "base")
+    assert change_one_tenant(project, 60, tenant) == tenant
+    assert stacks_to_preview(offline_diff(project))[0] == [tenant_stack(load_environment(project, STACK), tenant)]
 
 
 def test_a_one_tenant_change_previews_only_that_tenants_shard(tmp_path):
@@ -150,6 +166,15 @@ def test_the_recommended_shard_size_is_the_largest_whose_preview_has_the_spreads
     assert (preview_target(100), preview_target(300), preview_target(1000)) == (60.0, 60.0, 30.0)
 
 
+def test_a_measured_preview_of_the_largest_shard_counts_as_it_is():
+    # 50's middle tenant previews in 20 s (x 1.2 = 24 s fits), but its largest shard took 33 s
+    assert recommended_shard_size({25: 15.0, 50: 20.0}, 30.0, largest={25: 21.0, 50: 33.0}) == 25
+    # a largest-shard preview under the target fits even when the middle one x 1.2 would not
+    assert recommended_shard_size({25: 26.0}, 30.0, largest={25: 29.0}) == 25
+    # where it was not measured, the 20% rule stands
+    assert recommended_shard_size({25: 15.0, 50: 20.0}, 30.0, largest={25: 21.0, 50: None}) == 50
+
+
 def _fleet(size: int, shard_sizes: list[int], preview: float, **walls: float) -> dict:
     deploys = {}
     for workers, wall in walls.items():
@@ -170,11 +195,24 @@ def test_the_fleet_table_states_each_deploy_the_ratio_the_preview_and_the_recomm
     assert "2 / 1 workers (wall)" in lines[0]
     # sorted by shard size; 25: 5 stacks, 100 + 35 * 100 resources, up 5.0 / 12.0 / 14.0 s, 2 workers 0.55x
     assert lines[2] == ("| 100 | 25 | 5 (20-30) | 3600 | 5.0 / 12.0 / 14.0 s | 100.0 s (75.0 s) | 5.0 / 12.0 / 14.0 s "
-                        "| 55.0 s (75.0 s) | 0.55x | 1.5 s | 30.0 s (1) | 804 | 700 | 30.0 s (480 MB) |")
+                        "| 55.0 s (75.0 s) | 0.55x | 1.5 s | 30.0 s (1) | n/a | 804 | 700 | 30.0 s (480 MB) |")
     assert lines[3].startswith("| 100 | 50 | 3 (48-52) | 3600 | 5.0 / 11.0 / 12.0 s | 80.0 s (40.0 s) |")
     assert "| 0.75x |" in lines[3]
     # target 60 s at N = 100: 47 s x 1.2 = 56.4 s fits, so the larger size is recommended
     assert lines[-1].startswith("N = 100: recommended shard size about 50 tenants")
+
+
+def test_the_fleet_table_shows_the_largest_shards_preview_and_recommends_by_it():
+    small, large = _fleet(15, [10, 20], 18.0, w1=300.0), _fleet(25, [15, 37], 25.0, w1=280.0)
+    small["largest_shard_preview"] = {"preview_one_seconds": 27.0, "shard_tenants": 20, "preview_one": [{"tree_peak_mb": 650.0}]}
+    large["largest_shard_preview"] = {"preview_one_seconds": 46.0, "shard_tenants": 37, "preview_one": [{"tree_peak_mb": 990.0}]}
+    lines = fleet_table([{"n": 1000, "fleet": [large, small]}]).splitlines()
+    assert "one-tenant preview, largest shard (tenants)" in lines[0]
+    assert "| 18.0 s (1) | 27.0 s (20) | 802 | 700 |" in lines[2]
+    assert "| 25.0 s (1) | 46.0 s (37) | 802 | 990 |" in lines[3]  # the largest shard's preview peak counts
+    # 25 x 1.2 = 30 s would not fit anyway, but 46 s measured is what rules it out
+    assert lines[-1] == ("N = 1000: recommended shard size about 15 tenants (largest measured whose largest shard's "
+                         "one-tenant preview is under 30 s)")
 
 
 def test_the_fleet_table_says_what_did_not_run():

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.pulumi_engine import changed_tenant, measure_sharded
+from bench.pulumi_engine import changed_tenant, measure_fleet, measure_sharded
 
 pytestmark = pytest.mark.pulumi
 
@@ -39,3 +39,23 @@ def test_a_one_tenant_change_previews_only_its_shard(tmp_path, e2e_summary):
         f"update ResourceQuota {tenant}-resourcequota-{tenant}-tenant-quota",
     ]
     assert preview["tree_peak_mb"] >= preview["self_maxrss_mb"] > 0
+
+
+def test_the_fleet_table_deploys_every_stack_with_each_worker_count_and_previews_one_shard(tmp_path, e2e_summary):
+    log: list[str] = []
+    result = measure_fleet(tmp_path, COUNT, SHARD_SIZE, [1, 2], log.append)
+    e2e_summary.extend(f"bench fleet smoke:{line}" for line in log)
+
+    assert result["stacks"] == ["bench", "bench.s01", "bench.s02"]
+    assert sorted(result["deploys"]) == ["1", "2"]
+    for workers, deploy in result["deploys"].items():
+        assert deploy["failed"] == [], (workers, deploy["stacks"])
+        assert [s["stack"] for s in deploy["stacks"]] == result["stacks"]
+        assert all(set(s["summary"]) == {"create"} for s in deploy["stacks"]), workers
+        assert deploy["resources"] == sum(s["resources"] for s in deploy["stacks"]) > 0
+        assert deploy["wall_seconds"] > 0 and deploy["largest_tree_peak_mb"] > 0
+    # each worker count deployed the same fleet on its own control plane
+    assert result["deploys"]["1"]["resources"] == result["deploys"]["2"]["resources"]
+    # the preview ran after the last deploy, on the one shard the offline diff named
+    assert len(result["previewed"]) == 1 and result["not_previewed"] == 2
+    assert result["preview_one"][0]["changes"] == {"update": 2}
