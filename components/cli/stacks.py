@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 
@@ -94,6 +95,22 @@ def graph_line(environment_name: str, parts: list[StackPart]) -> str:
     return f"deploy: {environment_name} first, then {', '.join(shards)} (shards in any order, concurrently)"
 
 
+def sizes_line(parts: list[StackPart]) -> str:
+    """How many tenants each shard holds (hashing spreads them unevenly) and the largest shard:
+    a pull request there waits longest for its preview, so pin some of its tenants elsewhere
+    (`assignments`) if that wait matters.
+
+    >>> sizes_line([StackPart("lab", None, True, ()), StackPart("lab.a", "a", False, ("x",), (), ("lab",)),
+    ...             StackPart("lab.b", "b", False, ("y", "z"), (), ("lab",))])
+    'shards: 1-2 tenants each (median 1); largest lab.b (2 tenants), whose previews take longest'
+    """
+    shards = [p for p in parts if p.shard is not None]
+    sizes = sorted(len(p.tenants) for p in shards)
+    largest = min(shards, key=lambda p: (-len(p.tenants), p.stack))
+    return (f"shards: {sizes[0]}-{sizes[-1]} tenants each (median {statistics.median_low(sizes)}); largest "
+            f"{largest.stack} ({len(largest.tenants)} tenants), whose previews take longest")
+
+
 def origin_url(root) -> str | None:
     """The `origin` remote of the git checkout at `root` (None outside one, or without that remote).
 
@@ -112,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
     lab.blue: tenants audio, speech
     lab.green: tenants robotics, vision (pinned)
     deploy: lab first, then lab.blue, lab.green (shards in any order, concurrently)
+    shards: 2-2 tenants each (median 2); largest lab.blue (2 tenants), whose previews take longest
     0
     """
     from ..load import load_environment
@@ -139,6 +157,7 @@ def run(args: argparse.Namespace) -> int:
             lines.append(describe(part))
         if len(parts) > 1:
             lines.append(graph_line(env, parts))
+            lines.append(sizes_line(parts))
         if settings is not None:
             try:
                 resources.extend(operator_stacks(environment, settings))

@@ -24,7 +24,22 @@ def test_stacks_lists_platform_then_shards(capsys):
         "lab.blue: tenants audio, speech",
         "lab.green: tenants robotics, vision (pinned)",
         "deploy: lab first, then lab.blue, lab.green (shards in any order, concurrently)",
+        "shards: 2-2 tenants each (median 2); largest lab.blue (2 tenants), whose previews take longest",
     ]
+
+
+def test_stacks_names_the_largest_shard_of_an_uneven_spread():
+    from components.cli.stacks import sizes_line
+    from components.fleet.shard_stacks import StackPart
+
+    parts = [StackPart("p", None, True, ())] + [
+        StackPart(f"p.{name}", name, False, tuple(f"t{name}{i}" for i in range(size)), (), ("p",))
+        for name, size in (("a", 3), ("b", 7), ("c", 5), ("d", 7))
+    ]
+    # the largest wins, the first by name among equals; a reserved or empty shard still counts
+    assert sizes_line(parts) == "shards: 3-7 tenants each (median 5); largest p.b (7 tenants), whose previews take longest"
+    parts.append(StackPart("p.e", "e", False, (), (), ("p",)))
+    assert sizes_line(parts).startswith("shards: 0-7 tenants each (median 5); largest p.b")
 
 
 def test_stacks_json_is_the_deploy_matrix(capsys):
