@@ -639,6 +639,16 @@ def touched_tenant(parts: list, count: int, largest: bool) -> str:
     return min(shard.tenants)
 
 
+def shard_of(parts: list, tenant: str):
+    """The shard stack (`StackPart`) that holds `tenant`.
+
+    >>> from components.fleet.shard_stacks import StackPart
+    >>> shard_of([StackPart("p", None, True, ()), StackPart("p.a", "a", False, ("t1",))], "t1").stack
+    'p.a'
+    """
+    return next(p for p in parts[1:] if tenant in p.tenants)
+
+
 def measure_touched_shard(base: Path, count: int, shard_size: int, log: Callable[[str], None],
                           largest: bool = False) -> dict:
     """A pull request's view of a large sharded fleet: deploy only the platform stack and the shard
@@ -653,7 +663,7 @@ def measure_touched_shard(base: Path, count: int, shard_size: int, log: Callable
     project = make_project(base / "touched", count, shards)
     parts = stack_parts(load_environment(project, STACK))
     tenant = touched_tenant(parts, count, largest)
-    shard = next(p for p in parts[1:] if tenant in p.tenants)
+    shard = shard_of(parts, tenant)
     out: dict = {"shard_size": shard_size, "stacks": len(parts), "touched_stack": shard.stack, "largest_shard": largest,
                  "touched_tenants": len(shard.tenants), "shard_sizes": sorted(len(p.tenants) for p in parts[1:])}
     with _cluster(base / "cluster-touched", project) as cluster:
@@ -744,7 +754,7 @@ def preview_largest_shard(project: Path, count: int, parts: list, middle: dict, 
     shard (`touched_tenant(..., largest=True)`): the slowest preview a pull request can wait for.
     The first change is undone first, so each preview sees one changed tenant."""
     tenant = touched_tenant(parts, count, largest=True)
-    shard = next(p for p in parts[1:] if tenant in p.tenants)
+    shard = shard_of(parts, tenant)
     if middle["changed_tenant"] in shard.tenants:  # the middle tenant is already in the largest shard
         return {**{k: middle[k] for k in ("changed_tenant", "diff_seconds", "previewed", "preview_one",
                                            "preview_one_seconds")}, "shard_tenants": len(shard.tenants), "same_shard": True}

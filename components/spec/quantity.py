@@ -51,7 +51,6 @@ class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity; the message says how to write it."""
 
 
-
 @functools.lru_cache(maxsize=16384)
 def _parse_text(cls: type, raw: str) -> Quantity:
     # Cached: a fleet writes the same few quantities thousands of times, and the builders parse

@@ -29,6 +29,7 @@ def node_pools_are_consistent(platform: Platform, doc: SourceDocument) -> list[P
     """
     problems: list[Problem] = []
     node_owner: dict[str, str] = {}
+    every_node = {node for pool in platform.node_pools.values() for node in pool.nodes}
     for pool_name, pool in sorted(platform.node_pools.items()):
         where = platform_path("nodePools", pool_name)
         gpu_class = platform.gpu_classes.get(pool.gpu_class)
@@ -40,8 +41,8 @@ def node_pools_are_consistent(platform: Platform, doc: SourceDocument) -> list[P
                 problems.append(doc.problem(where + ("nodes", index), f"node '{node}' is already in pool '{node_owner[node]}'; a node belongs to one pool"))
             node_owner.setdefault(node, pool_name)
         for index, node in enumerate(pool.nodes):
-            base = node[: -len(TAINT_PATCH_SUFFIX)] if node.endswith(TAINT_PATCH_SUFFIX) else None
-            if base is not None and any(base in other.nodes for other in platform.node_pools.values()):
+            base = node.removesuffix(TAINT_PATCH_SUFFIX)
+            if base != node and base in every_node:
                 problems.append(doc.problem(where + ("nodes", index), (
                     f"node '{node}' has the Pulumi name of node '{base}''s taint patch (its name plus "
                     f"'{TAINT_PATCH_SUFFIX}'): the two would be one resource; rename one of the nodes in this list")))
