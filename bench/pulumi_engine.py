@@ -26,6 +26,14 @@ stacks'. After the last worker count's deploy, the one-tenant change previewed w
 diff says. The table (`fleet_table`) ends with the recommended shard size
 (`recommended_shard_size`).
 
+Previews are timed once the control plane has settled (`settle`: under a tenth of a core for 5 s):
+right after an `up`, the controller manager is still type-checking the new admission policies
+(about 4 CPU seconds per tenant guard policy) on the same two cores, which a pull request's preview
+against a real cluster never shares. The control plane's CPU during each preview and deploy is
+recorded (`control_plane_cpu_seconds`), and so is the CPU of each process of the engine's tree
+(`tree_cpu_seconds`: the program's Python, the `pulumi` CLI, the provider). The control plane's
+quota controller resyncs at the upstream default (5 min), not at the tests' 5 s.
+
 Every engine operation runs in a process of its own (`--phase engine`), so that each memory
 figure is that operation's. The engine is several processes: that process (it runs the program
 inline through the Automation API), the `pulumi` CLI and the Kubernetes provider. A thread samples
@@ -69,6 +77,13 @@ REPO = Path(__file__).resolve().parents[1]
 TARGET_SECONDS = 60.0  # one-tenant change, sharded, N = 300
 PROGRAM_FILES = ("Pulumi.yaml", "__main__.py")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
+_TICKS = os.sysconf("SC_CLK_TCK")
+# The control plane is settled before a preview is timed once it has used under this share of one
+# core over the window: a preview right after an `up` otherwise races the controller manager, which
+# type-checks each new ValidatingAdmissionPolicy (seconds of CPU per tenant guard policy) on the
+# same two cores. A pull request's preview runs long after the last deploy, on a runner that does
+# not host the cluster.
+SETTLED_SHARE, SETTLE_WINDOW, SETTLE_TIMEOUT = 0.1, 5.0, 900.0
 
 
 # --- pure helpers ---------------------------------------------------------------------------------
@@ -378,12 +393,67 @@ def fleet_table(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n\n" + "\n".join(notes)
 
 
+def settled_after(samples: list[tuple[float, float]], window: float = SETTLE_WINDOW,
+                  share: float = SETTLED_SHARE) -> Optional[float]:
+    """The first time in `samples` ((seconds, control-plane CPU seconds so far), in order) that
+    ends a window of at least `window` seconds in which the control plane used under `share` of
+    one core; None if none does yet.
+
+    >>> busy_then_idle = [(0, 0.0), (5, 4.0), (10, 8.0), (15, 8.2), (20, 8.3)]
+    >>> settled_after(busy_then_idle)
+    15
+    >>> settled_after(busy_then_idle[:3]) is None
+    True
+    """
+    for end, (t_end, cpu_end) in enumerate(samples):
+        start = next((i for i in range(end, -1, -1) if t_end - samples[i][0] >= window), None)
+        if start is not None and cpu_end - samples[start][1] < share * (t_end - samples[start][0]):
+            return t_end
+    return None
+
+
+def settled_note(previewed: dict) -> str:
+    """How a `preview_one_tenant` result's previews were timed, for the log.
+
+    >>> settled_note({"settle_seconds": 42.0, "settled": True,
+    ...               "preview_one": [{"control_plane_cpu_seconds": {"etcd": 0.25, "kube-apiserver": 1.0}}]})
+    'after 42 s of settling; control plane 1.2 CPU s during the preview'
+    """
+    during = sum(sum(r.get("control_plane_cpu_seconds", {}).values()) for r in previewed.get("preview_one", []))
+    waited = "not settled after" if not previewed.get("settled", True) else "after"
+    return f"{waited} {previewed.get('settle_seconds', 0):.0f} s of settling; control plane {during:.1f} CPU s during the preview"
+
+
+def control_plane_cpu(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """CPU seconds each control-plane process used between two `ControlPlane.cpu_seconds()` readings.
+
+    >>> control_plane_cpu({"etcd": 1.0, "kube-apiserver": 5.0}, {"etcd": 1.5, "kube-apiserver": 9.25})
+    {'etcd': 0.5, 'kube-apiserver': 4.25}
+    """
+    return {name: round(after[name] - before.get(name, 0.0), 2) for name in sorted(after)}
+
+
+def settle(cluster: Any, poll: float = 1.0, timeout: float = SETTLE_TIMEOUT) -> dict:
+    """Wait until the control plane is idle (`settled_after`), for at most `timeout` seconds;
+    how long that took and what the control plane used meanwhile."""
+    started, first = time.monotonic(), cluster.cp.cpu_seconds()
+    samples: list[tuple[float, float]] = []
+    while True:
+        now = time.monotonic() - started
+        samples.append((now, sum(cluster.cp.cpu_seconds().values())))
+        if settled_after(samples) is not None or now > timeout:
+            break
+        time.sleep(poll)
+    return {"settle_seconds": round(now, 1), "settled": now <= timeout,
+            "settle_cpu_seconds": control_plane_cpu(first, cluster.cp.cpu_seconds())}
+
+
 # --- peak memory of a process tree -----------------------------------------------------------------
 
 
-def _proc_table() -> dict[int, tuple[int, str, int]]:
-    """pid -> (parent pid, command name, RSS bytes) of every process we can read."""
-    out: dict[int, tuple[int, str, int]] = {}
+def _proc_table() -> dict[int, tuple[int, str, int, float]]:
+    """pid -> (parent pid, command name, RSS bytes, CPU seconds so far) of every process we can read."""
+    out: dict[int, tuple[int, str, int, float]] = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
@@ -395,20 +465,20 @@ def _proc_table() -> dict[int, tuple[int, str, int]]:
         except (OSError, IndexError, ValueError):
             continue  # exited while we looked
         name = stat[stat.index("(") + 1:stat.rindex(")")]
-        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
-        out[int(entry.name)] = (ppid, name, rss)
+        fields = stat[stat.rindex(")") + 2:].split()
+        out[int(entry.name)] = (int(fields[1]), name, rss, (int(fields[11]) + int(fields[12])) / _TICKS)
     return out
 
 
-def tree_rss(root: int) -> dict[int, tuple[str, int]]:
-    """pid -> (command name, RSS bytes) of `root` and all its descendants.
+def tree_rss(root: int) -> dict[int, tuple[str, int, float]]:
+    """pid -> (command name, RSS bytes, CPU seconds) of `root` and all its descendants.
 
     >>> os.getpid() in tree_rss(os.getpid())
     True
     """
     procs = _proc_table()
     children: dict[int, list[int]] = {}
-    for pid, (ppid, _, _) in procs.items():
+    for pid, (ppid, *_) in procs.items():
         children.setdefault(ppid, []).append(pid)
     out, todo = {}, [root]
     while todo:
@@ -421,10 +491,12 @@ def tree_rss(root: int) -> dict[int, tuple[str, int]]:
 
 class TreeSampler:
     """Samples the summed RSS of a process tree in a thread; `peak_mb` and `parts_mb` (the tree's
-    processes by command name at the peak) once stopped.
+    processes by command name at the peak) once stopped, and `cpu_seconds`: the CPU each command
+    name of the tree used while sampled (as last seen: a process that lived less than one interval
+    is missed).
 
-    >>> with TreeSampler(os.getpid()) as sampler: pass
-    >>> sampler.peak_mb > 0
+    >>> with TreeSampler(os.getpid()) as sampler: _ = sum(range(10**7))
+    >>> sampler.peak_mb > 0 and sum(sampler.cpu_seconds.values()) > 0
     True
     """
 
@@ -432,17 +504,23 @@ class TreeSampler:
         self.root, self.interval = root, interval
         self.peak_mb = 0.0
         self.parts_mb: dict[str, float] = {}
+        self.cpu_seconds: dict[str, float] = {}
+        self._cpu_start: dict[int, float] = {}
+        self._cpu_last: dict[int, tuple[str, float]] = {}
         self.samples = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="tree-rss", daemon=True)
 
     def _sample(self) -> None:
         tree = tree_rss(self.root)
-        total = sum(rss for _, rss in tree.values()) / 2**20
+        total = sum(rss for _, rss, _ in tree.values()) / 2**20
         self.samples += 1
+        for pid, (name, _, cpu) in tree.items():
+            self._cpu_start.setdefault(pid, cpu if self.samples == 1 else 0.0)
+            self._cpu_last[pid] = (name, cpu)
         if total > self.peak_mb:
             parts: dict[str, float] = {}
-            for name, rss in tree.values():
+            for name, rss, _ in tree.values():
                 parts[name] = parts.get(name, 0.0) + rss / 2**20
             self.peak_mb, self.parts_mb = total, dict(sorted(parts.items()))
 
@@ -459,6 +537,10 @@ class TreeSampler:
         self._stop.set()
         self._thread.join()
         self._sample()
+        used: dict[str, float] = {}
+        for pid, (name, cpu) in self._cpu_last.items():
+            used[name] = used.get(name, 0.0) + cpu - self._cpu_start[pid]
+        self.cpu_seconds = {name: round(seconds, 2) for name, seconds in sorted(used.items())}
 
 
 # --- phases (each in a child process: `pulumi_engine.py --phase engine ...`) ----------------------
@@ -491,6 +573,7 @@ def phase_engine(project: Path, stack: str, state: Path, kubeconfig: Path, op: s
         "errors": [m for m in outcome.messages("error")][:5],
         "tree_peak_mb": sampler.peak_mb,
         "tree_parts_mb": sampler.parts_mb,
+        "tree_cpu_seconds": sampler.cpu_seconds,
         "samples": sampler.samples,
         "self_maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "children_maxrss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
@@ -551,10 +634,13 @@ def offline_diff(root: Path) -> dict:
 
 @contextlib.contextmanager
 def _cluster(workdir: Path, project: Path):
-    """A started local control plane for the project's stack, stopped however the block ends."""
+    """A started local control plane for the project's stack, stopped however the block ends.
+    Its quota controller resyncs at the upstream default, not the tests' 5 s: a full resync walks
+    every ResourceQuota, thousands in a large fleet."""
+    from tools.control_plane import UPSTREAM_QUOTA_SYNC_PERIOD
     from tools.engine import LocalCluster
 
-    cluster = LocalCluster(workdir, project, STACK).start()
+    cluster = LocalCluster(workdir, project, STACK, quota_sync_period=UPSTREAM_QUOTA_SYNC_PERIOD).start()
     try:
         yield cluster
     finally:
@@ -569,6 +655,7 @@ def measure_unsharded(base: Path, count: int, log: Callable[[str], None]) -> dic
         out["up"] = run_engine(project, STACK, state, kubeconfig, "up")
         log(f"  N={count}: up {out['up']['seconds']:.1f} s ({out['up']['resources']} resources, "
             f"{out['up']['tree_peak_mb']:.0f} MB)")
+        out["settle"] = settle(cluster)
         out["preview"] = run_engine(project, STACK, state, kubeconfig, "preview")
         log(f"  N={count}: preview, no change {out['preview']['seconds']:.1f} s, changes {out['preview']['changes']}")
         out["changed_tenant"] = change_one_tenant(project, count)
@@ -578,9 +665,10 @@ def measure_unsharded(base: Path, count: int, log: Callable[[str], None]) -> dic
     return out
 
 
-def preview_one_tenant(project: Path, count: int, state: Path, kubeconfig: Path, tenant: Optional[str] = None) -> dict:
+def preview_one_tenant(project: Path, count: int, state: Path, cluster: Any, tenant: Optional[str] = None) -> dict:
     """Commit the deployed project, change one tenant (`change_one_tenant`), and preview the stacks
-    the offline diff names."""
+    the offline diff names, once the control plane has settled (`settle`); with each preview, the
+    control plane's CPU meanwhile."""
     # The base of the offline diff is what was deployed, including what the file backend wrote
     # into the stack files (the secrets salt).
     git(project, "init", "-q")
@@ -591,9 +679,14 @@ def preview_one_tenant(project: Path, count: int, state: Path, kubeconfig: Path,
     document = offline_diff(project)
     diff_seconds = time.perf_counter() - started
     previewed, source = stacks_to_preview(document)
-    previews = [run_engine(project, stack, state, kubeconfig, "preview") for stack in previewed]
+    settling = settle(cluster)
+    previews = []
+    for stack in previewed:
+        before = cluster.cp.cpu_seconds()
+        previews.append(run_engine(project, stack, state, cluster.kubeconfig, "preview"))
+        previews[-1]["control_plane_cpu_seconds"] = control_plane_cpu(before, cluster.cp.cpu_seconds())
     return {"changed_tenant": tenant, "diff_seconds": diff_seconds, "previewed": previewed, "previewed_from": source,
-            "preview_one": previews, "preview_one_seconds": sum(r["seconds"] for r in previews)}
+            **settling, "preview_one": previews, "preview_one_seconds": sum(r["seconds"] for r in previews)}
 
 
 def measure_sharded(base: Path, count: int, shard_size: int, log: Callable[[str], None]) -> dict:
@@ -615,7 +708,7 @@ def measure_sharded(base: Path, count: int, shard_size: int, log: Callable[[str]
             out["up"].append(result)
             log(f"  N={count}: up {part.stack} ({len(part.tenants)} tenants) {result['seconds']:.1f} s")
         out["up_seconds"] = sum(r["seconds"] for r in out["up"])
-        out.update(preview_one_tenant(project, count, state, kubeconfig))
+        out.update(preview_one_tenant(project, count, state, cluster))
         out["not_previewed"] = len(parts) - len(out["previewed"])
         log(f"  N={count}: one-tenant preview of {', '.join(out['previewed'])} ({out['previewed_from']}) "
             f"{out['preview_one_seconds']:.1f} s; {out['not_previewed']} of {len(parts)} stacks not previewed")
@@ -671,9 +764,9 @@ def measure_touched_shard(base: Path, count: int, shard_size: int, log: Callable
         out["up"] = [run_engine(project, part.stack, state, kubeconfig, "up") for part in (parts[0], shard)]
         for part, result in zip((parts[0], shard), out["up"]):
             log(f"  N={count}: up {part.stack} ({len(part.tenants)} tenants) {result['seconds']:.1f} s")
-        out.update(preview_one_tenant(project, count, state, kubeconfig, tenant))
+        out.update(preview_one_tenant(project, count, state, cluster, tenant))
         log(f"  N={count}: offline diff {out['diff_seconds']:.1f} s; one-tenant preview of {', '.join(out['previewed'])} "
-            f"{out['preview_one_seconds']:.1f} s")
+            f"{out['preview_one_seconds']:.1f} s ({settled_note(out)})")
     return out
 
 
@@ -732,24 +825,27 @@ def measure_fleet(base: Path, count: int, shard_size: int, workers: list[int], l
                 f"{max(out['shard_sizes'])} tenants per shard)")
         with _cluster(base / f"s{shard_size}-w{w}" / "cluster", project) as cluster:
             state = base / f"s{shard_size}-w{w}" / "state"
+            before = cluster.cp.cpu_seconds()
             deploy = deploy_fleet(project, graph, state, cluster.kubeconfig, w, log)
+            deploy["control_plane_cpu_seconds"] = control_plane_cpu(before, cluster.cp.cpu_seconds())
             out["deploys"][str(w)] = deploy
             log(f"  N={count}, shards of ~{shard_size}, {w} worker(s): {deploy['resources']} resources, wall "
                 f"{deploy['wall_seconds']:.1f} s, sum of stacks {deploy['process_sum_seconds']:.1f} s"
+                + f"; control plane {sum(deploy['control_plane_cpu_seconds'].values()):.0f} CPU s"
                 + (f"; FAILED {', '.join(deploy['failed'])}" if deploy["failed"] else ""))
             if position == len(workers) - 1 and not deploy["failed"]:
-                out.update(preview_one_tenant(project, count, state, cluster.kubeconfig))
+                out.update(preview_one_tenant(project, count, state, cluster))
                 out["not_previewed"] = len(parts) - len(out["previewed"])
                 log(f"  N={count}, shards of ~{shard_size}: offline diff {out['diff_seconds']:.1f} s; one-tenant "
-                    f"preview of {', '.join(out['previewed'])} {out['preview_one_seconds']:.1f} s")
-                out["largest_shard_preview"] = preview_largest_shard(project, count, parts, out, state, cluster.kubeconfig)
+                    f"preview of {', '.join(out['previewed'])} {out['preview_one_seconds']:.1f} s ({settled_note(out)})")
+                out["largest_shard_preview"] = preview_largest_shard(project, count, parts, out, state, cluster)
                 log(f"  N={count}, shards of ~{shard_size}: one-tenant preview in the largest shard "
                     f"({out['largest_shard_preview']['shard_tenants']} tenants) "
-                    f"{out['largest_shard_preview']['preview_one_seconds']:.1f} s")
+                    f"{out['largest_shard_preview']['preview_one_seconds']:.1f} s ({settled_note(out['largest_shard_preview'])})")
     return out
 
 
-def preview_largest_shard(project: Path, count: int, parts: list, middle: dict, state: Path, kubeconfig: Path) -> dict:
+def preview_largest_shard(project: Path, count: int, parts: list, middle: dict, state: Path, cluster: Any) -> dict:
     """After `preview_one_tenant` of the middle tenant (`middle`), the same change in the largest
     shard (`touched_tenant(..., largest=True)`): the slowest preview a pull request can wait for.
     The first change is undone first, so each preview sees one changed tenant."""
@@ -759,7 +855,7 @@ def preview_largest_shard(project: Path, count: int, parts: list, middle: dict, 
         return {**{k: middle[k] for k in ("changed_tenant", "diff_seconds", "previewed", "preview_one",
                                            "preview_one_seconds")}, "shard_tenants": len(shard.tenants), "same_shard": True}
     git(project, "checkout", "-q", "--", ".")
-    return {**preview_one_tenant(project, count, state, kubeconfig, tenant), "shard_tenants": len(shard.tenants)}
+    return {**preview_one_tenant(project, count, state, cluster, tenant), "shard_tenants": len(shard.tenants)}
 
 
 def measure_fleet_table(count: int, scratch: Path, shard_sizes: list[int], workers: list[int],
@@ -874,7 +970,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(f"N={row['n']}: {t['stacks']} stacks, touched {t['touched_stack']} ({t['touched_tenants']} tenants, "
                   f"{t['preview_one'][0].get('kubernetes_resources', '?')} resources); up platform {t['up'][0]['seconds']:.1f} s, "
                   f"up shard {t['up'][1]['seconds']:.1f} s; offline diff {t['diff_seconds']:.1f} s; one-tenant preview "
-                  f"{t['preview_one_seconds']:.1f} s (target 30 s); tree peaks MB (up platform, up shard, preview): {peaks}")
+                  f"{t['preview_one_seconds']:.1f} s (target 30 s, {settled_note(t)}); tree peaks MB (up platform, "
+                  f"up shard, preview): {peaks}; preview CPU s by process: {t['preview_one'][0].get('tree_cpu_seconds')}")
         return 0
     if args.fleet_table:
         print(fleet_table(results["rows"]))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -20,7 +21,10 @@ from bench.pulumi_engine import (
     offline_diff,
     preview_target,
     ratio,
+    TreeSampler,
+    control_plane_cpu,
     recommended_shard_size,
+    settled_after,
     shard_names,
     spread,
     stacks_to_preview,
@@ -29,6 +33,7 @@ from bench.pulumi_engine import (
     tree_rss,
     verdicts,
 )
+from tools.control_plane import Process
 from tools.synthetic import STACK
 from components.load import load_environment
 from components.fleet.shard_stacks import stack_parts, tenant_stack
@@ -98,6 +103,47 @@ def test_the_tree_probe_counts_a_childs_memory():
     finally:
         child.stdin.close()
         child.wait()
+
+
+_BURN = "import time\nend = time.process_time() + 0.5\nwhile time.process_time() < end: pass\nprint('done', flush=True)\nimport sys; sys.stdin.read()"
+
+
+def test_the_tree_sampler_counts_the_cpu_of_a_child_by_name():
+    with TreeSampler(os.getpid(), interval=0.05) as sampler:
+        child = subprocess.Popen([sys.executable, "-c", _BURN], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            assert child.stdout.readline().strip() == "done"
+            time.sleep(0.2)  # sampled at least once after the burn, while still alive
+        finally:
+            child.stdin.close()
+            child.wait()
+    assert sum(sampler.cpu_seconds.values()) >= 0.45, sampler.cpu_seconds
+
+
+def test_a_control_plane_process_reports_the_cpu_it_used(tmp_path):
+    burner = Process("burner", [sys.executable, "-c", _BURN.replace("sys.stdin.read()", "time.sleep(30)")], tmp_path)
+    try:
+        deadline = time.monotonic() + 30
+        while "done" not in burner.log_path.read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert burner.cpu_seconds() >= 0.45
+    finally:
+        burner.stop()
+    assert burner.cpu_seconds() == 0.0  # gone: nothing to read
+
+
+def test_the_control_plane_settles_only_after_a_quiet_window():
+    busy = [(t, 0.5 * t) for t in range(0, 61)]  # half a core for a minute
+    assert settled_after(busy) is None
+    quiet_after_busy = busy + [(60 + t, 30.0 + 0.01 * t) for t in range(1, 11)]
+    assert settled_after(quiet_after_busy) == 65  # the first window of 5 s wholly after the busy minute
+    assert settled_after(quiet_after_busy, window=8) == 67  # 59-67 s: 0.57 CPU s, under a tenth of 8
+    assert settled_after(quiet_after_busy, share=0.6) == 5  # half a core counts as idle at 0.6
+    assert settled_after([]) is None and settled_after([(0, 0.0)]) is None
+
+
+def test_control_plane_cpu_is_the_difference_per_process():
+    assert control_plane_cpu({"etcd": 2.0}, {"etcd": 3.5, "kube-apiserver": 1.0}) == {"etcd": 1.5, "kube-apiserver": 1.0}
 
 
 def _row(n: int, **sharded) -> dict:

@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable
 
 from components.review.state_moves import tenant_urns
 from tools.applied_stack import install_crds, register_nodes
-from tools.control_plane import BIN_DIR, ControlPlane
+from tools.control_plane import BIN_DIR, TEST_QUOTA_SYNC_PERIOD, ControlPlane
 from tools.lanes import tool_versions
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -71,11 +71,12 @@ def copy_project(dest: Path, source: Path = REPO_ROOT) -> Path:
 class LocalCluster:
     """A throw-away control plane prepared the way a real cluster is before the first `pulumi up`."""
 
-    def __init__(self, workdir: Path, project: Path, stack: str) -> None:
+    def __init__(self, workdir: Path, project: Path, stack: str, *,
+                 quota_sync_period: str = TEST_QUOTA_SYNC_PERIOD) -> None:
         self.workdir = workdir
         self.project = project
         self.stack = stack
-        self.cp = ControlPlane(BIN_DIR, workdir / "control-plane")
+        self.cp = ControlPlane(BIN_DIR, workdir / "control-plane", quota_sync_period=quota_sync_period)
         self.kubeconfig: Path = workdir / "kubeconfig"
         self.context = ""
 

@@ -59,3 +59,9 @@ def test_the_fleet_table_deploys_every_stack_with_each_worker_count_and_previews
     # the preview ran after the last deploy, on the one shard the offline diff named
     assert len(result["previewed"]) == 1 and result["not_previewed"] == 2
     assert result["preview_one"][0]["changes"] == {"update": 2}
+    # ... once the control plane had settled, with what the control plane and the engine used meanwhile
+    assert result["settled"], result["settle_seconds"]
+    assert set(result["preview_one"][0]["control_plane_cpu_seconds"]) == {"etcd", "kube-apiserver", "kube-controller-manager"}
+    assert result["preview_one"][0]["tree_cpu_seconds"].get("pulumi", 0) > 0, result["preview_one"][0]["tree_cpu_seconds"]
+    for deploy in result["deploys"].values():
+        assert deploy["control_plane_cpu_seconds"]["kube-apiserver"] > 0
