@@ -28,7 +28,7 @@ diff says. The table (`fleet_table`) ends with the recommended shard size
 
 Previews are timed once the control plane has settled (`settle`: under a tenth of a core for 5 s):
 right after an `up`, the controller manager is still type-checking the new admission policies
-(about 4 CPU seconds per tenant guard policy) on the same two cores, which a pull request's preview
+(3-4 CPU seconds per tenant guard policy) on the same two cores, which a pull request's preview
 against a real cluster never shares. The control plane's CPU during each preview and deploy is
 recorded (`control_plane_cpu_seconds`), and so is the CPU of each process of the engine's tree
 (`tree_cpu_seconds`: the program's Python, the `pulumi` CLI, the provider). The control plane's
