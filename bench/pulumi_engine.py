@@ -70,6 +70,7 @@ from typing import Any, Callable, Optional
 # see tests/e2e/pulumi_engine/conftest.py. Off before grpc can load.
 os.environ["GRPC_ENABLE_FORK_SUPPORT"] = "false"
 
+from tools.procfs import proc_stat  # noqa: E402  (after the fork setting)
 from tools.synthetic import STACK, dump, stack_data, tenant_name, write_project  # noqa: E402  (after the fork setting)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -77,7 +78,6 @@ REPO = Path(__file__).resolve().parents[1]
 TARGET_SECONDS = 60.0  # one-tenant change, sharded, N = 300
 PROGRAM_FILES = ("Pulumi.yaml", "__main__.py")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
-_TICKS = os.sysconf("SC_CLK_TCK")
 # The control plane is settled before a preview is timed once it has used under this share of one
 # core over the window: a preview right after an `up` otherwise races the controller manager, which
 # type-checks each new ValidatingAdmissionPolicy (seconds of CPU per tenant guard policy) on the
@@ -433,19 +433,31 @@ def control_plane_cpu(before: dict[str, float], after: dict[str, float]) -> dict
     return {name: round(after[name] - before.get(name, 0.0), 2) for name in sorted(after)}
 
 
+@contextlib.contextmanager
+def control_plane_usage(cluster: Any):
+    """The CPU seconds each control-plane process used during the block (`control_plane_cpu`),
+    filled into the yielded dict when the block ends."""
+    used: dict[str, float] = {}
+    before = cluster.cp.cpu_seconds()
+    try:
+        yield used
+    finally:
+        used.update(control_plane_cpu(before, cluster.cp.cpu_seconds()))
+
+
 def settle(cluster: Any, poll: float = 1.0, timeout: float = SETTLE_TIMEOUT) -> dict:
     """Wait until the control plane is idle (`settled_after`), for at most `timeout` seconds;
     how long that took and what the control plane used meanwhile."""
-    started, first = time.monotonic(), cluster.cp.cpu_seconds()
+    started = time.monotonic()
     samples: list[tuple[float, float]] = []
-    while True:
-        now = time.monotonic() - started
-        samples.append((now, sum(cluster.cp.cpu_seconds().values())))
-        if settled_after(samples) is not None or now > timeout:
-            break
-        time.sleep(poll)
-    return {"settle_seconds": round(now, 1), "settled": now <= timeout,
-            "settle_cpu_seconds": control_plane_cpu(first, cluster.cp.cpu_seconds())}
+    with control_plane_usage(cluster) as used:
+        while True:
+            now = time.monotonic() - started
+            samples.append((now, sum(cluster.cp.cpu_seconds().values())))
+            if settled_after(samples) is not None or now > timeout:
+                break
+            time.sleep(poll)
+    return {"settle_seconds": round(now, 1), "settled": now <= timeout, "settle_cpu_seconds": used}
 
 
 # --- peak memory of a process tree -----------------------------------------------------------------
@@ -458,15 +470,12 @@ def _proc_table() -> dict[int, tuple[int, str, int, float]]:
         if not entry.name.isdigit():
             continue
         try:
-            with open(f"/proc/{entry.name}/stat", "rb") as f:
-                stat = f.read().decode(errors="replace")
+            name, ppid, cpu = proc_stat(int(entry.name))
             with open(f"/proc/{entry.name}/statm", "rb") as f:
                 rss = int(f.read().split()[1]) * _PAGE
         except (OSError, IndexError, ValueError):
             continue  # exited while we looked
-        name = stat[stat.index("(") + 1:stat.rindex(")")]
-        fields = stat[stat.rindex(")") + 2:].split()
-        out[int(entry.name)] = (int(fields[1]), name, rss, (int(fields[11]) + int(fields[12])) / _TICKS)
+        out[int(entry.name)] = (ppid, name, rss, cpu)
     return out
 
 
@@ -682,9 +691,9 @@ def preview_one_tenant(project: Path, count: int, state: Path, cluster: Any, ten
     settling = settle(cluster)
     previews = []
     for stack in previewed:
-        before = cluster.cp.cpu_seconds()
-        previews.append(run_engine(project, stack, state, cluster.kubeconfig, "preview"))
-        previews[-1]["control_plane_cpu_seconds"] = control_plane_cpu(before, cluster.cp.cpu_seconds())
+        with control_plane_usage(cluster) as used:
+            previews.append(run_engine(project, stack, state, cluster.kubeconfig, "preview"))
+        previews[-1]["control_plane_cpu_seconds"] = used
     return {"changed_tenant": tenant, "diff_seconds": diff_seconds, "previewed": previewed, "previewed_from": source,
             **settling, "preview_one": previews, "preview_one_seconds": sum(r["seconds"] for r in previews)}
 
@@ -825,9 +834,9 @@ def measure_fleet(base: Path, count: int, shard_size: int, workers: list[int], l
                 f"{max(out['shard_sizes'])} tenants per shard)")
         with _cluster(base / f"s{shard_size}-w{w}" / "cluster", project) as cluster:
             state = base / f"s{shard_size}-w{w}" / "state"
-            before = cluster.cp.cpu_seconds()
-            deploy = deploy_fleet(project, graph, state, cluster.kubeconfig, w, log)
-            deploy["control_plane_cpu_seconds"] = control_plane_cpu(before, cluster.cp.cpu_seconds())
+            with control_plane_usage(cluster) as used:
+                deploy = deploy_fleet(project, graph, state, cluster.kubeconfig, w, log)
+            deploy["control_plane_cpu_seconds"] = used
             out["deploys"][str(w)] = deploy
             log(f"  N={count}, shards of ~{shard_size}, {w} worker(s): {deploy['resources']} resources, wall "
                 f"{deploy['wall_seconds']:.1f} s, sum of stacks {deploy['process_sum_seconds']:.1f} s"

@@ -38,6 +38,7 @@ from typing import Any, Callable, Iterable
 
 
 from tools.lanes import tool_versions
+from tools.procfs import proc_stat
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TOOLS_DIR = REPO_ROOT / "tools"
@@ -80,7 +81,6 @@ CONTROLLERS = (
 # walks every ResourceQuota (8 per tenant), so benchmarks of a large fleet use the upstream default.
 TEST_QUOTA_SYNC_PERIOD = "5s"
 UPSTREAM_QUOTA_SYNC_PERIOD = "5m0s"
-_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 VERSIONS = tool_versions()
@@ -317,11 +317,9 @@ class Process:
     def cpu_seconds(self) -> float:
         """User + system CPU seconds the process has used so far (0.0 once it has exited)."""
         try:
-            with open(f"/proc/{self.popen.pid}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
+            return proc_stat(self.popen.pid)[2]
         except OSError:
             return 0.0
-        return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
 
     def log_tail(self, lines: int = 40) -> str:
         try:
