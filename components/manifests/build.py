@@ -36,7 +36,7 @@ def platform_objects(environment: Environment) -> list[KubeObject]:
     """Cluster-wide objects: PriorityClasses, node labels, MIG/time-slicing configs, policies, shared RBAC, monitoring.
 
     >>> sorted({o["kind"] for o in platform_objects(prod)})
-    ['ClusterRole', 'ClusterRoleBinding', 'ConfigMap', 'Node', 'PriorityClass', 'PrometheusRule', 'ResourceFlavor', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']
+    ['ClusterRole', 'ClusterRoleBinding', 'ConfigMap', 'CustomResourceDefinition', 'Node', 'PriorityClass', 'PrometheusRule', 'ResourceFlavor', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']
     """
     return sort_objects(
         [

@@ -54,13 +54,14 @@ allowances inlined as CEL literals: no params objects, messages that name what i
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any
 
+from . import tenant_grant as grants
 from .cel import as_dyn, cel_list, cel_string, names_or_none
-from ..fleet.facts import TenantView
+from ..fleet.facts import FleetFacts, TenantView
+from ..spec.stack import Platform
 from ..spec.tenant import Tenant
 from .meta import (
-    deny_binding,
     KAI_GPU_SHARING_ANNOTATIONS,
     KAI_SHARED_GPU_CONFIGMAP_ANNOTATION,
     KAI_SHARED_GPU_PREFIX_SUFFIX,
@@ -69,10 +70,10 @@ from .meta import (
     kube_object,
     object_meta,
     owned_labels,
+    platform_labels,
 )
 from .kai_sharing_policy import binder_username
 from .placement_policy import _is_gpu_resource
-from .quota import priority_cap
 from .rbac import ROLES, role_binding_name
 
 API_VERSION = "admissionregistration.k8s.io/v1"
@@ -84,47 +85,27 @@ GPU_ENV_NAMES = (*GPU_ENV_ALWAYS, *GPU_ENV_WITHOUT_GPU)
 GPU_ENV_NO_DEVICES = ("none", "void")   # NVIDIA container toolkit: no GPU (KAI's deviceaccess plugin sets void)
 
 
-def policy_name(tenant: str) -> str:
-    """Name of the tenant's guard policy and of its binding.
+def policy_name() -> str:
+    """Name of the environment's guard policy.
 
-    >>> policy_name("eval")
+    >>> policy_name()
+    'gpu-tenancy-guard'
+    """
+    return NAME_PREFIX
+
+
+def binding_name(tenant: str) -> str:
+    """Name of the binding that applies the guard policy, with the tenant's TenantGrant, to its namespaces.
+
+    >>> binding_name("eval")
     'gpu-tenancy-guard-eval'
     """
     return f"{NAME_PREFIX}-{tenant}"
 
 
-
-
-
-def ingress_hosts(tenant: Tenant, view: TenantView) -> tuple[list[str], list[str]]:
-    """(exact hostnames, suffixes) an Ingress of the tenant may serve.
-
-    >>> from components.fleet.environment import Environment
-    >>> from components.spec.stack import Platform
-    >>> env = Environment("dev", Platform(labelDomain="gpu.example.com", ingressDomain="apps.example.com"), None, [])
-    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
-    ...     costCenter="cc-1", network={"ingressHosts": ["a.example.org", "*.b.example.org"]})
-    >>> ingress_hosts(t, env.view(t))
-    (['a.apps.example.com', 'a.example.org'], ['.a.apps.example.com', '.b.example.org'])
-    """
-    return _hosts(tenant.network.ingress_hosts, f"{tenant.name}.{view.platform.ingress_domain}" if view.platform.ingress_domain else None)
-
-
-def _hosts(entries: Iterable[str], domain: str | None = None) -> tuple[list[str], list[str]]:
-    exact, suffixes = set(), set()
-    if domain:
-        exact.add(domain)
-        suffixes.add("." + domain)
-    for entry in entries:
-        if entry.startswith("*."):
-            suffixes.add(entry[1:])
-        else:
-            exact.add(entry)
-    return sorted(exact), sorted(suffixes)
-
-
-def _host_ok(host: str, exact: list[str], suffixes: list[str]) -> str:
-    return f"({host} in {cel_list(exact)} || {cel_list(suffixes)}.exists(s, {host}.endsWith(s)))"
+def _host_ok(host: str, exact: str, domains: str) -> str:
+    """CEL: `host` is one of the list `exact`, or a subdomain of one of the list `domains`."""
+    return f'({host} in {exact} || {domains}.exists(d, {host}.endsWith("." + d)))'
 
 
 def _unset_or_kept(value: str, old: str) -> str:
@@ -138,40 +119,20 @@ def _own_secret(value: str) -> str:
     return f'(!{value}.contains("/") || {value}.startsWith(request.namespace + "/"))'
 
 
-def granted_priority_classes(tenant: Tenant, view: TenantView) -> dict[str, int]:
-    """The stack's PriorityClasses the tenant may use (its cap there is not `pods: 0`), with their values.
-
-    >>> from components.fleet.environment import Environment
-    >>> from components.spec.stack import Platform
-    >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A", costCenter="cc-1")
-    >>> sorted(granted_priority_classes(t, env.view(t)))
-    ['batch', 'interactive']
-    """
-    granted = {}
-    for name, spec in view.platform.priority_classes.items():
-        cap = priority_cap(tenant, name, spec)
-        if cap is None or cap.pods != 0:
-            granted[name] = spec.value
-    return dict(sorted(granted.items()))
-
-
-def _subjects(tenant: Tenant) -> tuple[list[str], list[str]]:
-    access = tenant.access
-    groups = sorted({g for role in ROLES for g in getattr(access, f"{role}s").groups})
-    users = sorted({u for role in ROLES for u in getattr(access, f"{role}s").users})
-    return groups, users
+def _names(values: str) -> str:
+    """CEL: a list of strings for a message a user reads, as `names_or_none` writes it."""
+    return f'(size({values}) == 0 ? "none" : {values}.join(", "))'
 
 
 def _is(resource: str) -> str:
     return f'(request.resource.resource == {cel_string(resource)})'
 
 
-def _variables(tenant: Tenant, view: TenantView) -> list[dict[str, str]]:
-    platform = view.platform
-    gpu = _is_gpu_resource("r", view.platform)
+def _variables(platform: Platform) -> list[dict[str, str]]:
+    gpu = _is_gpu_resource("r", platform)
     containers = "(object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : []))"
     return [
+        {"name": "tenant", "expression": "params.spec.tenant"},
         {
             "name": "operator",
             "expression": (
@@ -179,7 +140,7 @@ def _variables(tenant: Tenant, view: TenantView) -> list[dict[str, str]]:
                 'request.userInfo.username == "system:kube-controller-manager" || '
                 "has(namespaceObject.metadata.deletionTimestamp) || "
                 'authorizer.group("admissionregistration.k8s.io").resource("validatingadmissionpolicies")'
-                f'.name({cel_string(policy_name(tenant.name))}).check("update").allowed()'
+                f'.name({cel_string(policy_name())}).check("update").allowed()'
             ),
         },
         {
@@ -281,13 +242,29 @@ def _decoded_size(text: str) -> str:
 
 
 
-def _validations(tenant: Tenant, view: TenantView) -> list[dict[str, str]]:
-    platform = view.platform
-    name = tenant.name
+TENANT = "\x00tenant\x00"   # where a message names the tenant (`_said`)
+
+
+def _said(text: str) -> str:
+    """CEL: the message `text`, with each TENANT the name of the request's tenant."""
+    return " + variables.tenant + ".join(cel_string(part) for part in text.split(TENANT))
+
+
+def _rule(expression: str, text: str, message_expression: str | None = None) -> dict[str, str]:
+    """A validation whose message (`text`, TENANT for the tenant's name) is computed per request;
+    the static `message`, shown only if that fails, says "the tenant"."""
+    return {
+        "expression": expression,
+        "messageExpression": message_expression or _said(text),
+        "message": text.replace(TENANT, "the tenant"),
+        "reason": "Forbidden",
+    }
+
+
+def _validations(platform: Platform) -> list[dict[str, str]]:
+    name = '" + variables.tenant + "'   # inside a CEL string literal of a messageExpression
+    grant = "params.spec"
     classes = sorted(platform.priority_classes)
-    ingress_exact, ingress_suffixes = ingress_hosts(tenant, view)
-    names_exact, names_suffixes = _hosts(tenant.network.external_names)
-    groups, users = _subjects(tenant)
     managed = [role_binding_name(role) for role in ROLES]
     access = platform.tenant_access
 
@@ -295,16 +272,15 @@ def _validations(tenant: Tenant, view: TenantView) -> list[dict[str, str]]:
         return f" || s.name.matches({cel_string(value)})" if value else ""
 
     subject_ok = (
-        f's.kind == "ServiceAccount" ? (has(s.namespace) && s.namespace in {cel_list(tenant.all_namespaces)}) : '
-        f's.kind == "Group" ? (!s.name.startsWith("system:") && (s.name in {cel_list(groups)}{pattern(access.bindable_groups)})) : '
-        f's.kind == "User" ? (!s.name.startsWith("system:") && (s.name in {cel_list(users)}{pattern(access.bindable_users)})) : false'
+        f's.kind == "ServiceAccount" ? (has(s.namespace) && s.namespace in {grant}.namespaces) : '
+        f's.kind == "Group" ? (!s.name.startsWith("system:") && (s.name in {grant}.groups{pattern(access.bindable_groups)})) : '
+        f's.kind == "User" ? (!s.name.startsWith("system:") && (s.name in {grant}.users{pattern(access.bindable_users)})) : false'
     )
     bad_subject = f"object.subjects.filter(s, !({subject_ok}))[0]"
     rule_hosts = '(has(object.spec.rules) ? object.spec.rules.map(r, has(r.host) ? r.host : "") : [])'
     tls_hosts = "(has(object.spec.tls) ? object.spec.tls.filter(t, has(t.hosts)).map(t, t.hosts) : [])"
+    ingress_ok = lambda host: _host_ok(host, f"{grant}.ingressHosts", f"{grant}.ingressDomains")  # noqa: E731
     rails = platform.guard_rails
-    granted = granted_priority_classes(tenant, view)
-    top_priority = max([0, *granted.values()])
     tokens = rails.service_account_tokens
     annotations = rails.ingress_annotations
     allowed_annotations = sorted({*annotations.allowed, *annotations.secret_references})
@@ -314,230 +290,161 @@ def _validations(tenant: Tenant, view: TenantView) -> list[dict[str, str]]:
         return (f'(!{key}.contains("snippet") && {cel_list(annotations.controller_prefixes)}.exists(p, {key}.startsWith(p)) && '
                 f"!({key} in {cel_list(allowed_annotations)}))")
 
-    ingress_rule = f"Ingress hosts of tenant {name} must be one of: {names_or_none(ingress_exact)}, or a subdomain of: {names_or_none(s[1:] for s in ingress_suffixes)}"
+    granted_names = f'({grant}.externalNames + {grant}.externalNameDomains.map(d, "*." + d))'
+    granted_classes = f'{grant}.priorityClasses.map(c, c.name + "=" + string(c.value))'
+    ingress_rule = (
+        f'"Ingress hosts of tenant {name} must be one of: " + {_names(f"{grant}.ingressHosts")} + '
+        f'", or a subdomain of: " + {_names(f"{grant}.ingressDomains")}'
+    )
     return [
-        {
-            "expression": (
-                f'!{_is("pods")} || !has(object.spec.priorityClassName) || object.spec.priorityClassName in {cel_list(classes)}'
-            ),
-            "messageExpression": (
-                f'"PriorityClass \'" + object.spec.priorityClassName + "\' is not granted to tenant {name}: pods may use '
-                f'only the platform\'s classes ({names_or_none(classes)}), each capped by a priority-<class> quota"'
-            ),
-            "message": f"pods of tenant {name} may use only the platform's PriorityClasses ({names_or_none(classes)})",
-            "reason": "Forbidden",
-        },
-        {
-            "expression": "size(variables.gpuEnv) == 0",
-            "messageExpression": (
-                f'"environment variable " + variables.gpuEnv[0][0] + " is refused in pods of tenant {name}: '
-                'NVIDIA_VISIBLE_DEVICES is set by the device plugin for the GPUs a pod requests, and '
-                'NVIDIA_DRIVER_CAPABILITIES needs a GPU request (nvidia.com resources); without one it exposes GPUs no quota counts"'
-            ),
-            "message": f"NVIDIA_VISIBLE_DEVICES, or NVIDIA_DRIVER_CAPABILITIES without a GPU request, is refused in pods of tenant {name}",
-            "reason": "Forbidden",
-        },
-        {
-            "expression": "size(variables.gpuEnvPrefixes) == 0",
-            "messageExpression": (
-                f'"envFrom prefix " + variables.gpuEnvPrefixes[0][0] + " is refused in pods of tenant {name}: it begins the name of '
-                f'{" or ".join(GPU_ENV_NAMES)}, which a ConfigMap or Secret key would then complete (choose a prefix that does not)"'
-            ),
-            "message": f"an envFrom prefix that begins {' or '.join(GPU_ENV_NAMES)} is refused in pods of tenant {name}",
-            "reason": "Forbidden",
-        },
-        {
-            "expression": f"size(variables.gpuEnvKeys) == 0 || variables.operator{_binder(platform)}",
-            "messageExpression": (
-                f'"key " + variables.gpuEnvKeys[0] + " is refused in ConfigMaps and Secrets of tenant {name}: through envFrom it '
-                'becomes that environment variable, which only the device plugin (NVIDIA_VISIBLE_DEVICES) or a pod with a GPU '
-                'request (NVIDIA_DRIVER_CAPABILITIES, set in its env) may set; rename the key"'
-            ),
-            "message": f"keys named {' or '.join(GPU_ENV_NAMES)} are refused in ConfigMaps and Secrets of tenant {name}",
-            "reason": "Forbidden",
-        },
-        {
-            "expression": (
-                "variables.projectedTokens.all(l, l.all(t, "
-                f"(!has(t.expirationSeconds) || t.expirationSeconds <= {tokens.max_expiration_seconds}) && "
-                f'(!has(t.audience) || t.audience == "" || t.audience in {cel_list(tokens.audiences)})))'
-            ),
-            "message": (
-                f"ServiceAccount tokens projected into pods of tenant {name} must expire within {tokens.max_expiration_seconds} "
-                f"seconds and have no audience (the API server's) or one of: {names_or_none(tokens.audiences)} "
-                "(guardRails.serviceAccountTokens): a pod may run as any ServiceAccount of its namespace, the CI account's too"
-            ),
-            "reason": "Forbidden",
-        },
-        {
-            "expression": (
-                f'!{_is("pods")} || variables.requestsGpu || !has(object.spec.runtimeClassName) || '
-                "!(object.spec.runtimeClassName in variables.runtimeClasses)"
-            ),
-            "messageExpression": (
-                f'"RuntimeClass \'" + object.spec.runtimeClassName + "\' exposes GPUs: pods of tenant {name} may use it '
-                'only with a GPU request (nvidia.com resources)"'
-            ),
-            "message": f"a GPU RuntimeClass needs a GPU request in pods of tenant {name}",
-            "reason": "Forbidden",
-        },
-        {
-            "expression": f'!{_is("services")} || !has(object.spec.externalIPs) || size(object.spec.externalIPs) == 0',
-            "message": (
-                f"Services of tenant {name} may not set spec.externalIPs: they capture traffic meant for any address "
-                "(CVE-2020-8554); use a LoadBalancer Service where granted"
-            ),
-            "reason": "Forbidden",
-        },
-        {
-            "expression": (
-                f'!{_is("services")} || !has(object.spec.loadBalancerIP) || '
-                f'{_unset_or_kept("object.spec.loadBalancerIP", "oldObject.spec.loadBalancerIP")}'
-            ),
-            "message": (
-                f"Services of tenant {name} may not set spec.loadBalancerIP: it claims a shared load-balancer address "
-                "another tenant or the platform may own; the load balancer allocates one"
-            ),
-            "reason": "Forbidden",
-        },
-        {
-            "expression": (
-                f'!{_is("services")} || !has(object.spec.type) || object.spec.type != "ExternalName" || '
-                f'(has(object.spec.externalName) && {_host_ok("object.spec.externalName", names_exact, names_suffixes)})'
-            ),
-            "messageExpression": (
-                f'"ExternalName \'" + (has(object.spec.externalName) ? object.spec.externalName : "") + "\' is not granted to tenant {name}; '
-                f'granted: {names_or_none(names_exact + ["*" + s for s in names_suffixes])} (network.externalNames; never IP addresses)"'
-            ),
-            "message": f"ExternalName Services of tenant {name} may point only to network.externalNames",
-            "reason": "Forbidden",
-        },
-        {
-            "expression": f'!{_is("ingresses")} || {rule_hosts}.all(h, h != "" && {_host_ok("h", ingress_exact, ingress_suffixes)})',
-            "messageExpression": (
-                f'"Ingress host \'" + {rule_hosts}.filter(h, !(h != "" && {_host_ok("h", ingress_exact, ingress_suffixes)}))[0] + '
-                f'"\' is not allowed (a rule without host catches every host); {ingress_rule}"'
-            ),
-            "message": ingress_rule,
-            "reason": "Forbidden",
-        },
-        {
-            "expression": f'!{_is("ingresses")} || {tls_hosts}.all(l, l.all(h, {_host_ok("h", ingress_exact, ingress_suffixes)}))',
-            "message": f"a TLS host is not allowed; {ingress_rule}",
-            "reason": "Forbidden",
-        },
-        {
-            "expression": f'!{_is("ingresses")} || !has(object.spec.defaultBackend)',
-            "message": f"Ingresses of tenant {name} may not set spec.defaultBackend: it catches every host; {ingress_rule}",
-            "reason": "Forbidden",
-        },
-        {
-            "expression": f'!{_is("ingresses")} || !has(object.metadata.annotations) || !object.metadata.annotations.exists(k, k.contains("snippet"))',
-            "messageExpression": (
-                '"annotation " + object.metadata.annotations.filter(k, k.contains("snippet"))[0] + '
-                f'" is refused in tenant {name}: snippet annotations inject raw configuration into the shared ingress controller"'
-            ),
-            "message": f"snippet annotations are refused on Ingresses of tenant {name}",
-            "reason": "Forbidden",
-        },
-        {
-            "expression": (
-                f'!{_is("ingresses")} || !has(object.metadata.annotations) || '
-                f"object.metadata.annotations.all(k, !{not_allowed_annotation('k')})"
-            ),
-            "messageExpression": (
-                f'"annotation " + object.metadata.annotations.filter(k, {not_allowed_annotation("k")})[0] + '
-                f'" is not on the allow-list of ingress-controller annotations of tenant {name}: controller annotations that '
-                'fetch, mirror or authenticate elsewhere (auth-url, mirror-target, ...) make the shared controller reach other '
-                f'tenants\' addresses; allowed (guardRails.ingressAnnotations): {names_or_none(allowed_annotations)}"'
-            ),
-            "message": f"ingress-controller annotations of tenant {name} must be on the stack's allow-list (guardRails.ingressAnnotations)",
-            "reason": "Forbidden",
-        },
-        {
-            "expression": (
-                f'!{_is("ingresses")} || !has(object.metadata.annotations) || '
-                f"{cel_list(annotations.secret_references)}.all(k, !(k in object.metadata.annotations) || "
-                f"{_own_secret('object.metadata.annotations[k]')})"
-            ),
-            "messageExpression": (
-                f'"annotation " + {cel_list(annotations.secret_references)}.filter(k, k in object.metadata.annotations && '
-                f'!{_own_secret("object.metadata.annotations[k]")})[0] + " names a Secret of another namespace: Ingresses of tenant {name} '
-                'may name only Secrets of their own namespace (name, or " + request.namespace + "/name)"'
-            ),
-            "message": f"Ingress annotations of tenant {name} may name only Secrets of the Ingress's own namespace",
-            "reason": "Forbidden",
-        },
-        {
-            "expression": (
-                f'!{_is("poddisruptionbudgets")} || (has(object.spec.maxUnavailable) ? '
-                '!string(object.spec.maxUnavailable).matches("^0+%?$") : '
-                f'({"true" if rails.pdb_min_available else "false"} && has(object.spec.minAvailable) && '
-                '!string(object.spec.minAvailable).matches("^0*100%$")))'
-            ),
-            "message": (
-                f"PodDisruptionBudgets of tenant {name} must allow a disruption: set maxUnavailable to at least 1 (or a "
-                "percentage above 0%); "
-                + ("minAvailable below 100% is allowed by the stack, but blocks a drain whenever it reaches the replica count"
-                   if rails.pdb_min_available else
-                   "minAvailable is refused by the stack (guardRails.pdbMinAvailable): it blocks a node drain whenever it "
-                   "reaches the replica count")
-            ),
-            "reason": "Forbidden",
-        },
-        {
-            "expression": f'!{_is("workloads")} || !has(object.spec.priority) || object.spec.priority <= {top_priority}',
-            "messageExpression": (
-                f'"Kueue Workload priority " + string(object.spec.priority) + " is above what tenant {name} may use ({top_priority}, '
-                f'the highest of its PriorityClasses: {names_or_none(f"{k}={v}" for k, v in granted.items())}): its Job names a '
-                'PriorityClass it is not granted (e.g. system-node-critical) and would be admitted ahead of everyone"'
-            ),
-            "message": f"Kueue Workloads of tenant {name} may not have a priority above its PriorityClasses ({top_priority})",
-            "reason": "Forbidden",
-        },
-        {
-            "expression": f"variables.dataBytes <= {rails.data_bytes_per_object}",
-            "messageExpression": (
-                f'"data of one " + request.kind.kind + " in tenant {name} may hold at most {rails.data_bytes_per_object} bytes '
-                '(guardRails.dataBytesPerObject), so that its object counts bound what it stores in etcd; this one holds " + '
-                'string(variables.dataBytes) + " (use a PersistentVolumeClaim or an object store for larger files)"'
-            ),
-            "message": f"data of one ConfigMap or Secret in tenant {name} may hold at most {rails.data_bytes_per_object} bytes",
-            "reason": "Forbidden",
-        },
-        {
-            "expression": f'!{_is("secrets")} || !has(object.type) || object.type != {cel_string(SERVICE_ACCOUNT_TOKEN)}',
-            "message": (
-                f"Secrets of type {SERVICE_ACCOUNT_TOKEN} are refused in tenant {name}: the token never expires and outlives "
-                "its creator's membership; use short-lived tokens (TokenRequest, projected volumes)"
-            ),
-            "reason": "Forbidden",
-        },
-        {
-            "expression": (
-                f'!{_is("rolebindings")} || request.operation == "DELETE" || variables.operator || '
-                f"!has(object.subjects) || object.subjects.all(s, {subject_ok})"
-            ),
-            "messageExpression": (
-                f'"RoleBinding subject " + {bad_subject}.kind + " \'" + {bad_subject}.name + "\'" + '
-                f'(has({bad_subject}.namespace) ? " in namespace " + {bad_subject}.namespace : "") + '
-                f'" is not a member of tenant {name}: bind only its groups ({names_or_none(groups)}), users ({names_or_none(users)}) or '
-                f'ServiceAccounts of its namespaces ({names_or_none(tenant.all_namespaces)}); never system: users or groups"'
-            ),
-            "message": f"RoleBindings in tenant {name} may bind only the tenant's own groups, users and ServiceAccounts",
-            "reason": "Forbidden",
-        },
-        {
-            "expression": (
-                f'!{_is("rolebindings")} || variables.operator || '
-                f'!((request.operation == "CREATE" ? object : oldObject).metadata.name in {cel_list(managed)})'
-            ),
-            "message": (
-                f"RoleBindings {', '.join(managed)} of tenant {name} are managed by the platform (tenant file access); "
-                "change the tenant file instead, or create a RoleBinding with another name"
-            ),
-            "reason": "Forbidden",
-        },
+        _rule(
+            f'!{_is("pods")} || !has(object.spec.priorityClassName) || object.spec.priorityClassName in {cel_list(classes)}',
+            f"pods of tenant {TENANT} may use only the platform's PriorityClasses ({names_or_none(classes)})",
+            f'"PriorityClass \'" + object.spec.priorityClassName + "\' is not granted to tenant {name}: pods may use '
+            f'only the platform\'s classes ({names_or_none(classes)}), each capped by a priority-<class> quota"',
+        ),
+        _rule(
+            "size(variables.gpuEnv) == 0",
+            f"NVIDIA_VISIBLE_DEVICES, or NVIDIA_DRIVER_CAPABILITIES without a GPU request, is refused in pods of tenant {TENANT}",
+            f'"environment variable " + variables.gpuEnv[0][0] + " is refused in pods of tenant {name}: '
+            'NVIDIA_VISIBLE_DEVICES is set by the device plugin for the GPUs a pod requests, and '
+            'NVIDIA_DRIVER_CAPABILITIES needs a GPU request (nvidia.com resources); without one it exposes GPUs no quota counts"',
+        ),
+        _rule(
+            "size(variables.gpuEnvPrefixes) == 0",
+            f"an envFrom prefix that begins {' or '.join(GPU_ENV_NAMES)} is refused in pods of tenant {TENANT}",
+            f'"envFrom prefix " + variables.gpuEnvPrefixes[0][0] + " is refused in pods of tenant {name}: it begins the name of '
+            f'{" or ".join(GPU_ENV_NAMES)}, which a ConfigMap or Secret key would then complete (choose a prefix that does not)"',
+        ),
+        _rule(
+            f"size(variables.gpuEnvKeys) == 0 || variables.operator{_binder(platform)}",
+            f"keys named {' or '.join(GPU_ENV_NAMES)} are refused in ConfigMaps and Secrets of tenant {TENANT}",
+            f'"key " + variables.gpuEnvKeys[0] + " is refused in ConfigMaps and Secrets of tenant {name}: through envFrom it '
+            'becomes that environment variable, which only the device plugin (NVIDIA_VISIBLE_DEVICES) or a pod with a GPU '
+            'request (NVIDIA_DRIVER_CAPABILITIES, set in its env) may set; rename the key"',
+        ),
+        _rule(
+            "variables.projectedTokens.all(l, l.all(t, "
+            f"(!has(t.expirationSeconds) || t.expirationSeconds <= {tokens.max_expiration_seconds}) && "
+            f'(!has(t.audience) || t.audience == "" || t.audience in {cel_list(tokens.audiences)})))',
+            f"ServiceAccount tokens projected into pods of tenant {TENANT} must expire within {tokens.max_expiration_seconds} "
+            f"seconds and have no audience (the API server's) or one of: {names_or_none(tokens.audiences)} "
+            "(guardRails.serviceAccountTokens): a pod may run as any ServiceAccount of its namespace, the CI account's too",
+        ),
+        _rule(
+            f'!{_is("pods")} || variables.requestsGpu || !has(object.spec.runtimeClassName) || '
+            "!(object.spec.runtimeClassName in variables.runtimeClasses)",
+            f"a GPU RuntimeClass needs a GPU request in pods of tenant {TENANT}",
+            f'"RuntimeClass \'" + object.spec.runtimeClassName + "\' exposes GPUs: pods of tenant {name} may use it '
+            'only with a GPU request (nvidia.com resources)"',
+        ),
+        _rule(
+            f'!{_is("services")} || !has(object.spec.externalIPs) || size(object.spec.externalIPs) == 0',
+            f"Services of tenant {TENANT} may not set spec.externalIPs: they capture traffic meant for any address "
+            "(CVE-2020-8554); use a LoadBalancer Service where granted",
+        ),
+        _rule(
+            f'!{_is("services")} || !has(object.spec.loadBalancerIP) || '
+            f'{_unset_or_kept("object.spec.loadBalancerIP", "oldObject.spec.loadBalancerIP")}',
+            f"Services of tenant {TENANT} may not set spec.loadBalancerIP: it claims a shared load-balancer address "
+            "another tenant or the platform may own; the load balancer allocates one",
+        ),
+        _rule(
+            f'!{_is("services")} || !has(object.spec.type) || object.spec.type != "ExternalName" || '
+            f'(has(object.spec.externalName) && {_host_ok("object.spec.externalName", f"{grant}.externalNames", f"{grant}.externalNameDomains")})',
+            f"ExternalName Services of tenant {TENANT} may point only to network.externalNames",
+            f'"ExternalName \'" + (has(object.spec.externalName) ? object.spec.externalName : "") + "\' is not granted to tenant {name}; '
+            f'granted: " + {_names(granted_names)} + '
+            '" (network.externalNames; never IP addresses)"',
+        ),
+        _rule(
+            f'!{_is("ingresses")} || {rule_hosts}.all(h, h != "" && {ingress_ok("h")})',
+            f"Ingress hosts of tenant {TENANT} must be its own (network.ingressHosts, or a subdomain of <tenant>.<ingressDomain>)",
+            f'"Ingress host \'" + {rule_hosts}.filter(h, !(h != "" && {ingress_ok("h")}))[0] + '
+            f'"\' is not allowed (a rule without host catches every host); " + {ingress_rule}',
+        ),
+        _rule(
+            f'!{_is("ingresses")} || {tls_hosts}.all(l, l.all(h, {ingress_ok("h")}))',
+            f"a TLS host is not allowed; Ingress hosts of tenant {TENANT} must be its own",
+            f'"a TLS host is not allowed; " + {ingress_rule}',
+        ),
+        _rule(
+            f'!{_is("ingresses")} || !has(object.spec.defaultBackend)',
+            f"Ingresses of tenant {TENANT} may not set spec.defaultBackend: it catches every host",
+            f'"Ingresses of tenant {name} may not set spec.defaultBackend: it catches every host; " + {ingress_rule}',
+        ),
+        _rule(
+            f'!{_is("ingresses")} || !has(object.metadata.annotations) || !object.metadata.annotations.exists(k, k.contains("snippet"))',
+            f"snippet annotations are refused on Ingresses of tenant {TENANT}",
+            '"annotation " + object.metadata.annotations.filter(k, k.contains("snippet"))[0] + '
+            f'" is refused in tenant {name}: snippet annotations inject raw configuration into the shared ingress controller"',
+        ),
+        _rule(
+            f'!{_is("ingresses")} || !has(object.metadata.annotations) || '
+            f"object.metadata.annotations.all(k, !{not_allowed_annotation('k')})",
+            f"ingress-controller annotations of tenant {TENANT} must be on the stack's allow-list (guardRails.ingressAnnotations)",
+            f'"annotation " + object.metadata.annotations.filter(k, {not_allowed_annotation("k")})[0] + '
+            f'" is not on the allow-list of ingress-controller annotations of tenant {name}: controller annotations that '
+            'fetch, mirror or authenticate elsewhere (auth-url, mirror-target, ...) make the shared controller reach other '
+            f'tenants\' addresses; allowed (guardRails.ingressAnnotations): {names_or_none(allowed_annotations)}"',
+        ),
+        _rule(
+            f'!{_is("ingresses")} || !has(object.metadata.annotations) || '
+            f"{cel_list(annotations.secret_references)}.all(k, !(k in object.metadata.annotations) || "
+            f"{_own_secret('object.metadata.annotations[k]')})",
+            f"Ingress annotations of tenant {TENANT} may name only Secrets of the Ingress's own namespace",
+            f'"annotation " + {cel_list(annotations.secret_references)}.filter(k, k in object.metadata.annotations && '
+            f'!{_own_secret("object.metadata.annotations[k]")})[0] + " names a Secret of another namespace: Ingresses of tenant {name} '
+            'may name only Secrets of their own namespace (name, or " + request.namespace + "/name)"',
+        ),
+        _rule(
+            f'!{_is("poddisruptionbudgets")} || (has(object.spec.maxUnavailable) ? '
+            '!string(object.spec.maxUnavailable).matches("^0+%?$") : '
+            f'({"true" if rails.pdb_min_available else "false"} && has(object.spec.minAvailable) && '
+            '!string(object.spec.minAvailable).matches("^0*100%$")))',
+            f"PodDisruptionBudgets of tenant {TENANT} must allow a disruption: set maxUnavailable to at least 1 (or a "
+            "percentage above 0%); "
+            + ("minAvailable below 100% is allowed by the stack, but blocks a drain whenever it reaches the replica count"
+               if rails.pdb_min_available else
+               "minAvailable is refused by the stack (guardRails.pdbMinAvailable): it blocks a node drain whenever it "
+               "reaches the replica count"),
+        ),
+        _rule(
+            f'!{_is("workloads")} || !has(object.spec.priority) || object.spec.priority <= {grant}.maxPriority',
+            f"Kueue Workloads of tenant {TENANT} may not have a priority above its PriorityClasses",
+            f'"Kueue Workload priority " + string(object.spec.priority) + " is above what tenant {name} may use (" + '
+            f'string({grant}.maxPriority) + ", the highest of its PriorityClasses: " + '
+            f'{_names(granted_classes)} + "): its Job names a '
+            'PriorityClass it is not granted (e.g. system-node-critical) and would be admitted ahead of everyone"',
+        ),
+        _rule(
+            f"variables.dataBytes <= {rails.data_bytes_per_object}",
+            f"data of one ConfigMap or Secret in tenant {TENANT} may hold at most {rails.data_bytes_per_object} bytes",
+            f'"data of one " + request.kind.kind + " in tenant {name} may hold at most {rails.data_bytes_per_object} bytes '
+            '(guardRails.dataBytesPerObject), so that its object counts bound what it stores in etcd; this one holds " + '
+            'string(variables.dataBytes) + " (use a PersistentVolumeClaim or an object store for larger files)"',
+        ),
+        _rule(
+            f'!{_is("secrets")} || !has(object.type) || object.type != {cel_string(SERVICE_ACCOUNT_TOKEN)}',
+            f"Secrets of type {SERVICE_ACCOUNT_TOKEN} are refused in tenant {TENANT}: the token never expires and outlives "
+            "its creator's membership; use short-lived tokens (TokenRequest, projected volumes)",
+        ),
+        _rule(
+            f'!{_is("rolebindings")} || request.operation == "DELETE" || variables.operator || '
+            f"!has(object.subjects) || object.subjects.all(s, {subject_ok})",
+            f"RoleBindings in tenant {TENANT} may bind only the tenant's own groups, users and ServiceAccounts",
+            f'"RoleBinding subject " + {bad_subject}.kind + " \'" + {bad_subject}.name + "\'" + '
+            f'(has({bad_subject}.namespace) ? " in namespace " + {bad_subject}.namespace : "") + '
+            f'" is not a member of tenant {name}: bind only its groups (" + {_names(f"{grant}.groups")} + "), users (" + '
+            f'{_names(f"{grant}.users")} + ") or ServiceAccounts of its namespaces (" + {_names(f"{grant}.namespaces")} + '
+            '"); never system: users or groups"',
+        ),
+        _rule(
+            f'!{_is("rolebindings")} || variables.operator || '
+            f'!((request.operation == "CREATE" ? object : oldObject).metadata.name in {cel_list(managed)})',
+            f"RoleBindings {', '.join(managed)} of tenant {TENANT} are managed by the platform (tenant file access); "
+            "change the tenant file instead, or create a RoleBinding with another name",
+        ),
     ]
 
 
@@ -548,17 +455,15 @@ def _dynamic(entries: list[dict[str, str]]) -> list[dict[str, str]]:
     return [{k: as_dyn(v) if k in ("expression", "messageExpression") else v for k, v in entry.items()} for entry in entries]
 
 
-def guard_policy(tenant: Tenant, view: TenantView) -> KubeObject:
-    """The tenant's guard ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1).
+def guard_policy(facts: FleetFacts) -> KubeObject:
+    """The environment's guard ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1), in every
+    tenant namespace through the tenant's binding, which gives it the tenant's TenantGrant as `params`.
 
-    >>> from components.fleet.environment import Environment
-    >>> from components.spec.stack import Platform
-    >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
-    ...     costCenter="cc-1")
-    >>> guard_policy(t, env.view(t))["spec"]["matchConstraints"]["namespaceSelector"]
-    {'matchLabels': {'gpu-tenancy.dev/tenant': 'a'}}
+    >>> policy = guard_policy(prod.facts)
+    >>> policy["metadata"]["name"], policy["spec"]["paramKind"]
+    ('gpu-tenancy-guard', {'apiVersion': 'gpu-tenancy.dev/v1alpha1', 'kind': 'TenantGrant'})
     """
+    platform = facts.platform
     rules = [
         {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]},
         {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["configmaps", "secrets", "services"]},
@@ -569,30 +474,54 @@ def guard_policy(tenant: Tenant, view: TenantView) -> KubeObject:
     ]
     spec: dict[str, Any] = {
         "failurePolicy": "Fail",
-        "matchConstraints": {"namespaceSelector": {"matchLabels": {TENANT_LABEL: tenant.name}}, "resourceRules": rules},
-        "variables": _dynamic(_variables(tenant, view)),
-        "validations": _dynamic(_validations(tenant, view)),
+        "matchConstraints": {
+            "namespaceSelector": {"matchExpressions": [{"key": TENANT_LABEL, "operator": "Exists"}]},
+            "resourceRules": rules,
+        },
+        "paramKind": {"apiVersion": grants.API_VERSION, "kind": grants.KIND},
+        "variables": _dynamic(_variables(platform)),
+        "validations": _dynamic(_validations(platform)),
     }
     return kube_object(
         API_VERSION,
         "ValidatingAdmissionPolicy",
-        object_meta(policy_name(tenant.name), labels=owned_labels(tenant, view)),
+        object_meta(policy_name(), labels=platform_labels(facts.environment_label)),
         spec=spec,
     )
 
 
 def guard_binding(tenant: Tenant, view: TenantView) -> KubeObject:
-    """The binding that switches the guard policy on (Deny).
+    """The binding that applies the guard policy to the tenant's namespaces (Deny), with its TenantGrant;
+    without that grant it denies every request it matches.
 
-    >>> binding = guard_binding(tenant, view)
-    >>> binding["spec"]["policyName"], binding["spec"]["validationActions"]
-    ('gpu-tenancy-guard-eval', ['Deny'])
+    >>> spec = guard_binding(tenant, view)["spec"]
+    >>> spec["policyName"], spec["paramRef"], spec["matchResources"]
+    ('gpu-tenancy-guard', {'name': 'eval', 'parameterNotFoundAction': 'Deny'}, {'namespaceSelector': {'matchLabels': {'gpu-tenancy.dev/tenant': 'eval'}}})
     """
-    return deny_binding(policy_name(tenant.name), owned_labels(tenant, view))
+    return kube_object(
+        API_VERSION,
+        "ValidatingAdmissionPolicyBinding",
+        object_meta(binding_name(tenant.name), labels=owned_labels(tenant, view)),
+        spec={
+            "matchResources": {"namespaceSelector": {"matchLabels": {TENANT_LABEL: tenant.name}}},
+            "paramRef": {"name": tenant.name, "parameterNotFoundAction": "Deny"},
+            "policyName": policy_name(),
+            "validationActions": ["Deny"],
+        },
+    )
+
+
+def is_guard_binding(obj: KubeObject) -> bool:
+    """Whether `obj` is a tenant's binding of the guard policy.
+
+    >>> is_guard_binding(guard_binding(tenant, view)), is_guard_binding(guard_policy(prod.facts))
+    (True, False)
+    """
+    return obj["kind"] == "ValidatingAdmissionPolicyBinding" and obj.get("spec", {}).get("policyName") == policy_name()
 
 
 def guard_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
-    """Policy and binding of one tenant; none for a decommissioned tenant (its namespaces are going away).
+    """Binding and TenantGrant of one tenant; none for a decommissioned tenant (its namespaces are going away).
 
     >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
@@ -600,8 +529,17 @@ def guard_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant",
     ...     name="a", displayName="A", costCenter="cc-1")
     >>> [o["kind"] for o in guard_objects(t, env.view(t))]
-    ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']
+    ['ValidatingAdmissionPolicyBinding', 'TenantGrant']
     """
     if tenant.lifecycle == "decommissioned":
         return []
-    return [guard_policy(tenant, view), guard_binding(tenant, view)]
+    return [guard_binding(tenant, view), grants.tenant_grant(tenant, view)]
+
+
+def platform_guard_objects(facts: FleetFacts) -> list[KubeObject]:
+    """The guard policy and the TenantGrant CRD its bindings read.
+
+    >>> [o["kind"] for o in platform_guard_objects(prod.facts)]
+    ['CustomResourceDefinition', 'ValidatingAdmissionPolicy']
+    """
+    return [grants.grant_crd(facts), guard_policy(facts)]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ..fleet.facts import FleetFacts, TenantView
 from ..spec.tenant import Tenant
-from .guard_policy import guard_objects
+from .guard_policy import guard_objects, platform_guard_objects
 from .image_policy import image_objects
 from .limit_range import limit_ranges
 from .meta import KubeObject, sort_objects
@@ -49,12 +49,13 @@ def tenant_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
 
 
 def platform_core_objects(facts: FleetFacts) -> list[KubeObject]:
-    """Cluster-wide objects the tenants' access relies on: the read-only ClusterRole and the admin binding.
+    """Cluster-wide objects the tenants' access relies on: the read-only ClusterRole, the admin binding,
+    the guard policy and the TenantGrant CRD its per-tenant bindings read.
 
     >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
     >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
     >>> [o["metadata"]["name"] for o in platform_core_objects(env.facts)]
-    ['gpu-tenancy:cluster-viewer', 'gpu-tenancy:platform-admins']
+    ['gpu-tenancy:cluster-viewer', 'gpu-tenancy:platform-admins', 'tenantgrants.gpu-tenancy.dev', 'gpu-tenancy-guard']
     """
-    return sort_objects(platform_rbac_objects(facts))
+    return sort_objects([*platform_rbac_objects(facts), *platform_guard_objects(facts)])

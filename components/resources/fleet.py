@@ -10,6 +10,7 @@ from .gpu_platform import GpuPlatform
 from .kubernetes import logical_name
 from ..manifests.placement_policy import API_VERSION as PLACEMENT_API, policy_name
 from ..manifests.build import platform_objects, tenant_objects
+from ..manifests.guard_policy import platform_guard_objects
 from ..manifests.renames import rename_message
 from ..fleet.gpu_capacity import gpu_quota_by_resource
 from ..fleet.environment import Environment
@@ -44,11 +45,21 @@ class Fleet(pulumi.ComponentResource):
         members = set(part.tenants)
         tenants = [loaded for loaded in environment.tenants if loaded.name in members]
         child = pulumi.ResourceOptions(parent=self)
+        # The platform first (its taints last, below): the tenants' guard bindings and TenantGrants
+        # need its guard policy and the TenantGrant CRD. A shard stack has neither: they are in the
+        # environment's stack, which is deployed first (docs/sharding.md).
+        self.platform = (
+            GpuPlatform(f"{name}-platform", platform_objects(environment), child, taints_later=True) if part.platform else None
+        )
+        admission = [
+            resource for child_name, resource in (self.platform.resources.items() if self.platform else ())
+            if child_name in {logical_name(f"{name}-platform", obj) for obj in platform_guard_objects(environment.facts)}
+        ]
         # Tenant components are named after the tenant alone: their URNs must not depend on the
         # fleet's contents (the parent chain already scopes them to this fleet).
         objects = {loaded.name: tenant_objects(loaded.spec, environment.view(loaded.spec)) for loaded in tenants}
         self.tenants = {
-            loaded.name: Tenant(loaded.name, loaded.spec, environment, child, objects=objects[loaded.name])
+            loaded.name: Tenant(loaded.name, loaded.spec, environment, child, objects=objects[loaded.name], admission=admission)
             for loaded in tenants
         }
         # Node taints wait for the placement policies that say who may tolerate them (in this
@@ -60,9 +71,8 @@ class Fleet(pulumi.ComponentResource):
             if obj["metadata"]["name"] == policy_name(tenant) and obj["apiVersion"] == PLACEMENT_API
             and (resource := self.tenants[tenant].resources.get(logical_name(tenant, obj))) is not None
         ]
-        self.platform = (
-            GpuPlatform(f"{name}-platform", platform_objects(environment), child, taint_after=policies) if part.platform else None
-        )
+        if self.platform is not None:
+            self.platform.add_taints(policies)
         # Previous names of this stack's tenants -> what the rename does (warned when the old name
         # was deployed here last time; the same words as `tenants diff`).
         self.renames = {

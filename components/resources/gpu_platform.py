@@ -38,24 +38,40 @@ class GpuPlatform(pulumi.ComponentResource):
         opts: Optional[pulumi.ResourceOptions] = None,
         *,
         taint_after: Sequence[pulumi.Resource] = (),
+        taints_later: bool = False,
     ) -> None:
         super().__init__("gpu-tenancy:index:GpuPlatform", name, None, opts)
         self.resources: dict[str, pulumi.Resource] = {}
-        taint_patches = [o for o in objects if is_taint_patch(o)]
-        tainted = {o["metadata"]["name"] for o in taint_patches}
-        last = [o for o in objects if is_node_patch(o) and o["metadata"]["name"] in tainted]   # both patches of tainted nodes
-        later = {id(o) for o in last}
+        self._name, self._objects = name, objects
+        tainted = {o["metadata"]["name"] for o in objects if is_taint_patch(o)}
+        self._last = [o for o in objects if is_node_patch(o) and o["metadata"]["name"] in tainted]   # both patches of tainted nodes
+        later = {id(o) for o in self._last}
         for obj in [o for o in objects if id(o) not in later]:
             child = logical_name(name, obj)
             self.resources[child] = register(child, obj, pulumi.ResourceOptions(parent=self))
+        if not taints_later:
+            self.add_taints(taint_after)
+
+    def add_taints(self, taint_after: Sequence[pulumi.Resource] = ()) -> None:
+        """Register the tainted nodes' patches after everything else here and after `taint_after`, then
+        the outputs. Called by the constructor, or (`taints_later`) by a Fleet once its tenants, whose
+        admission objects need this platform's TenantGrant CRD and guard policy first, are registered.
+
+        >>> from components.manifests.build import platform_objects
+        >>> registered = pulumi_mocks(lambda: GpuPlatform("prod-platform", platform_objects(prod), taints_later=True).add_taints())
+        >>> len([r for r in registered if r.type == "kubernetes:core/v1:NodePatch"]) > 0
+        True
+        """
+        name = self._name
+        taint_patches = [o for o in self._last if is_taint_patch(o)]
         before_taints = [*self.resources.values(), *taint_after]
         taints_of: dict[str, pulumi.Resource] = {}
         for obj in taint_patches:
             child = logical_name(name, obj)
             self.resources[child] = taints_of[obj["metadata"]["name"]] = register(
                 child, obj, pulumi.ResourceOptions(parent=self, depends_on=before_taints or None))
-        for obj in [o for o in last if not is_taint_patch(o)]:
+        for obj in [o for o in self._last if not is_taint_patch(o)]:
             child = logical_name(name, obj)
             self.resources[child] = register(
                 child, obj, pulumi.ResourceOptions(parent=self, depends_on=[taints_of[obj["metadata"]["name"]]]))
-        self.register_outputs({"objects": len(objects)})
+        self.register_outputs({"objects": len(self._objects)})

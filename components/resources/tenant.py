@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import pulumi
 
 from ..manifests.build import helm_releases, tenant_objects
+from ..manifests.guard_policy import is_guard_binding
+from ..manifests.tenant_grant import is_tenant_grant
 from ..manifests.meta import KubeObject
 from .kubernetes import logical_name, register
 from ..fleet.environment import Environment
@@ -48,6 +50,7 @@ class Tenant(pulumi.ComponentResource):
         environment: Environment,
         opts: Optional[pulumi.ResourceOptions] = None,
         objects: Optional[list[KubeObject]] = None,
+        admission: Sequence[pulumi.Resource] = (),
     ) -> None:
         aliases = [pulumi.Alias(name=old) for old in spec.previous_names]
         if opts is not None and opts.parent is not None:
@@ -89,8 +92,14 @@ class Tenant(pulumi.ComponentResource):
             )
         if retain:
             primary = namespace_resources.get(spec.all_namespaces[0]) or next(iter(namespace_resources.values()), None)
-            for obj in outside:
-                add(obj, deleted_with=primary)
+            grants: list[pulumi.Resource] = []
+            # The guard's binding after the TenantGrant it reads, both after the platform's guard
+            # policy and CRD (`admission`): a binding never points at a policy or grant not there yet.
+            for obj in sorted(outside, key=is_guard_binding):
+                after = [*admission, *grants] if is_guard_binding(obj) else list(admission) if is_tenant_grant(obj) else []
+                resource = add(obj, deleted_with=primary, depends_on=after or None)
+                if is_tenant_grant(obj):
+                    grants.append(resource)
         for obj in objects:
             if obj["kind"] == "Namespace" or obj["metadata"].get("namespace") not in own:
                 continue

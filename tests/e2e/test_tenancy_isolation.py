@@ -229,7 +229,7 @@ def pdb(**spec: Any) -> dict:
 
 
 def guard(tenant: str) -> str:
-    return f"ValidatingAdmissionPolicy 'gpu-tenancy-guard-{tenant}' with binding 'gpu-tenancy-guard-{tenant}' denied request"
+    return f"ValidatingAdmissionPolicy 'gpu-tenancy-guard' with binding 'gpu-tenancy-guard-{tenant}' denied request"
 
 
 def placement(tenant: str) -> str:
@@ -629,3 +629,69 @@ def test_the_way_in_stays_the_guarded_ingress(apiserver, ready):
         member = members(LF, LF)[role]
         status, message = call(apiserver.client_for(member.user, member.groups), "POST", PATHS["ingresses"].format(ns=LF), ingress(OWN_HOST))
         assert status == 201, (role, status, message)
+
+
+# --------------------------------------------------------------------------
+# The guard's parameters: one policy, a TenantGrant per tenant
+# --------------------------------------------------------------------------
+
+GRANTS = "/apis/gpu-tenancy.dev/v1alpha1/tenantgrants"
+
+
+@pytest.mark.parametrize("tenant", sorted(TENANTS))
+def test_no_tenant_member_changes_a_grant_or_the_guard(apiserver, ready, tenant):
+    """A member who could widen its TenantGrant (or another's) would grant itself any group, host or
+    priority; one who could update the shared guard policy would be an operator of every tenant."""
+    own = next(m for m in members(tenant, tenant).values())
+    writes = [
+        ("PATCH", f"{GRANTS}/{tenant}", {"spec": {"groups": ["system:masters"]}}),
+        *[("PATCH", f"{GRANTS}/{other}", {"spec": {"groups": [own.groups[0]]}}) for other in sorted(TENANTS) if other != tenant],
+        ("DELETE", f"{GRANTS}/{tenant}", None),
+        ("POST", GRANTS, {"apiVersion": "gpu-tenancy.dev/v1alpha1", "kind": "TenantGrant", "metadata": {"name": "e2e-mine"},
+                          "spec": {"tenant": "e2e-mine"}}),
+        ("PATCH", "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/gpu-tenancy-guard",
+         {"spec": {"failurePolicy": "Ignore"}}),
+    ]
+    for member in members(tenant, tenant).values():
+        api = apiserver.client_for(member.user, member.groups)
+        for method, path, body in writes:
+            status, message = call(api, method, path, body)
+            assert status == 403 and "cannot" in message, (member.role, method, path, status, message)
+    # The neighbour: the platform's own identity may change it (a dry run here).
+    status, message = call(ready, "PATCH", f"{GRANTS}/{tenant}", {"spec": {"groups": [own.groups[0]]}})
+    assert status == 200, message
+
+
+def test_without_its_grant_a_tenant_namespace_admits_nothing_the_guard_matches(apiserver, ready):
+    """`parameterNotFoundAction: Deny`: a lost or not-yet-created TenantGrant fails closed. With it
+    back, the same request is admitted again."""
+    developer = members("eval", "eval")["developer"]
+    api = apiserver.client_for(developer.user, developer.groups)
+    plain = pod()
+    assert 200 <= call(api, "POST", PATHS["pods"].format(ns="eval"), plain)[0] < 300
+    grant = json.loads(_raw(ready, f"{GRANTS}/eval"))
+    assert call(ready, "DELETE", f"{GRANTS}/eval", dry_run=False)[0] == 200
+    try:
+        def denied() -> bool:
+            status, message = call(api, "POST", PATHS["pods"].format(ns="eval"), plain)
+            return status in (403, 422) and "gpu-tenancy-guard" in message
+        apiserver.wait_for(denied, timeout=30, what="the guard to deny without its TenantGrant")
+        status, message = call(api, "POST", PATHS["pods"].format(ns="eval"), plain)
+        assert "no params found" in message, message
+        # Another tenant's namespace keeps working: its own grant is there.
+        neighbour = members("inference", "inference")["developer"]
+        other = apiserver.client_for(neighbour.user, neighbour.groups)
+        assert 200 <= call(other, "POST", PATHS["pods"].format(ns="inference"), pod())[0] < 300
+    finally:
+        body = {k: grant[k] for k in ("apiVersion", "kind", "spec")}
+        body["metadata"] = {"name": "eval", "labels": grant["metadata"].get("labels", {})}
+        assert call(ready, "POST", GRANTS, body, dry_run=False)[0] == 201
+    apiserver.wait_for(lambda: 200 <= call(api, "POST", PATHS["pods"].format(ns="eval"), plain)[0] < 300,
+                       timeout=30, what="the guard to admit again with its TenantGrant")
+
+
+def _raw(api: client.ApiClient, path: str) -> str:
+    request = api.param_serialize("GET", path, header_params={"Accept": "application/json"}, auth_settings=["BearerToken"])
+    response = api.call_api(*request)
+    response.read()
+    return response.data.decode()

@@ -416,6 +416,9 @@ NEVER: list[tuple[str, str, str, str, str]] = [
     ("", "persistentvolumes", "", "create", "cluster"),
     ("scheduling.k8s.io", "priorityclasses", "", "create", "cluster"),
     ("admissionregistration.k8s.io", "validatingadmissionpolicybindings", "", "delete", "cluster"),
+    # The guard is one policy for every tenant, each tenant's allowances its TenantGrant.
+    ("admissionregistration.k8s.io", "validatingadmissionpolicies", "", "update", "cluster"),
+    *[("gpu-tenancy.dev", "tenantgrants", "", verb, "cluster") for verb in ("create", "update", "patch", "delete")],
     ("rbac.authorization.k8s.io", "clusterrolebindings", "", "create", "cluster"),
     ("kueue.x-k8s.io", "clusterqueues", "", "update", "cluster"),
     # Each tenant's quota series are a PrometheusRule in the monitoring namespace: rewriting one

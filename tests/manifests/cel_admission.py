@@ -3,8 +3,9 @@ celpy: cel-python), the way the API server runs it: matchConditions, variables i
 every validation, a failed one reporting its messageExpression.
 
 `authorizer` has no equivalent offline, so a test passes the value of a variable that uses it
-(e.g. `operator`) in `given`. Of the Kubernetes CEL libraries both engines get `<list>.sum()`
-(of ints), which neither ships.
+(e.g. `operator`) in `given`; a policy with `paramKind` reads the object its binding names, which
+a test passes as `params`. Of the Kubernetes CEL libraries both engines get `<list>.sum()` (of
+ints) and `<list>.join(separator)` (of strings), which neither ships.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ class RustCel:
     def run(self, expression: str, activation: dict[str, Any]) -> Any:
         context = cel.Context()
         context.add_function("sum", lambda values: sum(values))
+        context.add_function("join", lambda values, separator: separator.join(values))
         context.update(activation)
         return self.compile(expression).execute(context)
 
@@ -42,7 +44,8 @@ class CelPy:
     @lru_cache(maxsize=None)
     def compile(cls, expression: str):
         return cls._env.program(cls._env.compile(expression),
-                                functions={"sum": lambda values: celpy.celtypes.IntType(sum(values))})
+                                functions={"sum": lambda values: celpy.celtypes.IntType(sum(values)),
+                                           "join": lambda values, separator: celpy.celtypes.StringType(separator.join(values))})
 
     def run(self, expression: str, activation: dict[str, Any]) -> Any:
         converted = {k: v if k == "variables" else celpy.json_to_cel(v) for k, v in activation.items()}
@@ -59,8 +62,9 @@ ENGINES = [RustCel(), CelPy()]
 
 
 def admit(engine, policy: dict, obj: dict | None, *, resource: str, operation: str = "CREATE", old: dict | None = None,
-          user: str = "alice", namespace: dict | None = None, given: dict[str, Any] | None = None) -> list[str]:
-    """Messages of the validations `obj` fails (empty: admitted)."""
+          user: str = "alice", namespace: dict | None = None, given: dict[str, Any] | None = None,
+          params: dict | None = None) -> list[str]:
+    """Messages of the validations `obj` fails (empty: admitted); `params` is the binding's parameter object."""
     spec = policy["spec"]
     activation: dict[str, Any] = {
         "object": obj, "oldObject": old,
@@ -68,6 +72,7 @@ def admit(engine, policy: dict, obj: dict | None, *, resource: str, operation: s
                     "kind": {"kind": (obj or old or {}).get("kind", "")},
                     "namespace": (namespace or {"metadata": {"name": "ns"}})["metadata"]["name"]},
         "namespaceObject": namespace or {"metadata": {"name": "ns"}},
+        "params": params,
     }
     for condition in spec.get("matchConditions", []):
         if not engine.run(condition["expression"], activation):

@@ -5,7 +5,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from components.manifests import tenant_grant as grants
+
 MIN_KUBERNETES = "1.30"
+
+
+def _strict(schema: Any) -> Any:
+    """A copy of an OpenAPI schema in which an object with `properties` allows no other field."""
+    if isinstance(schema, list):
+        return [_strict(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    strict = {k: ({name: _strict(v) for name, v in value.items()} if k == "properties" else _strict(value))
+              for k, value in schema.items()}
+    if "properties" in schema:
+        strict.setdefault("additionalProperties", False)
+    return strict
 
 
 class KubeSchemas:
@@ -42,6 +57,9 @@ class KubeSchemas:
         from referencing import Resource
 
         key = (version, api_version, kind)
+        if key not in self._validators and (api_version, kind) == (grants.API_VERSION, grants.KIND):
+            # Our own CRD: its schema, strict (the API server would prune an unknown field silently).
+            self._validators[key] = jsonschema.Draft202012Validator(_strict(grants.grant_crd_schema()))
         if key not in self._validators:
             # Same file naming as kubernetes-validate: rbac.authorization.k8s.io/v1 -> rbac-v1.
             group_version = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)

@@ -1,5 +1,6 @@
-"""The per-tenant guard policy, replayed on two CEL engines (tests/manifests/cel_admission.py)
-against the objects a tenant member may write: pods, Services, Ingresses, Secrets, RoleBindings."""
+"""The guard policy with a tenant's TenantGrant as its parameters, replayed on two CEL engines
+(tests/manifests/cel_admission.py) against the objects a tenant member may write: pods, Services,
+Ingresses, Secrets, RoleBindings."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import dataclasses
 import pytest
 
 from components.manifests import guard_policy as gp
+from components.manifests.tenant_grant import tenant_grant
 
 from .cel_admission import ENGINES
 from .cel_admission import admit as _admit
@@ -23,13 +25,28 @@ def engine(request):
     return request.param
 
 
-def admit(engine, policy, obj, *, given=None, **kwargs):
+@dataclasses.dataclass(frozen=True)
+class Guard:
+    """The guard policy as one tenant's binding applies it: with the tenant's TenantGrant as params."""
+
+    policy: dict
+    grant: dict
+
+    def __getitem__(self, key):
+        return self.policy[key]
+
+
+def admit(engine, guard: Guard, obj, *, given=None, **kwargs):
     """Admission as a tenant member (the `operator` variable asks the authorizer, which is not offline)."""
-    return _admit(engine, policy, obj, given=given or MEMBER, **kwargs)
+    return _admit(engine, guard.policy, obj, given=given or MEMBER, params=guard.grant, **kwargs)
 
 
-def policy_for(environment, tenant: str) -> dict:
-    return viewed(gp.guard_policy, next(t.spec for t in environment.tenants if t.name == tenant), environment)
+def policy_for(environment, tenant: str, platform=None) -> Guard:
+    spec = next(t.spec for t in environment.tenants if t.name == tenant)
+    facts, view = environment.facts, environment.view(spec)
+    if platform is not None:
+        facts, view = dataclasses.replace(facts, platform=platform), dataclasses.replace(view, platform=platform)
+    return Guard(gp.guard_policy(facts), tenant_grant(spec, view))
 
 
 def pod(env=None, resources=None, **spec):
@@ -205,8 +222,7 @@ def test_the_stack_lists_extra_token_audiences(engine, prod):
     rails = prod.platform.guard_rails
     tokens = rails.service_account_tokens.model_copy(update={"audiences": ["vault"], "max_expiration_seconds": 7200})
     platform = prod.platform.model_copy(update={"guard_rails": rails.model_copy(update={"service_account_tokens": tokens})})
-    tenant = next(t.spec for t in prod.tenants if t.name == "llm-finetune")
-    policy = gp.guard_policy(tenant, dataclasses.replace(prod.view(tenant), platform=platform))
+    policy = policy_for(prod, "llm-finetune", platform)
     assert admit(engine, policy, token_pod(audience="vault", expirationSeconds=7200), resource="pods") == []
     assert len(admit(engine, policy, token_pod(audience="vault", expirationSeconds=7201), resource="pods")) == 1
     assert len(admit(engine, policy, token_pod(audience="https://ci.acme.dev"), resource="pods")) == 1
@@ -343,8 +359,7 @@ def test_budgets_that_block_a_drain_are_refused(engine, prod):
 
 def test_the_stack_may_allow_min_available_below_100_percent(engine, prod):
     platform = prod.platform.model_copy(update={"guard_rails": prod.platform.guard_rails.model_copy(update={"pdb_min_available": True})})
-    tenant = next(t.spec for t in prod.tenants if t.name == "inference")
-    policy = gp.guard_policy(tenant, dataclasses.replace(prod.view(tenant), platform=platform))
+    policy = policy_for(prod, "inference", platform)
     assert admit(engine, policy, pdb(minAvailable=2), resource="poddisruptionbudgets") == []
     assert len(admit(engine, policy, pdb(minAvailable="100%"), resource="poddisruptionbudgets")) == 1
     assert len(admit(engine, policy, pdb(maxUnavailable=0), resource="poddisruptionbudgets")) == 1
@@ -429,14 +444,43 @@ def test_managed_role_bindings_belong_to_the_platform(engine, prod):
     assert admit(engine, policy, None, old=own, operation="DELETE", resource="rolebindings", given=MEMBER) == []
 
 
-def test_one_policy_and_binding_per_tenant_in_its_namespaces_only(prod):
-    objects = viewed(gp.guard_objects, next(t.spec for t in prod.tenants if t.name == "eval"), prod)
-    policy, policy_binding = objects
-    assert policy["spec"]["matchConstraints"]["namespaceSelector"] == {"matchLabels": {"gpu-tenancy.dev/tenant": "eval"}}
+def test_one_policy_for_the_environment_one_binding_and_grant_per_tenant_in_its_namespaces_only(prod):
+    from components.manifests.build import platform_objects
+
+    policies = [o for o in platform_objects(prod) if o["metadata"]["name"] == "gpu-tenancy-guard"]
+    assert [o["kind"] for o in policies] == ["ValidatingAdmissionPolicy"]
+    (policy,) = policies
+    assert policy["spec"]["matchConstraints"]["namespaceSelector"] == {
+        "matchExpressions": [{"key": "gpu-tenancy.dev/tenant", "operator": "Exists"}]}
     assert policy["spec"]["failurePolicy"] == "Fail"
-    assert policy_binding["spec"] == {"policyName": "gpu-tenancy-guard-eval", "validationActions": ["Deny"]}
+    assert policy["spec"]["paramKind"] == {"apiVersion": "gpu-tenancy.dev/v1alpha1", "kind": "TenantGrant"}
     resources = {r for rule in policy["spec"]["matchConstraints"]["resourceRules"] for r in rule["resources"]}
     assert resources == {"pods", "services", "configmaps", "secrets", "ingresses", "rolebindings", "poddisruptionbudgets", "workloads"}
+    # Nothing of a tenant is in the policy: onboarding one changes no other object.
+    text = str(policy).replace("online-inference", "")   # a PriorityClass of the stack, not the tenant
+    assert [t.name for t in prod.tenants if t.name in text] == []
+    policy_binding, grant = viewed(gp.guard_objects, next(t.spec for t in prod.tenants if t.name == "eval"), prod)
+    assert policy_binding["spec"] == {
+        "matchResources": {"namespaceSelector": {"matchLabels": {"gpu-tenancy.dev/tenant": "eval"}}},
+        "paramRef": {"name": "eval", "parameterNotFoundAction": "Deny"},
+        "policyName": "gpu-tenancy-guard", "validationActions": ["Deny"]}
+    assert (grant["kind"], grant["metadata"]["name"], grant["spec"]["tenant"]) == ("TenantGrant", "eval", "eval")
+    assert "namespace" not in grant["metadata"]
+
+
+def test_a_grant_is_valid_against_its_crd_schema(prod):
+    """Every example tenant's TenantGrant against the CRD's structural schema (what the API server checks)."""
+    import jsonschema
+
+    from components.manifests.tenant_grant import grant_crd
+
+    schema = grant_crd(prod.facts)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    for loaded in prod.tenants:
+        jsonschema.validate(viewed(tenant_grant, loaded.spec, prod), schema)
+    broken = viewed(tenant_grant, prod.tenants[0].spec, prod)
+    broken["spec"]["groups"] = "team-a"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, schema)
 
 
 # ---- ConfigMap and Secret size ---------------------------------------------------------------

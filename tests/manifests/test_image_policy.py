@@ -90,7 +90,7 @@ def test_digests_alone_need_no_registry_list(engine, make_tenant, make_environme
 def test_nothing_restricted_makes_no_policy(make_tenant, make_environment):
     assert viewed(ip.image_objects, make_tenant(), make_environment()) == []
     kinds = [o["kind"] for o in viewed(tenant_objects, make_tenant(), make_environment())]
-    assert "ValidatingAdmissionPolicy" in kinds  # the guard policy, as before
+    assert "ValidatingAdmissionPolicyBinding" in kinds  # the guard's binding, as before
     assert not any(o["metadata"]["name"].startswith(ip.NAME_PREFIX) for o in viewed(tenant_objects, make_tenant(), make_environment()))
 
 

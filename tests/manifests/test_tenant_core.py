@@ -16,7 +16,7 @@ def _ids(objects: list[dict]) -> list[tuple[str, str, str]]:
 def test_a_tenant_gets_every_core_concept(prod):
     kinds = {o["kind"] for o in viewed(tenant_objects, tenant_of(prod, "llm-finetune"), prod)}
     assert kinds == {"Namespace", "ResourceQuota", "LimitRange", "Role", "RoleBinding", "ServiceAccount",
-                     "ClusterRoleBinding", "NetworkPolicy", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
+                     "ClusterRoleBinding", "NetworkPolicy", "ValidatingAdmissionPolicyBinding", "TenantGrant"}
 
 
 def test_objects_are_sorted_namespaces_first_and_deterministic(prod):
@@ -61,7 +61,8 @@ def test_every_object_is_labelled_and_namespaced_within_its_tenant(rendered):
                 labels = obj["metadata"]["labels"]
                 assert labels[TENANT_LABEL] == owner
                 assert labels[ENVIRONMENT_LABEL] == env_name
-                if obj["kind"] not in ("Namespace", "ClusterRoleBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"):
+                if obj["kind"] not in ("Namespace", "ClusterRoleBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+                                       "TenantGrant"):
                     assert obj["metadata"]["namespace"] in namespaces
 
 
@@ -94,4 +95,6 @@ def test_platform_core_objects(prod):
     assert _ids(platform_core_objects(prod.facts)) == [
         ("ClusterRole", "", "gpu-tenancy:cluster-viewer"),
         ("ClusterRoleBinding", "", "gpu-tenancy:platform-admins"),
+        ("CustomResourceDefinition", "", "tenantgrants.gpu-tenancy.dev"),
+        ("ValidatingAdmissionPolicy", "", "gpu-tenancy-guard"),
     ]

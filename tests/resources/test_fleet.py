@@ -288,3 +288,18 @@ def test_the_immutable_fields_table_matches_the_vendored_crds():
                     node = node["properties"][part]
                 rules = [v["rule"] for v in node.get("x-kubernetes-validations", [])]
                 assert "self == oldSelf" in rules, (kind, version["name"], path)
+
+
+def test_a_guard_binding_waits_for_its_grant_and_both_for_the_platforms_guard_and_crd():
+    """A binding pointing at a policy or TenantGrant not there yet would leave the tenant's namespaces
+    unguarded (no policy) or refusing everything (no grant) for the length of the update."""
+    registrations, _ = run_program("prod")
+    by_name = {r.name: r for r in registrations}
+    crd = by_name["prod-platform-customresourcedefinition-tenantgrants.gpu-tenancy.dev"].urn
+    policy = by_name["prod-platform-validatingadmissionpolicy-gpu-tenancy-guard"].urn
+    for loaded in load_environment(REPO, "prod").tenants:
+        grant = by_name[f"{loaded.name}-tenantgrant-{loaded.name}"]
+        binding = by_name[f"{loaded.name}-validatingadmissionpolicybinding-gpu-tenancy-guard-{loaded.name}"]
+        assert {crd, policy} <= set(grant.options["dependencies"]), grant.name
+        assert {crd, policy, grant.urn} <= set(binding.options["dependencies"]), binding.name
+        assert grant.type == "kubernetes:gpu-tenancy.dev/v1alpha1:TenantGrant"

@@ -336,7 +336,7 @@ def test_the_kai_sharing_and_guard_policies_type_check_clean(kai_stack):
     from tools.applied_stack import wait_policies_typechecked
 
     cp = kai_stack.plane.cp
-    names = ["gpu-tenancy-kai-sharing", "gpu-tenancy-guard-eval"]
+    names = ["gpu-tenancy-kai-sharing", "gpu-tenancy-guard"]
     wait_policies_typechecked(cp, [{"kind": "ValidatingAdmissionPolicy", "metadata": {"name": n}} for n in names])
     adm = client.AdmissionregistrationV1Api(cp.api_client)
     for name in names:
