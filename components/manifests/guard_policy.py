@@ -2,8 +2,9 @@
 
 RBAC says *which* objects a role may write, never *what is in them*. The tenant roles may create
 Pods, Services, Ingresses, ConfigMaps, Secrets, (owners) RoleBindings and (with a bundle) PodDisruptionBudgets; each of these carries a field that
-reaches beyond the tenant. One ValidatingAdmissionPolicy per tenant (`gpu-tenancy-guard-<tenant>`,
-plus its binding, in the tenant's namespaces) refuses:
+reaches beyond the tenant. One ValidatingAdmissionPolicy for the environment (`gpu-tenancy-guard`),
+applied to each tenant's namespaces by the tenant's binding (`gpu-tenancy-guard-<tenant>`) with the
+tenant's TenantGrant as its parameters (tenant_grant.py), refuses:
 
 * Pods: a PriorityClass the stack does not define (the system classes `system-node-critical` and
   `system-cluster-critical` preempt everything and escape every PriorityClass-scoped quota; the
@@ -48,8 +49,11 @@ Platform operators are exempt from the RoleBinding rules: whoever may update thi
 deployment's own identity, cluster admins), kube-system controllers, and anyone while the
 namespace is being deleted. The other rules hold for everybody in the tenant's namespaces.
 
-Design: like the placement policy, one policy and one binding per tenant with the tenant's
-allowances inlined as CEL literals: no params objects, messages that name what is allowed.
+Design: the stack's settings (PriorityClasses, guard rails, RuntimeClasses) are CEL literals of the
+one policy; what differs per tenant is read from `params.spec` (its TenantGrant), and the messages
+still name what is allowed. Inlined per tenant, the controller manager type-checked 1,000 copies
+(tenant_grant.py says what that cost); onboarding a tenant still adds objects without changing
+anyone else's.
 """
 
 from __future__ import annotations
