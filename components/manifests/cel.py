@@ -43,6 +43,29 @@ def names_or_none(values: Iterable[str]) -> str:
     return ", ".join(values) if values else "none"
 
 
+TENANT = "\x00tenant\x00"
+"""Where the text of a message (`said`) names the tenant whose binding applied the policy."""
+
+
+def said(text: str) -> str:
+    """CEL: the message `text`, with each TENANT the `tenant` variable (the tenant's name, from the
+    policy's parameters).
+
+    >>> said(f"pods of tenant {TENANT} may not")
+    '"pods of tenant " + variables.tenant + " may not"'
+    """
+    return " + variables.tenant + ".join(cel_string(part) for part in text.split(TENANT))
+
+
+def joined(values: str) -> str:
+    """CEL: the list of strings `values` for a message a user reads, as `names_or_none` writes it.
+
+    >>> joined("params.spec.pools")
+    '(size(params.spec.pools) == 0 ? "none" : params.spec.pools.join(", "))'
+    """
+    return f'(size({values}) == 0 ? "none" : {values}.join(", "))'
+
+
 _REQUEST_OBJECTS = ("object.", "oldObject.")
 
 

@@ -9,15 +9,15 @@ from .meta import KubeObject, sort_objects
 
 
 def platform_gpu_objects(facts: FleetFacts) -> list[KubeObject]:
-    """Node patches, the MIG and time-slicing ConfigMaps, the PriorityClasses and the tool's DRA
-    DeviceClasses, in `sort_objects` order.
-
-    Placement policies are per tenant (see `tenant_gpu_objects`), so none of them is here.
+    """Node patches, the MIG and time-slicing ConfigMaps, the PriorityClasses, the tool's DRA
+    DeviceClasses and the placement policy (each tenant's binding is in `tenant_gpu_objects`), in
+    `sort_objects` order.
 
     >>> sorted({o["kind"] for o in platform_gpu_objects(dev.facts)})
-    ['ConfigMap', 'Node', 'PriorityClass']
+    ['ConfigMap', 'Node', 'PriorityClass', 'ValidatingAdmissionPolicy']
     """
     objects = [
+        placement_policy.placement_policy(facts),
         *gpu_nodes.node_patches(facts),
         *priority_classes.priority_classes(facts),
         *device_classes.device_classes(facts),
@@ -29,9 +29,9 @@ def platform_gpu_objects(facts: FleetFacts) -> list[KubeObject]:
 
 
 def tenant_gpu_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
-    """The tenant's placement policy and its binding, and with a DeviceClass grant its claim policy and binding, in `sort_objects` order.
+    """The tenant's placement binding, and with a DeviceClass grant its claim policy and binding, in `sort_objects` order.
 
     >>> [o["metadata"]["name"] for o in tenant_gpu_objects(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))]
-    ['gpu-tenancy-placement-eval', 'gpu-tenancy-placement-eval']
+    ['gpu-tenancy-placement-eval']
     """
     return sort_objects([*placement_policy.placement_objects(tenant, view), *claim_policy.claim_objects(tenant, view)])

@@ -60,12 +60,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import tenant_grant as grants
-from .cel import as_dyn, cel_list, cel_string, names_or_none
+from .cel import TENANT, as_dyn, cel_list, cel_string, joined, names_or_none, said
 from ..fleet.facts import FleetFacts, TenantView
 from ..spec.stack import Platform
 from ..spec.tenant import Tenant
 from .meta import (
+    TENANT_GRANT_API,
+    TENANT_GRANT_KIND,
     KAI_GPU_SHARING_ANNOTATIONS,
     KAI_SHARED_GPU_CONFIGMAP_ANNOTATION,
     KAI_SHARED_GPU_PREFIX_SUFFIX,
@@ -74,6 +75,7 @@ from .meta import (
     kube_object,
     object_meta,
     owned_labels,
+    param_binding,
     platform_labels,
 )
 from .kai_sharing_policy import binder_username
@@ -121,11 +123,6 @@ def _unset_or_kept(value: str, old: str) -> str:
 def _own_secret(value: str) -> str:
     """CEL: an annotation value `[namespace/]name` names a Secret of the request's own namespace."""
     return f'(!{value}.contains("/") || {value}.startsWith(request.namespace + "/"))'
-
-
-def _names(values: str) -> str:
-    """CEL: a list of strings for a message a user reads, as `names_or_none` writes it."""
-    return f'(size({values}) == 0 ? "none" : {values}.join(", "))'
 
 
 def _is(resource: str) -> str:
@@ -246,20 +243,12 @@ def _decoded_size(text: str) -> str:
 
 
 
-TENANT = "\x00tenant\x00"   # where a message names the tenant (`_said`)
-
-
-def _said(text: str) -> str:
-    """CEL: the message `text`, with each TENANT the name of the request's tenant."""
-    return " + variables.tenant + ".join(cel_string(part) for part in text.split(TENANT))
-
-
 def _rule(expression: str, text: str, message_expression: str | None = None) -> dict[str, str]:
     """A validation whose message (`text`, TENANT for the tenant's name) is computed per request;
     the static `message`, shown only if that fails, says "the tenant"."""
     return {
         "expression": expression,
-        "messageExpression": message_expression or _said(text),
+        "messageExpression": message_expression or said(text),
         "message": text.replace(TENANT, "the tenant"),
         "reason": "Forbidden",
     }
@@ -297,8 +286,8 @@ def _validations(platform: Platform) -> list[dict[str, str]]:
     granted_names = f'({grant}.externalNames + {grant}.externalNameDomains.map(d, "*." + d))'
     granted_classes = f'{grant}.priorityClasses.map(c, c.name + "=" + string(c.value))'
     ingress_rule = (
-        f'"Ingress hosts of tenant {name} must be one of: " + {_names(f"{grant}.ingressHosts")} + '
-        f'", or a subdomain of: " + {_names(f"{grant}.ingressDomains")}'
+        f'"Ingress hosts of tenant {name} must be one of: " + {joined(f"{grant}.ingressHosts")} + '
+        f'", or a subdomain of: " + {joined(f"{grant}.ingressDomains")}'
     )
     return [
         _rule(
@@ -358,7 +347,7 @@ def _validations(platform: Platform) -> list[dict[str, str]]:
             f'(has(object.spec.externalName) && {_host_ok("object.spec.externalName", f"{grant}.externalNames", f"{grant}.externalNameDomains")})',
             f"ExternalName Services of tenant {TENANT} may point only to network.externalNames",
             f'"ExternalName \'" + (has(object.spec.externalName) ? object.spec.externalName : "") + "\' is not granted to tenant {name}; '
-            f'granted: " + {_names(granted_names)} + '
+            f'granted: " + {joined(granted_names)} + '
             '" (network.externalNames; never IP addresses)"',
         ),
         _rule(
@@ -418,7 +407,7 @@ def _validations(platform: Platform) -> list[dict[str, str]]:
             f"Kueue Workloads of tenant {TENANT} may not have a priority above its PriorityClasses",
             f'"Kueue Workload priority " + string(object.spec.priority) + " is above what tenant {name} may use (" + '
             f'string({grant}.maxPriority) + ", the highest of its PriorityClasses: " + '
-            f'{_names(granted_classes)} + "): its Job names a '
+            f'{joined(granted_classes)} + "): its Job names a '
             'PriorityClass it is not granted (e.g. system-node-critical) and would be admitted ahead of everyone"',
         ),
         _rule(
@@ -439,8 +428,8 @@ def _validations(platform: Platform) -> list[dict[str, str]]:
             f"RoleBindings in tenant {TENANT} may bind only the tenant's own groups, users and ServiceAccounts",
             f'"RoleBinding subject " + {bad_subject}.kind + " \'" + {bad_subject}.name + "\'" + '
             f'(has({bad_subject}.namespace) ? " in namespace " + {bad_subject}.namespace : "") + '
-            f'" is not a member of tenant {name}: bind only its groups (" + {_names(f"{grant}.groups")} + "), users (" + '
-            f'{_names(f"{grant}.users")} + ") or ServiceAccounts of its namespaces (" + {_names(f"{grant}.namespaces")} + '
+            f'" is not a member of tenant {name}: bind only its groups (" + {joined(f"{grant}.groups")} + "), users (" + '
+            f'{joined(f"{grant}.users")} + ") or ServiceAccounts of its namespaces (" + {joined(f"{grant}.namespaces")} + '
             '"); never system: users or groups"',
         ),
         _rule(
@@ -482,7 +471,7 @@ def guard_policy(facts: FleetFacts) -> KubeObject:
             "namespaceSelector": {"matchExpressions": [{"key": TENANT_LABEL, "operator": "Exists"}]},
             "resourceRules": rules,
         },
-        "paramKind": {"apiVersion": grants.API_VERSION, "kind": grants.KIND},
+        "paramKind": {"apiVersion": TENANT_GRANT_API, "kind": TENANT_GRANT_KIND},
         "variables": _dynamic(_variables(platform)),
         "validations": _dynamic(_validations(platform)),
     }
@@ -502,30 +491,11 @@ def guard_binding(tenant: Tenant, view: TenantView) -> KubeObject:
     >>> spec["policyName"], spec["paramRef"], spec["matchResources"]
     ('gpu-tenancy-guard', {'name': 'eval', 'parameterNotFoundAction': 'Deny'}, {'namespaceSelector': {'matchLabels': {'gpu-tenancy.dev/tenant': 'eval'}}})
     """
-    return kube_object(
-        API_VERSION,
-        "ValidatingAdmissionPolicyBinding",
-        object_meta(binding_name(tenant.name), labels=owned_labels(tenant, view)),
-        spec={
-            "matchResources": {"namespaceSelector": {"matchLabels": {TENANT_LABEL: tenant.name}}},
-            "paramRef": {"name": tenant.name, "parameterNotFoundAction": "Deny"},
-            "policyName": policy_name(),
-            "validationActions": ["Deny"],
-        },
-    )
-
-
-def is_guard_binding(obj: KubeObject) -> bool:
-    """Whether `obj` is a tenant's binding of the guard policy.
-
-    >>> is_guard_binding(guard_binding(tenant, view)), is_guard_binding(guard_policy(prod.facts))
-    (True, False)
-    """
-    return obj["kind"] == "ValidatingAdmissionPolicyBinding" and obj.get("spec", {}).get("policyName") == policy_name()
+    return param_binding(binding_name(tenant.name), policy_name(), tenant.name, owned_labels(tenant, view))
 
 
 def guard_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
-    """Binding and TenantGrant of one tenant; none for a decommissioned tenant (its namespaces are going away).
+    """The binding of one tenant; none for a decommissioned tenant (its namespaces are going away).
 
     >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
@@ -533,17 +503,8 @@ def guard_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant",
     ...     name="a", displayName="A", costCenter="cc-1")
     >>> [o["kind"] for o in guard_objects(t, env.view(t))]
-    ['ValidatingAdmissionPolicyBinding', 'TenantGrant']
+    ['ValidatingAdmissionPolicyBinding']
     """
     if tenant.lifecycle == "decommissioned":
         return []
-    return [guard_binding(tenant, view), grants.tenant_grant(tenant, view)]
-
-
-def platform_guard_objects(facts: FleetFacts) -> list[KubeObject]:
-    """The guard policy and the TenantGrant CRD its bindings read.
-
-    >>> [o["kind"] for o in platform_guard_objects(prod.facts)]
-    ['CustomResourceDefinition', 'ValidatingAdmissionPolicy']
-    """
-    return [grants.grant_crd(facts), guard_policy(facts)]
+    return [guard_binding(tenant, view)]

@@ -194,6 +194,30 @@ def deny_binding(policy_name: str, labels: Mapping[str, str]) -> KubeObject:
                        spec={"policyName": policy_name, "validationActions": ["Deny"]})
 
 
+TENANT_GRANT_API = "gpu-tenancy.dev/v1alpha1"
+TENANT_GRANT_KIND = "TenantGrant"
+
+
+def param_binding(name: str, policy_name: str, tenant: str, labels: Mapping[str, str]) -> KubeObject:
+    """A binding that applies the environment's policy `policy_name` to the tenant's namespaces with
+    the tenant's TenantGrant as its parameters (`Deny`, also when the grant is missing).
+
+    >>> param_binding("gpu-tenancy-guard-a", "gpu-tenancy-guard", "a", {})["spec"]["paramRef"]
+    {'name': 'a', 'parameterNotFoundAction': 'Deny'}
+    """
+    return kube_object(
+        ADMISSION_API,
+        "ValidatingAdmissionPolicyBinding",
+        object_meta(name, labels=labels),
+        spec={
+            "matchResources": {"namespaceSelector": {"matchLabels": {TENANT_LABEL: tenant}}},
+            "paramRef": {"name": tenant, "parameterNotFoundAction": "Deny"},
+            "policyName": policy_name,
+            "validationActions": ["Deny"],
+        },
+    )
+
+
 def plain_copy(value: Any) -> Any:
     """A deep copy of plain JSON-like data (dicts, lists and immutable scalars), several times faster
     than `copy.deepcopy`, which tracks shared references that built objects never rely on.

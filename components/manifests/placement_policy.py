@@ -2,8 +2,8 @@
 
 A taint keeps out pods that do not tolerate it, but any pod may declare any toleration, and a
 GPU pod without a node selector lands on whatever node has a free device (ResourceQuota counts
-`nvidia.com/gpu`, not which class it is). So every tenant gets a ValidatingAdmissionPolicy that
-checks, on pod CREATE and on UPDATEs that change the spec, in the tenant's namespaces:
+`nvidia.com/gpu`, not which class it is). So a ValidatingAdmissionPolicy, bound to every tenant's
+namespaces, checks on pod CREATE and on UPDATEs that change the spec:
 
 * `nodeSelector` and required node affinity (`In`) on `<domain>/gpu-class`, `<domain>/pool`,
   `<domain>/tenant` and `nvidia.com/gpu.product` name only classes and pools the tenant may use;
@@ -31,26 +31,28 @@ checks, on pod CREATE and on UPDATEs that change the spec, in the tenant's names
   `schedulingGates` (a spec change, checked like a creation) are refused. Pods that select only on
   other labels are kept off foreign dedicated nodes by their taint, which they cannot tolerate.
 
-Design: one policy and one binding per tenant, with the tenant's allowed values inlined as CEL
-list literals. No params objects to keep in sync, the messages can list what is allowed, and
-onboarding a tenant adds objects without editing anyone else's.
+Design: one policy for the environment; each tenant's binding applies it to the tenant's namespaces
+with the tenant's TenantGrant (tenant_grant.py) as `params`, which holds every value above that
+differs per tenant (its classes, pools and products, what pins, the foreign dedicated pools). The
+messages still list what is allowed, and onboarding a tenant changes no one else's objects except,
+for a tenant with dedicated pools, the other tenants' grants (their foreign pools).
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
-from .cel import cel_list, cel_string, names_or_none
+from .cel import TENANT, cel_list, cel_string, joined, said
 from .device_classes import IMPLICIT_EXTENDED_RESOURCE_PREFIX, dra_extended_resources
 from ..fleet import gpu_capacity as cap
-from ..fleet.facts import TenantView
+from ..fleet.facts import FleetFacts, TenantView
 from ..spec.stack import Platform
 from ..spec.tenant import Tenant
 
 from .meta import (
-    deny_binding,
+    TENANT_GRANT_API,
+    TENANT_GRANT_KIND,
     GPU_PRODUCT_LABEL,
     GPU_TAINT_KEY,
     HOSTNAME_LABEL,
@@ -61,6 +63,8 @@ from .meta import (
     kube_object,
     object_meta,
     owned_labels,
+    param_binding,
+    platform_labels,
     pool_label,
     tenant_label,
 )
@@ -73,7 +77,7 @@ MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 
 @dataclass(frozen=True)
 class Placement:
-    """What one tenant may target, as sorted lists (the literals inlined into the policy)."""
+    """What one tenant may target, as sorted lists (the values of its TenantGrant the policy reads)."""
 
     tenant: str
     classes: list[str]
@@ -113,16 +117,25 @@ def placement(tenant: Tenant, view: TenantView) -> Placement:
     return Placement(tenant.name, classes, pools, dedicated, products, pinning_classes, pinning_products)
 
 
-def policy_name(tenant: str) -> str:
-    """Name of the tenant's placement policy and of its binding.
+def policy_name() -> str:
+    """Name of the environment's placement policy.
 
-    >>> policy_name("eval")
+    >>> policy_name()
+    'gpu-tenancy-placement'
+    """
+    return NAME_PREFIX
+
+
+def binding_name(tenant: str) -> str:
+    """Name of the binding that applies the placement policy, with the tenant's TenantGrant, to its namespaces.
+
+    >>> binding_name("eval")
     'gpu-tenancy-placement-eval'
     """
     return f"{NAME_PREFIX}-{tenant}"
 
 
-
+GRANT = "params.spec"
 
 
 def _selector_ok(key: str, allowed: str) -> str:
@@ -191,24 +204,24 @@ def _kai_sharing(platform: Platform, pod: str = "object") -> str | None:
             f"{cel_list(list(KAI_GPU_SHARING_ANNOTATIONS))}))")
 
 
-def _targets(p: Placement, view: TenantView) -> list[tuple[str, str, list[str], str]]:
-    """(variable prefix, node label, allowed values, what) for each label whose values are checked."""
-    platform = view.platform
+def _targets(platform: Platform) -> list[tuple[str, str, str, str]]:
+    """(variable prefix, node label, allowed values (CEL, from the grant), what) for each label whose values are checked."""
     return [
-        ("class", gpu_class_label(platform), p.classes, "GPU class"),
-        ("pool", pool_label(platform), p.pools, "node pool"),
-        ("product", GPU_PRODUCT_LABEL, p.products, "GPU product"),
+        ("class", gpu_class_label(platform), f"{GRANT}.gpuClasses", "GPU class"),
+        ("pool", pool_label(platform), f"{GRANT}.pools", "node pool"),
+        ("product", GPU_PRODUCT_LABEL, f"{GRANT}.gpuProducts", "GPU product"),
     ]
 
 
-def _foreign_toleration(p: Placement, tenant_key: str) -> str:
-    own = f'(!has(t.operator) || t.operator == "Equal") && has(t.value) && t.value == {cel_string(p.tenant)}'
+def _foreign_toleration(tenant_key: str) -> str:
+    own = '(!has(t.operator) || t.operator == "Equal") && has(t.value) && t.value == variables.tenant'
     return f"has(t.key) && t.key == {cel_string(tenant_key)} && !({own})"
 
 
-def _variables(p: Placement, view: TenantView) -> list[dict[str, str]]:
+def _variables(platform: Platform) -> list[dict[str, str]]:
     required = "object.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
     variables = [
+        {"name": "tenant", "expression": f"{GRANT}.tenant"},
         {"name": "nodeSelector", "expression": "has(object.spec.nodeSelector) ? object.spec.nodeSelector : {}"},
         {
             "name": "terms",
@@ -220,63 +233,61 @@ def _variables(p: Placement, view: TenantView) -> list[dict[str, str]]:
         {"name": "tolerations", "expression": "has(object.spec.tolerations) ? object.spec.tolerations : []"},
         {
             "name": "foreignTolerations",
-            "expression": f"variables.tolerations.filter(t, {_foreign_toleration(p, tenant_label(view.platform))})",
+            "expression": f"variables.tolerations.filter(t, {_foreign_toleration(tenant_label(platform))})",
         },
         {
             "name": "gpuTaintTolerations",
             "expression": f"variables.tolerations.filter(t, has(t.key) && t.key == {cel_string(GPU_TAINT_KEY)})",
         },
-        {"name": "requestsGpu", "expression": requests_gpu(view.platform)},
+        {"name": "requestsGpu", "expression": requests_gpu(platform)},
     ]
-    for prefix, key, values, _ in _targets(p, view):
-        variables.append(_bad_terms_variable(f"{prefix}TermsNotAllowed", key, cel_list(values)))
-    variables.extend(_foreign_node_variables(p, view))
-    variables.append({"name": "pinnedByRequest", "expression": _pinned_by_request(p, view)})  # issue 14
+    for prefix, key, values, _ in _targets(platform):
+        variables.append(_bad_terms_variable(f"{prefix}TermsNotAllowed", key, values))
+    variables.extend(_foreign_node_variables(platform))
+    variables.append({"name": "pinnedByRequest", "expression": _pinned_by_request(platform)})  # issue 14
     return variables
 
 
-def _foreign_pools(p: Placement, view: TenantView) -> tuple[list[dict[str, str]], dict[str, list[str]]]:
-    """Other tenants' dedicated pools as CEL-friendly literals: one map of node labels per pool (plus
-    `_pool`, `_tenant` and `_known`, which no label key can be), and the static node names per pool.
+def foreign_pools(p: Placement, view: TenantView) -> list[dict[str, Any]]:
+    """Other tenants' dedicated pools, for the tenant's TenantGrant: each pool's name, owner, node
+    labels and static node names (`staticNodes` false: autoscaled, its node names unknown).
 
-    Every value of a literal has one type, so the policy type-checks without heterogeneous maps.
+    >>> view = prod.view(prod.tenants[0].spec)
+    >>> [(f["pool"], f["tenant"], f["nodes"]) for f in foreign_pools(placement(prod.tenants[0].spec, view), view)]
+    [('h100-serve', 'inference', ['gpu-h100-03', 'gpu-h100-04']), ('h100-train', 'llm-finetune', ['gpu-h100-01', 'gpu-h100-02'])]
     """
     platform = view.platform
-    pools, nodes = [], {}
+    pools = []
     for name, owner in view.pool_owners:
         if owner == p.tenant:
             continue
         pool = platform.node_pools[name]
         gpu_class = platform.gpu_classes.get(pool.gpu_class)
-        entry = {gpu_class_label(platform): pool.gpu_class, pool_label(platform): name, tenant_label(platform): owner}
+        labels = {gpu_class_label(platform): pool.gpu_class, pool_label(platform): name, tenant_label(platform): owner}
         if gpu_class is not None:
-            entry[GPU_PRODUCT_LABEL] = gpu_class.product
-        # Autoscaled pools: node names are unknown, so any hostname selection may reach them.
-        entry.update({"_pool": name, "_tenant": owner, "_known": "true" if pool.max_nodes is None else "false"})
-        pools.append(dict(sorted(entry.items())))
-        nodes[name] = sorted(pool.nodes)
-    return pools, nodes
+            labels[GPU_PRODUCT_LABEL] = gpu_class.product
+        pools.append({"labels": dict(sorted(labels.items())), "nodes": sorted(pool.nodes), "pool": name,
+                      "staticNodes": pool.max_nodes is None, "tenant": owner})
+    return pools
 
 
 def _names_match(operator: str, values: str) -> str:
-    """Whether an In/NotIn expression on node names can match a node of pool `p`."""
-    names = 'variables.foreignNodes[p["_pool"]]'
+    """Whether an In/NotIn expression on node names can match a node of pool `p` (any node of an autoscaled pool)."""
     return (
-        f'(p["_known"] != "true" || ({operator} == "In" ? {values}.exists(v, v in {names}) : '
-        f'{operator} == "NotIn" ? {names}.exists(n, !(n in {values})) : {operator} != "DoesNotExist"))'
+        f'(!p.staticNodes || ({operator} == "In" ? {values}.exists(v, v in p.nodes) : '
+        f'{operator} == "NotIn" ? p.nodes.exists(n, !(n in {values})) : {operator} != "DoesNotExist"))'
     )
 
 
-def _foreign_node_variables(p: Placement, view: TenantView) -> list[dict[str, str]]:
-    platform = view.platform
+def _foreign_node_variables(platform: Platform) -> list[dict[str, str]]:
     keys = cel_list([gpu_class_label(platform), pool_label(platform), tenant_label(platform), GPU_PRODUCT_LABEL, HOSTNAME_LABEL])
     host = cel_string(HOSTNAME_LABEL)
     values = "(has(e.values) ? e.values : [])"
     expression_matches = (
         f"e.key == {host} ? {_names_match('e.operator', values)} : "
-        "!(e.key in p) ? true : "
-        f'e.operator == "In" ? p[e.key] in {values} : '
-        f'e.operator == "NotIn" ? !(p[e.key] in {values}) : '
+        "!(e.key in p.labels) ? true : "
+        f'e.operator == "In" ? p.labels[e.key] in {values} : '
+        f'e.operator == "NotIn" ? !(p.labels[e.key] in {values}) : '
         'e.operator != "DoesNotExist"'
     )
     field_matches = f'f.key != "metadata.name" || {_names_match("f.operator", "(has(f.values) ? f.values : [])")}'
@@ -285,14 +296,10 @@ def _foreign_node_variables(p: Placement, view: TenantView) -> list[dict[str, st
         f"(!has(t.matchFields) || t.matchFields.all(f, {field_matches}))"
     )
     selector_matches = (
-        f'variables.nodeSelector.all(k, k == {host} ? (p["_known"] != "true" || '
-        'variables.nodeSelector[k] in variables.foreignNodes[p["_pool"]]) : '
-        "(!(k in p) || p[k] == variables.nodeSelector[k]))"
+        f"variables.nodeSelector.all(k, k == {host} ? (!p.staticNodes || variables.nodeSelector[k] in p.nodes) : "
+        "(!(k in p.labels) || p.labels[k] == variables.nodeSelector[k]))"
     )
-    pools, nodes = _foreign_pools(p, view)
     return [
-        {"name": "foreignPools", "expression": json.dumps(pools) if pools else "[]"},
-        {"name": "foreignNodes", "expression": json.dumps(nodes) if nodes else "{}"},
         {
             "name": "selectsNodes",
             "expression": (
@@ -304,71 +311,66 @@ def _foreign_node_variables(p: Placement, view: TenantView) -> list[dict[str, st
         {
             "name": "reachableForeignPools",
             "expression": (
-                "!variables.selectsNodes ? [] : variables.foreignPools.filter(p, "
+                f"!variables.selectsNodes ? [] : {GRANT}.foreignPools.filter(p, "
                 f"({selector_matches}) && (size(variables.terms) == 0 || variables.terms.exists(t, {term_matches})))"
             ),
         },
     ]
 
 
-def _validations(p: Placement, view: TenantView) -> list[dict[str, str]]:
-    platform = view.platform
+def _rule(expression: str, text: str, message_expression: str | None = None) -> dict[str, str]:
+    """A validation whose message (`text`, TENANT for the tenant's name) is computed per request;
+    the static `message`, shown only if that fails, says "the tenant"."""
+    return {
+        "expression": expression,
+        "messageExpression": message_expression or said(text),
+        "message": text.replace(TENANT, "the tenant"),
+        "reason": "Forbidden",
+    }
+
+
+def _validations(platform: Platform) -> list[dict[str, str]]:
     class_key, pool_key, tenant_key = gpu_class_label(platform), pool_label(platform), tenant_label(platform)
-    tenant = cel_string(p.tenant)
-    allowed = f"allowed classes: {names_or_none(p.classes)}; pools: {names_or_none(p.pools)}; dedicated pools: {names_or_none(p.dedicated_pools)}"
+    dedicated = f"size({GRANT}.dedicatedPools) > 0"
+    allowed = (
+        f'"allowed classes: " + {joined(f"{GRANT}.gpuClasses")} + "; pools: " + {joined(f"{GRANT}.pools")} + '
+        f'"; dedicated pools: " + {joined(f"{GRANT}.dedicatedPools")}'
+    )
     own = (
-        f"tenant {p.tenant} may only select or tolerate {tenant_key}={p.tenant}"
-        if p.dedicated_pools
-        else f"tenant {p.tenant} has no dedicated pools"
+        f'({dedicated} ? "tenant " + variables.tenant + " may only select or tolerate {tenant_key}=" + variables.tenant'
+        ' : "tenant " + variables.tenant + " has no dedicated pools")'
     )
     result = [
-        {
-            "expression": 'request.operation != "CREATE" || !has(object.spec.nodeName) || object.spec.nodeName == ""',
-            "message": (
-                f"pods of tenant {p.tenant} may not set spec.nodeName: it bypasses the scheduler and every placement "
-                f"rule; select nodes with nodeSelector {pool_key} or {class_key} instead"
-            ),
-            "reason": "Forbidden",
-        }
-    ]
-    for prefix, key, values, what in _targets(p, view):
-        literal, terms = cel_list(values), f"{prefix}TermsNotAllowed"
-        result.append(
-            {
-                "expression": f"({_selector_ok(key, literal)}) && size(variables.{terms}) == 0",
-                "messageExpression": (
-                    f'"{what} \'" + ({_first_bad_value(key, literal, terms)}) + '
-                    f'"\' is not allowed for tenant {p.tenant}; {allowed}"'
-                ),
-                "message": f"a {what} ({key}) that tenant {p.tenant} may not use is selected; {allowed}",
-                "reason": "Forbidden",
-            }
+        _rule(
+            'request.operation != "CREATE" || !has(object.spec.nodeName) || object.spec.nodeName == ""',
+            f"pods of tenant {TENANT} may not set spec.nodeName: it bypasses the scheduler and every placement "
+            f"rule; select nodes with nodeSelector {pool_key} or {class_key} instead",
         )
+    ]
+    for prefix, key, values, what in _targets(platform):
+        terms = f"{prefix}TermsNotAllowed"
+        result.append(_rule(
+            f"({_selector_ok(key, values)}) && size(variables.{terms}) == 0",
+            f"a {what} ({key}) that tenant {TENANT} may not use is selected",
+            f'"{what} \'" + ({_first_bad_value(key, values, terms)}) + "\' is not allowed for tenant " + variables.tenant + '
+            f'"; " + {allowed}',
+        ))
     # NotIn and DoesNotExist only narrow; Exists would select every tenant's dedicated nodes.
-    tenant_ops_ok = f'e.operator == "NotIn" || e.operator == "DoesNotExist" || (e.operator == "In" && e.values.all(v, v == {tenant}))'
-    result.append(
-        {
-            "expression": (
-                f"(!({cel_string(tenant_key)} in variables.nodeSelector) || variables.nodeSelector[{cel_string(tenant_key)}] == {tenant}) && "
-                f"variables.terms.all(t, !has(t.matchExpressions) || t.matchExpressions.all(e, e.key != {cel_string(tenant_key)} || {tenant_ops_ok}))"
-            ),
-            "message": f"nodes dedicated to another tenant are selected ({tenant_key}); {own}",
-            "reason": "Forbidden",
-        }
-    )
+    tenant_ops_ok = 'e.operator == "NotIn" || e.operator == "DoesNotExist" || (e.operator == "In" && e.values.all(v, v == variables.tenant))'
+    result.append(_rule(
+        f"(!({cel_string(tenant_key)} in variables.nodeSelector) || variables.nodeSelector[{cel_string(tenant_key)}] == variables.tenant) && "
+        f"variables.terms.all(t, !has(t.matchExpressions) || t.matchExpressions.all(e, e.key != {cel_string(tenant_key)} || {tenant_ops_ok}))",
+        f"nodes dedicated to another tenant are selected ({tenant_key})",
+        f'"nodes dedicated to another tenant are selected ({tenant_key}); " + {own}',
+    ))
     first_pool = "variables.reachableForeignPools[0]"
-    result.append(
-        {
-            "expression": "size(variables.reachableForeignPools) == 0",
-            "messageExpression": (
-                f'"the node selection (nodeSelector, required node affinity or matchFields) can reach node pool \'" + '
-                f'{first_pool}["_pool"] + "\', dedicated to tenant " + {first_pool}["_tenant"] + '
-                f'"; dedicated nodes belong to their tenant for every pod; {own}"'
-            ),
-            "message": f"the node selection can reach nodes dedicated to another tenant; {own}",
-            "reason": "Forbidden",
-        }
-    )
+    result.append(_rule(
+        "size(variables.reachableForeignPools) == 0",
+        "the node selection can reach nodes dedicated to another tenant",
+        '"the node selection (nodeSelector, required node affinity or matchFields) can reach node pool \'" + '
+        f'{first_pool}.pool + "\', dedicated to tenant " + {first_pool}.tenant + '
+        f'"; dedicated nodes belong to their tenant for every pod; " + {own}',
+    ))
     result.append(
         {
             "expression": 'variables.tolerations.all(t, (has(t.key) && t.key != "") || !has(t.operator) || t.operator != "Exists")',
@@ -380,52 +382,44 @@ def _validations(p: Placement, view: TenantView) -> list[dict[str, str]]:
         }
     )
     first = "variables.foreignTolerations[0]"
-    result.append(
-        {
-            "expression": "size(variables.foreignTolerations) == 0",
-            "messageExpression": (
-                f'"the toleration of taint {tenant_key}" + '
-                f'((has({first}.operator) && {first}.operator == "Exists") ? " (operator Exists: every tenant)" '
-                f': "=" + (has({first}.value) ? {first}.value : "")) + '
-                f'" would let pods onto nodes dedicated to another tenant; {own}"'
-            ),
-            "message": f"a toleration of taint {tenant_key} lets pods onto nodes dedicated to another tenant; {own}",
-            "reason": "Forbidden",
-        }
-    )
-    result.append(
-        {
-            "expression": "variables.requestsGpu || size(variables.gpuTaintTolerations) == 0",
-            "message": (
-                f"only pods that request GPUs may tolerate taint {GPU_TAINT_KEY} (shared GPU pools): a pod without "
-                "GPUs there would take the cpu and memory that GPU pods need and strand the pool's GPUs; remove the "
-                f"toleration of {GPU_TAINT_KEY}, or request a GPU of a class tenant {p.tenant} may use "
-                f"({names_or_none(p.classes)})"
-            ),
-            "reason": "Forbidden",
-        }
-    )
-    result.append(
-        {
-            "expression": f"!variables.requestsGpu || {_pinned(p, class_key, pool_key, tenant_key)} || variables.pinnedByRequest",
-            "message": _pin_message(p, class_key, pool_key, tenant_key) + _pin_by_request_hint(p, view),
-            "reason": "Forbidden",
-        }
-    )
+    result.append(_rule(
+        "size(variables.foreignTolerations) == 0",
+        f"a toleration of taint {tenant_key} lets pods onto nodes dedicated to another tenant",
+        f'"the toleration of taint {tenant_key}" + '
+        f'((has({first}.operator) && {first}.operator == "Exists") ? " (operator Exists: every tenant)" '
+        f': "=" + (has({first}.value) ? {first}.value : "")) + '
+        f'" would let pods onto nodes dedicated to another tenant; " + {own}',
+    ))
+    result.append(_rule(
+        "variables.requestsGpu || size(variables.gpuTaintTolerations) == 0",
+        f"only pods that request GPUs may tolerate taint {GPU_TAINT_KEY} (shared GPU pools): a pod without "
+        "GPUs there would take the cpu and memory that GPU pods need and strand the pool's GPUs; remove the "
+        f"toleration of {GPU_TAINT_KEY}, or request a GPU of a class tenant {TENANT} may use",
+        said(f"only pods that request GPUs may tolerate taint {GPU_TAINT_KEY} (shared GPU pools): a pod without "
+             "GPUs there would take the cpu and memory that GPU pods need and strand the pool's GPUs; remove the "
+             f"toleration of {GPU_TAINT_KEY}, or request a GPU of a class tenant {TENANT} may use (")
+        + f' + {joined(f"{GRANT}.gpuClasses")} + ")"',
+    ))
+    result.append(_rule(
+        f"!variables.requestsGpu || {_pinned(class_key, pool_key, tenant_key)} || variables.pinnedByRequest",
+        f"pods of tenant {TENANT} that request GPUs must select where they run, with nodeSelector or required "
+        "node affinity (operator In) on a pool, class or tenant label it may use",
+        _pin_message(class_key, pool_key, tenant_key) + " + " + _pin_by_request_hint(),
+    ))
     return result
 
 
-def _pinned(p: Placement, class_key: str, pool_key: str, tenant_key: str) -> str:
-    options = [(pool_key, p.pools), (class_key, p.pinning_classes), (GPU_PRODUCT_LABEL, p.pinning_products)]
+def _pinned(class_key: str, pool_key: str, tenant_key: str) -> str:
+    options = [(pool_key, f"{GRANT}.pools"), (class_key, f"{GRANT}.pinningClasses"), (GPU_PRODUCT_LABEL, f"{GRANT}.pinningProducts")]
     by_selector = [
-        f"({cel_string(k)} in variables.nodeSelector && variables.nodeSelector[{cel_string(k)}] in {cel_list(v)})" for k, v in options if v
+        f"({cel_string(k)} in variables.nodeSelector && variables.nodeSelector[{cel_string(k)}] in {v})" for k, v in options
     ]
-    by_term = [f"(e.key == {cel_string(k)} && e.values.all(v, v in {cel_list(vals)}))" for k, vals in options if vals]
-    if p.dedicated_pools:
-        by_selector.append(f"({cel_string(tenant_key)} in variables.nodeSelector && variables.nodeSelector[{cel_string(tenant_key)}] == {cel_string(p.tenant)})")
-        by_term.append(f"(e.key == {cel_string(tenant_key)} && e.values.all(v, v == {cel_string(p.tenant)}))")
-    if not by_selector:
-        return "false"
+    # An option the grant leaves empty pins nothing (an In term always names a value).
+    by_term = [f"(size({vals}) > 0 && e.key == {cel_string(k)} && e.values.all(v, v in {vals}))" for k, vals in options]
+    dedicated = f"size({GRANT}.dedicatedPools) > 0"
+    by_selector.append(f"({dedicated} && {cel_string(tenant_key)} in variables.nodeSelector && "
+                       f"variables.nodeSelector[{cel_string(tenant_key)}] == variables.tenant)")
+    by_term.append(f"({dedicated} && e.key == {cel_string(tenant_key)} && e.values.all(v, v == variables.tenant))")
     # Terms are ORed: the pod is pinned by affinity only if every term pins it.
     affinity = (
         "(size(variables.terms) > 0 && variables.terms.all(t, has(t.matchExpressions) && "
@@ -434,34 +428,38 @@ def _pinned(p: Placement, class_key: str, pool_key: str, tenant_key: str) -> str
     return "(" + " || ".join(by_selector + [affinity]) + ")"
 
 
-def _pin_message(p: Placement, class_key: str, pool_key: str, tenant_key: str) -> str:
-    if not p.pools:
-        return (
-            f"tenant {p.tenant} may not use GPUs in this environment (no usable pool: gpu.classes and "
-            f"gpu.dedicatedPools give none); remove the GPU resources and DRA resourceClaims from the pod"
-        )
-    choices = [f"{pool_key} (one of {', '.join(p.pools)})"]
-    if p.pinning_classes:
-        choices.append(f"{class_key} (one of {', '.join(p.pinning_classes)})")
-    if p.dedicated_pools:
-        choices.append(f"{tenant_key}={p.tenant}")
-    return (
-        f"pods of tenant {p.tenant} that request GPUs must select where they run, with nodeSelector or required "
-        f"node affinity (operator In) on " + " or ".join(choices)
+def _pin_message(class_key: str, pool_key: str, tenant_key: str) -> str:
+    """CEL: why a GPU pod that selects no node of its own is refused, and what it may select."""
+    no_pool = said(
+        f"tenant {TENANT} may not use GPUs in this environment (no usable pool: gpu.classes and "
+        "gpu.dedicatedPools give none); remove the GPU resources and DRA resourceClaims from the pod"
     )
+    choices = (
+        f'"{pool_key} (one of " + {GRANT}.pools.join(", ") + ")" + '
+        f'(size({GRANT}.pinningClasses) > 0 ? " or {class_key} (one of " + {GRANT}.pinningClasses.join(", ") + ")" : "") + '
+        f'(size({GRANT}.dedicatedPools) > 0 ? " or {tenant_key}=" + variables.tenant : "")'
+    )
+    select = (
+        '"pods of tenant " + variables.tenant + " that request GPUs must select where they run, with nodeSelector or required '
+        f'node affinity (operator In) on " + {choices}'
+    )
+    return f"(size({GRANT}.pools) == 0 ? {no_pool} : {select})"
 
 
-def placement_policy(tenant: Tenant, view: TenantView) -> KubeObject:
-    """The tenant's ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1, Kubernetes 1.30+).
+def placement_policy(facts: FleetFacts) -> KubeObject:
+    """The environment's placement ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1,
+    Kubernetes 1.30+), in every tenant namespace through the tenant's binding, which gives it the
+    tenant's TenantGrant as `params`.
 
-    >>> placement_policy(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))["spec"]["failurePolicy"]
-    'Fail'
+    >>> policy = placement_policy(prod.facts)
+    >>> policy["metadata"]["name"], policy["spec"]["failurePolicy"], policy["spec"]["paramKind"]["kind"]
+    ('gpu-tenancy-placement', 'Fail', 'TenantGrant')
     """
-    p = placement(tenant, view)
+    platform = facts.platform
     spec: dict[str, Any] = {
         "failurePolicy": "Fail",
         "matchConstraints": {
-            "namespaceSelector": {"matchLabels": {TENANT_LABEL: tenant.name}},
+            "namespaceSelector": {"matchExpressions": [{"key": TENANT_LABEL, "operator": "Exists"}]},
             "resourceRules": [
                 {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["pods"]}
             ],
@@ -471,34 +469,37 @@ def placement_policy(tenant: Tenant, view: TenantView) -> KubeObject:
         "matchConditions": [
             {"name": "create-or-spec-change", "expression": 'request.operation != "UPDATE" || object.spec != oldObject.spec'}
         ],
-        "variables": _variables(p, view),
-        "validations": _validations(p, view),
+        "paramKind": {"apiVersion": TENANT_GRANT_API, "kind": TENANT_GRANT_KIND},
+        "variables": _variables(platform),
+        "validations": _validations(platform),
     }
     return kube_object(
         API_VERSION,
         "ValidatingAdmissionPolicy",
-        object_meta(policy_name(tenant.name), labels=owned_labels(tenant, view)),
+        object_meta(policy_name(), labels=platform_labels(facts.environment_label)),
         spec=spec,
     )
 
 
 def placement_binding(tenant: Tenant, view: TenantView) -> KubeObject:
-    """The binding that switches the tenant's policy on, denying (not just warning about) violations.
+    """The binding that applies the placement policy to the tenant's namespaces with its TenantGrant,
+    denying (not just warning about) violations; without the grant it denies every pod.
 
-    >>> placement_binding(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))["spec"]["validationActions"]
-    ['Deny']
+    >>> spec = placement_binding(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))["spec"]
+    >>> spec["policyName"], spec["paramRef"], spec["validationActions"]
+    ('gpu-tenancy-placement', {'name': 'eval', 'parameterNotFoundAction': 'Deny'}, ['Deny'])
     """
-    return deny_binding(policy_name(tenant.name), owned_labels(tenant, view))
+    return param_binding(binding_name(tenant.name), policy_name(), tenant.name, owned_labels(tenant, view))
 
 
 def placement_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
-    """Policy and binding of one tenant, also while it is decommissioned: its pods may still run
-    until its namespaces are deleted, and the program deletes the policy only after them.
+    """The binding of one tenant, also while it is decommissioned: its pods may still run until its
+    namespaces are deleted, and the program deletes the binding (and the TenantGrant) only after them.
 
     >>> [o["kind"] for o in placement_objects(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))]
-    ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']
+    ['ValidatingAdmissionPolicyBinding']
     """
-    return [placement_policy(tenant, view), placement_binding(tenant, view)]
+    return [placement_binding(tenant, view)]
 
 
 # --- implicit pinning by the requested resource (issue 14) ---------------------------------------
@@ -524,19 +525,18 @@ def pinning_resources(p: Placement, view: TenantView) -> list[str]:
     return sorted(r for r, pools in offered.items() if pools <= set(p.pools) and r not in mapped)
 
 
-def _pinned_by_request(p: Placement, view: TenantView) -> str:
-    """CEL: every GPU resource the pod's containers request (or limit) is a pinning resource."""
-    resources = pinning_resources(p, view)
-    if not resources:
-        return "false"
-    ok = f"!({_is_gpu_resource('r', view.platform)}) || r in {cel_list(resources)}"
+def _pinned_by_request(platform: Platform) -> str:
+    """CEL: every GPU resource the pod's containers request (or limit) is a pinning resource of the grant."""
+    resources = f"{GRANT}.pinningResources"
+    ok = f"!({_is_gpu_resource('r', platform)}) || r in {resources}"
     # The same container walk as the `requestsGpu` variable (the API server's type checker takes
     # the joined list as dyn; typed, it reports `resources.limits` of a container as undefined).
     # A DRA claim's devices can be on any node its DeviceClass reaches: a pod with claims is never pinned by its request.
     # A KAI GPU share can be on any node KAI finds a GPU on: an annotated pod is never pinned by its request.
-    sharing = _kai_sharing(view.platform)
+    sharing = _kai_sharing(platform)
     return (
-        (f"!{sharing} && " if sharing else "")
+        f"size({resources}) > 0 && "
+        + (f"!{sharing} && " if sharing else "")
         + "!(has(object.spec.resourceClaims) && size(object.spec.resourceClaims) > 0) && "
         "(object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : []))"
         ".all(c, !has(c.resources) || ("
@@ -545,8 +545,8 @@ def _pinned_by_request(p: Placement, view: TenantView) -> str:
     )
 
 
-def _pin_by_request_hint(p: Placement, view: TenantView) -> str:
-    resources = pinning_resources(p, view)
-    if not resources:
-        return ""
-    return f"; pods requesting only {', '.join(resources)} need no selector (only the tenant's pools offer them)"
+def _pin_by_request_hint() -> str:
+    """CEL: the hint that requesting only the tenant's pinning resources needs no selector ("" when there are none)."""
+    resources = f"{GRANT}.pinningResources"
+    return (f'(size({resources}) > 0 ? "; pods requesting only " + {resources}.join(", ") + '
+            '" need no selector (only the tenant\'s pools offer them)" : "")')

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ..fleet.facts import FleetFacts, TenantView
 from ..spec.tenant import Tenant
-from .guard_policy import guard_objects, platform_guard_objects
+from .guard_policy import guard_objects, guard_policy
 from .image_policy import image_objects
 from .limit_range import limit_ranges
 from .meta import KubeObject, sort_objects
@@ -22,6 +22,7 @@ from .namespace import namespaces
 from .network_policy import network_policies
 from .quota import resource_quotas
 from .rbac import platform_rbac_objects, tenant_rbac_objects
+from .tenant_grant import grant_crd, tenant_grant
 
 
 def tenant_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
@@ -43,6 +44,7 @@ def tenant_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
             *tenant_rbac_objects(tenant, view),
             *network_policies(tenant, view),
             *guard_objects(tenant, view),
+            tenant_grant(tenant, view),
             *image_objects(tenant, view),
         ]
     )
@@ -50,7 +52,7 @@ def tenant_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
 
 def platform_core_objects(facts: FleetFacts) -> list[KubeObject]:
     """Cluster-wide objects the tenants' access relies on: the read-only ClusterRole, the admin binding,
-    the guard policy and the TenantGrant CRD its per-tenant bindings read.
+    the guard policy and the TenantGrant CRD (the per-tenant parameters of it and of the placement policy).
 
     >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
@@ -58,4 +60,4 @@ def platform_core_objects(facts: FleetFacts) -> list[KubeObject]:
     >>> [o["metadata"]["name"] for o in platform_core_objects(env.facts)]
     ['gpu-tenancy:cluster-viewer', 'gpu-tenancy:platform-admins', 'tenantgrants.gpu-tenancy.dev', 'gpu-tenancy-guard']
     """
-    return sort_objects([*platform_rbac_objects(facts), *platform_guard_objects(facts)])
+    return sort_objects([*platform_rbac_objects(facts), grant_crd(facts), guard_policy(facts)])

@@ -1,9 +1,11 @@
 """What the platform grants one tenant, as the parameters its admission policies read.
 
-The guard policy (guard_policy.py) is one ValidatingAdmissionPolicy for the whole environment;
-each tenant's binding points it at the tenant's `TenantGrant` (`gpu-tenancy.dev/v1alpha1`,
-cluster-scoped, named after the tenant): its namespaces, groups and users, the hosts its Ingresses
-and ExternalName Services may name, and the PriorityClasses it may use.
+The guard and placement policies (guard_policy.py, placement_policy.py) are one
+ValidatingAdmissionPolicy each for the whole environment; each tenant's bindings point them at the
+tenant's `TenantGrant` (`gpu-tenancy.dev/v1alpha1`, cluster-scoped, named after the tenant): its
+namespaces, groups and users, the hosts its Ingresses and ExternalName Services may name, the
+PriorityClasses it may use, and where its pods may run (its GPU classes and pools, the pools that
+pin a GPU pod, and other tenants' dedicated pools, which no pod of it may reach).
 
 Why parameters and not literals inlined into one policy per tenant: kube-controller-manager
 type-checks every policy against the schema of every kind it matches, once per expression and
@@ -14,7 +16,9 @@ policy is checked once.
 
 Tenant members cannot write a TenantGrant: it is cluster-scoped and no tenant role names it
 (rbac.py). A binding whose TenantGrant is missing denies every request it matches
-(`parameterNotFoundAction: Deny`): the guard fails closed.
+(`parameterNotFoundAction: Deny`): both policies fail closed. The grant exists as long as any of
+the tenant's bindings does, a decommissioned tenant's too (its placement binding stays until its
+namespaces are gone).
 """
 
 from __future__ import annotations
@@ -23,14 +27,13 @@ from typing import Any, Iterable
 
 from ..fleet.facts import FleetFacts, TenantView
 from ..spec.tenant import Tenant
-from .meta import KubeObject, kube_object, object_meta, owned_labels, platform_labels
+from .meta import TENANT_GRANT_API, TENANT_GRANT_KIND, KubeObject, kube_object, object_meta, owned_labels, platform_labels
+from .placement_policy import foreign_pools, pinning_resources, placement
 from .quota import priority_cap
 from .rbac import ROLES
 
-GROUP = "gpu-tenancy.dev"
-VERSION = "v1alpha1"
-API_VERSION = f"{GROUP}/{VERSION}"
-KIND = "TenantGrant"
+API_VERSION, KIND = TENANT_GRANT_API, TENANT_GRANT_KIND
+GROUP, _, VERSION = API_VERSION.partition("/")
 PLURAL = "tenantgrants"
 CRD_NAME = f"{PLURAL}.{GROUP}"
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
@@ -59,6 +62,29 @@ def _spec_schema() -> dict[str, Any]:
                 "properties": {"name": {"type": "string"}, "value": {"type": "integer", "format": "int32"}},
             },
         },
+        "gpuClasses": _strings("GPU classes the tenant's pods may select (placement policy)."),
+        "pools": _strings("Node pools the tenant's pods may select: its dedicated pools and the shared pools of its classes."),
+        "dedicatedPools": _strings("Node pools dedicated to the tenant."),
+        "gpuProducts": _strings("GPU products (nvidia.com/gpu.product) of its classes."),
+        "pinningClasses": _strings("Classes whose every pool the tenant may use: selecting one pins a GPU pod to allowed nodes."),
+        "pinningProducts": _strings("Products whose every pool the tenant may use."),
+        "pinningResources": _strings("GPU resources only the tenant's pools offer: requesting only these pins a pod."),
+        "foreignPools": {
+            "type": "array",
+            "description": "Other tenants' dedicated pools, which no pod of the tenant may reach.",
+            "items": {
+                "type": "object",
+                "required": ["labels", "nodes", "pool", "staticNodes", "tenant"],
+                "properties": {
+                    "pool": {"type": "string"},
+                    "tenant": {"type": "string", "description": "The tenant the pool is dedicated to."},
+                    "labels": {"type": "object", "description": "The labels of the pool's nodes (class, pool, tenant, product).",
+                               "additionalProperties": {"type": "string"}},
+                    "nodes": _strings("The pool's static node names."),
+                    "staticNodes": {"type": "boolean", "description": "false for an autoscaled pool: any node name may be one of it."},
+                },
+            },
+        },
         "maxPriority": {"type": "integer", "format": "int32",
                         "description": "The highest value of its PriorityClasses (0 when none): the cap on its Kueue Workloads' priority."},
     }
@@ -69,7 +95,7 @@ def grant_crd_schema() -> dict[str, Any]:
     """The OpenAPI schema of a TenantGrant (its CRD's only version).
 
     >>> sorted(grant_crd_schema()["properties"]["spec"]["properties"])[:3]
-    ['externalNameDomains', 'externalNames', 'groups']
+    ['dedicatedPools', 'externalNameDomains', 'externalNames']
     """
     return {
         "type": "object",
@@ -170,6 +196,28 @@ def members(tenant: Tenant) -> tuple[list[str], list[str]]:
     return groups, users
 
 
+def grant_prerequisite(obj: KubeObject) -> bool:
+    """Whether a tenant's TenantGrant and bindings must come after `obj`: the TenantGrant CRD, or a
+    policy whose parameters are TenantGrants.
+
+    >>> grant_prerequisite(grant_crd(prod.facts)), grant_prerequisite(tenant_grant(tenant, view))
+    (True, False)
+    """
+    if obj["kind"] == "CustomResourceDefinition":
+        return obj["metadata"]["name"] == CRD_NAME
+    return obj["kind"] == "ValidatingAdmissionPolicy" and obj.get("spec", {}).get("paramKind", {}).get("kind") == KIND
+
+
+def reads_grant(obj: KubeObject) -> bool:
+    """Whether `obj` is a binding that hands its policy a TenantGrant (so must come after the grant).
+
+    >>> from components.manifests.guard_policy import guard_binding
+    >>> reads_grant(guard_binding(tenant, view)), reads_grant(tenant_grant(tenant, view))
+    (True, False)
+    """
+    return obj["kind"] == "ValidatingAdmissionPolicyBinding" and "paramRef" in obj.get("spec", {})
+
+
 def is_tenant_grant(obj: KubeObject) -> bool:
     """Whether `obj` is a TenantGrant.
 
@@ -190,18 +238,27 @@ def tenant_grant(tenant: Tenant, view: TenantView) -> KubeObject:
     names_exact, names_domains = hosts(tenant.network.external_names)
     groups, users = members(tenant)
     granted = granted_priority_classes(tenant, view)
+    allowed = placement(tenant, view)
     return kube_object(
         API_VERSION,
         KIND,
         object_meta(tenant.name, labels=owned_labels(tenant, view)),
         spec={
+            "dedicatedPools": allowed.dedicated_pools,
             "externalNameDomains": names_domains,
             "externalNames": names_exact,
+            "foreignPools": foreign_pools(allowed, view),
+            "gpuClasses": allowed.classes,
+            "gpuProducts": allowed.products,
             "groups": groups,
             "ingressDomains": ingress_domains,
             "ingressHosts": ingress_exact,
             "maxPriority": max([0, *granted.values()]),
             "namespaces": list(tenant.all_namespaces),
+            "pinningClasses": allowed.pinning_classes,
+            "pinningProducts": allowed.pinning_products,
+            "pinningResources": pinning_resources(allowed, view),
+            "pools": allowed.pools,
             "priorityClasses": [{"name": name, "value": value} for name, value in granted.items()],
             "tenant": tenant.name,
             "users": users,

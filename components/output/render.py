@@ -54,7 +54,7 @@ def render_directory(environment: Environment, out: Path, processes: int) -> tup
     (tests/output/test_render.py).
 
     >>> render_directory(prod, scratch / "prod", 2)
-    (4, 138)
+    (4, 136)
     >>> sorted(p.name for p in (scratch / "prod").iterdir()) == sorted(render_files(prod))
     True
     """

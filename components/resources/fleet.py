@@ -8,9 +8,9 @@ import pulumi
 
 from .gpu_platform import GpuPlatform
 from .kubernetes import logical_name
-from ..manifests.placement_policy import API_VERSION as PLACEMENT_API, policy_name
+from ..manifests.placement_policy import binding_name
 from ..manifests.build import platform_objects, tenant_objects
-from ..manifests.guard_policy import platform_guard_objects
+from ..manifests.tenant_grant import grant_prerequisite, is_tenant_grant
 from ..manifests.renames import rename_message
 from ..fleet.gpu_capacity import gpu_quota_by_resource
 from ..fleet.environment import Environment
@@ -48,13 +48,10 @@ class Fleet(pulumi.ComponentResource):
         # The platform first (its taints last, below): the tenants' guard bindings and TenantGrants
         # need its guard policy and the TenantGrant CRD. A shard stack has neither: they are in the
         # environment's stack, which is deployed first (docs/sharding.md).
-        self.platform = (
-            GpuPlatform(f"{name}-platform", platform_objects(environment), child, taints_later=True) if part.platform else None
-        )
-        admission = [
-            resource for child_name, resource in (self.platform.resources.items() if self.platform else ())
-            if child_name in {logical_name(f"{name}-platform", obj) for obj in platform_guard_objects(environment.facts)}
-        ]
+        platform = platform_objects(environment) if part.platform else []
+        self.platform = GpuPlatform(f"{name}-platform", platform, child, taints_later=True) if part.platform else None
+        admission = [self.platform.resources[logical_name(f"{name}-platform", obj)] for obj in platform if grant_prerequisite(obj)] \
+            if self.platform else []
         # Tenant components are named after the tenant alone: their URNs must not depend on the
         # fleet's contents (the parent chain already scopes them to this fleet).
         objects = {loaded.name: tenant_objects(loaded.spec, environment.view(loaded.spec)) for loaded in tenants}
@@ -62,14 +59,15 @@ class Fleet(pulumi.ComponentResource):
             loaded.name: Tenant(loaded.name, loaded.spec, environment, child, objects=objects[loaded.name], admission=admission)
             for loaded in tenants
         }
-        # Node taints wait for the placement policies that say who may tolerate them (in this
-        # stack; a sharded environment's policies are in its shard stacks, docs/gpu-sharing.md).
+        # Node taints wait for the placement bindings and grants that say who may tolerate them (in
+        # this stack; a sharded environment's are in its shard stacks, docs/gpu-sharing.md).
         policies = [
             resource
             for tenant, objs in objects.items()
             for obj in objs
-            if obj["metadata"]["name"] == policy_name(tenant) and obj["apiVersion"] == PLACEMENT_API
-            and (resource := self.tenants[tenant].resources.get(logical_name(tenant, obj))) is not None
+            if (obj["metadata"]["name"] == binding_name(tenant) and obj["kind"] == "ValidatingAdmissionPolicyBinding")
+            or is_tenant_grant(obj)
+            if (resource := self.tenants[tenant].resources.get(logical_name(tenant, obj))) is not None
         ]
         if self.platform is not None:
             self.platform.add_taints(policies)

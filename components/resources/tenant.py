@@ -7,8 +7,7 @@ from typing import Any, Optional, Sequence
 import pulumi
 
 from ..manifests.build import helm_releases, tenant_objects
-from ..manifests.guard_policy import is_guard_binding
-from ..manifests.tenant_grant import is_tenant_grant
+from ..manifests.tenant_grant import is_tenant_grant, reads_grant
 from ..manifests.meta import KubeObject
 from .kubernetes import logical_name, register
 from ..fleet.environment import Environment
@@ -82,7 +81,20 @@ class Tenant(pulumi.ComponentResource):
         # Decommissioned: the cluster-scoped objects come first and the Namespaces depend on them,
         # so on delete the Namespaces (and their pods) go first. Otherwise they are deleted_with the
         # primary Namespace, which therefore has to exist first.
-        guards = [add(obj) for obj in outside] if not retain else []
+        def after(obj: KubeObject, grants: list[pulumi.Resource]) -> Optional[list[pulumi.Resource]]:
+            # A binding after the TenantGrant it reads, both after the platform's policies and CRD
+            # (`admission`): a binding never points at a policy or grant not there yet.
+            return ([*admission, *grants] if reads_grant(obj) else list(admission) if is_tenant_grant(obj) else []) or None
+
+        grants: list[pulumi.Resource] = []
+        # Grants first, bindings last (sorted by these two keys: False before True).
+        order = sorted(outside, key=lambda o: (not is_tenant_grant(o), reads_grant(o)))
+        guards = []
+        if not retain:
+            for obj in order:
+                guards.append(add(obj, depends_on=after(obj, grants)))
+                if is_tenant_grant(obj):
+                    grants.append(guards[-1])
         for obj in namespace_objects:
             namespace_resources[obj["metadata"]["name"]] = add(
                 obj,
@@ -92,12 +104,8 @@ class Tenant(pulumi.ComponentResource):
             )
         if retain:
             primary = namespace_resources.get(spec.all_namespaces[0]) or next(iter(namespace_resources.values()), None)
-            grants: list[pulumi.Resource] = []
-            # The guard's binding after the TenantGrant it reads, both after the platform's guard
-            # policy and CRD (`admission`): a binding never points at a policy or grant not there yet.
-            for obj in sorted(outside, key=is_guard_binding):
-                after = [*admission, *grants] if is_guard_binding(obj) else list(admission) if is_tenant_grant(obj) else []
-                resource = add(obj, deleted_with=primary, depends_on=after or None)
+            for obj in order:
+                resource = add(obj, deleted_with=primary, depends_on=after(obj, grants))
                 if is_tenant_grant(obj):
                     grants.append(resource)
         for obj in objects:

@@ -1,4 +1,4 @@
-"""A tenant's placement policy and ClusterQueue changes in inventory terms, e.g. `allowed pools:
+"""A tenant's placement (its TenantGrant) and ClusterQueue changes in inventory terms, e.g. `allowed pools:
 + h100-train-b` or `flavor h100-train-b nvidia.com/gpu nominal 0 → 4`, rather than the CEL and
 resource-group text that carries them: an inventory edit (a pool added, a node moved) rewrites
 these objects for many tenants, and what a reviewer checks is what each tenant may now reach.
@@ -17,7 +17,8 @@ from typing import Any, Mapping, Optional
 
 from ..fleet.facts import TenantView
 from ..manifests.meta import KubeObject
-from ..manifests.placement_policy import pinning_resources, placement, policy_name
+from ..manifests.placement_policy import pinning_resources, placement
+from ..manifests.tenant_grant import KIND as GRANT_KIND
 from ..spec.tenant import Tenant
 from .object_changes import field_changes
 
@@ -106,10 +107,10 @@ def queue_lines(before: Optional[KubeObject], after: Optional[KubeObject]) -> li
 def summarise(objects: list[dict[str, Any]], before: Optional[Tenant], before_view: Optional[TenantView],
               after: Optional[Tenant], after_view: Optional[TenantView],
               queues: tuple[list[KubeObject], list[KubeObject]]) -> None:
-    """Add `summary` (lines in inventory terms) to the changed placement policy and ClusterQueue
+    """Add `summary` (lines in inventory terms) to the changed TenantGrant (what the placement policy reads) and ClusterQueue
     among one tenant's object changes; a change the summary cannot name keeps its fields alone.
 
-    >>> changes = [{"kind": "ValidatingAdmissionPolicy", "name": "gpu-tenancy-placement-eval", "change": "changed"}]
+    >>> changes = [{"kind": "TenantGrant", "name": "eval", "change": "changed"}]
     >>> spec = prod.tenants[0].spec
     >>> summarise(changes, spec, prod.view(spec), spec, prod.view(spec), ([], []))
     >>> "summary" in changes[0]
@@ -120,7 +121,7 @@ def summarise(objects: list[dict[str, Any]], before: Optional[Tenant], before_vi
         if change["change"] != "changed":
             continue
         lines: list[str] = []
-        if change["kind"] == "ValidatingAdmissionPolicy" and name and change["name"] == policy_name(name) \
+        if change["kind"] == GRANT_KIND and name and change["name"] == name \
                 and before and after and before_view and after_view:
             lines = summary_lines(placement_facts(before, before_view), placement_facts(after, after_view))
         elif change["kind"] == "ClusterQueue":

@@ -271,7 +271,7 @@ def placement_active(apiserver, core, prod_stack):
             try:
                 core.create_namespaced_pod(t, bad, dry_run="All")
             except ApiException as exc:
-                return exc.status == 403 and f"gpu-tenancy-placement-{t}" in message_of(exc)
+                return exc.status == 403 and f"binding 'gpu-tenancy-placement-{t}'" in message_of(exc)
             return False
 
         apiserver.wait_for(denied, timeout=30, what=f"placement policy of {tenant} to take effect")
@@ -330,8 +330,8 @@ PLACEMENT_IDS = [f"{t}: {what}" for t, what, _, _ in _placement_cases(("p", "c",
 def test_placement_violation_is_denied_by_tenant_policy(core, prod_stack, placement_active, case):
     tenant, _, kwargs, expected = _placement_cases(labels(prod_stack))[case]
     message = rejected(core, tenant, pod(**kwargs))
-    policy = f"gpu-tenancy-placement-{tenant}"
-    assert f"ValidatingAdmissionPolicy '{policy}' with binding '{policy}' denied request" in message, message
+    binding = f"gpu-tenancy-placement-{tenant}"
+    assert f"ValidatingAdmissionPolicy 'gpu-tenancy-placement' with binding '{binding}' denied request" in message, message
     assert expected in message, message
 
 

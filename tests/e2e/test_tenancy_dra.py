@@ -2,7 +2,9 @@
 
 The fixture stack tests/fixtures/dra (h100 served by the device plugin and DRA, its DeviceClass mapping
 nvidia.com/gpu; b200 DRA only with its own extendedResourceName; the NVIDIA driver's gpu.nvidia.com and
-mig.nvidia.com at 0) is applied beside the example prod stack, whose tenants list the driver classes too.
+mig.nvidia.com at 0) is applied to a control plane of its own (one environment per cluster: its guard and
+placement policies are that cluster's), the example prod stack, whose tenants list the driver classes too,
+to the session's.
 `vision` has h100: 2 and b200: 1; `speech` has no GPU grant. DeviceClasses the driver would install are
 created here as the driver (admin). Pods and claims are checked with dry-run where admission is the
 question; quota usage needs real objects (then deleted). Layers, in admission order: the placement
@@ -14,15 +16,18 @@ is counted like the claim from a template (same evaluator).
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import uuid
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from tools.applied_stack import AppliedStack, wait_policies_typechecked
-from tools.control_plane import ControlPlane
+from tools.applied_stack import AppliedStack, install_crds, wait_policies_typechecked
+from tools.control_plane import BIN_DIR, ControlPlane
 from tests.e2e.queued import queued
 
 pytestmark = pytest.mark.e2e
@@ -77,22 +82,44 @@ def refused(call) -> str:
 
 
 @pytest.fixture(scope="module")
-def dra_stack(apiserver: ControlPlane, prod_stack: AppliedStack) -> AppliedStack:
-    """The DRA fixture stack's DeviceClasses and tenants on the session API server, the driver's classes beside them."""
+def dra_plane() -> Iterator[ControlPlane]:
+    """A control plane for the DRA fixture stack alone, its CRDs installed."""
+    workdir = Path(tempfile.mkdtemp(prefix="gpu-tenancy-e2e-dra-"))
+    cp = ControlPlane(BIN_DIR, workdir)
+    try:
+        cp.start()
+        install_crds(cp)
+        yield cp
+    finally:
+        cp.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def driver_classes(apiserver: ControlPlane, dra_plane: ControlPlane) -> tuple[str, ...]:
+    """The NVIDIA DRA driver's DeviceClasses, on both clusters, as the driver (admin) creates them."""
+    for cp in (apiserver, dra_plane):
+        for name in DRIVER_CLASSES:
+            cp.apply(driver_device_class(name), field_manager="nvidia-dra-driver")
+    return DRIVER_CLASSES
+
+
+@pytest.fixture(scope="module")
+def dra_stack(dra_plane: ControlPlane, driver_classes) -> AppliedStack:
+    """The DRA fixture stack applied to its own control plane: every object but the node patches (no nodes here)."""
     environment, objects = AppliedStack.render("dra", root=FIXTURE)
-    for name in DRIVER_CLASSES:
-        apiserver.apply(driver_device_class(name), field_manager="nvidia-dra-driver")
-    platform = [o for o in objects["_platform"] if o["kind"] == "DeviceClass"]
-    tenants = [o for name, items in objects.items() if name != "_platform" for o in items]
-    results = apiserver.apply_rendered([*platform, *tenants])
+    dra_plane.create_namespace("gpu-operator")  # the GPU Operator's namespace (the MIG ConfigMap)
+    applied = [o for items in objects.values() for o in items if o["kind"] != "Node"]
+    results = dra_plane.apply_rendered(applied)
     failed = [(o["kind"], o["metadata"]["name"], r) for o, r in results if isinstance(r, Exception)]
     assert not failed, failed
-    apiserver.wait_namespaces_ready(tenants)
-    wait_policies_typechecked(apiserver, tenants)
+    tenants = [o for name, items in objects.items() if name != "_platform" for o in items]
+    dra_plane.wait_namespaces_ready(tenants)
+    wait_policies_typechecked(dra_plane, applied)
     for tenant in ("vision", "speech"):
-        apiserver.wait_quotas(tenant)
+        dra_plane.wait_quotas(tenant)
     # A policy takes a moment to reach the admission plugin: wait until vision's claim policy denies.
-    custom = client.CustomObjectsApi(apiserver.api_client)
+    custom = client.CustomObjectsApi(dra_plane.api_client)
 
     def claim_policy_denies() -> bool:
         try:
@@ -101,15 +128,16 @@ def dra_stack(apiserver: ControlPlane, prod_stack: AppliedStack) -> AppliedStack
             return exc.status in (403, 422) and "gpu-tenancy-claims-vision" in exc.body
         return False
 
-    apiserver.wait_for(claim_policy_denies, what="vision's claim policy to deny")
+    dra_plane.wait_for(claim_policy_denies, what="vision's claim policy to deny")
     return AppliedStack(environment, objects, results, {}, [])
 
 
 @pytest.fixture(scope="module")
-def as_member(apiserver):
-    """CoreV1Api and CustomObjectsApi authenticating as a developer of a tenant."""
-    def make(group: str):
-        api = apiserver.client_for(f"dev@{group}.example.com", [group])
+def as_member(apiserver, dra_plane):
+    """CoreV1Api and CustomObjectsApi authenticating as a developer of a tenant (of the DRA stack on
+    its control plane; with `prod=True`, of the example prod stack on the session's)."""
+    def make(group: str, prod: bool = False):
+        api = (apiserver if prod else dra_plane).client_for(f"dev@{group}.example.com", [group])
         return client.CoreV1Api(api), client.CustomObjectsApi(api)
     return make
 
@@ -120,9 +148,9 @@ def create_claim(custom: client.CustomObjectsApi, namespace: str, body: dict, dr
 
 
 @pytest.fixture(scope="module")
-def admin_custom(apiserver) -> client.CustomObjectsApi:
+def admin_custom(dra_plane) -> client.CustomObjectsApi:
     """A controller's identity (the claim controller, the scheduler) writing claims where tenants have no claim verbs."""
-    return client.CustomObjectsApi(apiserver.api_client)
+    return client.CustomObjectsApi(dra_plane.api_client)
 
 
 def pinned(environment, tenant: str) -> dict:
@@ -167,17 +195,17 @@ def test_placed_pod_is_still_refused_by_quota_for_an_ungranted_class(dra_stack, 
 
 @pytest.mark.parametrize("tenant", PROD_TENANTS)
 @pytest.mark.parametrize("device_class", DRIVER_CLASSES)
-def test_example_stack_tenants_cannot_reach_driver_classes(dra_stack, prod_stack, as_member, tenant, device_class):
+def test_example_stack_tenants_cannot_reach_driver_classes(driver_classes, prod_stack, as_member, tenant, device_class):
     """The example prod stack lists the NVIDIA driver's classes: its tenants, placed where they may run, are pinned at 0."""
-    core, _ = as_member(prod_group(tenant)[0])
+    core, _ = as_member(prod_group(tenant)[0], prod=True)
     pod = placed(gpu_pod({IMPLICIT + device_class: "1"}), prod_stack.environment, tenant)
     body = refused(lambda: core.create_namespaced_pod(tenant, pod, dry_run="All"))
     assert f"limited: requests.{IMPLICIT}{device_class}=0" in body
 
 
 @pytest.mark.parametrize("tenant", PROD_TENANTS)
-def test_example_stack_tenants_must_place_dra_pods(dra_stack, prod_stack, as_member, tenant):
-    core, _ = as_member(prod_group(tenant)[0])
+def test_example_stack_tenants_must_place_dra_pods(driver_classes, prod_stack, as_member, tenant):
+    core, _ = as_member(prod_group(tenant)[0], prod=True)
     body = refused(lambda: core.create_namespaced_pod(tenant, gpu_pod({IMPLICIT + "gpu.nvidia.com": "1"}), dry_run="All"))
     assert f"pods of tenant {tenant} that request GPUs must select where they run" in body
 
@@ -285,43 +313,43 @@ def test_granted_developer_claims_fit_the_grant(dra_stack, as_member):
     assert "exceeded quota: tenant-quota" in body and f"{H100}.deviceclass.resource.k8s.io/devices=2" in body
 
 
-def test_device_plugin_gpus_and_claims_of_the_mapped_class_share_one_budget(apiserver, dra_stack, as_member):
+def test_device_plugin_gpus_and_claims_of_the_mapped_class_share_one_budget(dra_plane, dra_stack, as_member):
     """vision's h100 grant is 2: two device-plugin GPUs leave no room for an h100 claim (charged in
     requests.nvidia.com/gpu through the DeviceClass's extendedResourceName), though the claim keys have room."""
     core, custom = as_member(GRANTED[1])
     namespace = GRANTED[0]
-    used_before = apiserver.quota_used(namespace)
+    used_before = dra_plane.quota_used(namespace)
     made = core.create_namespaced_pod(namespace, pool_pinned(gpu_pod({GPU: "2"}), dra_stack, "h100-shared"))
     try:
-        apiserver.wait_for(
+        dra_plane.wait_for(
             lambda: core.read_namespaced_resource_quota("tenant-quota", namespace).status.used.get(f"requests.{GPU}") == "2",
             what="the device-plugin GPUs to be counted")
         body = refused(lambda: create_claim(custom, namespace, claim(H100, 1)))
         assert f"requests.{GPU}=1" in body and f"limited: requests.{GPU}=2" in body
     finally:
-        apiserver.delete_pods(namespace, [made.metadata.name], quota_used_before=used_before)
+        dra_plane.delete_pods(namespace, [made.metadata.name], quota_used_before=used_before)
 
 
-def test_claim_from_a_template_is_metered_when_the_claim_controller_creates_it(apiserver, dra_stack, as_member, admin_custom):
+def test_claim_from_a_template_is_metered_when_the_claim_controller_creates_it(dra_plane, dra_stack, as_member, admin_custom):
     """The granted developer's template and pod: the claim controller creates the claim, counted in both keys."""
     core, custom = as_member(GRANTED[1])
     namespace = GRANTED[0]
     template = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
                 "metadata": {"name": "e2e-dra-template"}, "spec": {"spec": claim_spec(B200)}}
     custom.create_namespaced_custom_object("resource.k8s.io", "v1", namespace, "resourceclaimtemplates", template)
-    used_before = apiserver.quota_used(namespace)
+    used_before = dra_plane.quota_used(namespace)
     made = core.create_namespaced_pod(namespace, pool_pinned(gpu_pod(claim_template="e2e-dra-template"), dra_stack, "b200-train"))
     try:
-        claims = apiserver.wait_for(lambda: admin_custom.list_namespaced_custom_object(
+        claims = dra_plane.wait_for(lambda: admin_custom.list_namespaced_custom_object(
             "resource.k8s.io", "v1", namespace, "resourceclaims")["items"], what="the claim from the template")
         assert [c["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] for c in claims] == [B200]
-        apiserver.wait_for(
+        dra_plane.wait_for(
             lambda: core.read_namespaced_resource_quota("tenant-quota", namespace).status.used.get(f"{B200}.deviceclass.resource.k8s.io/devices") == "1",
             what="the template's claim to be counted")
         body = refused(lambda: create_claim(custom, namespace, claim(B200, 1)))
         assert f"limited: {B200}.deviceclass.resource.k8s.io/devices=1" in body
     finally:
-        apiserver.delete_pods(namespace, [made.metadata.name], quota_used_before=used_before)
+        dra_plane.delete_pods(namespace, [made.metadata.name], quota_used_before=used_before)
         custom.delete_namespaced_custom_object("resource.k8s.io", "v1", namespace, "resourceclaimtemplates", "e2e-dra-template")
         for c in admin_custom.list_namespaced_custom_object("resource.k8s.io", "v1", namespace, "resourceclaims")["items"]:
             admin_custom.delete_namespaced_custom_object("resource.k8s.io", "v1", namespace, "resourceclaims", c["metadata"]["name"])
@@ -349,30 +377,30 @@ def synced(body: dict, namespace: str) -> dict:
     return body
 
 
-def grant_syncer_role(apiserver, namespace: str) -> None:
+def grant_syncer_role(cp, namespace: str) -> None:
     """The chart's rule for synced claims, bound to vc-vcluster in the host namespace."""
-    apiserver.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+    cp.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
                      "metadata": {"name": SYNCER_ROLE, "namespace": namespace},
                      "rules": [{"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims", "resourceclaimtemplates"],
                                 "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]}]})
-    apiserver.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+    cp.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
                      "metadata": {"name": SYNCER_ROLE, "namespace": namespace},
                      "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": SYNCER_ROLE},
                      "subjects": [{"kind": "ServiceAccount", "name": "vc-vcluster", "namespace": namespace}]})
 
 
-def drop_syncer_role(apiserver, namespace: str) -> None:
-    rbac = client.RbacAuthorizationV1Api(apiserver.api_client)
+def drop_syncer_role(cp, namespace: str) -> None:
+    rbac = client.RbacAuthorizationV1Api(cp.api_client)
     rbac.delete_namespaced_role_binding(SYNCER_ROLE, namespace)
     rbac.delete_namespaced_role(SYNCER_ROLE, namespace)
 
 
 @pytest.fixture(scope="module")
-def vision_syncer(apiserver, dra_stack):
+def vision_syncer(dra_plane, dra_stack):
     """vision's syncer with the chart's claim Role, once RBAC lets it write a granted claim."""
     namespace = GRANTED[0]
-    custom = client.CustomObjectsApi(apiserver.client_for(*syncer_user(namespace)))
-    grant_syncer_role(apiserver, namespace)
+    custom = client.CustomObjectsApi(dra_plane.client_for(*syncer_user(namespace)))
+    grant_syncer_role(dra_plane, namespace)
 
     def admitted() -> bool:
         try:
@@ -381,9 +409,9 @@ def vision_syncer(apiserver, dra_stack):
             return False
         return True
 
-    apiserver.wait_for(admitted, what="vision's syncer Role to take effect")
+    dra_plane.wait_for(admitted, what="vision's syncer Role to take effect")
     yield custom
-    drop_syncer_role(apiserver, namespace)
+    drop_syncer_role(dra_plane, namespace)
 
 
 @pytest.mark.parametrize("case", range(len(CLAIM_ATTACKS)), ids=[c[0] for c in CLAIM_ATTACKS])
@@ -412,14 +440,14 @@ def test_synced_claims_of_the_granted_classes_are_admitted_within_the_grant(visi
     assert "exceeded quota: tenant-quota" in body and f"{H100}.deviceclass.resource.k8s.io/devices=2" in body
 
 
-def test_a_vcluster_without_a_grant_has_no_claim_verbs_and_quota_pins_it_at_zero(apiserver, dra_stack):
+def test_a_vcluster_without_a_grant_has_no_claim_verbs_and_quota_pins_it_at_zero(dra_plane, dra_stack):
     """speech's values keep claim sync off, so the chart gives its syncer no claim rule: RBAC refuses.
     Were the Role there anyway (a hand-edited release), quota at 0 refuses every class."""
     namespace = UNGRANTED[0]
-    custom = client.CustomObjectsApi(apiserver.client_for(*syncer_user(namespace)))
+    custom = client.CustomObjectsApi(dra_plane.client_for(*syncer_user(namespace)))
     body = refused(lambda: create_claim(custom, namespace, synced(claim(H100), namespace)))
     assert 'cannot create resource \\"resourceclaims\\"' in body and "exceeded quota" not in body, body
-    grant_syncer_role(apiserver, namespace)
+    grant_syncer_role(dra_plane, namespace)
     try:
         def quota_refuses() -> str | None:
             try:
@@ -428,7 +456,7 @@ def test_a_vcluster_without_a_grant_has_no_claim_verbs_and_quota_pins_it_at_zero
                 return exc.body if "exceeded quota" in exc.body else None
             raise AssertionError("speech's syncer created a claim")
 
-        body = apiserver.wait_for(quota_refuses, what="speech's syncer Role to take effect")
+        body = dra_plane.wait_for(quota_refuses, what="speech's syncer Role to take effect")
         assert f"{H100}.deviceclass.resource.k8s.io/devices=0" in body and f"requests.{IMPLICIT}{H100}=0" in body
     finally:
-        drop_syncer_role(apiserver, namespace)
+        drop_syncer_role(dra_plane, namespace)

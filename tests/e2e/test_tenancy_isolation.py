@@ -233,7 +233,7 @@ def guard(tenant: str) -> str:
 
 
 def placement(tenant: str) -> str:
-    return f"ValidatingAdmissionPolicy 'gpu-tenancy-placement-{tenant}' with binding 'gpu-tenancy-placement-{tenant}' denied request"
+    return f"ValidatingAdmissionPolicy 'gpu-tenancy-placement' with binding 'gpu-tenancy-placement-{tenant}' denied request"
 
 
 # --------------------------------------------------------------------------
@@ -663,8 +663,8 @@ def test_no_tenant_member_changes_a_grant_or_the_guard(apiserver, ready, tenant)
 
 
 def test_without_its_grant_a_tenant_namespace_admits_nothing_the_guard_matches(apiserver, ready):
-    """`parameterNotFoundAction: Deny`: a lost or not-yet-created TenantGrant fails closed. With it
-    back, the same request is admitted again."""
+    """`parameterNotFoundAction: Deny`: a lost or not-yet-created TenantGrant fails closed (the guard
+    and the placement policy alike). With it back, the same request is admitted again."""
     developer = members("eval", "eval")["developer"]
     api = apiserver.client_for(developer.user, developer.groups)
     plain = pod()
@@ -674,10 +674,14 @@ def test_without_its_grant_a_tenant_namespace_admits_nothing_the_guard_matches(a
     try:
         def denied() -> bool:
             status, message = call(api, "POST", PATHS["pods"].format(ns="eval"), plain)
-            return status in (403, 422) and "gpu-tenancy-guard" in message
-        apiserver.wait_for(denied, timeout=30, what="the guard to deny without its TenantGrant")
+            return status in (403, 422) and "no params found" in message
+        apiserver.wait_for(denied, timeout=30, what="the guard and placement bindings to deny without their TenantGrant")
         status, message = call(api, "POST", PATHS["pods"].format(ns="eval"), plain)
-        assert "no params found" in message, message
+        # Both policies read the grant (pods match both); whichever the server evaluates first answers.
+        assert "with binding 'gpu-tenancy-guard-eval'" in message or "with binding 'gpu-tenancy-placement-eval'" in message, message
+        # A Service matches the guard alone: it too is refused.
+        status, message = call(api, "POST", PATHS["services"].format(ns="eval"), service(ports=[{"port": 80}]))
+        assert status in (403, 422) and "with binding 'gpu-tenancy-guard-eval'" in message and "no params found" in message, message
         # Another tenant's namespace keeps working: its own grant is there.
         neighbour = members("inference", "inference")["developer"]
         other = apiserver.client_for(neighbour.user, neighbour.groups)

@@ -10,6 +10,7 @@ import pytest
 from components.load import load_environment
 from components.manifests.claim_policy import claim_objects, claim_policy, claim_rules
 from components.manifests.placement_policy import placement_policy
+from components.manifests.tenant_grant import tenant_grant
 from tests.manifests.cel_admission import ENGINES
 from tests.manifests.cel_admission import admit as replay
 
@@ -100,12 +101,12 @@ def pod(resources=None, node_selector=None, claims=False):
 
 
 def test_dra_pods_must_select_the_tenants_pools(engine, dra):
-    policy = placement_policy(tenant(dra, "vision"), view(dra, "vision"))
+    policy, grant = placement_policy(dra.facts), tenant_grant(tenant(dra, "vision"), view(dra, "vision"))
     must_select = "pods of tenant vision that request GPUs must select where they run"
     for unplaced in (pod({"deviceclass.resource.kubernetes.io/h100.gpu.dra.dev": "1"}), pod({"gpu.dra.dev/b200": "1"}),
                      pod(claims=True)):
-        assert any(must_select in m for m in replay(engine, policy, unplaced, resource="pods")), unplaced
+        assert any(must_select in m for m in replay(engine, policy, unplaced, resource="pods", params=grant)), unplaced
     placed = pod({"gpu.dra.dev/b200": "1"}, node_selector={"gpu.dra.dev/gpu-class": "b200"}, claims=True)
-    assert replay(engine, policy, placed, resource="pods") == []
+    assert replay(engine, policy, placed, resource="pods", params=grant) == []
     # nvidia.com/gpu is h100's extendedResourceName: DRA devices could serve it anywhere, so it pins nothing.
-    assert any(must_select in m for m in replay(engine, policy, pod({"nvidia.com/gpu": "1"}), resource="pods"))
+    assert any(must_select in m for m in replay(engine, policy, pod({"nvidia.com/gpu": "1"}), resource="pods", params=grant))

@@ -31,17 +31,17 @@ def test_platform_objects_by_kind():
     kinds: dict[str, int] = {}
     for obj in gpu_platform.platform_gpu_objects(prod.facts):
         kinds[obj["kind"]] = kinds.get(obj["kind"], 0) + 1
-    # 12 static nodes (a label patch and a taint patch each), 4 PriorityClasses, the MIG ConfigMap (no time-sliced class in prod).
-    assert kinds == {"Node": 24, "PriorityClass": 4, "ConfigMap": 1}
+    # 12 static nodes (a label patch and a taint patch each), 4 PriorityClasses, the MIG ConfigMap (no
+    # time-sliced class in prod), the placement policy.
+    assert kinds == {"Node": 24, "PriorityClass": 4, "ConfigMap": 1, "ValidatingAdmissionPolicy": 1}
 
 
-def test_tenant_objects_are_the_placement_pair():
+def test_tenant_objects_are_the_placement_binding():
     prod = load_environment(REPO, "prod")
     for loaded in prod.tenants:
         objects = gpu_platform.tenant_gpu_objects(loaded.spec, prod.view(loaded.spec))
-        assert [(o["kind"], o["metadata"]["name"]) for o in objects] == [
-            ("ValidatingAdmissionPolicy", f"gpu-tenancy-placement-{loaded.name}"),
-            ("ValidatingAdmissionPolicyBinding", f"gpu-tenancy-placement-{loaded.name}"),
+        assert [(o["kind"], o["metadata"]["name"], o["spec"]["policyName"]) for o in objects] == [
+            ("ValidatingAdmissionPolicyBinding", f"gpu-tenancy-placement-{loaded.name}", "gpu-tenancy-placement"),
         ]
 
 

@@ -459,7 +459,8 @@ def test_one_policy_for_the_environment_one_binding_and_grant_per_tenant_in_its_
     # Nothing of a tenant is in the policy: onboarding one changes no other object.
     text = str(policy).replace("online-inference", "")   # a PriorityClass of the stack, not the tenant
     assert [t.name for t in prod.tenants if t.name in text] == []
-    policy_binding, grant = viewed(gp.guard_objects, next(t.spec for t in prod.tenants if t.name == "eval"), prod)
+    (policy_binding,) = viewed(gp.guard_objects, next(t.spec for t in prod.tenants if t.name == "eval"), prod)
+    grant = viewed(tenant_grant, next(t.spec for t in prod.tenants if t.name == "eval"), prod)
     assert policy_binding["spec"] == {
         "matchResources": {"namespaceSelector": {"matchLabels": {"gpu-tenancy.dev/tenant": "eval"}}},
         "paramRef": {"name": "eval", "parameterNotFoundAction": "Deny"},

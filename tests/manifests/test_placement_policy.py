@@ -9,11 +9,13 @@ validation; a failed validation reports its messageExpression.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 import pytest
 
 from components.manifests import placement_policy as pp
+from components.manifests.tenant_grant import tenant_grant
 from tests.manifests.cel_admission import ENGINES
 from tests.manifests.cel_admission import admit as replay
 
@@ -29,9 +31,20 @@ def engine(request):
     return request.param
 
 
-def admit(engine, policy: dict, pod: dict, operation: str = "CREATE", old: dict | None = None) -> list[str]:
+@dataclasses.dataclass(frozen=True)
+class Placement:
+    """The placement policy as one tenant's binding applies it: with the tenant's TenantGrant as params."""
+
+    policy: dict
+    grant: dict
+
+    def __getitem__(self, key):
+        return self.policy[key]
+
+
+def admit(engine, policy: Placement, pod: dict, operation: str = "CREATE", old: dict | None = None) -> list[str]:
     """Messages of the validations the pod fails (empty: admitted)."""
-    return replay(engine, policy, pod, resource="pods", operation=operation, old=old)
+    return replay(engine, policy.policy, pod, resource="pods", operation=operation, old=old, params=policy.grant)
 
 
 def pod(*, node_selector=None, tolerations=None, resources=None, affinity_terms=None, init_resources=None, **extra):
@@ -64,9 +77,9 @@ def foreign(pool: str, owner: str, tenant: str, own_pool: bool = False) -> str:
     )
 
 
-def policy_for(environment, tenant: str) -> dict:
+def policy_for(environment, tenant: str) -> Placement:
     loaded = next(t for t in environment.tenants if t.name == tenant)
-    return pp.placement_policy(loaded.spec, environment.view(loaded.spec))
+    return Placement(pp.placement_policy(environment.facts), tenant_grant(loaded.spec, environment.view(loaded.spec)))
 
 
 # ---- allowed pods -------------------------------------------------------------------------
@@ -238,7 +251,7 @@ def test_tenant_without_gpu_access_may_not_request_gpus(engine, prod):
     environment = copy.deepcopy(prod)
     tenant = next(t for t in environment.tenants if t.name == "eval").spec
     tenant.gpu.classes = []
-    policy = pp.placement_policy(tenant, environment.view(tenant))
+    policy = Placement(pp.placement_policy(environment.facts), tenant_grant(tenant, environment.view(tenant)))
     messages = admit(engine, policy, pod(resources=GPU))
     assert messages == [
         "tenant eval may not use GPUs in this environment (no usable pool: gpu.classes and gpu.dedicatedPools "
@@ -317,28 +330,42 @@ def test_placement_lists(prod):
     assert by_name["llm-finetune"].dedicated_pools == ["h100-train"]
 
 
-def test_policy_and_binding_shape(prod):
-    tenant = next(t for t in prod.tenants if t.name == "eval").spec
-    policy, binding = pp.placement_objects(tenant, prod.view(tenant))
-    assert policy["kind"] == "ValidatingAdmissionPolicy" and binding["kind"] == "ValidatingAdmissionPolicyBinding"
+def test_one_policy_for_the_environment_and_one_binding_per_tenant(prod):
+    policy = pp.placement_policy(prod.facts)
     assert policy["spec"]["failurePolicy"] == "Fail"
-    assert policy["spec"]["matchConstraints"]["namespaceSelector"] == {"matchLabels": {"gpu-tenancy.dev/tenant": "eval"}}
+    assert policy["spec"]["matchConstraints"]["namespaceSelector"] == {
+        "matchExpressions": [{"key": "gpu-tenancy.dev/tenant", "operator": "Exists"}]}
     assert policy["spec"]["matchConstraints"]["resourceRules"][0]["operations"] == ["CREATE", "UPDATE"]
-    assert binding["spec"] == {"policyName": "gpu-tenancy-placement-eval", "validationActions": ["Deny"]}
-    assert policy["metadata"]["labels"]["gpu-tenancy.dev/tenant"] == "eval"
+    assert policy["spec"]["paramKind"] == {"apiVersion": "gpu-tenancy.dev/v1alpha1", "kind": "TenantGrant"}
+    assert "gpu-tenancy.dev/tenant" not in policy["metadata"]["labels"]
+    # Nothing of a tenant or a pool is in the policy: onboarding one changes no other object.
+    text = str(policy)
+    assert [name for name in [*(t.name for t in prod.tenants), *prod.platform.node_pools] if name in text] == []
+    tenant = next(t for t in prod.tenants if t.name == "eval").spec
+    (binding,) = pp.placement_objects(tenant, prod.view(tenant))
+    assert binding["spec"] == {
+        "matchResources": {"namespaceSelector": {"matchLabels": {"gpu-tenancy.dev/tenant": "eval"}}},
+        "paramRef": {"name": "eval", "parameterNotFoundAction": "Deny"},
+        "policyName": "gpu-tenancy-placement", "validationActions": ["Deny"]}
+    assert binding["metadata"]["labels"]["gpu-tenancy.dev/tenant"] == "eval"
 
 
-def test_decommissioned_tenant_keeps_its_policy_until_its_namespaces_are_gone(prod):
-    """Its pods may run until the namespaces are deleted; the program deletes the policy after them."""
+def test_decommissioned_tenant_keeps_its_binding_and_grant_until_its_namespaces_are_gone(prod):
+    """Its pods may run until the namespaces are deleted; the program deletes the binding after them."""
+    from components.manifests.build import tenant_objects
+
     tenant = next(t for t in prod.tenants if t.name == "eval").spec.model_copy(update={"lifecycle": "decommissioned"})
     active = next(t for t in prod.tenants if t.name == "eval").spec
-    assert [o["kind"] for o in pp.placement_objects(tenant, prod.view(tenant))] == ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]
-    assert pp.placement_objects(tenant, prod.view(tenant))[1] == pp.placement_objects(active, prod.view(active))[1]
+    assert [o["kind"] for o in pp.placement_objects(tenant, prod.view(tenant))] == ["ValidatingAdmissionPolicyBinding"]
+    assert pp.placement_objects(tenant, prod.view(tenant)) == pp.placement_objects(active, prod.view(active))
+    kinds = [o["kind"] for o in tenant_objects(tenant, prod.view(tenant))]
+    assert kinds.count("TenantGrant") == 1
 
 
 def test_policy_objects_match_the_kubernetes_schema(prod, dev, kube_schemas):
     objects = [o for env in (prod, dev) for t in env.tenants for o in pp.placement_objects(t.spec, env.view(t.spec))]
-    assert len(objects) == 12
+    objects += [pp.placement_policy(env.facts) for env in (prod, dev)]
+    assert len(objects) == 8
     for version in kube_schemas.versions:  # 1.30 (ValidatingAdmissionPolicy v1 is GA) up to the newest
         for obj in objects:
             assert kube_schemas.errors(obj, version) == [], (version, obj["metadata"]["name"])

@@ -114,16 +114,20 @@ def test_a_decommissioned_tenant_deletes_its_namespaces_before_its_policies(tmp_
 
 
 def test_node_taints_land_after_the_placement_policies_and_the_kueue_flavors():
-    """Rollout order (docs/gpu-sharing.md): a node's taint patch depends on every tenant's placement
-    policy and binding, and on the platform's other objects; the label patch of a tainted node depends
-    on its taint patch (so an upgrade from one patch with both never drops the taint, GpuPlatform)."""
+    """Rollout order (docs/gpu-sharing.md): a node's taint patch depends on the placement policy, every
+    tenant's placement binding and TenantGrant, and on the platform's other objects; the label patch of
+    a tainted node depends on its taint patch (so an upgrade from one patch with both never drops the
+    taint, GpuPlatform)."""
     registrations, _ = run_program("prod")
     urns = {r.urn: r for r in registrations}
-    policies = {u for u, r in urns.items() if r.type.startswith("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy")
-                and r.inputs["metadata"]["name"].startswith("gpu-tenancy-placement-")}
+    policies = {u for u, r in urns.items() if (r.type == "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
+                and r.inputs["metadata"]["name"].startswith("gpu-tenancy-placement-"))
+                or r.type == "kubernetes:gpu-tenancy.dev/v1alpha1:TenantGrant"}
+    policies |= {u for u, r in urns.items() if r.type == "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
+                 and r.inputs["metadata"]["name"] == "gpu-tenancy-placement"}
     flavors = {u for u, r in urns.items() if r.type == "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor"}
     others = {u for u, r in urns.items() if r.type.startswith("kubernetes:") and "GpuPlatform$" in u and r.type != "kubernetes:core/v1:NodePatch"}
-    assert len(policies) == 2 * len(load_environment(REPO, "prod").tenants) and flavors and others
+    assert len(policies) == 2 * len(load_environment(REPO, "prod").tenants) + 1 and flavors and others
     patches = [r for r in registrations if r.type == "kubernetes:core/v1:NodePatch"]
     tainting = {r.inputs["metadata"]["name"]: r for r in patches if (r.inputs.get("spec") or {}).get("taints")}
     labelling = {r.inputs["metadata"]["name"]: r for r in patches if r.inputs["metadata"].get("labels")}
