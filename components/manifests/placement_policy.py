@@ -253,8 +253,8 @@ def foreign_pools(p: Placement, view: TenantView) -> list[dict[str, Any]]:
     labels and static node names (`staticNodes` false: autoscaled, its node names unknown).
 
     >>> view = prod.view(prod.tenants[0].spec)
-    >>> [(f["pool"], f["tenant"], f["nodes"]) for f in foreign_pools(placement(prod.tenants[0].spec, view), view)]
-    [('h100-serve', 'inference', ['gpu-h100-03', 'gpu-h100-04']), ('h100-train', 'llm-finetune', ['gpu-h100-01', 'gpu-h100-02'])]
+    >>> [(f["pool"], f["tenant"], len(f["nodes"]), f["staticNodes"]) for f in foreign_pools(placement(prod.tenants[0].spec, view), view)]
+    [('h100-serve', 'inference', 3, True), ('h100-train', 'llm-finetune', 5, True)]
     """
     platform = view.platform
     pools = []
