@@ -290,10 +290,15 @@ def _forbidden(call) -> str:
 def test_a_developer_cannot_write_a_kai_config_map_but_the_binder_can(kai_stack, pods, binder_core):
     member = pods.member_core("eval")
     name = f"{KAI_PREFIX}-0"
-    squat = _forbidden(lambda: member.create_namespaced_config_map("eval", _config_map(name)))
+    # Harmless data, so that the name is the only thing refused: the API server reports only the
+    # first policy that denies, and a key named NVIDIA_VISIBLE_DEVICES is the guard's to refuse.
+    squat = _forbidden(lambda: member.create_namespaced_config_map("eval", _config_map(name, {"mode": "strict"})))
     assert f"ConfigMap {name} has the name of a KAI GPU-sharing ConfigMap" in squat
     assert "only KAI's binder (kai-scheduler/binder)" in squat
-    _forbidden(lambda: member.create_namespaced_config_map("eval", _config_map(f"{name}-evar")))
+    evar = _forbidden(lambda: member.create_namespaced_config_map("eval", _config_map(f"{name}-evar", {"mode": "strict"})))
+    assert f"ConfigMap {name}-evar has the name of a KAI GPU-sharing ConfigMap" in evar
+    # The squat with the key a share reads is refused too (by whichever of the two policies is asked first).
+    _forbidden(lambda: member.create_namespaced_config_map("eval", _config_map(name)))
     try:
         binder_core.create_namespaced_config_map("eval", _config_map(name, {"NVIDIA_VISIBLE_DEVICES": "GPU-0"}))
         binder_core.patch_namespaced_config_map(name, "eval", {"data": {"CUDA_DEVICE_MEMORY_LIMIT": "40960m"}})
@@ -319,8 +324,12 @@ def test_the_variables_kais_webhook_injects_are_admitted_and_hand_made_ones_are_
     by_hand = _fraction_pod("eval", **target)
     by_hand["spec"]["containers"][0]["env"] = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]
     assert "environment variable NVIDIA_VISIBLE_DEVICES is refused" in _refused(pods, "eval", by_hand)
-    outside = _as_webhook_leaves_it(_fraction_pod("eval", **target), prefix="e2e-settings")
-    assert "annotation runai/shared-gpu-configmap must end in -shared-gpu" in _refused(pods, "eval", outside)
+    # The annotation alone, so that it is the only thing refused (the API server reports the first
+    # policy that denies, and the guard refuses NVIDIA_* variables read from a ConfigMap not KAI's).
+    outside = _fraction_pod("eval", {"gpu-fraction": "0.5", "runai/shared-gpu-configmap": "e2e-settings"}, **target)
+    refused = _refused(pods, "eval", outside)
+    assert "annotation runai/shared-gpu-configmap must end in -shared-gpu (got 'e2e-settings')" in refused
+    _refused(pods, "eval", _as_webhook_leaves_it(_fraction_pod("eval", **target), prefix="e2e-settings"))
 
 
 def test_a_share_cannot_opt_out_of_hamicore(kai_stack, pods):
