@@ -85,10 +85,10 @@ def test_rendering_in_two_processes_writes_the_same_bytes(parallel_fleet, tmp_pa
 def test_a_write_error_in_a_worker_is_reported_and_leaves_nothing(parallel_fleet, tmp_path, monkeypatch, capsys):
     write_part = render._write_part
 
-    def disk_full_in_the_worker(environment, names, with_platform, directory):
+    def disk_full_in_the_worker(environment, names, with_platform, directory, earlier=None):
         if not with_platform:  # only the forked worker renders without the platform
             raise OSError(28, "No space left on device", str(directory / "team-00001.yaml"))
-        return write_part(environment, names, with_platform, directory)
+        return write_part(environment, names, with_platform, directory, earlier)
 
     monkeypatch.setattr(render, "_write_part", disk_full_in_the_worker)
     out = tmp_path / "out"
@@ -107,3 +107,43 @@ def test_a_small_fleet_renders_in_one_process(monkeypatch, tmp_path):
     monkeypatch.setattr("components.output.render.multiprocessing.get_context", no_workers)
     render_directory(environment, tmp_path / "out", 2)
     assert _written(tmp_path / "out") == render_files(environment)
+
+
+def _inodes(directory) -> dict[str, int]:
+    return {p.name: p.stat().st_ino for p in directory.iterdir()}
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_a_rerender_keeps_unchanged_files_and_rewrites_the_others(parallel_fleet, tmp_path, processes):
+    environment = load_environment(parallel_fleet, "bench")
+    out = tmp_path / "out"
+    render_directory(environment, out, processes)
+    before = _inodes(out)
+    edited, removed = out / "team-00003.yaml", out / "team-00004.yaml"
+    edited.write_text(edited.read_text() + "# a hand edit of the same length or not\n")
+    removed.unlink()
+
+    assert render_directory(environment, out, processes)[0] == len(before)
+    after = _inodes(out)
+    assert _written(out) == render_files(environment)
+    unchanged = set(before) - {edited.name, removed.name}
+    assert {name: after[name] for name in unchanged} == {name: before[name] for name in unchanged}
+    assert after[edited.name] != before[edited.name] and removed.name in after
+    # The replaced output is gone: no file of the new one is still linked from anywhere else.
+    assert all((out / name).stat().st_nlink == 1 for name in after)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_a_rerender_writes_the_files_when_they_cannot_be_linked(parallel_fleet, tmp_path, monkeypatch):
+    environment = load_environment(parallel_fleet, "bench")
+    out = tmp_path / "out"
+    render_directory(environment, out, 2)
+    before = _inodes(out)
+
+    def no_links(source, target):
+        raise PermissionError(1, "Operation not permitted", str(source))
+
+    monkeypatch.setattr("components.output.render.os.link", no_links)
+    render_directory(environment, out, 2)
+    assert _written(out) == render_files(environment)
+    assert not set(_inodes(out).items()) & set(before.items())
