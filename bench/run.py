@@ -4,9 +4,12 @@
 
 Per N (tools/synthetic.py: N tenant files, a stack whose capacity grows with N) it prints:
 
-- render: `tenants render` in-process (load, validate, build, write YAML) against the floor:
-  reading the same YAML files with `yaml.CSafeLoader` and writing the same output bytes with
-  `yaml.CSafeDumper`, no logic (the floor's output is checked to be byte-identical);
+- render: `tenants render` in-process (load, validate, build, write YAML) into a new directory,
+  against the floor: reading the same YAML files with `yaml.CSafeLoader` and writing the same
+  output bytes with `yaml.CSafeDumper` into a new directory, no logic (the floor's output is
+  checked to be byte-identical);
+- re-render: `tenants render` again over its earlier output (what CI or `make run` does the second
+  time; unchanged files are linked, not written);
 - Pulumi: the program's Fleet component under the mock runtime (tools/pulumi_mocks.py) against
   registering the same objects as bare pulumi_kubernetes resources (no components, no options);
 - peak memory (ru_maxrss) of the render process and of the Fleet process;
@@ -17,8 +20,12 @@ Per N (tools/synthetic.py: N tenant files, a stack whose capacity grows with N) 
 
 Each phase runs in its own process (so each peak-memory figure is that phase's), `--repeat` times
 for render, floor and diff (the best time counts; phases alternate so that load on the machine
-hits both sides of a ratio alike), once for the Pulumi phases. Times are wall-clock seconds of the
-work itself, imports excluded. Targets (N = 1000): render < 3x floor and < 2 s, Fleet < 1.3x bare,
+hits both sides of a ratio alike), once for the Pulumi phases. Outputs are deleted only when the run
+ends: on ext4 mounted with `discard` (our build machine) creating files soon after deleting a
+thousand costs ~0.5 ms each, which would charge one phase for another's clean-up. Times are
+wall-clock seconds of the work itself, imports excluded; the machine line gives the seconds of a
+bare loop of 10 million additions, to compare hosts. Targets (N = 1000): render and re-render
+< 2 s, render < 3x floor, Fleet < 1.3x bare,
 peak memory < 500 MB, diff < 2 s, KAI build < 1.2x the Kueue build. Exit code 0 whatever the figures: this measures, it does not gate.
 """
 
@@ -31,7 +38,6 @@ import json
 import os
 import platform
 import resource
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -60,17 +66,25 @@ def _quiet(func, *args):
 
 
 def phase_render(root: Path, out: Path, repeat: int) -> dict:
+    """Render into a new directory, then again over `out` (made by the first render of the run)."""
     from components.cli import main
 
-    times = []
-    for _ in range(repeat):
+    def render(target: Path) -> float:
         started = time.perf_counter()
-        code, err = _quiet(main, ["--root", str(root), "render", "--stack", STACK, "--out", str(out)])
-        times.append(time.perf_counter() - started)
+        code, err = _quiet(main, ["--root", str(root), "render", "--stack", STACK, "--out", str(target)])
         if code != 0:
             raise SystemExit(f"render failed: {err}")
+        return time.perf_counter() - started
+
+    new, again = [], []
+    for _ in range(repeat):
+        new.append(render(Path(tempfile.mkdtemp(prefix="render-", dir=out.parent)) / "out"))
+        if out.exists():
+            again.append(render(out))
+        else:
+            render(out)
     objects = sum(p.read_text().count("\n---\n") for p in out.glob("*.yaml"))  # each file starts with a comment
-    return {"seconds": min(times), "objects": objects}
+    return {"seconds": min(new), "again": min(again, default=None), "objects": objects}
 
 
 def phase_floor(root: Path, out: Path, repeat: int) -> dict:
@@ -84,8 +98,8 @@ def phase_floor(root: Path, out: Path, repeat: int) -> dict:
     documents = {name: list(yaml.load_all(text, Loader=yaml.CSafeLoader)) for name, text in expected.items()}
     options = dict(sort_keys=True, default_flow_style=False, explicit_start=True, width=120, allow_unicode=True)
     times = []
-    for attempt in range(repeat):
-        target = out.parent / f"floor-{attempt}"
+    for _ in range(repeat):
+        target = Path(tempfile.mkdtemp(prefix="floor-", dir=out.parent)) / "out"
         started = time.perf_counter()
         for path in inputs:
             yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader)
@@ -96,8 +110,15 @@ def phase_floor(root: Path, out: Path, repeat: int) -> dict:
         written = {p.name: p.read_text() for p in sorted(target.glob("*.yaml"))}
         if written != expected:
             raise SystemExit("the floor did not write the same bytes as tenants render")
-        shutil.rmtree(target)
     return {"seconds": min(times)}
+
+
+def bare_loop() -> float:
+    """Seconds of 10 million additions in pure Python: how fast this host is right now."""
+    started, total = time.perf_counter(), 0
+    for number in range(10_000_000):
+        total += number
+    return time.perf_counter() - started
 
 
 def _pulumi_run(body) -> tuple[float, int]:
@@ -216,10 +237,11 @@ def measure(count: int, scratch: Path, repeat: int, pulumi: bool, log) -> dict:
         renders.append(run_phase("render", root, out, 1))
         floors.append(run_phase("floor", root, out, 1))
     row["render"] = min(r["seconds"] for r in renders)
+    row["rerender"] = min(r["again"] for r in renders if r["again"] is not None)
     row["floor"] = min(f["seconds"] for f in floors)
     row["objects"] = renders[0]["objects"]
     row["render_mb"] = max(r["peak_mb"] for r in renders)
-    log(f"  N={count}: render {row['render']:.2f} s, floor {row['floor']:.2f} s")
+    log(f"  N={count}: render {row['render']:.2f} s, re-render {row['rerender']:.2f} s, floor {row['floor']:.2f} s")
     if pulumi:
         fleet, bare = run_phase("fleet", root), run_phase("bare", root)
         row["bare_mb"] = bare["peak_mb"]
@@ -253,14 +275,14 @@ def table(rows: list[dict]) -> str:
         return "n/a" if value is None else f"{value:{spec}}{unit}"
 
     lines = [
-        "| N | objects | render | floor | render / floor | Fleet | bare | Fleet / bare | diff | diff / render "
+        "| N | objects | render | re-render | floor | render / floor | Fleet | bare | Fleet / bare | diff | diff / render "
         "| build Kueue | build KAI | KAI / Kueue (CPU) | peak MB: render, diff, Fleet, bare |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         fleet_ratio = r["fleet"] / r["bare"] if r.get("fleet") else None
         lines.append(
-            f"| {r['n']} | {r['objects']} | {fmt(r['render'], unit=' s')} | {fmt(r['floor'], unit=' s')} "
+            f"| {r['n']} | {r['objects']} | {fmt(r['render'], unit=' s')} | {fmt(r['rerender'], unit=' s')} | {fmt(r['floor'], unit=' s')} "
             f"| {fmt(r['render'] / r['floor'], unit='x')} | {fmt(r.get('fleet'), '.1f', ' s')} | {fmt(r.get('bare'), '.1f', ' s')} "
             f"| {fmt(fleet_ratio, unit='x')} | {fmt(r['diff'], unit=' s')} | {fmt(r['diff'] / r['render'], unit='x')} "
             f"| {fmt(r['build_kueue'], unit=' s')} | {fmt(r['build_kai'], unit=' s')} | {fmt(r['build_kai'] / r['build_kueue'], unit='x')} ({fmt(r['build_cpu_ratio'], unit='x')}) "
@@ -275,7 +297,8 @@ def verdicts(rows: list[dict]) -> list[str]:
         return ["(targets are stated for N = 1000, which was not measured)"]
     checks = [
         ("render within 3x the floor", row["render"] / row["floor"] <= TARGETS["render_ratio"]),
-        ("render under 2 s", row["render"] < TARGETS["render_seconds"]),
+        ("render under 2 s (into a new directory)", row["render"] < TARGETS["render_seconds"]),
+        ("re-render under 2 s (over its earlier output)", row["rerender"] < TARGETS["render_seconds"]),
         ("diff under 2 s", row["diff"] < TARGETS["diff_seconds"]),
         ("KAI build within 1.2x the Kueue build", row["build_kai"] / row["build_kueue"] <= TARGETS["kai_ratio"]),
         ("peak memory of render and diff under 500 MB", max(row["render_mb"], row["diff_mb"]) < TARGETS["peak_mb"]),
@@ -301,14 +324,15 @@ def main() -> int:
     sizes = [int(s) for s in args.sizes.split(",") if s]
     pulumi_sizes = set(sizes if args.pulumi_sizes is None else [int(s) for s in args.pulumi_sizes.split(",") if s])
     log = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
-    load_before = os.getloadavg()
+    load_before, loop_before = os.getloadavg(), bare_loop()
     started = time.time()
     rows = []
     with tempfile.TemporaryDirectory(prefix="gpu-tenancy-bench-") as scratch:
         for count in sizes:
             rows.append(measure(count, Path(scratch), args.repeat, count in pulumi_sizes, log))
     print(f"machine: {os.cpu_count()} cores, Python {platform.python_version()}, {platform.machine()}; "
-          f"load average {load_before[0]:.1f} before, {os.getloadavg()[0]:.1f} after; {time.time() - started:.0f} s in all")
+          f"load average {load_before[0]:.1f} before, {os.getloadavg()[0]:.1f} after; bare loop {loop_before:.2f} s "
+          f"before, {bare_loop():.2f} s after; {time.time() - started:.0f} s in all")
     print(f"command: {' '.join([Path(sys.executable).name, '-m', 'bench.run', *sys.argv[1:]])}")
     print()
     print(table(rows))
