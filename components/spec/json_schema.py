@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import API_VERSION
+from .base import API_VERSION, SpecSchema
 from .stack import CONFIG_KEY, Platform
 from .tenant import Tenant
 
@@ -17,7 +17,7 @@ def tenant_schema() -> dict[str, Any]:
     >>> tenant_schema()["title"]
     'Tenant'
     """
-    schema = _without_examples(Tenant.model_json_schema(by_alias=True, mode="validation"))
+    schema = _without_examples(Tenant.model_json_schema(by_alias=True, mode="validation", schema_generator=SpecSchema))
     schema["$schema"] = SCHEMA_DIALECT
     schema["$id"] = f"https://{API_VERSION.split('/')[0]}/schemas/tenant-{API_VERSION.split('/')[1]}.json"
     # Overrides are partial tenants: keep them open here; `tenants validate` checks them fully.
@@ -35,7 +35,7 @@ def stack_schema() -> dict[str, Any]:
     >>> sorted(schema["properties"]["config"]["properties"])
     ['gpu-tenancy:platform']
     """
-    platform = _without_examples(Platform.model_json_schema(by_alias=True, mode="validation"))
+    platform = _without_examples(Platform.model_json_schema(by_alias=True, mode="validation", schema_generator=SpecSchema))
     defs = platform.pop("$defs", {})
     return {
         "$schema": SCHEMA_DIALECT,

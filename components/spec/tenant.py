@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
-from .base import DnsLabel, DnsSubdomain, LabelValue, Model, NonNegativeInt, TenantName
+from .base import DnsLabel, DnsSubdomain, LabelValue, Model, NonNegativeInt, TenantName, fresh
 from .quantity import Quantity
 
 PodSecurityLevel = Literal["privileged", "baseline", "restricted"]
@@ -27,10 +27,10 @@ class Contact(Model):
 class Subjects(Model):
     """Identity-provider groups and users that hold a role in the tenant's namespaces."""
 
-    groups: list[Annotated[str, Field(min_length=1)]] = Field([], description="group names as the identity provider sends them (RoleBinding subjects of kind Group)")
-    users: list[Annotated[str, Field(min_length=1)]] = Field([], description="user names as the identity provider sends them; prefer groups")
-    bundles: list[DnsLabel] = Field(
-        [], description="role bundles of the stack this role also gets, e.g. [ray, kserve] (viewers: their read verbs only)"
+    groups: list[Annotated[str, Field(min_length=1)]] = fresh(list, description="group names as the identity provider sends them (RoleBinding subjects of kind Group)")
+    users: list[Annotated[str, Field(min_length=1)]] = fresh(list, description="user names as the identity provider sends them; prefer groups")
+    bundles: list[DnsLabel] = fresh(
+        list, description="role bundles of the stack this role also gets, e.g. [ray, kserve] (viewers: their read verbs only)"
     )
 
 
@@ -45,10 +45,10 @@ class ServiceAccountGrant(Model):
 class Access(Model):
     """Who may do what in the tenant's namespaces. Roles are explicit rules, never the built-in admin."""
 
-    owners: Subjects = Field(Subjects(), description="manage workloads and secrets and bind developers and viewers; cannot change quota, LimitRange or NetworkPolicy")
-    developers: Subjects = Field(Subjects(), description="create and change workloads")
-    viewers: Subjects = Field(Subjects(), description="read-only, without secrets")
-    ci_service_accounts: list[ServiceAccountGrant] = Field([], description="ServiceAccounts created for CI pipelines, with a role")
+    owners: Subjects = fresh(Subjects, description="manage workloads and secrets and bind developers and viewers; cannot change quota, LimitRange or NetworkPolicy")
+    developers: Subjects = fresh(Subjects, description="create and change workloads")
+    viewers: Subjects = fresh(Subjects, description="read-only, without secrets")
+    ci_service_accounts: list[ServiceAccountGrant] = fresh(list, description="ServiceAccounts created for CI pipelines, with a role")
 
 
 class RequestsLimits(Model):
@@ -69,7 +69,7 @@ class StorageQuota(Model):
     """Persistent storage: total requested bytes and per-StorageClass caps."""
 
     requests: Optional[Quantity] = Field(None, description="total storage requested by all PersistentVolumeClaims")
-    storage_classes: dict[DnsSubdomain, StorageClassQuota] = Field({}, description="caps per StorageClass name")
+    storage_classes: dict[DnsSubdomain, StorageClassQuota] = fresh(dict, description="caps per StorageClass name")
 
 
 # The kinds ObjectCounts names by their own fields; `kinds` may not repeat them.
@@ -92,8 +92,8 @@ class ObjectCounts(Model):
     persistent_volume_claims: Optional[NonNegativeInt] = Field(None, description="PersistentVolumeClaims")
     config_maps: Optional[NonNegativeInt] = Field(None, description="ConfigMaps")
     secrets: Optional[NonNegativeInt] = Field(None, description="Secrets")
-    kinds: dict[CountResource, NonNegativeInt] = Field(
-        {},
+    kinds: dict[CountResource, NonNegativeInt] = fresh(
+        dict,
         description="any other namespaced kind, as the quota key count/<resource>.<group>, e.g. {deployments.apps: 50, "
         "rayclusters.ray.io: 5}; each kind not listed takes the stack's guardRails.objects.kinds. Only kinds the cluster "
         "serves: a count for one it does not (a CRD not installed) stops the namespace's quota usage from being "
@@ -134,13 +134,13 @@ class Quota(Model):
         None,
         description="Whole GPUs per GPU class ({h100: 8}); a plain number when the tenant may use exactly one class",
     )
-    mig: dict[Annotated[str, Field(pattern=r"^[1-7]g\.[0-9]+gb(\+me)?$")], NonNegativeInt] = Field(
-        {}, description="MIG slices per profile, e.g. {1g.10gb: 4}"
+    mig: dict[Annotated[str, Field(pattern=r"^[1-7]g\.[0-9]+gb(\+me)?$")], NonNegativeInt] = fresh(
+        dict, description="MIG slices per profile, e.g. {1g.10gb: 4}"
     )
     storage: Optional[StorageQuota] = Field(None, description="persistent volume storage")
-    objects: ObjectCounts = ObjectCounts()
-    priority_classes: dict[DnsLabel, PriorityCap] = Field(
-        {}, description="caps per PriorityClass; classes not listed get the stack's default cap"
+    objects: ObjectCounts = fresh(ObjectCounts)
+    priority_classes: dict[DnsLabel, PriorityCap] = fresh(
+        dict, description="caps per PriorityClass; classes not listed get the stack's default cap"
     )
     cross_namespace_affinity: bool = Field(
         False,
@@ -159,8 +159,8 @@ class NamespaceQuota(Model):
     memory: Optional[RequestsLimits] = None
     ephemeral_storage: Optional[RequestsLimits] = None
     gpu: Optional[GpuQuota] = Field(None, description="GPUs per class, as in quota.gpu")
-    mig: dict[Annotated[str, Field(pattern=r"^[1-7]g\.[0-9]+gb(\+me)?$")], NonNegativeInt] = Field(
-        {}, description="MIG slices per profile, as in quota.mig"
+    mig: dict[Annotated[str, Field(pattern=r"^[1-7]g\.[0-9]+gb(\+me)?$")], NonNegativeInt] = fresh(
+        dict, description="MIG slices per profile, as in quota.mig"
     )
 
 
@@ -175,10 +175,10 @@ class ResourceValues(Model):
 class LimitRangeSpec(Model):
     """Per-container defaults and bounds (a LimitRange). Unset values fall back to the stack's defaults."""
 
-    default_request: ResourceValues = Field(ResourceValues(), description="requests given to containers that set none")
-    default: ResourceValues = Field(ResourceValues(), description="limits given to containers that set none")
-    max: ResourceValues = Field(ResourceValues(), description="largest limits one container may set")
-    min: ResourceValues = Field(ResourceValues(), description="smallest requests one container may set")
+    default_request: ResourceValues = fresh(ResourceValues, description="requests given to containers that set none")
+    default: ResourceValues = fresh(ResourceValues, description="limits given to containers that set none")
+    max: ResourceValues = fresh(ResourceValues, description="largest limits one container may set")
+    min: ResourceValues = fresh(ResourceValues, description="smallest requests one container may set")
 
 
 class Port(Model):
@@ -199,8 +199,8 @@ class EgressRule(Model):
     """Traffic the tenant's pods may send outside the cluster's default deny."""
 
     cidr: str = Field(description="destination network, e.g. 10.20.0.0/16 (host bits must be zero)")
-    except_: list[str] = Field([], alias="except", description="networks inside cidr that stay blocked")
-    ports: list[Port] = Field([], description="empty means every port")
+    except_: list[str] = fresh(list, alias="except", description="networks inside cidr that stay blocked")
+    ports: list[Port] = fresh(list, description="empty means every port")
     description: str = Field("", description="why the traffic is needed (kept as an annotation)")
 
     @field_validator("cidr")
@@ -234,19 +234,19 @@ class PlatformIngress(Model):
     """Ingress from one platform role, on named ports."""
 
     role: DnsLabel = Field(description="platform role of the stack (platformNamespaces), e.g. monitoring")
-    ports: list[Port] = Field([], description="ports of the tenant's pods the role may reach; empty: the stack's platformPorts for the role")
+    ports: list[Port] = fresh(list, description="ports of the tenant's pods the role may reach; empty: the stack's platformPorts for the role")
 
 
 class IngressFrom(Model):
     """Who may connect to the tenant's pods, besides the pods of its own namespaces."""
 
-    tenants: list[DnsLabel] = Field([], description="other tenants whose pods may connect to this tenant (they get the matching egress)")
-    platform: list[Union[DnsLabel, PlatformIngress]] = Field(
-        [],
+    tenants: list[DnsLabel] = fresh(list, description="other tenants whose pods may connect to this tenant (they get the matching egress)")
+    platform: list[Union[DnsLabel, PlatformIngress]] = fresh(
+        list,
         description="platform roles from the stack, e.g. monitoring or {role: ingress, ports: [{port: 8000}]}; "
         "a plain role name reaches the ports the stack lists for it in platformPorts",
     )
-    ports: list[Port] = Field([], description="restrict ingress from other tenants to these ports; empty = all")
+    ports: list[Port] = fresh(list, description="restrict ingress from other tenants to these ports; empty = all")
 
 
 # At least two labels, the last one starting with a letter: IP addresses never match.
@@ -260,20 +260,20 @@ Hostname = Annotated[
 class Network(Model):
     """Exceptions to the default deny. Same-namespace traffic and cluster DNS are always allowed."""
 
-    ingress_from: IngressFrom = Field(IngressFrom(), description="who else may connect to the tenant's pods")
-    egress: list[EgressRule] = Field(
-        [],
+    ingress_from: IngressFrom = fresh(IngressFrom, description="who else may connect to the tenant's pods")
+    egress: list[EgressRule] = fresh(
+        list,
         description="destinations outside the cluster the pods may reach; wide networks never include the cloud "
         "metadata endpoints (169.254.169.254, fd00:ec2::254) unless a rule names exactly that address",
     )
     api_server: bool = Field(False, description="egress to the Kubernetes API server (the endpoints the stack declares in clusterNetwork.apiServer)")
-    ingress_hosts: list[Hostname] = Field(
-        [],
+    ingress_hosts: list[Hostname] = fresh(
+        list,
         description="hostnames the tenant's Ingresses may serve besides <tenant>.<stack ingressDomain> and its "
         "subdomains; `*.example.com` allows every subdomain",
     )
-    external_names: list[Hostname] = Field(
-        [], description="hostnames an ExternalName Service may point to (none by default; never IP addresses)"
+    external_names: list[Hostname] = fresh(
+        list, description="hostnames an ExternalName Service may point to (none by default; never IP addresses)"
     )
 
 
@@ -305,16 +305,16 @@ ImageRegistry = Annotated[
 class TenantImages(Model):
     """Where the tenant's pods may pull images from, besides the stack's `images.registries`."""
 
-    registries: list[ImageRegistry] = Field(
-        [], description="registries (or paths below one) this tenant may pull from besides the stack's, e.g. [ghcr.io/acme-vision]"
+    registries: list[ImageRegistry] = fresh(
+        list, description="registries (or paths below one) this tenant may pull from besides the stack's, e.g. [ghcr.io/acme-vision]"
     )
 
 
 class GpuAccess(Model):
     """Which GPUs the tenant's pods may land on, enforced by an admission policy (a taint alone is not)."""
 
-    classes: list[DnsLabel] = Field([], description="GPU classes of the stack the tenant's pods may use (besides those of its dedicated pools)")
-    dedicated_pools: list[DnsLabel] = Field([], description="node pools reserved for this tenant alone")
+    classes: list[DnsLabel] = fresh(list, description="GPU classes of the stack the tenant's pods may use (besides those of its dedicated pools)")
+    dedicated_pools: list[DnsLabel] = fresh(list, description="node pools reserved for this tenant alone")
 
 
 class VClusterSpec(Model):
@@ -330,8 +330,8 @@ class VClusterSpec(Model):
         description="PriorityClass forced on every pod the vCluster runs on the host; "
         "unset: pods pick one of the platform's classes (synced into the vCluster), else the default",
     )
-    values: dict[str, Any] = Field(
-        {},
+    values: dict[str, Any] = fresh(
+        dict,
         description="vCluster chart values merged over the generated ones (checked against the chart's "
         "values.schema.json; settings that isolate the tenant cannot be overridden)",
     )
@@ -390,11 +390,11 @@ class Tenant(Model):
     )
     kind: Literal["Tenant"] = Field(description="always Tenant")
     name: TenantName = Field(description="the tenant's name, its file name and its own namespace")
-    previous_names: list[TenantName] = Field([], description="former names; their resources are adopted (Pulumi aliases)")
+    previous_names: list[TenantName] = fresh(list, description="former names; their resources are adopted (Pulumi aliases)")
     display_name: str = Field(min_length=1, description="human-readable team name")
     description: str = Field("", description="what the team runs on the cluster")
     cost_center: LabelValue = Field(description="cost centre, a label on every namespace for chargeback")
-    contacts: list[Contact] = Field([], description="people or channels to reach about the tenant")
+    contacts: list[Contact] = fresh(list, description="people or channels to reach about the tenant")
     # `decommission` comes before `lifecycle` so that the lifecycle validator can see it.
     decommission: Optional[Decommission] = Field(
         None, description="required with lifecycle 'decommissioned': {confirm: <the tenant's name>}"
@@ -409,24 +409,24 @@ class Tenant(Model):
         description="last day (YYYY-MM-DD, UTC) the tenant is active: after it the stack suspends the tenant (as "
         "lifecycle suspended: no new pods, nothing deleted); validate warns 30 days ahead; decommission stays explicit",
     )
-    namespaces: list[DnsLabel] = Field([], description="extra namespaces besides the one named like the tenant")
-    access: Access = Access()
-    quota: Quota = Quota()
-    namespace_quotas: dict[DnsLabel, NamespaceQuota] = Field(
-        {},
+    namespaces: list[DnsLabel] = fresh(list, description="extra namespaces besides the one named like the tenant")
+    access: Access = fresh(Access)
+    quota: Quota = fresh(Quota)
+    namespace_quotas: dict[DnsLabel, NamespaceQuota] = fresh(
+        dict,
         description="compute/GPU budget carved out of quota for extra namespaces; without an entry an extra "
         "namespace gets none (it holds data: PVCs, Secrets, ConfigMaps), except a previous name of the tenant, "
         "which keeps the budget until the team moves (docs/renaming.md)",
     )
-    limits: LimitRangeSpec = LimitRangeSpec()
-    network: Network = Network()
-    gpu: GpuAccess = GpuAccess()
-    images: TenantImages = Field(TenantImages(), description="image registries the tenant's pods may pull from")
+    limits: LimitRangeSpec = fresh(LimitRangeSpec)
+    network: Network = fresh(Network)
+    gpu: GpuAccess = fresh(GpuAccess)
+    images: TenantImages = fresh(TenantImages, description="image registries the tenant's pods may pull from")
     pod_security: Optional[PodSecurityLevel] = Field(None, description="stricter Pod Security level than the stack's")
-    vcluster: VClusterSpec = VClusterSpec()
-    queue: QueueSpec = QueueSpec()
-    environments: dict[DnsLabel, dict[str, Any]] = Field(
-        {}, description="per-environment overrides merged over this file, e.g. {dev: {quota: {gpu: 1}}}"
+    vcluster: VClusterSpec = fresh(VClusterSpec)
+    queue: QueueSpec = fresh(QueueSpec)
+    environments: dict[DnsLabel, dict[str, Any]] = fresh(
+        dict, description="per-environment overrides merged over this file, e.g. {dev: {quota: {gpu: 1}}}"
     )
 
     @property
