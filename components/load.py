@@ -14,7 +14,7 @@ import gc
 import os
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -179,19 +179,18 @@ def undecided_problems(doc: SourceDocument) -> list[Problem]:
     return [
         doc.problem(path, "undecided: tenants migrate left this choice to you (the comment above it says what "
                           "each answer means); replace DECIDE with your decision")
-        for path in _decide_paths(doc.data, ())
+        for path in ([()] if doc.data == DECIDE else _decide_paths(doc.data, (), []))
     ]
 
 
-def _decide_paths(value: Any, path: tuple) -> Iterator[tuple]:
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from _decide_paths(item, (*path, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _decide_paths(item, (*path, index))
-    elif value == DECIDE:
-        yield path
+def _decide_paths(value: Any, path: tuple, found: list[tuple]) -> list[tuple]:
+    """`found` and the paths under `value` (a dict or list) that hold `DECIDE`, in document order."""
+    for key, item in value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ():
+        if isinstance(item, (dict, list)):
+            _decide_paths(item, (*path, key), found)
+        elif item == DECIDE:
+            found.append((*path, key))
+    return found
 
 
 def parse_platform(doc: SourceDocument, env: str, *, versioned: bool = True) -> Platform:
@@ -337,11 +336,12 @@ def _has_override(doc: SourceDocument, env: str) -> bool:
     return isinstance(envs, dict) and isinstance(envs.get(env), dict)
 
 
-def _validate_merged(doc: SourceDocument, merged: SourceDocument) -> Tenant:
+def _validate_merged(doc: SourceDocument, merged: SourceDocument, *, doc_checked: bool = False) -> Tenant:
+    """`doc_checked`: `doc` has passed here before (its version and `DECIDE`s are known to be fine)."""
     data = merged.data
     if not isinstance(data, dict):
         raise InvalidInput([doc.problem((), "a tenant file must be a mapping of fields (apiVersion, kind, name, ...)")])
-    outdated = tenant_version_problems(doc) or undecided_problems(doc)
+    outdated = [] if doc_checked else tenant_version_problems(doc) or undecided_problems(doc)
     if outdated:
         raise InvalidInput(outdated)
     try:
@@ -558,7 +558,7 @@ def _validate_document(doc: SourceDocument, env: str, problems: list[Problem]) -
         return LoadedTenant(spec, base)
     merged = for_environment(doc, env)
     try:
-        return LoadedTenant(_validate_merged(doc, merged), merged)
+        return LoadedTenant(_validate_merged(doc, merged, doc_checked=True), merged)
     except InvalidInput as err:
         problems.extend(err.problems)
         return None

@@ -7,6 +7,8 @@ both need these; they live here so that spec checks do not depend on the builder
 
 from __future__ import annotations
 
+from typing import Any
+
 from . import gpu_capacity as cap
 from ..spec.quantity import Quantity, format_quantity
 from ..spec.stack import Platform
@@ -108,13 +110,18 @@ def ephemeral_storage_quota(tenant: Tenant, platform: Platform) -> RequestsLimit
     )
 
 
-def _guard_rail_limits(platform: Platform) -> LimitRangeSpec:
+_PARTS = ("default_request", "default", "max", "min")
+_RESOURCES = ("cpu", "memory", "ephemeral_storage")
+
+
+def _guard_rail_limits(platform: Platform) -> dict[str, dict[str, Any]]:
     rail = platform.guard_rails.ephemeral_storage
-    return LimitRangeSpec(
-        default_request=ResourceValues(ephemeral_storage=rail.default_request),
-        default=ResourceValues(ephemeral_storage=rail.default),
-        max=ResourceValues(ephemeral_storage=rail.max),
-    )
+    return {
+        "default_request": {"ephemeral_storage": rail.default_request},
+        "default": {"ephemeral_storage": rail.default},
+        "max": {"ephemeral_storage": rail.max},
+        "min": {},
+    }
 
 
 def effective_limits(tenant: Tenant, platform: Platform) -> LimitRangeSpec:
@@ -125,12 +132,18 @@ def effective_limits(tenant: Tenant, platform: Platform) -> LimitRangeSpec:
     >>> limits.default_request.cpu, limits.default.memory
     (Quantity('250m'), Quantity('4Gi'))
     """
+    rails = _guard_rail_limits(platform)
     merged = {}
-    layers = (tenant.limits, platform.limit_range_defaults, _guard_rail_limits(platform))
-    for part in ("default_request", "default", "max", "min"):
-        merged[part] = ResourceValues(**{
-            key: next((getattr(getattr(layer, part), key) for layer in layers if getattr(getattr(layer, part), key) is not None), None)
-            for key in ("cpu", "memory", "ephemeral_storage")
-        })
-    return LimitRangeSpec(**merged)
+    for part in _PARTS:
+        layers = (getattr(tenant.limits, part), getattr(platform.limit_range_defaults, part))
+        values = {}
+        for key in _RESOURCES:
+            value = getattr(layers[0], key)
+            if value is None:
+                value = getattr(layers[1], key)
+            values[key] = value if value is not None else rails[part].get(key)
+        # Every value was validated where it was read: construct, do not validate again (this
+        # runs twice per tenant while loading and once while building).
+        merged[part] = ResourceValues.model_construct(**values)
+    return LimitRangeSpec.model_construct(**merged)
 

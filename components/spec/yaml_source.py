@@ -22,9 +22,26 @@ import yaml
 from .problems import InvalidInput, Problem
 
 try:
-    _Loader = yaml.CSafeLoader
+    _BaseLoader = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover - PyYAML without libyaml
-    _Loader = yaml.SafeLoader
+    _BaseLoader = yaml.SafeLoader
+
+_TAGS: dict[tuple, str] = {}   # (node kind, plain text, implicit) -> resolved tag
+
+
+class _Loader(_BaseLoader):
+    """The safe loader with its tag resolution memoised: the C parser asks PyYAML's resolver, in
+    Python, once per node (130 times per tenant file), and the answer depends on the text alone
+    (no path resolvers are registered)."""
+
+    def resolve(self, kind, value, implicit):
+        key = (kind, value, implicit)
+        tag = _TAGS.get(key)
+        if tag is None:
+            if len(_TAGS) >= 100_000:
+                _TAGS.clear()
+            tag = _TAGS[key] = super().resolve(kind, value, implicit)
+        return tag
 
 MAX_FILE_BYTES = 1024 * 1024
 MAX_NODES = 100_000
