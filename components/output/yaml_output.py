@@ -21,6 +21,7 @@ generated data and on every rendered stack.
 
 from __future__ import annotations
 
+import marshal
 import re
 from typing import Any
 
@@ -55,9 +56,12 @@ _PLAIN, _SINGLE, _DOUBLE = 0, 1, 2
 # string -> (style, text as written when not folded, usable as a simple key), or None: PyYAML only.
 _STYLES: dict[str, tuple[int, str, bool] | None] = {}
 _STYLES_MAX = 500_000
-# (indent, repr of a list) -> the text of that list as the value of a key. Only lists written by the
-# fast path are stored, and the repr of plain data tells every value and type apart.
-_LISTS: dict[tuple[int, str], str] = {}
+# (indent, the list marshalled) -> the text of that list as the value of a key. Only lists written by
+# the fast path are stored. marshal writes exact built-in types only and tells every value and type
+# apart (True from 1, "1" from 1); equal bytes load as equal data, so a hit is never wrong (a list
+# written with other sharing may miss). It is 4x faster than the repr it replaced: at 1,000 tenants
+# the keys are 20 MB, three quarters of them the rules of the three tenant Roles.
+_LISTS: dict[tuple[int, bytes | str], str] = {}
 _LISTS_MAX = 50_000
 _UNIQUE_TEXT = 80  # longer strings in a list's first dict: the list is not cached
 
@@ -250,10 +254,13 @@ def _value_list(value: list, indent: int, out: list, missing: list) -> None:
     first = value[0]
     if type(first) is dict and any(type(v) is str and len(v) > _UNIQUE_TEXT for v in first.values()):
         # Admission rules and the like: their long texts name the tenant, so the list never
-        # repeats and its repr (20 MB at 1,000 tenants) would be spent for nothing.
+        # repeats and its key (20 MB at 1,000 tenants) would be made for nothing.
         _sequence(value, indent, out, False, missing)
         return
-    key = (indent, repr(value))
+    try:
+        key: tuple[int, bytes | str] = (indent, marshal.dumps(value))
+    except ValueError:  # not exact built-in types: the writer leaves such values to PyYAML anyway
+        key = (indent, repr(value))
     text = _LISTS.get(key)
     if text is not None:
         out.append(text)

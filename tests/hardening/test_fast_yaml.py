@@ -95,6 +95,15 @@ def test_a_shared_object_is_written_in_full_not_as_an_anchor():
     assert text == dump_objects_pyyaml([doc])
 
 
+def test_cached_lists_that_differ_only_in_type_are_written_apart():
+    # The list cache is keyed by the list marshalled: True and 1, "1" and 1, a list and a tuple
+    # must never share an entry (each is written here right after its look-alike).
+    looks_alike = [[1], [True], ["1"], [1.0], [[1]], [(1,)], [{"a": 1}], [{"a": True}], [{"a": "1"}]]
+    for value in looks_alike * 2:
+        doc = {"kind": "X", "spec": {"items": value}}
+        assert dump_objects([doc]) == dump_objects_pyyaml([doc]), value
+
+
 @pytest.mark.parametrize("depth", [0, 1, 2, 3, 10, 30])
 def test_folding_at_every_indent_matches_pyyaml(depth):
     text = "word " * 60 + "it's 'quoted' here: " * 5
