@@ -9,8 +9,9 @@ sets, so that one value (the environment label above all) cannot be spelt two wa
 
 from __future__ import annotations
 
+import functools
 import marshal
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ..fleet.environment import Environment
 from ..fleet.facts import TenantView
@@ -233,6 +234,21 @@ def plain_copy(value: Any) -> Any:
         return marshal.loads(marshal.dumps(value, 2))
     except ValueError:
         return _copied(value)
+
+
+def plain_copier(value: Any) -> Callable[[], Any]:
+    """A function that returns a fresh deep copy of the plain data `value` on each call, as
+    `plain_copy` does, with `value` walked once: for constants handed out thousands of times.
+
+    >>> rules = plain_copier([{"verbs": ["get"]}])
+    >>> first, second = rules(), rules()
+    >>> first == second == [{"verbs": ["get"]}], first[0] is second[0]
+    (True, False)
+    """
+    try:
+        return functools.partial(marshal.loads, marshal.dumps(value, 2))
+    except ValueError:
+        return functools.partial(_copied, value)
 
 
 def _copied(value: Any) -> Any:

@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import functools
 
-from typing import Iterable
+from typing import Callable, Iterable
 
 from ..fleet.facts import FleetFacts, TenantView
 from ..spec.role_bundles import READ_VERBS, effective_bundles
 from ..spec.tenant import ServiceAccountGrant, Subjects, Tenant
 from .claim_policy import claim_rules
-from .meta import KubeObject, kube_object, object_meta, owned_labels, plain_copy, platform_labels
+from .meta import KubeObject, kube_object, object_meta, owned_labels, plain_copier, platform_labels
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 RBAC_API = f"{RBAC_GROUP}/v1"
@@ -132,7 +132,12 @@ def role_rules(role: str) -> list[dict]:
         raise ValueError(f"unknown tenant role '{role}' (known: {', '.join(ROLES)})")
     # The rules are the same for every tenant: build them once, hand out copies (objects must
     # not share mutable parts).
-    return plain_copy(list(_role_rules(role)))
+    return _role_rules_copier(role)()
+
+
+@functools.lru_cache(maxsize=None)
+def _role_rules_copier(role: str) -> Callable[[], list[dict]]:
+    return plain_copier(list(_role_rules(role)))
 
 
 @functools.lru_cache(maxsize=None)
