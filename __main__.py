@@ -13,9 +13,12 @@ from components.resources.departures import warn_about_departures
 from components.resources.fleet import Fleet
 from components.resources.kubernetes import cluster_provider
 from components.manifests.gpu_nodes import node_group_requirements
-from components.load import fewer_gc_passes, load_program_environment
+from components.load import fewer_gc_passes_from_now, load_program_environment
 from components.spec.problems import InvalidInput
 
+# Building and registering a large fleet makes millions of long-lived objects; registration runs
+# after this file has returned, so the collector is relaxed for the rest of the process.
+fewer_gc_passes_from_now()
 stack = pulumi.get_stack()
 try:
     environment = load_program_environment(Path(__file__).parent, stack, pulumi.Config().get_object("platform"))
@@ -26,8 +29,7 @@ opts = None
 if environment.platform.kube_context:
     provider = cluster_provider(environment.platform.kube_context)
     opts = pulumi.ResourceOptions(providers=[provider])
-with fewer_gc_passes():  # building a large fleet makes millions of long-lived objects
-    fleet = Fleet(environment.name, environment, opts, stack=stack)
+fleet = Fleet(environment.name, environment, opts, stack=stack)
 
 pulumi.export("tenants", fleet.summary)
 warn_about_departures(fleet.summary, fleet.renames)  # the preview lists a leaving tenant's objects as deletes; say what happens

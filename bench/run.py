@@ -131,8 +131,9 @@ def _pulumi_run(body) -> tuple[float, int]:
 
 def phase_fleet(root: Path) -> dict:
     from components.resources.fleet import Fleet
-    from components.load import load_environment
+    from components.load import fewer_gc_passes_from_now, load_environment
 
+    fewer_gc_passes_from_now()   # as the program (__main__.py) runs; bare gets the same
     environment = load_environment(root, STACK)
     seconds, resources = _pulumi_run(lambda: Fleet(environment.name, environment))
     return {"seconds": seconds, "resources": resources}
@@ -144,8 +145,9 @@ def phase_bare(root: Path) -> dict:
     from components.manifests.build import environment_objects
     from components.manifests.meta import object_id
     from components.resources.kubernetes import register
-    from components.load import load_environment
+    from components.load import fewer_gc_passes_from_now, load_environment
 
+    fewer_gc_passes_from_now()
     environment = load_environment(root, STACK)
     objects = [obj for items in environment_objects(environment).values() for obj in items]
 
