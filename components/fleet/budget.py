@@ -135,12 +135,12 @@ def effective_limits(tenant: Tenant, platform: Platform) -> LimitRangeSpec:
     rails = _guard_rail_limits(platform)
     merged = {}
     for part in _PARTS:
-        layers = (getattr(tenant.limits, part), getattr(platform.limit_range_defaults, part))
+        own, defaults = getattr(tenant.limits, part), getattr(platform.limit_range_defaults, part)
         values = {}
         for key in _RESOURCES:
-            value = getattr(layers[0], key)
+            value = getattr(own, key)
             if value is None:
-                value = getattr(layers[1], key)
+                value = getattr(defaults, key)
             values[key] = value if value is not None else rails[part].get(key)
         # Every value was validated where it was read: construct, do not validate again (this
         # runs twice per tenant while loading and once while building).

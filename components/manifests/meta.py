@@ -228,12 +228,7 @@ def plain_copy(value: Any) -> Any:
     >>> copied == rules, copied["ingress"][0] is rules["ingress"][0]
     (True, False)
     """
-    try:
-        # marshal's C walk, in format version 2: it has no back-references, so nothing the
-        # original shares is shared in the copy. Only exact built-in types are marshalled.
-        return marshal.loads(marshal.dumps(value, 2))
-    except ValueError:
-        return _copied(value)
+    return plain_copier(value)()
 
 
 def plain_copier(value: Any) -> Callable[[], Any]:
@@ -246,6 +241,8 @@ def plain_copier(value: Any) -> Callable[[], Any]:
     (True, False)
     """
     try:
+        # marshal's C walk, in format version 2: it has no back-references, so nothing the
+        # original shares is shared in the copy. Only exact built-in types are marshalled.
         return functools.partial(marshal.loads, marshal.dumps(value, 2))
     except ValueError:
         return functools.partial(_copied, value)

@@ -116,7 +116,7 @@ def _render_worker(send, names: list[str], staging: Path, earlier: Path | None) 
 
 
 def _write_part(
-    environment: Environment, names: set[str] | None, with_platform: bool, directory: Path, earlier: Path | None = None
+    environment: Environment, names: set[str] | None, with_platform: bool, directory: Path, earlier: Path | None
 ) -> tuple[int, int]:
     """Write the files of the platform (`with_platform`) and of the tenants in `names` (None: all);
     a file that `earlier` (the output being replaced) holds with the same bytes is linked from there."""
