@@ -465,6 +465,27 @@ class GuardRails(Model):
     )
 
 
+SystemName = Annotated[str, Field(pattern=r"^system:.+$", description="a name of the system: prefix, written in full")]
+
+
+class SystemSubjects(Model):
+    """`system:` users and groups tenant files may name in `access` (exact names).
+
+    Kubernetes gives `system:` names to its own identities (every authenticated client, every
+    request without credentials, cluster-admin's group, each ServiceAccount of each namespace), so a
+    tenant role bound to one reaches far beyond the team. Validate refuses them in tenant files,
+    except the tenant's own ServiceAccounts (`system:serviceaccount:<one of its namespaces>:<name>`)
+    and the names listed here. The guard policy still never lets an owner bind a `system:` name.
+    """
+
+    users: list[SystemName] = Field(
+        [], description="user names tenant files may name, e.g. [system:serviceaccount:ci:runner] (another namespace's ServiceAccount the platform vouches for)"
+    )
+    groups: list[SystemName] = Field(
+        [], description="group names tenant files may name, e.g. [system:serviceaccounts:ci]"
+    )
+
+
 class TenantAccessSettings(Model):
     """Stack-wide limits on what tenant members can see and grant."""
 
@@ -478,6 +499,11 @@ class TenantAccessSettings(Model):
     )
     bindable_groups: Optional[str] = Field(
         None, description="regular expression (RE2) of group names owners may bind besides the tenant's own"
+    )
+    system_subjects: SystemSubjects = Field(
+        SystemSubjects(),
+        description="system: users and groups tenant files may name in access (exact names); any other system: name, "
+        "and any ServiceAccount of a namespace not the tenant's, is refused by validate",
     )
 
     @field_validator("bindable_users", "bindable_groups")
@@ -569,6 +595,10 @@ class KueuePreemption(Model):
 class KueueSettings(Model):
     """Stack-wide settings of the Kueue objects (used when `scheduler: kueue`)."""
 
+    namespace: DnsLabel = Field(
+        "kueue-system",
+        description="namespace Kueue runs in (its controller, webhook and their ServiceAccounts); no tenant may hold it",
+    )
     preemption: KueuePreemption = KueuePreemption()
     queueing_strategy: Literal["BestEffortFIFO", "StrictFIFO"] = Field("BestEffortFIFO", description="ClusterQueue queueingStrategy: BestEffortFIFO lets smaller workloads pass one that does not fit")
 
@@ -596,7 +626,13 @@ class KaiSettings(Model):
     binder_service_account: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")] = Field(
         "kai-scheduler/binder",
         description="namespace/name of KAI's binder ServiceAccount: the only identity that may write KAI's per-pod "
-        "GPU-sharing ConfigMaps in tenant namespaces (the KAI operator's default: kai-scheduler/binder)",
+        "GPU-sharing ConfigMaps in tenant namespaces (the KAI operator's default: kai-scheduler/binder); no tenant may hold "
+        "its namespace",
+    )
+    reservation_namespace: DnsLabel = Field(
+        "kai-resource-reservation",
+        description="namespace of KAI's GPU-sharing reservation pods (the binder's --resource-reservation-namespace); no "
+        "tenant may hold it",
     )
 
 
@@ -682,6 +718,12 @@ class Platform(Model):
         {}, description="ports each platform role reaches on tenant pods that list the role by name, e.g. {monitoring: [{port: 9090}]}"
     )
     cluster_dns: ClusterDns = ClusterDns()
+    reserved_namespaces: dict[DnsLabel, Annotated[str, Field(min_length=1)]] = Field(
+        {},
+        description="other namespaces the platform owns, each with what owns it, e.g. {cert-manager: cert-manager, "
+        "argocd: GitOps (Argo CD)}; no tenant may hold one, nor kube-*, default, the cluster DNS's, the GPU Operator's, "
+        "Kueue's, KAI's, monitoring's or platformNamespaces' (a tenant holding one would run pods as its ServiceAccounts)",
+    )
     cluster_network: ClusterNetwork = Field(ClusterNetwork(), description="the cluster's address ranges and API server endpoints")
     kubernetes_version: Optional[Annotated[str, Field(pattern=r"^v1\.[0-9]+$")]] = Field(
         None, description="minor version of the target cluster, e.g. v1.37 (validate warns about an older podSecurity.version pin)"

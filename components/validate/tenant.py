@@ -11,6 +11,7 @@ from typing import Callable
 
 from ..fleet import gpu_capacity as cap
 from ..fleet.budget import compute_hard, effective_limits, ephemeral_storage_quota, namespace_slices
+from ..fleet.tenant_claims import namespace_owner, reserved_namespaces, subject_refusal
 from ..spec.hints import did_you_mean
 from ..spec.problems import Problem
 from ..spec.quantity import Quantity
@@ -19,8 +20,6 @@ from ..spec.tenant import Tenant
 from ..spec.yaml_source import SourceDocument, yaml_text
 
 _STRICTNESS = {"privileged": 0, "baseline": 1, "restricted": 2}
-_RESERVED_PREFIXES = ("kube-", "openshift-")
-_RESERVED_NAMES = {"default", "kube-system", "kube-public", "kube-node-lease"}
 
 
 def _adder(problems: list[Problem], doc: SourceDocument) -> Callable[..., None]:
@@ -48,24 +47,50 @@ def file_is_named_after_the_tenant(tenant: Tenant, doc: SourceDocument, platform
 
 
 def namespaces_are_free(tenant: Tenant, doc: SourceDocument, platform: Platform) -> list[Problem]:
-    """No namespace of the cluster, of the platform services or the cluster DNS, none twice.
+    """No namespace the platform owns (fleet/tenant_claims.py: kube-*, default, the cluster DNS's,
+    the GPU Operator's, Kueue's, KAI's, monitoring's, platform services', the stack's
+    `reservedNamespaces`), none twice.
+
+    A previous name is not checked: it adopts the old tenant's Pulumi resources, never a namespace
+    created outside this tool, and renaming is the way out for a tenant holding a name reserved since.
 
     >>> namespaces_are_free(tenant, prod.tenants[0].doc, prod.platform)
     []
     """
     problems: list[Problem] = []
     add = _adder(problems, doc)
+    reserved = reserved_namespaces(platform)
     for index, namespace in enumerate(tenant.all_namespaces):
         path = ("name",) if index == 0 else ("namespaces", index - 1)
-        if namespace in _RESERVED_NAMES or namespace.startswith(_RESERVED_PREFIXES):
-            add(path, f"namespace '{namespace}' is reserved for the cluster (kube-*, default); choose another name")
-        for role, namespaces in platform.platform_namespaces.items():
-            if namespace in namespaces:
-                add(path, f"namespace '{namespace}' is the platform's {role} namespace; choose another name")
-        if namespace == platform.cluster_dns.namespace:
-            add(path, f"namespace '{namespace}' holds the cluster DNS; choose another name")
+        owner = namespace_owner(namespace, reserved)
+        if owner is not None:
+            add(path, f"namespace '{namespace}' is reserved for {owner}: a tenant holding it would read its Secrets, run "
+                "pods as its ServiceAccounts and change its configuration; choose another name")
     if len(set(tenant.all_namespaces)) != len(tenant.all_namespaces):
         add(("namespaces",), "lists a namespace twice (the tenant's own namespace is its name and need not be listed)")
+    return problems
+
+
+def access_names_only_the_tenants_subjects(tenant: Tenant, doc: SourceDocument, platform: Platform) -> list[Problem]:
+    """No role of `access` names a `system:` user or group (every authenticated client, anonymous
+    requests, cluster-admin's group, ...) or another namespace's ServiceAccount, unless the stack
+    lists it (`tenantAccess.systemSubjects`); the tenant's own ServiceAccounts may be named, as the
+    guard policy lets owners bind them too.
+
+    >>> access_names_only_the_tenants_subjects(tenant, prod.tenants[0].doc, prod.platform)
+    []
+    """
+    problems: list[Problem] = []
+    add = _adder(problems, doc)
+    for role in ("owners", "developers", "viewers"):
+        subjects = getattr(tenant.access, role)
+        for kind in ("users", "groups"):
+            for index, name in enumerate(getattr(subjects, kind)):
+                why = subject_refusal(platform, kind, name, tenant.all_namespaces)
+                if why is not None:
+                    add(("access", role, kind, index), f"{why}: a tenant role may name only the team's own users and groups, and "
+                        "ServiceAccounts of the tenant's namespaces (or add them to ciServiceAccounts); remove it, or ask the "
+                        "platform team to list it under tenantAccess.systemSubjects")
     return problems
 
 
@@ -367,6 +392,7 @@ TENANT_VALIDATORS = (
     limit_range_is_ordered,
     ephemeral_storage_within_guard_rails,
     ci_accounts_are_in_own_namespaces,
+    access_names_only_the_tenants_subjects,
     platform_service_grants_name_ports,
     api_server_egress_is_declared,
     egress_leaves_the_cluster,
