@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..spec.stack import Platform
-from .importing import Imported, Unmapped, limit_range_fields, merge_tenant_data, quota_fields, tenant_name_problem, tenant_skeleton, tighter_quota
+from .importing import Imported, Unmapped, limit_range_fields, merge_tenant_data, quota_fields, subject_note, tenant_name_problem, tenant_skeleton, tighter_quota
 
 # Built-in ClusterRoles (and the roles this tool writes) -> the tenant role that holds at most as much.
 ROLE_OF_CLUSTER_ROLE = {"admin": "owners", "edit": "developers", "view": "viewers"}
@@ -65,9 +65,7 @@ def tenants_from_cluster(
     for namespace in sorted(namespaces, key=lambda n: n["metadata"]["name"]):
         name = namespace["metadata"]["name"]
         source = f"Namespace {name}"
-        problem = tenant_name_problem(name)
-        if problem is None and name in platform_roles:
-            problem = f"it is a platform namespace of the stack (role {platform_roles[name]})"
+        problem = tenant_name_problem(name, platform)
         if problem is None and _is_ours(namespace):
             problem = "it is already managed by gpu-tenancy"
         if problem:
@@ -94,7 +92,7 @@ def tenants_from_cluster(
                 elif part:
                     data = merge_tenant_data(data, part)
             elif kind == "RoleBinding":
-                part, more = _role_binding(obj, name)
+                part, more = _role_binding(obj, name, platform)
                 data = merge_tenant_data(data, part)
             elif kind == "NetworkPolicy":
                 policies.append(obj)
@@ -169,7 +167,7 @@ def _priority_quota(priority_class: str, hard: dict[str, Any], platform: Platfor
     return ({"quota": {"priorityClasses": {priority_class: cap}}} if cap else {}), notes
 
 
-def _role_binding(obj: dict[str, Any], namespace: str) -> tuple[dict[str, Any], list[Unmapped]]:
+def _role_binding(obj: dict[str, Any], namespace: str, platform: Platform) -> tuple[dict[str, Any], list[Unmapped]]:
     ref = _ref(obj)
     role_ref = obj.get("roleRef") or {}
     role = (ROLE_OF_CLUSTER_ROLE.get(role_ref.get("name")) if role_ref.get("kind") == "ClusterRole" else None) \
@@ -182,8 +180,9 @@ def _role_binding(obj: dict[str, Any], namespace: str) -> tuple[dict[str, Any], 
     notes: list[Unmapped] = []
     for index, subject in enumerate(obj.get("subjects") or []):
         kind, name = subject.get("kind"), subject.get("name", "")
-        if kind == "Group" and name.startswith("system:"):
-            notes.append(Unmapped(ref, f"subjects[{index}]", f"group {name} is a Kubernetes system group; not imported"))
+        note = subject_note(platform, kind, name, [namespace], ref, f"subjects[{index}]") if kind in ("Group", "User") else None
+        if note is not None:
+            notes.append(note)
         elif kind in ("Group", "User"):
             subjects.setdefault(f"{kind.lower()}s", []).append(name)
         elif kind == "ServiceAccount" and subject.get("namespace", namespace) == namespace and name != "default":

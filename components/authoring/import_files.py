@@ -12,7 +12,7 @@ from typing import Any
 
 from ..spec.stack import Platform
 from .import_cluster import ROLE_OF_CLUSTER_ROLE
-from .importing import Imported, Unmapped, limit_range_fields, merge_tenant_data, quota_fields, tenant_name_problem, tenant_skeleton
+from .importing import Imported, Unmapped, limit_range_fields, merge_tenant_data, quota_fields, subject_note, tenant_name_problem, tenant_skeleton
 
 _CAPSULE_MAPPED = {"owners", "resourceQuotas", "limitRanges", "additionalRoleBindings", "namespaceOptions", "rules"}
 
@@ -60,9 +60,9 @@ def _name(doc: dict[str, Any]) -> str:
     return f"{meta['namespace']}/{meta.get('name')}" if meta.get("namespace") else str(meta.get("name"))
 
 
-def _start(name: str, ref: str, **skeleton: Any) -> tuple[Imported, dict[str, Any] | None]:
+def _start(name: str, ref: str, platform: Platform, **skeleton: Any) -> tuple[Imported, dict[str, Any] | None]:
     out = Imported()
-    problem = tenant_name_problem(name)
+    problem = tenant_name_problem(name, platform)
     if problem:
         out.unmapped.append(Unmapped(ref, "metadata.name", f"not imported: {problem}"))
         return out, None
@@ -76,26 +76,31 @@ def _finish(out: Imported, name: str, data: dict[str, Any], ref: str, notes: lis
     return out
 
 
-def _subjects(subjects: list[dict[str, Any]], ref: str, field: str) -> tuple[dict[str, list[str]], list[Unmapped]]:
+def _subjects(subjects: list[dict[str, Any]], ref: str, field: str, platform: Platform,
+              namespaces: list[str]) -> tuple[dict[str, list[str]], list[Unmapped]]:
     out: dict[str, list[str]] = {}
     notes = []
     for index, subject in enumerate(subjects or []):
         kind, name = subject.get("kind"), subject.get("name")
-        if kind in ("User", "Group") and name:
+        note = subject_note(platform, kind, name, namespaces, ref, f"{field}[{index}]") if kind in ("User", "Group") and name else None
+        if note is not None:
+            notes.append(note)
+        elif kind in ("User", "Group") and name:
             out.setdefault(f"{kind.lower()}s", []).append(name)
         else:
             notes.append(Unmapped(ref, f"{field}[{index}]", f"{kind} {name}: only users and groups map to tenant roles; not imported"))
     return out, notes
 
 
-def _bindings(access: dict[str, Any], bindings: list[dict[str, Any]], ref: str, field: str, notes: list[Unmapped]) -> dict[str, Any]:
+def _bindings(access: dict[str, Any], bindings: list[dict[str, Any]], ref: str, field: str, notes: list[Unmapped],
+              platform: Platform, namespaces: list[str]) -> dict[str, Any]:
     """Capsule bindings ({clusterRoleName, subjects}) to admin, edit or view, added to `access`; others go to `notes`."""
     for index, binding in enumerate(bindings):
         role = ROLE_OF_CLUSTER_ROLE.get(binding.get("clusterRoleName"))
         if role is None:
             notes.append(Unmapped(ref, f"{field}[{index}]", f"ClusterRole {binding.get('clusterRoleName')} is not admin, edit or view; not imported"))
             continue
-        subjects, more = _subjects(binding.get("subjects") or [], ref, f"{field}[{index}].subjects")
+        subjects, more = _subjects(binding.get("subjects") or [], ref, f"{field}[{index}].subjects", platform, namespaces)
         notes.extend(more)
         access = merge_tenant_data(access, {role: subjects})
     return access
@@ -104,21 +109,23 @@ def _bindings(access: dict[str, Any], bindings: list[dict[str, Any]], ref: str, 
 def _capsule(doc: dict[str, Any], platform: Platform, ref: str, gpu_class_of) -> Imported:
     name = doc["metadata"]["name"]
     annotations = doc["metadata"].get("annotations") or {}
-    out, data = _start(name, ref, description=annotations.get("info.projectcapsule.dev/description", ""))
+    out, data = _start(name, ref, platform, description=annotations.get("info.projectcapsule.dev/description", ""))
     if data is None:
         return out
     spec = doc.get("spec") or {}
     notes: list[Unmapped] = []
-    owners, more = _subjects(spec.get("owners") or [], ref, "spec.owners")
+    namespaces = [ns for ns in ((doc.get("status") or {}).get("namespaces") or []) if ns != name]
+    owners, more = _subjects(spec.get("owners") or [], ref, "spec.owners", platform, [name, *namespaces])
     notes.extend(more)
     access: dict[str, Any] = {"owners": owners} if owners else {}
-    access = _bindings(access, spec.get("additionalRoleBindings") or [], ref, "spec.additionalRoleBindings", notes)
+    access = _bindings(access, spec.get("additionalRoleBindings") or [], ref, "spec.additionalRoleBindings", notes, platform, [name, *namespaces])
     for index, rule in enumerate(spec.get("rules") or []):
         where = f"spec.rules[{index}]"
         if rule.get("namespaceSelector"):
             notes.append(Unmapped(ref, where, "applies to some namespaces of the tenant only; a tenant file applies to all: not imported"))
             continue
-        access = _bindings(access, (rule.get("permissions") or {}).get("bindings") or [], ref, f"{where}.permissions.bindings", notes)
+        access = _bindings(access, (rule.get("permissions") or {}).get("bindings") or [], ref, f"{where}.permissions.bindings", notes,
+                           platform, [name, *namespaces])
         for q, item in enumerate(rule.get("quota") or []):
             part, more = quota_fields(item.get("hard") or {}, platform, f"{ref} {where}.quota[{q}]", gpu_class_of=gpu_class_of)
             data = merge_tenant_data(data, part)
@@ -142,7 +149,6 @@ def _capsule(doc: dict[str, Any], platform: Platform, ref: str, gpu_class_of) ->
             continue
         data = merge_tenant_data(data, part)
         notes.extend(more)
-    namespaces = [ns for ns in ((doc.get("status") or {}).get("namespaces") or []) if ns != name]
     if namespaces:
         data["namespaces"] = sorted(namespaces)
     quota_count = (spec.get("namespaceOptions") or {}).get("quota")
@@ -156,13 +162,13 @@ def _capsule(doc: dict[str, Any], platform: Platform, ref: str, gpu_class_of) ->
 
 def _kubeflow(doc: dict[str, Any], platform: Platform, ref: str, gpu_class_of) -> Imported:
     name = doc["metadata"]["name"]
-    out, data = _start(name, ref)
+    out, data = _start(name, ref, platform)
     if data is None:
         return out
     spec = doc.get("spec") or {}
     notes: list[Unmapped] = []
     owner = spec.get("owner") or {}
-    owners, more = _subjects([owner] if owner else [], ref, "spec.owner")
+    owners, more = _subjects([owner] if owner else [], ref, "spec.owner", platform, [name])
     notes.extend(more)
     if owners:
         data["access"] = {"owners": owners}
@@ -176,7 +182,7 @@ def _kubeflow(doc: dict[str, Any], platform: Platform, ref: str, gpu_class_of) -
 
 def _local_queue(doc: dict[str, Any], cluster_queues: dict[str, Any], platform: Platform, ref: str, gpu_class_of) -> Imported:
     name = doc["metadata"].get("namespace", "default")
-    out, data = _start(name, ref)
+    out, data = _start(name, ref, platform)
     if data is None:
         return out
     queue_name = (doc.get("spec") or {}).get("clusterQueue")

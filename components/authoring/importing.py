@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from ..fleet import gpu_capacity as cap
+from ..fleet.tenant_claims import namespace_owner, reserved_namespaces, subject_refusal
 from ..spec.base import API_VERSION, DNS_LABEL_PATTERN
 from ..spec.quantity import Quantity
 from ..spec.stack import Platform
@@ -110,17 +111,35 @@ def tenant_skeleton(name: str, *, display_name: str | None = None, cost_center: 
     return data
 
 
-def tenant_name_problem(name: str) -> str | None:
-    """Why `name` (a namespace or a source object's name) cannot be a tenant name, or None.
+def tenant_name_problem(name: str, platform: Platform) -> str | None:
+    """Why `name` (a namespace or a source object's name) cannot be a tenant name in the stack of
+    `platform`, or None: a namespace the platform owns (fleet/tenant_claims.py, the table validate
+    refuses too) or no tenant name at all.
 
-    >>> tenant_name_problem("kube-system")
-    "'kube-system' is a Kubernetes system namespace"
+    >>> tenant_name_problem("kube-system", prod.platform)
+    "'kube-system' is reserved for Kubernetes itself and the cluster DNS (clusterDns.namespace)"
+    >>> tenant_name_problem("kueue-system", prod.platform)
+    "'kueue-system' is reserved for Kueue (queues.kueue.namespace)"
     """
-    if name in ("default", "kube-system", "kube-public", "kube-node-lease") or name.startswith("kube-"):
-        return f"'{name}' is a Kubernetes system namespace"
+    owner = namespace_owner(name, reserved_namespaces(platform))
+    if owner is not None:
+        return f"'{name}' is reserved for {owner}"
     if not re.match(DNS_LABEL_PATTERN, name) or len(name) > 40:
         return f"'{name}' is not a tenant name (a DNS label of at most 40 characters); rename it or import it by hand"
     return None
+
+
+def subject_note(platform: Platform, kind: str, name: str, namespaces: list[str], ref: str, where: str) -> Unmapped | None:
+    """The report line for a user or group (`kind` "User" or "Group") a tenant role may not name
+    (fleet/tenant_claims.py, as validate refuses it), or None when it maps.
+
+    >>> str(subject_note(prod.platform, "Group", "system:authenticated", ["team-a"], "RoleBinding team-a/x", "subjects[0]"))[:84]
+    'RoleBinding team-a/x: subjects[0]: group system:authenticated is every authenticated'
+    """
+    why = subject_refusal(platform, f"{kind.lower()}s", name, namespaces)
+    if why is None:
+        return None
+    return Unmapped(ref, where, f"{kind.lower()} {why}; a tenant role may not name it: not imported")
 
 
 def _count(value: Any) -> int | None:

@@ -64,7 +64,7 @@ def test_kubeflow_plugins_are_reported():
 def test_kueue_local_queue_in_default_is_refused_and_elsewhere_gets_its_cluster_queue_quota():
     docs = _docs("kueue-sample-gpu-queues.yaml")
     refused = tenants_from_documents(docs, _platform(), gpu_class_of={"tas-flavor": "h100"})
-    assert not refused.tenants and any("'default' is a Kubernetes system namespace" in str(u) for u in refused.unmapped)
+    assert not refused.tenants and any("'default' is reserved for Kubernetes itself" in str(u) for u in refused.unmapped)
     for doc in docs:  # the sample's queue, as a team's namespace would hold it
         if doc["kind"] == "LocalQueue":
             doc["metadata"]["namespace"] = "research"

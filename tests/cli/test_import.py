@@ -79,3 +79,48 @@ def test_an_unreachable_cluster_is_one_clear_line(capsys, project_copy, tmp_path
     with pytest.raises(SystemExit) as exit_:
         run(capsys, "--root", str(project_copy), "import", "--stack", "staging", "--kubeconfig", str(kubeconfig), "--namespace", "vision")
     assert str(exit_.value).startswith("tenants import: cannot reach the cluster of context staging-admin")
+
+
+# --------------------------------------------------------------------------
+# what a tenant file may not claim (issue 34): refused as validate refuses it
+# --------------------------------------------------------------------------
+
+def _live(monkeypatch, namespaces: dict[str, list[dict]]):
+    """`read_cluster` answering with these namespaces (name -> objects in it), as the API server would."""
+    import components.cli.importing as importing
+
+    def read_cluster(kubeconfig, context, selector, names):
+        chosen = names or sorted(namespaces)
+        return ([{"kind": "Namespace", "metadata": {"name": n}} for n in chosen],
+                [obj for n in chosen for obj in namespaces[n]])
+    monkeypatch.setattr(importing, "read_cluster", read_cluster)
+    monkeypatch.setattr(importing, "read_live", lambda kubeconfig, context, objects: {})
+
+
+def test_importing_kueues_namespace_exits_1_and_writes_nothing(capsys, project_copy, monkeypatch):
+    _live(monkeypatch, {"kueue-system": [], "vision": []})
+    before = sorted(p.name for p in (project_copy / "tenants").iterdir())
+    code, out, err = run(capsys, "--root", str(project_copy), "import", "--stack", "prod", "--context", "x", "--namespace", "kueue-system")
+    assert code == 1, err
+    assert "Namespace kueue-system: namespace: not imported: 'kueue-system' is reserved for Kueue (queues.kueue.namespace)" in err
+    assert "nothing to import" in err and "wrote" not in out
+    assert sorted(p.name for p in (project_copy / "tenants").iterdir()) == before
+    code, out, err = run(capsys, "--root", str(project_copy), "import", "--stack", "prod", "--context", "x", "--namespace", "vision")
+    assert code == 0, err
+    assert "wrote tenants/vision.yaml" in out and (project_copy / "tenants" / "vision.yaml").exists()
+
+
+def test_an_imported_role_binding_leaves_out_system_and_foreign_subjects(capsys, project_copy, monkeypatch):
+    binding = {"kind": "RoleBinding", "metadata": {"name": "everyone", "namespace": "vision"},
+               "roleRef": {"kind": "ClusterRole", "name": "view"},
+               "subjects": [{"kind": "Group", "name": "system:authenticated"}, {"kind": "User", "name": "system:anonymous"},
+                            {"kind": "User", "name": "system:serviceaccount:kai-scheduler:binder"},
+                            {"kind": "User", "name": "system:serviceaccount:vision:ci"}, {"kind": "Group", "name": "vision-readers"}]}
+    _live(monkeypatch, {"vision": [binding]})
+    code, out, err = run(capsys, "--root", str(project_copy), "import", "--stack", "prod", "--context", "x", "--namespace", "vision")
+    assert code == 0, err
+    written = yaml.safe_load((project_copy / "tenants" / "vision.yaml").read_text())
+    assert written["access"]["viewers"] == {"groups": ["vision-readers"], "users": ["system:serviceaccount:vision:ci"]}
+    assert "RoleBinding vision/everyone: subjects[0]: group system:authenticated is every authenticated client" in err
+    assert "subjects[1]: user system:anonymous is the user of every request without credentials" in err
+    assert "subjects[2]: user system:serviceaccount:kai-scheduler:binder is ServiceAccount binder of namespace kai-scheduler" in err
