@@ -8,6 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable
 
+from kubernetes.client.rest import ApiException
+
 from tools.control_plane import REPO_ROOT, ControlPlane, k8s_client
 
 # Managers that own node labels before we patch: the kubelet registering the
@@ -140,3 +142,34 @@ def wait_policies_typechecked(cp: ControlPlane, objects: Iterable[dict[str, Any]
 
     for vap in (o for o in objects if o["kind"] == "ValidatingAdmissionPolicy"):
         cp.wait_for(lambda n=vap["metadata"]["name"]: typechecked(n), what=f"type checking of {vap['metadata']['name']}")
+
+
+def apply_tenant(cp: ControlPlane, objects: list[dict[str, Any]]) -> None:
+    """Apply one tenant's rendered objects next to an applied stack (a tenant a test module makes,
+    in that stack's inventory): none refused, its namespaces ready, its own admission policies
+    type-checked without warnings."""
+    results = cp.apply_rendered(objects)
+    failed = [(o["kind"], o["metadata"]["name"], r) for o, r in results if isinstance(r, ApiException)]
+    assert not failed, failed
+    cp.wait_namespaces_ready(objects)
+    adm = k8s_client.AdmissionregistrationV1Api(cp.api_client)
+    for vap in (o for o in objects if o["kind"] == "ValidatingAdmissionPolicy"):
+        def checked(name=vap["metadata"]["name"]):
+            status = adm.read_validating_admission_policy(name).status
+            return status is not None and status.type_checking is not None and status
+        status = cp.wait_for(checked, what=f"type checking of {vap['metadata']['name']}")
+        assert not (status.type_checking.expression_warnings or []), status.type_checking.expression_warnings
+
+
+def remove_tenant(cp: ControlPlane, objects: list[dict[str, Any]]) -> None:
+    """Delete what `apply_tenant` applied: its namespaces (with everything in them) and its cluster-scoped objects."""
+    for obj in objects:
+        if obj["kind"] == "Namespace":
+            cp.delete_namespace(obj["metadata"]["name"])
+        elif "namespace" not in obj["metadata"]:
+            resource = cp.dynamic.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
+            try:
+                cp.dynamic.delete(resource, name=obj["metadata"]["name"])
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise

@@ -24,6 +24,7 @@ from components.manifests.build import environment_objects
 from components.manifests.image_policy import policy_name
 from components.spec.base import API_VERSION
 from components.spec.stack import CONFIG_KEY
+from tools.applied_stack import apply_tenant, remove_tenant
 
 pytestmark = pytest.mark.e2e
 
@@ -81,37 +82,10 @@ def refused(call) -> str:
     return message_of(err.value)
 
 
-def _apply(apiserver, objects: list[dict[str, Any]]) -> None:
-    results = apiserver.apply_rendered(objects)
-    failed = [(o["kind"], o["metadata"]["name"], r) for o, r in results if isinstance(r, ApiException)]
-    assert not failed, failed
-    apiserver.wait_namespaces_ready(objects)
-    adm = client.AdmissionregistrationV1Api(apiserver.api_client)
-    for vap in (o for o in objects if o["kind"] == "ValidatingAdmissionPolicy"):
-        def checked(name=vap["metadata"]["name"]):
-            status = adm.read_validating_admission_policy(name).status
-            return status is not None and status.type_checking is not None and status
-        status = apiserver.wait_for(checked, what=f"type checking of {vap['metadata']['name']}")
-        assert not (status.type_checking.expression_warnings or []), status.type_checking.expression_warnings
-
-
-def _remove(apiserver, objects: list[dict[str, Any]]) -> None:
-    for obj in objects:
-        if obj["kind"] == "Namespace":
-            apiserver.delete_namespace(obj["metadata"]["name"])
-        elif "namespace" not in obj["metadata"]:
-            resource = apiserver.dynamic.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
-            try:
-                apiserver.dynamic.delete(resource, name=obj["metadata"]["name"])
-            except ApiException as exc:
-                if exc.status != 404:
-                    raise
-
-
 @pytest.fixture(scope="module")
 def imagelab(apiserver, prod_stack) -> Iterator[list[dict[str, Any]]]:
     objects = _objects("imagelab", {"registries": [STACK_REGISTRY]}, {"registries": [TENANT_REGISTRY]})
-    _apply(apiserver, objects)
+    apply_tenant(apiserver, objects)
     core = client.CoreV1Api(apiserver.api_client)
     # The admission plugin loads a new policy a moment after it is type-checked: wait until it refuses.
     def in_force():
@@ -122,7 +96,7 @@ def imagelab(apiserver, prod_stack) -> Iterator[list[dict[str, Any]]]:
         return False
     apiserver.wait_for(in_force, what="the image policy of imagelab in force")
     yield objects
-    _remove(apiserver, objects)
+    remove_tenant(apiserver, objects)
 
 
 @pytest.fixture(scope="module")
@@ -194,7 +168,7 @@ def test_ephemeral_containers_are_checked_for_everybody(apiserver, imagelab, dev
 @pytest.fixture(scope="module")
 def digestlab(apiserver, prod_stack) -> Iterator[list[dict[str, Any]]]:
     objects = _objects("digestlab", {"registries": [STACK_REGISTRY], "requireDigest": True})
-    _apply(apiserver, objects)
+    apply_tenant(apiserver, objects)
     core = client.CoreV1Api(apiserver.api_client)
     def in_force():
         try:
@@ -204,7 +178,7 @@ def digestlab(apiserver, prod_stack) -> Iterator[list[dict[str, Any]]]:
         return False
     apiserver.wait_for(in_force, what="the image policy of digestlab in force")
     yield objects
-    _remove(apiserver, objects)
+    remove_tenant(apiserver, objects)
 
 
 def test_a_stack_that_requires_digests_refuses_a_tag_and_admits_a_digest(apiserver, digestlab):
