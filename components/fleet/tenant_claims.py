@@ -6,8 +6,9 @@ whatever it names, the deployment creates. Two names reach beyond the team:
 * a **namespace** the platform owns. The first deployment adopts an existing namespace (docs/importing.md),
   labels it the tenant's and binds the tenant's roles there: its owners then read the
   component's Secrets, run pods as its ServiceAccounts (the GPU Operator's, Kueue's, KAI's
-  binder's) and rewrite its configuration (the MIG layouts), and the tenant's Pod Security level
-  refuses the component's own privileged pods. `reserved_namespaces` is the one table of them,
+  binder's, the deployment's own kubeconfig in the Pulumi operator's) and rewrite its
+  configuration (the MIG layouts), and the tenant's Pod Security level refuses the component's
+  own privileged pods. `reserved_namespaces` is the one table of them,
   from the stack; `namespace_owner` adds the prefixes Kubernetes and OpenShift keep.
 * a **subject** of the `system:` prefix, which Kubernetes gives its own identities:
   `system:authenticated` is every client with credentials, `system:unauthenticated` every request
@@ -32,6 +33,11 @@ from ..spec.stack import Platform
 RESERVED_PREFIXES = {"kube-": "Kubernetes (every kube-* namespace)", "openshift-": "OpenShift (every openshift-* namespace)"}
 _KUBERNETES = "Kubernetes itself"
 _KUBERNETES_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+# Where `tenants stacks --format operator` puts the Pulumi Kubernetes Operator's Stacks and the
+# kubeconfig Secrets of the deployment's identity (manifests/operator_stacks.py `OperatorSettings`,
+# a command-line setting, not the stack's; a stack whose operator runs elsewhere lists that
+# namespace under reservedNamespaces).
+OPERATOR_NAMESPACE = "pulumi-operator"
 
 SYSTEM_PREFIX = "system:"
 # system:serviceaccount:<namespace>:<name>, as the API server names a ServiceAccount's requests.
@@ -73,6 +79,7 @@ def reserved_namespaces(platform: Platform) -> dict[str, str]:
     """
     owned: list[tuple[str, str]] = [(namespace, _KUBERNETES) for namespace in _KUBERNETES_NAMESPACES]
     owned.append((platform.cluster_dns.namespace, "the cluster DNS (clusterDns.namespace)"))
+    owned.append((OPERATOR_NAMESPACE, "the Pulumi Kubernetes Operator (the default namespace of `tenants stacks --format operator`)"))
     for role, namespaces in sorted(platform.platform_namespaces.items()):
         owned.extend((namespace, f"the platform's {role} service (platformNamespaces.{role})") for namespace in namespaces)
     owned.append((platform.gpu_operator.namespace, "the NVIDIA GPU Operator (gpuOperator.namespace)"))

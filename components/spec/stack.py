@@ -722,7 +722,8 @@ class Platform(Model):
         {},
         description="other namespaces the platform owns, each with what owns it, e.g. {cert-manager: cert-manager, "
         "argocd: GitOps (Argo CD)}; no tenant may hold one, nor kube-*, default, the cluster DNS's, the GPU Operator's, "
-        "Kueue's, KAI's, monitoring's or platformNamespaces' (a tenant holding one would run pods as its ServiceAccounts)",
+        "Kueue's, KAI's, monitoring's, platformNamespaces' or pulumi-operator (a tenant holding one would run pods as "
+        "its ServiceAccounts)",
     )
     cluster_network: ClusterNetwork = Field(ClusterNetwork(), description="the cluster's address ranges and API server endpoints")
     kubernetes_version: Optional[Annotated[str, Field(pattern=r"^v1\.[0-9]+$")]] = Field(

@@ -83,6 +83,14 @@ def test_the_stack_moves_the_components_namespaces_and_names_its_own():
     assert _errors("namespaces: [gpu-operator]\n", platform) == []
 
 
+def test_the_operators_default_namespace_is_the_one_tenants_stacks_writes():
+    from components.fleet.tenant_claims import OPERATOR_NAMESPACE
+    from components.manifests.operator_stacks import OperatorSettings
+
+    assert OperatorSettings("https://git.example/x").namespace == OPERATOR_NAMESPACE
+    assert "Pulumi Kubernetes Operator" in _errors(f"namespaces: [{OPERATOR_NAMESPACE}]\n")[0]
+
+
 def test_the_tenants_own_namespace_is_checked_at_its_name():
     text = TENANT.replace("name: team", "name: cert-manager")
     tenant, doc = Tenant.model_validate(yaml.safe_load(text)), parse_yaml(text, "tenants/cert-manager.yaml")
