@@ -258,7 +258,8 @@ def ingress_hosts_have_one_tenant(environment: Environment, all_tenants: list[Lo
     where = {claim: loaded for loaded, claim in owned}
     problems: list[Problem] = []
     for claim, others in sorted(overlapping_claims(c for _, c in owned).items(), key=lambda item: (where[item[0]].doc.file, item[0].index)):
-        named = ", ".join(f"'{o.tenant}' ({files[o.tenant].doc.file}: '{o.written}')" for o in others)
+        named = ", ".join(f"'{o.tenant}' ({files[o.tenant].doc.file}: '{o.written}')"
+                          for o in sorted(others, key=lambda o: (files[o.tenant].doc.file, o.index)))
         problems.append(where[claim].doc.problem(_host_path(claim), (
             f"'{claim.written}' overlaps the Ingress hosts of tenant {named}; a host has one tenant (ingress-nginx merges "
             "the Ingresses of one host, so either tenant could serve the other's traffic): remove it from one file, "
