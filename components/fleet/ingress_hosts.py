@@ -41,10 +41,10 @@ class HostClaim:
         return f"{WILDCARD}{self.name}" if self.wildcard else self.name
 
 
-def claims(tenant: str, entries: Iterable[str]) -> list[HostClaim]:
+def claims_of(tenant: str, entries: Iterable[str]) -> list[HostClaim]:
     """The claims of one tenant's `network.ingressHosts`.
 
-    >>> [c.written for c in claims("a", ["x.example.org", "*.b.example.org"])]
+    >>> [c.written for c in claims_of("a", ["x.example.org", "*.b.example.org"])]
     ['x.example.org', '*.b.example.org']
     """
     return [
@@ -75,7 +75,7 @@ def overlap(a: HostClaim, b: HostClaim) -> bool:
     """Whether two claims share a name an Ingress could serve: the same host, a host below a
     wildcard, or one wildcard at or below the other (a wildcard does not cover its domain itself).
 
-    >>> x, y = claims("a", ["*.example.org", "shop.example.org"]), claims("b", ["example.org", "*.shop.example.org"])
+    >>> x, y = claims_of("a", ["*.example.org", "shop.example.org"]), claims_of("b", ["example.org", "*.shop.example.org"])
     >>> overlap(x[0], y[1]), overlap(x[1], y[0]), overlap(x[0], y[0]), overlap(x[1], y[1])
     (True, False, False, False)
     """
@@ -105,10 +105,10 @@ def foreign_claim(claim: HostClaim, platform: Platform, tenants: frozenset[str])
     >>> from components.spec.stack import Platform
     >>> p = Platform(labelDomain="gpu.example.com", ingressDomain="apps.example.com",
     ...              ingressHosts={"tenantDomains": {"a": ["a.example.org"], "b": ["example.org"]}})
-    >>> own = claims("a", ["a.apps.example.com", "*.a.apps.example.com", "x.a.example.org", "*.a.example.org"])
+    >>> own = claims_of("a", ["a.apps.example.com", "*.a.apps.example.com", "x.a.example.org", "*.a.example.org"])
     >>> [foreign_claim(c, p, frozenset({"a", "b"})) for c in own]
     [None, None, None, None]
-    >>> for c in claims("a", ["b.apps.example.com", "*.apps.example.com", "apps.example.com", "www.example.org", "*.example.org", "x.example.net"]):
+    >>> for c in claims_of("a", ["b.apps.example.com", "*.apps.example.com", "apps.example.com", "www.example.org", "*.example.org", "x.example.net"]):
     ...     print(foreign_claim(c, p, frozenset({"a", "b"})))  # doctest: +ELLIPSIS
     'b.apps.example.com' belongs to tenant 'b': every name at or below b.apps.example.com is that tenant's (its name under the stack's ingressDomain)...
     '*.apps.example.com' covers every tenant's hosts: each <tenant>.apps.example.com (the stack's ingressDomain) and the names below it belong to that tenant; ...
@@ -163,7 +163,7 @@ def overlapping_claims(all_claims: Iterable[HostClaim]) -> dict[HostClaim, list[
     """For each claim, the other tenants' claims it overlaps (`overlap`), found through the names
     above each claim so that a fleet of thousands is not compared pair by pair.
 
-    >>> found = overlapping_claims(claims("a", ["shop.example.org", "*.x.example.org"]) + claims("b", ["*.example.org"]))
+    >>> found = overlapping_claims(claims_of("a", ["shop.example.org", "*.x.example.org"]) + claims_of("b", ["*.example.org"]))
     >>> sorted((c.tenant, c.written, [o.written for o in others]) for c, others in found.items())
     [('a', '*.x.example.org', ['*.example.org']), ('a', 'shop.example.org', ['*.example.org']), ('b', '*.example.org', ['shop.example.org', '*.x.example.org'])]
     """

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..fleet.environment import Environment, LoadedTenant
 from ..fleet.feasibility import reachable_pools
-from ..fleet.ingress_hosts import HostClaim, at_or_below, claims, foreign_claim, overlapping_claims
+from ..fleet.ingress_hosts import HostClaim, at_or_below, claims_of, foreign_claim, overlapping_claims
 from ..fleet.isolation import fraction_isolation, isolation_of
 from ..spec.hints import did_you_mean_tenant
 from ..spec.problems import Problem
@@ -204,7 +204,7 @@ def _host_claims(environment: Environment, all_tenants: list[LoadedTenant]) -> l
     return [
         (loaded, claim, foreign_claim(claim, environment.platform, names))
         for loaded in environment.tenants
-        for claim in claims(loaded.name, loaded.spec.network.ingress_hosts)
+        for claim in claims_of(loaded.name, loaded.spec.network.ingress_hosts)
     ]
 
 
