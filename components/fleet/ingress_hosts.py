@@ -20,7 +20,7 @@ name only (lower case, no trailing dot, IDNA; `spec/tenant.py` `Hostname`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Optional
+from typing import Iterable, Mapping, Optional
 
 from ..spec.stack import Platform
 
@@ -97,7 +97,7 @@ def _domain_owner(name: str, platform: Platform) -> Optional[tuple[str, str]]:
     return tenant, domain
 
 
-def foreign_claim(claim: HostClaim, platform: Platform, tenants: frozenset[str]) -> Optional[str]:
+def foreign_claim(claim: HostClaim, platform: Platform, tenants: Mapping[str, str]) -> Optional[str]:
     """Why a claim is not the claiming tenant's to make (naming who owns the name and what to do),
     or None when every name it covers is the tenant's, or has no owner yet (no grants in the stack:
     the overlap of claims decides, `overlapping_claims`).
@@ -106,11 +106,11 @@ def foreign_claim(claim: HostClaim, platform: Platform, tenants: frozenset[str])
     >>> p = Platform(labelDomain="gpu.example.com", ingressDomain="apps.example.com",
     ...              ingressHosts={"tenantDomains": {"a": ["a.example.org"], "b": ["example.org"]}})
     >>> own = claims_of("a", ["a.apps.example.com", "*.a.apps.example.com", "x.a.example.org", "*.a.example.org"])
-    >>> [foreign_claim(c, p, frozenset({"a", "b"})) for c in own]
+    >>> [foreign_claim(c, p, {"a": "a", "b": "b"}) for c in own]
     [None, None, None, None]
     >>> for c in claims_of("a", ["b.apps.example.com", "*.apps.example.com", "apps.example.com", "www.example.org", "*.example.org", "x.example.net"]):
-    ...     print(foreign_claim(c, p, frozenset({"a", "b"})))  # doctest: +ELLIPSIS
-    'b.apps.example.com' belongs to tenant 'b': every name at or below b.apps.example.com is that tenant's (its name under the stack's ingressDomain)...
+    ...     print(foreign_claim(c, p, {"a": "a", "b": "b"}))  # doctest: +ELLIPSIS
+    'b.apps.example.com' belongs to tenant 'b': every name at or below b.apps.example.com is that tenant's (its name, under the stack's ingressDomain)...
     '*.apps.example.com' covers every tenant's hosts: each <tenant>.apps.example.com (the stack's ingressDomain) and the names below it belong to that tenant; ...
     'apps.example.com' is the stack's ingressDomain itself, which belongs to the platform; ...
     'www.example.org' belongs to tenant 'b': the stack grants it example.org (ingressHosts.tenantDomains.b); ...
@@ -125,12 +125,14 @@ def foreign_claim(claim: HostClaim, platform: Platform, tenants: frozenset[str])
     if domain and claim.name == domain:
         return f"'{claim.written}' is the stack's ingressDomain itself, which belongs to the platform; {own_hint}"
     if domain and below(claim.name, domain):
-        owner = claim.name[: -len(domain) - 1].rsplit(".", 1)[-1]
+        label = claim.name[: -len(domain) - 1].rsplit(".", 1)[-1]
+        owner = tenants.get(label, label)
         if owner == claim.tenant:
             return None
-        exists = "" if owner in tenants else f" (no tenant '{owner}' exists yet: each <name>.{domain} is kept for the tenant of that name)"
-        return (f"'{claim.written}' belongs to tenant '{owner}': every name at or below {owner}.{domain} is that tenant's (its name "
-                f"under the stack's ingressDomain){exists}; {own_hint}")
+        whose = ("its name" if owner == label else f"its previous name '{label}'") if label in tenants else (
+            f"no tenant '{label}' exists yet: each <name>.{domain} is kept for the tenant of that name")
+        return (f"'{claim.written}' belongs to tenant '{owner}': every name at or below {label}.{domain} is that tenant's "
+                f"({whose}, under the stack's ingressDomain); {own_hint}")
     if platform.ingress_hosts is None:
         return None
     return _granted_claim(claim, platform)

@@ -200,7 +200,7 @@ def tenant_grants_name_deployed_tenants(environment: Environment, all_tenants: l
 
 def _host_claims(environment: Environment, all_tenants: list[LoadedTenant]) -> list[tuple[LoadedTenant, HostClaim, str | None]]:
     """Every `network.ingressHosts` entry of the deployed tenants, with why it is not the tenant's (None: it is, or no one owns it)."""
-    names = frozenset(t.name for t in all_tenants)
+    names = {previous: t.name for t in all_tenants for previous in t.spec.previous_names} | {t.name: t.name for t in all_tenants}
     return [
         (loaded, claim, foreign_claim(claim, environment.platform, names))
         for loaded in environment.tenants

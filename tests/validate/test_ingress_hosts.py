@@ -12,9 +12,9 @@ from components.manifests.tenant_grant import tenant_grant
 DOMAIN = "apps.example.com"
 
 
-def _tenant(name: str, hosts: list[str]) -> dict:
+def _tenant(name: str, hosts: list[str], **fields) -> dict:
     return {"apiVersion": "gpu-tenancy.dev/v1alpha2", "kind": "Tenant", "name": name, "displayName": name.title(),
-            "costCenter": "cc-1", "network": {"ingressHosts": hosts}}
+            "costCenter": "cc-1", "network": {"ingressHosts": hosts}, **fields}
 
 
 def _platform(grants: dict[str, list[str]] | None = None, **fields) -> dict:
@@ -72,6 +72,20 @@ def test_another_tenants_name_under_the_ingress_domain_is_refused_naming_the_own
     assert "belongs to tenant 'ab'" in errors[("tenants/a", "network.ingressHosts[4]")]
     assert ("tenants/a", "network.ingressHosts[5]") not in errors
     assert not any(file == "tenants/b" for file, _ in errors)
+
+
+def test_a_renamed_tenant_keeps_its_previous_name_under_the_ingress_domain():
+    tenants = {"new": _tenant("new", ["old.apps.example.com", "*.old.apps.example.com"], previousNames=["old"]),
+               "a": _tenant("a", ["api.old.apps.example.com"])}
+    environment_or_error = None
+    try:
+        environment_from_data("prod", _platform({}), tenants)
+    except InvalidInput as err:
+        environment_or_error = {(p.file, p.field): p.message for p in err.problems if p.severity == "error"}
+    assert environment_or_error == {("data:tenants/a", "network.ingressHosts[0]"): (
+        "'api.old.apps.example.com' belongs to tenant 'new': every name at or below old.apps.example.com is that tenant's "
+        "(its previous name 'old', under the stack's ingressDomain); the tenant's own names are a.apps.example.com and "
+        "the names below it (*.a.apps.example.com)")}
 
 
 @pytest.mark.parametrize("wildcard", ["*.apps.example.com", "*.example.com"])
