@@ -20,11 +20,13 @@ from ..manifests.gpu_nodes import node_group_requirements
 from ..manifests.image_policy import allowed_registries
 from ..manifests.meta import MIG_CONFIG_LABEL, KubeObject, immutable_fields, is_taint_patch, object_id
 from ..manifests.renames import rename_message
+from ..manifests.tenant_grant import ingress_hosts
 from .capacity_report import capacity_table
 from .inventory_changes import summarise
 from .object_changes import field_changes, object_changes
 from ..fleet.environment import Environment
 from ..fleet.feasibility import commodity_text
+from ..fleet.ingress_hosts import WILDCARD, at_or_below, below
 from .stack_changes import move_warning, touched_stacks
 from ..spec.quantity import Quantity, QuantityError
 from ..spec.tenant import Tenant
@@ -368,6 +370,25 @@ def _image_warnings(stack: str, tenant: str, before: Tenant | None, after: Tenan
     return warnings
 
 
+def _ingress_host_warnings(stack: str, tenant: str, before: Tenant | None, after: Tenant | None,
+                           before_env: Environment | None, after_env: Environment | None) -> list[dict[str, Any]]:
+    """An existing tenant may serve Ingress hosts it could not before (its TenantGrant, what the guard admits):
+    a host below none of its old hosts' domains, or a wildcard below none of its old wildcards."""
+    warnings: list[dict[str, Any]] = []
+    if before is None or after is None or before_env is None or after_env is None:
+        return warnings
+    old_hosts, old_domains = ingress_hosts(before, before_env.view(before))
+    new_hosts, new_domains = ingress_hosts(after, after_env.view(after))
+    wider = [host for host in new_hosts if host not in old_hosts and not any(below(host, d) for d in old_domains)]
+    wider += [WILDCARD + domain for domain in new_domains if not any(at_or_below(domain, d) for d in old_domains)]
+    if wider:
+        was = ", ".join([*old_hosts, *(WILDCARD + d for d in old_domains)]) or "none"
+        _warn(warnings, stack, tenant, "ingress-hosts-widened", (
+            f"tenant {tenant} may serve Ingress hosts {', '.join(sorted(wider))} too (was: {was}): an Ingress of a host takes "
+            "its traffic, so check that these names are the tenant's"))
+    return warnings
+
+
 def _tenant_warnings(stack: str, detail: dict[str, Any], before: Tenant | None, after: Tenant | None,
                      before_env: Environment | None, after_env: Environment | None) -> list[dict[str, Any]]:
     warnings: list[dict[str, Any]] = []
@@ -396,7 +417,8 @@ def _tenant_warnings(stack: str, detail: dict[str, Any], before: Tenant | None, 
                 f"in {', '.join(after.all_namespaces)})"
             ))
     return (warnings + _object_warnings(stack, detail, after) + _egress_warnings(stack, detail)
-            + _image_warnings(stack, tenant, before, after, before_env, after_env))
+            + _image_warnings(stack, tenant, before, after, before_env, after_env)
+            + _ingress_host_warnings(stack, tenant, before, after, before_env, after_env))
 
 
 def _capacity_warnings(stack: str, capacity: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -11,14 +11,15 @@ import re
 from decimal import Decimal
 from typing import Annotated, Literal, Optional, Union
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
-from .base import DnsLabel, DnsSubdomain, LabelValue, Model, NonNegativeInt
+from .base import DnsLabel, DnsSubdomain, LabelValue, Model, NonNegativeInt, TenantName
 from .monitoring import Monitoring
 from .quantity import Quantity
 from .role_bundles import RoleBundle
 from .sharding import Sharding
 from .tenant import (
+    Hostname,
     ImageRegistry,
     LimitRangeSpec,
     ObjectCounts,
@@ -682,6 +683,28 @@ class VClusterPlatform(Model):
     )
 
 
+def _not_a_wildcard(value: str) -> str:
+    if value.startswith("*."):
+        raise ValueError(f"'{value}' is a wildcard; grant the domain '{value[2:]}': a grant is a domain and every name below it")
+    return value
+
+
+# A grant is a domain, written as a host is (one spelling: lower case, no trailing dot, IDNA).
+GrantedDomain = Annotated[Hostname, AfterValidator(_not_a_wildcard)]
+
+
+class IngressHostGrants(Model):
+    """Which hosts outside `ingressDomain` each tenant may claim in its `network.ingressHosts`: the
+    platform team owns the DNS zones, so a tenant file cannot take a name the stack did not give it."""
+
+    tenant_domains: dict[TenantName, list[GrantedDomain]] = Field(
+        {},
+        description="domains each tenant may serve besides <tenant>.<ingressDomain>, e.g. {inference: [api.acme.dev]}: a "
+        "domain, every name below it and wildcards there; a name granted to two tenants is the more specific grant's "
+        "(acme.dev to one, api.acme.dev to another); a tenant not listed may claim no host outside ingressDomain",
+    )
+
+
 class ImagePolicy(Model):
     """Where tenants' pods may pull images from, enforced at admission on every container (init and
     ephemeral ones too); off while neither the stack nor a tenant lists a registry and digests are not required."""
@@ -731,6 +754,11 @@ class Platform(Model):
     )
     ingress_domain: Optional[DnsSubdomain] = Field(
         None, description="tenants' Ingresses may serve <tenant>.<ingressDomain> and its subdomains (plus their network.ingressHosts)"
+    )
+    ingress_hosts: Optional[IngressHostGrants] = Field(
+        None,
+        description="the hosts outside ingressDomain tenants may claim in network.ingressHosts; unset: any host no other "
+        "tenant claims (validate warns at each such claim)",
     )
     guard_rails: GuardRails = Field(default_factory=GuardRails, description="quota keys every namespace gets: object counts, storage and ephemeral storage")
     tenant_access: TenantAccessSettings = Field(TenantAccessSettings(), description="what tenant members may see and bind")

@@ -7,7 +7,7 @@ import re
 from datetime import date
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints, ValidationInfo, field_validator, model_validator
 
 from .base import DnsLabel, DnsSubdomain, LabelValue, Model, NonNegativeInt, TenantName, fresh
 from .quantity import Quantity
@@ -251,9 +251,56 @@ class IngressFrom(Model):
 
 # At least two labels, the last one starting with a letter: IP addresses never match.
 HOST_PATTERN = r"^(\*\.)?([a-z0-9]([-a-z0-9]*[a-z0-9])?\.)+[a-z]([-a-z0-9]*[a-z0-9])?$"
+
+# What a hostname written another way becomes once normalized, and why each step matters: hosts are
+# compared as plain strings (the guard, who owns which host), so each name has one spelling only.
+_HOST_SPELLINGS = (
+    (lambda v: v.strip(), "without the spaces or line break around it"),
+    (lambda v: v.rstrip("."), "without the trailing dot (Kubernetes refuses a host ending in '.')"),
+    (lambda v: v.lower(), "in lower case (DNS ignores case; Kubernetes accepts only lower case)"),
+    (lambda v: _idna(v), "in its IDNA form (xn--...), which is what clients send for a non-ASCII name (check the letters: a look-alike is another name)"),
+)
+
+
+def _idna(value: str) -> str:
+    try:
+        return value.encode("idna").decode("ascii") if not value.isascii() else value
+    except UnicodeError:
+        return value
+
+
+def _hostname(value: Any) -> Any:
+    """A DNS name in its one spelling: the whole string matches HOST_PATTERN (`$` alone would let a
+    trailing line break through), else the message says how to write it (not a string: the type check's).
+
+    >>> _hostname("api.example.com"), _hostname("*.example.com")
+    ('api.example.com', '*.example.com')
+    >>> _hostname("API.Example.com.")
+    Traceback (most recent call last):
+    ValueError: 'API.Example.com.' is not a hostname as Kubernetes writes it: write 'api.example.com', without the trailing dot (Kubernetes refuses a host ending in '.'), in lower case (DNS ignores case; Kubernetes accepts only lower case)
+    """
+    if not isinstance(value, str) or re.fullmatch(HOST_PATTERN[1:-1], value):
+        return value
+    shown = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in value)
+    candidate, steps = value, []
+    for spell, why in _HOST_SPELLINGS:
+        if spell(candidate) != candidate:
+            candidate = spell(candidate)
+            steps.append(why)
+    if steps and re.fullmatch(HOST_PATTERN[1:-1], candidate):
+        raise ValueError(f"'{shown}' is not a hostname as Kubernetes writes it: write '{candidate}', {', '.join(steps)}")
+    raise ValueError(
+        f"'{shown}' is not a hostname: write a DNS name such as api.example.com (at least two labels of a-z, 0-9 "
+        "and '-', never an IP address), or *.example.com for every name below example.com ('*' only as the whole first label)"
+    )
+
+
+# The validator runs before the pattern, so that a wrong spelling gets its fix rather than the regex.
 Hostname = Annotated[
     str,
-    Field(pattern=HOST_PATTERN, max_length=253, description="DNS name such as api.example.com, or *.example.com for every subdomain (never an IP address)"),
+    StringConstraints(pattern=HOST_PATTERN, max_length=253),
+    BeforeValidator(_hostname),
+    Field(description="DNS name such as api.example.com, or *.example.com for every subdomain (never an IP address)"),
 ]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..fleet.environment import Environment, LoadedTenant
 from ..fleet.feasibility import reachable_pools
+from ..fleet.ingress_hosts import HostClaim, at_or_below, claims_of, foreign_claim, overlapping_claims
 from ..fleet.isolation import fraction_isolation, isolation_of
 from ..spec.hints import did_you_mean_tenant
 from ..spec.problems import Problem
@@ -197,6 +198,92 @@ def tenant_grants_name_deployed_tenants(environment: Environment, all_tenants: l
     return problems
 
 
+def _host_claims(environment: Environment, all_tenants: list[LoadedTenant]) -> list[tuple[LoadedTenant, HostClaim, str | None]]:
+    """Every `network.ingressHosts` entry of the deployed tenants, with why it is not the tenant's (None: it is, or no one owns it)."""
+    names = {previous: t.name for t in all_tenants for previous in t.spec.previous_names} | {t.name: t.name for t in all_tenants}
+    return [
+        (loaded, claim, foreign_claim(claim, environment.platform, names))
+        for loaded in environment.tenants
+        for claim in claims_of(loaded.name, loaded.spec.network.ingress_hosts)
+    ]
+
+
+def _host_path(claim: HostClaim) -> tuple:
+    return ("network", "ingressHosts", claim.index)
+
+
+def ingress_hosts_are_the_tenants_own(environment: Environment, all_tenants: list[LoadedTenant]) -> list[Problem]:
+    """An Ingress host or wildcard in `network.ingressHosts` is the tenant's: under the stack's
+    ingressDomain its own `<tenant>.<ingressDomain>` and below, elsewhere a domain the stack grants it
+    (`ingressHosts.tenantDomains`); a stack that grants none is pointed out at each host outside
+    its ingressDomain, which any tenant could claim first.
+
+    >>> ingress_hosts_are_the_tenants_own(prod, prod.tenants)
+    []
+    >>> from dataclasses import replace
+    >>> inference = next(t for t in prod.tenants if t.name == "inference")
+    >>> hostile = replace(inference, spec=inference.spec.model_copy(update={"network": inference.spec.network.model_copy(
+    ...     update={"ingress_hosts": ["eval.apps.acme.dev", "*.apps.acme.dev"]})}))
+    >>> hijacking = replace(prod, tenants=[hostile if t is inference else t for t in prod.tenants])
+    >>> for p in ingress_hosts_are_the_tenants_own(hijacking, hijacking.tenants):
+    ...     print(p.field, p.message.split(":")[0])
+    network.ingressHosts[0] 'eval.apps.acme.dev' belongs to tenant 'eval'
+    network.ingressHosts[1] '*.apps.acme.dev' covers every tenant's hosts
+    """
+    problems: list[Problem] = []
+    platform = environment.platform
+    for loaded, claim, foreign in _host_claims(environment, all_tenants):
+        if foreign is not None:
+            problems.append(loaded.doc.problem(_host_path(claim), foreign))
+        elif platform.ingress_hosts is None and not (platform.ingress_domain and at_or_below(claim.name, platform.ingress_domain)):
+            problems.append(loaded.doc.problem(_host_path(claim), (
+                f"'{claim.written}' is outside the stack's ingressDomain and the stack grants no such hosts "
+                f"(ingressHosts.tenantDomains), so any tenant may claim one first; grant its domain to tenant "
+                f"'{loaded.name}' in the stack, e.g. ingressHosts: {{tenantDomains: {{{loaded.name}: [{claim.name}]}}}}"
+            ), severity="warning"))
+    return problems
+
+
+def ingress_hosts_have_one_tenant(environment: Environment, all_tenants: list[LoadedTenant]) -> list[Problem]:
+    """Two tenants never claim the same host or overlapping wildcards (ingress-nginx merges every
+    Ingress of one host, so the second would take the first's traffic); reported on both files.
+    Under the ingress domain and with the stack's grants every name has one owner already, so
+    this is the check of the hosts no grant decides.
+
+    >>> ingress_hosts_have_one_tenant(prod, prod.tenants)
+    []
+    """
+    files = {loaded.name: loaded for loaded in _by_file(all_tenants)}
+    owned = [(loaded, claim) for loaded, claim, foreign in _host_claims(environment, all_tenants) if foreign is None]
+    where = {claim: loaded for loaded, claim in owned}
+    problems: list[Problem] = []
+    for claim, others in sorted(overlapping_claims(c for _, c in owned).items(), key=lambda item: (where[item[0]].doc.file, item[0].index)):
+        named = ", ".join(f"'{o.tenant}' ({files[o.tenant].doc.file}: '{o.written}')"
+                          for o in sorted(others, key=lambda o: (files[o.tenant].doc.file, o.index)))
+        problems.append(where[claim].doc.problem(_host_path(claim), (
+            f"'{claim.written}' overlaps the Ingress hosts of tenant {named}; a host has one tenant (ingress-nginx merges "
+            "the Ingresses of one host, so either tenant could serve the other's traffic): remove it from one file, "
+            "or have the platform team grant the domain to one tenant (ingressHosts.tenantDomains in the stack)"
+        )))
+    return problems
+
+
+def ingress_host_grants_name_tenants(environment: Environment, all_tenants: list[LoadedTenant]) -> list[Problem]:
+    """The stack's `ingressHosts.tenantDomains` names tenant files (current names).
+
+    >>> ingress_host_grants_name_tenants(prod, prod.tenants)
+    []
+    """
+    grants = environment.platform.ingress_hosts
+    known = {t.name for t in all_tenants}
+    return [
+        environment.platform_doc.problem(platform_path("ingressHosts", "tenantDomains", name),
+                                         f"no tenant file defines '{name}'{did_you_mean_tenant(name, known)}")
+        for name in (sorted(grants.tenant_domains) if grants else [])
+        if name not in known
+    ]
+
+
 # A fleet of thousands shares one class; the message names a few and counts the rest.
 _NAMED_TENANTS = 5
 
@@ -253,6 +340,9 @@ FLEET_VALIDATORS = (
     stack_lists_known_tenants,
     dedicated_pools_have_one_tenant,
     tenant_grants_name_deployed_tenants,
+    ingress_hosts_are_the_tenants_own,
+    ingress_hosts_have_one_tenant,
+    ingress_host_grants_name_tenants,
     shared_gpus_bound_memory_or_are_acknowledged,
 )
 

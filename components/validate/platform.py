@@ -4,6 +4,7 @@ PriorityClasses and the Pod Security pin; one small validator per concern, run b
 from __future__ import annotations
 
 from ..fleet import mig
+from ..fleet.ingress_hosts import at_or_below
 from ..fleet.isolation import fraction_isolation, isolation_of
 from ..spec.hints import did_you_mean
 from ..spec.problems import Problem
@@ -223,6 +224,38 @@ def limit_range_defaults_within_guard_rails(platform: Platform, doc: SourceDocum
     return problems
 
 
+def ingress_host_grants_have_one_tenant(platform: Platform, doc: SourceDocument) -> list[Problem]:
+    """A domain of `ingressHosts.tenantDomains` is granted to one tenant and lies outside the
+    ingressDomain (whose names belong to the tenant of each name already).
+
+    >>> ingress_host_grants_have_one_tenant(prod.platform, prod.platform_doc)
+    []
+    >>> from components.spec.stack import IngressHostGrants
+    >>> twice = prod.platform.model_copy(update={"ingress_hosts": IngressHostGrants(tenantDomains={"a": ["x.acme.ai"], "b": ["x.acme.ai", "b.apps.acme.dev"]})})
+    >>> [p.message.split(";")[0] for p in ingress_host_grants_have_one_tenant(twice, prod.platform_doc)]
+    ["'x.acme.ai' is also granted to tenant 'b'", "'x.acme.ai' is also granted to tenant 'a'", "'b.apps.acme.dev' is under the stack's ingressDomain (apps.acme.dev)"]
+    """
+    grants = platform.ingress_hosts.tenant_domains if platform.ingress_hosts else {}
+    holders: dict[str, list[str]] = {}
+    for tenant, domains in grants.items():
+        for domain in dict.fromkeys(domains):
+            holders.setdefault(domain, []).append(tenant)
+    problems: list[Problem] = []
+    for tenant, domains in grants.items():
+        for index, domain in enumerate(domains):
+            where = platform_path("ingressHosts", "tenantDomains", tenant, index)
+            others = [o for o in holders[domain] if o != tenant]
+            if others:
+                problems.append(doc.problem(where, (
+                    f"'{domain}' is also granted to tenant {', '.join(repr(o) for o in others)}; a domain has one tenant "
+                    "(grant a name below it to the other, the more specific grant wins there)")))
+            if platform.ingress_domain and at_or_below(domain, platform.ingress_domain):
+                problems.append(doc.problem(where, (
+                    f"'{domain}' is under the stack's ingressDomain ({platform.ingress_domain}); names there belong to "
+                    f"the tenant of each name (<tenant>.{platform.ingress_domain}) and cannot be granted to another")))
+    return problems
+
+
 PLATFORM_VALIDATORS = (
     node_pools_are_consistent,
     mig_layouts_do_not_overlap,
@@ -231,6 +264,7 @@ PLATFORM_VALIDATORS = (
     memory_bound_acknowledgements_are_needed,
     kai_fractions_have_kai_and_one_memory_bound,
     limit_range_defaults_within_guard_rails,
+    ingress_host_grants_have_one_tenant,
 )
 
 

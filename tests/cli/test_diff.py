@@ -532,6 +532,29 @@ def test_a_wider_registry_list_warns(repo_with_vision, capsys):
                        "images of tenant vision no longer need a digest (tags may be re-pushed)"}
 
 
+def test_more_ingress_hosts_warn_and_a_foreign_host_fails_the_diff(repo, capsys):
+    path = repo / "tenants" / "inference.yaml"
+    text = path.read_text()
+    assert "ingressHosts: [api.acme.dev]" in text
+    path.write_text(text.replace("ingressHosts: [api.acme.dev]", 'ingressHosts: [api.acme.dev, v2.api.acme.dev, "*.api.acme.dev", x.inference.apps.acme.dev]'))
+
+    document = run_json(repo, capsys, "--base", "HEAD", "--stack", "prod")
+
+    widened = [w["message"] for w in stack(document, "prod")["warnings"] if w["kind"] == "ingress-hosts-widened"]
+    assert widened == ["tenant inference may serve Ingress hosts *.api.acme.dev, v2.api.acme.dev too (was: api.acme.dev, "
+                       "inference.apps.acme.dev, *.inference.apps.acme.dev): an Ingress of a host takes its traffic, so check "
+                       "that these names are the tenant's"]
+    # Fewer hosts, or only names below its own domain: nothing to warn about.
+    path.write_text(text.replace("ingressHosts: [api.acme.dev]", "ingressHosts: [x.inference.apps.acme.dev]"))
+    document = run_json(repo, capsys, "--base", "HEAD", "--stack", "prod")
+    assert not [w for w in stack(document, "prod")["warnings"] if w["kind"] == "ingress-hosts-widened"]
+    # Another tenant's host is no diff at all: the located error, exit 1.
+    path.write_text(text.replace("ingressHosts: [api.acme.dev]", "ingressHosts: [api.acme.dev, eval.apps.acme.dev]"))
+    code, out, err = run(repo, capsys, "--base", "HEAD", "--stack", "prod")
+    assert code == 1 and out == ""
+    assert "tenants/inference.yaml:39:32: network.ingressHosts[1]: 'eval.apps.acme.dev' belongs to tenant 'eval'" in err
+
+
 def test_an_over_promise_from_a_stack_edit_is_reported_at_the_stack_line_first(repo, capsys):
     stack_file = repo / "stacks" / "Pulumi.prod.yaml"
     data = yaml.safe_load(stack_file.read_text())

@@ -268,7 +268,9 @@ GATED = "e2e-gated"
 MANAGED = "tenant-owners"
 CI_ACCOUNT = TENANTS[LF].access.ci_service_accounts[0].name
 NGINX = "nginx.ingress.kubernetes.io/"
-OWN_HOST = "llm-finetune.apps.acme.dev"
+INGRESS_DOMAIN = ENV.platform.ingress_domain
+OWN_HOST = f"{LF}.{INGRESS_DOMAIN}"
+INFERENCE_HOST = ENV.platform.ingress_hosts.tenant_domains["inference"][0]
 # eval sets no ephemeral storage of its own: the stack's guard rails bound it.
 EVAL_SCRATCH_MAX = effective_limits(TENANTS["eval"], ENV.platform).max.ephemeral_storage
 EVAL_SCRATCH_QUOTA = ephemeral_storage_quota(TENANTS["eval"], ENV.platform).requests
@@ -397,6 +399,19 @@ CASES: list[Case] = [
                       "names a Secret of another namespace"),
     annotation_attack("proxy-ssl-secret naming another tenant's Secret", "proxy-ssl-secret", "eval/client-cert",
                       "names a Secret of another namespace"),
+    # Issue 34: every host has one owner (validate refuses a tenant file claiming another's), so the
+    # guard refuses the others' names and admits the tenant's own.
+    Case(6, "a name below another tenant's hostname", LF, "POST", "ingresses", lambda: ingress("v2.eval.apps.acme.dev"),
+         (guard(LF), "Ingress host 'v2.eval.apps.acme.dev' is not allowed")),
+    Case(6, "another tenant's host outside the ingress domain (the stack grants api.acme.dev to inference)", LF, "POST",
+         "ingresses", lambda: ingress(INFERENCE_HOST), (guard(LF), f"Ingress host '{INFERENCE_HOST}' is not allowed")),
+    Case(6, "a wildcard over the ingress domain", LF, "POST", "ingresses", lambda: ingress(f"*.{INGRESS_DOMAIN}"),
+         (guard(LF), f"Ingress host '*.{INGRESS_DOMAIN}' is not allowed")),
+    Case(6, "the ingress domain itself", LF, "POST", "ingresses", lambda: ingress(INGRESS_DOMAIN),
+         (guard(LF), f"Ingress host '{INGRESS_DOMAIN}' is not allowed")),
+    Case(6, "the tenant's own host", LF, "POST", "ingresses", lambda: ingress(OWN_HOST)),
+    Case(6, "the tenant's own wildcard", LF, "POST", "ingresses", lambda: ingress(f"*.{OWN_HOST}")),
+    Case(6, "the host the stack grants the tenant", "inference", "POST", "ingresses", lambda: ingress(INFERENCE_HOST)),
     Case(6, "the tenant's own hostname", LF, "POST", "ingresses", lambda: ingress("ui.llm-finetune.apps.acme.dev")),
     Case(6, "ordinary controller annotations and the namespace's own client CA", LF, "POST", "ingresses",
          lambda: ingress(OWN_HOST, {f"{NGINX}rewrite-target": "/", f"{NGINX}proxy-body-size": "64m",
