@@ -53,7 +53,7 @@ class Model(BaseModel):
         populate_by_name=True,
         validate_default=True,
         str_strip_whitespace=False,
-        regex_engine="python-re",
+        regex_engine="rust-regex",  # `$` ends the text: python-re let "name\n" through
     )
 
 

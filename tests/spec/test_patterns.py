@@ -1,0 +1,41 @@
+"""Every pattern of the file format matches the whole value: a trailing line break is not a name.
+
+Python's `re` lets `$` match before a final newline, so under that engine `"kueue-system\\n"` was a
+valid DNS label: it escaped the reserved-namespace table (compared as a plain string) and reached the
+API server, which refuses it mid-apply.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from pydantic import ValidationError
+
+from components.spec.stack import Platform
+from components.spec.tenant import Tenant
+
+BASE = yaml.safe_load((Path(__file__).resolve().parents[2] / "tenants" / "eval.yaml").read_text())
+
+
+@pytest.mark.parametrize("field, value", [
+    ("name", "kueue-system\n"),
+    ("namespaces", ["vision-serve\n"]),
+    ("previousNames", ["old\n"]),
+])
+def test_a_tenant_name_with_a_line_break_is_refused(field: str, value: object) -> None:
+    with pytest.raises(ValidationError) as refused:
+        Tenant.model_validate({**BASE, field: value})
+    assert [e["type"] for e in refused.value.errors()] == ["string_pattern_mismatch"]
+
+
+def test_a_stack_label_domain_with_a_line_break_is_refused() -> None:
+    with pytest.raises(ValidationError) as refused:
+        Platform.model_validate({"labelDomain": "gpu.example.com\n"})
+    assert [e["loc"] for e in refused.value.errors()] == [("labelDomain",)]
+
+
+def test_the_same_names_without_the_break_are_accepted() -> None:
+    assert Tenant.model_validate({**BASE, "namespaces": ["eval-serve"], "previousNames": ["old"]}).name == "eval"
+    assert Platform.model_validate({"labelDomain": "gpu.example.com"}).label_domain == "gpu.example.com"
