@@ -13,7 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..fleet import gpu_capacity as cap
 from ..spec.stack import Platform
+from ..spec.yaml_source import SourceDocument
+from .import_gpu import node_selector_of_namespace
 from .importing import Imported, Unmapped, limit_range_fields, merge_tenant_data, quota_fields, subject_note, tenant_name_problem, tenant_skeleton, tighter_quota
 
 # Built-in ClusterRoles (and the roles this tool writes) -> the tenant role that holds at most as much.
@@ -48,7 +51,8 @@ def tenants_from_cluster(
     """Tenant file data for each namespace in `namespaces`, from the namespaced `objects` read with them
     (ResourceQuota, LimitRange, RoleBinding, NetworkPolicy; any other kind is counted as a workload
     that stays untouched). `gpu_class_of` maps a GPU resource to the class its quota means when the
-    stack has several classes with that resource.
+    stack has several classes with that resource; else the namespace's node selector annotation
+    names it, or the quota is refused (`Imported.refused`, located at the quota's key).
 
     >>> from components.spec.stack import Platform
     >>> p = Platform(labelDomain="gpu.example.com")
@@ -79,7 +83,8 @@ def tenants_from_cluster(
             kind = obj.get("kind")
             ref = _ref(obj)
             if kind == "ResourceQuota":
-                part, more = _quota(obj, platform, gpu_class_of)
+                part, more, refusals = _quota(obj, platform, gpu_class_of, node_selector_of_namespace(namespace))
+                imported.refused.extend(r.located(SourceDocument(ref, obj)) for r in refusals)
                 if part and "quota" in data:
                     data, tighter = tighter_quota(data, part, source)
                     more.extend(tighter)
@@ -136,7 +141,7 @@ def _namespace_tenant(namespace: dict[str, Any], platform: Platform, platform_ro
     return data, notes
 
 
-def _quota(obj: dict[str, Any], platform: Platform, gpu_class_of) -> tuple[dict[str, Any], list[Unmapped]]:
+def _quota(obj: dict[str, Any], platform: Platform, gpu_class_of, node_selector: dict[str, str]) -> tuple[dict[str, Any], list[Unmapped], list]:
     spec = obj.get("spec") or {}
     ref = _ref(obj)
     selector = (spec.get("scopeSelector") or {}).get("matchExpressions") or []
@@ -144,27 +149,31 @@ def _quota(obj: dict[str, Any], platform: Platform, gpu_class_of) -> tuple[dict[
         priority = [e for e in selector if e.get("scopeName") == "PriorityClass" and e.get("operator") == "In" and len(e.get("values") or []) == 1]
         if len(priority) == 1 and len(selector) == 1 and not spec.get("scopes"):
             return _priority_quota(priority[0]["values"][0], spec.get("hard") or {}, platform, ref)
-        return {}, [Unmapped(ref, "spec.scopes", "a scoped quota (other than one PriorityClass) has no field in the tenant file; not imported")]
-    return quota_fields(spec.get("hard") or {}, platform, ref, gpu_class_of=gpu_class_of)
+        return {}, [Unmapped(ref, "spec.scopes", "a scoped quota (other than one PriorityClass) has no field in the tenant file; not imported")], []
+    return quota_fields(spec.get("hard") or {}, platform, ref, gpu_class_of=gpu_class_of, node_selector=node_selector, at=("spec", "hard"))
 
 
-def _priority_quota(priority_class: str, hard: dict[str, Any], platform: Platform, ref: str) -> tuple[dict[str, Any], list[Unmapped]]:
+# A PriorityClass cap counts GPUs of any class (`priorityClasses.<pc>.gpu`): no class to place.
+_ANY_CLASS = {cap.GPU: "any", cap.GPU_SHARED: "any"}
+
+
+def _priority_quota(priority_class: str, hard: dict[str, Any], platform: Platform, ref: str) -> tuple[dict[str, Any], list[Unmapped], list]:
     if priority_class not in platform.priority_classes:
-        return {}, [Unmapped(ref, "spec.scopeSelector", f"PriorityClass '{priority_class}' is not one of the stack's ({', '.join(sorted(platform.priority_classes))}); not imported")]
-    fields, notes = quota_fields(hard, platform, ref)
+        return {}, [Unmapped(ref, "spec.scopeSelector", f"PriorityClass '{priority_class}' is not one of the stack's ({', '.join(sorted(platform.priority_classes))}); not imported")], []
+    fields, notes, refusals = quota_fields(hard, platform, ref, gpu_class_of=_ANY_CLASS, at=("spec", "hard"))
     quota = fields.get("quota", {})
-    cap: dict[str, Any] = {}
+    ceiling: dict[str, Any] = {}
     if "pods" in quota.get("objects", {}):
-        cap["pods"] = quota["objects"]["pods"]
+        ceiling["pods"] = quota["objects"]["pods"]
     for resource in ("cpu", "memory"):
         if "requests" in quota.get(resource, {}):
-            cap[resource] = quota[resource]["requests"]
+            ceiling[resource] = quota[resource]["requests"]
     if quota.get("gpu"):
-        cap["gpu"] = sum(quota["gpu"].values())
+        ceiling["gpu"] = sum(quota["gpu"].values())
     left = {k for k in quota if k not in ("objects", "cpu", "memory", "gpu")}
     if left:
         notes.append(Unmapped(ref, "spec.hard", f"{', '.join(sorted(left))} per PriorityClass have no field (priorityClasses caps pods, cpu, memory, gpu); not imported"))
-    return ({"quota": {"priorityClasses": {priority_class: cap}}} if cap else {}), notes
+    return ({"quota": {"priorityClasses": {priority_class: ceiling}}} if ceiling else {}), notes, refusals
 
 
 def _role_binding(obj: dict[str, Any], namespace: str, platform: Platform) -> tuple[dict[str, Any], list[Unmapped]]:

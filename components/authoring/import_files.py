@@ -3,25 +3,47 @@ Kubeflow `Profile`s, Kueue `ClusterQueue`s with their `LocalQueue`s.
 
 Documents of several tools may be given together: contributions to one tenant name are merged
 (a Kubeflow Profile and the Kueue LocalQueue in its namespace make one tenant). What has no exact
-counterpart in the tenant file is reported (`Unmapped`), never guessed.
+counterpart in the tenant file is reported (`Unmapped`), never guessed; what cannot be imported
+without guessing (a malformed field, a GPU quota of no known class, a Kueue ClusterQueue whose
+namespace selector reads labels of a namespace that is not among the files) is refused
+(`Imported.refused`, at the document's line), and then nothing is written.
+
+Namespace documents (`kubectl get namespace NS -o yaml`) may be given along: their labels decide
+which Kueue ClusterQueues select the namespace.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from pydantic import TypeAdapter, ValidationError
+
+from ..spec.base import DNS_LABEL_PATTERN
+from ..spec.quantity import Quantity, format_quantity
 from ..spec.stack import Platform
+from ..spec.tenant import ImageRegistry
+from ..spec.yaml_source import SourceDocument
 from .import_cluster import ROLE_OF_CLUSTER_ROLE
-from .importing import Imported, Unmapped, limit_range_fields, merge_tenant_data, quota_fields, subject_note, tenant_name_problem, tenant_skeleton
+from .import_gpu import classes_of_node_selector, gpu_classes_of_resource, node_selector_of_namespace
+from .import_shapes import shape_refusals
+from .import_shares import namespace_shares
+from .importing import (Imported, Refusal, Unmapped, limit_range_fields, merge_tenant_data, quota_fields, subject_note,
+                        tenant_name_problem, tenant_skeleton)
 
-_CAPSULE_MAPPED = {"owners", "resourceQuotas", "limitRanges", "additionalRoleBindings", "namespaceOptions", "rules"}
+_CAPSULE_MAPPED = {"owners", "resourceQuotas", "limitRanges", "additionalRoleBindings", "namespaceOptions", "rules",
+                   "containerRegistries", "nodeSelector"}
+_METADATA_NAME = "kubernetes.io/metadata.name"
+_REGISTRY = TypeAdapter(ImageRegistry)
 
 
-def tenants_from_documents(docs: list[dict[str, Any]], platform: Platform, *, origin: str = "file",
+def tenants_from_documents(docs: list[dict[str, Any] | SourceDocument], platform: Platform, *, origin: str = "file",
                            gpu_class_of: dict[str, str] | None = None) -> Imported:
     """Tenant file data from the Capsule, Kubeflow and Kueue objects among `docs` (other kinds are reported).
 
-    `gpu_class_of` maps a GPU resource or a Kueue ResourceFlavor name to a GPU class of the stack.
+    `docs` are plain dicts (named `origin` in the report) or `SourceDocument`s of the files read, whose
+    positions locate every refusal. `gpu_class_of` maps a GPU resource or a Kueue ResourceFlavor
+    name to a GPU class of the stack.
 
     >>> from components.spec.stack import Platform
     >>> profile = {"apiVersion": "kubeflow.org/v1", "kind": "Profile", "metadata": {"name": "ana"},
@@ -30,34 +52,56 @@ def tenants_from_documents(docs: list[dict[str, Any]], platform: Platform, *, or
     {'owners': {'users': ['ana@example.com']}}
     """
     gpu_class_of = gpu_class_of or {}
+    sources = [d if isinstance(d, SourceDocument) else SourceDocument(origin, d) for d in docs]
     imported = Imported()
-    cluster_queues = {d["metadata"]["name"]: d for d in docs if _is(d, "kueue.x-k8s.io", "ClusterQueue")}
-    for doc in docs:
-        if not isinstance(doc, dict) or "kind" not in doc:
-            continue
-        ref = f"{origin}: {doc.get('kind')} {_name(doc)}"
-        if _is(doc, "capsule.clastix.io", "Tenant"):
-            part = _capsule(doc, platform, ref, gpu_class_of)
-        elif _is(doc, "kubeflow.org", "Profile"):
-            part = _kubeflow(doc, platform, ref, gpu_class_of)
-        elif _is(doc, "kueue.x-k8s.io", "LocalQueue"):
-            part = _local_queue(doc, cluster_queues, platform, ref, gpu_class_of)
-        elif _is(doc, "kueue.x-k8s.io", "ClusterQueue") or _is(doc, "kueue.x-k8s.io", "ResourceFlavor"):
-            continue  # read through the LocalQueues that point at them
-        else:
+    readable = []
+    for source in sources:
+        group, kind = _group_kind(source.data)
+        refusals = shape_refusals(source.data, group, kind)
+        imported.refused.extend(r.located(source) for r in refusals)
+        if not refusals:
+            readable.append((source, group, kind))
+    context = _Context(
+        cluster_queues={s.data["metadata"]["name"]: s for s, g, k in readable if (g, k) == ("kueue.x-k8s.io", "ClusterQueue")},
+        flavors={s.data["metadata"]["name"]: s.data for s, g, k in readable if (g, k) == ("kueue.x-k8s.io", "ResourceFlavor")},
+        namespaces={s.data["metadata"]["name"]: s.data for s, g, k in readable if (g, k) == ("", "Namespace")},
+    )
+    for source, group, kind in readable:
+        doc = source.data
+        ref = f"{source.file}: {kind} {_name(doc)}"
+        read = _READERS.get((group, kind))
+        if read is None:
             imported.unmapped.append(Unmapped(ref, "kind", "not a Capsule Tenant, Kubeflow Profile or Kueue LocalQueue/ClusterQueue; not imported"))
             continue
+        if read is _context_only:
+            continue  # read through the documents that point at them
+        part, refusals = read(source, platform, ref, gpu_class_of, context)
         imported = imported.merge(part)
+        imported.refused.extend(refusals)
     return imported
 
 
-def _is(doc: Any, group: str, kind: str) -> bool:
-    return isinstance(doc, dict) and doc.get("kind") == kind and str(doc.get("apiVersion", "")).startswith(group + "/")
+class _Context:
+    """The documents other documents point at: ClusterQueues, ResourceFlavors, Namespaces by name."""
+
+    def __init__(self, cluster_queues: dict[str, SourceDocument], flavors: dict[str, dict], namespaces: dict[str, dict]) -> None:
+        self.cluster_queues, self.flavors, self.namespaces = cluster_queues, flavors, namespaces
+
+
+def _group_kind(doc: Any) -> tuple[str, str]:
+    if not isinstance(doc, dict):
+        return "", ""
+    api_version = str(doc.get("apiVersion", ""))
+    return (api_version.rpartition("/")[0] if "/" in api_version else ""), str(doc.get("kind", ""))
 
 
 def _name(doc: dict[str, Any]) -> str:
     meta = doc.get("metadata") or {}
     return f"{meta['namespace']}/{meta.get('name')}" if meta.get("namespace") else str(meta.get("name"))
+
+
+def _located(source: SourceDocument, refusals: list[Refusal]) -> list:
+    return [r.located(source) for r in refusals]
 
 
 def _start(name: str, ref: str, platform: Platform, **skeleton: Any) -> tuple[Imported, dict[str, Any] | None]:
@@ -106,15 +150,27 @@ def _bindings(access: dict[str, Any], bindings: list[dict[str, Any]], ref: str, 
     return access
 
 
-def _capsule(doc: dict[str, Any], platform: Platform, ref: str, gpu_class_of) -> Imported:
+def _capsule(source: SourceDocument, platform: Platform, ref: str, gpu_class_of, context: _Context) -> tuple[Imported, list]:
+    doc = source.data
     name = doc["metadata"]["name"]
     annotations = doc["metadata"].get("annotations") or {}
     out, data = _start(name, ref, platform, description=annotations.get("info.projectcapsule.dev/description", ""))
     if data is None:
-        return out
+        return out, []
     spec = doc.get("spec") or {}
     notes: list[Unmapped] = []
-    namespaces = [ns for ns in ((doc.get("status") or {}).get("namespaces") or []) if ns != name]
+    refusals: list[Refusal] = []
+    node_selector = spec.get("nodeSelector") or {}
+
+    def quota(hard: dict[str, Any], at: tuple, shown: str) -> None:
+        nonlocal data
+        part, more, refused = quota_fields(hard, platform, f"{ref} {shown}", gpu_class_of=gpu_class_of, node_selector=node_selector, at=at)
+        data = merge_tenant_data(data, part)
+        notes.extend(more)
+        refusals.extend(refused)
+
+    listed = (doc.get("status") or {}).get("namespaces") or []
+    namespaces = [ns for ns in listed if ns != name]
     owners, more = _subjects(spec.get("owners") or [], ref, "spec.owners", platform, [name, *namespaces])
     notes.extend(more)
     access: dict[str, Any] = {"owners": owners} if owners else {}
@@ -127,21 +183,17 @@ def _capsule(doc: dict[str, Any], platform: Platform, ref: str, gpu_class_of) ->
         access = _bindings(access, (rule.get("permissions") or {}).get("bindings") or [], ref, f"{where}.permissions.bindings", notes,
                            platform, [name, *namespaces])
         for q, item in enumerate(rule.get("quota") or []):
-            part, more = quota_fields(item.get("hard") or {}, platform, f"{ref} {where}.quota[{q}]", gpu_class_of=gpu_class_of)
-            data = merge_tenant_data(data, part)
-            notes.extend(more)
+            quota(item.get("hard") or {}, ("spec", "rules", index, "quota", q, "hard"), f"{where}.quota[{q}]")
         for key in sorted(set(rule) - {"permissions", "quota"}):
             notes.append(Unmapped(ref, f"{where}.{key}", "no field of the tenant file maps it exactly; not imported"))
     if access:
         data["access"] = access
     quotas = spec.get("resourceQuotas") or {}
-    if quotas.get("scope", "Tenant") != "Tenant" and quotas.get("items"):
-        notes.append(Unmapped(ref, "spec.resourceQuotas.scope", f"'{quotas['scope']}' gives each namespace the whole quota; the tenant file's "
-                              "quota is tenant-wide (imported as such: set namespaceQuotas to split it)"))
+    scope = quotas.get("scope", "Tenant")
+    if scope not in ("Tenant", "Namespace"):
+        refusals.append(Refusal(("spec", "resourceQuotas", "scope"), f"'{scope}' is no Capsule quota scope (Tenant or Namespace)"))
     for index, item in enumerate(quotas.get("items") or []):
-        part, more = quota_fields(item.get("hard") or {}, platform, f"{ref} spec.resourceQuotas.items[{index}]", gpu_class_of=gpu_class_of)
-        data = merge_tenant_data(data, part)
-        notes.extend(more)
+        quota(item.get("hard") or {}, ("spec", "resourceQuotas", "items", index, "hard"), f"spec.resourceQuotas.items[{index}]")
     for index, item in enumerate((spec.get("limitRanges") or {}).get("items") or []):
         part, more = limit_range_fields(item.get("limits") or [], f"{ref} spec.limitRanges.items[{index}]")
         if part and "limits" in data:
@@ -149,22 +201,62 @@ def _capsule(doc: dict[str, Any], platform: Platform, ref: str, gpu_class_of) ->
             continue
         data = merge_tenant_data(data, part)
         notes.extend(more)
+    for index, namespace in enumerate(listed):
+        if not re.match(DNS_LABEL_PATTERN, namespace):
+            refusals.append(Refusal(("status", "namespaces", index), f"'{namespace}' is not a namespace name (a DNS label)"))
     if namespaces:
-        data["namespaces"] = sorted(namespaces)
+        data["namespaces"] = sorted(set(namespaces))
+    if not refusals:
+        data, share_notes, reasons = namespace_shares(data, listed, scope)
+        notes.extend(Unmapped(ref, "spec.resourceQuotas", note) for note in share_notes)
+        refusals.extend(Refusal(("spec", "resourceQuotas"), reason) for reason in reasons)
+    data = merge_tenant_data(data, _registries(spec.get("containerRegistries") or {}, ref, notes))
     quota_count = (spec.get("namespaceOptions") or {}).get("quota")
     if quota_count is not None:
         notes.append(Unmapped(ref, "spec.namespaceOptions.quota", f"at most {quota_count} namespaces, created by the owners: here the namespaces "
                               "are listed in the tenant file (namespaces) and created by the platform"))
+    if node_selector and classes_of_node_selector(platform, node_selector) is None:
+        notes.append(Unmapped(ref, "spec.nodeSelector", "names no GPU class, pool or product of the stack: the tenant's GPU classes and "
+                              "pools decide where its pods run; not imported"))
     for key in sorted(set(spec) - _CAPSULE_MAPPED):
         notes.append(Unmapped(ref, f"spec.{key}", "no field of the tenant file maps it exactly; not imported (check docs/security.md for the control that covers it)"))
-    return _finish(out, name, data, ref, notes)
+    return _finish(out, name, data, ref, notes), _located(source, refusals)
 
 
-def _kubeflow(doc: dict[str, Any], platform: Platform, ref: str, gpu_class_of) -> Imported:
+# A Capsule allowedRegex that lists exact registries: ^name$ or ^(name|name)$, names written with \. only.
+_EXACT_ALTERNATIVES = re.compile(r"^\^\(?(?P<names>(?:[a-z0-9-]|\\\.|:|/)+(?:\|(?:[a-z0-9-]|\\\.|:|/)+)*)\)?\$$")
+
+
+def _registries(registries: dict[str, Any], ref: str, notes: list[Unmapped]) -> dict[str, Any]:
+    """Capsule's `containerRegistries` as `images.registries`: exact entries only, never a widened pattern."""
+    allowed: list[str] = []
+    for index, entry in enumerate(registries.get("allowed") or []):
+        try:
+            allowed.append(_REGISTRY.validate_python(entry))
+        except ValidationError:
+            notes.append(Unmapped(ref, f"spec.containerRegistries.allowed[{index}]", f"'{entry}' is not a registry a tenant file can "
+                                  "list (a lower-case host, optionally a port and a path); not imported"))
+    pattern = registries.get("allowedRegex") or ""
+    exact = _EXACT_ALTERNATIVES.match(pattern)
+    balanced = pattern.count("(") == pattern.count(")") and pattern.count("(") <= 1
+    if exact and balanced:
+        names = [n.replace("\\.", ".") for n in exact["names"].split("|")]
+        try:
+            allowed.extend(_REGISTRY.validate_python(n) for n in names)
+        except ValidationError:
+            exact = None
+    if pattern and not (exact and balanced):
+        notes.append(Unmapped(ref, "spec.containerRegistries.allowedRegex", f"'{pattern}' matches registries a tenant file cannot list "
+                              "one by one; not imported (a tenant file lists exact registries: add the ones the team uses to images.registries)"))
+    return {"images": {"registries": sorted(set(allowed))}} if allowed else {}
+
+
+def _kubeflow(source: SourceDocument, platform: Platform, ref: str, gpu_class_of, context: _Context) -> tuple[Imported, list]:
+    doc = source.data
     name = doc["metadata"]["name"]
     out, data = _start(name, ref, platform)
     if data is None:
-        return out
+        return out, []
     spec = doc.get("spec") or {}
     notes: list[Unmapped] = []
     owner = spec.get("owner") or {}
@@ -172,27 +264,97 @@ def _kubeflow(doc: dict[str, Any], platform: Platform, ref: str, gpu_class_of) -
     notes.extend(more)
     if owners:
         data["access"] = {"owners": owners}
-    part, more = quota_fields((spec.get("resourceQuotaSpec") or {}).get("hard") or {}, platform, f"{ref} spec.resourceQuotaSpec", gpu_class_of=gpu_class_of)
+    node_selector = _node_selector_of(context.namespaces.get(name))
+    part, more, refusals = quota_fields((spec.get("resourceQuotaSpec") or {}).get("hard") or {}, platform, f"{ref} spec.resourceQuotaSpec",
+                                        gpu_class_of=gpu_class_of, node_selector=node_selector, at=("spec", "resourceQuotaSpec", "hard"))
     data = merge_tenant_data(data, part)
     notes.extend(more)
     for index, plugin in enumerate(spec.get("plugins") or []):
         notes.append(Unmapped(ref, f"spec.plugins[{index}]", f"{plugin.get('kind')}: cloud identity of the namespace's ServiceAccounts is not part of a tenant file; set it up outside"))
-    return _finish(out, name, data, ref, notes)
+    return _finish(out, name, data, ref, notes), _located(source, refusals)
 
 
-def _local_queue(doc: dict[str, Any], cluster_queues: dict[str, Any], platform: Platform, ref: str, gpu_class_of) -> Imported:
-    name = doc["metadata"].get("namespace", "default")
+def _node_selector_of(namespace: dict[str, Any] | None) -> dict[str, str]:
+    return node_selector_of_namespace(namespace) if namespace else {}
+
+
+_OPERATORS = {
+    "In": lambda labels, key, values: key in labels and labels[key] in values,
+    "NotIn": lambda labels, key, values: key not in labels or labels[key] not in values,
+    "Exists": lambda labels, key, values: key in labels,
+    "DoesNotExist": lambda labels, key, values: key not in labels,
+}
+
+
+def selector_selects(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
+    """Whether a Kueue `namespaceSelector` (a label selector; null selects nothing, {} everything) selects `labels`.
+
+    >>> selector_selects({"matchLabels": {"team": "vision"}}, {"team": "vision"}), selector_selects(None, {"team": "vision"})
+    (True, False)
+    """
+    if selector is None:
+        return False
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    return all(_OPERATORS[e["operator"]](labels, e["key"], e.get("values") or []) for e in selector.get("matchExpressions") or [])
+
+
+def _selector_keys(selector: dict[str, Any]) -> set[str]:
+    return {*(selector.get("matchLabels") or {}), *(e.get("key") for e in selector.get("matchExpressions") or [])}
+
+
+def _selects(queue: SourceDocument, namespace: str, context: _Context) -> tuple[bool | None, list[Refusal]]:
+    """Whether the ClusterQueue admits workloads of `namespace`: None with the refusal when that cannot be told."""
+    spec = queue.data.get("spec") or {}
+    selector = spec.get("namespaceSelector")
+    at = ("spec", "namespaceSelector")
+    for index, expression in enumerate((selector or {}).get("matchExpressions") or []):
+        if expression.get("operator") not in _OPERATORS:
+            return None, [Refusal((*at, "matchExpressions", index, "operator"), f"'{expression.get('operator')}' is no selector operator "
+                                  f"({', '.join(_OPERATORS)})")]
+    known = context.namespaces.get(namespace)
+    if known is None and selector and _selector_keys(selector) - {_METADATA_NAME}:
+        return None, [Refusal(at, f"reads the labels {', '.join(sorted(_selector_keys(selector) - {_METADATA_NAME}))} of namespace "
+                              f"{namespace}, which is not among the files: give its Namespace too "
+                              f"(kubectl get namespace {namespace} -o yaml), so that its quota goes only where Kueue admits it")]
+    labels = {**(((known or {}).get("metadata") or {}).get("labels") or {}), _METADATA_NAME: namespace}
+    return selector_selects(selector, labels), []
+
+
+def _flavor_class(flavor_name: str, resource: str, platform: Platform, gpu_class_of: dict[str, str], context: _Context) -> str | None:
+    """The GPU class a Kueue ResourceFlavor means: named with --gpu-class, named like a class, or its nodeLabels."""
+    if flavor_name in gpu_class_of:
+        return gpu_class_of[flavor_name]
+    if flavor_name in platform.gpu_classes:
+        return flavor_name
+    labels = ((context.flavors.get(flavor_name) or {}).get("spec") or {}).get("nodeLabels") or {}
+    hinted = classes_of_node_selector(platform, labels)
+    chosen = sorted((hinted or set()) & set(gpu_classes_of_resource(platform, resource)))
+    return chosen[0] if len(chosen) == 1 else None
+
+
+def _local_queue(source: SourceDocument, platform: Platform, ref: str, gpu_class_of, context: _Context) -> tuple[Imported, list]:
+    doc = source.data
+    name = doc["metadata"]["namespace"]
     out, data = _start(name, ref, platform)
     if data is None:
-        return out
-    queue_name = (doc.get("spec") or {}).get("clusterQueue")
-    queue = cluster_queues.get(queue_name)
-    if queue is None:
-        out.unmapped.append(Unmapped(ref, "spec.clusterQueue", f"ClusterQueue '{queue_name}' is not among the files; give its file too"))
-        return out
-    cq_ref = f"{ref.split(':')[0]}: ClusterQueue {queue_name}"
-    spec = queue.get("spec") or {}
+        return out, []
+    queue_name = doc["spec"]["clusterQueue"]
+    queue_doc = context.cluster_queues.get(queue_name)
+    if queue_doc is None:
+        return out, [Refusal(("spec", "clusterQueue"), f"ClusterQueue '{queue_name}' is not among the files; give its file too").located(source)]
+    cq_ref = f"{queue_doc.file}: ClusterQueue {queue_name}"
+    selected, refused = _selects(queue_doc, name, context)
+    if refused:
+        return out, _located(queue_doc, refused)
+    spec = queue_doc.data.get("spec") or {}
     notes: list[Unmapped] = []
+    refusals: list[Refusal] = []
+    if not selected:
+        out = _finish(out, name, data, ref, [Unmapped(cq_ref, "spec.namespaceSelector", f"does not select namespace {name}: Kueue "
+                                                     f"admits no workload of LocalQueue {_name(doc)}, so the tenant gets none of this queue's quota")])
+        out.sources[name].append(cq_ref)
+        return out, []
     if spec.get("namespaceSelector") == {}:
         notes.append(Unmapped(cq_ref, "spec.namespaceSelector", "matches every namespace: its quota is imported as this tenant's own; "
                               "split it if several namespaces share it"))
@@ -200,26 +362,41 @@ def _local_queue(doc: dict[str, Any], cluster_queues: dict[str, Any], platform: 
     borrowing: dict[str, int] = {}
     lending: dict[str, int] = {}
     quota: dict[str, Any] = {}
+    compute: dict[str, list] = {}
     for g, group in enumerate(spec.get("resourceGroups") or []):
         for f, flavor in enumerate(group.get("flavors") or []):
             flavor_name = flavor.get("name")
-            gpu_class = gpu_class_of.get(flavor_name, flavor_name if flavor_name in platform.gpu_classes else None)
             for r, resource in enumerate(flavor.get("resources") or []):
                 where = f"spec.resourceGroups[{g}].flavors[{f}].resources[{r}]"
+                at = ("spec", "resourceGroups", g, "flavors", f, "resources", r)
                 resource_name = resource.get("name")
                 if resource_name in ("cpu", "memory"):
-                    quota.setdefault(resource_name, {})["requests"] = str(resource.get("nominalQuota"))
-                elif resource_name in ("nvidia.com/gpu", "nvidia.com/gpu.shared") and gpu_class:
-                    gpu[gpu_class] = gpu.get(gpu_class, 0) + int(resource.get("nominalQuota", 0))
-                    if resource.get("borrowingLimit") is not None:
-                        borrowing[gpu_class] = int(resource["borrowingLimit"])
-                    if resource.get("lendingLimit") is not None:
-                        lending[gpu_class] = int(resource["lendingLimit"])
+                    compute.setdefault(resource_name, []).append((at, resource.get("nominalQuota")))
                 elif resource_name in ("nvidia.com/gpu", "nvidia.com/gpu.shared"):
-                    notes.append(Unmapped(cq_ref, where, f"ResourceFlavor '{flavor_name}' is no GPU class of the stack "
-                                          f"({', '.join(sorted(platform.gpu_classes)) or 'none'}); say which with --gpu-class {flavor_name}=CLASS"))
+                    gpu_class = _flavor_class(flavor_name, resource_name, platform, gpu_class_of, context)
+                    counts = {key: _whole(resource.get(key)) for key in ("nominalQuota", "borrowingLimit", "lendingLimit")}
+                    bad = [key for key, value in counts.items() if value is False]
+                    if bad:
+                        refusals.extend(Refusal((*at, key), f"'{resource.get(key)}' is not a whole number of GPUs") for key in bad)
+                    elif gpu_class is None:
+                        refusals.append(Refusal((*at, "name"), f"{resource.get('nominalQuota')} GPUs of ResourceFlavor '{flavor_name}' cannot be "
+                                                f"placed on a GPU class: the flavor is no class of the stack ({', '.join(sorted(platform.gpu_classes)) or 'none'}) "
+                                                f"and its nodeLabels name none; say which with --gpu-class {flavor_name}=CLASS"))
+                    else:
+                        gpu[gpu_class] = gpu.get(gpu_class, 0) + (counts["nominalQuota"] or 0)
+                        if counts["borrowingLimit"] is not None:
+                            borrowing[gpu_class] = counts["borrowingLimit"]
+                        if counts["lendingLimit"] is not None:
+                            lending[gpu_class] = counts["lendingLimit"]
                 else:
                     notes.append(Unmapped(cq_ref, where, f"resource {resource_name}: only cpu, memory and GPUs are queue quotas here; not imported"))
+    for resource_name, amounts in sorted(compute.items()):
+        total = _sum(amounts)
+        if total is None:
+            refusals.extend(Refusal((*at, "nominalQuota"), f"'{value}' is not a Kubernetes quantity (e.g. 8, 500m, 64Gi)")
+                            for at, value in amounts)
+            continue
+        quota[resource_name] = {"requests": total}
     if gpu:
         quota["gpu"] = gpu
         data["gpu"] = {"classes": sorted(gpu)}
@@ -241,4 +418,34 @@ def _local_queue(doc: dict[str, Any], cluster_queues: dict[str, Any], platform: 
         notes.append(Unmapped(cq_ref, f"spec.{key}", "set by the stack's queue settings for every tenant; not imported"))
     out = _finish(out, name, data, ref, notes)
     out.sources[name].append(cq_ref)
-    return out
+    return out, _located(queue_doc, refusals)
+
+
+def _whole(value: Any) -> int | None | bool:
+    """A whole number of GPUs (None when unset), False when `value` is not one."""
+    if value is None:
+        return None
+    text = str(value)
+    return int(text) if text.isdigit() else False
+
+
+def _sum(amounts: list[tuple[tuple, Any]]) -> str | None:
+    """The sum of the quantities (one resource over several flavors), or None when one is not a quantity."""
+    try:
+        return format_quantity(sum((Quantity.parse(str(v)).value for _, v in amounts), 0))
+    except ValueError:
+        return None
+
+
+def _context_only(*_: Any) -> None:
+    """The reader of kinds that are read through the documents pointing at them."""
+
+
+_READERS = {
+    ("capsule.clastix.io", "Tenant"): _capsule,
+    ("kubeflow.org", "Profile"): _kubeflow,
+    ("kueue.x-k8s.io", "LocalQueue"): _local_queue,
+    ("kueue.x-k8s.io", "ClusterQueue"): _context_only,
+    ("kueue.x-k8s.io", "ResourceFlavor"): _context_only,
+    ("", "Namespace"): _context_only,
+}

@@ -3,7 +3,15 @@ fields, the report of what could not be mapped, and the text of the written tena
 
 Importers are pure: they get plain dicts (live objects or the documents of files) and the stack's
 `Platform`, and return tenant file data plus one `Unmapped` line per thing left out. Nothing is
-guessed silently: what has no exact counterpart in the file format is reported, never widened.
+guessed silently: what has no exact counterpart in the file format is reported, never widened; what
+cannot be imported without guessing (a GPU quota of no known class, a malformed document) is
+refused, located in its source (`Imported.refused`), and nothing is written.
+
+Import is data, never text: what a source says (names, labels, annotations, subjects) reaches the
+written file only as a value given to the YAML emitter, or inside a comment through `printable`,
+which escapes every line break and control character, so a hostile name written on the source
+cluster cannot add a key to the file or end a comment. `tenant_file_text` parses what it wrote back
+and refuses to return text that does not read back as exactly the data it was given.
 """
 
 from __future__ import annotations
@@ -18,8 +26,11 @@ import yaml
 from ..fleet import gpu_capacity as cap
 from ..fleet.tenant_claims import namespace_owner, reserved_namespaces, subject_refusal
 from ..spec.base import API_VERSION, DNS_LABEL_PATTERN
+from ..spec.problems import Problem
 from ..spec.quantity import Quantity
 from ..spec.stack import Platform
+from ..spec.yaml_source import SourceDocument, parse_yaml
+from .import_gpu import gpu_classes_of_resource, placed_gpu_class
 
 SCHEMA_LINE = "# yaml-language-server: $schema=../docs/schema/tenant.schema.json"
 # The order a reader expects (as `tenants new` writes it); nested maps are sorted.
@@ -41,6 +52,33 @@ _STORAGE_CLASS_KEY = re.compile(r"^(?P<sc>[a-z0-9.-]+)\.storageclass\.storage\.k
 _MIG_RESOURCE = re.compile(r"^nvidia\.com/mig-(?P<profile>[1-7]g\.[0-9]+gb(\+me)?)$")
 
 
+def printable(text: Any) -> str:
+    """`text` on one line: every character that is not printable (line breaks, including YAML's
+    NEL and the Unicode line and paragraph separators, tabs, terminal escapes) written as its
+    Python escape, so that a value put in a comment or a report line cannot end it.
+
+    >>> printable("ci\\nquota:\\n  gpu: {h100: 64}  # \\x1b[2K")
+    'ci\\\\nquota:\\\\n  gpu: {h100: 64}  # \\\\x1b[2K'
+    """
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in str(text))
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a part of a source cannot be imported without guessing, at `path` inside its document."""
+
+    path: tuple
+    message: str
+
+    def located(self, doc: SourceDocument) -> Problem:
+        """The refusal as a problem of `doc`: `file:line:col: field: message` (the source's name without a file).
+
+        >>> Refusal(("spec", "hard"), "no class").located(SourceDocument("ResourceQuota a/q", {}))
+        Problem(file='ResourceQuota a/q', line=0, column=0, field='spec.hard', message='no class', severity='error', stack='')
+        """
+        return doc.problem(self.path, printable(self.message), field_name=printable(doc.field_name(self.path)))
+
+
 @dataclass(frozen=True, order=True)
 class Unmapped:
     """One thing an importer left out, and why: a line of the import report."""
@@ -50,20 +88,23 @@ class Unmapped:
     why: str         # what it means for the adoption and what to do
 
     def __str__(self) -> str:
-        return f"{self.source}: {self.what}: {self.why}"
+        return printable(f"{self.source}: {self.what}: {self.why}")
 
 
 @dataclass
 class Imported:
-    """Tenant file data by tenant name, what each came from, and what was left out."""
+    """Tenant file data by tenant name, what each came from, what was left out, and what refuses
+    the whole import (located problems: nothing is written while there is one)."""
 
     tenants: dict[str, dict[str, Any]] = field(default_factory=dict)
     sources: dict[str, list[str]] = field(default_factory=dict)
     unmapped: list[Unmapped] = field(default_factory=list)
+    refused: list[Problem] = field(default_factory=list)
 
     def merge(self, other: "Imported") -> "Imported":
         """Both imports together; a tenant named in both gets both contributions (lists joined)."""
-        out = Imported(copy.deepcopy(self.tenants), {k: list(v) for k, v in self.sources.items()}, [*self.unmapped, *other.unmapped])
+        out = Imported(copy.deepcopy(self.tenants), {k: list(v) for k, v in self.sources.items()}, [*self.unmapped, *other.unmapped],
+                       [*self.refused, *other.refused])
         for name, data in other.tenants.items():
             out.tenants[name] = merge_tenant_data(out.tenants.get(name, {}), data)
             out.sources.setdefault(name, []).extend(other.sources.get(name, []))
@@ -142,6 +183,14 @@ def subject_note(platform: Platform, kind: str, name: str, namespaces: list[str]
     return Unmapped(ref, where, f"{kind.lower()} {why}; a tenant role may not name it: not imported")
 
 
+def _is_amount(value: str) -> bool:
+    """Whether `value` is a non-negative Kubernetes quantity."""
+    try:
+        return Quantity.parse(value).value >= 0
+    except ValueError:
+        return False
+
+
 def _count(value: Any) -> int | None:
     """A whole number written as a quantity ("4", "1k"), or None."""
     try:
@@ -151,25 +200,16 @@ def _count(value: Any) -> int | None:
     return int(number) if number.denominator == 1 and number >= 0 else None
 
 
-def gpu_classes_of_resource(platform: Platform, resource: str) -> list[str]:
-    """The stack's GPU classes whose GPUs advertise `resource` (whole GPUs or shares).
+def quota_fields(hard: dict[str, Any], platform: Platform, source: str, *, gpu_class_of: dict[str, str] | None = None,
+                 node_selector: dict[str, Any] | None = None, at: tuple = ("hard",)
+                 ) -> tuple[dict[str, Any], list[Unmapped], list[Refusal]]:
+    """The `quota` fields (and `gpu.classes`) of one ResourceQuota's `hard` map (found at path `at`
+    of its document), what was left out, and what refuses the import.
 
-    >>> p = Platform(labelDomain="gpu.example.com", gpuClasses={"h100": {
-    ...     "model": "H100-80GB", "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi"}})
-    >>> gpu_classes_of_resource(p, "nvidia.com/gpu")
-    ['h100']
-    """
-    return sorted(name for name, gpu_class in platform.gpu_classes.items()
-                  if gpu_class.sharing != "mig" and cap.class_resource(gpu_class) == resource)
-
-
-def quota_fields(hard: dict[str, Any], platform: Platform, source: str, *,
-                 gpu_class_of: dict[str, str] | None = None) -> tuple[dict[str, Any], list[Unmapped]]:
-    """The `quota` fields (and `gpu.classes`) of one ResourceQuota's `hard` map.
-
-    GPU keys name a resource, not a class: `requests.nvidia.com/gpu` maps to the one class of the
-    stack with that resource, or to the class `gpu_class_of[resource]` names; with several
-    candidates it is reported, never guessed. MIG keys map to `quota.mig` by profile.
+    GPU keys name a resource, not a class: `import_gpu.placed_gpu_class` picks the class (the one
+    `gpu_class_of[resource]` names, the one the source's `node_selector` pins pods to, the stack's
+    only class with that resource); a GPU quota it cannot place is refused, never guessed nor
+    dropped. MIG keys map to `quota.mig` by profile.
 
     >>> from components.spec.stack import Platform
     >>> p = Platform(labelDomain="gpu.example.com", gpuClasses={"h100": {
@@ -180,14 +220,21 @@ def quota_fields(hard: dict[str, Any], platform: Platform, source: str, *,
     quota: dict[str, Any] = {}
     classes: list[str] = []
     unmapped: list[Unmapped] = []
+    refusals: list[Refusal] = []
     gpu_class_of = gpu_class_of or {}
 
     def skip(key: str, why: str) -> None:
         unmapped.append(Unmapped(source, f"hard.{key}", why))
 
+    def refuse(key: str, why: str) -> None:
+        refusals.append(Refusal((*at, key), why))
+
     for key in sorted(hard):
         value = str(hard[key])
         prefix, _, resource = key.partition(".") if key.startswith(("requests.", "limits.")) else ("requests", "", key)
+        if (resource in _COMPUTE or key == "requests.storage" or _STORAGE_CLASS_KEY.match(key)) and not _is_amount(value):
+            refuse(key, f"'{value}' is not a Kubernetes quantity (e.g. 8, 500m, 64Gi)")
+            continue
         if resource in _COMPUTE:
             name = _COMPUTE[resource]
             side = "limits" if prefix == "limits" else "requests"
@@ -208,6 +255,8 @@ def quota_fields(hard: dict[str, Any], platform: Platform, source: str, *,
             entry = quota.setdefault("storage", {}).setdefault("storageClasses", {}).setdefault(storage_class["sc"], {})
             if storage_class["what"] == "requests.storage":
                 entry["requests"] = value
+            elif _count(value) is None:
+                refuse(key, f"'{value}' is not a whole number of claims")
             else:
                 entry["persistentVolumeClaims"] = _count(value)
             continue
@@ -217,6 +266,9 @@ def quota_fields(hard: dict[str, Any], platform: Platform, source: str, *,
             if key.startswith("limits."):
                 skip(key, "extended resources have no limits quota; the requests key is what counts")
                 continue
+            if _count(value) is None:
+                refuse(key, f"'{value}' is not a whole number of MIG slices")
+                continue
             quota.setdefault("mig", {})[mig_profile["profile"]] = _count(value)
             classes.extend(n for n, c in platform.gpu_classes.items() if c.sharing == "mig")
             continue
@@ -225,18 +277,16 @@ def quota_fields(hard: dict[str, Any], platform: Platform, source: str, *,
                 skip(key, f"only requests.{resource} is enforced for an extended resource; "
                           f"imported nothing from it (the tenant file writes requests.{resource})")
                 continue
-            candidates = [gpu_class_of[resource]] if resource in gpu_class_of else gpu_classes_of_resource(platform, resource)
-            if len(candidates) != 1:
-                listing = ", ".join(candidates) or "none"
-                skip(key, f"{value} GPUs of resource {resource}, but the stack has {len(candidates)} classes with it "
-                          f"({listing}); say which with --gpu-class {resource}=CLASS")
-                continue
             count = _count(value)
             if count is None:
-                skip(key, f"'{value}' is not a whole number of GPUs")
+                refuse(key, f"'{value}' is not a whole number of GPUs")
                 continue
-            quota.setdefault("gpu", {})[candidates[0]] = count
-            classes.append(candidates[0])
+            placed, why = placed_gpu_class(platform, resource, gpu_class_of=gpu_class_of, node_selector=node_selector)
+            if placed is None:
+                refuse(key, f"{value} GPUs of {resource} cannot be placed on a GPU class: {why}")
+                continue
+            quota.setdefault("gpu", {})[placed] = quota.get("gpu", {}).get(placed, 0) + count
+            classes.append(placed)
             continue
         skip(key, "no field of the tenant file sets this quota key; it is not imported (the hand-made quota keeps "
                   "enforcing it until you delete that quota)")
@@ -249,7 +299,7 @@ def quota_fields(hard: dict[str, Any], platform: Platform, source: str, *,
     out: dict[str, Any] = {"quota": quota} if quota else {}
     if classes:
         out["gpu"] = {"classes": sorted(set(classes))}
-    return out, unmapped
+    return out, unmapped, refusals
 
 
 def tighter_quota(first: dict[str, Any], second: dict[str, Any], source: str) -> tuple[dict[str, Any], list[Unmapped]]:
@@ -323,18 +373,29 @@ def tenant_file_text(data: dict[str, Any], *, sources: list[str] = (), unmapped:
     """The text of an imported tenant file: the schema line, where it came from, what was left out, the data.
 
     Deterministic: the same data gives the same bytes (fixed top-level order, nested maps sorted).
+    Every value goes through the YAML emitter and every comment through `printable`; the text is
+    parsed back as `tenants validate` reads it, and a text that does not read back as exactly
+    `data` (an extra key, a changed value) raises `ValueError` instead of being returned.
 
     >>> tenant_file_text(tenant_skeleton("team-a")).splitlines()[0]
     '# yaml-language-server: $schema=../docs/schema/tenant.schema.json'
+    >>> text = tenant_file_text({**tenant_skeleton("team-a"), "displayName": "A\\nquota: {gpu: {h100: 64}}"},
+    ...                         sources=["Namespace team-a\\nnetwork: {}"])
+    >>> yaml.safe_load(text)["displayName"], "network" in yaml.safe_load(text)
+    ('A\\nquota: {gpu: {h100: 64}}', False)
     """
     lines = [SCHEMA_LINE, "# Imported by `tenants import`; review it before the first `pulumi up` (docs/importing.md)."]
     for source in sorted(set(sources)):
-        lines.append(f"# from: {source}")
+        lines.append(f"# from: {printable(source)}")
     if unmapped:
         lines.append("# not imported (the import report says why; hand-made objects stay on the cluster, unmanaged):")
         lines.extend(f"#   {item}" for item in sorted(set(unmapped)))
-    body = yaml.safe_dump(_ordered(data), sort_keys=False, default_flow_style=False, allow_unicode=True, width=120)
-    return "\n".join(lines) + "\n" + body
+    ordered = _ordered(data)
+    body = yaml.safe_dump(ordered, sort_keys=False, default_flow_style=False, allow_unicode=True, width=120)
+    text = "\n".join(lines) + "\n" + body
+    if any(line.splitlines() != [line] for line in lines) or parse_yaml(text, "imported tenant file").data != ordered:
+        raise ValueError(f"the tenant file of {printable(data.get('name'))} does not read back as the imported data; not written")
+    return text
 
 
 def environment_with_imports(root, env: str, texts: dict[str, str]):

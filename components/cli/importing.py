@@ -148,16 +148,38 @@ def _from_cluster(read, kubeconfig, context, *rest):
                          f"(kubeconfig {kubeconfig or 'default'}): {err}") from None
 
 
-def _read_files(paths: list[Path]) -> list[dict[str, Any]]:
-    import yaml
+def read_files(paths: list[Path]) -> list:
+    """Every document of the `--from` files, with its positions; `InvalidInput` with every located problem.
 
-    docs = []
+    >>> _ = (scratch / "bad.yaml").write_text("kind: Tenant\\nspec: [\\n")
+    >>> read_files([scratch / "bad.yaml"])
+    Traceback (most recent call last):
+    ...
+    components.spec.problems.InvalidInput: .../bad.yaml:3:1: invalid YAML: while parsing a flow node did not find expected node content
+    """
+    from ..spec.problems import InvalidInput, Problem
+    from ..spec.yaml_source import parse_yaml_documents
+
+    docs, problems = [], []
     for path in paths:
         try:
-            docs.extend(d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if isinstance(d, dict))
-        except (OSError, yaml.YAMLError) as err:
-            raise SystemExit(f"{PROG}: --from {path}: {err}") from None
+            docs.extend(parse_yaml_documents(path.read_text(encoding="utf-8"), str(path)))
+        except InvalidInput as err:
+            problems.extend(err.problems)
+        except (OSError, UnicodeDecodeError) as err:
+            problems.append(Problem(str(path), 0, 0, "", f"cannot read the file: {err}"))
+    if problems:
+        raise InvalidInput(problems)
     return docs
+
+
+def _refused(problems: list, lines: list[str] = ()) -> int:
+    for line in lines:
+        print(line, file=sys.stderr)
+    report(problems)
+    print(f"{PROG}: the input cannot be imported without guessing (nothing written); the problems above name the "
+          "source, the field and what to do", file=sys.stderr)
+    return EXIT_INVALID
 
 
 def run(args: argparse.Namespace) -> int:
@@ -190,15 +212,23 @@ def run(args: argparse.Namespace) -> int:
         print(f"{PROG}: {err}", file=sys.stderr)
         return EXIT_USAGE
     platform, _ = load_platform(args.root, args.stack)
-    if live:
-        namespaces, objects = _from_cluster(read_cluster, args.kubeconfig, args.context or platform.kube_context, args.selector, args.namespace)
-        imported = tenants_from_cluster(namespaces, objects, platform, gpu_class_of=gpu_class_of)
-    else:
-        origin = ", ".join(str(p) for p in args.files)
-        imported = tenants_from_documents(_read_files(args.files), platform, origin=origin, gpu_class_of=gpu_class_of)
-    texts = {name: tenant_file_text(data, sources=imported.sources.get(name, []), unmapped=imported.unmapped_of(name))
-             for name, data in sorted(imported.tenants.items())}
+    try:
+        if live:
+            namespaces, objects = _from_cluster(read_cluster, args.kubeconfig, args.context or platform.kube_context, args.selector, args.namespace)
+            imported = tenants_from_cluster(namespaces, objects, platform, gpu_class_of=gpu_class_of)
+        else:
+            imported = tenants_from_documents(read_files(args.files), platform, gpu_class_of=gpu_class_of)
+    except InvalidInput as err:
+        return _refused(err.problems)
     lines = [f"not imported: {item}" for item in sorted(set(imported.unmapped))]
+    if imported.refused:  # nothing is written while any part cannot be imported without guessing
+        return _refused(imported.refused, lines)
+    try:
+        texts = {name: tenant_file_text(data, sources=imported.sources.get(name, []), unmapped=imported.unmapped_of(name))
+                 for name, data in sorted(imported.tenants.items())}
+    except ValueError as err:
+        print(f"{PROG}: {err}", file=sys.stderr)
+        return EXIT_INVALID
     if not texts:
         print("\n".join(lines + [f"{PROG}: nothing to import"]), file=sys.stderr)
         return EXIT_INVALID

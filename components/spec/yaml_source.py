@@ -277,10 +277,47 @@ def parse_yaml(text: str, file: str) -> SourceDocument:
     """
     if text.startswith("\ufeff"):
         text = text[1:]
+    root = _composed(text, file, lambda loader: loader.get_single_node())
+    if root is None:
+        raise InvalidInput([Problem(file, 1, 1, "", "the file is empty")])
+    return _document(root, file)
+
+
+def parse_yaml_documents(text: str, file: str) -> list[SourceDocument]:
+    """Every document of a multi-document YAML file (`---` between them), each with its positions;
+    empty documents are left out; raise `InvalidInput` with every problem of every document.
+
+    >>> [(d.data, d.position(("b",))) for d in parse_yaml_documents("a: 1\\n---\\nb: 2\\n", "x.yaml")]
+    [({'a': 1}, (1, 1)), ({'b': 2}, (3, 1))]
+    """
+    if text.startswith("\ufeff"):
+        text = text[1:]
+
+    def every(loader) -> list:
+        nodes = []
+        while loader.check_node():
+            nodes.append(loader.get_node())
+        return nodes
+
+    documents, problems = [], []
+    for root in _composed(text, file, every):
+        if isinstance(root, yaml.ScalarNode) and root.tag == "tag:yaml.org,2002:null":
+            continue
+        try:
+            documents.append(_document(root, file))
+        except InvalidInput as err:
+            problems.extend(err.problems)
+    if problems:
+        raise InvalidInput(problems)
+    return documents
+
+
+def _composed(text: str, file: str, compose):
+    """`compose(loader)` over `text`, every YAML syntax error as a located problem."""
     try:
         loader = _Loader(text)
         try:
-            root = loader.get_single_node()
+            return compose(loader)
         finally:
             loader.dispose()
     except yaml.MarkedYAMLError as err:
@@ -295,8 +332,9 @@ def parse_yaml(text: str, file: str) -> SourceDocument:
         raise InvalidInput([Problem(file, 1, 1, "", f"invalid YAML: {err}")]) from None
     except RecursionError:
         raise InvalidInput([Problem(file, 1, 1, "", f"invalid YAML: nesting too deep (more than {MAX_DEPTH} levels)")]) from None
-    if root is None:
-        raise InvalidInput([Problem(file, 1, 1, "", "the file is empty")])
+
+
+def _document(root: yaml.Node, file: str) -> SourceDocument:
     builder = _Builder(file)
     try:
         data = builder.build(root, (), 0)

@@ -51,12 +51,35 @@ def test_what_does_not_map_is_reported_never_guessed(imported):
     assert "kube-system" not in imported.tenants
 
 
-def test_a_gpu_quota_with_several_candidate_classes_is_reported_not_guessed():
+def test_a_gpu_quota_with_several_candidate_classes_is_refused_not_guessed():
     docs = list(yaml.safe_load_all(HAND_MADE.read_text()))
     platform, _ = load_platform(ROOT, "staging")  # a100 and h100 both advertise nvidia.com/gpu
     out = tenants_from_cluster([docs[0]], [docs[1]], platform)
-    assert "gpu" not in out.tenants["vision"]["quota"]
-    assert any("--gpu-class nvidia.com/gpu=CLASS" in str(u) for u in out.unmapped)
+    [problem] = out.refused
+    assert problem.file == "ResourceQuota vision/compute" and problem.field == "spec.hard.requests.nvidia.com/gpu"
+    assert "2 GPUs of nvidia.com/gpu cannot be placed" in problem.message and "--gpu-class nvidia.com/gpu=CLASS" in problem.message
+
+
+@pytest.mark.parametrize("selector, placed", [
+    ("gpu.acme.dev/gpu-class=a100", "a100"),
+    ("nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3", "h100"),
+    ("gpu.acme.dev/pool=a100-shared", "a100"),
+])
+def test_the_namespaces_node_selector_names_the_gpu_class(selector, placed):
+    docs = list(yaml.safe_load_all(HAND_MADE.read_text()))
+    platform, _ = load_platform(ROOT, "staging")
+    namespace = {**docs[0], "metadata": {**docs[0]["metadata"], "annotations": {"scheduler.alpha.kubernetes.io/node-selector": selector}}}
+    out = tenants_from_cluster([namespace], [docs[1]], platform)
+    assert not out.refused and out.tenants["vision"]["quota"]["gpu"] == {placed: 2}
+
+
+def test_a_node_selector_naming_a_class_without_that_resource_is_refused():
+    docs = list(yaml.safe_load_all(HAND_MADE.read_text()))
+    platform, _ = load_platform(ROOT, "staging")  # a100-mig advertises MIG slices, not nvidia.com/gpu
+    namespace = {**docs[0], "metadata": {**docs[0]["metadata"], "annotations": {
+        "scheduler.alpha.kubernetes.io/node-selector": "gpu.acme.dev/gpu-class=a100-mig"}}}
+    [problem] = tenants_from_cluster([namespace], [docs[1]], platform).refused
+    assert "names no class of the classes with nvidia.com/gpu" in problem.message
 
 
 def test_a_namespace_without_network_policies_is_warned_about_the_default_deny():

@@ -30,18 +30,19 @@ def test_profile_is_written_and_validates(capsys, project_copy, tmp_path):
 
 
 def test_an_existing_file_is_kept_without_force(capsys, project_copy):
-    args = ("--root", str(project_copy), "import", "--stack", "staging", "--from", PROFILE)
+    args = ("--root", str(project_copy), "import", "--stack", "staging", "--from", PROFILE, "--gpu-class", "nvidia.com/gpu=a100")
     assert run(capsys, *args)[0] == 0
     code, _, err = run(capsys, *args)
     assert code == 1 and "use --force to overwrite (nothing written)" in err
 
 
-def test_without_the_gpu_class_the_gpu_quota_is_reported_not_guessed(capsys, project_copy):
-    code, out, err = run(capsys, "--root", str(project_copy), "import", "--stack", "staging", "--from", PROFILE, "--stdout")
-    assert code == 0
-    assert "gpu" not in yaml.safe_load(out)["quota"]
-    assert "say which with --gpu-class nvidia.com/gpu=CLASS" in err
-    assert not (project_copy / "tenants" / "test-user-profile.yaml").exists()
+def test_without_the_gpu_class_the_gpu_quota_is_refused_and_nothing_written(capsys, project_copy):
+    for extra in ((), ("--stdout",)):
+        code, out, err = run(capsys, "--root", str(project_copy), "import", "--stack", "staging", "--from", PROFILE, *extra)
+        assert code == 1 and out == ""
+        assert f"{PROFILE}:13:7: spec.resourceQuotaSpec.hard.requests.nvidia.com/gpu: 1 GPUs of nvidia.com/gpu cannot be placed" in err
+        assert "say which with --gpu-class nvidia.com/gpu=CLASS" in err and "nothing written" in err
+        assert not (project_copy / "tenants" / "test-user-profile.yaml").exists()
 
 
 def test_a_file_invalid_against_the_stack_is_refused_and_nothing_written(capsys, project_copy):
