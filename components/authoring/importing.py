@@ -369,6 +369,22 @@ def _ordered(data: dict[str, Any]) -> dict[str, Any]:
     return {k: _sorted_deep(data[k]) for k in [*known, *rest]}
 
 
+class _Dumper(yaml.SafeDumper):
+    """The safe dumper, writing every string with a character that is not printable (a line break,
+    NEL, the Unicode line and paragraph separators, a control character) double-quoted, where each
+    is an escape: PyYAML writes them raw in other styles with `allow_unicode`, and a NEL or separator
+    at either end of a single-quoted string is then read back as a space (measured: '\\x85access'
+    came back as ' access')."""
+
+
+def _represent_text(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
+    style = '"' if not text.isprintable() else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
+
+
+_Dumper.add_representer(str, _represent_text)
+
+
 def tenant_file_text(data: dict[str, Any], *, sources: list[str] = (), unmapped: list[Unmapped] = ()) -> str:
     """The text of an imported tenant file: the schema line, where it came from, what was left out, the data.
 
@@ -391,7 +407,7 @@ def tenant_file_text(data: dict[str, Any], *, sources: list[str] = (), unmapped:
         lines.append("# not imported (the import report says why; hand-made objects stay on the cluster, unmanaged):")
         lines.extend(f"#   {item}" for item in sorted(set(unmapped)))
     ordered = _ordered(data)
-    body = yaml.safe_dump(ordered, sort_keys=False, default_flow_style=False, allow_unicode=True, width=120)
+    body = yaml.dump(ordered, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True, width=120)
     text = "\n".join(lines) + "\n" + body
     if any(line.splitlines() != [line] for line in lines) or parse_yaml(text, "imported tenant file").data != ordered:
         raise ValueError(f"the tenant file of {printable(data.get('name'))} does not read back as the imported data; not written")
