@@ -82,6 +82,54 @@ def test_an_unreachable_cluster_is_one_clear_line(capsys, project_copy, tmp_path
     assert str(exit_.value).startswith("tenants import: cannot reach the cluster of context staging-admin")
 
 
+FIXTURES = Path(__file__).resolve().parents[1] / "authoring" / "import_fixtures"
+
+
+def test_a_two_namespace_capsule_tenant_is_written_with_both_budgets_and_validates(capsys, project_copy):
+    code, out, err = run(capsys, "--root", str(project_copy), "import", "--stack", "staging",
+                         "--from", str(FIXTURES / "capsule-two-namespaces.yaml"))
+    assert code == 0, err
+    data = yaml.safe_load((project_copy / "tenants" / "solar.yaml").read_text())
+    assert set(data["namespaceQuotas"]) == {"solar-dev", "solar-prod"}
+    assert data["images"]["registries"] == ["ghcr.io/solar", "harbor.solar.dev", "quay.io", "registry.solar.dev"]
+    assert run(capsys, "--root", str(project_copy), "validate", "--stack", "staging")[0] == 0
+
+
+@pytest.mark.parametrize("fixture, located", [
+    ("malformed.yaml", "malformed.yaml:6:3: spec.owners: must be a list, not a map"),
+    ("capsule-ambiguous-gpu.yaml", "capsule-ambiguous-gpu.yaml:13:9: spec.resourceQuotas.items[0].hard.requests.nvidia.com/gpu: 2 GPUs"),
+])
+def test_bad_input_is_located_and_nothing_is_written_not_even_the_good_files(capsys, project_copy, fixture, located):
+    code, out, err = run(capsys, "--root", str(project_copy), "import", "--stack", "staging",
+                         "--from", str(FIXTURES / "capsule-two-namespaces.yaml"), "--from", str(FIXTURES / fixture))
+    assert code == 1 and out == ""
+    assert f"{FIXTURES / located}" in err and "nothing written" in err
+    assert not (project_copy / "tenants" / "solar.yaml").exists()
+
+
+def test_invalid_yaml_is_located(capsys, project_copy, tmp_path):
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("apiVersion: capsule.clastix.io/v1beta2\nkind: Tenant\nmetadata: {name: x\n")
+    code, _, err = run(capsys, "--root", str(project_copy), "import", "--stack", "staging", "--from", str(broken))
+    assert code == 1 and f"{broken}:4:1: invalid YAML" in err and "nothing written" in err
+
+
+def test_a_hostile_name_in_a_file_writes_no_key_and_no_line_to_the_report(capsys, project_copy, tmp_path):
+    injection = "pod-debugger\nnetwork:\n  egress: [{cidr: 10.2.0.10/32}]\n# "
+    hostile = tmp_path / "hostile.yaml"
+    hostile.write_text(yaml.safe_dump({"apiVersion": "capsule.clastix.io/v1beta2", "kind": "Tenant", "metadata": {"name": "team-y"},
+                                       "spec": {"owners": [{"kind": "User", "name": "yan\ngpu: {classes: [h100]}"}],
+                                                "additionalRoleBindings": [{"clusterRoleName": injection, "subjects": []}]}}))
+    code, out, err = run(capsys, "--root", str(project_copy), "import", "--stack", "staging", "--from", str(hostile), "--stdout")
+    assert code == 0, err
+    data = yaml.safe_load(out)
+    assert set(data) == {"apiVersion", "kind", "name", "displayName", "costCenter", "access"}
+    assert data["access"] == {"owners": {"users": ["yan\ngpu: {classes: [h100]}"]}}
+    [line] = [line for line in err.splitlines() if "additionalRoleBindings[0]" in line]
+    assert "ClusterRole pod-debugger\\nnetwork:\\n  egress: [{cidr: 10.2.0.10/32}]\\n#  is not admin" in line
+    assert all(not line.startswith(("network", "  egress")) for line in err.splitlines() + out.splitlines())
+
+
 # --------------------------------------------------------------------------
 # what a tenant file may not claim (issue 34): refused as validate refuses it
 # --------------------------------------------------------------------------
