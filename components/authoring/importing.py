@@ -30,7 +30,7 @@ from ..spec.problems import Problem
 from ..spec.quantity import Quantity
 from ..spec.stack import Platform
 from ..spec.yaml_source import SourceDocument, parse_yaml
-from .import_gpu import gpu_classes_of_resource, placed_gpu_class
+from .import_gpu import placed_gpu_class
 
 SCHEMA_LINE = "# yaml-language-server: $schema=../docs/schema/tenant.schema.json"
 # The order a reader expects (as `tenants new` writes it); nested maps are sorted.

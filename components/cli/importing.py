@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 from .common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, report
 
