@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from .common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, report
@@ -197,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
     """
     from ..authoring.import_cluster import tenants_from_cluster
     from ..authoring.import_files import tenants_from_documents
-    from ..authoring.importing import adoption_plan, environment_with_imports, tenant_file_text
+    from ..authoring.importing import adoption_plan, environment_with_imports, printable, tenant_file_text
     from ..spec.problems import InvalidInput, errors_only
     from ..load import load_platform
 
@@ -238,7 +239,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         environment = environment_with_imports(args.root, args.stack, texts)
     except InvalidInput as err:
-        report(errors_only(err.problems))
+        report([replace(p, field=printable(p.field), message=printable(p.message)) for p in errors_only(err.problems)])
         print(f"{PROG}: the imported files are not valid against stack {args.stack} (nothing written); "
               "the problems above name the fields: import with --gpu-class, or fix the stack", file=sys.stderr)
         return EXIT_INVALID

@@ -130,6 +130,21 @@ def test_a_hostile_name_in_a_file_writes_no_key_and_no_line_to_the_report(capsys
     assert all(not line.startswith(("network", "  egress")) for line in err.splitlines() + out.splitlines())
 
 
+def test_a_hostile_value_the_stack_refuses_is_reported_on_one_line_without_control_characters(capsys, project_copy, tmp_path):
+    queue = tmp_path / "queue.yaml"
+    queue.write_text(yaml.safe_dump_all([
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "q"},
+         "spec": {"namespaceSelector": {}, "cohort": "a\nnetwork: x\x1b[2K",
+                  "resourceGroups": [{"flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": 1}]}]}]}},
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"namespace": "team-y", "name": "main"},
+         "spec": {"clusterQueue": "q"}}]))
+    code, out, err = run(capsys, "--root", str(project_copy), "import", "--stack", "staging", "--from", str(queue))
+    assert code == 1 and out == "" and "\x1b" not in err
+    assert [line for line in err.splitlines() if line.startswith("tenants/team-y.yaml")] == [
+        "tenants/team-y.yaml:16:3: queue.cohort: 'a\\nnetwork: x\\x1b[2K' is not valid here (must match ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$)"]
+    assert not (project_copy / "tenants" / "team-y.yaml").exists()
+
+
 # --------------------------------------------------------------------------
 # what a tenant file may not claim (issue 34): refused as validate refuses it
 # --------------------------------------------------------------------------
