@@ -65,6 +65,7 @@ def tenants_from_documents(docs: list[dict[str, Any] | SourceDocument], platform
         cluster_queues={s.data["metadata"]["name"]: s for s, g, k in readable if (g, k) == ("kueue.x-k8s.io", "ClusterQueue")},
         flavors={s.data["metadata"]["name"]: s.data for s, g, k in readable if (g, k) == ("kueue.x-k8s.io", "ResourceFlavor")},
         namespaces={s.data["metadata"]["name"]: s.data for s, g, k in readable if (g, k) == ("", "Namespace")},
+        queue_namespaces=_queue_namespaces([s.data for s, g, k in readable if (g, k) == ("kueue.x-k8s.io", "LocalQueue")]),
     )
     for source, group, kind in readable:
         doc = source.data
@@ -82,10 +83,20 @@ def tenants_from_documents(docs: list[dict[str, Any] | SourceDocument], platform
 
 
 class _Context:
-    """The documents other documents point at: ClusterQueues, ResourceFlavors, Namespaces by name."""
+    """The documents other documents point at: ClusterQueues, ResourceFlavors, Namespaces by name,
+    and the namespaces whose LocalQueues point at each ClusterQueue."""
 
-    def __init__(self, cluster_queues: dict[str, SourceDocument], flavors: dict[str, dict], namespaces: dict[str, dict]) -> None:
+    def __init__(self, cluster_queues: dict[str, SourceDocument], flavors: dict[str, dict], namespaces: dict[str, dict],
+                 queue_namespaces: dict[str, list[str]]) -> None:
         self.cluster_queues, self.flavors, self.namespaces = cluster_queues, flavors, namespaces
+        self.queue_namespaces = queue_namespaces
+
+
+def _queue_namespaces(local_queues: list[dict[str, Any]]) -> dict[str, list[str]]:
+    out: dict[str, set[str]] = {}
+    for queue in local_queues:
+        out.setdefault(queue["spec"]["clusterQueue"], set()).add(queue["metadata"]["namespace"])
+    return {name: sorted(namespaces) for name, namespaces in out.items()}
 
 
 def _group_kind(doc: Any) -> tuple[str, str]:
@@ -355,7 +366,11 @@ def _local_queue(source: SourceDocument, platform: Platform, ref: str, gpu_class
                                                      f"admits no workload of LocalQueue {_name(doc)}, so the tenant gets none of this queue's quota")])
         out.sources[name].append(cq_ref)
         return out, []
-    if spec.get("namespaceSelector") == {}:
+    sharing = [ns for ns in context.queue_namespaces.get(queue_name, []) if ns != name and _selects(queue_doc, ns, context)[0]]
+    if sharing:
+        notes.append(Unmapped(cq_ref, "spec.resourceGroups", f"shared with the LocalQueues of {', '.join(sharing)}: Kueue caps their sum, "
+                              "each tenant file gets the whole quota here; split it between the tenants by hand"))
+    elif spec.get("namespaceSelector") == {}:
         notes.append(Unmapped(cq_ref, "spec.namespaceSelector", "matches every namespace: its quota is imported as this tenant's own; "
                               "split it if several namespaces share it"))
     gpu: dict[str, int] = {}

@@ -116,6 +116,8 @@ def test_selector_semantics_follow_kueue(selector, selected):
     queue.data["spec"]["namespaceSelector"] = selector
     out = tenants_from_documents(docs, PLATFORM)
     assert {n for n, t in out.tenants.items() if "quota" in t} == selected
+    shared = [str(u) for u in out.unmapped if "Kueue caps their sum" in str(u)]
+    assert len(shared) == (2 if len(selected) == 2 else 0), shared  # each of two tenants told the quota is shared
 
 
 def test_a_kueue_flavor_is_placed_by_its_node_labels():
