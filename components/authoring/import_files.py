@@ -28,8 +28,8 @@ from .import_cluster import ROLE_OF_CLUSTER_ROLE
 from .import_gpu import classes_of_node_selector, gpu_classes_of_resource, node_selector_of_namespace
 from .import_shapes import shape_refusals
 from .import_shares import namespace_shares
-from .importing import (Imported, Refusal, Unmapped, limit_range_fields, merge_tenant_data, quota_fields, subject_note,
-                        tenant_name_problem, tenant_skeleton)
+from .importing import (Imported, Refusal, Unmapped, limit_range_fields, merge_tenant_data, quota_fields, reserved_namespace_problem,
+                        subject_note, tenant_name_problem, tenant_skeleton)
 
 _CAPSULE_MAPPED = {"owners", "resourceQuotas", "limitRanges", "additionalRoleBindings", "namespaceOptions", "rules",
                    "containerRegistries", "nodeSelector"}
@@ -180,8 +180,8 @@ def _capsule(source: SourceDocument, platform: Platform, ref: str, gpu_class_of,
         notes.extend(more)
         refusals.extend(refused)
 
-    listed = (doc.get("status") or {}).get("namespaces") or []
-    namespaces = [ns for ns in listed if ns != name]
+    listed = _own_namespaces((doc.get("status") or {}).get("namespaces") or [], platform, ref, notes)
+    namespaces = [ns for _, ns in listed if ns != name]
     owners, more = _subjects(spec.get("owners") or [], ref, "spec.owners", platform, [name, *namespaces])
     notes.extend(more)
     access: dict[str, Any] = {"owners": owners} if owners else {}
@@ -212,13 +212,13 @@ def _capsule(source: SourceDocument, platform: Platform, ref: str, gpu_class_of,
             continue
         data = merge_tenant_data(data, part)
         notes.extend(more)
-    for index, namespace in enumerate(listed):
-        if not re.match(DNS_LABEL_PATTERN, namespace):
+    for index, namespace in listed:
+        if not re.fullmatch(DNS_LABEL_PATTERN, namespace):
             refusals.append(Refusal(("status", "namespaces", index), f"'{namespace}' is not a namespace name (a DNS label)"))
     if namespaces:
         data["namespaces"] = sorted(set(namespaces))
     if not refusals:
-        data, share_notes, reasons = namespace_shares(data, listed, scope)
+        data, share_notes, reasons = namespace_shares(data, [ns for _, ns in listed], scope)
         notes.extend(Unmapped(ref, "spec.resourceQuotas", note) for note in share_notes)
         refusals.extend(Refusal(("spec", "resourceQuotas"), reason) for reason in reasons)
     data = merge_tenant_data(data, _registries(spec.get("containerRegistries") or {}, ref, notes))
@@ -232,6 +232,24 @@ def _capsule(source: SourceDocument, platform: Platform, ref: str, gpu_class_of,
     for key in sorted(set(spec) - _CAPSULE_MAPPED):
         notes.append(Unmapped(ref, f"spec.{key}", "no field of the tenant file maps it exactly; not imported (check docs/security.md for the control that covers it)"))
     return _finish(out, name, data, ref, notes), _located(source, refusals)
+
+
+def _own_namespaces(listed: list[str], platform: Platform, ref: str, notes: list[Unmapped]) -> list[tuple[int, str]]:
+    """The Capsule Tenant's namespaces (`status.namespaces`, with their index) a tenant file may hold.
+
+    One the platform owns is left out with a report line, as `tenants validate` would refuse it
+    (and as a namespace of the cluster is skipped): it gets no share of the quota, and its
+    ServiceAccounts are not the tenant's own to bind.
+    """
+    kept = []
+    for index, namespace in enumerate(listed):
+        problem = reserved_namespace_problem(namespace, platform)
+        if problem is None:
+            kept.append((index, namespace))
+        else:
+            notes.append(Unmapped(ref, f"status.namespaces[{index}]", f"not imported: {problem}; the tenant file leaves it out "
+                                  "(its Capsule owners keep it until the Tenant is removed) and shares the quota over the others"))
+    return kept
 
 
 # A Capsule allowedRegex that lists exact registries: ^name$ or ^(name|name)$, names written with \. only.
@@ -248,7 +266,7 @@ def _registries(registries: dict[str, Any], ref: str, notes: list[Unmapped]) -> 
             notes.append(Unmapped(ref, f"spec.containerRegistries.allowed[{index}]", f"'{entry}' is not a registry a tenant file can "
                                   "list (a lower-case host, optionally a port and a path); not imported"))
     pattern = registries.get("allowedRegex") or ""
-    exact = _EXACT_ALTERNATIVES.match(pattern)
+    exact = _EXACT_ALTERNATIVES.fullmatch(pattern)
     balanced = pattern.count("(") == pattern.count(")") and pattern.count("(") <= 1
     if exact and balanced:
         names = [n.replace("\\.", ".") for n in exact["names"].split("|")]

@@ -161,13 +161,28 @@ def tenant_name_problem(name: str, platform: Platform) -> str | None:
     "'kube-system' is reserved for Kubernetes itself and the cluster DNS (clusterDns.namespace)"
     >>> tenant_name_problem("kueue-system", prod.platform)
     "'kueue-system' is reserved for Kueue (queues.kueue.namespace)"
+    >>> tenant_name_problem("kueue-system\\n", prod.platform)[:31]
+    "'kueue-system\\n' is not a tenant"
     """
-    owner = namespace_owner(name, reserved_namespaces(platform))
-    if owner is not None:
-        return f"'{name}' is reserved for {owner}"
-    if not re.match(DNS_LABEL_PATTERN, name) or len(name) > 40:
+    reserved = reserved_namespace_problem(name, platform)
+    if reserved is not None:
+        return reserved
+    # fullmatch: re.match's `$` also matches before a final newline, which the spec's patterns
+    # (rust-regex) refuse, so 'kueue-system\n' would pass here and reach validate.
+    if not re.fullmatch(DNS_LABEL_PATTERN, name) or len(name) > 40:
         return f"'{name}' is not a tenant name (a DNS label of at most 40 characters); rename it or import it by hand"
     return None
+
+
+def reserved_namespace_problem(namespace: str, platform: Platform) -> str | None:
+    """Why a tenant file of the stack of `platform` may not hold `namespace` (one the platform owns:
+    fleet/tenant_claims.py, the table validate refuses too), or None.
+
+    >>> reserved_namespace_problem("gpu-operator", prod.platform)
+    "'gpu-operator' is reserved for the NVIDIA GPU Operator (gpuOperator.namespace)"
+    """
+    owner = namespace_owner(namespace, reserved_namespaces(platform))
+    return None if owner is None else f"'{namespace}' is reserved for {owner}"
 
 
 def subject_note(platform: Platform, kind: str, name: str, namespaces: list[str], ref: str, where: str) -> Unmapped | None:
@@ -232,7 +247,7 @@ def quota_fields(hard: dict[str, Any], platform: Platform, source: str, *, gpu_c
     for key in sorted(hard):
         value = str(hard[key])
         prefix, _, resource = key.partition(".") if key.startswith(("requests.", "limits.")) else ("requests", "", key)
-        if (resource in _COMPUTE or key == "requests.storage" or _STORAGE_CLASS_KEY.match(key)) and not _is_amount(value):
+        if (resource in _COMPUTE or key == "requests.storage" or _STORAGE_CLASS_KEY.fullmatch(key)) and not _is_amount(value):
             refuse(key, f"'{value}' is not a Kubernetes quantity (e.g. 8, 500m, 64Gi)")
             continue
         if resource in _COMPUTE:
@@ -250,7 +265,7 @@ def quota_fields(hard: dict[str, Any], platform: Platform, source: str, *, gpu_c
         if key == "requests.storage":
             quota.setdefault("storage", {})["requests"] = value
             continue
-        storage_class = _STORAGE_CLASS_KEY.match(key)
+        storage_class = _STORAGE_CLASS_KEY.fullmatch(key)
         if storage_class:
             entry = quota.setdefault("storage", {}).setdefault("storageClasses", {}).setdefault(storage_class["sc"], {})
             if storage_class["what"] == "requests.storage":
@@ -261,7 +276,7 @@ def quota_fields(hard: dict[str, Any], platform: Platform, source: str, *, gpu_c
                 entry["persistentVolumeClaims"] = _count(value)
             continue
         resource = key.removeprefix("requests.").removeprefix("limits.")
-        mig_profile = _MIG_RESOURCE.match(resource)
+        mig_profile = _MIG_RESOURCE.fullmatch(resource)
         if mig_profile:
             if key.startswith("limits."):
                 skip(key, "extended resources have no limits quota; the requests key is what counts")
