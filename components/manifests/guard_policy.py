@@ -12,9 +12,14 @@ tenant's TenantGrant as its parameters (tenant_grant.py), refuses:
   stack, except as KAI's webhook sets it: in a share from the pod's own KAI ConfigMap, elsewhere
   `void` or `none`), or
   `NVIDIA_DRIVER_CAPABILITIES` or a GPU RuntimeClass without a GPU request (with the NVIDIA
-  toolkit's defaults they expose GPUs no quota counted); the same variables through `envFrom`: a
-  `prefix` that begins their names, and (ConfigMaps and Secrets) a key named like one, except in
-  the ConfigMaps KAI's binder writes for GPU shares;
+  toolkit's defaults they expose GPUs no quota counted); on a stack whose KAI shares HAMi-core
+  bounds (`kaiFractions.memoryBound: hamicore`), HAMi-core's own variables (`CUDA_DEVICE_MEMORY_LIMIT`
+  and its per-device `_<n>` forms, `CUDA_DEVICE_SM_LIMIT[_<n>]`, `GPU_CORE_UTILIZATION_POLICY`,
+  `CUDA_DEVICE_MEMORY_SHARED_CACHE`, `ACTIVE_OOM_KILLER`, `CUDA_TASK_PRIORITY`, `CUDA_REDIRECT`),
+  except the bound KAI's webhook reads from the share's own KAI ConfigMap; the same variables through
+  `envFrom`: a `prefix` that begins their names, and (ConfigMaps and Secrets) a key named like one,
+  except in the ConfigMaps KAI's binder writes for GPU shares. Which variable is refused when is one
+  table, `GUARDED_VARIABLES`;
 * Pods: projected ServiceAccount tokens longer-lived than `guardRails.serviceAccountTokens` allows
   or for an audience it does not list (a pod may run as any ServiceAccount of its namespace, so
   otherwise a developer gets the CI account's token for any audience, for years);
@@ -58,7 +63,8 @@ anyone else's.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from .cel import TENANT, as_dyn, cel_list, cel_string, joined, names_or_none, said
 from ..fleet.facts import FleetFacts, TenantView
@@ -85,10 +91,72 @@ from .rbac import ROLES, role_binding_name
 API_VERSION = "admissionregistration.k8s.io/v1"
 NAME_PREFIX = "gpu-tenancy-guard"
 SERVICE_ACCOUNT_TOKEN = "kubernetes.io/service-account-token"
-GPU_ENV_ALWAYS = ("NVIDIA_VISIBLE_DEVICES",)
-GPU_ENV_WITHOUT_GPU = ("NVIDIA_DRIVER_CAPABILITIES",)
-GPU_ENV_NAMES = (*GPU_ENV_ALWAYS, *GPU_ENV_WITHOUT_GPU)
 GPU_ENV_NO_DEVICES = ("none", "void")   # NVIDIA container toolkit: no GPU (KAI's deviceaccess plugin sets void)
+
+
+@dataclass(frozen=True)
+class GuardedVariable:
+    """An environment variable a tenant's pods may not set themselves, and when it is refused:
+    `always`, `without-gpu` (in a pod without a GPU request), or `hamicore` (on stacks whose KAI
+    GPU shares HAMi-core bounds, `kaiFractions.memoryBound: hamicore`)."""
+
+    name: str
+    refused: Literal["always", "without-gpu", "hamicore"]
+    per_device: bool = False   # `<name>_<device index>` too, which HAMi-core reads before `<name>`
+
+
+GUARDED_VARIABLES = (
+    # The NVIDIA container toolkit's: with its defaults they expose GPUs no quota counted.
+    GuardedVariable("NVIDIA_VISIBLE_DEVICES", "always"),
+    GuardedVariable("NVIDIA_DRIVER_CAPABILITIES", "without-gpu"),
+    # HAMi-core's (libvgpu.so, Project-HAMi/HAMi-core: src/multiprocess/multiprocess_memory_limit.c,
+    # src/libvgpu.c), read from the container's environment when the library starts; each one lifts or
+    # moves the bound on a KAI share, so the opt-out annotation's refusal (kai_sharing_policy.py) holds for them.
+    GuardedVariable("CUDA_DEVICE_MEMORY_LIMIT", "hamicore", per_device=True),   # the memory bound KAI's binder sets
+    GuardedVariable("CUDA_DEVICE_SM_LIMIT", "hamicore", per_device=True),       # the compute bound
+    GuardedVariable("GPU_CORE_UTILIZATION_POLICY", "hamicore"),      # DISABLE: no compute bound
+    GuardedVariable("CUDA_DEVICE_MEMORY_SHARED_CACHE", "hamicore"),  # where the container's processes add up their memory
+    GuardedVariable("ACTIVE_OOM_KILLER", "hamicore"),                # false: a process over the bound is not stopped
+    GuardedVariable("CUDA_TASK_PRIORITY", "hamicore"),               # the share's priority among the GPU's shares
+    GuardedVariable("CUDA_REDIRECT", "hamicore"),                    # another library for CUDA's calls instead of libvgpu.so
+)
+
+
+def guarded_variables(platform: Platform, *refused: str) -> list[GuardedVariable]:
+    """The variables refused on this stack (those refused in one of the ways `refused`, if given):
+    HAMi-core's only where it bounds KAI shares.
+
+    >>> [v.name for v in guarded_variables(prod.platform)]
+    ['NVIDIA_VISIBLE_DEVICES', 'NVIDIA_DRIVER_CAPABILITIES']
+    >>> [v.name for v in guarded_variables(staging.platform, "hamicore")][:2]
+    ['CUDA_DEVICE_MEMORY_LIMIT', 'CUDA_DEVICE_SM_LIMIT']
+    """
+    hamicore = platform.kai_memory_bound == "hamicore"
+    return [v for v in GUARDED_VARIABLES
+            if (hamicore or v.refused != "hamicore") and (not refused or v.refused in refused)]
+
+
+def _names(variables: list[GuardedVariable]) -> list[str]:
+    return [v.name for v in variables]
+
+
+def _shown(variables: list[GuardedVariable]) -> str:
+    """The variables for a message: `A or B`, a per-device one as `NAME[_<n>]`."""
+    return " or ".join(f"{v.name}[_<n>]" if v.per_device else v.name for v in variables)
+
+
+def _named(name: str, variables: list[GuardedVariable]) -> str:
+    """CEL: `name` is one of the variables (`<name>_<n>` of a per-device one included)."""
+    families = [v.name for v in variables if v.per_device]
+    exact = f"{name} in {cel_list(_names(variables))}"
+    return f"({exact} || {cel_list(families)}.exists(n, {name}.startsWith(n + \"_\")))" if families else exact
+
+
+def _begins(prefix: str, variables: list[GuardedVariable]) -> str:
+    """CEL: an envFrom `prefix` that a key would complete to one of the variables."""
+    families = [v.name for v in variables if v.per_device]
+    begins = f"{cel_list(_names(variables))}.exists(n, n.startsWith({prefix}))"
+    return f"({begins} || {cel_list(families)}.exists(n, {prefix}.startsWith(n + \"_\")))" if families else begins
 
 
 def policy_name() -> str:
@@ -132,6 +200,10 @@ def _is(resource: str) -> str:
 def _variables(platform: Platform) -> list[dict[str, str]]:
     gpu = _is_gpu_resource("r", platform)
     containers = "(object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : []))"
+    always = _names(guarded_variables(platform, "always"))
+    without_gpu = _names(guarded_variables(platform, "without-gpu"))
+    every = guarded_variables(platform)
+    hamicore = guarded_variables(platform, "hamicore")
     return [
         {"name": "tenant", "expression": "params.spec.tenant"},
         {
@@ -160,9 +232,9 @@ def _variables(platform: Platform) -> list[dict[str, str]]:
             "name": "gpuEnv",
             "expression": (
                 "variables.containers.map(c, has(c.env) ? c.env.filter(e, "
-                + (f"(e.name in {cel_list(GPU_ENV_ALWAYS)}{_unless_kai_share_env('e')})" if platform.scheduler == "kai"
-                   else f"e.name in {cel_list(GPU_ENV_ALWAYS)}")
-                + f" || (!variables.requestsGpu && e.name in {cel_list(GPU_ENV_WITHOUT_GPU)}))"
+                + (f"(e.name in {cel_list(always)}{_not_void('e')}{_not_kai_share_ref('e')})" if platform.scheduler == "kai"
+                   else f"e.name in {cel_list(always)}")
+                + f" || (!variables.requestsGpu && e.name in {cel_list(without_gpu)}))"
                 ".map(e, e.name) : []).filter(l, size(l) > 0)"
             ),
         },
@@ -172,7 +244,7 @@ def _variables(platform: Platform) -> list[dict[str, str]]:
             "name": "gpuEnvPrefixes",
             "expression": (
                 "variables.containers.map(c, has(c.envFrom) ? c.envFrom.filter(f, has(f.prefix) && f.prefix != \"\" && "
-                f"{cel_list(GPU_ENV_NAMES)}.exists(n, n.startsWith(f.prefix))).map(f, f.prefix) : []).filter(l, size(l) > 0)"
+                f"{_begins('f.prefix', every)}).map(f, f.prefix) : []).filter(l, size(l) > 0)"
             ),
         },
         {
@@ -181,10 +253,19 @@ def _variables(platform: Platform) -> list[dict[str, str]]:
             "name": "gpuEnvKeys",
             "expression": (
                 f'!({_is("configmaps")} || {_is("secrets")}) ? [] : '
-                f"(has(object.data) ? object.data.filter(k, k in {cel_list(GPU_ENV_NAMES)}) : []) + "
-                f'({_is("configmaps")} && has(object.binaryData) ? object.binaryData.filter(k, k in {cel_list(GPU_ENV_NAMES)}) : [])'
+                f"(has(object.data) ? object.data.filter(k, {_named('k', every)}) : []) + "
+                f'({_is("configmaps")} && has(object.binaryData) ? object.binaryData.filter(k, {_named("k", every)}) : [])'
             ),
         },
+        *([{
+            # HAMi-core's variables, except as KAI's webhook sets them: CUDA_DEVICE_MEMORY_LIMIT from the
+            # share's own KAI ConfigMap, which only KAI's binder writes.
+            "name": "hamiCoreEnv",
+            "expression": (
+                f"variables.containers.map(c, has(c.env) ? c.env.filter(e, {_named('e.name', hamicore)}{_not_kai_share_ref('e')})"
+                ".map(e, e.name) : []).filter(l, size(l) > 0)"
+            ),
+        }] if hamicore else []),
         {
             "name": "projectedTokens",
             "expression": (
@@ -220,15 +301,19 @@ def _binder(platform) -> str:
     return f" || request.userInfo.username == {cel_string(binder_username(platform.queues.kai.binder_service_account))}"
 
 
-def _unless_kai_share_env(env: str) -> str:
+def _not_void(env: str) -> str:
+    """CEL (`&& ...`): not `void` or `none`, which KAI's webhook sets (`blockNvidiaVisibleDevices`) in a
+    share's other containers: NVIDIA_VISIBLE_DEVICES with these values shows no GPU."""
+    return f" && !(has({env}.value) && {env}.value in {cel_list(GPU_ENV_NO_DEVICES)})"
+
+
+def _not_kai_share_ref(env: str) -> str:
     """CEL (`&& ...`): not a value KAI's webhook sets. Into a GPU share it injects the variable read
     from the pod's own KAI ConfigMap (named after its `runai/shared-gpu-configmap`), which only KAI's
     binder may write (kai_sharing_policy.py), in a pod with a KAI sharing annotation (so placed and
-    queued); with KAI's `blockNvidiaVisibleDevices`, `void` into the pod's other containers (`void`
-    and `none` show no GPU)."""
+    queued)."""
     prefix = f"object.metadata.annotations[{cel_string(KAI_SHARED_GPU_CONFIGMAP_ANNOTATION)}]"
     return (
-        f" && !(has({env}.value) && {env}.value in {cel_list(GPU_ENV_NO_DEVICES)})"
         f" && !(has({env}.valueFrom) && has({env}.valueFrom.configMapKeyRef) && {env}.valueFrom.configMapKeyRef.key == {env}.name && "
         f"has(object.metadata.annotations) && {cel_list(KAI_GPU_SHARING_ANNOTATIONS)}.exists(k, k in object.metadata.annotations) && "
         f"{cel_string(KAI_SHARED_GPU_CONFIGMAP_ANNOTATION)} in object.metadata.annotations && "
@@ -274,6 +359,7 @@ def _validations(platform: Platform) -> list[dict[str, str]]:
     tls_hosts = "(has(object.spec.tls) ? object.spec.tls.filter(t, has(t.hosts)).map(t, t.hosts) : [])"
     ingress_ok = lambda host: _host_ok(host, f"{grant}.ingressHosts", f"{grant}.ingressDomains")  # noqa: E731
     rails = platform.guard_rails
+    every, hamicore = guarded_variables(platform), guarded_variables(platform, "hamicore")
     tokens = rails.service_account_tokens
     annotations = rails.ingress_annotations
     allowed_annotations = sorted({*annotations.allowed, *annotations.secret_references})
@@ -303,18 +389,27 @@ def _validations(platform: Platform) -> list[dict[str, str]]:
             'NVIDIA_VISIBLE_DEVICES is set by the device plugin for the GPUs a pod requests, and '
             'NVIDIA_DRIVER_CAPABILITIES needs a GPU request (nvidia.com resources); without one it exposes GPUs no quota counts"',
         ),
+        *([_rule(
+            "size(variables.hamiCoreEnv) == 0",
+            f"HAMi-core's environment variables ({_shown(hamicore)}) are refused in pods of tenant {TENANT}",
+            f'"environment variable " + variables.hamiCoreEnv[0][0] + " is refused in pods of tenant {name}: HAMi-core reads it, '
+            'and the stack bounds KAI GPU shares by HAMi-core (kaiFractions.memoryBound: hamicore), which a pod may not lift or '
+            'move; KAI sets the share\'s bound itself (CUDA_DEVICE_MEMORY_LIMIT from the pod\'s KAI ConfigMap)"',
+        )] if hamicore else []),
         _rule(
             "size(variables.gpuEnvPrefixes) == 0",
-            f"an envFrom prefix that begins {' or '.join(GPU_ENV_NAMES)} is refused in pods of tenant {TENANT}",
+            f"an envFrom prefix that begins {_shown(every)} is refused in pods of tenant {TENANT}",
             f'"envFrom prefix " + variables.gpuEnvPrefixes[0][0] + " is refused in pods of tenant {name}: it begins the name of '
-            f'{" or ".join(GPU_ENV_NAMES)}, which a ConfigMap or Secret key would then complete (choose a prefix that does not)"',
+            f'{_shown(every)}, which a ConfigMap or Secret key would then complete (choose a prefix that does not)"',
         ),
         _rule(
             f"size(variables.gpuEnvKeys) == 0 || variables.operator{_binder(platform)}",
-            f"keys named {' or '.join(GPU_ENV_NAMES)} are refused in ConfigMaps and Secrets of tenant {TENANT}",
+            f"keys named {_shown(every)} are refused in ConfigMaps and Secrets of tenant {TENANT}",
             f'"key " + variables.gpuEnvKeys[0] + " is refused in ConfigMaps and Secrets of tenant {name}: through envFrom it '
             'becomes that environment variable, which only the device plugin (NVIDIA_VISIBLE_DEVICES) or a pod with a GPU '
-            'request (NVIDIA_DRIVER_CAPABILITIES, set in its env) may set; rename the key"',
+            'request (NVIDIA_DRIVER_CAPABILITIES, set in its env) may set'
+            + (", and HAMi-core's only KAI's binder (the stack bounds KAI GPU shares by HAMi-core)" if hamicore else "")
+            + '; rename the key"',
         ),
         _rule(
             "variables.projectedTokens.all(l, l.all(t, "

@@ -4,8 +4,10 @@ A tenant member who may create pods may run any image the nodes can pull, unless
 otherwise. When the stack or the tenant lists registries (`images.registries` in either; the
 tenant's add to the stack's) or the stack requires digests (`images.requireDigest`), the tenant
 gets a ValidatingAdmissionPolicy (`gpu-tenancy-images-<tenant>`, plus its binding, in the tenant's
-namespaces) that checks every image of a pod: containers, init containers and ephemeral
-containers, on pod CREATE, on pod UPDATE (a container's image may be changed in place) and on the
+namespaces) that checks every image of a pod: containers, init containers, ephemeral containers
+and image volumes (`spec.volumes[].image.reference`: the kubelet pulls an image volume like a
+container image; the ImageVolume feature is on by default in Kubernetes 1.37), on pod CREATE,
+on pod UPDATE (a container's image may be changed in place) and on the
 `pods/ephemeralcontainers` subresource (`kubectl debug`).
 
 * An image must start with `<registry>/` for one of the listed entries. Images are compared as
@@ -61,11 +63,14 @@ def allowed_registries(tenant: Tenant, platform: Platform) -> list[str]:
 
 
 def _images(pod: str) -> str:
-    """Every image of a pod, as one list of strings (the three container lists are different types)."""
+    """Every image of a pod, as one list of strings (the three container lists are different types),
+    image volumes' references included: the same registries and digests hold for them."""
     return (
         f"{pod}.spec.containers.map(c, c.image) + "
         f"(has({pod}.spec.initContainers) ? {pod}.spec.initContainers.map(c, c.image) : []) + "
-        f"(has({pod}.spec.ephemeralContainers) ? {pod}.spec.ephemeralContainers.map(c, c.image) : [])"
+        f"(has({pod}.spec.ephemeralContainers) ? {pod}.spec.ephemeralContainers.map(c, c.image) : []) + "
+        f"(has({pod}.spec.volumes) ? {pod}.spec.volumes.filter(v, has(v.image) && has(v.image.reference))"
+        ".map(v, v.image.reference) : [])"
     )
 
 

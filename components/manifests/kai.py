@@ -12,7 +12,10 @@
 * a ValidatingAdmissionPolicy and binding: KAI lets any pod name any queue, so in tenant
   namespaces a pod's `kai.scheduler/queue` label, and a PodGroup's `spec.queue`, must be the
   tenant's own leaf queue. The PodGroup rule also catches workloads without the label, which KAI
-  would otherwise put in its default queue.
+  would otherwise put in its default queue. A GPU share by annotation (`gpu-fraction`, `gpu-memory`,
+  `gpu-fraction-num-devices`), which only the queue meters, must go through it, with a value KAI
+  charges (`SHARE_VALUES`: over several devices the queue is charged devices x share; zero devices,
+  devices without a share, or a fraction outside (0, 1] would be charged nothing).
 """
 
 from __future__ import annotations
@@ -41,6 +44,18 @@ from .meta import deny_binding, KAI_GPU_SHARING_ANNOTATIONS, KAI_QUEUE_LABEL, KA
 API_VERSION = "scheduling.run.ai/v2"
 POLICY_NAME = "gpu-tenancy-kai-queue"
 UNLIMITED = -1
+WHOLE = "^[1-9][0-9]*$"
+# What KAI v0.17 meters of each GPU-sharing annotation (pkg/scheduler/api/pod_info/pod_info.go): a
+# fraction in (0, 1] of one GPU, MiB of one GPU, and the number of GPUs either is taken on (the queue
+# is charged count x fraction). Any other value KAI ignores or charges as nothing: the annotation,
+# CREATE only (it cannot change later), is refused unless its value is one KAI meters.
+# (annotation, pattern of its value, what it must be, an annotation it needs beside it)
+SHARE_VALUES = (
+    ("gpu-fraction", "^(0?[.][0-9]*[1-9][0-9]*|1([.]0*)?)$", "a fraction of one GPU above 0 and at most 1 (0.5)", None),
+    ("gpu-fraction-num-devices", WHOLE, "a whole number of GPUs above 0, beside gpu-fraction or gpu-memory (the share of each)",
+     ("gpu-fraction", "gpu-memory")),
+    ("gpu-memory", WHOLE, "MiB of one GPU, a whole number above 0 (2000)", None),
+)
 
 
 def _number(value: Fraction | int) -> int | float:
@@ -193,6 +208,19 @@ def queue_pinning_policy(facts: FleetFacts) -> list[KubeObject]:
                 "reason": "Forbidden",
             },
             {
+                # The queue charges what KAI reads of the annotations; a value it cannot read (a fraction
+                # of 0 or above 1, zero devices, devices without a share) is a share no queue counts.
+                "expression": (
+                    "request.kind.kind != 'Pod' || request.operation != 'CREATE' || size(variables.unmeteredShare) == 0"
+                ),
+                "messageExpression": (
+                    "'annotation ' + variables.unmeteredShare[0] + '=\\'' + string(object.metadata.annotations[variables.unmeteredShare[0]]) + "
+                    "'\\' is refused: KAI\\'s queue, the only meter of GPU shares, cannot charge it as written; it must be ' + "
+                    + _share_requirements() + "[variables.unmeteredShare[0]]"
+                ),
+                "reason": "Forbidden",
+            },
+            {
                 # Every GPU a pod holds must be in KAI's books, or KAI cannot reclaim it for the
                 # queue that is owed it; only a `queue.admission: direct` tenant may run beside KAI.
                 "expression": (
@@ -242,12 +270,30 @@ def queue_pinning_policy(facts: FleetFacts) -> list[KubeObject]:
              "name": "oldSharingAnnotations"},
             {"expression": (f"{cel_list(list(KAI_GPU_SHARING_ANNOTATIONS))}.filter(k, request.kind.kind == 'Pod' && "
                             "has(object.metadata.annotations) && k in object.metadata.annotations)"), "name": "sharing"},
+            {"expression": _unmetered_share(), "name": "unmeteredShare"},
         ],
     }
     policy = kube_object(
         "admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", object_meta(POLICY_NAME, labels=labels), spec=policy_spec
     )
     return [policy, deny_binding(POLICY_NAME, labels)]
+
+
+def _unmetered_share() -> str:
+    """CEL: the pod's GPU-sharing annotations whose value KAI would not meter (SHARE_VALUES)."""
+    annotations = "object.metadata.annotations"
+    checks = []
+    for key, pattern, _, needs in SHARE_VALUES:
+        bad = f"!string({annotations}['{key}']).matches('{pattern}')"
+        if needs:
+            bad += " || !(" + " || ".join(f"'{other}' in {annotations}" for other in needs) + ")"
+        checks.append(f"('{key}' in {annotations} && ({bad})) ? '{key}' : ''")
+    return (f"request.kind.kind == 'Pod' && has({annotations}) ? [" + ", ".join(checks) + "].filter(k, k != '') : []")
+
+
+def _share_requirements() -> str:
+    """CEL: a map from each GPU-sharing annotation to what its value must be (for the message)."""
+    return "{" + ", ".join(f"'{key}': '{what}'" for key, _, what, _ in SHARE_VALUES) + "}"
 
 
 def _sharing_annotations(obj: str) -> str:

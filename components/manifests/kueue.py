@@ -309,8 +309,9 @@ def queue_pinning_policy(facts: FleetFacts) -> list[KubeObject]:
     path: device plugin, DRA extended resource or claim) must name the LocalQueue `default`, and a
     pod must carry Kueue's scheduling gate too, unless its namespace is a `queue.admission: direct`
     tenant's; pods a Job creates are covered by their Job (only a Job controller, which may update
-    `jobs/status`, creates them ungated). And what
-    only the scheduler may change, nobody else does: the label after creation, Kueue's scheduling
+    `jobs/status`, creates them ungated); a Job created without the label cannot gain GPU
+    requests later (a suspended Job's pod template may change, and its owner may unsuspend it).
+    And what only the scheduler may change, nobody else does: the label after creation, Kueue's scheduling
     gate on a pod, a queued Job's `suspend`. "The scheduler" is whoever may update
     `workloads/status` in the namespace: Kueue and cluster admins, never a tenant role.
 
@@ -348,6 +349,21 @@ def queue_pinning_policy(facts: FleetFacts) -> list[KubeObject]:
                 "reason": "Forbidden",
             },
             {
+                # A suspended Job's pod template may change (Kubernetes lets its resources, scheduling
+                # directives and annotations be edited until it starts): a CPU Job created outside the
+                # queue must not gain GPUs there and then be unsuspended by its owner, as no queue holds it.
+                "expression": (
+                    "variables.pod || request.operation != 'UPDATE' || variables.direct || !variables.requestsGpu || "
+                    f"variables.oldRequestsGpu || variables.queue == {cel_string(LOCAL_QUEUE)} || variables.scheduler"
+                ),
+                "messageExpression": (
+                    "'GPU requests cannot be added to a Job outside the tenant\\'s queue (label "
+                    f"{KUEUE_QUEUE_NAME_LABEL}: {LOCAL_QUEUE}, got \\'' + variables.queue + '\\'): unsuspended, it would "
+                    "run GPU pods no queue counts; the label cannot be added later, so create a new Job with it'"
+                ),
+                "reason": "Forbidden",
+            },
+            {
                 "expression": "request.operation != 'UPDATE' || variables.queue == variables.oldQueue || variables.scheduler",
                 "message": f"the label {KUEUE_QUEUE_NAME_LABEL} cannot be added, changed or removed after creation; create a new object",
                 "reason": "Forbidden",
@@ -377,6 +393,11 @@ def queue_pinning_policy(facts: FleetFacts) -> list[KubeObject]:
             {
                 "expression": f"variables.pod ? ({requests_gpu(platform)}) : ({requests_gpu(platform, 'object.spec.template')})",
                 "name": "requestsGpu",
+            },
+            {
+                "expression": (f"request.operation == 'UPDATE' && !variables.pod && "
+                               f"({requests_gpu(platform, 'oldObject.spec.template')})"),
+                "name": "oldRequestsGpu",
             },
             {"expression": may.format("'kueue.x-k8s.io'", "'workloads'"), "name": "scheduler"},
             {"expression": may.format("'batch'", "'jobs'"), "name": "jobController"},

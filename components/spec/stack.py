@@ -707,7 +707,8 @@ class IngressHostGrants(Model):
 
 class ImagePolicy(Model):
     """Where tenants' pods may pull images from, enforced at admission on every container (init and
-    ephemeral ones too); off while neither the stack nor a tenant lists a registry and digests are not required."""
+    ephemeral ones too) and every image volume; off while neither the stack nor a tenant lists a registry
+    and digests are not required."""
 
     registries: list[ImageRegistry] = Field(
         [],

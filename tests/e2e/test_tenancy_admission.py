@@ -395,3 +395,55 @@ def test_restricted_namespace_rejects_a_baseline_pod(core, prod_stack):
     assert "runAsNonRoot" in message and "allowPrivilegeEscalation" in message
     # The same pod is fine under baseline (eval).
     core.create_namespaced_pod("eval", pod(restricted=False), dry_run="All")
+
+
+# --------------------------------------------------------------------------
+# Jobs outside the queue (gpu-tenancy-kueue-queue)
+# --------------------------------------------------------------------------
+
+
+def _suspended_cpu_job(name: str, queue: str | None = None) -> dict:
+    """A suspended Job whose pods request no GPU: Kueue's queue label is not needed to create it."""
+    template = pod(name="unused")
+    template["metadata"] = {"labels": {}}
+    template["spec"].pop("schedulingGates")   # a Job's pods are gated by Kueue when it creates them, not in the template
+    template["spec"]["restartPolicy"] = "Never"
+    metadata: dict = {"name": name}
+    if queue:
+        metadata["labels"] = {"kueue.x-k8s.io/queue-name": queue}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata,
+            "spec": {"suspend": True, "template": {"metadata": template["metadata"], "spec": template["spec"]}}}
+
+
+def _with_gpus(template_patch_target: str = "main") -> dict:
+    """A strategic-merge patch adding one GPU to the container `main` of a Job's pod template."""
+    return {"spec": {"template": {"spec": {"containers": [
+        {"name": template_patch_target, "resources": {"limits": {GPU: "1"}, "requests": {GPU: "1"}}}]}}}}
+
+
+def test_a_suspended_cpu_job_cannot_gain_gpus_outside_the_queue(apiserver, prod_stack):
+    """The API server lets a suspended Job's pod template change (resources too); a member's CPU Job
+    created without the queue label would otherwise get GPUs, be unsuspended by its owner and run
+    GPU pods no queue counts (the pods a Job controller creates are checked by their Job)."""
+    developer = client.BatchV1Api(apiserver.client_for("e2e-dev@llm-finetune", [prod_stack.tenant("llm-finetune").access.developers.groups[0]]))
+    admin = client.BatchV1Api(apiserver.api_client)
+    names = [f"e2e-susp-{uuid.uuid4().hex[:6]}" for _ in range(2)]
+    outside, queued_job = names
+    developer.create_namespaced_job("llm-finetune", _suspended_cpu_job(outside))
+    developer.create_namespaced_job("llm-finetune", _suspended_cpu_job(queued_job, queue="default"))
+    try:
+        with pytest.raises(ApiException) as err:
+            developer.patch_namespaced_job(outside, "llm-finetune", _with_gpus(), dry_run="All")
+        assert err.value.status == 403, message_of(err.value)
+        assert "ValidatingAdmissionPolicy 'gpu-tenancy-kueue-queue'" in message_of(err.value)
+        assert "GPU requests cannot be added to a Job outside the tenant's queue" in message_of(err.value)
+        # The neighbours: a CPU edit of the same Job, starting it (it has no GPUs), and GPUs for a queued Job.
+        patched = developer.patch_namespaced_job(outside, "llm-finetune", {"spec": {"template": {"metadata": {"annotations": {"step": "2"}}}}},
+                                                 dry_run="All")
+        assert patched.spec.template.metadata.annotations == {"step": "2"}
+        assert developer.patch_namespaced_job(outside, "llm-finetune", {"spec": {"suspend": False}}, dry_run="All").spec.suspend is False
+        gpus = developer.patch_namespaced_job(queued_job, "llm-finetune", _with_gpus(), dry_run="All")
+        assert gpus.spec.template.spec.containers[0].resources.limits == {GPU: "1"}
+    finally:
+        for name in names:
+            admin.delete_namespaced_job(name, "llm-finetune", propagation_policy="Background")

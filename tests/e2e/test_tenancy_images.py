@@ -59,12 +59,15 @@ def _objects(name: str, images: dict[str, Any], tenant_images: dict[str, Any] | 
     return environment_objects(environment_from_data("prod", platform, {name: tenant}))[name]
 
 
-def pod(image: str, *, init: str | None = None, name: str = "p") -> dict[str, Any]:
+def pod(image: str, *, init: str | None = None, volume: str | None = None, name: str = "p") -> dict[str, Any]:
     container = {"name": "main", "image": image, "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}}
     spec: dict[str, Any] = {"automountServiceAccountToken": False, "containers": [container],
                             "securityContext": {"runAsNonRoot": True, "runAsUser": 1000, "seccompProfile": {"type": "RuntimeDefault"}}}
     if init:
         spec["initContainers"] = [{**container, "name": "init", "image": init}]
+    if volume:   # an image volume (ImageVolume): the kubelet pulls it like a container image
+        spec["volumes"] = [{"name": "weights", "image": {"reference": volume, "pullPolicy": "IfNotPresent"}}]
+        container["volumeMounts"] = [{"name": "weights", "mountPath": "/weights", "readOnly": True}]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
 
 
@@ -137,6 +140,19 @@ def test_an_init_container_is_checked_like_the_others(imagelab, developer):
         lambda: developer.create_namespaced_pod("imagelab", pod(f"{STACK_REGISTRY}/cuda:12", init=UNLISTED), dry_run="All"))
 
 
+@pytest.mark.parametrize("role", ["owner", "developer", "ci"])
+def test_an_image_volume_from_an_unlisted_registry_is_refused_and_a_listed_one_admitted(apiserver, imagelab, role):
+    """The API server serves `spec.volumes[].image` (ImageVolume is on by default in 1.37): a member
+    could otherwise pull any image into a pod beside an allowed container image."""
+    member = client.CoreV1Api(apiserver.client_for(*MEMBERS[role]))
+    allowed = f"{STACK_REGISTRY}/cuda:12"
+    message = refused(lambda: member.create_namespaced_pod("imagelab", pod(allowed, volume=UNLISTED), dry_run="All"))
+    assert policy_name("imagelab") in message and f"image {UNLISTED} is not from a registry tenant imagelab may pull from" in message
+    listed = f"{TENANT_REGISTRY}/weights:1"
+    created = member.create_namespaced_pod("imagelab", pod(allowed, volume=listed), dry_run="All")
+    assert created.spec.volumes[0].image.reference == listed   # served, not dropped: the field is what was checked
+
+
 def test_a_running_pod_cannot_switch_to_an_unlisted_image_but_can_be_labelled(apiserver, imagelab, developer):
     developer.create_namespaced_pod("imagelab", pod(f"{STACK_REGISTRY}/cuda:12", name="switch"))
     try:
@@ -187,3 +203,9 @@ def test_a_stack_that_requires_digests_refuses_a_tag_and_admits_a_digest(apiserv
     assert f"image {STACK_REGISTRY}/cuda:12 is not pinned by digest" in message
     pinned = f"{STACK_REGISTRY}/cuda{DIGEST}"
     assert developer.create_namespaced_pod("digestlab", pod(pinned), dry_run="All").spec.containers[0].image == pinned
+    tagged_volume = f"{STACK_REGISTRY}/weights:1"
+    assert f"image {tagged_volume} is not pinned by digest" in refused(
+        lambda: developer.create_namespaced_pod("digestlab", pod(pinned, volume=tagged_volume), dry_run="All"))
+    pinned_volume = f"{STACK_REGISTRY}/weights{DIGEST}"
+    created = developer.create_namespaced_pod("digestlab", pod(pinned, volume=pinned_volume), dry_run="All")
+    assert created.spec.volumes[0].image.reference == pinned_volume

@@ -200,6 +200,75 @@ def test_stacks_without_kai_keep_the_plain_gpu_variable_rule(prod):
     assert "shared-gpu" not in str(policy_for(prod, "eval")["spec"]["variables"])
 
 
+# HAMi-core reads its bound from the container's environment: on a stack whose KAI shares it bounds
+# (staging: kaiFractions.memoryBound: hamicore) a pod may not set it, only KAI's webhook, from the share's ConfigMap.
+HAMI_CORE_ATTEMPTS = {
+    "CUDA_DEVICE_MEMORY_LIMIT": "80g",      # the bound itself (KAI's webhook replaces it only in the share's container)
+    "CUDA_DEVICE_MEMORY_LIMIT_0": "80g",    # per device: read before CUDA_DEVICE_MEMORY_LIMIT, which KAI sets
+    "CUDA_DEVICE_SM_LIMIT_1": "100",
+    "GPU_CORE_UTILIZATION_POLICY": "DISABLE",
+    "CUDA_DEVICE_MEMORY_SHARED_CACHE": "/tmp/mine.cache",
+    "ACTIVE_OOM_KILLER": "false",
+    "CUDA_TASK_PRIORITY": "0",
+    "CUDA_REDIRECT": "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+}
+
+
+def hami_share(**env):
+    """KAI's share with the variable its hamicore webhook plugin adds, and `env` set by hand in the same container."""
+    body = kai_share()
+    container = body["spec"]["containers"][0]
+    container["env"].append({"name": "CUDA_DEVICE_MEMORY_LIMIT", "valueFrom": {"configMapKeyRef": {
+        "name": f"{KAI_PREFIX}-0", "key": "CUDA_DEVICE_MEMORY_LIMIT", "optional": True}}})
+    container["env"] += [{"name": k, "value": v} for k, v in env.items()]
+    return body
+
+
+@pytest.mark.parametrize("name", sorted(HAMI_CORE_ATTEMPTS))
+def test_hami_core_variables_are_refused_where_hami_core_bounds_kai_shares(engine, environments, prod, name):
+    staging = policy_for(environments["staging"], "eval")
+    (message,) = admit(engine, staging, hami_share(**{name: HAMI_CORE_ATTEMPTS[name]}), resource="pods")
+    assert message.startswith(f"environment variable {name} is refused in pods of tenant eval: HAMi-core reads it, and the "
+                              "stack bounds KAI GPU shares by HAMi-core (kaiFractions.memoryBound: hamicore)")
+    assert len(admit(engine, staging, pod(env={name: HAMI_CORE_ATTEMPTS[name]}), resource="pods")) == 1   # in any pod
+    # Where nothing loads HAMi-core into shares, the names mean nothing to the platform.
+    assert admit(engine, policy_for(prod, "eval"), pod(env={name: HAMI_CORE_ATTEMPTS[name]}), resource="pods") == []
+
+
+def test_the_bound_kais_webhook_injects_is_admitted_and_ordinary_variables_too(engine, environments):
+    staging = policy_for(environments["staging"], "eval")
+    assert admit(engine, staging, hami_share(CUDA_VISIBLE_DEVICES="0", LIBCUDA_LOG_LEVEL="0", PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True"),
+                 resource="pods") == []
+    # The same reference to a ConfigMap that is not the share's own is a bound the pod chose.
+    foreign = hami_share()
+    foreign["spec"]["containers"][0]["env"][-1]["valueFrom"]["configMapKeyRef"]["name"] = "settings"
+    (message,) = admit(engine, staging, foreign, resource="pods")
+    assert message.startswith("environment variable CUDA_DEVICE_MEMORY_LIMIT is refused")
+
+
+def test_hami_core_variables_cannot_come_in_through_env_from(engine, environments, prod):
+    staging = policy_for(environments["staging"], "eval")
+    for prefix in ("CUDA_DEVICE_", "CUDA_DEVICE_MEMORY_LIMIT_", "GPU_CORE_", "ACTIVE_"):
+        spelled = pod()
+        spelled["spec"]["containers"][0]["envFrom"] = [{"prefix": prefix, "configMapRef": {"name": "innocent"}}]
+        (message,) = admit(engine, staging, spelled, resource="pods")
+        assert message.startswith(f"envFrom prefix {prefix} is refused in pods of tenant eval: it begins the name of"), prefix
+        assert admit(engine, policy_for(prod, "eval"), spelled, resource="pods") == [], prefix
+    ordinary = pod()
+    ordinary["spec"]["containers"][0]["envFrom"] = [{"prefix": "CUDA_APP_", "configMapRef": {"name": "settings"}}]
+    assert admit(engine, staging, ordinary, resource="pods") == []
+    for key in ("CUDA_DEVICE_MEMORY_LIMIT", "CUDA_DEVICE_MEMORY_LIMIT_3", "CUDA_REDIRECT"):
+        holder = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "innocent"}, "data": {key: "x"}}
+        (message,) = admit(engine, staging, holder, resource="configmaps")
+        assert message.startswith(f"key {key} is refused in ConfigMaps and Secrets of tenant eval"), key
+        assert admit(engine, policy_for(prod, "eval"), holder, resource="configmaps") == []
+    # KAI's binder writes the bound into the share's ConfigMap (hamicore binder plugin).
+    share = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{KAI_PREFIX}-0"}, "data": {"CUDA_DEVICE_MEMORY_LIMIT": "40960m"}}
+    assert admit(engine, staging, share, resource="configmaps", user="system:serviceaccount:kai-scheduler:binder") == []
+    plain = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}}
+    assert admit(engine, staging, plain, resource="configmaps") == []
+
+
 def token_pod(service_account="trainer-ci", **token):
     volume = {"name": "token", "projected": {"sources": [{"serviceAccountToken": {"path": "token", **token}}]}}
     return pod(serviceAccountName=service_account, volumes=[{"name": "data", "emptyDir": {}}, volume])

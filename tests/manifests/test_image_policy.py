@@ -27,12 +27,14 @@ def policy(make_tenant, make_environment):
     return viewed(ip.image_policy, make_tenant(images={"registries": [TENANT_REGISTRY]}), environment)
 
 
-def pod(image="nvcr.io/nvidia/cuda:12", init=None, ephemeral=None):
+def pod(image="nvcr.io/nvidia/cuda:12", init=None, ephemeral=None, volume=None):
     spec = {"containers": [{"name": "main", "image": image}]}
     if init:
         spec["initContainers"] = [{"name": "init", "image": init}]
     if ephemeral:
         spec["ephemeralContainers"] = [{"name": "debug", "image": ephemeral}]
+    if volume:
+        spec["volumes"] = [{"name": "scratch", "emptyDir": {}}, {"name": "model", "image": {"reference": volume, "pullPolicy": "IfNotPresent"}}]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec}
 
 
@@ -60,6 +62,35 @@ def test_init_and_ephemeral_containers_are_checked_too(engine, policy, where):
     bad = "docker.io/library/busybox:1"
     assert admit(engine, policy, pod(**{where: bad}), resource="pods")[0].startswith(f"image {bad} ")
     assert admit(engine, policy, pod(**{where: "nvcr.io/nvidia/debug:1"}), resource="pods") == []
+
+
+def test_image_volumes_are_checked_like_container_images(engine, policy):
+    """An image volume (ImageVolume, on by default in Kubernetes 1.37) is pulled by the kubelet like a container image."""
+    bad = "docker.io/library/weights:1"
+    assert admit(engine, policy, pod(volume=bad), resource="pods") == [
+        f"image {bad} is not from a registry tenant team-a may pull from ({TENANT_REGISTRY}, {STACK_REGISTRY}); "
+        "write the image in full, registry first (docker.io/library/nginx, not nginx)"]
+    assert admit(engine, policy, pod(volume="weights:1"), resource="pods")[0].startswith("image weights:1 ")  # a short name
+    assert admit(engine, policy, pod(volume=f"{TENANT_REGISTRY}/weights:1"), resource="pods") == []
+    without_reference = pod()
+    without_reference["spec"]["volumes"] = [{"name": "model", "image": {"pullPolicy": "Always"}}]  # the API server refuses it
+    assert admit(engine, policy, without_reference, resource="pods") == []
+
+
+def test_an_image_volume_needs_a_digest_when_the_stack_requires_digests(engine, make_tenant, make_environment):
+    policy = viewed(ip.image_policy, make_tenant(), make_environment(images={"requireDigest": True}))
+    assert admit(engine, policy, pod("nvcr.io/nvidia/cuda" + DIGEST, volume="nvcr.io/nvidia/weights:1"), resource="pods")[0] \
+        .startswith("image nvcr.io/nvidia/weights:1 is not pinned by digest")
+    assert admit(engine, policy, pod("nvcr.io/nvidia/cuda" + DIGEST, volume="nvcr.io/nvidia/weights" + DIGEST), resource="pods") == []
+
+
+def test_an_update_keeps_an_image_volume_the_pod_already_had(engine, policy):
+    before = pod(volume="docker.io/library/legacy-weights:1")  # admitted before the registry list changed
+    relabelled = {**before, "metadata": {"name": "p", "labels": {"a": "b"}}}
+    assert admit(engine, policy, relabelled, resource="pods", operation="UPDATE", old=before) == []
+    debugged = {**before, "spec": {**before["spec"], "ephemeralContainers": [{"name": "debug", "image": "docker.io/library/busybox:1"}]}}
+    assert [m.split(" is ")[0] for m in admit(engine, policy, debugged, resource="pods", operation="UPDATE", old=before)] == [
+        "image docker.io/library/busybox:1"]
 
 
 def test_an_update_may_keep_an_old_image_but_not_bring_a_new_one(engine, policy):

@@ -197,8 +197,32 @@ def test_a_gpu_share_must_go_through_the_tenants_kai_queue(policy, annotation):
                 "kai.scheduler/queue: eval (only the tenant's KAI queue meters GPU shares; ResourceQuota cannot)")
     assert admit(policy, _share(share), TENANT_NS, "Pod") == expected
     assert admit(policy, _share(share, {"kai.scheduler/queue": "eval"}, scheduler="default-scheduler"), TENANT_NS, "Pod") == expected
-    assert admit(policy, _share(share, {"kai.scheduler/queue": "eval"}), TENANT_NS, "Pod") is None
+    metered = {**share, "gpu-memory": "2000"} if annotation == "gpu-fraction-num-devices" else share   # devices of a share
+    assert admit(policy, _share(metered, {"kai.scheduler/queue": "eval"}), TENANT_NS, "Pod") is None
     assert admit(policy, _share({"other": "x"}), TENANT_NS, "Pod") is None   # an unrelated annotation needs no queue
+
+
+@pytest.mark.parametrize("annotations", [
+    {"gpu-fraction": "0.5", "gpu-fraction-num-devices": "4"},    # two GPUs: KAI charges 4 x 0.5
+    {"gpu-memory": "20000", "gpu-fraction-num-devices": "2"},
+    {"gpu-fraction": "1"}, {"gpu-fraction": ".25"}, {"gpu-fraction": "0.05"}, {"gpu-memory": "2000"},
+])
+def test_a_share_kais_queue_meters_is_admitted(policy, annotations):
+    assert admit(policy, _share(annotations, {"kai.scheduler/queue": "eval"}), TENANT_NS, "Pod") is None
+
+
+@pytest.mark.parametrize("annotations, refused", [
+    ({"gpu-fraction": "0.5", "gpu-fraction-num-devices": "0"}, "gpu-fraction-num-devices"),   # KAI charges 0 x 0.5
+    ({"gpu-fraction": "0.5", "gpu-fraction-num-devices": "-2"}, "gpu-fraction-num-devices"),
+    ({"gpu-fraction": "0.5", "gpu-fraction-num-devices": "two"}, "gpu-fraction-num-devices"),
+    ({"gpu-fraction-num-devices": "8"}, "gpu-fraction-num-devices"),                       # devices of no share
+    ({"gpu-fraction": "0"}, "gpu-fraction"), ({"gpu-fraction": "1.5"}, "gpu-fraction"), ({"gpu-fraction": "half"}, "gpu-fraction"),
+    ({"gpu-memory": "0"}, "gpu-memory"), ({"gpu-memory": "2Gi"}, "gpu-memory"),
+])
+def test_a_share_kais_queue_cannot_meter_is_refused(policy, annotations, refused):
+    message = admit(policy, _share(annotations, {"kai.scheduler/queue": "eval"}), TENANT_NS, "Pod")
+    assert message.startswith(f"annotation {refused}='{annotations[refused]}' is refused: KAI's queue, the only meter of "
+                              "GPU shares, cannot charge it as written; it must be "), message
 
 
 def test_a_gpu_share_cannot_be_added_or_changed_after_creation(policy):

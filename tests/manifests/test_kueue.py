@@ -237,8 +237,10 @@ def _pod(gpus: int = 1, queue: str | None = "default", gates: bool = False, clai
     return pod
 
 
-def _job(queue: str | None = "default", suspend: bool | None = None) -> dict:
-    job = {"kind": "Job", "metadata": {"name": "j", "labels": {}}, "spec": {"template": {"spec": _pod(queue=None)["spec"]}}}
+def _job(queue: str | None = "default", suspend: bool | None = None, gpus: int = 1, annotations: dict | None = None) -> dict:
+    job = {"kind": "Job", "metadata": {"name": "j", "labels": {}}, "spec": {"template": {"spec": _pod(gpus=gpus, queue=None)["spec"]}}}
+    if annotations:
+        job["spec"]["template"]["metadata"] = {"annotations": annotations}
     if queue is not None:
         job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = queue
     if suspend is not None:
@@ -282,3 +284,22 @@ def test_only_the_scheduler_changes_what_queues_a_pod(engine, pinning):
     assert update(_job(suspend=True), _job(suspend=False), resource="jobs") == [
         "a queued Job starts when Kueue admits it: only Kueue sets its spec.suspend to false"]
     assert update(_job(suspend=True), _job(suspend=False), resource="jobs", given={**MEMBER, "scheduler": True}) == []
+
+
+@pytest.mark.parametrize("engine", ENGINES, ids=lambda e: e.name)
+def test_a_suspended_job_outside_the_queue_cannot_gain_gpus(engine, pinning):
+    """A suspended Job's template may change; a CPU Job created without the label must not get GPUs
+    added and then be unsuspended outside Kueue."""
+    def update(old, new, given=MEMBER, namespace=TENANT_NS):
+        return replay(engine, pinning, new, old=old, operation="UPDATE", resource="jobs", namespace=namespace, given=given)
+
+    cpu = _job(queue=None, suspend=True, gpus=0)
+    (refused,) = update(cpu, _job(queue=None, suspend=True))
+    assert refused.startswith("GPU requests cannot be added to a Job outside the tenant's queue "
+                              "(label kueue.x-k8s.io/queue-name: default, got '')")
+    assert update(cpu, _job(queue=None, suspend=True, gpus=0, annotations={"team": "a"})) == []   # CPU edits pass
+    assert update(cpu, _job(queue=None, suspend=False, gpus=0)) == []                            # and so does starting it
+    assert update(_job(suspend=True, gpus=0), _job(suspend=True)) == []          # in the queue: Kueue meters it
+    assert update(_job(queue=None, suspend=True), _job(queue=None, suspend=True)) == []   # GPUs it already had
+    assert update(cpu, _job(queue=None, suspend=True), namespace=DIRECT_NS) == []          # `queue.admission: direct`
+    assert update(cpu, _job(queue=None, suspend=True), given={**MEMBER, "scheduler": True}) == []

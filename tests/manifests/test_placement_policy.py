@@ -444,6 +444,22 @@ def test_on_a_kai_stack_a_gpu_share_by_annotation_is_placed_like_a_gpu_request(e
     assert len(admit(engine, policy, _shared_by_annotation(annotation, resources=offered_only_here))) == 1
 
 
+@pytest.mark.parametrize("annotations", [
+    {"gpu-fraction": "0.5", "gpu-fraction-num-devices": "4"}, {"gpu-memory": "20000", "gpu-fraction-num-devices": "2"},
+    {"gpu-fraction": "0.5"}, {"gpu-memory": "2000"},
+])
+def test_every_kai_sharing_form_selecting_only_unmanaged_labels_is_refused(engine, environments, annotations):
+    """A zone or instance type reaches every tenant's pools: a share over several devices is pinned like one GPU."""
+    policy = policy_for(environments["staging"], "eval")
+    unmanaged = pod(node_selector={"topology.kubernetes.io/zone": "zone-a", "node.kubernetes.io/instance-type": "p4d.24xlarge"})
+    unmanaged["metadata"]["annotations"] = annotations
+    (refused,) = admit(engine, policy, unmanaged)
+    assert refused.startswith("pods of tenant eval that request GPUs must select where they run")
+    on_own_pool = pod(node_selector={"topology.kubernetes.io/zone": "zone-a", POOL: "a100-shared"})
+    on_own_pool["metadata"]["annotations"] = annotations
+    assert admit(engine, policy, on_own_pool) == []
+
+
 def test_without_kai_the_annotations_mean_nothing_and_change_nothing(engine, prod):
     assert prod.platform.scheduler != "kai"
     assert admit(engine, policy_for(prod, "eval"), _shared_by_annotation()) == []

@@ -338,6 +338,59 @@ def test_a_share_cannot_opt_out_of_hamicore(kai_stack, pods):
     assert "annotation kai-resource-isolator.io/inject is refused" in _refused(pods, "eval", opt_out)
 
 
+@pytest.mark.parametrize("name, value", [
+    ("CUDA_DEVICE_MEMORY_LIMIT_0", "80g"),     # read before the CUDA_DEVICE_MEMORY_LIMIT KAI's webhook sets
+    ("CUDA_DEVICE_MEMORY_LIMIT", "80g"),       # in the share's other container, where KAI sets none
+    ("CUDA_REDIRECT", "/usr/lib/x86_64-linux-gnu/libcuda.so.1"),   # CUDA's calls to another library than libvgpu.so
+    ("GPU_CORE_UTILIZATION_POLICY", "DISABLE"),
+])
+def test_a_share_cannot_lift_hamicores_bound_by_environment(kai_stack, pods, name, value):
+    """The opt-out annotation is refused (above); the same bound set by env is too, as the developer."""
+    share = _as_webhook_leaves_it(_fraction_pod("eval", **on_pool(kai_stack, "eval", "a100-shared")))
+    container = share["spec"]["containers"][1 if name == "CUDA_DEVICE_MEMORY_LIMIT" else 0]
+    container["env"].append({"name": name, "value": value})
+    refused = _refused(pods, "eval", share)
+    assert "ValidatingAdmissionPolicy 'gpu-tenancy-guard' with binding 'gpu-tenancy-guard-eval' denied request" in refused
+    assert f"environment variable {name} is refused in pods of tenant eval: HAMi-core reads it" in refused
+
+
+def test_hamicores_variables_cannot_come_in_through_env_from_but_kais_bound_and_ordinary_ones_do(kai_stack, pods, binder_core):
+    target = on_pool(kai_stack, "eval", "a100-shared")
+    spelled = _as_webhook_leaves_it(_fraction_pod("eval", **target))
+    spelled["spec"]["containers"][0]["envFrom"].append({"prefix": "CUDA_DEVICE_MEMORY_LIMIT_", "configMapRef": {"name": "e2e-limits"}})
+    assert "envFrom prefix CUDA_DEVICE_MEMORY_LIMIT_ is refused in pods of tenant eval" in _refused(pods, "eval", spelled)
+    member = pods.member_core("eval")
+    key = _forbidden(lambda: member.create_namespaced_config_map("eval", _config_map("e2e-limits", {"CUDA_DEVICE_MEMORY_LIMIT_0": "80g"})))
+    assert "key CUDA_DEVICE_MEMORY_LIMIT_0 is refused in ConfigMaps and Secrets of tenant eval" in key
+    # The neighbours: the share as KAI's webhook leaves it (its bound from the share's own ConfigMap, which
+    # only the binder writes), with ordinary CUDA variables of the developer's own.
+    share = _as_webhook_leaves_it(_fraction_pod("eval", **target))
+    share["spec"]["containers"][0]["env"] += [{"name": "PYTORCH_CUDA_ALLOC_CONF", "value": "expandable_segments:True"},
+                                              {"name": "CUDA_DEVICE_ORDER", "value": "PCI_BUS_ID"}]
+    name = pods.submit("eval", share)
+    env = {e.name: e for e in pods.core.read_namespaced_pod(name, "eval").spec.containers[0].env}
+    assert env["CUDA_DEVICE_MEMORY_LIMIT"].value_from.config_map_key_ref.name == f"{KAI_PREFIX}-0"
+    member.create_namespaced_config_map("eval", _config_map("e2e-cuda-settings", {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}))
+    member.delete_namespaced_config_map("e2e-cuda-settings", "eval")
+
+
+def test_a_share_over_several_devices_is_pinned_and_metered_like_any_share(kai_stack, pods):
+    """gpu-fraction with gpu-fraction-num-devices selecting only labels the tool does not manage reaches
+    every tenant's pools: refused like a whole GPU; a device count KAI's queue cannot charge is refused."""
+    several = {"gpu-fraction": "0.5", "gpu-fraction-num-devices": "2"}
+    unmanaged = _fraction_pod("eval", several, selector={"topology.kubernetes.io/zone": "zone-a"})
+    assert "that request GPUs must select where they run" in _refused(pods, "eval", unmanaged)
+    target = on_pool(kai_stack, "eval", "a100-shared")
+    nothing = _refused(pods, "eval", _fraction_pod("eval", {"gpu-fraction": "0.5", "gpu-fraction-num-devices": "0"}, **target))
+    assert "annotation gpu-fraction-num-devices='0' is refused: KAI's queue, the only meter of GPU shares, cannot charge it" in nothing
+    alone = _refused(pods, "eval", _fraction_pod("eval", {"gpu-fraction-num-devices": "4"}, **target))
+    assert "beside gpu-fraction or gpu-memory" in alone
+    name = pods.submit("eval", _fraction_pod("eval", several, **target))   # the neighbour: on its own pool, in its queue
+    group = wait_or_explain(kai_stack.plane.cp, lambda: pods.pod_group("eval", name), f"the PodGroup of eval/{name}",
+                            lambda: pods.explain("eval", name), 60)
+    assert group["spec"]["queue"] == "eval"
+
+
 def test_the_kai_sharing_and_guard_policies_type_check_clean(kai_stack):
     """The server type-checks each expression against both kinds the policy matches (ConfigMap, Pod)."""
     from kubernetes import client
@@ -345,7 +398,7 @@ def test_the_kai_sharing_and_guard_policies_type_check_clean(kai_stack):
     from tools.applied_stack import wait_policies_typechecked
 
     cp = kai_stack.plane.cp
-    names = ["gpu-tenancy-kai-sharing", "gpu-tenancy-guard"]
+    names = ["gpu-tenancy-kai-sharing", "gpu-tenancy-guard", "gpu-tenancy-kai-queue"]
     wait_policies_typechecked(cp, [{"kind": "ValidatingAdmissionPolicy", "metadata": {"name": n}} for n in names])
     adm = client.AdmissionregistrationV1Api(cp.api_client)
     for name in names:
