@@ -66,7 +66,7 @@ def new_tenant_file(
     """
     display = f"tenants/{name}.yaml"
     name_problems = []
-    if not re.match(DNS_LABEL_PATTERN, name) or len(name) > 40:
+    if not re.fullmatch(DNS_LABEL_PATTERN, name) or len(name) > 40:
         name_problems = [Problem(display, 0, 0, "name", f"'{name}' is not a valid tenant name: use lower-case letters, digits and '-', at most 40 characters, starting and ending with a letter or digit")]
         name = "tenant"  # a stand-in, so that the other options are checked too and reported at once
     title = display_name or name.replace("-", " ").title()

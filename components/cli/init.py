@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
         for model, (product, memory) in sorted(inv.GPU_MODELS.items()):
             print(f"{model:15} {product:25} {memory}")
         return EXIT_OK
-    if not re.match(DNS_LABEL_PATTERN, args.stack):
+    if not re.fullmatch(DNS_LABEL_PATTERN, args.stack):
         print(f"{PROG}: --stack {args.stack}: a stack name is a DNS label (lower-case letters, digits, '-')", file=sys.stderr)
         return EXIT_INVALID
     try:

@@ -132,7 +132,7 @@ def subject_refusal(platform: Platform, kind: str, name: str, namespaces: Iterab
     if name in (listed.users if kind == "users" else listed.groups):
         return None
     namespaces = list(namespaces)
-    account = _SERVICE_ACCOUNT.match(name) if kind == "users" else None
+    account = _SERVICE_ACCOUNT.fullmatch(name) if kind == "users" else None
     if account is not None:
         if account["namespace"] in namespaces:
             return None

@@ -55,7 +55,7 @@ class QuantityError(ValueError):
 def _parse_text(cls: type, raw: str) -> Quantity:
     # Cached: a fleet writes the same few quantities thousands of times, and the builders parse
     # them again; a Quantity is never changed after it is made, so one instance may be shared.
-    match = _PATTERN.match(raw)
+    match = _PATTERN.fullmatch(raw)
     if not match:
         raise QuantityError(f"'{raw}' is not a Kubernetes quantity: {_near_miss_hint(raw)}")
     value = Fraction(Decimal(match["number"]))

@@ -333,7 +333,7 @@ REGISTRY_PATTERN = (
 
 
 def _registry(value: str) -> str:
-    if not re.match(REGISTRY_PATTERN, value):
+    if not re.fullmatch(REGISTRY_PATTERN, value):
         raise ValueError(
             f"'{value}' is not a registry: write its host in lower case with a dot or as localhost, optionally a port "
             "and a path (nvcr.io/nvidia, registry.acme.dev:5000, docker.io/library), without scheme, tag or trailing '/'"

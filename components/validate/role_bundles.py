@@ -89,12 +89,12 @@ def rule_problems(rule: BundleRule) -> list[tuple[tuple, str]]:
     for index, verb in enumerate(rule.verbs):
         if verb in FORBIDDEN_VERBS:
             found.append((("verbs", index), f"verb '{verb}' is not allowed in a bundle: {FORBIDDEN_VERBS[verb]}"))
-        elif not _VERB.match(verb):
+        elif not _VERB.fullmatch(verb):
             found.append((("verbs", index), f"'{verb}' is not a verb (letters only, e.g. get, create, patch)"))
     for index, group in enumerate(rule.api_groups):
         if "*" in group:
             found.append((("apiGroups", index), "a wildcard API group grants every group, present and future; name the groups"))
-        elif not _GROUP.match(group):
+        elif not _GROUP.fullmatch(group):
             found.append((("apiGroups", index), f"'{group}' is not an API group (\"\" for the core group, or a DNS name such as ray.io)"))
         elif group in FORBIDDEN_GROUPS:
             found.append((("apiGroups", index), f"API group '{group}' is not allowed in a bundle: {FORBIDDEN_GROUPS[group]}"))
@@ -102,7 +102,7 @@ def rule_problems(rule: BundleRule) -> list[tuple[tuple, str]]:
         if "*" in resource:
             found.append((("resources", index), "a wildcard resource grants every resource (and subresource), present and future; name them"))
             continue
-        if not _RESOURCE.match(resource):
+        if not _RESOURCE.fullmatch(resource):
             found.append((("resources", index), f"'{resource}' is not a resource name (plural, lower case, optionally /subresource)"))
             continue
         base = resource.split("/", 1)[0]
