@@ -34,9 +34,11 @@ below make it say so from the inside too (keys of the chart's values.schema.json
   synced in by label. Without a grant all three stay off: DRA does not exist inside the vCluster,
   and the host quota pins every DeviceClass at 0 anyway.
 
-The tenant's `vcluster.values` are merged last (maps merge, lists and scalars replace); overriding
-the isolation keys above (`components.validate.vcluster.GUARDED_PATHS`) is rejected by
-`tenants validate`.
+The tenant's `vcluster.values` are merged last (maps merge, lists and scalars replace). Which keys
+they may reach is one table, `components.validate.vcluster.VALUES`: the keys above are its
+`platform` rules (overriding them is rejected by `tenants validate`), and anything not on its
+allow-list is rejected too, because the chart turns values into host RBAC for the vCluster's
+ServiceAccount.
 """
 
 from __future__ import annotations
