@@ -46,6 +46,9 @@ SCHEMA_RESOURCE = "vcluster/values.schema.json"
 #   the tenant may not override it.
 # * `refused`: widens the vCluster's host rights, and says how.
 # Any other key is refused as not (yet) known to be safe: the list is an allow-list.
+# The platform's own generated values still make the chart grant cluster-wide rights the tenant's
+# roles lack (docs/queues-and-vclusters.md, "What the generated values still grant"); this table
+# keeps a tenant from adding to them.
 
 Check = Callable[[Any, Tenant], list[tuple[tuple, str]]]
 
@@ -143,7 +146,6 @@ def _refused(why: str, check: Check | None = None) -> ValuesRule:
 VALUES: dict[tuple[str, ...], ValuesRule] = {
     # -- the tenant's: sizing, and syncing what the tenant may already write or read ------------
     ("controlPlane", "statefulSet", "resources"): _tenant(_POD_SIZE),
-    ("controlPlane", "statefulSet", "highAvailability"): _tenant("runs more control-plane replicas in the tenant's namespace, under its quota"),
     ("controlPlane", "statefulSet", "probes"): _tenant("tunes the control-plane pod's health checks"),
     ("controlPlane", "statefulSet", "persistence", "volumeClaim"): _tenant("sizes the control plane's PersistentVolumeClaim, under the tenant's storage quota"),
     ("controlPlane", "coredns", "deployment", "resources"): _tenant(_POD_SIZE),
@@ -199,13 +201,14 @@ VALUES: dict[tuple[str, ...], ValuesRule] = {
     ("sync", "toHost", "podDisruptionBudgets"): _refused("would let the vCluster create PodDisruptionBudgets, one of which can block draining GPU nodes (tenant roles only read them)"),
     ("sync", "toHost", "pods", "hybridScheduling"): _refused(_cluster_read("StorageClasses, CSINodes, CSIDrivers and CSIStorageCapacities") + " and hands pods to other schedulers"),
     ("networking", "replicateServices", "fromHost"): _refused(f"adds get, list and watch of Services and Endpoints in every namespace to {_CLUSTER_ROLE}, whatever namespace it names"),
-    ("networking", "advanced", "proxyKubelets"): _refused(f"adds the kubelet API of every node (nodes/proxy, nodes/stats, nodes/metrics) to {_CLUSTER_ROLE}"),
+    ("networking", "advanced", "proxyKubelets"): _refused(f"decides whether {_CLUSTER_ROLE} holds the kubelet API of every node (nodes/proxy, nodes/stats, nodes/metrics)"),
     ("controlPlane", "advanced"): _refused(
         "holds the ServiceAccount the chart binds the vCluster's host roles to (serviceAccount.name: `default` would hand them to "
         f"every pod of the namespace), the virtual scheduler (cluster-wide storage reads in {_CLUSTER_ROLE}), kube-vip "
         "(NET_ADMIN, NET_RAW) and the image registry of every synced pod"),
     ("controlPlane", "distro", "k8s", "scheduler"): _refused(f"runs a virtual scheduler, which adds cluster-wide reads of StorageClasses and CSI objects to {_CLUSTER_ROLE}"),
     ("controlPlane", "statefulSet", "security"): _refused("sets the control-plane pod's securityContext (privileged, capabilities, user), next to the vCluster's ServiceAccount token"),
+    ("controlPlane", "statefulSet", "highAvailability"): _refused("makes the chart give the vCluster's Role every verb on Leases in the tenant's namespace (tenant roles have none); several replicas also need a backing store a tenant may not set"),
     ("controlPlane", "statefulSet", "scheduling"): _refused("places the control-plane pod: tolerations and node selectors reach other tenants' pools, a priorityClassName bypasses vcluster.priorityClassName"),
     **{("controlPlane", "statefulSet", key): _refused(_CODE) for key in ("image", "command", "args", "env", "workingDir", "initContainers", "sidecarContainers")},
     **{("controlPlane", "statefulSet", "persistence", key): _refused(_VOLUMES) for key in ("addVolumes", "addVolumeMounts", "dataVolume", "binariesVolume")},
@@ -215,7 +218,7 @@ VALUES: dict[tuple[str, ...], ValuesRule] = {
     ("integrations",): _refused(
         f"makes kubeVirt, externalSecrets, certManager, istio and metricsServer each add host rules to the vCluster's Role or to {_CLUSTER_ROLE} "
         "(CustomResourceDefinitions, webhook configurations, ClusterSecretStores, ClusterIssuers, node metrics)"),
-    ("pro",): _refused(f"adds reads of every pod and node and of vCluster Platform objects to {_CLUSTER_ROLE}"),
+    ("pro",): _refused(f"adds reads of vCluster Platform objects, and of every pod and node, to {_CLUSTER_ROLE}"),
     ("platform",): _refused("makes the chart create a Role and RoleBinding in platform.apiKey.namespace that let the vCluster read a Secret of that namespace"),
     ("privateNodes",): _refused("lets nodes join the vCluster directly, outside the tenant's GPU pools and the host's placement policy"),
 }
