@@ -46,9 +46,10 @@ SCHEMA_RESOURCE = "vcluster/values.schema.json"
 #   the tenant may not override it.
 # * `refused`: widens the vCluster's host rights, and says how.
 # Any other key is refused as not (yet) known to be safe: the list is an allow-list.
-# The platform's own generated values still make the chart grant cluster-wide rights the tenant's
-# roles lack (docs/queues-and-vclusters.md, "What the generated values still grant"); this table
-# keeps a tenant from adding to them.
+# The platform's own generated values turn off what would give the ServiceAccount cluster-wide
+# writes or the kubelet API (PriorityClasses, proxyKubelets); what they still grant (reads of every
+# pod and node, for the node sync) is in docs/queues-and-vclusters.md, and the vCluster guard
+# (components/manifests/vcluster_guard.py) keeps tenant members from running as the ServiceAccount.
 
 Check = Callable[[Any, Tenant], list[tuple[tuple, str]]]
 
@@ -172,7 +173,9 @@ VALUES: dict[tuple[str, ...], ValuesRule] = {
     ("sync", "fromHost", "nodes", "enabled"): _platform(_NODES),
     ("sync", "fromHost", "nodes", "selector"): _platform(_NODES),
     ("sync", "fromHost", "nodes", "syncBackChanges"): _platform(_NODES),
-    ("sync", "fromHost", "priorityClasses"): _platform("offers the tenant the platform's PriorityClasses (or none, with vcluster.priorityClassName)"),
+    ("sync", "fromHost", "priorityClasses"): _platform(
+        "stays off: the chart's rule for it is every verb on PriorityClasses cluster-wide (a class above every tenant's preempts them); "
+        "the vCluster's pods run at vcluster.priorityClassName or the host's default"),
     ("sync", "toHost", "pods", "enabled"): _platform("syncs the vCluster's pods into the tenant's namespace, where its quota and policies judge them"),
     ("sync", "toHost", "pods", "enforceTolerations"): _platform("tolerates exactly the tenant's dedicated-pool taint"),
     ("sync", "toHost", "pods", "priorityClassName"): _platform("is set from vcluster.priorityClassName"),
@@ -183,6 +186,7 @@ VALUES: dict[tuple[str, ...], ValuesRule] = {
     ("sync", "toHost", "resourceClaims"): _platform(_DRA),
     ("sync", "toHost", "resourceClaimTemplates"): _platform(_DRA),
     ("sync", "fromHost", "deviceClasses"): _platform(_DRA),
+    ("networking", "advanced", "proxyKubelets"): _platform(f"stays off: on, {_CLUSTER_ROLE} holds the kubelet API of every node (nodes/proxy, nodes/stats, nodes/metrics: exec into any pod)"),
     ("policies",): _platform("mirrors the tenant's quota, LimitRange, NetworkPolicy and Pod Security"),
     ("rbac",): _platform("bounds what the vCluster may do on the host"),
     # -- refused: each widens what the vCluster's ServiceAccount may do on the host --------------
@@ -201,7 +205,6 @@ VALUES: dict[tuple[str, ...], ValuesRule] = {
     ("sync", "toHost", "podDisruptionBudgets"): _refused("would let the vCluster create PodDisruptionBudgets, one of which can block draining GPU nodes (tenant roles only read them)"),
     ("sync", "toHost", "pods", "hybridScheduling"): _refused(_cluster_read("StorageClasses, CSINodes, CSIDrivers and CSIStorageCapacities") + " and hands pods to other schedulers"),
     ("networking", "replicateServices", "fromHost"): _refused(f"adds get, list and watch of Services and Endpoints in every namespace to {_CLUSTER_ROLE}, whatever namespace it names"),
-    ("networking", "advanced", "proxyKubelets"): _refused(f"decides whether {_CLUSTER_ROLE} holds the kubelet API of every node (nodes/proxy, nodes/stats, nodes/metrics)"),
     ("controlPlane", "advanced"): _refused(
         "holds the ServiceAccount the chart binds the vCluster's host roles to (serviceAccount.name: `default` would hand them to "
         f"every pod of the namespace), the virtual scheduler (cluster-wide storage reads in {_CLUSTER_ROLE}), kube-vip "
@@ -211,6 +214,9 @@ VALUES: dict[tuple[str, ...], ValuesRule] = {
     ("controlPlane", "statefulSet", "highAvailability"): _refused("makes the chart give the vCluster's Role every verb on Leases in the tenant's namespace (tenant roles have none); several replicas also need a backing store a tenant may not set"),
     ("controlPlane", "statefulSet", "scheduling"): _refused("places the control-plane pod: tolerations and node selectors reach other tenants' pools, a priorityClassName bypasses vcluster.priorityClassName"),
     **{("controlPlane", "statefulSet", key): _refused(_CODE) for key in ("image", "command", "args", "env", "workingDir", "initContainers", "sidecarContainers")},
+    ("controlPlane", "statefulSet", "persistence", "volumeClaim", "enabled"): _refused(
+        "decides whether the chart runs the control plane as a StatefulSet (with its claim) or a Deployment; the vCluster guard "
+        "admits the pods of the vCluster's ServiceAccount only from the chart's StatefulSet, so without the claim the vCluster would not start"),
     **{("controlPlane", "statefulSet", "persistence", key): _refused(_VOLUMES) for key in ("addVolumes", "addVolumeMounts", "dataVolume", "binariesVolume")},
     ("experimental",): _refused("deploys any manifest into the host with the platform's deployment credentials (experimental.deploy.host.manifests) and changes how the syncer runs"),
     ("plugins",): _refused("runs extra containers with the vCluster's ServiceAccount and adds their own rules (plugins.*.rbac) to its Role and ClusterRole"),

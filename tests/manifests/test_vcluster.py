@@ -144,15 +144,26 @@ def test_no_cluster_scoped_objects_are_synced_to_the_host(examples):
         assert to_host[kind] == {"enabled": False}
 
 
-def test_priority_class_forced_or_synced_from_the_host(examples):
+def test_no_host_priority_class_sync_a_forced_class_or_the_hosts_default(examples):
+    """The chart's rule for `sync.fromHost.priorityClasses` is every verb on PriorityClasses
+    cluster-wide (the same as for toHost): neither sync is ever generated, a class is only forced."""
     dev = examples["dev"]
     tenant = _spec(dev, "llm-finetune")
     synced = vcluster.generated_values(tenant, dev.view(tenant))["sync"]
-    assert synced["fromHost"]["priorityClasses"] == {"enabled": True, "selector": {"matchLabels": {"app.kubernetes.io/managed-by": "gpu-tenancy"}}}
+    assert synced["fromHost"]["priorityClasses"] == {"enabled": False}
+    assert synced["toHost"]["priorityClasses"] == {"enabled": False}
     assert "priorityClassName" not in synced["toHost"]["pods"]
     forced = viewed(vcluster.generated_values, _enabled(tenant, priority_class_name="training"), dev)["sync"]
     assert forced["toHost"]["pods"]["priorityClassName"] == "training"
-    assert forced["fromHost"]["priorityClasses"]["enabled"] is False
+    assert forced["fromHost"]["priorityClasses"] == {"enabled": False}
+
+
+def test_no_kubelet_proxy(examples):
+    """The chart's default proxyKubelets gives the vCluster `nodes/proxy` of every node (the kubelet API)."""
+    dev = examples["dev"]
+    for loaded in dev.tenants:
+        values = viewed(vcluster.vcluster_values, _enabled(loaded.spec), dev)
+        assert values["networking"]["advanced"]["proxyKubelets"] == {"byHostname": False, "byIP": False}
 
 
 def test_overrides_merge_maps_replace_lists_and_keep_nulls(make_tenant, make_environment):
