@@ -8,6 +8,13 @@ template engine (helm.sh/helm/v3 v3.18.6 `pkg/engine`) from the chart at tag v0.
 `components.manifests.vcluster.vcluster_values` builds, and are written out here, since the chart is
 not rendered in this lane (as in test_tenancy_dra.py).
 
+The rules the chart renders for the generated values themselves (dev's llm-finetune, no override)
+are written out too, with the SHA-256 of the values file they were rendered from: before the
+generated values turned `networking.advanced.proxyKubelets` and `sync.fromHost.priorityClasses`
+off, the ClusterRole held the kubelet API of every node and every verb on PriorityClasses
+(`BEFORE_GENERATED_CLUSTER_RULES`); now it holds reads of pods, nodes and nodes/status, for the
+node sync. A change of the generated values fails the digest check until they are rendered again.
+
 What the server proves: with the rules of a refused value (`sync.fromHost.secrets`, mapping only a
 Secret of the tenant's own namespace) whoever can run a pod as `vc-vcluster` lists another tenant's
 Secrets, contents included, which no member of the tenant may; with the rules of the allowed values,
@@ -18,6 +25,7 @@ renders exactly these rules in a deployment (the hand rendering did), or what a 
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from pathlib import Path
 
@@ -26,6 +34,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from components.load import load_environment
+from components.manifests.vcluster import vcluster_release, values_yaml
 from components.validate.vcluster import schema_errors, values_problems
 
 pytestmark = pytest.mark.e2e
@@ -45,6 +54,31 @@ REFUSED_CLUSTER_RULES = [
     {"apiGroups": [""], "resources": ["namespaces"], "resourceNames": [TENANT.name], "verbs": ["get", "list", "watch"]},
     {"apiGroups": [""], "resources": ["secrets"], "verbs": ["list", "watch"]},
     {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"], "resourceNames": ["own"]},
+]
+
+# Rendered by hand (Helm v3.18.6 pkg/engine, chart v0.36.1, release `vcluster` in namespace
+# llm-finetune, Kubernetes 1.37) from `values_yaml` of dev's llm-finetune release; its SHA-256:
+GENERATED_VALUES_SHA256 = "e30471bdb6d37568a3b4a6084dfc79ac5840e903d6aa65471ee494c278f7513a"
+GENERATED_CLUSTER_RULES = [
+    {"apiGroups": [""], "resources": ["pods", "nodes", "nodes/status"], "verbs": ["get", "watch", "list"]},
+]
+GENERATED_ROLE_RULES = [
+    {"apiGroups": [""], "resources": ["configmaps", "secrets", "services", "pods", "pods/attach", "pods/portforward", "pods/exec", "persistentvolumeclaims"],
+     "verbs": ["create", "delete", "patch", "update", "get", "list", "watch"]},
+    {"apiGroups": [""], "resources": ["pods/status", "pods/ephemeralcontainers"], "verbs": ["patch", "update"]},
+    {"apiGroups": [""], "resources": ["pods/resize"], "verbs": ["patch", "update"]},
+    {"apiGroups": ["apps"], "resources": ["statefulsets", "replicasets", "deployments"], "verbs": ["get", "list", "watch", "patch", "update"]},
+    {"apiGroups": [""], "resources": ["endpoints", "pods/log"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "get", "list", "watch"]},
+    {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "get", "list", "watch"]},
+    {"apiGroups": [""], "resources": ["endpoints"], "verbs": ["create", "delete", "patch", "update"]},
+    {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["create", "list", "get", "delete", "patch", "update", "watch"]},
+]
+# The same render from the values generated before (proxyKubelets at the chart's default, PriorityClasses synced in).
+BEFORE_GENERATED_CLUSTER_RULES = [
+    *GENERATED_CLUSTER_RULES,
+    {"apiGroups": [""], "resources": ["nodes/metrics", "nodes/stats", "nodes/proxy"], "verbs": ["get"]},
+    {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": ["create", "delete", "patch", "update", "get", "list", "watch"]},
 ]
 
 ALLOWED_VALUES = {
@@ -135,3 +169,50 @@ def test_allowed_values_give_the_vcluster_nothing_a_developer_lacks(apiserver, o
     assert beyond == [], f"the vCluster's ServiceAccount may do what the tenant's developers may not: {beyond}"
     for verb in ("get", "list"):
         assert not may(apiserver, SA_USER, verb, "", "secrets", OTHER)
+
+
+@pytest.fixture
+def chart_rules_unbound(apiserver, prod_stack):
+    yield
+    unbind_chart_rules(apiserver)
+
+
+def _dev_release_values() -> dict:
+    dev = load_environment(REPO_ROOT, "dev")
+    spec = next(t.spec for t in dev.tenants if t.name == TENANT.name)
+    return vcluster_release(spec, dev.view(spec))["values"]
+
+
+def test_the_generated_values_give_no_kubelet_api_and_no_priority_class_writes(apiserver, chart_rules_unbound):
+    values = _dev_release_values()
+    assert hashlib.sha256(values_yaml(values).encode()).hexdigest() == GENERATED_VALUES_SHA256, (
+        "the generated vCluster values changed: render the chart again and update the rules of this file")
+    core, scheduling = client.CoreV1Api(apiserver.client_for(*SA_USER)), client.SchedulingV1Api(apiserver.client_for(*SA_USER))
+    priority_class = {"metadata": {"name": "e2e-preempt-everyone"}, "value": 1_000_000_000}
+
+    bind_chart_rules(apiserver, BEFORE_GENERATED_CLUSTER_RULES, GENERATED_ROLE_RULES)
+    apiserver.wait_for(lambda: may(apiserver, SA_USER, "create", "scheduling.k8s.io", "priorityclasses", None),
+                       what="the rules of the former generated values to take effect")
+    assert may(apiserver, SA_USER, "get", "", "nodes/proxy", None), "the former values reached every kubelet"
+    scheduling.create_priority_class(priority_class, dry_run="All")   # and could preempt every tenant
+
+    bind_chart_rules(apiserver, GENERATED_CLUSTER_RULES, GENERATED_ROLE_RULES)
+    apiserver.wait_for(lambda: not may(apiserver, SA_USER, "create", "scheduling.k8s.io", "priorityclasses", None),
+                       what="the rules of the generated values to take effect")
+    for verb, resource in (("get", "nodes/proxy"), ("get", "nodes/stats"), ("get", "nodes/metrics"),
+                           ("create", "priorityclasses"), ("update", "priorityclasses"), ("delete", "priorityclasses")):
+        assert not may(apiserver, SA_USER, verb, "scheduling.k8s.io" if resource == "priorityclasses" else "", resource, None), (verb, resource)
+    with pytest.raises(ApiException) as refused:
+        scheduling.create_priority_class(priority_class, dry_run="All")
+    assert refused.value.status == 403
+    name = core.list_node().items[0].metadata.name     # the node sync's reads are kept
+    with pytest.raises(ApiException) as kubelet:
+        core.connect_get_node_proxy_with_path(name, "pods")
+    assert kubelet.value.status == 403, "the kubelet API of a node is out of reach"
+    # What the vCluster needs to run: its pods, Services and endpoints in its namespace, and the node sync.
+    for verb, group, resource, namespace in (
+            ("create", "", "pods", TENANT.name), ("delete", "", "pods", TENANT.name), ("create", "", "services", TENANT.name),
+            ("patch", "", "pods/status", TENANT.name), ("create", "discovery.k8s.io", "endpointslices", TENANT.name),
+            ("list", "", "nodes", None), ("watch", "", "pods", None), ("create", "events.k8s.io", "events", TENANT.name)):
+        assert may(apiserver, SA_USER, verb, group, resource, namespace), (verb, resource)
+    assert not may(apiserver, SA_USER, "create", "", "pods", OTHER), "no writes beyond its namespace"
