@@ -103,6 +103,14 @@ def guarded(apiserver, prod_stack):
     admission.delete_validating_admission_policy(objects[0]["metadata"]["name"])
 
 
+def test_the_policy_type_checks_without_warnings(apiserver, guarded):
+    """The controller manager type-checks each expression against every kind the policy matches."""
+    admission = client.AdmissionregistrationV1Api(guarded)
+    policy = apiserver.wait_for(lambda: (p := admission.read_validating_admission_policy("gpu-tenancy-vcluster-guard")).status
+                                and p.status.observed_generation == p.metadata.generation and p, what="the policy's type check")
+    assert not (policy.status.type_checking and policy.status.type_checking.expression_warnings), policy.status.type_checking
+
+
 def member(role: str) -> Member:
     return members(NS, NS)[role]
 
