@@ -52,6 +52,11 @@ class FleetFacts:
         return tuple((name, spec) for name, spec in self.members if spec.lifecycle != "decommissioned")
 
     @cached_property
+    def vcluster_namespaces(self) -> tuple[str, ...]:
+        """The namespaces a vCluster runs in (each active tenant with `vcluster.enabled` has one, its own), sorted."""
+        return tuple(sorted(name for name, spec in self.active if spec.vcluster.enabled))
+
+    @cached_property
     def pool_owners(self) -> Mapping[str, str]:
         """Dedicated pool -> its owner, by name."""
         return MappingProxyType(feas.pool_owners(self.members, self.platform))

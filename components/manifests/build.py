@@ -9,7 +9,7 @@ from typing import Collection
 from ..fleet.facts import TenantView
 from ..fleet.environment import Environment
 from ..spec.tenant import Tenant
-from . import gpu_platform, monitoring_rules, queues, tenant_core, vcluster
+from . import gpu_platform, monitoring_rules, queues, tenant_core, vcluster, vcluster_guard
 from .meta import KubeObject, sort_objects
 
 PLATFORM = "_platform"
@@ -43,6 +43,7 @@ def platform_objects(environment: Environment) -> list[KubeObject]:
             *tenant_core.platform_core_objects(environment.facts),
             *gpu_platform.platform_gpu_objects(environment.facts),
             *queues.platform_queue_objects(environment.facts),
+            *vcluster_guard.vcluster_guard_objects(environment.facts),
             *monitoring_objects(environment),
         ]
     )

@@ -14,8 +14,15 @@ below make it say so from the inside too (keys of the chart's values.schema.json
   vCluster can edit host node labels or taints;
 * `sync.toHost.pods.enforceTolerations`: the dedicated-pool taint `<labelDomain>/tenant=<tenant>`;
 * `sync.toHost.pods.priorityClassName`: the tenant's `vcluster.priorityClassName`, if set;
-  otherwise the platform's PriorityClasses are synced in (`sync.fromHost.priorityClasses`), and
-  the host's PriorityClass-scoped quotas still decide which a tenant may use;
+* `sync.fromHost.priorityClasses` off (and `toHost` too): the chart has one rule for either sync,
+  every verb on PriorityClasses cluster-wide, and whoever holds the vCluster's ServiceAccount token
+  could create a class above every tenant's and preempt them. With both off the syncer drops a
+  pod's `priorityClassName`, so the vCluster's pods run at `vcluster.priorityClassName` or at the
+  host's default priority, and the host's PriorityClass-scoped quotas meter them there;
+* `networking.advanced.proxyKubelets` off (`byHostname`, `byIP`): the chart's default gives the
+  vCluster `get` on `nodes/proxy`, `nodes/stats` and `nodes/metrics` of every node, the kubelet
+  API (exec into any pod of the cluster). The syncer then fakes no kubelet: what reads a node's
+  kubelet from inside (node stats and metrics for metrics-server or Prometheus) finds none;
 * `sync.toHost.{priorityClasses,namespaces,persistentVolumes,storageClasses}` off: each would let
   the vCluster create cluster-scoped host objects (a hostPath PersistentVolume reaches the node's
   disk);
@@ -34,9 +41,11 @@ below make it say so from the inside too (keys of the chart's values.schema.json
   synced in by label. Without a grant all three stay off: DRA does not exist inside the vCluster,
   and the host quota pins every DeviceClass at 0 anyway.
 
-The tenant's `vcluster.values` are merged last (maps merge, lists and scalars replace); overriding
-the isolation keys above (`components.validate.vcluster.GUARDED_PATHS`) is rejected by
-`tenants validate`.
+The tenant's `vcluster.values` are merged last (maps merge, lists and scalars replace). Which keys
+they may reach is one table, `components.validate.vcluster.VALUES`: the keys above are its
+`platform` rules (overriding them is rejected by `tenants validate`), and anything not on its
+allow-list is rejected too, because the chart turns values into host RBAC for the vCluster's
+ServiceAccount.
 """
 
 from __future__ import annotations
@@ -53,7 +62,7 @@ from ..spec.tenant import Tenant
 from .gpu_nodes import TAINT_EFFECT
 from .limit_range import container_limits
 from .claim_policy import claimable_device_classes
-from .meta import MANAGED_BY, gpu_class_label, platform_labels, tenant_label
+from .meta import gpu_class_label, platform_labels, tenant_label
 from .namespace import pod_security_level
 from .device_classes import device_class_hard
 from .quota import compute_hard, ephemeral_storage_hard, gpu_hard, object_count_hard, storage_hard
@@ -176,7 +185,7 @@ def generated_values(tenant: Tenant, view: TenantView) -> dict[str, Any]:
     """Chart values from the spec alone, before the tenant's overrides (see the module docstring).
 
     >>> sorted(generated_values(dev.tenants[2].spec, dev.view(dev.tenants[2].spec)))
-    ['policies', 'sync']
+    ['networking', 'policies', 'sync']
     """
     quota = mirrored_quota(tenant, view)
     limits = mirrored_limit_range(tenant, view)
@@ -185,6 +194,7 @@ def generated_values(tenant: Tenant, view: TenantView) -> dict[str, Any]:
         pods["priorityClassName"] = tenant.vcluster.priority_class_name
     dra = dra_sync(tenant, view)
     return {
+        "networking": {"advanced": {"proxyKubelets": {"byHostname": False, "byIP": False}}},
         "policies": {
             "limitRange": {"enabled": any(v is not None for s in limits.values() for v in s.values()), **limits},
             "networkPolicy": {"enabled": True, "workload": {"publicEgress": {"enabled": False}}},
@@ -195,7 +205,7 @@ def generated_values(tenant: Tenant, view: TenantView) -> dict[str, Any]:
             "fromHost": {
                 **dra["fromHost"],
                 "nodes": {"enabled": True, "selector": {"labels": node_selector(tenant, view)}, "syncBackChanges": False},
-                "priorityClasses": {"enabled": tenant.vcluster.priority_class_name is None, "selector": {"matchLabels": dict(MANAGED_BY)}},
+                "priorityClasses": {"enabled": False},
             },
             "toHost": {
                 "namespaces": {"enabled": False},

@@ -375,7 +375,8 @@ class VClusterSpec(Model):
     priority_class_name: Optional[DnsLabel] = Field(
         None,
         description="PriorityClass forced on every pod the vCluster runs on the host; "
-        "unset: pods pick one of the platform's classes (synced into the vCluster), else the default",
+        "unset: they run at the host's default priority (no host PriorityClass is synced in: the chart would "
+        "grant the vCluster every verb on PriorityClasses)",
     )
     values: dict[str, Any] = fresh(
         dict,

@@ -12,7 +12,7 @@ from components.manifests.limit_range import container_limits
 from components.manifests.quota import TENANT_QUOTA, resource_quotas
 from components.fleet.environment import Environment
 from components.load import load_environment
-from components.validate.vcluster import schema_errors
+from components.validate.vcluster import VALUES, schema_errors
 
 from .test_queues_crds import queue_lab
 from .example_tenants import viewed
@@ -61,6 +61,24 @@ def test_generated_values_pass_the_chart_schema_for_every_tenant(examples, case)
         values = viewed(vcluster.vcluster_values, _enabled(loaded.spec, priority_class_name="batch"), environment)
         assert schema_errors(values) == [], loaded.name
         assert schema_errors(viewed(vcluster.vcluster_values, _enabled(loaded.spec), environment)) == []
+
+
+@pytest.mark.parametrize("case", ["dev", "dra"])
+def test_every_generated_value_is_a_platform_key_of_the_one_table(examples, case):
+    """The builder and the validator share one table: every value the platform generates is one the
+    tenant may not override (`components.validate.vcluster.VALUES`, rule `platform`)."""
+    environment = examples[case]
+
+    def leaves(values, path=()):
+        if isinstance(values, dict) and values:
+            return [leaf for key, value in values.items() for leaf in leaves(value, path + (key,))]
+        return [path]
+
+    for loaded in environment.tenants:
+        for spec in (_enabled(loaded.spec), _enabled(loaded.spec, priority_class_name="batch")):
+            for leaf in leaves(viewed(vcluster.generated_values, spec, environment)):
+                rules = [VALUES[leaf[:cut]] for cut in range(len(leaf), 0, -1) if leaf[:cut] in VALUES]
+                assert rules and rules[0].who == "platform", (loaded.name, leaf)
 
 
 def test_the_schema_check_is_not_vacuous(examples):
@@ -126,15 +144,26 @@ def test_no_cluster_scoped_objects_are_synced_to_the_host(examples):
         assert to_host[kind] == {"enabled": False}
 
 
-def test_priority_class_forced_or_synced_from_the_host(examples):
+def test_no_host_priority_class_sync_a_forced_class_or_the_hosts_default(examples):
+    """The chart's rule for `sync.fromHost.priorityClasses` is every verb on PriorityClasses
+    cluster-wide (the same as for toHost): neither sync is ever generated, a class is only forced."""
     dev = examples["dev"]
     tenant = _spec(dev, "llm-finetune")
     synced = vcluster.generated_values(tenant, dev.view(tenant))["sync"]
-    assert synced["fromHost"]["priorityClasses"] == {"enabled": True, "selector": {"matchLabels": {"app.kubernetes.io/managed-by": "gpu-tenancy"}}}
+    assert synced["fromHost"]["priorityClasses"] == {"enabled": False}
+    assert synced["toHost"]["priorityClasses"] == {"enabled": False}
     assert "priorityClassName" not in synced["toHost"]["pods"]
     forced = viewed(vcluster.generated_values, _enabled(tenant, priority_class_name="training"), dev)["sync"]
     assert forced["toHost"]["pods"]["priorityClassName"] == "training"
-    assert forced["fromHost"]["priorityClasses"]["enabled"] is False
+    assert forced["fromHost"]["priorityClasses"] == {"enabled": False}
+
+
+def test_no_kubelet_proxy(examples):
+    """The chart's default proxyKubelets gives the vCluster `nodes/proxy` of every node (the kubelet API)."""
+    dev = examples["dev"]
+    for loaded in dev.tenants:
+        values = viewed(vcluster.vcluster_values, _enabled(loaded.spec), dev)
+        assert values["networking"]["advanced"]["proxyKubelets"] == {"byHostname": False, "byIP": False}
 
 
 def test_overrides_merge_maps_replace_lists_and_keep_nulls(make_tenant, make_environment):
