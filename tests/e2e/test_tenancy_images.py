@@ -9,36 +9,22 @@ affected. Pods are never pulled: there are no nodes, admission is what is tested
 
 from __future__ import annotations
 
-import copy
 import json
-from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from components.load import environment_from_data
-from components.manifests.build import environment_objects
 from components.manifests.image_policy import policy_name
-from components.spec.base import API_VERSION
-from components.spec.stack import CONFIG_KEY
+from tests.e2e.made_tenants import apply_settled, delete_objects, rendered
 
 pytestmark = pytest.mark.e2e
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 STACK_REGISTRY = "registry.invalid/allowed"
 TENANT_REGISTRY = "ghcr.io/imagelab"
 UNLISTED = "docker.io/library/busybox:1.36"
 DIGEST = "@sha256:" + "0123456789abcdef" * 4
-
-
-def _tenant(name: str, **fields: Any) -> dict[str, Any]:
-    access = {"owners": {"groups": [f"{name}-leads"]}, "developers": {"groups": [f"{name}-devs"]},
-              "viewers": {"groups": [f"{name}-readers"]}, "ciServiceAccounts": [{"name": "ci", "role": "developer"}]}
-    return {"apiVersion": API_VERSION, "kind": "Tenant", "name": name, "displayName": name, "costCenter": "cc-e2e",
-            "access": access, **fields}
 
 
 # Every role of imagelab, as (user, groups) of a minted client certificate.
@@ -48,14 +34,6 @@ MEMBERS = {
     "viewer": ("e2e-viewer@imagelab", ["imagelab-readers"]),
     "ci": ("system:serviceaccount:imagelab:ci", ["system:serviceaccounts", "system:serviceaccounts:imagelab"]),
 }
-
-
-def _objects(name: str, images: dict[str, Any], tenant_images: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """The tenant's rendered objects, in the prod inventory with these `images` settings."""
-    platform = copy.deepcopy(yaml.safe_load((REPO_ROOT / "stacks" / "Pulumi.prod.yaml").read_text())["config"][CONFIG_KEY])
-    platform.update(images=images, tenants="all")
-    tenant = _tenant(name, **({"images": tenant_images} if tenant_images else {}))
-    return environment_objects(environment_from_data("prod", platform, {name: tenant}))[name]
 
 
 def pod(image: str, *, init: str | None = None, name: str = "p") -> dict[str, Any]:
@@ -81,37 +59,10 @@ def refused(call) -> str:
     return message_of(err.value)
 
 
-def _apply(apiserver, objects: list[dict[str, Any]]) -> None:
-    results = apiserver.apply_rendered(objects)
-    failed = [(o["kind"], o["metadata"]["name"], r) for o, r in results if isinstance(r, ApiException)]
-    assert not failed, failed
-    apiserver.wait_namespaces_ready(objects)
-    adm = client.AdmissionregistrationV1Api(apiserver.api_client)
-    for vap in (o for o in objects if o["kind"] == "ValidatingAdmissionPolicy"):
-        def checked(name=vap["metadata"]["name"]):
-            status = adm.read_validating_admission_policy(name).status
-            return status is not None and status.type_checking is not None and status
-        status = apiserver.wait_for(checked, what=f"type checking of {vap['metadata']['name']}")
-        assert not (status.type_checking.expression_warnings or []), status.type_checking.expression_warnings
-
-
-def _remove(apiserver, objects: list[dict[str, Any]]) -> None:
-    for obj in objects:
-        if obj["kind"] == "Namespace":
-            apiserver.delete_namespace(obj["metadata"]["name"])
-        elif "namespace" not in obj["metadata"]:
-            resource = apiserver.dynamic.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
-            try:
-                apiserver.dynamic.delete(resource, name=obj["metadata"]["name"])
-            except ApiException as exc:
-                if exc.status != 404:
-                    raise
-
-
 @pytest.fixture(scope="module")
 def imagelab(apiserver, prod_stack) -> Iterator[list[dict[str, Any]]]:
-    objects = _objects("imagelab", {"registries": [STACK_REGISTRY]}, {"registries": [TENANT_REGISTRY]})
-    _apply(apiserver, objects)
+    objects = rendered("imagelab", {"registries": [STACK_REGISTRY]}, images={"registries": [TENANT_REGISTRY]})
+    apply_settled(apiserver, objects)
     core = client.CoreV1Api(apiserver.api_client)
     # The admission plugin loads a new policy a moment after it is type-checked: wait until it refuses.
     def in_force():
@@ -122,7 +73,7 @@ def imagelab(apiserver, prod_stack) -> Iterator[list[dict[str, Any]]]:
         return False
     apiserver.wait_for(in_force, what="the image policy of imagelab in force")
     yield objects
-    _remove(apiserver, objects)
+    delete_objects(apiserver, objects)
 
 
 @pytest.fixture(scope="module")
@@ -193,8 +144,8 @@ def test_ephemeral_containers_are_checked_for_everybody(apiserver, imagelab, dev
 
 @pytest.fixture(scope="module")
 def digestlab(apiserver, prod_stack) -> Iterator[list[dict[str, Any]]]:
-    objects = _objects("digestlab", {"registries": [STACK_REGISTRY], "requireDigest": True})
-    _apply(apiserver, objects)
+    objects = rendered("digestlab", {"registries": [STACK_REGISTRY], "requireDigest": True})
+    apply_settled(apiserver, objects)
     core = client.CoreV1Api(apiserver.api_client)
     def in_force():
         try:
@@ -204,7 +155,7 @@ def digestlab(apiserver, prod_stack) -> Iterator[list[dict[str, Any]]]:
         return False
     apiserver.wait_for(in_force, what="the image policy of digestlab in force")
     yield objects
-    _remove(apiserver, objects)
+    delete_objects(apiserver, objects)
 
 
 def test_a_stack_that_requires_digests_refuses_a_tag_and_admits_a_digest(apiserver, digestlab):
