@@ -22,6 +22,7 @@ from ..manifests.rbac import write_subjects
 from ..manifests.meta import MIG_CONFIG_LABEL, KubeObject, immutable_fields, is_taint_patch, object_id
 from ..manifests.renames import rename_message
 from .capacity_report import capacity_table
+from .expiry import expiry_warnings
 from .inventory_changes import summarise
 from .object_changes import field_changes, object_changes
 from ..fleet.environment import Environment
@@ -629,6 +630,8 @@ def compare_stack(name: str, base: Side, head: Side, *, project: str = "gpu-tena
 
     # Lowered namespace quotas first: the change most likely to break running teams unnoticed.
     warnings = quota_lowered_warnings(name, old_objects, new_objects) + warnings
+    # Every tenant, changed or not: the next deploy suspends an expired one, whatever the PR changes.
+    warnings += expiry_warnings(name, after_env)
     # Tenant files the stack's `tenants` list leaves out, that the base did not leave out already
     # (those deployed in the base show as removed, with their own warning).
     not_deployed = sorted(set(after_env.disabled_tenants) - set(before_env.disabled_tenants if before_env else [])) if after_env else []
