@@ -14,7 +14,7 @@ before. Member requests reuse test_tenancy_isolation's requests (dry-run writes)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 from kubernetes import client
@@ -71,8 +71,9 @@ def _gone(apiserver, obj: dict[str, Any]) -> bool:
 
 
 @pytest.fixture(scope="module")
-def retiring(apiserver, prod_stack) -> dict[str, Any]:
-    """Applied active (with some of the team's own objects), then decommissioned as the deploy does it."""
+def retiring(apiserver, prod_stack) -> Iterator[dict[str, Any]]:
+    """Applied active (with some of the team's own objects), then decommissioned as the deploy does it;
+    whatever is left of it afterwards is deleted (the last test deletes it as the removal PR would)."""
     active = rendered(NAME, IMAGES, namespaces=[f"{NAME}-data"])
     apply_settled(apiserver, active)
     admin = apiserver.api_client
@@ -97,7 +98,8 @@ def retiring(apiserver, prod_stack) -> dict[str, Any]:
     # RBAC's caches follow the Roles' new rules a moment later: until they say what the render says.
     apiserver.wait_for(lambda: rbac_allows(admin, MEMBERS["owner"], "create", "ingresses", NAME)
                        == _writes(decommissioned, "owner", "ingresses"), what=f"the new Roles of {NAME} in force")
-    return {"active": active, "decommissioned": decommissioned, "dropped": dropped}
+    yield {"active": active, "decommissioned": decommissioned, "dropped": dropped}
+    delete_objects(apiserver, [*decommissioned, *dropped])
 
 
 def test_the_deploy_deletes_no_guard(apiserver, retiring):
