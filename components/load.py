@@ -558,11 +558,15 @@ def environment_from_documents(
             tenants.append(loaded)
     if platform is None or errors_only(problems):
         raise InvalidInput(problems)
-    tenants = [_as_of(loaded, today or utc_today(), problems) for loaded in tenants]
+    as_of = today or utc_today()
+    written = {loaded.name: loaded.spec.lifecycle for loaded in tenants}
+    tenants = [_as_of(loaded, as_of, problems) for loaded in tenants]
     for loaded in tenants:
         expand_queue_limits(loaded.spec, platform)
     enabled, disabled = _enabled(platform, tenants)
-    environment = Environment(env, platform, platform_doc, enabled, disabled)
+    # The tenants `_as_of` suspended: `tenants diff` says so on every PR (review/expiry.py).
+    expired = [loaded.name for loaded in enabled if loaded.spec.lifecycle != written[loaded.name]]
+    environment = Environment(env, platform, platform_doc, enabled, disabled, as_of=as_of, expired=expired)
     problems.extend(check_environment(environment, all_tenants=tenants, known_envs=known_envs))
     if errors_only(problems) or (strict_warnings and problems):
         raise InvalidInput(problems)

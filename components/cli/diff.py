@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from datetime import date
 from pathlib import Path, PurePosixPath
 
 import yaml
@@ -28,6 +29,7 @@ from ..load import (
     read_tenant_documents,
     reading_each_file_once,
     stack_names,
+    utc_today,
     validate_tenant,
 )
 from ..spec.problems import InvalidInput, errors_only, sorted_problems
@@ -178,8 +180,9 @@ def read_base_as_current(base_root: Path) -> None:
                 path.write_text(relabelled, encoding="utf-8")
 
 
-def load_lenient(root: Path, env: str) -> Side:
-    """The base stack as far as it loads: invalid tenant files left out, cross-file checks skipped.
+def load_lenient(root: Path, env: str, today: date | None = None) -> Side:
+    """The base stack as far as it loads: invalid tenant files left out, cross-file checks skipped;
+    `today` as for `load_environment`.
 
     >>> load_lenient(root, "prod").problems
     []
@@ -190,7 +193,7 @@ def load_lenient(root: Path, env: str) -> Side:
     ['the base is invalid (4 error(s)); diffed as far as it loads: tenants/broken.yaml:1:1: apiVersion: required field is missing; ...']
     """
     try:
-        environment = load_environment(root, env)
+        environment = load_environment(root, env, today=today)
         return Side(environment)
     except InvalidInput as err:
         problems = [str(p) for p in sorted_problems(errors_only(err.problems))]
@@ -294,6 +297,9 @@ def _compare_sides(
     root: Path, base: dict[str, str], stacks: list[str] | None, base_root: Path
 ) -> tuple[dict, dict[str, Environment | None]]:
     head_names, base_names = stack_names(root), stack_names(base_root)
+    # One date for both sides and every stack: what the head suspends for `expires`, and the
+    # expiry warnings (review/expiry.py), are judged by it.
+    today = utc_today()
     names = sorted(set(head_names) | set(base_names))
     if stacks:
         unknown = [s for s in stacks if s not in names]
@@ -307,7 +313,7 @@ def _compare_sides(
             heads[name] = None
             continue
         try:
-            heads[name] = load_environment(root, name)
+            heads[name] = load_environment(root, name, today=today)
         except InvalidInput as err:
             problems.extend(err.problems)
             if name in base_names:
@@ -320,7 +326,7 @@ def _compare_sides(
     results = []
     project = project_name(root)
     for name in names:
-        base_side = load_lenient(base_root, name) if name in base_names else Side(None)
+        base_side = load_lenient(base_root, name, today) if name in base_names else Side(None)
         results.append(compare_stack(name, base_side, Side(heads[name]), project=project))
     return report(results, base), heads
 

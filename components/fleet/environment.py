@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import date
 
 from ..spec.problems import Problem
 from ..spec.stack import Platform
@@ -29,7 +30,12 @@ class LoadedTenant:
 
 @dataclass
 class Environment:
-    """Everything one Pulumi stack deploys: the platform inventory and the tenants enabled in it."""
+    """Everything one Pulumi stack deploys: the platform inventory and the tenants enabled in it.
+
+    `as_of`: the date the tenants' `expires` was judged by (None: not judged, e.g. built by hand);
+    `expired`: the enabled tenants written `active` that this environment suspends because that date
+    is past their `expires` (their spec already says `suspended`).
+    """
 
     name: str
     platform: Platform
@@ -37,6 +43,8 @@ class Environment:
     tenants: list[LoadedTenant]
     disabled_tenants: list[str] = field(default_factory=list)
     warnings: list[Problem] = field(default_factory=list)
+    as_of: date | None = None
+    expired: list[str] = field(default_factory=list)
     _facts: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     @property

@@ -590,7 +590,9 @@ def guard_binding(tenant: Tenant, view: TenantView) -> KubeObject:
 
 
 def guard_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
-    """The binding of one tenant; none for a decommissioned tenant (its namespaces are going away).
+    """The binding of one tenant, in every lifecycle: a decommissioned tenant's namespaces still exist
+    until its file is removed, and the binding goes only after them (resources/tenant.py deletes a
+    decommissioned tenant's namespaces first), so they are never without it.
 
     >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
@@ -599,7 +601,8 @@ def guard_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     ...     name="a", displayName="A", costCenter="cc-1")
     >>> [o["kind"] for o in guard_objects(t, env.view(t))]
     ['ValidatingAdmissionPolicyBinding']
+    >>> retired = t.model_copy(update={"lifecycle": "decommissioned"})
+    >>> [o["metadata"]["name"] for o in guard_objects(retired, env.view(retired))]
+    ['gpu-tenancy-guard-a']
     """
-    if tenant.lifecycle == "decommissioned":
-        return []
     return [guard_binding(tenant, view)]

@@ -142,8 +142,8 @@ def image_policy(tenant: Tenant, view: TenantView) -> KubeObject | None:
 
 
 def image_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
-    """Policy and binding of one tenant; none while nothing is restricted, or for a decommissioned
-    tenant (its namespaces are going away).
+    """Policy and binding of one tenant; none while nothing is restricted. A decommissioned tenant
+    keeps both until its namespaces are gone (like the guard binding: they are deleted after them).
 
     >>> from components.fleet.environment import Environment
     >>> env = Environment("dev", Platform(labelDomain="g.dev"), None, [])
@@ -151,7 +151,7 @@ def image_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     >>> image_objects(t, env.view(t))
     []
     """
-    policy = image_policy(tenant, view) if tenant.lifecycle != "decommissioned" else None
+    policy = image_policy(tenant, view)
     if policy is None:
         return []
     return [policy, deny_binding(policy_name(tenant.name), owned_labels(tenant, view))]

@@ -18,6 +18,12 @@ and include writing ResourceQuota-adjacent and policy objects. Invariants the te
 What RBAC cannot say (which subjects a RoleBinding names, which RoleBindings are ours) the guard
 admission policy enforces (`guard_policy.py`).
 
+A decommissioned tenant's members all read, as viewers do, and write nothing (`RULES_BY_LIFECYCLE`):
+its namespaces only wait to be deleted, and nobody should create Ingresses, RoleBindings or pods
+there any more. The Roles keep their names and change their rules in place (an update, so no
+moment without a Role), and the RoleBindings stay as they are: a RoleBinding's `roleRef` cannot
+change, so pointing them at the viewer Role would delete and re-create them.
+
 Limits of namespace RBAC, stated because they cannot be fixed here: anyone who may create pods
 in a namespace may run them as any ServiceAccount of that namespace, so a CI ServiceAccount with
 role `owner` lends owner rights to the namespace's developers. CI ServiceAccounts are bound only
@@ -75,6 +81,14 @@ _VISIBLE: tuple[tuple[str, tuple[str, ...]], ...] = (
 # Everything a viewer may not read, although developers may.
 _HIDDEN_FROM_VIEWERS = frozenset({"secrets"})
 
+# Per lifecycle, whose rules each tenant role gets: its own, or (decommissioned) the viewer's, so that
+# from the deploy that decommissions a tenant until its namespaces are gone nobody writes there.
+RULES_BY_LIFECYCLE: dict[str, dict[str, str]] = {
+    "active": {role: role for role in ROLES},
+    "suspended": {role: role for role in ROLES},
+    "decommissioned": {role: "viewer" for role in ROLES},
+}
+
 _CLUSTER_VISIBLE: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("node.k8s.io", ("runtimeclasses",)),
     ("scheduling.k8s.io", ("priorityclasses",)),
@@ -107,6 +121,17 @@ def cluster_viewer_binding_name(tenant: str) -> str:
     'gpu-tenancy:team-a:cluster-viewer'
     """
     return f"gpu-tenancy:{tenant}:cluster-viewer"
+
+
+def rules_of(tenant: Tenant, role: str) -> str:
+    """The role whose rules `role` of `tenant` gets in its lifecycle (`RULES_BY_LIFECYCLE`).
+
+    >>> retired = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
+    ...     costCenter="cc-1", lifecycle="decommissioned", decommission={"confirm": "a"})
+    >>> rules_of(retired, "owner"), rules_of(retired.model_copy(update={"lifecycle": "active"}), "owner")
+    ('viewer', 'owner')
+    """
+    return RULES_BY_LIFECYCLE[tenant.lifecycle][role]
 
 
 def rule(api_group: str, resources: Iterable[str], verbs: Iterable[str], resource_names: Iterable[str] = ()) -> dict:
@@ -171,7 +196,7 @@ def _role_rules(role: str) -> tuple[dict, ...]:
 
 def bundle_rules(tenant: Tenant, role: str, platform) -> list[dict]:
     """The rules of the bundles `tenant` opts into for `role`, in bundle-name order; for viewers
-    only their read verbs (and never secrets).
+    (and every role of a decommissioned tenant, `rules_of`) only their read verbs (and never secrets).
 
     >>> from components.spec.stack import Platform
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
@@ -183,11 +208,12 @@ def bundle_rules(tenant: Tenant, role: str, platform) -> list[dict]:
     if not names:
         return []
     offered = effective_bundles(platform)
+    reader = rules_of(tenant, role) == "viewer"
     rules = []
     for name in names:
         for entry in offered[name].rules:
-            verbs = [v for v in entry.verbs if role != "viewer" or v in READ_VERBS]
-            resources = [r for r in entry.resources if role != "viewer" or r.split("/", 1)[0] not in _HIDDEN_FROM_VIEWERS]
+            verbs = [v for v in entry.verbs if not reader or v in READ_VERBS]
+            resources = [r for r in entry.resources if not reader or r.split("/", 1)[0] not in _HIDDEN_FROM_VIEWERS]
             if verbs and resources:
                 rules.append({"apiGroups": sorted(entry.api_groups), "resources": sorted(resources), "verbs": sorted(verbs)})
     unique = {repr(r): r for r in rules}
@@ -249,8 +275,23 @@ def all_subjects(tenant: Tenant) -> list[dict]:
     return _unique_sorted([*people, *accounts])
 
 
+def write_subjects(tenant: Tenant) -> list[str]:
+    """Who may write in the tenant's namespaces while it is active (its owners, developers and CI
+    ServiceAccounts of those roles), as `Kind name`: what a decommission takes away.
+
+    >>> write_subjects(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
+    ...     costCenter="cc-1", access={"owners": {"groups": ["a-leads"]}, "viewers": {"groups": ["all"]},
+    ...     "ciServiceAccounts": [{"name": "ci"}]}))
+    ['Group a-leads', 'ServiceAccount a/ci']
+    """
+    people = [s for role in ROLES if role != "viewer" for s in _people(getattr(tenant.access, f"{role}s"))]
+    accounts = [_service_account_subject(g, tenant) for g in tenant.access.ci_service_accounts if g.role != "viewer"]
+    return [f"{s['kind']} {s['namespace'] + '/' if 'namespace' in s else ''}{s['name']}" for s in _unique_sorted([*people, *accounts])]
+
+
 def roles(tenant: Tenant, view: TenantView) -> list[KubeObject]:
-    """The three tenant Roles in every tenant namespace.
+    """The three tenant Roles in every tenant namespace; of a decommissioned tenant, all three with
+    the viewer's rules (`rules_of`).
 
     >>> from components.fleet.environment import Environment
     >>> from components.spec.stack import Platform
@@ -266,7 +307,8 @@ def roles(tenant: Tenant, view: TenantView) -> list[KubeObject]:
             RBAC_API,
             "Role",
             object_meta(role_name(role), namespace=namespace, labels=labels),
-            rules=[*role_rules(role), *bundle_rules(tenant, role, view.platform), *claim_rules(tenant, role, view)],
+            rules=[*role_rules(rules_of(tenant, role)), *bundle_rules(tenant, role, view.platform),
+                   *claim_rules(tenant, rules_of(tenant, role), view)],
         )
         for namespace in tenant.all_namespaces
         for role in ROLES

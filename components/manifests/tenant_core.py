@@ -5,7 +5,8 @@ tenant restricts them, the image registries policy.
 Object names derive only from the tenant and the concept (`tenant-quota`, `tenant-owner`,
 `gpu-tenancy:<tenant>:cluster-viewer`), so adding or removing a tenant never renames another's
 objects. Lifecycle is data here, not control flow: a suspended or decommissioned tenant still
-gets all its objects (labelled with the lifecycle, plus a quota admitting no new pods); deleting
+gets all its objects (labelled with the lifecycle, plus a quota admitting no new pods; decommissioned,
+its Roles read only, while the guard and image policy bindings stay as long as its namespaces do); deleting
 them is the deployment's decision (`components/resources/tenant.py` lifts retain/protect for a confirmed
 decommission), never a side effect of a builder returning less.
 """

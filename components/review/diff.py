@@ -18,10 +18,12 @@ import yaml
 from ..manifests.build import PLATFORM, environment_objects, helm_releases, tenant_objects
 from ..manifests.gpu_nodes import node_group_requirements
 from ..manifests.image_policy import allowed_registries
+from ..manifests.rbac import write_subjects
 from ..manifests.meta import MIG_CONFIG_LABEL, KubeObject, immutable_fields, is_taint_patch, object_id
 from ..manifests.renames import rename_message
 from ..manifests.tenant_grant import ingress_hosts
 from .capacity_report import capacity_table
+from .expiry import expiry_warnings
 from .inventory_changes import summarise
 from .object_changes import field_changes, object_changes
 from ..fleet.environment import Environment
@@ -389,6 +391,52 @@ def _ingress_host_warnings(stack: str, tenant: str, before: Tenant | None, after
     return warnings
 
 
+# What a decommissioned tenant keeps until its namespaces are gone: the admission objects that hold for
+# everybody in them (and their parameters), deleted after the namespaces when the file is removed.
+_GUARDS = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "TenantGrant")
+
+
+def decommission_message(tenant: Tenant, environment: Environment | None) -> str:
+    """The `tenant-decommissioned` warning: the namespaces become deletable, who loses which access
+    now, and which guards stay until the namespaces are gone.
+
+    >>> retired = prod.tenants[0].spec.model_copy(update={"lifecycle": "decommissioned"})
+    >>> print(decommission_message(retired, prod))   # doctest: +NORMALIZE_WHITESPACE
+    tenant eval is decommissioned: `pulumi up` lifts retain and protect on its namespaces (eval); removing its
+    file afterwards DELETES them and all data in them; its ClusterQueue eval is stopped (stopPolicy: HoldAndDrain),
+    not deleted: admitted workloads must finish before Kueue lets a ClusterQueue go, so Kueue evicts them now, and
+    removing the file deletes the empty queue. Access removed in the same deploy: its owners and developers
+    (Group eval-eng, Group eval-leads, User contractor-jo@acme.dev) keep read access only, as viewers (the Roles
+    tenant-owner and tenant-developer lose every write, exec and role binding, and no longer read Secrets); no
+    member creates pods, Ingresses or RoleBindings there any more. Guards that stay until the namespaces are gone
+    (removing the file deletes the namespaces first, then these): ValidatingAdmissionPolicyBinding
+    gpu-tenancy-guard-eval, ValidatingAdmissionPolicyBinding gpu-tenancy-placement-eval, TenantGrant eval
+    """
+    name = tenant.name
+    queue = ""
+    if environment is not None and environment.platform.scheduler == "kueue":
+        queue = (f"; its ClusterQueue {name} is stopped (stopPolicy: HoldAndDrain), not deleted: admitted workloads "
+                 f"must finish before Kueue lets a ClusterQueue go, so Kueue evicts them now, and removing the file "
+                 f"deletes the empty queue")
+    writers = write_subjects(tenant)
+    access = (
+        f" Access removed in the same deploy: its owners and developers ({', '.join(writers)}) keep read access only, "
+        f"as viewers (the Roles tenant-owner and tenant-developer lose every write, exec and role binding, and no "
+        f"longer read Secrets); no member creates pods, Ingresses or RoleBindings there any more."
+        if writers else " Nobody of it could write there (no owners, developers or writing CI ServiceAccounts)."
+    )
+    guards = ""
+    if environment is not None:
+        objects = tenant_objects(tenant, environment.view(tenant))
+        kept = sorted((_GUARDS.index(o["kind"]), o["kind"], o["metadata"]["name"])
+                      for o in objects if o["kind"] in _GUARDS and not o["metadata"].get("namespace"))
+        guards = (" Guards that stay until the namespaces are gone (removing the file deletes the namespaces first, "
+                  f"then these): {', '.join(f'{kind} {obj}' for _, kind, obj in kept)}")
+    return (f"tenant {name} is decommissioned: `pulumi up` lifts retain and protect on its namespaces "
+            f"({', '.join(tenant.all_namespaces)}); removing its file afterwards DELETES them and all data in them"
+            f"{queue}.{access}{guards}")
+
+
 def _tenant_warnings(stack: str, detail: dict[str, Any], before: Tenant | None, after: Tenant | None,
                      before_env: Environment | None, after_env: Environment | None) -> list[dict[str, Any]]:
     warnings: list[dict[str, Any]] = []
@@ -401,15 +449,7 @@ def _tenant_warnings(stack: str, detail: dict[str, Any], before: Tenant | None, 
             detail["renamedFrom"], after, tenant_objects(after, after_env.view(after)), after_env.platform.protect_namespaces,
         ))
     if after is not None and after.lifecycle == "decommissioned" and (before is None or before.lifecycle != "decommissioned"):
-        queue = ""
-        if after_env is not None and after_env.platform.scheduler == "kueue":
-            queue = (f"; its ClusterQueue {tenant} is stopped (stopPolicy: HoldAndDrain), not deleted: admitted workloads "
-                     f"must finish before Kueue lets a ClusterQueue go, so Kueue evicts them now, and removing the file "
-                     f"deletes the empty queue")
-        _warn(warnings, stack, tenant, "tenant-decommissioned", (
-            f"tenant {tenant} is decommissioned: `pulumi up` lifts retain and protect on its namespaces "
-            f"({', '.join(after.all_namespaces)}); removing its file afterwards DELETES them and all data in them{queue}"
-        ))
+        _warn(warnings, stack, tenant, "tenant-decommissioned", decommission_message(after, after_env))
     for grant in detail["access"]:
         if grant["role"] == "owner" and grant["change"] == "granted" and before is not None:
             _warn(warnings, stack, tenant, "owner-granted", (
@@ -612,6 +652,8 @@ def compare_stack(name: str, base: Side, head: Side, *, project: str = "gpu-tena
 
     # Lowered namespace quotas first: the change most likely to break running teams unnoticed.
     warnings = quota_lowered_warnings(name, old_objects, new_objects) + warnings
+    # Every tenant, changed or not: the next deploy suspends an expired one, whatever the PR changes.
+    warnings += expiry_warnings(name, after_env)
     # Tenant files the stack's `tenants` list leaves out, that the base did not leave out already
     # (those deployed in the base show as removed, with their own warning).
     not_deployed = sorted(set(after_env.disabled_tenants) - set(before_env.disabled_tenants if before_env else [])) if after_env else []

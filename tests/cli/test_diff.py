@@ -489,6 +489,28 @@ def test_an_expiry_in_the_past_shows_as_a_suspension(repo_with_vision, capsys, m
     assert stack(run_json(repo_with_vision, capsys, "--base", "HEAD", "--stack", "prod"), "prod")["tenants"]["lifecycle"] == []
 
 
+def test_every_pr_names_an_expired_tenant_it_does_not_touch(repo_with_vision, capsys, monkeypatch):
+    """Issue 34 B: vision expired in a file already merged; a PR about eval still says the deploy suspends it."""
+    path = repo_with_vision / "tenants" / "vision.yaml"
+    path.write_text(path.read_text().replace("costCenter: cc-7\n", "costCenter: cc-7\nexpires: 2027-03-31\n"))
+    commit_all(repo_with_vision, "a trial until March")
+    eval_file = repo_with_vision / "tenants" / "eval.yaml"
+    eval_file.write_text(eval_file.read_text().replace("costCenter: cc-4300", "costCenter: cc-4301"))
+
+    monkeypatch.setenv("GPU_TENANCY_TODAY", "2027-03-20")
+    document = run_json(repo_with_vision, capsys, "--base", "HEAD", "--stack", "prod")
+    (soon,) = [w for w in document["warnings"] if w["kind"] == "expires-soon"]
+    assert soon["tenant"] == "vision" and "expires on 2027-03-31 (11 day(s) left)" in soon["message"]
+
+    monkeypatch.setenv("GPU_TENANCY_TODAY", "2027-04-01")
+    document = run_json(repo_with_vision, capsys, "--base", "HEAD", "--stack", "prod")
+    assert stack(document, "prod")["tenants"]["changed"] == ["eval"]
+    (expired,) = [w for w in document["warnings"] if w["kind"] == "expired"]
+    assert expired["tenant"] == "vision" and "this deploy suspends vision" in expired["message"]
+    code, out, _ = run(repo_with_vision, capsys, "--base", "HEAD", "--stack", "prod", "--format", "markdown")
+    assert code == 0 and "`vision`: tenant vision expired on 2027-03-31: this deploy suspends vision" in out
+
+
 def test_a_base_in_the_older_format_diffs_as_what_it_meant(repo, capsys):
     """The PR that migrates files: the base says v1alpha1 (tenants) and no version (stacks)."""
     current = {path: path.read_text() for path in [*(repo / "tenants").glob("*.yaml"), *(repo / "stacks").glob("*.yaml")]}

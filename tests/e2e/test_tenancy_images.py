@@ -9,37 +9,23 @@ affected. Pods are never pulled: there are no nodes, admission is what is tested
 
 from __future__ import annotations
 
-import copy
 import json
-from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from components.load import environment_from_data
-from components.manifests.build import environment_objects
 from components.manifests.image_policy import policy_name
-from components.spec.base import API_VERSION
-from components.spec.stack import CONFIG_KEY
+from tests.e2e.made_tenants import rendered
 from tools.applied_stack import apply_tenant, remove_tenant
 
 pytestmark = pytest.mark.e2e
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 STACK_REGISTRY = "registry.invalid/allowed"
 TENANT_REGISTRY = "ghcr.io/imagelab"
 UNLISTED = "docker.io/library/busybox:1.36"
 DIGEST = "@sha256:" + "0123456789abcdef" * 4
-
-
-def _tenant(name: str, **fields: Any) -> dict[str, Any]:
-    access = {"owners": {"groups": [f"{name}-leads"]}, "developers": {"groups": [f"{name}-devs"]},
-              "viewers": {"groups": [f"{name}-readers"]}, "ciServiceAccounts": [{"name": "ci", "role": "developer"}]}
-    return {"apiVersion": API_VERSION, "kind": "Tenant", "name": name, "displayName": name, "costCenter": "cc-e2e",
-            "access": access, **fields}
 
 
 # Every role of imagelab, as (user, groups) of a minted client certificate.
@@ -49,14 +35,6 @@ MEMBERS = {
     "viewer": ("e2e-viewer@imagelab", ["imagelab-readers"]),
     "ci": ("system:serviceaccount:imagelab:ci", ["system:serviceaccounts", "system:serviceaccounts:imagelab"]),
 }
-
-
-def _objects(name: str, images: dict[str, Any], tenant_images: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """The tenant's rendered objects, in the prod inventory with these `images` settings."""
-    platform = copy.deepcopy(yaml.safe_load((REPO_ROOT / "stacks" / "Pulumi.prod.yaml").read_text())["config"][CONFIG_KEY])
-    platform.update(images=images, tenants="all")
-    tenant = _tenant(name, **({"images": tenant_images} if tenant_images else {}))
-    return environment_objects(environment_from_data("prod", platform, {name: tenant}))[name]
 
 
 def pod(image: str, *, init: str | None = None, volume: str | None = None, name: str = "p") -> dict[str, Any]:
@@ -87,7 +65,7 @@ def refused(call) -> str:
 
 @pytest.fixture(scope="module")
 def imagelab(apiserver, prod_stack) -> Iterator[list[dict[str, Any]]]:
-    objects = _objects("imagelab", {"registries": [STACK_REGISTRY]}, {"registries": [TENANT_REGISTRY]})
+    objects = rendered("imagelab", {"registries": [STACK_REGISTRY]}, images={"registries": [TENANT_REGISTRY]})
     apply_tenant(apiserver, objects)
     core = client.CoreV1Api(apiserver.api_client)
     # The admission plugin loads a new policy a moment after it is type-checked: wait until it refuses.
@@ -183,7 +161,7 @@ def test_ephemeral_containers_are_checked_for_everybody(apiserver, imagelab, dev
 
 @pytest.fixture(scope="module")
 def digestlab(apiserver, prod_stack) -> Iterator[list[dict[str, Any]]]:
-    objects = _objects("digestlab", {"registries": [STACK_REGISTRY], "requireDigest": True})
+    objects = rendered("digestlab", {"registries": [STACK_REGISTRY], "requireDigest": True})
     apply_tenant(apiserver, objects)
     core = client.CoreV1Api(apiserver.api_client)
     def in_force():

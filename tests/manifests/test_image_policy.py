@@ -132,6 +132,7 @@ def test_a_tenant_list_alone_restricts_that_tenant(make_tenant, make_environment
     assert restricted[0]["spec"]["matchConstraints"]["resourceRules"][0]["resources"] == ["pods", "pods/ephemeralcontainers"]
 
 
-def test_a_decommissioned_tenant_gets_no_image_policy(make_tenant, make_environment):
+def test_a_decommissioned_tenant_keeps_its_image_policy_until_its_namespaces_are_gone(make_tenant, make_environment):
     tenant = make_tenant(lifecycle="decommissioned", decommission={"confirm": "team-a"}, images={"registries": [TENANT_REGISTRY]})
-    assert viewed(ip.image_objects, tenant, make_environment()) == []
+    assert [o["kind"] for o in viewed(ip.image_objects, tenant, make_environment())] == [
+        "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]

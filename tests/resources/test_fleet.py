@@ -104,6 +104,8 @@ def test_a_decommissioned_tenant_deletes_its_namespaces_before_its_policies(tmp_
     guards = {r.urn for r in children if r.type != "kubernetes:core/v1:Namespace"
               and not r.inputs["metadata"].get("namespace")}
     assert any("ValidatingAdmissionPolicy" in u for u in guards), guards
+    # The guard binding stays while the namespaces do, and goes after them (issue 34).
+    assert "gpu-tenancy-guard-eval" in {r.inputs["metadata"]["name"] for r in children if r.urn in guards}
     for registration in children:
         assert registration.options["retainOnDelete"] in (False, None), registration.name
         assert not registration.options["protect"], registration.name

@@ -298,3 +298,27 @@ def test_decommissioning_on_kueue_says_the_cluster_queue_is_stopped(tmp_path):
     document = compare_stack("prod", Side(load_environment(base, "prod")), Side(load_environment(head, "prod")))
     (warning,) = [w for w in document["warnings"] if w["kind"] == "tenant-decommissioned"]
     assert "ClusterQueue inference is stopped (stopPolicy: HoldAndDrain), not deleted: admitted workloads must finish" in warning["message"]
+
+
+def test_decommissioning_names_whose_write_access_goes_and_which_guards_stay(tmp_path):
+    """Issue 34: the same deploy takes the members' writes; the guard, image and placement bindings
+    stay until the namespaces are gone."""
+    base, head = _example_copy(tmp_path / "base"), _example_copy(tmp_path / "head")
+    for root in (base, head):
+        path = root / "tenants" / "llm-finetune.yaml"
+        path.write_text(path.read_text() + "images: {registries: [ghcr.io/llm-finetune]}\n")
+    path = head / "tenants" / "llm-finetune.yaml"
+    path.write_text(path.read_text() + "lifecycle: decommissioned\ndecommission: {confirm: llm-finetune}\n")
+    document = compare_stack("prod", Side(load_environment(base, "prod")), Side(load_environment(head, "prod")))
+    (warning,) = [w for w in document["warnings"] if w["kind"] == "tenant-decommissioned"]
+    message = warning["message"]
+    assert ("its owners and developers (Group llm-finetune-eng, Group llm-finetune-leads, ServiceAccount "
+            "llm-finetune/trainer-ci) keep read access only, as viewers") in message
+    assert ("Guards that stay until the namespaces are gone (removing the file deletes the namespaces first, then these): "
+            "ValidatingAdmissionPolicy gpu-tenancy-images-llm-finetune, ValidatingAdmissionPolicyBinding "
+            "gpu-tenancy-guard-llm-finetune, ValidatingAdmissionPolicyBinding gpu-tenancy-images-llm-finetune, "
+            "ValidatingAdmissionPolicyBinding gpu-tenancy-placement-llm-finetune, TenantGrant llm-finetune") in message
+    # And the objects say the same: the Roles change, no admission object is removed.
+    (detail,) = [d for d in document["tenantDetails"] if d["tenant"] == "llm-finetune"]
+    assert not [c for c in detail["objects"] if c["change"] == "removed" and c["kind"].startswith("ValidatingAdmission")]
+    assert {c["name"] for c in detail["objects"] if c["kind"] == "Role" and c["change"] == "changed"} == {"tenant-owner", "tenant-developer"}

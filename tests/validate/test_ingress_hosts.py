@@ -187,7 +187,10 @@ def test_the_stack_grants_each_domain_to_one_tenant_outside_the_ingress_domain()
     assert errors[(where, "config.gpu-tenancy:platform.ingressHosts.tenantDomains.b[0]")].startswith("'x.example.org' is also granted to tenant 'a'")
     assert errors[(where, "config.gpu-tenancy:platform.ingressHosts.tenantDomains.b[1]")].startswith(
         "'a.apps.example.com' is under the stack's ingressDomain (apps.example.com)")
-    assert errors[(where, "config.gpu-tenancy:platform.ingressHosts.tenantDomains.ghost")].startswith("no tenant file defines 'ghost'")
+    assert (where, "config.gpu-tenancy:platform.ingressHosts.tenantDomains.ghost") not in errors
+    warnings = {(file, field): message for file, field, severity, message in _problems(_platform({"ghost": ["example.net"]}), {})
+                if severity == "warning"}
+    assert warnings[(where, "config.gpu-tenancy:platform.ingressHosts.tenantDomains.ghost")].startswith("no tenant file defines 'ghost'")
 
 
 def test_a_grant_is_a_domain_not_a_wildcard():

@@ -108,6 +108,12 @@ def test_decommission_then_removal_deletes_everything_namespaces_first(staging, 
     staging.engine.up()
     core = client.CoreV1Api(staging.api)
     assert core.read_namespace(TENANT)  # decommissioning alone deletes nothing
+    # Issue 34: the guard binding stays until the namespaces are gone; the members only read.
+    (guard,) = [o for o in staging.objects.values() if o["metadata"]["name"] == f"gpu-tenancy-guard-{TENANT}"]
+    assert _live(staging, guard) is not None
+    owner = _live(staging, {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                            "metadata": {"name": "tenant-owner", "namespace": TENANT}})
+    assert {v for r in owner["rules"] for v in r["verbs"]} <= {"get", "list", "watch"}, owner["rules"]
     base = _snapshot(staging, tmp_path / "base")
     path.unlink()
     preview = staging.engine.preview()
