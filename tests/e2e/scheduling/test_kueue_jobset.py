@@ -205,6 +205,9 @@ def test_a_forged_jobset_job_is_refused_and_a_queued_jobset_starts_only_by_kueue
         assert "names a JobSet as its controller is created by the JobSet controller" in body
     body = jobsets.refused(lambda: batch.patch_namespaced_job(child.metadata.name, TENANT, {"spec": {"suspend": False}}))
     assert "changes only with its JobSet" in body
+    body = jobsets.refused(lambda: batch.patch_namespaced_job(child.metadata.name, TENANT, {"spec": {"parallelism": 8}}))
+    assert "changes only with its JobSet" in body
+    batch.patch_namespaced_job(child.metadata.name, TENANT, {"metadata": {"labels": {"team": "eval-ml"}}})   # metadata is the member's
     group, version, plural = JOBSET
     member = client.CustomObjectsApi(jobsets.member(TENANT))
     body = jobsets.refused(lambda: member.patch_namespaced_custom_object(group, version, TENANT, plural, name,
