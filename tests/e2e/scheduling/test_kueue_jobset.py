@@ -9,8 +9,8 @@ child Jobs, which `gpu-tenancy-kueue-queue` admits because they name a JobSet as
 from whoever may update `jobsets/status`; the job controller creates the pods and kube-scheduler
 binds them on the tenant's pools. What a member cannot do, as the member: a GPU JobSet Kueue
 skipped (it names the member's queued Job as its controller, so Kueue neither labels nor suspends
-it), a JobSet of another queue, a Job that forges a JobSet's labels and controller reference, and
-starting a queued JobSet or its Jobs by hand.
+it), a JobSet of another queue, GPUs added by update to a CPU JobSet outside the queue, a Job that
+forges a JobSet's labels and controller reference, and starting a queued JobSet or its Jobs by hand.
 """
 
 from __future__ import annotations
@@ -214,4 +214,27 @@ def test_a_forged_jobset_job_is_refused_and_a_queued_jobset_starts_only_by_kueue
                                                                                  {"spec": {"suspend": False}}))
     assert "a queued JobSet starts when Kueue admits it" in body
     assert jobsets.batch.read_namespaced_job(child.metadata.name, TENANT).spec.suspend
+    assert not jobsets.pods(TENANT, name)
+
+
+def test_a_cpu_jobset_outside_the_queue_cannot_gain_gpus(kueue_stack, jobsets):
+    """The member's CPU JobSet labelled for another queue (no such LocalQueue: Kueue holds it, no
+    queue of the tenant's counts it) cannot be given GPU requests by update: the queue policy's one
+    rule over Jobs and JobSets refuses it (403), ahead of the JobSet webhook, which would refuse it
+    as an immutable field (422), so the policy does not rely on that webhook being there; its
+    metadata stays the member's."""
+    cpu = jobset(0, replicas=1, queue="other")
+    cpu["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]["resources"] = {
+        "requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"cpu": "100m", "memory": "128Mi"}}
+    name = jobsets.submit(TENANT, cpu)
+    group, version, plural = JOBSET
+    member = client.CustomObjectsApi(jobsets.member(TENANT))
+    replicated = jobsets.get(TENANT, name)["spec"]["replicatedJobs"]
+    replicated[0]["template"]["spec"]["template"]["spec"]["containers"][0]["resources"] = {
+        "limits": {"nvidia.com/gpu": 1}, "requests": {"nvidia.com/gpu": 1}}
+    body = jobsets.refused(lambda: member.patch_namespaced_custom_object(
+        group, version, TENANT, plural, name, {"spec": {"replicatedJobs": replicated}}))
+    assert "GPU requests cannot be added to a JobSet outside the tenant's queue (label kueue.x-k8s.io/queue-name: default, " \
+           "got 'other')" in body
+    member.patch_namespaced_custom_object(group, version, TENANT, plural, name, {"metadata": {"labels": {"team": "eval-ml"}}})
     assert not jobsets.pods(TENANT, name)
