@@ -38,8 +38,9 @@ e2e: $(VENV)/.installed
 	tools/build.sh
 	GPU_TENANCY_E2E_REQUIRED=1 $(PY) -m pytest -q tests/e2e -m "e2e and not scheduling" -ra -p no:cacheprovider
 
-# The scheduling lane: the same control plane plus kube-scheduler and the Kueue controller manager
-# (built from Go modules into the same cache; see tools/README.md) and the job controller; on the
+# The scheduling lane: the same control plane plus kube-scheduler, the Kueue and JobSet controller
+# managers (the `scheduling` group, built from Go modules into the same cache; see tools/README.md)
+# and the job controller; on the
 # KAI stack also KAI's scheduler, binder and pod-grouper (built from the pinned source snapshot).
 e2e-scheduling: $(VENV)/.installed
 	tools/build.sh k8s scheduling kai

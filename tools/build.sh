@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the real Go binaries of the test lanes (see tools/README.md), one cache per version:
 #   e2e lane:        etcd, kube-apiserver, kube-controller-manager -> $CACHE_DIR/k8s/<K8S_VERSION>/
-#   scheduling lane: the same plus kube-scheduler, kueue           -> $CACHE_DIR/k8s/<K8S_VERSION>/
+#   scheduling lane: the same plus kube-scheduler, kueue, jobset   -> $CACHE_DIR/k8s/<K8S_VERSION>/
 #   monitoring lane: promtool, prometheus                          -> $CACHE_DIR/prometheus/<PROMETHEUS_VERSION>/
 #   engine lane:     pulumi (the CLI)                              -> $CACHE_DIR/pulumi/<PULUMI_VERSION>/
 #                    pulumi-resource-kubernetes (the provider)     -> $CACHE_DIR/pulumi-kubernetes/<PULUMI_KUBERNETES_VERSION>/
@@ -17,10 +17,10 @@
 #
 # Usage: tools/build.sh [--print-dir [binary|group]] [binary|group...]
 #   --print-dir   print the output directory (of a binary or group; default the e2e binaries) and exit
-#   binary        any of: etcd kube-apiserver kube-controller-manager kube-scheduler kueue
+#   binary        any of: etcd kube-apiserver kube-controller-manager kube-scheduler kueue jobset
 #                 promtool prometheus pulumi pulumi-resource-kubernetes nvidia-validators
 #                 kai-scheduler kai-binder kai-podgrouper kube-network-policies
-#   group         k8s (the default: the three e2e binaries), scheduling (kube-scheduler kueue),
+#   group         k8s (the default: the three e2e binaries), scheduling (kube-scheduler kueue jobset),
 #                 monitoring (promtool prometheus), pulumi (the CLI and the provider),
 #                 validators (nvidia-validators), kai (KAI's scheduler, binder and pod-grouper),
 #                 network (kube-network-policies), all
@@ -28,7 +28,7 @@ set -euo pipefail
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/go-env.sh"
 
 k8s_bins=(etcd kube-apiserver kube-controller-manager)
-sched_bins=(kube-scheduler kueue)
+sched_bins=(kube-scheduler kueue jobset)
 prom_bins=(promtool prometheus)
 pulumi_bins=(pulumi pulumi-resource-kubernetes)
 kai_bins=(kai-scheduler kai-binder kai-podgrouper)
@@ -53,6 +53,7 @@ version_for() {
   case "$1" in
     etcd) echo "$ETCD_VERSION" ;;
     kueue) echo "$KUEUE_VERSION" ;;
+    jobset) echo "$JOBSET_VERSION" ;;
     promtool|prometheus) echo "$PROMETHEUS_VERSION" ;;
     pulumi) echo "$PULUMI_VERSION" ;;
     pulumi-resource-kubernetes) echo "$PULUMI_KUBERNETES_VERSION ($PULUMI_KUBERNETES_MODULE_VERSION)" ;;
@@ -89,6 +90,7 @@ module_dir_for() { if is_prom "$1"; then echo "$TOOLS_DIR/prometheus"; else echo
 package_for() {
   if is_prom "$1"; then echo "github.com/prometheus/prometheus/cmd/$1"
   elif [ "$1" = kueue ]; then echo "sigs.k8s.io/kueue/cmd/kueue"   # the go.mod `tool`: upstream's main, unchanged
+  elif [ "$1" = jobset ]; then echo "sigs.k8s.io/jobset"            # likewise (the module's root package)
   elif [ "$1" = kube-network-policies ]; then echo "sigs.k8s.io/kube-network-policies/cmd"   # likewise
   else echo "."; fi
 }
@@ -137,6 +139,11 @@ ldflags_for() {
          "-X sigs.k8s.io/kueue/pkg/version.BuildDate=$date"
     return
   fi
+  if [ "$name" = jobset ]; then  # what JobSet's Makefile sets (pkg/version)
+    echo "-s -w -X sigs.k8s.io/jobset/pkg/version.GitVersion=$JOBSET_VERSION" \
+         "-X sigs.k8s.io/jobset/pkg/version.GitCommit=sigs.k8s.io/jobset@$JOBSET_VERSION"
+    return
+  fi
   # Same variables hack/lib/version.sh sets, so `--version` and /version
   # report the pinned release. buildDate = the release tag's time (reproducible).
   mod_info="$GOMODCACHE/cache/download/k8s.io/kubernetes/@v/$K8S_VERSION.info"
@@ -168,7 +175,7 @@ stamp_for() {  # hash of everything that determines the binary
     return
   fi
   { cat "$TOOLS_DIR/$name/go.mod" "$TOOLS_DIR/$name/go.sum"
-    [ ! -f "$TOOLS_DIR/$name/main.go" ] || cat "$TOOLS_DIR/$name/main.go"   # tools/pulumi, kueue, kube-network-policies have none
+    [ ! -f "$TOOLS_DIR/$name/main.go" ] || cat "$TOOLS_DIR/$name/main.go"   # tools/pulumi, kueue, jobset, kube-network-policies have none
     [ "$name" != nvidia-validators ] || upstream_snapshot_hash
     case "$name" in
       kube-network-policies) version_for "$name" ;;   # before kube-*: not a Kubernetes binary

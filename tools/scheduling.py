@@ -22,6 +22,17 @@ On top of the control plane (etcd, kube-apiserver, kube-controller-manager) this
     the webhook configurations and CRDs), and written to its `certDir` as the kubelet would
     mount the Secret.
 
+* the **JobSet controller manager** (`tools/jobset`, `sigs.k8s.io/jobset` at `JOBSET_VERSION`,
+  the release Kueue requires) on every Kueue stack, Kueue's `jobset` integration enabled:
+  - its CRD from that module's own source (`config/components/crd/bases`; it serves one version, so
+    the conversion webhook upstream patches in is never called and is left out);
+  - its webhooks (`config/components/webhook/manifests.yaml` with upstream's patches, which select
+    only the pods of a JobSet) pointed at loopback with a certificate minted here, its internal
+    certificate management off (it would write to a fixed `/tmp` directory);
+  - its own identity, the ServiceAccount `jobset-system/jobset-controller-manager`, with upstream's
+    ClusterRole (`config/components/rbac/role.yaml`): what the queue policy trusts of the JobSet
+    controller (it may update `jobsets/status`) is proven with the RBAC it really has.
+
 Nodes: no kubelet runs. Each static node of the stack is registered with the labels the
 kubelet and GPU Feature Discovery set, then the stack's own node patches are applied, and its
 `status` gets `capacity`/`allocatable` for cpu, memory, ephemeral-storage, pods and the GPU resources its pool
@@ -61,7 +72,8 @@ from tools.control_plane import (
 )
 
 KUEUE_VERSION = VERSIONS["KUEUE_VERSION"]
-SCHEDULING_BINARIES = ("kube-scheduler", "kueue")
+JOBSET_VERSION = VERSIONS["JOBSET_VERSION"]
+SCHEDULING_BINARIES = ("kube-scheduler", "kueue", "jobset")
 # Set by `make e2e-scheduling`: a scheduling lane that cannot run fails instead of skipping.
 REQUIRED_ENV = "GPU_TENANCY_SCHEDULING_REQUIRED"
 KUEUE_NAMESPACE = "kueue-system"
@@ -71,7 +83,12 @@ KUEUE_WEBHOOK_PREFIX = "kueue-"                   # upstream's kustomize namePre
 # The rotator of Kueue's internal certificate manager accepts a CA whose certificate is
 # valid for this name (cert-controller verifies it like a serving certificate).
 KUEUE_CA_NAME = "kueue-ca"
-WEBHOOK_GROUPS = {"kueue.x-k8s.io", "batch", ""}   # "": core, for the pod integration
+WEBHOOK_GROUPS = {"kueue.x-k8s.io", "batch", "jobset.x-k8s.io", ""}   # "": core, for the pod integration
+# Upstream's kustomize (config/default): namespace, name prefix, and the names its manager reads.
+JOBSET_NAMESPACE = "jobset-system"
+JOBSET_PREFIX = "jobset-"
+JOBSET_SERVICE_ACCOUNT = "jobset-controller-manager"
+JOBSET_USER = f"system:serviceaccount:{JOBSET_NAMESPACE}:{JOBSET_SERVICE_ACCOUNT}"
 
 
 def _cache_dir() -> Path:
@@ -83,14 +100,20 @@ def kueue_module_dir() -> Path:
     return _cache_dir() / "go" / "mod" / "sigs.k8s.io" / f"kueue@{KUEUE_VERSION}"
 
 
+def jobset_module_dir() -> Path:
+    """JobSet's module source in the shared Go module cache (tools/build.sh downloads it)."""
+    return _cache_dir() / "go" / "mod" / "sigs.k8s.io" / f"jobset@{JOBSET_VERSION}"
+
+
 def scheduling_unavailable_reason() -> str:
     missing = [b for b in (*missing_binaries(), *SCHEDULING_BINARIES) if not os.access(BIN_DIR / b, os.X_OK)]
     if missing:
         return (f"scheduling lane: {', '.join(sorted(set(missing)))} not built in {BIN_DIR}; run "
                 "`make e2e-scheduling` (tools/build.sh builds them from Go modules, cached)")
-    if not (kueue_module_dir() / "config" / "components" / "crd" / "bases").is_dir():
-        return (f"scheduling lane: Kueue's CRDs are read from its module source {kueue_module_dir()}, "
-                "which is missing; run `tools/build.sh kueue` (it downloads the module)")
+    for name, module in (("Kueue", kueue_module_dir()), ("JobSet", jobset_module_dir())):
+        if not (module / "config" / "components" / "crd" / "bases").is_dir():
+            return (f"scheduling lane: {name}'s CRDs are read from its module source {module}, "
+                    f"which is missing; run `tools/build.sh {name.lower()}` (it downloads the module)")
     return ""
 
 
@@ -99,8 +122,9 @@ def scheduling_unavailable_reason() -> str:
 # --------------------------------------------------------------------------
 
 
-def mint_webhook_certs(directory: Path) -> dict[str, bytes]:
-    """A CA and a serving certificate Kueue's certificate rotator keeps as they are.
+def mint_webhook_certs(directory: Path, service: str = f"{KUEUE_SERVICE}.{KUEUE_NAMESPACE}.svc",
+                       ca_name: str = KUEUE_CA_NAME) -> dict[str, bytes]:
+    """A CA and a serving certificate (for `service` and 127.0.0.1) Kueue's certificate rotator keeps as they are.
 
     cert-controller regenerates (and the apiserver could then not verify 127.0.0.1) unless:
     the CA certificate verifies for the name `kueue-ca`, its key is PKCS#1 RSA, and both
@@ -114,23 +138,23 @@ def mint_webhook_certs(directory: Path) -> dict[str, bytes]:
     now = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=5)
     until = now + datetime.timedelta(days=365)
     ca_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, KUEUE_CA_NAME)])
+    ca_subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, ca_name)])
     ca = (
-        x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
+        x509.CertificateBuilder().subject_name(ca_subject).issuer_name(ca_subject).public_key(ca_key.public_key())
         .serial_number(x509.random_serial_number()).not_valid_before(now).not_valid_after(until)
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=True,
                                      data_encipherment=False, key_agreement=False, key_cert_sign=True,
                                      crl_sign=False, encipher_only=False, decipher_only=False), critical=True)
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(KUEUE_CA_NAME)]), critical=False)
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(ca_name)]), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    dns = f"{KUEUE_SERVICE}.{KUEUE_NAMESPACE}.svc"
+    dns = service
     cert = (
         x509.CertificateBuilder()
         .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, dns)]))
-        .issuer_name(ca_name).public_key(key.public_key())
+        .issuer_name(ca_subject).public_key(key.public_key())
         .serial_number(x509.random_serial_number()).not_valid_before(now).not_valid_after(until)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
@@ -208,11 +232,46 @@ def kueue_webhook_configurations(module: Path, webhook_url: str, ca_bundle: str)
     return configs
 
 
-def kueue_config(health_port: int, webhook_port: int, cert_dir: Path) -> str:
+def jobset_crds(module: Path) -> list[dict[str, Any]]:
+    """JobSet's CRDs from its module source, as upstream's kustomization lists them."""
+    return [doc for path in sorted((module / "config" / "components" / "crd" / "bases").glob("*.yaml"))
+            for doc in _yaml_docs(path) if doc.get("kind") == "CustomResourceDefinition"]
+
+
+def jobset_webhook_configurations(module: Path, webhook_url: str, ca_bundle: str) -> list[dict[str, Any]]:
+    """JobSet's webhook configurations with upstream's patches (JSON patches replacing a webhook by
+    index, `config/components/webhook/patches`), named as its kustomize names them, pointed at loopback."""
+    import yaml
+
+    webhook_dir = module / "config" / "components" / "webhook"
+    kustomization = yaml.safe_load((webhook_dir / "kustomization.yaml").read_text())
+    patches = {p["target"]["kind"]: yaml.safe_load((webhook_dir / p["path"]).read_text()) for p in kustomization.get("patches", [])}
+    configs = []
+    for doc in _yaml_docs(webhook_dir / "manifests.yaml"):
+        for op in patches.get(doc["kind"], []):
+            assert op["op"] == "replace" and op["path"].startswith("/webhooks/"), op   # all upstream has
+            doc["webhooks"][int(op["path"].rsplit("/", 1)[1])] = op["value"]
+        for hook in doc["webhooks"]:
+            hook["clientConfig"] = {"url": f"{webhook_url}{hook['clientConfig']['service']['path']}", "caBundle": ca_bundle}
+        doc["metadata"]["name"] = JOBSET_PREFIX + doc["metadata"]["name"]
+        configs.append(doc)
+    return configs
+
+
+def jobset_cluster_role(module: Path) -> dict[str, Any]:
+    """Upstream's ClusterRole of the JobSet manager (`config/components/rbac/role.yaml`), with its kustomize name."""
+    (role,) = [d for d in _yaml_docs(module / "config" / "components" / "rbac" / "role.yaml") if d.get("kind") == "ClusterRole"]
+    role["metadata"] = {"name": JOBSET_PREFIX + role["metadata"]["name"]}
+    return role
+
+
+def _manager_config(api_version: str, health_port: int, webhook_port: int, cert_dir: Path, *more: str) -> str:
+    """A controller-runtime manager's Configuration (Kueue's, JobSet's): every listener on loopback
+    (probes on `health_port`, webhooks on `webhook_port` with the certificates in `cert_dir`, no
+    metrics), no leader election, then `more` lines."""
     return "\n".join([
-        "apiVersion: config.kueue.x-k8s.io/v1beta2",
+        f"apiVersion: {api_version}",
         "kind: Configuration",
-        f"namespace: {KUEUE_NAMESPACE}",
         "health:",
         f"  healthProbeBindAddress: 127.0.0.1:{health_port}",
         "metrics:",
@@ -223,6 +282,23 @@ def kueue_config(health_port: int, webhook_port: int, cert_dir: Path) -> str:
         f"  certDir: {cert_dir}",
         "leaderElection:",
         "  leaderElect: false",
+        *more,
+        "",
+    ])
+
+
+def jobset_config(health_port: int, webhook_port: int, cert_dir: Path) -> str:
+    return _manager_config(
+        "config.jobset.x-k8s.io/v1alpha1", health_port, webhook_port, cert_dir,
+        "internalCertManagement:",
+        "  enable: false",   # its rotator writes to /tmp/k8s-webhook-server; the certificates are minted here
+    )
+
+
+def kueue_config(health_port: int, webhook_port: int, cert_dir: Path) -> str:
+    return _manager_config(
+        "config.kueue.x-k8s.io/v1beta2", health_port, webhook_port, cert_dir,
+        f"namespace: {KUEUE_NAMESPACE}",
         "internalCertManagement:",
         "  enable: true",
         f"  webhookServiceName: {KUEUE_SERVICE}",
@@ -230,9 +306,9 @@ def kueue_config(health_port: int, webhook_port: int, cert_dir: Path) -> str:
         "featureGates:",
         "  VisibilityOnDemand: false",   # would start an extra API server on a fixed port
         "integrations:",
-        "  frameworks: [batch/job, pod]",   # pod: bare GPU pods queue too (docs/queues-and-vclusters.md)
-        "",
-    ])
+        # pod: bare GPU pods queue too; jobset: one Workload per JobSet (docs/queues-and-vclusters.md)
+        "  frameworks: [batch/job, pod, jobset.x-k8s.io/jobset]",
+    )
 
 
 # --------------------------------------------------------------------------
@@ -257,6 +333,64 @@ class SchedulingPlane:
             "--v=1",
         ])
 
+    def _wait_ready(self, url: str, what: str, timeout: float) -> None:
+        cp = self.cp
+
+        def ready() -> bool:
+            cp._check_alive()
+            try:
+                with urllib.request.urlopen(url, timeout=2) as r:
+                    return r.status == 200
+            except Exception:
+                return False
+
+        cp.wait_for(ready, timeout=timeout, interval=0.5, what=what)
+
+    def _install_crds(self, crds: list[dict[str, Any]], field_manager: str) -> None:
+        from kubernetes import client as k8s_client
+
+        cp = self.cp
+        for crd in crds:
+            cp.apply(crd, field_manager=field_manager)
+        ext = k8s_client.ApiextensionsV1Api(cp.api_client)
+
+        def established(name: str) -> bool:
+            conds = ext.read_custom_resource_definition(name).status.conditions or []
+            return any(c.type == "Established" and c.status == "True" for c in conds)
+
+        for crd in crds:
+            name = crd["metadata"]["name"]
+            cp.wait_for(lambda n=name: established(n), timeout=60, what=f"CRD {name} Established")
+        cp.dynamic.resources.invalidate_cache()
+
+    def start_jobset(self, timeout: float = 120.0) -> float:
+        """Install JobSet's CRD, RBAC and webhooks, start its controller as its ServiceAccount, wait until
+        its webhooks serve. Returns seconds. Before Kueue: Kueue's jobset integration needs the CRD."""
+        started = time.monotonic()
+        cp, module = self.cp, jobset_module_dir()
+        webhook_port, health_port = free_port(), free_port()
+        cert_dir = cp.workdir / "jobset-certs"
+        data = mint_webhook_certs(cert_dir, f"{JOBSET_PREFIX}webhook-service.{JOBSET_NAMESPACE}.svc", f"{JOBSET_PREFIX}ca")
+        ca_bundle = base64.b64encode(data["ca.crt"]).decode()
+        self._install_crds(jobset_crds(module), "e2e-jobset-install")
+        cp.create_namespace(JOBSET_NAMESPACE)
+        role = jobset_cluster_role(module)
+        cp.apply(role, field_manager="e2e-jobset-install")
+        cp.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                  "metadata": {"name": role["metadata"]["name"] + "binding"},
+                  "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role["metadata"]["name"]},
+                  "subjects": [{"kind": "ServiceAccount", "name": JOBSET_SERVICE_ACCOUNT, "namespace": JOBSET_NAMESPACE}]},
+                 field_manager="e2e-jobset-install")
+        for config in jobset_webhook_configurations(module, f"https://127.0.0.1:{webhook_port}", ca_bundle):
+            cp.apply(config, field_manager="e2e-jobset-install")
+        config_path = cp.workdir / "jobset-config.yaml"
+        config_path.write_text(jobset_config(health_port, webhook_port, cert_dir))
+        kubeconfig = cp.kubeconfig_for(JOBSET_USER, ["system:serviceaccounts", f"system:serviceaccounts:{JOBSET_NAMESPACE}"],
+                                       name="jobset")
+        cp._start("jobset", [f"--config={config_path}", f"--kubeconfig={kubeconfig}", "--zap-log-level=2"])
+        self._wait_ready(f"http://127.0.0.1:{health_port}/readyz", "JobSet readyz (webhook server serving)", timeout)
+        return time.monotonic() - started
+
     def start_kueue(self, timeout: float = 120.0) -> float:
         """Install Kueue's CRDs and webhooks, start it, wait until its webhooks serve. Returns seconds."""
         from kubernetes import client as k8s_client
@@ -268,19 +402,7 @@ class SchedulingPlane:
         data = mint_webhook_certs(cert_dir)
         ca_bundle = base64.b64encode(data["ca.crt"]).decode()
         url = f"https://127.0.0.1:{webhook_port}"
-        crds = kueue_crds(module, url, ca_bundle)
-        for crd in crds:
-            cp.apply(crd, field_manager="e2e-kueue-install")
-        ext = k8s_client.ApiextensionsV1Api(cp.api_client)
-
-        def established(name: str) -> bool:
-            conds = ext.read_custom_resource_definition(name).status.conditions or []
-            return any(c.type == "Established" and c.status == "True" for c in conds)
-
-        for crd in crds:
-            name = crd["metadata"]["name"]
-            cp.wait_for(lambda n=name: established(n), timeout=60, what=f"CRD {name} Established")
-        cp.dynamic.resources.invalidate_cache()
+        self._install_crds(kueue_crds(module, url, ca_bundle), "e2e-kueue-install")
         cp.create_namespace(KUEUE_NAMESPACE)
         k8s_client.CoreV1Api(cp.api_client).create_namespaced_secret(KUEUE_NAMESPACE, {
             "apiVersion": "v1", "kind": "Secret", "metadata": {"name": KUEUE_SECRET},
@@ -292,16 +414,7 @@ class SchedulingPlane:
         kubeconfig = cp.kubeconfig_for("kueue-controller-manager", ["system:masters"], name="kueue")
         cp._start("kueue", [f"--config={config_path}", f"--kubeconfig={kubeconfig}", "--zap-log-level=2"])
         self.kueue_health = f"http://127.0.0.1:{health_port}/readyz"
-
-        def ready() -> bool:
-            cp._check_alive()
-            try:
-                with urllib.request.urlopen(self.kueue_health, timeout=2) as r:
-                    return r.status == 200
-            except Exception:
-                return False
-
-        cp.wait_for(ready, timeout=timeout, interval=0.5, what="Kueue readyz (webhook server serving)")
+        self._wait_ready(self.kueue_health, "Kueue readyz (webhook server serving)", timeout)
         return time.monotonic() - started
 
 
@@ -407,6 +520,7 @@ def start_scheduling_stack(stack: str, workdir: Path, root: Path = REPO_ROOT) ->
         plane.start_scheduler()
         environment, objects = AppliedStack.render(stack, root)
         if environment.platform.scheduler == "kueue":
+            timings["jobset"] = plane.start_jobset()
             timings["kueue"] = plane.start_kueue()
         # The vendored CRDs of the custom objects the builders emit (KAI Queues, PrometheusRules).
         # Kueue's are byte-identical to the ones just installed from its module, and server-side

@@ -301,26 +301,66 @@ def _gated(obj: str) -> str:
     return f"(has({obj}.spec.schedulingGates) && {obj}.spec.schedulingGates.exists(g, g.name == {cel_string(KUEUE_ADMISSION_GATE)}))"
 
 
+# The kinds Kueue queues as a whole whose controller creates Jobs: (kind, API group, resource, CEL
+# list of the pod templates of `{obj}`). Kueue makes one Workload for the parent and skips a Job naming
+# a queued parent as its controller (it is counted in the parent's Workload), so such a Job is trusted
+# only from whoever may update the parent kind's status: its controller (and Kueue, and cluster
+# admins), never a tenant role, since any member can write the ownerReference and the labels the
+# parent's controller sets.
+JOB_PARENTS: tuple[tuple[str, str, str, str], ...] = (
+    ("JobSet", "jobset.x-k8s.io", "jobsets",
+     "(has({obj}.spec.replicatedJobs) ? {obj}.spec.replicatedJobs.map(rj, rj.template.spec.template) : [])"),
+)
+
+# The kinds besides Pod the policy checks, each with the CEL list of the pod templates of `{obj}`:
+# whether it requests GPUs, before and after an update, is read from this one table.
+POD_TEMPLATES: dict[str, str] = {"Job": "[{obj}.spec.template]", **{kind: templates for kind, _, _, templates in JOB_PARENTS}}
+
+_MAY_UPDATE_STATUS = "authorizer.group({}).resource({}).subresource('status').namespace(request.namespace).check('update').allowed()"
+
+
+def _parent_kind(obj: str) -> str:
+    """CEL: the kind of JOB_PARENTS `obj` names as its controller ownerReference, '' if none."""
+    kinds = " || ".join(f"(o.kind == {cel_string(kind)} && o.apiVersion.startsWith({cel_string(group + '/')}))"
+                        for kind, group, _, _ in JOB_PARENTS)
+    named = f"{obj}.metadata.ownerReferences.filter(o, has(o.controller) && o.controller && ({kinds}))"
+    return f"(has({obj}.metadata.ownerReferences) && size({named}) > 0 ? {named}[0].kind : '')"
+
+
+def _templates_request_gpu(platform, obj: str) -> str:
+    """CEL: `obj`, of one of the POD_TEMPLATES kinds, asks for GPUs: any of its pod templates does."""
+    return "(" + " || ".join(
+        f"(request.kind.kind == {cel_string(kind)} && {templates.format(obj=obj)}.exists(t, {requests_gpu(platform, 't')}))"
+        for kind, templates in POD_TEMPLATES.items()) + ")"
+
+
 def queue_pinning_policy(facts: FleetFacts) -> list[KubeObject]:
     """ValidatingAdmissionPolicy + binding: in tenant namespaces, GPU pods go through the tenant's LocalQueue.
 
     Kueue manages only what carries `kueue.x-k8s.io/queue-name`; an unmanaged pod or Job would hold
-    GPUs no queue counts and no preemption can reclaim. So a Pod or Job whose pods request GPUs (any
-    path: device plugin, DRA extended resource or claim) must name the LocalQueue `default`, and a
-    pod must carry Kueue's scheduling gate too, unless its namespace is a `queue.admission: direct`
-    tenant's; pods a Job creates are covered by their Job (only a Job controller, which may update
-    `jobs/status`, creates them ungated); a Job created without the label cannot gain GPU
-    requests later (a suspended Job's pod template may change, and its owner may unsuspend it).
-    And what only the scheduler may change, nobody else does: the label after creation, Kueue's scheduling
-    gate on a pod, a queued Job's `suspend`. "The scheduler" is whoever may update
-    `workloads/status` in the namespace: Kueue and cluster admins, never a tenant role.
+    GPUs no queue counts and no preemption can reclaim. So a Pod, Job or JobSet whose pods request
+    GPUs (any path: device plugin, DRA extended resource or claim) must name the LocalQueue
+    `default`, and a pod must carry Kueue's scheduling gate too, a new Job or JobSet be suspended
+    (by Kueue's webhook, which skips one naming a queued workload as its controller), unless its
+    namespace is a `queue.admission: direct` tenant's; pods a Job creates are covered by their Job (only a Job
+    controller, which may update `jobs/status`, creates them ungated), and the Jobs a JobSet creates
+    by their JobSet (a Job naming a JobSet as its controller is admitted only from whoever may
+    update `jobsets/status`: the JobSet controller; Kueue queues the JobSet and skips such a Job,
+    labelled or not). A Job or JobSet created without the label cannot gain GPU requests later (a
+    suspended Job's pod template may change and its owner may unsuspend it; a JobSet's controller
+    makes new Jobs from its current spec), one rule over POD_TEMPLATES. And what only the scheduler
+    may change, nobody else does: the label after creation, Kueue's scheduling gate on a pod, a
+    queued Job's or JobSet's `suspend`, the spec of a GPU Job or JobSet outside the queue, and the
+    spec of a JobSet's GPU Job (or one orphaned from it), which only the JobSet controller changes.
+    "The scheduler" is whoever may update `workloads/status` in the namespace: Kueue and cluster
+    admins, never a tenant role.
 
     >>> [o["kind"] for o in queue_pinning_policy(prod.facts)]
     ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']
     """
     platform = facts.platform
     labels = platform_labels(facts.environment_label)
-    may = "authorizer.group({}).resource({}).subresource('status').namespace(request.namespace).check('update').allowed()"
+    may = _MAY_UPDATE_STATUS
     policy_spec = {
         "failurePolicy": "Fail",
         "matchConstraints": {
@@ -328,38 +368,54 @@ def queue_pinning_policy(facts: FleetFacts) -> list[KubeObject]:
             "resourceRules": [
                 {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["pods"]},
                 {"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["jobs"]},
+                *({"apiGroups": [group], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"], "resources": [resource]}
+                  for _, group, resource, _ in JOB_PARENTS),
             ],
         },
         "validations": [
             {
-                # A pod must also be gated: Kueue's webhook gates the labelled pods it manages, and skips
-                # those naming a Job as controller (any tenant can write that ownerReference).
+                # A pod must also be gated, and a new Job or JobSet suspended: Kueue's webhook gates the
+                # labelled pods and suspends the labelled Jobs and JobSets it queues, and skips those
+                # naming a queued workload (a Job, a JobSet) as controller (any tenant can write that
+                # ownerReference). Updates are the rules below.
                 "expression": (
                     "request.operation != 'CREATE' || variables.direct || !variables.requestsGpu || "
-                    f"(variables.queue == {cel_string(LOCAL_QUEUE)} && (!variables.pod || {_gated('object')})) || "
+                    "(variables.child ? variables.parentController : "
+                    f"variables.queue == {cel_string(LOCAL_QUEUE)} && (variables.pod ? {_gated('object')} : "
+                    "has(object.spec.suspend) && object.spec.suspend)) || "
                     "(variables.pod && variables.jobController)"
                 ),
                 "messageExpression": (
-                    "(variables.pod ? 'a pod' : 'a Job') + ' that requests GPUs must go through the tenant\\'s queue: "
+                    "variables.child ? 'a Job that requests GPUs and names a ' + variables.childOf + ' as its controller is "
+                    "created by the ' + variables.childOf + ' controller, counted in its parent\\'s Workload: create the ' + "
+                    "variables.childOf + ' (labelled " + f"{KUEUE_QUEUE_NAME_LABEL}: {LOCAL_QUEUE}) instead' : "
+                    "(variables.pod ? 'a pod' : 'a ' + request.kind.kind) + ' that requests GPUs must go through the tenant\\'s queue: "
                     f"the label {KUEUE_QUEUE_NAME_LABEL}: {LOCAL_QUEUE} (got \\'' + variables.queue + '\\')' + "
                     f"(variables.pod ? ' and Kueue\\'s scheduling gate {KUEUE_ADMISSION_GATE} (none when the pod names a Job "
-                    "as its controller)' : '') + '; label the Job, or the pod template of a Deployment or StatefulSet "
+                    "as its controller)' : ', suspended by Kueue (it is not when the ' + request.kind.kind + ' names a queued "
+                    "workload as its controller)') + '; label the Job or JobSet, or the pod template of a Deployment or StatefulSet "
                     "(docs/queues-and-vclusters.md)'"
                 ),
                 "reason": "Forbidden",
             },
             {
-                # A suspended Job's pod template may change (Kubernetes lets its resources, scheduling
-                # directives and annotations be edited until it starts): a CPU Job created outside the
-                # queue must not gain GPUs there and then be unsuspended by its owner, as no queue holds it.
+                # One rule over the POD_TEMPLATES kinds: a suspended Job's pod template may change
+                # (Kubernetes lets its resources, scheduling directives and annotations be edited until
+                # it starts), and a JobSet's controller makes new Jobs from its current spec. So an
+                # object outside the queue must not gain GPUs by update (and then be unsuspended by its
+                # owner, as no queue holds it), nor one that has them (created before its namespace was
+                # queued, or by an admin) change its spec. A JobSet's Jobs are the last rule's.
                 "expression": (
                     "variables.pod || request.operation != 'UPDATE' || variables.direct || !variables.requestsGpu || "
-                    f"variables.oldRequestsGpu || variables.queue == {cel_string(LOCAL_QUEUE)} || variables.scheduler"
+                    f"variables.queue == {cel_string(LOCAL_QUEUE)} || variables.child || variables.wasChild || "
+                    "(variables.oldRequestsGpu && object.spec == oldObject.spec) || variables.scheduler"
                 ),
                 "messageExpression": (
-                    "'GPU requests cannot be added to a Job outside the tenant\\'s queue (label "
-                    f"{KUEUE_QUEUE_NAME_LABEL}: {LOCAL_QUEUE}, got \\'' + variables.queue + '\\'): unsuspended, it would "
-                    "run GPU pods no queue counts; the label cannot be added later, so create a new Job with it'"
+                    "(variables.oldRequestsGpu ? 'a ' + request.kind.kind + ' that requests GPUs outside the tenant\\'s queue keeps "
+                    "its spec' : 'GPU requests cannot be added to a ' + request.kind.kind + ' outside the tenant\\'s queue') + "
+                    f"' (label {KUEUE_QUEUE_NAME_LABEL}: {LOCAL_QUEUE}, got \\'' + variables.queue + '\\'): unsuspended, it "
+                    "would run GPU pods no queue counts; the label cannot be added later, so create a new ' + request.kind.kind + "
+                    "' with it'"
                 ),
                 "reason": "Forbidden",
             },
@@ -379,9 +435,28 @@ def queue_pinning_policy(facts: FleetFacts) -> list[KubeObject]:
                 "expression": (
                     "variables.pod || request.operation != 'UPDATE' || variables.oldQueue == '' || "
                     "!(has(oldObject.spec.suspend) && oldObject.spec.suspend) || "
-                    "(has(object.spec.suspend) && object.spec.suspend) || variables.scheduler"
+                    "(has(object.spec.suspend) && object.spec.suspend) || variables.scheduler || "
+                    "(variables.wasChild && variables.parentController)"
                 ),
-                "message": "a queued Job starts when Kueue admits it: only Kueue sets its spec.suspend to false",
+                "messageExpression": (
+                    "'a queued ' + request.kind.kind + ' starts when Kueue admits it: only Kueue sets its spec.suspend to false'"
+                ),
+                "reason": "Forbidden",
+            },
+            {
+                # A JobSet's GPU Job (now or before the update: orphaned from it) is counted in its
+                # JobSet's Workload, not a queue of its own: its suspend, parallelism and pod template
+                # change with its JobSet, never by hand, labelled or not.
+                "expression": (
+                    "request.kind.kind != 'Job' || request.operation != 'UPDATE' || variables.direct || !variables.requestsGpu || "
+                    "(!variables.child && !variables.wasChild) || "
+                    "(object.spec == oldObject.spec && variables.child == variables.wasChild) || "
+                    "variables.scheduler || variables.parentController"
+                ),
+                "message": (
+                    "a Job that requests GPUs outside a queue of its own (a JobSet's Job, or one orphaned from its JobSet) "
+                    "changes only with its JobSet: its spec and controller are the JobSet controller's; change or delete the JobSet"
+                ),
                 "reason": "Forbidden",
             },
         ],
@@ -391,16 +466,27 @@ def queue_pinning_policy(facts: FleetFacts) -> list[KubeObject]:
             {"expression": f"request.operation == 'UPDATE' ? {_label('oldObject', KUEUE_QUEUE_NAME_LABEL)} : ''", "name": "oldQueue"},
             {"expression": f"{_label('namespaceObject', QUEUE_ADMISSION_LABEL)} == 'direct'", "name": "direct"},
             {
-                "expression": f"variables.pod ? ({requests_gpu(platform)}) : ({requests_gpu(platform, 'object.spec.template')})",
+                "expression": f"variables.pod ? ({requests_gpu(platform)}) : {_templates_request_gpu(platform, 'object')}",
                 "name": "requestsGpu",
             },
             {
-                "expression": (f"request.operation == 'UPDATE' && !variables.pod && "
-                               f"({requests_gpu(platform, 'oldObject.spec.template')})"),
+                "expression": f"request.operation == 'UPDATE' && !variables.pod && {_templates_request_gpu(platform, 'oldObject')}",
                 "name": "oldRequestsGpu",
             },
             {"expression": may.format("'kueue.x-k8s.io'", "'workloads'"), "name": "scheduler"},
             {"expression": may.format("'batch'", "'jobs'"), "name": "jobController"},
+            # The parent kind a Job names as its controller ('' if none of JOB_PARENTS), now and before the update.
+            {"expression": f"request.kind.kind == 'Job' ? {_parent_kind('object')} : ''", "name": "childOf"},
+            {"expression": "variables.childOf != ''", "name": "child"},
+            {
+                "expression": f"request.kind.kind == 'Job' && request.operation == 'UPDATE' && {_parent_kind('oldObject')} != ''",
+                "name": "wasChild",
+            },
+            {
+                "expression": " || ".join(_MAY_UPDATE_STATUS.format(cel_string(group), cel_string(resource))
+                                          for _, group, resource, _ in JOB_PARENTS),
+                "name": "parentController",
+            },
         ],
     }
     # Pods and Jobs: each rule is guarded by the kind at run time, and type-checked against both.

@@ -62,6 +62,10 @@ NEVER = {
     ("", "serviceaccounts/token"): "it mints tokens of the namespace's ServiceAccounts (CI accounts included)",
     ("", "pods/binding"): "it sets a pod's node past the scheduler and the GPU placement policy",
     ("", "pods/ephemeralcontainers"): "ephemeral containers are not checked by the GPU placement policy",
+    # The queue policy (gpu-tenancy-kueue-queue) knows a workload controller by these permissions.
+    ("batch", "jobs/status"): "the queue policy takes whoever may update it for the Job controller, whose GPU pods start without Kueue's gate",
+    ("jobset.x-k8s.io", "jobsets/status"): "the queue policy takes whoever may update it for the JobSet controller, whose GPU Jobs "
+    "no queue counts by themselves",
 }
 
 

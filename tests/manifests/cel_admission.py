@@ -55,7 +55,9 @@ class CelPy:
         return result
 
     def variables(self, values: dict[str, Any]) -> Any:
-        return celpy.celtypes.MapType({celpy.celtypes.StringType(k): v for k, v in values.items()})
+        # A value a test passes in `given` is plain Python; celpy's operators want its own types.
+        return celpy.celtypes.MapType({celpy.celtypes.StringType(k): celpy.json_to_cel(v) if type(v) is bool else v
+                                       for k, v in values.items()})
 
 
 ENGINES = [RustCel(), CelPy()]

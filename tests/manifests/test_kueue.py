@@ -221,7 +221,8 @@ def test_nested_cohorts_name_their_parent_and_the_root_holds_the_spare():
 
 TENANT_NS = {"metadata": {"name": "bench", "labels": {"gpu-tenancy.dev/tenant": "bench"}}}
 DIRECT_NS = {"metadata": {"name": "svc", "labels": {"gpu-tenancy.dev/tenant": "svc", "gpu-tenancy.dev/queue-admission": "direct"}}}
-MEMBER = {"scheduler": False, "jobController": False}   # what `authorizer` answers for a tenant member
+MEMBER = {"scheduler": False, "jobController": False, "parentController": False}   # what `authorizer` answers for a tenant member
+JOBSET_CONTROLLER = {**MEMBER, "jobController": True, "parentController": True}   # may update jobs/status and jobsets/status
 
 
 def _pod(gpus: int = 1, queue: str | None = "default", gates: bool = False, claims: bool = False) -> dict:
@@ -268,7 +269,10 @@ def test_a_gpu_pod_must_name_the_local_queue(engine, pinning):
     assert admit(_pod(queue=None), namespace=DIRECT_NS) == []      # `queue.admission: direct`
     assert admit(_pod(queue=None), given={**MEMBER, "jobController": True}) == []   # a Job's pods: the Job was checked
     assert admit(_job(queue=None), resource="jobs")[0].startswith("a Job that requests GPUs must go through")
-    assert admit(_job(), resource="jobs") == []
+    assert admit(_job(suspend=True), resource="jobs") == []
+    # Kueue suspends the labelled Jobs it queues; one it skipped (its controller a queued Job or JobSet) is not
+    (unqueued,) = admit(_job(), resource="jobs")
+    assert ", suspended by Kueue (it is not when the Job names a queued workload as its controller)" in unqueued
 
 
 @pytest.mark.parametrize("engine", ENGINES, ids=lambda e: e.name)
@@ -286,20 +290,147 @@ def test_only_the_scheduler_changes_what_queues_a_pod(engine, pinning):
     assert update(_job(suspend=True), _job(suspend=False), resource="jobs", given={**MEMBER, "scheduler": True}) == []
 
 
-@pytest.mark.parametrize("engine", ENGINES, ids=lambda e: e.name)
-def test_a_suspended_job_outside_the_queue_cannot_gain_gpus(engine, pinning):
-    """A suspended Job's template may change; a CPU Job created without the label must not get GPUs
-    added and then be unsuspended outside Kueue."""
-    def update(old, new, given=MEMBER, namespace=TENANT_NS):
-        return replay(engine, pinning, new, old=old, operation="UPDATE", resource="jobs", namespace=namespace, given=given)
+# --- JobSets: one Workload for the JobSet, its Jobs trusted only from the JobSet controller ---------
 
-    cpu = _job(queue=None, suspend=True, gpus=0)
-    (refused,) = update(cpu, _job(queue=None, suspend=True))
-    assert refused.startswith("GPU requests cannot be added to a Job outside the tenant's queue "
+
+def _jobset(queue: str | None = "default", gpus: int = 1, suspend: bool | None = None, annotations: dict | None = None) -> dict:
+    js = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "js", "labels": {}},
+          "spec": {"replicatedJobs": [
+              {"name": "driver", "replicas": 1, "template": {"spec": {"template": {"spec": _pod(gpus=0, queue=None)["spec"]}}}},
+              {"name": "workers", "replicas": 2, "template": {"spec": {"template": {"spec": _pod(gpus=gpus, queue=None)["spec"]}}}},
+          ]}}
+    if queue is not None:
+        js["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = queue
+    if suspend is not None:
+        js["spec"]["suspend"] = suspend
+    if annotations:
+        js["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["metadata"] = {"annotations": annotations}
+    return js
+
+
+WORKLOADS = {"jobs": _job, "jobsets": _jobset}   # resource -> builder of the kinds with pod templates
+
+
+def _child_job(queue: str | None = None, suspend: bool | None = True, parallelism: int = 1, kind: str = "JobSet") -> dict:
+    """A Job as the JobSet controller makes it: its labels (any member can write them) and the controller ownerReference."""
+    job = _job(queue=queue, suspend=suspend)
+    job["metadata"]["labels"].update({"jobset.sigs.k8s.io/jobset-name": "js", "jobset.sigs.k8s.io/replicatedjob-name": "workers"})
+    job["metadata"]["ownerReferences"] = [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": kind, "name": "js",
+                                           "uid": "u", "controller": True}]
+    job["spec"]["parallelism"] = parallelism
+    return job
+
+
+def test_the_policy_matches_jobsets(pinning):
+    rules = pinning["spec"]["matchConstraints"]["resourceRules"]
+    assert {"apiGroups": ["jobset.x-k8s.io"], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"], "resources": ["jobsets"]} in rules
+
+
+@pytest.mark.parametrize("engine", ENGINES, ids=lambda e: e.name)
+def test_a_gpu_jobset_must_name_the_local_queue(engine, pinning):
+    def admit(obj, operation="CREATE", old=None, namespace=TENANT_NS, given=MEMBER):
+        return replay(engine, pinning, obj, resource="jobsets", operation=operation, old=old, namespace=namespace, given=given)
+
+    assert admit(_jobset(suspend=True)) == []
+    assert admit(_jobset(suspend=False))[0].endswith(
+        ", suspended by Kueue (it is not when the JobSet names a queued workload as its controller); label the Job or JobSet, "
+        "or the pod template of a Deployment or StatefulSet (docs/queues-and-vclusters.md)")
+    (refused,) = admit(_jobset(queue=None))
+    assert refused.startswith("a JobSet that requests GPUs must go through the tenant's queue: the label kueue.x-k8s.io/queue-name: default (got '')")
+    assert admit(_jobset(queue="other"))                               # another LocalQueue name: not the tenant's
+    assert admit(_jobset(queue=None, gpus=0)) == []                    # CPU JobSets may run outside the queue
+    assert admit(_jobset(queue=None), namespace=DIRECT_NS) == []       # `queue.admission: direct`
+    # its controller makes new Jobs from the current spec: GPUs cannot be added to an unqueued JobSet later
+    assert admit(_jobset(queue=None), operation="UPDATE", old=_jobset(queue=None, gpus=0))[0].startswith(
+        "GPU requests cannot be added to a JobSet outside the tenant's queue")
+    assert admit(_jobset(), operation="UPDATE", old=_jobset()) == []
+    # only Kueue unsuspends a queued JobSet, and the label stays
+    assert admit(_jobset(suspend=False), operation="UPDATE", old=_jobset(suspend=True)) == [
+        "a queued JobSet starts when Kueue admits it: only Kueue sets its spec.suspend to false"]
+    assert admit(_jobset(suspend=False), operation="UPDATE", old=_jobset(suspend=True), given={**MEMBER, "scheduler": True}) == []
+    assert admit(_jobset(suspend=False), operation="UPDATE", old=_jobset(suspend=True), given=JOBSET_CONTROLLER)
+    assert admit(_jobset(gpus=0, queue=None), operation="UPDATE", old=_jobset(gpus=0))[0].startswith("the label kueue.x-k8s.io/queue-name cannot")
+
+
+@pytest.mark.parametrize("engine", ENGINES, ids=lambda e: e.name)
+@pytest.mark.parametrize("queue", [None, "default"])
+def test_a_jobsets_job_comes_only_from_the_jobset_controller(engine, pinning, queue):
+    """Kueue skips a Job naming a queued JobSet as its controller, labelled or not: a member who
+    writes that ownerReference (and the JobSet's labels) must not get a Job outside the queue."""
+    def admit(obj, given=MEMBER, namespace=TENANT_NS):
+        return replay(engine, pinning, obj, resource="jobs", namespace=namespace, given=given)
+
+    assert admit(_child_job(queue=queue), given=JOBSET_CONTROLLER) == []
+    (refused,) = admit(_child_job(queue=queue))
+    assert refused == ("a Job that requests GPUs and names a JobSet as its controller is created by the JobSet controller, "
+                       "counted in its parent's Workload: create the JobSet (labelled kueue.x-k8s.io/queue-name: default) instead")
+    assert admit(_child_job(queue=queue), given={**MEMBER, "jobController": True})   # jobs/status alone is not the JobSet controller
+    assert admit(_child_job(queue=queue), namespace=DIRECT_NS) == []
+    other_owner = _child_job(queue="default", kind="CronJob")              # not a parent Kueue skips: queued as any Job
+    other_owner["metadata"]["ownerReferences"][0]["apiVersion"] = "batch/v1"
+    assert admit(other_owner) == []
+
+
+@pytest.mark.parametrize("engine", ENGINES, ids=lambda e: e.name)
+@pytest.mark.parametrize("resource", WORKLOADS)
+def test_a_suspended_job_outside_the_queue_cannot_gain_gpus(engine, pinning, resource):
+    """A suspended Job's template may change, and a JobSet's controller makes Jobs from its current
+    spec; a CPU Job or JobSet created without the label must not get GPUs added and then be
+    unsuspended outside Kueue. One rule for both kinds."""
+    build, kind = WORKLOADS[resource], {"jobs": "Job", "jobsets": "JobSet"}[resource]
+
+    def update(old, new, given=MEMBER, namespace=TENANT_NS):
+        return replay(engine, pinning, new, old=old, operation="UPDATE", resource=resource, namespace=namespace, given=given)
+
+    cpu = build(queue=None, suspend=True, gpus=0)
+    (refused,) = update(cpu, build(queue=None, suspend=True))
+    assert refused.startswith(f"GPU requests cannot be added to a {kind} outside the tenant's queue "
                               "(label kueue.x-k8s.io/queue-name: default, got '')")
-    assert update(cpu, _job(queue=None, suspend=True, gpus=0, annotations={"team": "a"})) == []   # CPU edits pass
-    assert update(cpu, _job(queue=None, suspend=False, gpus=0)) == []                            # and so does starting it
-    assert update(_job(suspend=True, gpus=0), _job(suspend=True)) == []          # in the queue: Kueue meters it
-    assert update(_job(queue=None, suspend=True), _job(queue=None, suspend=True)) == []   # GPUs it already had
-    assert update(cpu, _job(queue=None, suspend=True), namespace=DIRECT_NS) == []          # `queue.admission: direct`
-    assert update(cpu, _job(queue=None, suspend=True), given={**MEMBER, "scheduler": True}) == []
+    assert refused.endswith(f"so create a new {kind} with it")
+    assert update(cpu, build(queue=None, suspend=True, gpus=0, annotations={"team": "a"})) == []   # CPU edits pass
+    assert update(cpu, build(queue=None, suspend=False, gpus=0)) == []                            # and so does starting it
+    assert update(build(suspend=True, gpus=0), build(suspend=True)) == []          # in the queue: Kueue meters it
+    assert update(build(queue=None, suspend=True), build(queue=None, suspend=True)) == []   # GPUs it already had
+    assert update(cpu, build(queue=None, suspend=True), namespace=DIRECT_NS) == []          # `queue.admission: direct`
+    assert update(cpu, build(queue=None, suspend=True), given={**MEMBER, "scheduler": True}) == []
+    # one that has GPUs outside the queue (made before its namespace was queued, or by an admin) keeps its spec
+    had = build(queue=None, suspend=True)
+    (kept,) = update(had, build(queue=None, suspend=False))
+    assert kept.startswith(f"a {kind} that requests GPUs outside the tenant's queue keeps its spec (label")
+    assert update(had, build(queue=None, suspend=False), given={**MEMBER, "scheduler": True}) == []
+    relabelled = build(queue=None, suspend=True)
+    relabelled["metadata"]["labels"]["team"] = "a"
+    assert update(had, relabelled) == []                                            # its metadata is the member's
+
+
+@pytest.mark.parametrize("engine", ENGINES, ids=lambda e: e.name)
+def test_a_jobsets_job_changes_only_with_its_jobset(engine, pinning):
+    def update(old, new, given=MEMBER):
+        return replay(engine, pinning, new, old=old, operation="UPDATE", resource="jobs", namespace=TENANT_NS, given=given)
+
+    frozen = ("a Job that requests GPUs outside a queue of its own (a JobSet's Job, or one orphaned from its JobSet) "
+              "changes only with its JobSet: its spec and controller are the JobSet controller's; change or delete the JobSet")
+    # the JobSet controller resumes its Jobs when Kueue admits the JobSet (labelled child Jobs too)
+    for queue in (None, "default"):
+        assert update(_child_job(queue=queue), _child_job(queue=queue, suspend=False), given=JOBSET_CONTROLLER) == []
+        assert frozen in update(_child_job(queue=queue), _child_job(queue=queue, suspend=False))
+        assert update(_child_job(queue=queue, suspend=False), _child_job(queue=queue, suspend=False, parallelism=8)) == [frozen]
+    orphaned = _child_job()
+    del orphaned["metadata"]["ownerReferences"]
+    assert update(_child_job(), orphaned) == [frozen]                   # the controller reference stays
+    assert update(_child_job(), orphaned, given=JOBSET_CONTROLLER) == []   # the garbage collector orphans it
+    resumed = copy.deepcopy(orphaned)
+    resumed["spec"]["suspend"] = False
+    kept = "a Job that requests GPUs outside the tenant's queue keeps its spec"
+    (refused,) = update(orphaned, resumed)                             # orphaned, still never by hand: a Job
+    assert refused.startswith(kept)                                     # outside the queue keeps its spec
+    labels_only = _child_job()
+    labels_only["metadata"]["labels"]["team"] = "x"
+    assert update(_child_job(), labels_only) == []                      # metadata is the member's
+    (refused,) = update(_job(suspend=True, queue=None), _job(suspend=False, queue=None))
+    assert refused.startswith(kept)
+    cpu = _child_job()
+    cpu["spec"]["template"]["spec"] = _pod(gpus=0, queue=None)["spec"]
+    cpu_resumed = copy.deepcopy(cpu)
+    cpu_resumed["spec"]["suspend"] = False
+    assert update(cpu, cpu_resumed) == []                               # CPU Jobs are the member's

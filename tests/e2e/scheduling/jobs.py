@@ -63,6 +63,8 @@ def event_lines(core: client.CoreV1Api, namespace: str, name: str) -> list[str]:
 class Jobs:
     """Submit Jobs as the tenant's developers would; deleted (with pods and Workloads) after the test."""
 
+    KIND = "Job"   # the kind a Workload names as its owner
+
     def __init__(self, stack) -> None:
         self.stack = stack
         self.cp = stack.plane.cp
@@ -83,7 +85,7 @@ class Jobs:
     def workload(self, namespace: str, name: str) -> dict | None:
         res = self.cp.dynamic.resources.get(api_version="/".join(KUEUE), kind="Workload")
         for wl in self.cp.dynamic.get(res, namespace=namespace).to_dict()["items"]:
-            if any(o["kind"] == "Job" and o["name"] == name for o in wl["metadata"].get("ownerReferences", [])):
+            if any(o["kind"] == self.KIND and o["name"] == name for o in wl["metadata"].get("ownerReferences", [])):
                 return wl
         return None
 
@@ -120,10 +122,13 @@ class Jobs:
             lines.append(f"pod {pod.metadata.name}: node={pod.spec.node_name} conditions={pod.status.conditions}")
         return "\n".join(lines)
 
+    def delete(self, namespace: str, name: str) -> None:
+        self.batch.delete_namespaced_job(name, namespace, propagation_policy="Background")
+
     def cleanup(self) -> None:
         for namespace, name in self.created:
             try:
-                self.batch.delete_namespaced_job(name, namespace, propagation_policy="Background")
+                self.delete(namespace, name)
             except ApiException as exc:
                 if exc.status != 404:
                     raise
@@ -138,7 +143,7 @@ class Jobs:
                         raise
         for namespace, name in self.created:
             self.cp.wait_for(lambda n=namespace, j=name: not self.pods(n, j) and self.workload(n, j) is None,
-                             timeout=60, interval=0.5, what=f"pods and Workload of {namespace}/{name} deleted")
+                             timeout=60, interval=0.5, what=f"pods and Workload of {self.KIND} {namespace}/{name} deleted")
         # The quota controller releases their usage asynchronously: the next test's pods in the
         # namespace would otherwise be refused (and the job controller retry them with backoff).
         for namespace, used in self.quota_used_before.items():
