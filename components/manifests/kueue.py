@@ -399,20 +399,21 @@ def queue_pinning_policy(facts: FleetFacts) -> list[KubeObject]:
     """ValidatingAdmissionPolicy + binding: in tenant namespaces, GPU pods go through the tenant's LocalQueue.
 
     Kueue manages only what carries `kueue.x-k8s.io/queue-name`; an unmanaged pod or Job would hold
-    GPUs no queue counts and no preemption can reclaim. So a Pod, Job or JobSet whose pods request
-    GPUs (any path: device plugin, DRA extended resource or claim) must name the LocalQueue
-    `default`, and a pod must carry Kueue's scheduling gate too, a new Job or JobSet be suspended
-    (by Kueue's webhook, which skips one naming a queued workload as its controller), unless its
-    namespace is a `queue.admission: direct` tenant's; pods a Job creates are covered by their Job (only a Job
-    controller, which may update `jobs/status`, creates them ungated), and the Jobs a JobSet creates
-    by their JobSet (a Job naming a JobSet as its controller is admitted only from whoever may
-    update `jobsets/status`: the JobSet controller; Kueue queues the JobSet and skips such a Job,
-    labelled or not). A Job or JobSet created without the label cannot gain GPU requests later (a
-    suspended Job's pod template may change and its owner may unsuspend it; a JobSet's controller
-    makes new Jobs from its current spec), one rule over POD_TEMPLATES. And what only the scheduler
-    may change, nobody else does: the label after creation, Kueue's scheduling gate on a pod, a
-    queued Job's or JobSet's `suspend`, the spec of a GPU Job or JobSet outside the queue, and the
-    spec of a JobSet's GPU Job (or one orphaned from it), which only the JobSet controller changes.
+    GPUs no queue counts and no preemption can reclaim. So a Pod, or an object of a QUEUED kind (Job,
+    JobSet, RayJob, RayCluster, LeaderWorkerSet), whose pods request GPUs (any path: device plugin,
+    DRA extended resource or claim) must name the LocalQueue `default`, and a pod must carry Kueue's
+    scheduling gate too, a new object of a QUEUED kind be held as Kueue holds it (suspended; an
+    LWS's pods gated), unless its namespace is a `queue.admission: direct` tenant's. Pods a Job
+    creates are covered by their Job (only a Job controller, which may update `jobs/status`, creates
+    them ungated), and each child of CONTROLLED_BY by its parent (a JobSet's Jobs, a RayJob's
+    RayCluster and submitter Job, a RayCluster's pods: Kueue queues the parent and skips the child,
+    labelled or not, so a child is admitted only from whoever may update its parent's status, the
+    parent's controller). An object created without the label cannot gain GPU requests later (a
+    suspended Job's pod template may change and its owner may unsuspend it; a JobSet's or Ray
+    controller makes new pods from its current spec), one rule over POD_TEMPLATES. And what only the
+    scheduler may change, nobody else does: the label after creation, Kueue's scheduling gate on a
+    pod, a queued object's `suspend`, the spec of a GPU object outside the queue, and the spec of a
+    GPU child (or one orphaned from its parent), which only its parent's controller changes.
     "The scheduler" is whoever may update `workloads/status` in the namespace: Kueue and cluster
     admins, never a tenant role.
 

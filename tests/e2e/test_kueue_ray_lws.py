@@ -24,6 +24,7 @@ from kubernetes import client
 
 from tests.e2e.test_tenancy_admission import on_own_pool, pod
 from tests.e2e.test_tenancy_isolation import GPU, call, members
+from tests.e2e.test_vcluster_guard import STATEFULSET_CONTROLLER
 
 pytestmark = pytest.mark.e2e
 
@@ -34,7 +35,6 @@ CRDS = [KUBERAY / "config/crd/bases/ray.io_rayclusters.yaml", KUBERAY / "config/
         LWS / "config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml"]
 OPERATOR_NS = "kuberay-system"
 OPERATOR = (f"system:serviceaccount:{OPERATOR_NS}:kuberay-operator", ["system:serviceaccounts", f"system:serviceaccounts:{OPERATOR_NS}"])
-STATEFULSET_CONTROLLER = ("system:serviceaccount:kube-system:statefulset-controller", ["system:serviceaccounts", "system:serviceaccounts:kube-system"])
 RAY_NS, LWS_NS = "llm-finetune", "inference"
 POLICY = "ValidatingAdmissionPolicy 'gpu-tenancy-kueue-queue'"
 QUEUE = "kueue.x-k8s.io/queue-name"
@@ -163,7 +163,7 @@ def test_a_gpu_ray_workload_goes_through_the_queue(prod_stack, ray, resource):
     kind = {"rayclusters": "RayCluster", "rayjobs": "RayJob"}[resource]
     refused(call(member, "POST", path(resource, RAY_NS), build(prod_stack, queue=None)),
             f"a {kind} that requests GPUs must go through the tenant's queue")
-    refused(call(member, "POST", path(resource, RAY_NS), build(prod_stack, suspend=False)), f"suspended by Kueue")
+    refused(call(member, "POST", path(resource, RAY_NS), build(prod_stack, suspend=False)), "suspended by Kueue")
     admitted(call(member, "POST", path(resource, RAY_NS), build(prod_stack)))
     admitted(call(member, "POST", path(resource, RAY_NS), build(prod_stack, gpus=0, queue=None, suspend=False)))
 
