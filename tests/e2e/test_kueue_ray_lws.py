@@ -14,7 +14,6 @@ refusing a hostile llm-finetune (Ray) or inference (LWS) developer, and admittin
 from __future__ import annotations
 
 import copy
-import os
 import uuid
 from pathlib import Path
 
@@ -25,14 +24,11 @@ from kubernetes import client
 from tests.e2e.test_tenancy_admission import on_own_pool, pod
 from tests.e2e.test_tenancy_isolation import GPU, call, members
 from tests.e2e.test_vcluster_guard import STATEFULSET_CONTROLLER
+from tools.scheduling import integration_crd_paths, required_module_dir
 
 pytestmark = pytest.mark.e2e
 
-MODULES = Path(os.environ.get("GPU_TENANCY_CACHE_DIR") or Path(__file__).resolve().parents[2] / ".cache") / "go" / "mod"
-KUBERAY = MODULES / "github.com" / "ray-project" / "kuberay" / "ray-operator@v1.6.2"
-LWS = MODULES / "sigs.k8s.io" / "lws@v0.9.0"
-CRDS = [KUBERAY / "config/crd/bases/ray.io_rayclusters.yaml", KUBERAY / "config/crd/bases/ray.io_rayjobs.yaml",
-        LWS / "config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml"]
+KUBERAY_ROLE = Path("config/rbac/role.yaml")   # in KubeRay's module source
 OPERATOR_NS = "kuberay-system"
 OPERATOR = (f"system:serviceaccount:{OPERATOR_NS}:kuberay-operator", ["system:serviceaccounts", f"system:serviceaccounts:{OPERATOR_NS}"])
 RAY_NS, LWS_NS = "llm-finetune", "inference"
@@ -114,29 +110,39 @@ def admitted(status_message: tuple[int, str]) -> None:
     assert status in (200, 201), message
 
 
-@pytest.fixture(scope="module")
-def ray(apiserver, prod_stack):
-    """The CRDs, the KubeRay operator's ClusterRole bound to its ServiceAccount, and clients:
-    (admin, Ray developer, LWS developer, operator, StatefulSet controller)."""
-    missing = [str(p) for p in CRDS + [KUBERAY / "config/rbac/role.yaml"] if not p.is_file()]
-    assert not missing, f"the module zips lack {missing} (tools/build.sh fills the Go module cache)"
-    ext = client.ApiextensionsV1Api(apiserver.api_client)
-    for crd_path in CRDS:
-        crd = yaml.safe_load(crd_path.read_text())
-        apiserver.apply(crd, field_manager="e2e-crd-install")
-        apiserver.wait_for(lambda n=crd["metadata"]["name"]: any(
-            c.type == "Established" and c.status == "True" for c in (ext.read_custom_resource_definition(n).status.conditions or [])),
-            what=f"CRD {crd['metadata']['name']} Established")
-    role = yaml.safe_load((KUBERAY / "config/rbac/role.yaml").read_text())
+def bind_kuberay_operator(apiserver) -> None:
+    """The KubeRay operator's own ClusterRole (from its module) bound to its ServiceAccount, as upstream's kustomize does."""
+    role = yaml.safe_load((required_module_dir("github.com/ray-project/kuberay/ray-operator") / KUBERAY_ROLE).read_text())
     apiserver.apply(role, field_manager="e2e-kuberay")
     apiserver.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "kuberay-operator"},
                      "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role["metadata"]["name"]},
                      "subjects": [{"kind": "ServiceAccount", "name": "kuberay-operator", "namespace": OPERATOR_NS}]},
                     field_manager="e2e-kuberay")
+
+
+def actors(apiserver) -> tuple:
+    """Clients of (admin, Ray developer, LWS developer, KubeRay operator, StatefulSet controller)."""
     ray_dev = members(RAY_NS, RAY_NS)["developer"]
     lws_dev = members(LWS_NS, LWS_NS)["developer"]
-    clients = (apiserver.api_client, apiserver.client_for(ray_dev.user, ray_dev.groups), apiserver.client_for(lws_dev.user, lws_dev.groups),
-               apiserver.client_for(*OPERATOR), apiserver.client_for(*STATEFULSET_CONTROLLER))
+    return (apiserver.api_client, apiserver.client_for(ray_dev.user, ray_dev.groups), apiserver.client_for(lws_dev.user, lws_dev.groups),
+            apiserver.client_for(*OPERATOR), apiserver.client_for(*STATEFULSET_CONTROLLER))
+
+
+@pytest.fixture(scope="module")
+def ray(apiserver, prod_stack):
+    """The CRDs, the KubeRay operator's ClusterRole bound to its ServiceAccount, and the `actors`."""
+    paths = integration_crd_paths()
+    missing = [str(p) for p in paths if not p.is_file()]
+    assert not missing, f"the module zips lack {missing} (tools/build.sh fills the Go module cache)"
+    ext = client.ApiextensionsV1Api(apiserver.api_client)
+    for crd_path in paths:
+        crd = yaml.safe_load(crd_path.read_text())
+        apiserver.apply(crd, field_manager="e2e-crd-install")
+        apiserver.wait_for(lambda n=crd["metadata"]["name"]: any(
+            c.type == "Established" and c.status == "True" for c in (ext.read_custom_resource_definition(n).status.conditions or [])),
+            what=f"CRD {crd['metadata']['name']} Established")
+    bind_kuberay_operator(apiserver)
+    clients = actors(apiserver)
     admin, member = clients[0], clients[1]
     # The members may work with the new kinds (RBAC of their bundles: ray, leaderworkersets) once they are served.
     for resource, namespace, api in (("rayclusters", RAY_NS, member), ("rayjobs", RAY_NS, member), ("leaderworkersets", LWS_NS, clients[2])):
