@@ -14,8 +14,10 @@ On top of the control plane (etcd, kube-apiserver, kube-controller-manager) this
   - its webhooks (`config/components/webhook/manifests.yaml`) for the Kueue API group,
     `batch` Jobs and Pods (the `pod` integration, which gates a labelled pod until its
     Workload is admitted), pointed at `https://127.0.0.1:<port>/<path>` (no Service, no
-    kube-proxy); webhooks of frameworks the lane does not enable (Deployments, Ray, ...) are
-    left out, as Kueue answers them with a no-op;
+    kube-proxy), and those of its `rayjob`, `raycluster` and `leaderworkerset` integrations, whose
+    CRDs (KubeRay's, LWS's, at the versions Kueue's go.mod requires) are installed before it starts
+    and whose operators the tests impersonate (none is built); webhooks of frameworks the lane does
+    not enable (Deployments, ...) are left out, as Kueue answers them with a no-op;
   - certificates minted here: a throw-away CA and a serving certificate for both
     `kueue-webhook-service.kueue-system.svc` and `127.0.0.1`, stored in the Secret Kueue's
     internal certificate manager reads (it keeps valid certificates and injects the CA into

@@ -37,7 +37,8 @@ QUEUE = "kueue.x-k8s.io/queue-name"
 
 
 def path(resource: str, namespace: str, name: str = "") -> str:
-    group = {"rayclusters": "ray.io/v1", "rayjobs": "ray.io/v1", "leaderworkersets": "leaderworkerset.x-k8s.io/v1"}.get(resource)
+    group = {"rayclusters": "ray.io/v1", "rayjobs": "ray.io/v1", "leaderworkersets": "leaderworkerset.x-k8s.io/v1",
+             "statefulsets": "apps/v1"}.get(resource)
     base = f"/apis/{group}/namespaces/{namespace}/{resource}" if group else f"/api/v1/namespaces/{namespace}/{resource}"
     return f"{base}/{name}" if name else base
 
@@ -83,7 +84,8 @@ def lws(stack, gpus: int = 1, queue: str | None = "default") -> dict:
     worker = template(stack, gpus, LWS_NS)
     return labelled({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
                      "metadata": {"name": f"e2e-lws-{uuid.uuid4().hex[:6]}"},
-                     "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": 2, "workerTemplate": worker}}}, queue, None)
+                     "spec": {"replicas": 1, "rolloutStrategy": {"type": "RollingUpdate"}, "startupPolicy": "LeaderCreated",
+                              "leaderWorkerTemplate": {"size": 2, "workerTemplate": worker}}}, queue, None)
 
 
 def gpu_pod(stack, tenant: str, owner: tuple[str, str, str, str], queue: str | None = None, gated: bool = False) -> dict:
