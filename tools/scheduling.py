@@ -14,8 +14,10 @@ On top of the control plane (etcd, kube-apiserver, kube-controller-manager) this
   - its webhooks (`config/components/webhook/manifests.yaml`) for the Kueue API group,
     `batch` Jobs and Pods (the `pod` integration, which gates a labelled pod until its
     Workload is admitted), pointed at `https://127.0.0.1:<port>/<path>` (no Service, no
-    kube-proxy); webhooks of frameworks the lane does not enable (Deployments, Ray, ...) are
-    left out, as Kueue answers them with a no-op;
+    kube-proxy), and those of its `rayjob`, `raycluster` and `leaderworkerset` integrations, whose
+    CRDs (KubeRay's, LWS's, at the versions Kueue's go.mod requires) are installed before it starts
+    and whose operators the tests impersonate (none is built); webhooks of frameworks the lane does
+    not enable (Deployments, ...) are left out, as Kueue answers them with a no-op;
   - certificates minted here: a throw-away CA and a serving certificate for both
     `kueue-webhook-service.kueue-system.svc` and `127.0.0.1`, stored in the Secret Kueue's
     internal certificate manager reads (it keeps valid certificates and injects the CA into
@@ -83,7 +85,7 @@ KUEUE_WEBHOOK_PREFIX = "kueue-"                   # upstream's kustomize namePre
 # The rotator of Kueue's internal certificate manager accepts a CA whose certificate is
 # valid for this name (cert-controller verifies it like a serving certificate).
 KUEUE_CA_NAME = "kueue-ca"
-WEBHOOK_GROUPS = {"kueue.x-k8s.io", "batch", "jobset.x-k8s.io", ""}   # "": core, for the pod integration
+WEBHOOK_GROUPS = {"kueue.x-k8s.io", "batch", "jobset.x-k8s.io", "ray.io", "leaderworkerset.x-k8s.io", ""}   # "": core, for the pod integration
 # Upstream's kustomize (config/default): namespace, name prefix, and the names its manager reads.
 JOBSET_NAMESPACE = "jobset-system"
 JOBSET_PREFIX = "jobset-"
@@ -105,6 +107,29 @@ def jobset_module_dir() -> Path:
     return _cache_dir() / "go" / "mod" / "sigs.k8s.io" / f"jobset@{JOBSET_VERSION}"
 
 
+def required_module_dir(module: str) -> Path:
+    """The module source of `module` at the version Kueue's go.mod requires (KubeRay, LWS): whose
+    CRDs Kueue's integrations are built against."""
+    for line in (kueue_module_dir() / "go.mod").read_text().splitlines():
+        words = line.split()
+        if len(words) >= 2 and words[0] == module:
+            return _cache_dir() / "go" / "mod" / module.rsplit("/", 1)[0] / f"{module.rsplit('/', 1)[1]}@{words[1]}"
+    raise LookupError(f"Kueue's go.mod requires no {module}")
+
+
+# The CRDs of the frameworks whose controllers the lane does not run but whose Kueue integrations it
+# enables (their controllers are impersonated by the tests): module -> CRD files under config/crd/bases.
+INTEGRATION_CRDS = {
+    "github.com/ray-project/kuberay/ray-operator": ("ray.io_rayclusters.yaml", "ray.io_rayjobs.yaml"),
+    "sigs.k8s.io/lws": ("leaderworkerset.x-k8s.io_leaderworkersets.yaml",),
+}
+
+
+def integration_crd_paths() -> list[Path]:
+    """The CRD files of INTEGRATION_CRDS, at the versions Kueue requires."""
+    return [required_module_dir(module) / "config" / "crd" / "bases" / name for module, names in INTEGRATION_CRDS.items() for name in names]
+
+
 def scheduling_unavailable_reason() -> str:
     missing = [b for b in (*missing_binaries(), *SCHEDULING_BINARIES) if not os.access(BIN_DIR / b, os.X_OK)]
     if missing:
@@ -114,6 +139,9 @@ def scheduling_unavailable_reason() -> str:
         if not (module / "config" / "components" / "crd" / "bases").is_dir():
             return (f"scheduling lane: {name}'s CRDs are read from its module source {module}, "
                     f"which is missing; run `tools/build.sh {name.lower()}` (it downloads the module)")
+    missing_crds = [str(p) for p in integration_crd_paths() if not p.is_file()]
+    if missing_crds:
+        return f"scheduling lane: the CRDs of Kueue's Ray and LWS integrations are missing: {', '.join(missing_crds)}"
     return ""
 
 
@@ -307,7 +335,8 @@ def kueue_config(health_port: int, webhook_port: int, cert_dir: Path) -> str:
         "  VisibilityOnDemand: false",   # would start an extra API server on a fixed port
         "integrations:",
         # pod: bare GPU pods queue too; jobset: one Workload per JobSet (docs/queues-and-vclusters.md)
-        "  frameworks: [batch/job, pod, jobset.x-k8s.io/jobset]",
+        # ray, lws: their CRDs only (the operators are impersonated), docs/queues-and-vclusters.md
+        "  frameworks: [batch/job, pod, jobset.x-k8s.io/jobset, ray.io/rayjob, ray.io/raycluster, leaderworkerset.x-k8s.io/leaderworkerset]",
     )
 
 
@@ -402,6 +431,8 @@ class SchedulingPlane:
         data = mint_webhook_certs(cert_dir)
         ca_bundle = base64.b64encode(data["ca.crt"]).decode()
         url = f"https://127.0.0.1:{webhook_port}"
+        # Kueue's Ray and LWS integrations need their CRDs when it starts.
+        self._install_crds([doc for path in integration_crd_paths() for doc in _yaml_docs(path)], "e2e-kueue-install")
         self._install_crds(kueue_crds(module, url, ca_bundle), "e2e-kueue-install")
         cp.create_namespace(KUEUE_NAMESPACE)
         k8s_client.CoreV1Api(cp.api_client).create_namespaced_secret(KUEUE_NAMESPACE, {

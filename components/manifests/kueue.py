@@ -25,6 +25,8 @@ ResourceQuota still rejects pods beyond the namespace's quota (see docs/queues-a
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from ..fleet import gpu_capacity as cap
 from ..fleet import feasibility as feas
 from ..fleet.facts import FleetFacts, TenantView
@@ -301,30 +303,89 @@ def _gated(obj: str) -> str:
     return f"(has({obj}.spec.schedulingGates) && {obj}.spec.schedulingGates.exists(g, g.name == {cel_string(KUEUE_ADMISSION_GATE)}))"
 
 
-# The kinds Kueue queues as a whole whose controller creates Jobs: (kind, API group, resource, CEL
-# list of the pod templates of `{obj}`). Kueue makes one Workload for the parent and skips a Job naming
-# a queued parent as its controller (it is counted in the parent's Workload), so such a Job is trusted
-# only from whoever may update the parent kind's status: its controller (and Kueue, and cluster
-# admins), never a tenant role, since any member can write the ownerReference and the labels the
-# parent's controller sets.
-JOB_PARENTS: tuple[tuple[str, str, str, str], ...] = (
-    ("JobSet", "jobset.x-k8s.io", "jobsets",
-     "(has({obj}.spec.replicatedJobs) ? {obj}.spec.replicatedJobs.map(rj, rj.template.spec.template) : [])"),
+# How a new object of a kind in QUEUED is held until Kueue admits it: Kueue's webhook suspends a
+# labelled Job, JobSet, RayJob or RayCluster (`spec.suspend`); a LeaderWorkerSet has no suspend, its
+# webhook labels and annotates the pod templates instead, so its pods (made by the StatefulSet
+# controller) arrive with Kueue's scheduling gate, which the pod rules require.
+_SUSPENDED = "(has({obj}.spec.suspend) && {obj}.spec.suspend)"
+_PODS_GATED = "true"
+
+
+class Queued(NamedTuple):
+    """A kind Kueue queues (besides Pod), its API group and resource, the CEL list of the pod templates
+    of `{obj}` (whether it requests GPUs, before and after an update, is read from here) and how a
+    new one is held (`{obj}`: CEL)."""
+
+    kind: str
+    group: str
+    resource: str
+    templates: str
+    held: str
+
+
+QUEUED: tuple[Queued, ...] = (
+    Queued("Job", "batch", "jobs", "[{obj}.spec.template]", _SUSPENDED),
+    Queued("JobSet", "jobset.x-k8s.io", "jobsets",
+           "(has({obj}.spec.replicatedJobs) ? {obj}.spec.replicatedJobs.map(rj, rj.template.spec.template) : [])", _SUSPENDED),
+    # A RayJob's pod sets: its RayCluster's head and worker groups, and the submitter (a Job in K8sJobMode).
+    Queued("RayJob", "ray.io", "rayjobs",
+           "((has({obj}.spec.rayClusterSpec) ? [{obj}.spec.rayClusterSpec.headGroupSpec.template] + "
+           "(has({obj}.spec.rayClusterSpec.workerGroupSpecs) ? {obj}.spec.rayClusterSpec.workerGroupSpecs.map(w, w.template) : []) : []) + "
+           "(has({obj}.spec.submitterPodTemplate) ? [{obj}.spec.submitterPodTemplate] : []))", _SUSPENDED),
+    Queued("RayCluster", "ray.io", "rayclusters",
+           "([{obj}.spec.headGroupSpec.template] + "
+           "(has({obj}.spec.workerGroupSpecs) ? {obj}.spec.workerGroupSpecs.map(w, w.template) : []))", _SUSPENDED),
+    Queued("LeaderWorkerSet", "leaderworkerset.x-k8s.io", "leaderworkersets",
+           "((has({obj}.spec.leaderWorkerTemplate.leaderTemplate) ? [{obj}.spec.leaderWorkerTemplate.leaderTemplate] : []) + "
+           "[{obj}.spec.leaderWorkerTemplate.workerTemplate])", _PODS_GATED),
+)
+_QUEUED = {q.kind: q for q in QUEUED}
+
+# (child kind, parent kind): the parent's controller creates the child from the parent's spec, Kueue
+# makes one Workload for the parent and skips a child naming a queued parent as its controller (it is
+# counted in the parent's Workload: FindAncestorJobManagedByKueue). So such a child is trusted only
+# from whoever may update the parent kind's status: its controller (the JobSet controller, the KubeRay
+# operator; and Kueue, and cluster admins), never a tenant role, since any member can write the
+# ownerReference and the labels the parent's controller sets. A JobSet's Jobs; a RayJob's RayCluster
+# and its submitter Job; a RayCluster's head and worker pods, which KubeRay creates ungated. (A Job's
+# pods are the `jobController` clause; a LeaderWorkerSet's pods are gated, as any labelled pod.)
+CONTROLLED_BY: tuple[tuple[str, str], ...] = (
+    ("Job", "JobSet"),
+    ("Job", "RayJob"),
+    ("RayCluster", "RayJob"),
+    ("Pod", "RayCluster"),
 )
 
-# The kinds besides Pod the policy checks, each with the CEL list of the pod templates of `{obj}`:
-# whether it requests GPUs, before and after an update, is read from this one table.
-POD_TEMPLATES: dict[str, str] = {"Job": "[{obj}.spec.template]", **{kind: templates for kind, _, _, templates in JOB_PARENTS}}
+# The kinds the policy checks besides Pod, each with the CEL list of the pod templates of `{obj}`.
+POD_TEMPLATES: dict[str, str] = {q.kind: q.templates for q in QUEUED}
 
 _MAY_UPDATE_STATUS = "authorizer.group({}).resource({}).subresource('status').namespace(request.namespace).check('update').allowed()"
 
 
 def _parent_kind(obj: str) -> str:
-    """CEL: the kind of JOB_PARENTS `obj` names as its controller ownerReference, '' if none."""
-    kinds = " || ".join(f"(o.kind == {cel_string(kind)} && o.apiVersion.startsWith({cel_string(group + '/')}))"
-                        for kind, group, _, _ in JOB_PARENTS)
-    named = f"{obj}.metadata.ownerReferences.filter(o, has(o.controller) && o.controller && ({kinds}))"
-    return f"(has({obj}.metadata.ownerReferences) && size({named}) > 0 ? {named}[0].kind : '')"
+    """CEL: the kind of the parent (CONTROLLED_BY, for the request's kind) `obj` names as its
+    controller ownerReference, '' if none."""
+    def named(child: str) -> str:
+        kinds = " || ".join(f"(o.kind == {cel_string(parent)} && o.apiVersion.startsWith({cel_string(_QUEUED[parent].group + '/')}))"
+                            for kid, parent in CONTROLLED_BY if kid == child)
+        found = f"{obj}.metadata.ownerReferences.filter(o, has(o.controller) && o.controller && ({kinds}))"
+        return f"(request.kind.kind == {cel_string(child)} && has({obj}.metadata.ownerReferences) && size({found}) > 0 ? {found}[0].kind : "
+    children = sorted({child for child, _ in CONTROLLED_BY})
+    return "(" + "".join(named(child) for child in children) + "''" + ")" * len(children) + ")"
+
+
+def _parent_controller() -> str:
+    """CEL: the requester may update the status of the parent kind the object names as controller."""
+    parents = sorted({parent for _, parent in CONTROLLED_BY})
+    return "(" + " || ".join(
+        f"(variables.parent == {cel_string(parent)} && "
+        f"{_MAY_UPDATE_STATUS.format(cel_string(_QUEUED[parent].group), cel_string(_QUEUED[parent].resource))})"
+        for parent in parents) + ")"
+
+
+def _held(obj: str) -> str:
+    """CEL: `obj`, of one of the QUEUED kinds, is held as Kueue holds a new one of its kind."""
+    return "(" + " || ".join(f"(request.kind.kind == {cel_string(q.kind)} && {q.held.format(obj=obj)})" for q in QUEUED) + ")"
 
 
 def _templates_request_gpu(platform, obj: str) -> str:
@@ -338,20 +399,21 @@ def queue_pinning_policy(facts: FleetFacts) -> list[KubeObject]:
     """ValidatingAdmissionPolicy + binding: in tenant namespaces, GPU pods go through the tenant's LocalQueue.
 
     Kueue manages only what carries `kueue.x-k8s.io/queue-name`; an unmanaged pod or Job would hold
-    GPUs no queue counts and no preemption can reclaim. So a Pod, Job or JobSet whose pods request
-    GPUs (any path: device plugin, DRA extended resource or claim) must name the LocalQueue
-    `default`, and a pod must carry Kueue's scheduling gate too, a new Job or JobSet be suspended
-    (by Kueue's webhook, which skips one naming a queued workload as its controller), unless its
-    namespace is a `queue.admission: direct` tenant's; pods a Job creates are covered by their Job (only a Job
-    controller, which may update `jobs/status`, creates them ungated), and the Jobs a JobSet creates
-    by their JobSet (a Job naming a JobSet as its controller is admitted only from whoever may
-    update `jobsets/status`: the JobSet controller; Kueue queues the JobSet and skips such a Job,
-    labelled or not). A Job or JobSet created without the label cannot gain GPU requests later (a
-    suspended Job's pod template may change and its owner may unsuspend it; a JobSet's controller
-    makes new Jobs from its current spec), one rule over POD_TEMPLATES. And what only the scheduler
-    may change, nobody else does: the label after creation, Kueue's scheduling gate on a pod, a
-    queued Job's or JobSet's `suspend`, the spec of a GPU Job or JobSet outside the queue, and the
-    spec of a JobSet's GPU Job (or one orphaned from it), which only the JobSet controller changes.
+    GPUs no queue counts and no preemption can reclaim. So a Pod, or an object of a QUEUED kind (Job,
+    JobSet, RayJob, RayCluster, LeaderWorkerSet), whose pods request GPUs (any path: device plugin,
+    DRA extended resource or claim) must name the LocalQueue `default`, and a pod must carry Kueue's
+    scheduling gate too, a new object of a QUEUED kind be held as Kueue holds it (suspended; an
+    LWS's pods gated), unless its namespace is a `queue.admission: direct` tenant's. Pods a Job
+    creates are covered by their Job (only a Job controller, which may update `jobs/status`, creates
+    them ungated), and each child of CONTROLLED_BY by its parent (a JobSet's Jobs, a RayJob's
+    RayCluster and submitter Job, a RayCluster's pods: Kueue queues the parent and skips the child,
+    labelled or not, so a child is admitted only from whoever may update its parent's status, the
+    parent's controller). An object created without the label cannot gain GPU requests later (a
+    suspended Job's pod template may change and its owner may unsuspend it; a JobSet's or Ray
+    controller makes new pods from its current spec), one rule over POD_TEMPLATES. And what only the
+    scheduler may change, nobody else does: the label after creation, Kueue's scheduling gate on a
+    pod, a queued object's `suspend`, the spec of a GPU object outside the queue, and the spec of a
+    GPU child (or one orphaned from its parent), which only its parent's controller changes.
     "The scheduler" is whoever may update `workloads/status` in the namespace: Kueue and cluster
     admins, never a tenant role.
 
@@ -368,8 +430,8 @@ def queue_pinning_policy(facts: FleetFacts) -> list[KubeObject]:
             "resourceRules": [
                 {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["pods"]},
                 {"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["jobs"]},
-                *({"apiGroups": [group], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"], "resources": [resource]}
-                  for _, group, resource, _ in JOB_PARENTS),
+                *({"apiGroups": [q.group], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"], "resources": [q.resource]}
+                  for q in QUEUED if q.group != "batch"),
             ],
         },
         "validations": [
@@ -382,11 +444,11 @@ def queue_pinning_policy(facts: FleetFacts) -> list[KubeObject]:
                     "request.operation != 'CREATE' || variables.direct || !variables.requestsGpu || "
                     "(variables.child ? variables.parentController : "
                     f"variables.queue == {cel_string(LOCAL_QUEUE)} && (variables.pod ? {_gated('object')} : "
-                    "has(object.spec.suspend) && object.spec.suspend)) || "
+                    f"{_held('object')})) || "
                     "(variables.pod && variables.jobController)"
                 ),
                 "messageExpression": (
-                    "variables.child ? 'a Job that requests GPUs and names a ' + variables.childOf + ' as its controller is "
+                    "variables.child ? 'a ' + request.kind.kind + ' that requests GPUs and names a ' + variables.childOf + ' as its controller is "
                     "created by the ' + variables.childOf + ' controller, counted in its parent\\'s Workload: create the ' + "
                     "variables.childOf + ' (labelled " + f"{KUEUE_QUEUE_NAME_LABEL}: {LOCAL_QUEUE}) instead' : "
                     "(variables.pod ? 'a pod' : 'a ' + request.kind.kind) + ' that requests GPUs must go through the tenant\\'s queue: "
@@ -448,14 +510,16 @@ def queue_pinning_policy(facts: FleetFacts) -> list[KubeObject]:
                 # JobSet's Workload, not a queue of its own: its suspend, parallelism and pod template
                 # change with its JobSet, never by hand, labelled or not.
                 "expression": (
-                    "request.kind.kind != 'Job' || request.operation != 'UPDATE' || variables.direct || !variables.requestsGpu || "
+                    "variables.pod || request.operation != 'UPDATE' || variables.direct || !variables.requestsGpu || "
                     "(!variables.child && !variables.wasChild) || "
                     "(object.spec == oldObject.spec && variables.child == variables.wasChild) || "
                     "variables.scheduler || variables.parentController"
                 ),
-                "message": (
-                    "a Job that requests GPUs outside a queue of its own (a JobSet's Job, or one orphaned from its JobSet) "
-                    "changes only with its JobSet: its spec and controller are the JobSet controller's; change or delete the JobSet"
+                "messageExpression": (
+                    "'a ' + request.kind.kind + ' that requests GPUs outside a queue of its own (a ' + variables.parent + '\\'s ' + "
+                    "request.kind.kind + ', or one orphaned from its ' + variables.parent + ') changes only with its ' + "
+                    "variables.parent + ': its spec and controller are the ' + variables.parent + ' controller\\'s; change or "
+                    "delete the ' + variables.parent"
                 ),
                 "reason": "Forbidden",
             },
@@ -475,18 +539,13 @@ def queue_pinning_policy(facts: FleetFacts) -> list[KubeObject]:
             },
             {"expression": may.format("'kueue.x-k8s.io'", "'workloads'"), "name": "scheduler"},
             {"expression": may.format("'batch'", "'jobs'"), "name": "jobController"},
-            # The parent kind a Job names as its controller ('' if none of JOB_PARENTS), now and before the update.
-            {"expression": f"request.kind.kind == 'Job' ? {_parent_kind('object')} : ''", "name": "childOf"},
+            # The parent kind (CONTROLLED_BY) the object names as its controller ('' if none), now and before the update.
+            {"expression": _parent_kind("object"), "name": "childOf"},
             {"expression": "variables.childOf != ''", "name": "child"},
-            {
-                "expression": f"request.kind.kind == 'Job' && request.operation == 'UPDATE' && {_parent_kind('oldObject')} != ''",
-                "name": "wasChild",
-            },
-            {
-                "expression": " || ".join(_MAY_UPDATE_STATUS.format(cel_string(group), cel_string(resource))
-                                          for _, group, resource, _ in JOB_PARENTS),
-                "name": "parentController",
-            },
+            {"expression": f"request.operation == 'UPDATE' ? {_parent_kind('oldObject')} : ''", "name": "wasChildOf"},
+            {"expression": "variables.wasChildOf != ''", "name": "wasChild"},
+            {"expression": "variables.child ? variables.childOf : variables.wasChildOf", "name": "parent"},
+            {"expression": _parent_controller(), "name": "parentController"},
         ],
     }
     # Pods and Jobs: each rule is guarded by the kind at run time, and type-checked against both.

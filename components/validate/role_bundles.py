@@ -66,6 +66,10 @@ NEVER = {
     ("batch", "jobs/status"): "the queue policy takes whoever may update it for the Job controller, whose GPU pods start without Kueue's gate",
     ("jobset.x-k8s.io", "jobsets/status"): "the queue policy takes whoever may update it for the JobSet controller, whose GPU Jobs "
     "no queue counts by themselves",
+    ("ray.io", "rayjobs/status"): "the queue policy takes whoever may update it for the KubeRay operator, whose RayClusters and "
+    "submitter Jobs of a RayJob no queue counts by themselves",
+    ("ray.io", "rayclusters/status"): "the queue policy takes whoever may update it for the KubeRay operator, whose GPU pods start "
+    "without Kueue's gate",
 }
 
 

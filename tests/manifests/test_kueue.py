@@ -308,7 +308,54 @@ def _jobset(queue: str | None = "default", gpus: int = 1, suspend: bool | None =
     return js
 
 
-WORKLOADS = {"jobs": _job, "jobsets": _jobset}   # resource -> builder of the kinds with pod templates
+def _template(gpus: int) -> dict:
+    return {"spec": _pod(gpus=gpus, queue=None)["spec"]}
+
+
+def _labelled(obj: dict, queue: str | None, suspend: bool | None) -> dict:
+    if queue is not None:
+        obj["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = queue
+    if suspend is not None:
+        obj["spec"]["suspend"] = suspend
+    return obj
+
+
+def _ray_cluster_spec(gpus: int, annotations: dict | None) -> dict:
+    """A head (no GPUs) and a GPU worker group; `annotations` on the worker template."""
+    worker = _template(gpus)
+    if annotations:
+        worker["metadata"] = {"annotations": annotations}
+    return {"headGroupSpec": {"rayStartParams": {}, "template": _template(0)},
+            "workerGroupSpecs": [{"groupName": "gpu", "replicas": 2, "rayStartParams": {}, "template": worker}]}
+
+
+def _raycluster(queue: str | None = "default", gpus: int = 1, suspend: bool | None = None, annotations: dict | None = None) -> dict:
+    rc = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "rc", "labels": {}},
+          "spec": _ray_cluster_spec(gpus, annotations)}
+    return _labelled(rc, queue, suspend)
+
+
+def _rayjob(queue: str | None = "default", gpus: int = 1, suspend: bool | None = None, annotations: dict | None = None,
+            submitter_gpus: int = 0) -> dict:
+    spec = {"entrypoint": "python train.py", "shutdownAfterJobFinishes": True, "rayClusterSpec": _ray_cluster_spec(gpus, annotations)}
+    if submitter_gpus:
+        spec["submitterPodTemplate"] = _template(submitter_gpus)
+    return _labelled({"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "rj", "labels": {}}, "spec": spec}, queue, suspend)
+
+
+def _lws(queue: str | None = "default", gpus: int = 1, suspend: bool | None = None, annotations: dict | None = None) -> dict:
+    """A LeaderWorkerSet (it has no `suspend`: Kueue gates its pods): a CPU leader, GPU workers."""
+    worker = _template(gpus)
+    if annotations:
+        worker["metadata"] = {"annotations": annotations}
+    lws = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": {"name": "lws", "labels": {}},
+           "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": 4, "leaderTemplate": _template(0), "workerTemplate": worker}}}
+    return _labelled(lws, queue, None)
+
+
+WORKLOADS = {"jobs": _job, "jobsets": _jobset, "rayjobs": _rayjob, "rayclusters": _raycluster,
+             "leaderworkersets": _lws}   # resource -> builder of the kinds with pod templates
+KINDS = {"jobs": "Job", "jobsets": "JobSet", "rayjobs": "RayJob", "rayclusters": "RayCluster", "leaderworkersets": "LeaderWorkerSet"}
 
 
 def _child_job(queue: str | None = None, suspend: bool | None = True, parallelism: int = 1, kind: str = "JobSet") -> dict:
@@ -377,7 +424,7 @@ def test_a_suspended_job_outside_the_queue_cannot_gain_gpus(engine, pinning, res
     """A suspended Job's template may change, and a JobSet's controller makes Jobs from its current
     spec; a CPU Job or JobSet created without the label must not get GPUs added and then be
     unsuspended outside Kueue. One rule for both kinds."""
-    build, kind = WORKLOADS[resource], {"jobs": "Job", "jobsets": "JobSet"}[resource]
+    build, kind = WORKLOADS[resource], KINDS[resource]
 
     def update(old, new, given=MEMBER, namespace=TENANT_NS):
         return replay(engine, pinning, new, old=old, operation="UPDATE", resource=resource, namespace=namespace, given=given)
@@ -395,9 +442,10 @@ def test_a_suspended_job_outside_the_queue_cannot_gain_gpus(engine, pinning, res
     assert update(cpu, build(queue=None, suspend=True), given={**MEMBER, "scheduler": True}) == []
     # one that has GPUs outside the queue (made before its namespace was queued, or by an admin) keeps its spec
     had = build(queue=None, suspend=True)
-    (kept,) = update(had, build(queue=None, suspend=False))
+    changed = build(queue=None, suspend=False, annotations={"team": "a"})   # started, or (a LeaderWorkerSet) any spec edit
+    (kept,) = update(had, changed)
     assert kept.startswith(f"a {kind} that requests GPUs outside the tenant's queue keeps its spec (label")
-    assert update(had, build(queue=None, suspend=False), given={**MEMBER, "scheduler": True}) == []
+    assert update(had, changed, given={**MEMBER, "scheduler": True}) == []
     relabelled = build(queue=None, suspend=True)
     relabelled["metadata"]["labels"]["team"] = "a"
     assert update(had, relabelled) == []                                            # its metadata is the member's
@@ -434,3 +482,134 @@ def test_a_jobsets_job_changes_only_with_its_jobset(engine, pinning):
     cpu_resumed = copy.deepcopy(cpu)
     cpu_resumed["spec"]["suspend"] = False
     assert update(cpu, cpu_resumed) == []                               # CPU Jobs are the member's
+
+
+# --- RayJobs, RayClusters, LeaderWorkerSets: queued as Kueue queues them, their children trusted only from the operator
+
+
+KUBERAY_OPERATOR = {**MEMBER, "jobController": True, "parentController": True}   # may update rayjobs/ and rayclusters/status
+
+
+def _owned(obj: dict, kind: str, api_version: str = "ray.io/v1") -> dict:
+    """`obj` naming a `kind` as its controller, as the KubeRay operator makes it (any member can write that too)."""
+    obj["metadata"]["ownerReferences"] = [{"apiVersion": api_version, "kind": kind, "name": "owner", "uid": "u", "controller": True}]
+    return obj
+
+
+def test_the_policy_matches_ray_and_leaderworkersets(pinning):
+    rules = pinning["spec"]["matchConstraints"]["resourceRules"]
+    for group, resource in (("ray.io", "rayjobs"), ("ray.io", "rayclusters"), ("leaderworkerset.x-k8s.io", "leaderworkersets")):
+        assert {"apiGroups": [group], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"], "resources": [resource]} in rules
+
+
+@pytest.mark.parametrize("engine", ENGINES, ids=lambda e: e.name)
+@pytest.mark.parametrize("resource", ["rayjobs", "rayclusters"])
+def test_a_gpu_ray_workload_must_name_the_local_queue_and_arrive_suspended(engine, pinning, resource):
+    build, kind = WORKLOADS[resource], KINDS[resource]
+
+    def admit(obj, operation="CREATE", old=None, namespace=TENANT_NS, given=MEMBER):
+        return replay(engine, pinning, obj, resource=resource, operation=operation, old=old, namespace=namespace, given=given)
+
+    assert admit(build(suspend=True)) == []                            # as Kueue's webhook leaves it
+    (unqueued,) = admit(build(suspend=False))
+    assert f", suspended by Kueue (it is not when the {kind} names a queued workload as its controller)" in unqueued
+    (refused,) = admit(build(queue=None))
+    assert refused.startswith(f"a {kind} that requests GPUs must go through the tenant's queue: the label "
+                              "kueue.x-k8s.io/queue-name: default (got '')")
+    assert admit(build(queue="other", suspend=True))
+    assert admit(build(queue=None, gpus=0)) == []                      # CPU Ray may run outside the queue
+    assert admit(build(queue=None), namespace=DIRECT_NS) == []
+    assert admit(build(suspend=False), operation="UPDATE", old=build(suspend=True)) == [
+        f"a queued {kind} starts when Kueue admits it: only Kueue sets its spec.suspend to false"]
+    assert admit(build(suspend=False), operation="UPDATE", old=build(suspend=True), given={**MEMBER, "scheduler": True}) == []
+    assert admit(build(queue=None, suspend=True), operation="UPDATE", old=build(suspend=True))[0].startswith(
+        "the label kueue.x-k8s.io/queue-name cannot")
+
+
+@pytest.mark.parametrize("engine", ENGINES, ids=lambda e: e.name)
+def test_a_rayjobs_submitter_requests_gpus_too(engine, pinning):
+    """Kueue counts the submitter (K8sJobMode) as a pod set of the RayJob: GPUs there are GPUs of the RayJob."""
+    (refused,) = replay(engine, pinning, _rayjob(queue=None, gpus=0, submitter_gpus=1), resource="rayjobs", namespace=TENANT_NS, given=MEMBER)
+    assert refused.startswith("a RayJob that requests GPUs must go through the tenant's queue")
+
+
+@pytest.mark.parametrize("engine", ENGINES, ids=lambda e: e.name)
+@pytest.mark.parametrize("queue", [None, "default"])
+def test_a_rayjobs_cluster_and_submitter_come_only_from_the_operator(engine, pinning, queue):
+    """KubeRay copies a RayJob's labels onto its RayCluster, and Kueue skips a RayCluster or Job naming
+    a queued RayJob as controller: a member writing that ownerReference must not get one outside the queue."""
+    def admit(obj, resource, given=MEMBER, namespace=TENANT_NS):
+        return replay(engine, pinning, obj, resource=resource, namespace=namespace, given=given)
+
+    cluster = _owned(_raycluster(queue=queue, suspend=None), "RayJob")
+    assert admit(cluster, "rayclusters", given=KUBERAY_OPERATOR) == []
+    assert admit(cluster, "rayclusters") == [
+        "a RayCluster that requests GPUs and names a RayJob as its controller is created by the RayJob controller, counted in "
+        "its parent's Workload: create the RayJob (labelled kueue.x-k8s.io/queue-name: default) instead"]
+    assert admit(cluster, "rayclusters", namespace=DIRECT_NS) == []
+    submitter = _owned(_job(queue=queue, suspend=None), "RayJob")
+    assert admit(submitter, "jobs", given=KUBERAY_OPERATOR) == []
+    assert admit(submitter, "jobs")[0].startswith("a Job that requests GPUs and names a RayJob as its controller")
+    service_owned = _owned(_raycluster(queue="default", suspend=True), "RayService")   # not a parent Kueue skips: queued as
+    assert admit(service_owned, "rayclusters") == []                                   # any RayCluster
+    assert admit(_owned(_raycluster(queue=None), "RayService"), "rayclusters")
+
+
+@pytest.mark.parametrize("engine", ENGINES, ids=lambda e: e.name)
+def test_a_rayclusters_pods_come_only_from_the_operator(engine, pinning):
+    """KubeRay creates a RayCluster's head and worker pods ungated (Kueue counts them in the RayCluster's
+    Workload): a GPU pod naming a RayCluster as controller is admitted only from the operator."""
+    def admit(pod, given=MEMBER):
+        return replay(engine, pinning, pod, resource="pods", namespace=TENANT_NS, given=given)
+
+    for queue in (None, "default"):
+        pod = _owned(_pod(queue=queue), "RayCluster")
+        assert admit(pod, given=KUBERAY_OPERATOR) == []
+        assert admit(pod) == ["a Pod that requests GPUs and names a RayCluster as its controller is created by the RayCluster "
+                              "controller, counted in its parent's Workload: create the RayCluster (labelled "
+                              "kueue.x-k8s.io/queue-name: default) instead"]
+    assert admit(_owned(_pod(queue="default", gates=True), "RayCluster"))   # gated or not: never a member's
+    assert admit(_owned(_pod(gpus=0, queue=None), "RayCluster")) == []      # CPU pods are the member's
+    not_ray = _owned(_pod(queue=None), "RayCluster", api_version="example.com/v1")   # another group's kind: an ordinary pod
+    assert admit(not_ray)[0].startswith("a pod that requests GPUs must go through the tenant's queue")
+
+
+@pytest.mark.parametrize("engine", ENGINES, ids=lambda e: e.name)
+def test_a_rayjobs_cluster_changes_only_with_its_rayjob(engine, pinning):
+    """KubeRay disregards later changes of a RayJob's rayClusterSpec but reconciles its RayCluster: a member
+    raising that RayCluster's workers would get pods its RayJob's Workload does not count."""
+    def update(old, new, given=MEMBER):
+        return replay(engine, pinning, new, old=old, operation="UPDATE", resource="rayclusters", namespace=TENANT_NS, given=given)
+
+    frozen = ("a RayCluster that requests GPUs outside a queue of its own (a RayJob's RayCluster, or one orphaned from its "
+              "RayJob) changes only with its RayJob: its spec and controller are the RayJob controller's; change or delete the RayJob")
+    old = _owned(_raycluster(suspend=None), "RayJob")
+    more = copy.deepcopy(old)
+    more["spec"]["workerGroupSpecs"][0]["replicas"] = 16
+    assert update(old, more) == [frozen]
+    assert update(old, more, given=KUBERAY_OPERATOR) == []
+    orphaned = copy.deepcopy(old)
+    del orphaned["metadata"]["ownerReferences"]
+    assert update(old, orphaned) == [frozen]
+    relabelled = copy.deepcopy(old)
+    relabelled["metadata"]["labels"]["team"] = "a"
+    assert update(old, relabelled) == []
+
+
+@pytest.mark.parametrize("engine", ENGINES, ids=lambda e: e.name)
+def test_a_gpu_leaderworkerset_must_name_the_local_queue(engine, pinning):
+    """Kueue does not suspend a LeaderWorkerSet: it labels and annotates its pod templates, and its pods
+    (the StatefulSet controller's) are gated, as the pod rules require; the set itself needs the label."""
+    def admit(obj, resource="leaderworkersets", namespace=TENANT_NS, given=MEMBER):
+        return replay(engine, pinning, obj, resource=resource, namespace=namespace, given=given)
+
+    assert admit(_lws()) == []
+    (refused,) = admit(_lws(queue=None))
+    assert refused.startswith("a LeaderWorkerSet that requests GPUs must go through the tenant's queue: the label "
+                              "kueue.x-k8s.io/queue-name: default (got '')")
+    assert admit(_lws(queue="other"))
+    assert admit(_lws(queue=None, gpus=0)) == []
+    assert admit(_lws(queue=None), namespace=DIRECT_NS) == []
+    sts_pod = _owned(_pod(queue="default", gates=False), "StatefulSet", api_version="apps/v1")   # as a StatefulSet makes it
+    assert admit(sts_pod, resource="pods")[0].startswith("a pod that requests GPUs must go through the tenant's queue")
+    assert admit(_owned(_pod(queue="default", gates=True), "StatefulSet", api_version="apps/v1"), resource="pods") == []

@@ -61,6 +61,9 @@ def test_every_shipped_bundle_keeps_to_the_guard_rails():
         ('{apiGroups: [jobset.x-k8s.io], resources: [jobsets/status], verbs: [update]}', "resources",
          "'jobsets/status' is not allowed in a bundle: the queue policy takes whoever may update it for the JobSet controller"),
         ('{apiGroups: [batch], resources: [jobs/status], verbs: [patch]}', "resources", "'jobs/status' is not allowed in a bundle: the queue policy"),
+        ('{apiGroups: [ray.io], resources: [rayclusters/status], verbs: [update]}', "resources",
+         "'rayclusters/status' is not allowed in a bundle: the queue policy takes whoever may update it for the KubeRay operator"),
+        ('{apiGroups: [ray.io], resources: [rayjobs/status], verbs: [patch]}', "resources", "'rayjobs/status' is not allowed in a bundle"),
         ('{apiGroups: [ray.io], resources: [rayclusters], verbs: [get, escalate]}', "verbs", "verb 'escalate' is not allowed"),
         ('{apiGroups: [ray.io], resources: [rayclusters], verbs: [bind]}', "verbs", "verb 'bind' is not allowed"),
         ('{apiGroups: [""], resources: [users], verbs: [impersonate]}', "verbs", "verb 'impersonate' is not allowed"),
@@ -106,7 +109,7 @@ def test_a_stack_bundle_can_be_named_by_a_tenant_and_replaces_a_shipped_one(caps
 
 
 def test_rule_problems_are_empty_for_plain_crd_rules():
-    assert rule_problems(BundleRule(apiGroups=["ray.io"], resources=["rayclusters", "rayclusters/status"], verbs=["get", "patch"])) == []
+    assert rule_problems(BundleRule(apiGroups=["ray.io"], resources=["rayclusters", "rayservices/status"], verbs=["get", "patch"])) == []
 
 
 def test_the_docs_list_every_shipped_bundle_with_its_groups_and_resources():
