@@ -54,3 +54,33 @@ def test_the_shared_code_check_sees_a_conftest_import_and_a_path_edit(tmp_path):
         "tests/test_x.py:1: imports a conftest",
         "tests/test_x.py:2: imports a conftest",
     ]
+
+
+def _module_name_clashes(tests: Path) -> list[str]:
+    """Test modules pytest would import under one name: a module outside a package is imported by
+    its basename, so two `test_x.py` of which one is not in a package stop the collection of the
+    whole lane ("import file mismatch"), which a run of single files never shows."""
+    def name(path: Path) -> str:
+        parts = [path.stem]
+        folder = path.parent
+        while (folder / "__init__.py").exists():
+            parts.insert(0, folder.name)
+            folder = folder.parent
+        return ".".join(parts)
+    seen: dict[str, list[str]] = {}
+    for path in sorted(tests.rglob("test_*.py")):
+        seen.setdefault(name(path), []).append(str(path.relative_to(tests.parent)))
+    return [" and ".join(paths) for paths in seen.values() if len(paths) > 1]
+
+
+def test_no_two_test_modules_are_imported_under_one_name():
+    assert _module_name_clashes(REPO / "tests") == []
+
+
+def test_the_name_check_sees_a_clash_outside_a_package(tmp_path):
+    (tmp_path / "tests" / "lane").mkdir(parents=True)
+    (tmp_path / "tests" / "pkg").mkdir()
+    (tmp_path / "tests" / "pkg" / "__init__.py").write_text("")
+    for where in ("lane", "pkg", "."):
+        (tmp_path / "tests" / where / "test_same.py").write_text("")
+    assert _module_name_clashes(tmp_path / "tests") == ["tests/lane/test_same.py and tests/test_same.py"]
