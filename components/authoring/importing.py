@@ -26,7 +26,7 @@ import yaml
 from ..fleet import gpu_capacity as cap
 from ..fleet.tenant_claims import namespace_owner, reserved_namespaces, subject_refusal
 from ..spec.base import API_VERSION, DNS_LABEL_PATTERN
-from ..spec.problems import Problem
+from ..spec.problems import Problem, printable
 from ..spec.quantity import Quantity
 from ..spec.stack import Platform
 from ..spec.yaml_source import SourceDocument, parse_yaml
@@ -50,17 +50,6 @@ _OBJECT_COUNTS = {
 }
 _STORAGE_CLASS_KEY = re.compile(r"^(?P<sc>[a-z0-9.-]+)\.storageclass\.storage\.k8s\.io/(?P<what>requests\.storage|persistentvolumeclaims)$")
 _MIG_RESOURCE = re.compile(r"^nvidia\.com/mig-(?P<profile>[1-7]g\.[0-9]+gb(\+me)?)$")
-
-
-def printable(text: Any) -> str:
-    """`text` on one line: every character that is not printable (line breaks, including YAML's
-    NEL and the Unicode line and paragraph separators, tabs, terminal escapes) written as its
-    Python escape, so that a value put in a comment or a report line cannot end it.
-
-    >>> printable("ci\\nquota:\\n  gpu: {h100: 64}  # \\x1b[2K")
-    'ci\\\\nquota:\\\\n  gpu: {h100: 64}  # \\\\x1b[2K'
-    """
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in str(text))
 
 
 @dataclass(frozen=True)

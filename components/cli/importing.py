@@ -198,7 +198,8 @@ def run(args: argparse.Namespace) -> int:
     """
     from ..authoring.import_cluster import tenants_from_cluster
     from ..authoring.import_files import tenants_from_documents
-    from ..authoring.importing import adoption_plan, environment_with_imports, printable, tenant_file_text
+    from ..authoring.importing import adoption_plan, environment_with_imports, tenant_file_text
+    from ..spec.problems import printable
     from ..spec.problems import InvalidInput, errors_only
     from ..load import load_platform
 

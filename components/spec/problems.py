@@ -3,9 +3,20 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Literal
+from typing import Any, Iterable, Literal
 
 Severity = Literal["error", "warning"]
+
+
+def printable(text: Any) -> str:
+    """`text` on one line: every character that is not printable (line breaks, including YAML's
+    NEL and the Unicode line and paragraph separators, tabs, terminal escapes) written as its
+    Python escape, so that a value put in a comment or a report line cannot end it.
+
+    >>> printable("ci\\nquota:\\n  gpu: {h100: 64}  # \\x1b[2K")
+    'ci\\\\nquota:\\\\n  gpu: {h100: 64}  # \\\\x1b[2K'
+    """
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in str(text))
 
 
 @dataclass(frozen=True, order=True)

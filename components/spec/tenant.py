@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal, Optional, Union
 from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints, ValidationInfo, field_validator, model_validator
 
 from .base import DnsLabel, DnsSubdomain, LabelValue, Model, NonNegativeInt, TenantName, fresh
+from .problems import printable
 from .quantity import Quantity
 
 PodSecurityLevel = Literal["privileged", "baseline", "restricted"]
@@ -281,7 +282,7 @@ def _hostname(value: Any) -> Any:
     """
     if not isinstance(value, str) or re.fullmatch(HOST_PATTERN[1:-1], value):
         return value
-    shown = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in value)
+    shown = printable(value)
     candidate, steps = value, []
     for spell, why in _HOST_SPELLINGS:
         if spell(candidate) != candidate:

@@ -275,8 +275,6 @@ def parse_yaml(text: str, file: str) -> SourceDocument:
     ...
     components.spec.problems.InvalidInput: x.yaml:2:1: a: duplicate key 'a' (first defined on line 1); YAML would silently keep only the last one
     """
-    if text.startswith("\ufeff"):
-        text = text[1:]
     root = _composed(text, file, lambda loader: loader.get_single_node())
     if root is None:
         raise InvalidInput([Problem(file, 1, 1, "", "the file is empty")])
@@ -290,8 +288,6 @@ def parse_yaml_documents(text: str, file: str) -> list[SourceDocument]:
     >>> [(d.data, d.position(("b",))) for d in parse_yaml_documents("a: 1\\n---\\nb: 2\\n", "x.yaml")]
     [({'a': 1}, (1, 1)), ({'b': 2}, (3, 1))]
     """
-    if text.startswith("\ufeff"):
-        text = text[1:]
 
     def every(loader) -> list:
         nodes = []
@@ -313,7 +309,9 @@ def parse_yaml_documents(text: str, file: str) -> list[SourceDocument]:
 
 
 def _composed(text: str, file: str, compose):
-    """`compose(loader)` over `text`, every YAML syntax error as a located problem."""
+    """`compose(loader)` over `text` (a byte-order mark left out), every YAML syntax error as a located problem."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
     try:
         loader = _Loader(text)
         try:

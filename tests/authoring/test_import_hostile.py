@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from components.authoring.import_cluster import tenants_from_cluster
 from components.authoring.import_files import tenants_from_documents
-from components.authoring.importing import _ordered, printable, tenant_file_text
+from components.authoring.importing import _ordered, tenant_file_text
+from components.spec.problems import printable
 from components.load import load_platform
 from components.spec.yaml_source import parse_yaml
 
