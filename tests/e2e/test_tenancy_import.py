@@ -98,6 +98,18 @@ def test_hostile_names_read_from_the_api_server_stay_values_and_the_gpu_class_co
     assert main(["--root", str(project), "validate", "--stack", "staging"]) == 0
 
 
+def solar_pod(**kwargs) -> dict:
+    """`pod()` with an image from a registry the imported Tenant allows.
+
+    The import carries the Tenant's containerRegistries into the tenant file, so its image policy
+    refuses registry.invalid once the API server has loaded the new policy; that takes a moment,
+    and a pod from registry.invalid only passed while the policy was not yet loaded (a race).
+    """
+    body = pod(**kwargs)
+    body["spec"]["containers"][0]["image"] = "ghcr.io/solar/cuda:12"
+    return body
+
+
 def test_a_two_namespace_capsule_tenant_gets_both_budgets_on_the_cluster(apiserver, prod_stack, project, tmp_path):
     # prod's A100s are all promised (eval): the same Tenant without its GPUs.
     source = tmp_path / "solar.yaml"
@@ -116,8 +128,8 @@ def test_a_two_namespace_capsule_tenant_gets_both_budgets_on_the_cluster(apiserv
             assert hard[ns]["pods"] == "6", hard
         assert hard["solar"]["requests.cpu"] == "0" and hard["solar"]["pods"] == "0", hard
         for ns in ("solar-dev", "solar-prod"):  # each namespace its own share of the Tenant's 8 CPUs
-            core.create_namespaced_pod(ns, pod(limits={"cpu": "4", "memory": "1Gi"}), dry_run="All")
-            message = rejected(core, ns, pod(limits={"cpu": "5", "memory": "1Gi"}))
+            core.create_namespaced_pod(ns, solar_pod(limits={"cpu": "4", "memory": "1Gi"}), dry_run="All")
+            message = rejected(core, ns, solar_pod(limits={"cpu": "5", "memory": "1Gi"}))
             assert "exceeded quota: tenant-quota" in message and "limited: requests.cpu=4" in message, message
     finally:
         for ns in ("solar", "solar-dev", "solar-prod"):
