@@ -202,11 +202,10 @@ def tenant_plan(
     entries += [_Entry(r, "release", RELEASE_KEY, ROLES[-1]) for r in releases]
     entries.sort(key=lambda e: (place_rule(e.place, kept).phase, e.role.rank))   # stable: input order within
     namespaces = {e.subject["metadata"]["name"]: e.key for e in entries if e.place == "namespace"}
-    first = tenant.all_namespaces[0] if tenant.all_namespaces else None
-    named = {
-        "primary namespace": tuple(namespaces.get(first, k) for k in list(namespaces.values())[:1]),
-        "outside": tuple(e.key for e in entries if e.place == "outside"),
-    }
+    # The primary Namespace: the tenant's first, else the first planned (the objects dropped by a test).
+    fallback = next(iter(namespaces.values()), None)
+    primary = namespaces.get(tenant.all_namespaces[0], fallback) if tenant.all_namespaces else fallback
+    named = {"primary namespace": tuple(filter(None, [primary])), "outside": tuple(e.key for e in entries if e.place == "outside")}
     grants = tuple(e.key for e in entries if e.role.name == "grant")
     return tuple(_planned(e, place_rule(e.place, kept), protect_namespaces, namespaces, named, grants) for e in entries)
 

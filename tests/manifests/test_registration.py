@@ -68,10 +68,13 @@ def cases(environments):
 
 @st.composite
 def plan_inputs(draw, cases):
-    """A case with some of its objects dropped and the rest shuffled, and a stack's protectNamespaces."""
+    """A case with some of its objects dropped and the rest shuffled, and a stack's protectNamespaces.
+    A Helm release stays only with its Namespace: the vCluster is always in one of the tenant's."""
     spec, objects, releases = draw(st.sampled_from(cases))
-    kept = draw(st.lists(st.sampled_from(range(len(objects))), unique=True, max_size=len(objects)))
-    return spec, [objects[i] for i in kept], releases if draw(st.booleans()) else [], draw(st.booleans())
+    kept = [objects[i] for i in draw(st.lists(st.sampled_from(range(len(objects))), unique=True, max_size=len(objects)))]
+    namespaces = {o["metadata"]["name"] for o in kept if o["kind"] == "Namespace"}
+    releases = [r for r in releases if r["namespace"] in namespaces and draw(st.booleans())]
+    return spec, kept, releases, draw(st.booleans())
 
 
 # -- the tables
