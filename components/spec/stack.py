@@ -200,6 +200,12 @@ class Platform(Model):
                 raise ValueError(f"deviceClasses.{name}.gpuClass '{device_class.gpu_class}' is not a key of gpuClasses ({', '.join(sorted(self.gpu_classes)) or 'none'})")
             if gpu_class.serving == "devicePlugin":
                 raise ValueError(f"deviceClasses.{name} meters gpuClasses.{device_class.gpu_class}, which is served by the device plugin only; set its `serving: dra` or `both`")
+        return self
+
+    # After the check above: pydantic runs a model's after-validators in the order they are defined.
+    @model_validator(mode="after")
+    def _dra_classes_have_device_classes(self) -> "Platform":
+        plugin_resource = "nvidia.com/gpu"
         for class_name, gpu_class in self.gpu_classes.items():
             if gpu_class.serving == "devicePlugin":
                 continue
@@ -208,7 +214,6 @@ class Platform(Model):
             served_by = {n: d for n, d in self.device_classes.items() if d.gpu_class == class_name}
             if not served_by:
                 raise ValueError(f"gpuClasses.{class_name} is served by DRA but no deviceClasses entry has `gpuClass: {class_name}`")
-            plugin_resource = "nvidia.com/gpu"
             for name, device_class in served_by.items():
                 if gpu_class.serving == "both" and device_class.extended_resource_name != plugin_resource:
                     raise ValueError(
