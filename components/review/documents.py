@@ -76,10 +76,21 @@ class TenantDetail(TypedDict):
     objects: list[ObjectChange]
 
 
-# One GPU class, MIG profile, DRA DeviceClass or the KAI queues on one side: the columns of
-# `tenants capacity` (capacity, overcommit, limit, requested, status, byTenant, kaiFractions,
-# memoryBound, gpuClass), only those the kind of row has.
-CapacityFigures = dict[str, Any]
+class CapacityFigures(TypedDict, total=False):
+    """One GPU class, MIG profile, DRA DeviceClass or the KAI queues on one side: the columns of
+    `tenants capacity` (review/capacity_report.py) that the kind of row has."""
+
+    capacity: int                 # GPU classes and MIG profiles
+    overcommit: float             # 1.25, or 1 (an int) when whole
+    limit: float                  # capacity x overcommit (an int when whole)
+    status: Literal["ok", "warning", "over"]
+    kaiFractions: Optional[str]   # the memory bound of KAI fractions on the class, None without them
+    requested: float              # every kind; whole but on KAI queues, whose quotas may be fractions
+    byTenant: dict[str, float]
+    gpuClass: str                 # DRA devices: the class whose grant meters them
+    departments: dict[str, float]  # KAI queues
+    fractions: list[str]
+    memoryBound: str
 CapacityRow = TypedDict("CapacityRow", {
     "kind": Literal["gpuClass", "migProfile", "draDevices", "kaiQueues"],
     "name": str,
