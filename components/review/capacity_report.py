@@ -20,7 +20,8 @@ from ..fleet.isolation import fraction_isolation
 from ..fleet.queue_arithmetic import kai_amounts
 from ..manifests.device_classes import device_class_grants
 from ..manifests.kai import department_queues
-from ..spec.stack import GpuClass, Platform
+from ..spec.platform.inventory import GpuClass
+from ..spec.stack import Platform
 from ..spec.yaml_source import yaml_text
 
 FORMAT_VERSION = 1
@@ -42,7 +43,7 @@ def _status(requested: int, limit: Fraction, ratio: Fraction) -> str:
 def sharing_mode(gpu_class: GpuClass) -> str:
     """Short name of how a class is shared, e.g. `time-slicing x4`.
 
-    >>> from components.spec.stack import GpuClass
+    >>> from components.spec.platform.inventory import GpuClass
     >>> sharing_mode(GpuClass(model="A100-80GB", product="NVIDIA-A100-SXM4-80GB", memory="80Gi", sharing="mig"))
     'MIG (mixed)'
     """
@@ -73,7 +74,7 @@ def fraction_statement(gpu_class: GpuClass) -> str:
 def isolation(gpu_class: GpuClass) -> str:
     """A plain statement of what sharing means for the pods on one GPU.
 
-    >>> from components.spec.stack import GpuClass
+    >>> from components.spec.platform.inventory import GpuClass
     >>> isolation(GpuClass(model="L4", product="NVIDIA-L4", memory="24Gi", sharing="timeSlicing",
     ...     time_slicing={"replicas": 4}))
     'up to 4 pods take turns on each GPU with no memory or fault isolation: one can use all the memory or crash the others'

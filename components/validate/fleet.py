@@ -300,7 +300,7 @@ def shared_gpus_bound_memory_or_are_acknowledged(environment: Environment, all_t
     >>> shared_gpus_bound_memory_or_are_acknowledged(prod, prod.tenants), shared_gpus_bound_memory_or_are_acknowledged(dev, dev.tenants)
     ([], [])
     >>> from dataclasses import replace
-    >>> from components.spec.stack import GpuSharing
+    >>> from components.spec.platform.inventory import GpuSharing
     >>> unacknowledged = replace(dev, platform=dev.platform.model_copy(update={"gpu_sharing": GpuSharing()}))
     >>> print(shared_gpus_bound_memory_or_are_acknowledged(unacknowledged, dev.tenants)[0].message)  # doctest: +ELLIPSIS
     GPU class 'l4' is shared by time-slicing, and tenants eval, inference, llm-finetune may run pods on the same GPU (pool l4-shared): ...

@@ -8,7 +8,8 @@ from ..fleet.ingress_hosts import at_or_below
 from ..fleet.isolation import fraction_isolation, isolation_of
 from ..spec.hints import did_you_mean
 from ..spec.problems import Problem
-from ..spec.stack import CONFIG_KEY, TAINT_PATCH_SUFFIX, Platform
+from ..spec.platform.inventory import TAINT_PATCH_SUFFIX
+from ..spec.stack import CONFIG_KEY, Platform
 from ..spec.yaml_source import SourceDocument, yaml_text
 
 
@@ -125,7 +126,7 @@ def memory_bound_acknowledgements_are_needed(platform: Platform, doc: SourceDocu
 
     >>> memory_bound_acknowledgements_are_needed(dev.platform, dev.platform_doc)
     []
-    >>> from components.spec.stack import GpuSharing
+    >>> from components.spec.platform.inventory import GpuSharing
     >>> p = prod.platform.model_copy(update={"gpu_sharing": GpuSharing(acknowledgeNoMemoryBound=["a100-mig", "h10"])})
     >>> [x.message for x in memory_bound_acknowledgements_are_needed(p, prod.platform_doc)]  # doctest: +NORMALIZE_WHITESPACE
     ["GPU class 'a100-mig' is shared by MIG, which bounds each pod's GPU memory: there is nothing to acknowledge;
@@ -230,7 +231,7 @@ def ingress_host_grants_have_one_tenant(platform: Platform, doc: SourceDocument)
 
     >>> ingress_host_grants_have_one_tenant(prod.platform, prod.platform_doc)
     []
-    >>> from components.spec.stack import IngressHostGrants
+    >>> from components.spec.platform.network import IngressHostGrants
     >>> twice = prod.platform.model_copy(update={"ingress_hosts": IngressHostGrants(tenantDomains={"a": ["x.acme.ai"], "b": ["x.acme.ai", "b.apps.acme.dev"]})})
     >>> [p.message.split(";")[0] for p in ingress_host_grants_have_one_tenant(twice, prod.platform_doc)]
     ["'x.acme.ai' is also granted to tenant 'b'", "'x.acme.ai' is also granted to tenant 'a'", "'b.apps.acme.dev' is under the stack's ingressDomain (apps.acme.dev)"]
