@@ -64,7 +64,7 @@ anyone else's.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Literal
+from typing import Any, Callable, Iterable, Literal
 
 from .cel import TENANT, as_dyn, cel_list, cel_string, joined, names_or_none, said
 from ..fleet.facts import FleetFacts, TenantView
@@ -314,13 +314,9 @@ def _is(resource: str) -> str:
     return f'(request.resource.resource == {cel_string(resource)})'
 
 
-def _variables(platform: Platform) -> list[dict[str, str]]:
+def _request_variables(platform: Platform) -> list[dict[str, str]]:
     gpu = _is_gpu_resource("r", platform)
     containers = "(object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : []))"
-    always = _names(guarded_variables(platform, "always"))
-    without_gpu = _names(guarded_variables(platform, "without-gpu"))
-    every = guarded_variables(platform)
-    hamicore = guarded_variables(platform, "hamicore")
     return [
         {"name": "tenant", "expression": TENANT_NAME.cel},
         {
@@ -345,6 +341,14 @@ def _variables(platform: Platform) -> list[dict[str, str]]:
                 f"(has(c.resources.requests) && c.resources.requests.exists(r, {gpu}))))"
             ),
         },
+    ]
+
+
+def _gpu_env_variables(platform: Platform) -> list[dict[str, str]]:
+    always = _names(guarded_variables(platform, "always"))
+    without_gpu = _names(guarded_variables(platform, "without-gpu"))
+    every = guarded_variables(platform)
+    return [
         {
             "name": "gpuEnv",
             "expression": (
@@ -364,6 +368,13 @@ def _variables(platform: Platform) -> list[dict[str, str]]:
                 f"{_begins('f.prefix', every)}).map(f, f.prefix) : []).filter(l, size(l) > 0)"
             ),
         },
+    ]
+
+
+def _gpu_env_key_variables(platform: Platform) -> list[dict[str, str]]:
+    every = guarded_variables(platform)
+    hamicore = guarded_variables(platform, "hamicore")
+    return [
         {
             # ... and a key named like one, with no prefix, is the variable itself. KAI's binder writes
             # NVIDIA_VISIBLE_DEVICES into the per-pod ConfigMaps of GPU shares (only it may: kai_sharing_policy.py).
@@ -383,6 +394,11 @@ def _variables(platform: Platform) -> list[dict[str, str]]:
                 ".map(e, e.name) : []).filter(l, size(l) > 0)"
             ),
         }] if hamicore else []),
+    ]
+
+
+def _object_variables(platform: Platform) -> list[dict[str, str]]:
+    return [
         {
             "name": "projectedTokens",
             "expression": (
@@ -409,6 +425,11 @@ def _variables(platform: Platform) -> list[dict[str, str]]:
             ),
         },
     ]
+
+
+def _variables(platform: Platform) -> list[dict[str, str]]:
+    # In this order: a variable may read the ones before it.
+    return [*_request_variables(platform), *_gpu_env_variables(platform), *_gpu_env_key_variables(platform), *_object_variables(platform)]
 
 
 def _binder(platform) -> str:
@@ -456,41 +477,12 @@ def _rule(expression: str, text: str, message_expression: str | None = None) -> 
     }
 
 
-def _validations(platform: Platform) -> list[dict[str, str]]:
-    name = '" + variables.tenant + "'   # inside a CEL string literal of a messageExpression
+_SAID_TENANT = '" + variables.tenant + "'   # the tenant's name inside a CEL string literal of a messageExpression
+
+
+def _priority_class_rules(platform: Platform) -> list[dict[str, str]]:
+    name = _SAID_TENANT
     classes = sorted(platform.priority_classes)
-    managed = [role_binding_name(role) for role in ROLES]
-    access = platform.tenant_access
-
-    def pattern(value: str | None) -> str:
-        return f" || s.name.matches({cel_string(value)})" if value else ""
-
-    subject_ok = (
-        f's.kind == "ServiceAccount" ? (has(s.namespace) && s.namespace in {NAMESPACES.cel}) : '
-        f's.kind == "Group" ? (!s.name.startsWith("system:") && (s.name in {GROUPS.cel}{pattern(access.bindable_groups)})) : '
-        f's.kind == "User" ? (!s.name.startsWith("system:") && (s.name in {USERS.cel}{pattern(access.bindable_users)})) : false'
-    )
-    bad_subject = f"object.subjects.filter(s, !({subject_ok}))[0]"
-    rule_hosts = '(has(object.spec.rules) ? object.spec.rules.map(r, has(r.host) ? r.host : "") : [])'
-    tls_hosts = "(has(object.spec.tls) ? object.spec.tls.filter(t, has(t.hosts)).map(t, t.hosts) : [])"
-    ingress_ok = lambda host: _host_ok(host, INGRESS_HOSTS.cel, INGRESS_DOMAINS.cel)  # noqa: E731
-    rails = platform.guard_rails
-    every, hamicore = guarded_variables(platform), guarded_variables(platform, "hamicore")
-    tokens = rails.service_account_tokens
-    annotations = rails.ingress_annotations
-    allowed_annotations = sorted({*annotations.allowed, *annotations.secret_references})
-
-    def not_allowed_annotation(key: str) -> str:
-        # snippet keys have their own rule (and message); keys of no controller prefix are not the controller's
-        return (f'(!{key}.contains("snippet") && {cel_list(annotations.controller_prefixes)}.exists(p, {key}.startsWith(p)) && '
-                f"!({key} in {cel_list(allowed_annotations)}))")
-
-    granted_names = f'({EXTERNAL_NAMES.cel} + {EXTERNAL_NAME_DOMAINS.cel}.map(d, "*." + d))'
-    granted_classes = f'{PRIORITY_CLASSES.cel}.map(c, c.name + "=" + string(c.value))'
-    ingress_rule = (
-        f'"Ingress hosts of tenant {name} must be one of: " + {joined(INGRESS_HOSTS.cel)} + '
-        f'", or a subdomain of: " + {joined(INGRESS_DOMAINS.cel)}'
-    )
     return [
         _rule(
             f'!{_is("pods")} || !has(object.spec.priorityClassName) || object.spec.priorityClassName in {cel_list(classes)}',
@@ -498,6 +490,13 @@ def _validations(platform: Platform) -> list[dict[str, str]]:
             f'"PriorityClass \'" + object.spec.priorityClassName + "\' is not granted to tenant {name}: pods may use '
             f'only the platform\'s classes ({names_or_none(classes)}), each capped by a priority-<class> quota"',
         ),
+    ]
+
+
+def _gpu_env_rules(platform: Platform) -> list[dict[str, str]]:
+    name = _SAID_TENANT
+    every, hamicore = guarded_variables(platform), guarded_variables(platform, "hamicore")
+    return [
         _rule(
             "size(variables.gpuEnv) == 0",
             f"NVIDIA_VISIBLE_DEVICES, or NVIDIA_DRIVER_CAPABILITIES without a GPU request, is refused in pods of tenant {TENANT}",
@@ -527,6 +526,13 @@ def _validations(platform: Platform) -> list[dict[str, str]]:
             + (", and HAMi-core's only KAI's binder (the stack bounds KAI GPU shares by HAMi-core)" if hamicore else "")
             + '; rename the key"',
         ),
+    ]
+
+
+def _token_and_runtime_rules(platform: Platform) -> list[dict[str, str]]:
+    name = _SAID_TENANT
+    tokens = platform.guard_rails.service_account_tokens
+    return [
         _rule(
             "variables.projectedTokens.all(l, l.all(t, "
             f"(!has(t.expirationSeconds) || t.expirationSeconds <= {tokens.max_expiration_seconds}) && "
@@ -542,6 +548,13 @@ def _validations(platform: Platform) -> list[dict[str, str]]:
             f'"RuntimeClass \'" + object.spec.runtimeClassName + "\' exposes GPUs: pods of tenant {name} may use it '
             'only with a GPU request (nvidia.com resources)"',
         ),
+    ]
+
+
+def _service_rules(platform: Platform) -> list[dict[str, str]]:
+    name = _SAID_TENANT
+    granted_names = f'({EXTERNAL_NAMES.cel} + {EXTERNAL_NAME_DOMAINS.cel}.map(d, "*." + d))'
+    return [
         _rule(
             f'!{_is("services")} || !has(object.spec.externalIPs) || size(object.spec.externalIPs) == 0',
             f"Services of tenant {TENANT} may not set spec.externalIPs: they capture traffic meant for any address "
@@ -561,6 +574,19 @@ def _validations(platform: Platform) -> list[dict[str, str]]:
             f'granted: " + {joined(granted_names)} + '
             '" (network.externalNames; never IP addresses)"',
         ),
+    ]
+
+
+def _ingress_host_rules(platform: Platform) -> list[dict[str, str]]:
+    name = _SAID_TENANT
+    rule_hosts = '(has(object.spec.rules) ? object.spec.rules.map(r, has(r.host) ? r.host : "") : [])'
+    tls_hosts = "(has(object.spec.tls) ? object.spec.tls.filter(t, has(t.hosts)).map(t, t.hosts) : [])"
+    ingress_ok = lambda host: _host_ok(host, INGRESS_HOSTS.cel, INGRESS_DOMAINS.cel)  # noqa: E731
+    ingress_rule = (
+        f'"Ingress hosts of tenant {name} must be one of: " + {joined(INGRESS_HOSTS.cel)} + '
+        f'", or a subdomain of: " + {joined(INGRESS_DOMAINS.cel)}'
+    )
+    return [
         _rule(
             f'!{_is("ingresses")} || {rule_hosts}.all(h, h != "" && {ingress_ok("h")})',
             f"Ingress hosts of tenant {TENANT} must be its own (network.ingressHosts, or a subdomain of <tenant>.<ingressDomain>)",
@@ -577,6 +603,20 @@ def _validations(platform: Platform) -> list[dict[str, str]]:
             f"Ingresses of tenant {TENANT} may not set spec.defaultBackend: it catches every host",
             f'"Ingresses of tenant {name} may not set spec.defaultBackend: it catches every host; " + {ingress_rule}',
         ),
+    ]
+
+
+def _ingress_annotation_rules(platform: Platform) -> list[dict[str, str]]:
+    name = _SAID_TENANT
+    annotations = platform.guard_rails.ingress_annotations
+    allowed_annotations = sorted({*annotations.allowed, *annotations.secret_references})
+
+    def not_allowed_annotation(key: str) -> str:
+        # snippet keys have their own rule (and message); keys of no controller prefix are not the controller's
+        return (f'(!{key}.contains("snippet") && {cel_list(annotations.controller_prefixes)}.exists(p, {key}.startsWith(p)) && '
+                f"!({key} in {cel_list(allowed_annotations)}))")
+
+    return [
         _rule(
             f'!{_is("ingresses")} || !has(object.metadata.annotations) || !object.metadata.annotations.exists(k, k.contains("snippet"))',
             f"snippet annotations are refused on Ingresses of tenant {TENANT}",
@@ -601,6 +641,14 @@ def _validations(platform: Platform) -> list[dict[str, str]]:
             f'!{_own_secret("object.metadata.annotations[k]")})[0] + " names a Secret of another namespace: Ingresses of tenant {name} '
             'may name only Secrets of their own namespace (name, or " + request.namespace + "/name)"',
         ),
+    ]
+
+
+def _disruption_and_priority_rules(platform: Platform) -> list[dict[str, str]]:
+    name = _SAID_TENANT
+    rails = platform.guard_rails
+    granted_classes = f'{PRIORITY_CLASSES.cel}.map(c, c.name + "=" + string(c.value))'
+    return [
         _rule(
             f'!{_is("poddisruptionbudgets")} || (has(object.spec.maxUnavailable) ? '
             '!string(object.spec.maxUnavailable).matches("^0+%?$") : '
@@ -621,6 +669,13 @@ def _validations(platform: Platform) -> list[dict[str, str]]:
             f'{joined(granted_classes)} + "): its Job names a '
             'PriorityClass it is not granted (e.g. system-node-critical) and would be admitted ahead of everyone"',
         ),
+    ]
+
+
+def _stored_data_rules(platform: Platform) -> list[dict[str, str]]:
+    name = _SAID_TENANT
+    rails = platform.guard_rails
+    return [
         _rule(
             f"variables.dataBytes <= {rails.data_bytes_per_object}",
             f"data of one ConfigMap or Secret in tenant {TENANT} may hold at most {rails.data_bytes_per_object} bytes",
@@ -633,6 +688,24 @@ def _validations(platform: Platform) -> list[dict[str, str]]:
             f"Secrets of type {SERVICE_ACCOUNT_TOKEN} are refused in tenant {TENANT}: the token never expires and outlives "
             "its creator's membership; use short-lived tokens (TokenRequest, projected volumes)",
         ),
+    ]
+
+
+def _role_binding_rules(platform: Platform) -> list[dict[str, str]]:
+    name = _SAID_TENANT
+    managed = [role_binding_name(role) for role in ROLES]
+    access = platform.tenant_access
+
+    def pattern(value: str | None) -> str:
+        return f" || s.name.matches({cel_string(value)})" if value else ""
+
+    subject_ok = (
+        f's.kind == "ServiceAccount" ? (has(s.namespace) && s.namespace in {NAMESPACES.cel}) : '
+        f's.kind == "Group" ? (!s.name.startsWith("system:") && (s.name in {GROUPS.cel}{pattern(access.bindable_groups)})) : '
+        f's.kind == "User" ? (!s.name.startsWith("system:") && (s.name in {USERS.cel}{pattern(access.bindable_users)})) : false'
+    )
+    bad_subject = f"object.subjects.filter(s, !({subject_ok}))[0]"
+    return [
         _rule(
             f'!{_is("rolebindings")} || request.operation == "DELETE" || variables.operator || '
             f"!has(object.subjects) || object.subjects.all(s, {subject_ok})",
@@ -650,6 +723,17 @@ def _validations(platform: Platform) -> list[dict[str, str]]:
             "change the tenant file instead, or create a RoleBinding with another name",
         ),
     ]
+
+
+# The guard's validations, one builder per kind of object (in the policy's order).
+_RULES: tuple[Callable[[Platform], list[dict[str, str]]], ...] = (
+    _priority_class_rules, _gpu_env_rules, _token_and_runtime_rules, _service_rules, _ingress_host_rules,
+    _ingress_annotation_rules, _disruption_and_priority_rules, _stored_data_rules, _role_binding_rules,
+)
+
+
+def _validations(platform: Platform) -> list[dict[str, str]]:
+    return [rule for build in _RULES for rule in build(platform)]
 
 
 def _dynamic(entries: list[dict[str, str]]) -> list[dict[str, str]]:

@@ -369,16 +369,19 @@ def _rule(expression: str, text: str, message_expression: str | None = None) -> 
     }
 
 
-def _validations(platform: Platform) -> list[dict[str, str]]:
-    class_key, pool_key, tenant_key = gpu_class_label(platform), pool_label(platform), tenant_label(platform)
-    dedicated = f"size({DEDICATED_POOLS.cel}) > 0"
+def _own_nodes(tenant_key: str) -> str:
+    """CEL (a message): which dedicated nodes the tenant may select or tolerate."""
+    return (
+        f'(size({DEDICATED_POOLS.cel}) > 0 ? "tenant " + variables.tenant + " may only select or tolerate {tenant_key}=" + variables.tenant'
+        ' : "tenant " + variables.tenant + " has no dedicated pools")'
+    )
+
+
+def _selection_rules(platform: Platform) -> list[dict[str, str]]:
+    class_key, pool_key = gpu_class_label(platform), pool_label(platform)
     allowed = (
         f'"allowed classes: " + {joined(GPU_CLASSES.cel)} + "; pools: " + {joined(POOLS.cel)} + '
         f'"; dedicated pools: " + {joined(DEDICATED_POOLS.cel)}'
-    )
-    own = (
-        f'({dedicated} ? "tenant " + variables.tenant + " may only select or tolerate {tenant_key}=" + variables.tenant'
-        ' : "tenant " + variables.tenant + " has no dedicated pools")'
     )
     result = [
         _rule(
@@ -395,23 +398,35 @@ def _validations(platform: Platform) -> list[dict[str, str]]:
             f'"{what} \'" + ({_first_bad_value(key, values, terms)}) + "\' is not allowed for tenant " + variables.tenant + '
             f'"; " + {allowed}',
         ))
+    return result
+
+
+def _dedicated_node_rules(platform: Platform) -> list[dict[str, str]]:
+    tenant_key = tenant_label(platform)
+    own, first_pool = _own_nodes(tenant_key), "variables.reachableForeignPools[0]"
     # NotIn and DoesNotExist only narrow; Exists would select every tenant's dedicated nodes.
     tenant_ops_ok = 'e.operator == "NotIn" || e.operator == "DoesNotExist" || (e.operator == "In" && e.values.all(v, v == variables.tenant))'
-    result.append(_rule(
-        f"(!({cel_string(tenant_key)} in variables.nodeSelector) || variables.nodeSelector[{cel_string(tenant_key)}] == variables.tenant) && "
-        f"variables.terms.all(t, !has(t.matchExpressions) || t.matchExpressions.all(e, e.key != {cel_string(tenant_key)} || {tenant_ops_ok}))",
-        f"nodes dedicated to another tenant are selected ({tenant_key})",
-        f'"nodes dedicated to another tenant are selected ({tenant_key}); " + {own}',
-    ))
-    first_pool = "variables.reachableForeignPools[0]"
-    result.append(_rule(
-        "size(variables.reachableForeignPools) == 0",
-        "the node selection can reach nodes dedicated to another tenant",
-        '"the node selection (nodeSelector, required node affinity or matchFields) can reach node pool \'" + '
-        f'{first_pool}.pool + "\', dedicated to tenant " + {first_pool}.tenant + '
-        f'"; dedicated nodes belong to their tenant for every pod; " + {own}',
-    ))
-    result.append(
+    return [
+        _rule(
+            f"(!({cel_string(tenant_key)} in variables.nodeSelector) || variables.nodeSelector[{cel_string(tenant_key)}] == variables.tenant) && "
+            f"variables.terms.all(t, !has(t.matchExpressions) || t.matchExpressions.all(e, e.key != {cel_string(tenant_key)} || {tenant_ops_ok}))",
+            f"nodes dedicated to another tenant are selected ({tenant_key})",
+            f'"nodes dedicated to another tenant are selected ({tenant_key}); " + {own}',
+        ),
+        _rule(
+            "size(variables.reachableForeignPools) == 0",
+            "the node selection can reach nodes dedicated to another tenant",
+            '"the node selection (nodeSelector, required node affinity or matchFields) can reach node pool \'" + '
+            f'{first_pool}.pool + "\', dedicated to tenant " + {first_pool}.tenant + '
+            f'"; dedicated nodes belong to their tenant for every pod; " + {own}',
+        ),
+    ]
+
+
+def _toleration_rules(platform: Platform) -> list[dict[str, str]]:
+    tenant_key = tenant_label(platform)
+    own = _own_nodes(tenant_key)
+    result = [
         {
             "expression": 'variables.tolerations.all(t, (has(t.key) && t.key != "") || !has(t.operator) || t.operator != "Exists")',
             "message": (
@@ -420,7 +435,7 @@ def _validations(platform: Platform) -> list[dict[str, str]]:
             ),
             "reason": "Forbidden",
         }
-    )
+    ]
     first = "variables.foreignTolerations[0]"
     result.append(_rule(
         "size(variables.foreignTolerations) == 0",
@@ -440,13 +455,27 @@ def _validations(platform: Platform) -> list[dict[str, str]]:
              f"toleration of {GPU_TAINT_KEY}, or request a GPU of a class tenant {TENANT} may use (")
         + f' + {joined(GPU_CLASSES.cel)} + ")"',
     ))
-    result.append(_rule(
+    return result
+
+
+def _pinning_rules(platform: Platform) -> list[dict[str, str]]:
+    class_key, pool_key, tenant_key = gpu_class_label(platform), pool_label(platform), tenant_label(platform)
+    return [_rule(
         f"!variables.requestsGpu || {_pinned(class_key, pool_key, tenant_key)} || variables.pinnedByRequest",
         f"pods of tenant {TENANT} that request GPUs must select where they run, with nodeSelector or required "
         "node affinity (operator In) on a pool, class or tenant label it may use",
         _pin_message(class_key, pool_key, tenant_key) + " + " + _pin_by_request_hint(),
-    ))
-    return result
+    )]
+
+
+# The placement policy's validations, one builder per concern (in the policy's order).
+_RULES: tuple[Callable[[Platform], list[dict[str, str]]], ...] = (
+    _selection_rules, _dedicated_node_rules, _toleration_rules, _pinning_rules,
+)
+
+
+def _validations(platform: Platform) -> list[dict[str, str]]:
+    return [rule for build in _RULES for rule in build(platform)]
 
 
 def _pinned(class_key: str, pool_key: str, tenant_key: str) -> str:
