@@ -233,7 +233,8 @@ def _plugin_entry(key: str, fail_requests: Callable[[GpuClass], bool]) -> Callab
     # as nvidia.com/gpu.shared.
     def entry(gpu_class: GpuClass) -> dict[str, Any]:
         settings = gpu_class.replication
-        assert settings is not None, f"sharing '{key}' without its settings"
+        if settings is None:  # the spec requires them; a class built without validation may lack them
+            raise ValueError(f"sharing '{key}' needs `{key}: {{replicas: N}}`")
         return {key: {"renameByDefault": settings.rename_by_default, "failRequestsGreaterThanOne": fail_requests(gpu_class),
                       "resources": [{"name": cap.GPU, "replicas": settings.replicas}]}}
     return entry
