@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 from ..fleet import gpu_capacity as cap
+from ..fleet.isolation import mode_of
 from ..fleet.tenant_claims import namespace_owner, reserved_namespaces, subject_refusal
 from ..spec.base import API_VERSION, DNS_LABEL_PATTERN
 from ..spec.problems import Problem, printable
@@ -274,7 +275,7 @@ def quota_fields(hard: dict[str, Any], platform: Platform, source: str, *, gpu_c
                 refuse(key, f"'{value}' is not a whole number of MIG slices")
                 continue
             quota.setdefault("mig", {})[mig_profile["profile"]] = _count(value)
-            classes.extend(n for n, c in platform.gpu_classes.items() if c.sharing == "mig")
+            classes.extend(n for n, c in platform.gpu_classes.items() if mode_of(c).partitions_gpus)
             continue
         if resource in (cap.GPU, cap.GPU_SHARED) or resource in gpu_class_of:
             if not key.startswith("requests."):

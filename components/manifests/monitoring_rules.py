@@ -22,7 +22,7 @@ from fractions import Fraction
 from typing import Any
 
 from ..fleet import gpu_capacity as cap
-from ..fleet import mig
+from ..fleet.isolation import mode_of
 from ..fleet.facts import FleetFacts, TenantView
 from ..spec.monitoring import Monitoring
 from ..spec.stack import Platform
@@ -146,32 +146,10 @@ def class_capacity(platform: Platform) -> dict[tuple[str, str], int]:
     {('h100', 'nvidia.com/gpu'): 16}
     """
     result: dict[tuple[str, str], int] = {}
-
-    def add(key: tuple[str, str], count: int) -> None:
-        result[key] = result.get(key, 0) + count
-
     for _, pool in sorted(platform.node_pools.items()):
-        gpu_class = platform.gpu_classes.get(pool.gpu_class)
-        if gpu_class is None:
-            continue
-        whole = cap.class_resource(gpu_class)
-        gpus = pool.node_count * pool.gpus_per_node
-        if gpu_class.replication:
-            add((pool.gpu_class, whole), gpus * gpu_class.replication.replicas)
-        elif gpu_class.sharing == "mig":
-            groups = cap.pool_layout(platform, pool)
-            covered = sum(count for count, _ in groups)
-            if cap.is_mig_mixed(gpu_class):
-                for count, devices in groups:
-                    for profile, per_gpu in devices.items():
-                        add((pool.gpu_class, mig.resource_name(profile)), pool.node_count * count * per_gpu)
-                left = pool.node_count * max(pool.gpus_per_node - covered, 0)
-            else:
-                left = pool.node_count * (sum(c * sum(d.values()) for c, d in groups) + max(pool.gpus_per_node - covered, 0))
-            if left:
-                add((pool.gpu_class, whole), left)
-        else:
-            add((pool.gpu_class, whole), gpus)
+        for resource, count in cap.node_gpu_resources(platform, pool).items():
+            key = (pool.gpu_class, resource)
+            result[key] = result.get(key, 0) + pool.node_count * count
     return dict(sorted(result.items()))
 
 
@@ -190,21 +168,10 @@ def device_gpu_fractions(platform: Platform) -> dict[tuple[str, str], Fraction]:
     gpus: dict[str, int] = {}
     for pool in platform.node_pools.values():
         gpus[pool.gpu_class] = gpus.get(pool.gpu_class, 0) + pool.node_count * pool.gpus_per_node
-    capacity = class_capacity(platform)
     result: dict[tuple[str, str], Fraction] = {}
-    for (class_name, resource), devices in capacity.items():
+    for (class_name, resource), devices in class_capacity(platform).items():
         gpu_class = platform.gpu_classes[class_name]
-        whole = cap.class_resource(gpu_class)
-        if resource != whole:  # a MIG profile's own resource (mixed strategy)
-            geometry = mig.geometry()[gpu_class.model]
-            profile = next(p for name, p in geometry.profiles.items() if mig.resource_name(name) == resource)
-            result[(class_name, resource)] = Fraction(profile.compute, geometry.compute_slices)
-        elif gpu_class.replication:
-            result[(class_name, resource)] = Fraction(1, gpu_class.replication.replicas)
-        elif gpu_class.sharing == "mig" and not cap.is_mig_mixed(gpu_class):
-            result[(class_name, resource)] = Fraction(gpus[class_name], devices)
-        else:
-            result[(class_name, resource)] = Fraction(1)
+        result[(class_name, resource)] = mode_of(gpu_class).device_share(gpu_class, resource, gpus[class_name], devices)
     return result
 
 
@@ -543,7 +510,7 @@ def alert_rules(facts: FleetFacts, exporters: frozenset[str], monitoring: Monito
                 "3. Cohort exhausted: borrowing is capped by the other tenants' usage; wait or raise the nominal quota.",
             )
         )
-    if any(spec.sharing == "mig" for spec in platform.gpu_classes.values()):
+    if any(mode_of(spec).partitions_gpus for spec in platform.gpu_classes.values()):
         state = ksm_label(MIG_STATE_LABEL)
         alerts.append(
             _alert(

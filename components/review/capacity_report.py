@@ -16,7 +16,7 @@ from ..fleet import gpu_capacity as cap
 from ..fleet import feasibility as feas
 from ..fleet import mig
 from ..fleet.environment import Environment
-from ..fleet.isolation import fraction_isolation
+from ..fleet.isolation import fraction_isolation, mode_of
 from ..fleet.queue_arithmetic import kai_amounts
 from ..manifests.device_classes import device_class_grants
 from ..manifests.kai import department_queues
@@ -47,15 +47,7 @@ def sharing_mode(gpu_class: GpuClass) -> str:
     >>> sharing_mode(GpuClass(model="A100-80GB", product="NVIDIA-A100-SXM4-80GB", memory="80Gi", sharing="mig"))
     'MIG (mixed)'
     """
-    if gpu_class.sharing == "timeSlicing" and gpu_class.time_slicing:
-        return f"time-slicing x{gpu_class.time_slicing.replicas}"
-    if gpu_class.sharing == "mps" and gpu_class.mps:
-        return f"MPS x{gpu_class.mps.replicas} ({cap.mps_memory_per_replica(gpu_class)} each)"
-    if gpu_class.sharing == "mig" and gpu_class.mig:
-        return f"MIG ({gpu_class.mig.strategy})"
-    if gpu_class.kai_fractions:
-        return "exclusive + KAI fractions" + (" (HAMi-core)" if gpu_class.kai_fractions.memory_bound == "hamicore" else "")
-    return "exclusive"
+    return mode_of(gpu_class).label(gpu_class)
 
 
 def fraction_statement(gpu_class: GpuClass) -> str:
@@ -79,26 +71,7 @@ def isolation(gpu_class: GpuClass) -> str:
     ...     time_slicing={"replicas": 4}))
     'up to 4 pods take turns on each GPU with no memory or fault isolation: one can use all the memory or crash the others'
     """
-    if gpu_class.sharing == "timeSlicing" and gpu_class.time_slicing:
-        return (
-            f"up to {gpu_class.time_slicing.replicas} pods take turns on each GPU with no memory or fault isolation: "
-            "one can use all the memory or crash the others"
-        )
-    if gpu_class.sharing == "mps" and gpu_class.mps:
-        replicas = gpu_class.mps.replicas
-        return (
-            f"up to {replicas} pods run on each GPU at once through the MPS server, each limited to "
-            f"{cap.mps_memory_per_replica(gpu_class)} of GPU memory and {100 // replicas}% of its threads; "
-            "no fault isolation: a fatal GPU fault in one can end the others"
-        )
-    if gpu_class.sharing == "mig" and gpu_class.mig and gpu_class.mig.strategy == "single":
-        return "MIG slices with their own memory and compute, each advertised as nvidia.com/gpu"
-    if gpu_class.sharing == "mig":
-        return (
-            "MIG slices with their own memory and compute, requested as nvidia.com/mig-<profile> (see MIG "
-            "profiles); the class counts only GPUs its layouts leave whole"
-        )
-    return "one pod per GPU requested as a resource" if gpu_class.kai_fractions else "one pod per GPU"
+    return mode_of(gpu_class).statement(gpu_class)
 
 
 def dra_statement(platform: Platform, name: str) -> str:

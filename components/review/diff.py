@@ -23,7 +23,7 @@ from ..manifests.image_policy import allowed_registries
 from ..manifests.rbac import write_subjects
 from ..manifests.meta import MIG_CONFIG_LABEL, KubeObject, immutable_fields, is_taint_patch, object_id
 from ..manifests.renames import rename_message
-from ..manifests.tenant_grant import ingress_hosts
+from ..manifests.guard_policy import ingress_hosts
 from .capacity_report import capacity_table
 from .documents import (
     CapacityFigures, CapacityRow, DiffDocument, DiffWarning, FieldChange, NodeChange, NodeGroupChange, ObjectChange,

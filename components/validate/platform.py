@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..fleet import mig
 from ..fleet.ingress_hosts import at_or_below
-from ..fleet.isolation import fraction_isolation, isolation_of
+from ..fleet.isolation import fraction_isolation, isolation_of, mode_of
 from ..spec.hints import did_you_mean
 from ..spec.problems import Problem
 from ..spec.platform.inventory import TAINT_PATCH_SUFFIX
@@ -52,7 +52,7 @@ def node_pools_are_consistent(platform: Platform, doc: SourceDocument) -> list[P
             problems.append(doc.problem(where + ("patchTaints",), "static nodes are not tainted here: if the pool is dedicated to a tenant, its nodes must register with the taint "
                                         f"{platform.label_domain}/tenant=<tenant>:NoSchedule themselves, or pods that select no node can land on them; "
                                         "if it is shared, with nvidia.com/gpu=present:NoSchedule, or CPU-only pods can fill them and strand their GPUs", severity="warning"))
-        if gpu_class.sharing == "mig":
+        if mode_of(gpu_class).partitions_gpus:
             problems.extend(_check_pool_layout(platform, doc, pool_name))
         elif pool.mig_layout is not None:
             problems.append(doc.problem(where + ("migLayout",), f"pool's GPU class '{pool.gpu_class}' is not shared by MIG (sharing: {gpu_class.sharing}); remove migLayout or use a MIG class"))
