@@ -27,7 +27,7 @@ from typing import Mapping
 from ..spec.stack import Platform
 from ..spec.tenant import Tenant
 from . import feasibility as feas
-from .queue_arithmetic import cohort_root, dedicated_only_classes, queue_group, spare_cohort
+from .queue_arithmetic import cohort_root, dedicated_only_classes, lending_limits, queue_group, spare_cohort
 
 Commodity = feas.Commodity
 Split = Mapping[Commodity, Mapping[str, int]]   # commodity -> pool -> units
@@ -312,7 +312,7 @@ def lendable_on_pools(tenant: Tenant, platform: Platform, split: Split) -> dict[
     {('class', 'h100'): {'p': 1}}
     """
     dedicated = dedicated_only_classes(tenant, platform)
-    limits = (tenant.queue.lending_limit or {}) if platform.scheduler == "kueue" else {}
+    limits = (lending_limits(tenant, platform) or {}) if platform.scheduler == "kueue" else {}
     result: dict[Commodity, dict[str, int]] = {}
     for commodity, by_pool in split.items():
         kind, name = commodity

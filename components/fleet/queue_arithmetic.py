@@ -79,10 +79,18 @@ def dedicated_only_classes(tenant: Tenant, platform: Platform) -> set[str]:
     return dedicated - set(tenant.gpu.classes)
 
 
-def expand_queue_limits(tenant: Tenant, platform: Platform) -> None:
-    """Turn a plain-number `borrowingLimit` / `lendingLimit` into the same number per GPU class the
-    tenant has quota for (whole-GPU classes; MIG slices take no per-class limit), so that checks
-    and builders only ever see maps.
+def _limited_classes(tenant: Tenant, platform: Platform) -> list[str]:
+    # What a plain-number limit applies to: the whole-GPU classes the tenant has quota for.
+    return [
+        name for name in cap.gpu_quota_by_class(tenant, platform)
+        if name in platform.gpu_classes and not cap.is_mig_mixed(platform.gpu_classes[name])
+    ]
+
+
+def borrowing_limits(tenant: Tenant, platform: Platform) -> dict[str, int] | None:
+    """`queue.borrowingLimit` per GPU class (None: unset, no limit). A plain number is the same
+    number for each whole-GPU class the tenant has quota for (MIG slices take no per-class limit)
+    but those it reaches only through its dedicated pools: checks and builders only see maps.
 
     >>> from components.spec.stack import Platform
     >>> p = Platform.model_validate({"labelDomain": "x.dev", "gpuClasses": {c: {
@@ -90,18 +98,30 @@ def expand_queue_limits(tenant: Tenant, platform: Platform) -> None:
     >>> t = Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha2", "kind": "Tenant", "name": "a",
     ...     "displayName": "A", "costCenter": "cc-1", "gpu": {"classes": ["a100", "b"]}, "quota": {"gpu": {"a100": 8, "b": 2}},
     ...     "queue": {"borrowingLimit": 4}})
-    >>> expand_queue_limits(t, p); t.queue.borrowing_limit
-    {'a100': 4, 'b': 4}
+    >>> borrowing_limits(t, p), t.queue.borrowing_limit
+    ({'a100': 4, 'b': 4}, 4)
     """
-    classes = [
-        name for name in cap.gpu_quota_by_class(tenant, platform)
-        if name in platform.gpu_classes and not cap.is_mig_mixed(platform.gpu_classes[name])
-    ]
+    limit = tenant.queue.borrowing_limit
+    if not isinstance(limit, int):
+        return limit
     dedicated = dedicated_only_classes(tenant, platform)
-    if isinstance(tenant.queue.borrowing_limit, int):
-        tenant.queue.borrowing_limit = {name: tenant.queue.borrowing_limit for name in classes if name not in dedicated}
-    if isinstance(tenant.queue.lending_limit, int):
-        tenant.queue.lending_limit = {name: tenant.queue.lending_limit for name in classes}
+    return {name: limit for name in _limited_classes(tenant, platform) if name not in dedicated}
+
+
+def lending_limits(tenant: Tenant, platform: Platform) -> dict[str, int] | None:
+    """`queue.lendingLimit` per GPU class (None: unset); a plain number as for `borrowing_limits`,
+    its dedicated-only classes included (what they lend is left out where lending is worked out).
+
+    >>> from components.spec.stack import Platform
+    >>> t = Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha2", "kind": "Tenant", "name": "a",
+    ...     "displayName": "A", "costCenter": "cc-1", "queue": {"lendingLimit": {"h100": 1}}})
+    >>> lending_limits(t, Platform.model_validate({"labelDomain": "x.dev"}))
+    {'h100': 1}
+    """
+    limit = tenant.queue.lending_limit
+    if not isinstance(limit, int):
+        return limit
+    return {name: limit for name in _limited_classes(tenant, platform)}
 
 
 def cohort_chain(cohort: str, platform: Platform) -> list[str]:

@@ -26,6 +26,7 @@ from ..fleet import gpu_capacity as cap
 from ..fleet.facts import FleetFacts, TenantView
 from ..fleet.queue_arithmetic import (
     KaiAmounts,
+    borrowing_limits,
     cohort_chain,
     kai_amounts,
     kai_declared_amount,
@@ -85,7 +86,7 @@ def gpu_limit(tenant: Tenant, platform: Platform) -> Fraction | int:
     if tenant.queue.admission == "direct":
         # Its pods may bypass KAI, and its ResourceQuota is the nominal quota: nothing to borrow into.
         return kai_amounts(tenant, platform).gpu
-    limits = tenant.queue.borrowing_limit
+    limits = borrowing_limits(tenant, platform)
     classes = [name for name in cap.allowed_classes(tenant, platform) if name in platform.gpu_classes]
     if limits is None or any(name not in limits for name in classes):
         return UNLIMITED

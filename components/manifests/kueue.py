@@ -30,7 +30,9 @@ from typing import NamedTuple
 from ..fleet import gpu_capacity as cap
 from ..fleet import feasibility as feas
 from ..fleet.facts import FleetFacts, TenantView
-from ..fleet.queue_arithmetic import KUEUE_CPU_FLAVOR, cohort_chain, cohort_of, dedicated_only_classes, kueue_compute_nominal
+from ..fleet.queue_arithmetic import (
+    KUEUE_CPU_FLAVOR, borrowing_limits, cohort_chain, cohort_of, dedicated_only_classes, kueue_compute_nominal, lending_limits,
+)
 from ..spec.tenant import Tenant
 from .cel import as_dyn, cel_string
 from .gpu_nodes import pool_taints
@@ -180,8 +182,8 @@ def resource_groups(tenant: Tenant, view: TenantView) -> list[dict]:
     covered = sorted({resource for resources in flavors.values() for resource in resources})
     if covered:
         has_cohort = cohort_of(tenant, platform) is not None
-        borrowing = dict(tenant.queue.borrowing_limit or {}) if has_cohort else {}
-        lending = dict(tenant.queue.lending_limit or {})
+        borrowing = dict(borrowing_limits(tenant, platform) or {}) if has_cohort else {}
+        lending = dict(lending_limits(tenant, platform) or {})
         # A class the tenant reaches only through its dedicated pools: nobody else can be placed on
         # those nodes, and the tenant cannot be placed on anyone else's, so it neither lends nor borrows.
         for name in dedicated_only_classes(tenant, platform):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..fleet import gpu_capacity as cap
 from ..fleet.facts import FleetFacts, TenantView
-from ..fleet.queue_arithmetic import dedicated_only_classes, queue_borrows
+from ..fleet.queue_arithmetic import borrowing_limits, dedicated_only_classes, queue_borrows
 from ..fleet import feasibility as feas
 from ..spec.tenant import Tenant
 from . import kai, kueue
@@ -65,7 +65,7 @@ def gpu_ceiling_by_resource(tenant: Tenant, view: TenantView) -> dict[str, int]:
     totals = dict(cap.gpu_quota_by_resource(tenant, platform))
     if not queue_borrows(tenant, platform):
         return dict(sorted(totals.items()))
-    limits = tenant.queue.borrowing_limit or {}
+    limits = borrowing_limits(tenant, platform) or {}
     dedicated = dedicated_only_classes(tenant, platform)
     own = feas.tenant_demand(tenant, platform)
     reach: dict[feas.Commodity, int] = {}
