@@ -9,9 +9,9 @@ may borrow or lend per GPU class, and its weight. The arithmetic here is shared 
 Lending and borrowing happen pool by pool (a Kueue flavor is a node pool): a member lends its
 nominal quota on each pool, capped by its `lendingLimit`, and never a class only its dedicated
 pools provide; a tenant can borrow only what is lent on pools it may reach (`lenders`,
-`borrowable` of `components.fleet.facts.FleetFacts`; the checks read them). The ResourceQuota under
+`lent_to` of `components.fleet.facts.FleetFacts`; the checks read them). The ResourceQuota under
 a queue reads none of this: it is a bound from the tenant's own spec and the stack (the one rule,
-`components.manifests.queues.gpu_ceiling_by_resource`).
+`components.fleet.facts.TenantView.gpu_ceiling_by_resource`).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import math
 import re
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Mapping
 
 from . import gpu_capacity as cap
 from .budget import ephemeral_storage_quota
@@ -221,8 +222,9 @@ def kai_gpu_units(resource: str, count: int) -> Fraction:
     return Fraction(int(match[1]) * count) if match else Fraction(0)
 
 
-def kai_amounts(tenant: Tenant, platform: Platform) -> KaiAmounts:
+def kai_amounts(tenant: Tenant, platform: Platform, by_resource: Mapping[str, int] | None = None) -> KaiAmounts:
     """The tenant's quota as KAI counts it; memory and CPU from the quota's requests, rounded down.
+    `by_resource`: its `gpu_quota_by_resource` when known already.
 
     >>> from components.spec.stack import Platform
     >>> t = Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha2", "kind": "Tenant", "name": "a",
@@ -231,7 +233,8 @@ def kai_amounts(tenant: Tenant, platform: Platform) -> KaiAmounts:
     KaiAmounts(gpu=Fraction(0, 1), cpu=1500, memory=1073)
     """
     gpu = sum(
-        (kai_gpu_units(resource, count) for resource, count in cap.gpu_quota_by_resource(tenant, platform).items()),
+        (kai_gpu_units(resource, count) for resource, count in
+         (cap.gpu_quota_by_resource(tenant, platform) if by_resource is None else by_resource).items()),
         Fraction(0),
     )
     cpu = tenant.quota.cpu.requests.value * 1000 if tenant.quota.cpu and tenant.quota.cpu.requests is not None else 0

@@ -30,9 +30,7 @@ from typing import NamedTuple
 from ..fleet import gpu_capacity as cap
 from ..fleet import feasibility as feas
 from ..fleet.facts import FleetFacts, TenantView
-from ..fleet.queue_arithmetic import (
-    KUEUE_CPU_FLAVOR, borrowing_limits, cohort_chain, cohort_of, dedicated_only_classes, kueue_compute_nominal, lending_limits,
-)
+from ..fleet.queue_arithmetic import KUEUE_CPU_FLAVOR, cohort_chain, cohort_of
 from ..spec.tenant import Tenant
 from .cel import as_dyn, cel_string
 from .gpu_nodes import pool_taints
@@ -170,7 +168,7 @@ def resource_groups(tenant: Tenant, view: TenantView) -> list[dict]:
     """
     platform = view.platform
     groups = []
-    compute = kueue_compute_nominal(tenant, platform)
+    compute = view.kueue_compute_nominal
     if compute:
         groups.append(
             {
@@ -182,11 +180,11 @@ def resource_groups(tenant: Tenant, view: TenantView) -> list[dict]:
     covered = sorted({resource for resources in flavors.values() for resource in resources})
     if covered:
         has_cohort = cohort_of(tenant, platform) is not None
-        borrowing = dict(borrowing_limits(tenant, platform) or {}) if has_cohort else {}
-        lending = dict(lending_limits(tenant, platform) or {})
+        borrowing = dict(view.borrowing_limits or {}) if has_cohort else {}
+        lending = dict(view.lending_limits or {})
         # A class the tenant reaches only through its dedicated pools: nobody else can be placed on
         # those nodes, and the tenant cannot be placed on anyone else's, so it neither lends nor borrows.
-        for name in dedicated_only_classes(tenant, platform):
+        for name in sorted(view.dedicated_only_classes):
             lending[name] = 0
             if has_cohort:
                 borrowing[name] = 0

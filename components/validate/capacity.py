@@ -38,7 +38,7 @@ not for a tenant filling pools dedicated to it, which is what they are for).
     # A tenant listing a pool that another tenant already holds gets that error; the capacity it
     # then lacks is a consequence, not a second problem to report.
     contested = {t.name for t in active if any(owners.get(p, t.name) != t.name for p in t.spec.gpu.dedicated_pools)}
-    for commodity, result in feas.feasibility([(t.name, t.spec) for t in active], platform, owners).items():
+    for commodity, result in feas.feasibility([(t.name, t.spec) for t in active], platform, owners, environment.facts.capacity).items():
         subject = feas.commodity_text(commodity)
         if result.violators and set(result.violators) & contested:
             continue
