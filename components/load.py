@@ -595,13 +595,13 @@ def _as_of(loaded: LoadedTenant, today: date, problems: list[Problem]) -> Loaded
     """The tenant on `today`: suspended the day after it `expires` (an active one only: a decommission
     stays the explicit step it is), with a warning ahead of time and after."""
     expires = loaded.spec.expires
-    if expires is None or loaded.spec.lifecycle == "decommissioned":
+    if expires is None or loaded.spec.is_decommissioned:
         return loaded
     if today > expires:
         problems.append(loaded.doc.problem(("expires",), (
             f"expired on {expires}: suspended since {expires + timedelta(days=1)} (no new pods are admitted, nothing "
             f"is deleted); extend `expires`, or decommission it (docs/offboarding.md)"), severity="warning"))
-        if loaded.spec.lifecycle == "active":
+        if loaded.spec.is_active:
             return LoadedTenant(loaded.spec.model_copy(update={"lifecycle": "suspended"}), loaded.doc)
     elif today + EXPIRY_NOTICE >= expires:
         problems.append(loaded.doc.problem(("expires",), (

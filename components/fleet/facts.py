@@ -95,7 +95,7 @@ class FleetFacts:
     @cached_property
     def active(self) -> tuple[tuple[str, Tenant], ...]:
         """The members whose quotas count: all but the decommissioned."""
-        return tuple((name, spec) for name, spec in self.members if spec.lifecycle != "decommissioned")
+        return tuple((name, spec) for name, spec in self.members if not spec.is_decommissioned)
 
     @cached_property
     def vcluster_namespaces(self) -> tuple[str, ...]:

@@ -66,7 +66,7 @@ def pool_owners(tenants: Iterable[tuple[str, Tenant]], platform: Platform) -> di
     """
     owners: dict[str, str] = {}
     for name, tenant in tenants:
-        if tenant.lifecycle == "decommissioned":
+        if tenant.is_decommissioned:
             continue
         for pool in tenant.gpu.dedicated_pools:
             if pool in platform.node_pools:

@@ -236,7 +236,7 @@ def cluster_queue(tenant: Tenant, view: TenantView) -> KubeObject:
         spec["cohortName"] = cohort
     if tenant.queue.weight is not None:
         spec["fairSharing"] = {"weight": tenant.queue.weight}
-    if tenant.lifecycle == "suspended":
+    if tenant.is_suspended:
         # Mirrors the suspended ResourceQuota: running workloads keep running, nothing new is admitted.
         spec["stopPolicy"] = "Hold"
     labels = owned_labels(tenant, view)
@@ -287,7 +287,7 @@ def tenant_kueue_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     >>> [o["kind"] for o in tenant_kueue_objects(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))]
     ['ClusterQueue', 'LocalQueue']
     """
-    if tenant.lifecycle == "decommissioned":
+    if tenant.is_decommissioned:
         return [departing_cluster_queue(tenant.name, tenant, view)]
     departing = [departing_cluster_queue(old, tenant, view) for old in tenant.previous_names if old != tenant.name]
     if tenant.queue.admission == "direct":

@@ -21,7 +21,7 @@ def tenant_queue_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     scheduler = view.platform.scheduler
     if scheduler == "kueue":
         return sort_objects(kueue.tenant_kueue_objects(tenant, view))
-    if tenant.lifecycle == "decommissioned":
+    if tenant.is_decommissioned:
         return []
     if scheduler == "kai":
         return sort_objects(kai.tenant_kai_objects(tenant, view))

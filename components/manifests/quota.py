@@ -315,6 +315,6 @@ def resource_quotas(tenant: Tenant, view: TenantView) -> list[KubeObject]:
                 objects.append(_quota(priority_quota_name(name), namespace, labels, scoped, scope_class=name))
         if not tenant.quota.cross_namespace_affinity:
             objects.append(_quota(CROSS_NAMESPACE_AFFINITY_QUOTA, namespace, labels, {"pods": "0"}, scopes=["CrossNamespacePodAffinity"]))
-        if tenant.lifecycle in ("suspended", "decommissioned"):
+        if not tenant.is_active:
             objects.append(_quota(SUSPENDED_QUOTA, namespace, labels, {"pods": "0"}))
     return objects

@@ -273,7 +273,7 @@ def vcluster_release(tenant: Tenant, view: TenantView) -> dict | None:
     >>> vcluster_release(dev.tenants[2].spec, dev.view(dev.tenants[2].spec))["chart"], vcluster_release(dev.tenants[0].spec, dev.view(dev.tenants[0].spec))
     ('vcluster', None)
     """
-    if not tenant.vcluster.enabled or tenant.lifecycle == "decommissioned":
+    if not tenant.vcluster.enabled or tenant.is_decommissioned:
         return None
     platform = view.platform
     return {

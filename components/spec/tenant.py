@@ -497,6 +497,35 @@ class Tenant(Spec):
         """The tenant's namespaces, its own first."""
         return [self.name, *self.namespaces]
 
+    @property
+    def is_active(self) -> bool:
+        """Whether the tenant is active: its pods are admitted (neither suspended nor decommissioned).
+
+        >>> Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A", costCenter="cc-1").is_active
+        True
+        """
+        return self.lifecycle == "active"
+
+    @property
+    def is_suspended(self) -> bool:
+        """Whether the tenant is suspended: running pods keep running, no new ones are admitted, nothing is deleted.
+
+        >>> Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A", costCenter="cc-1",
+        ...     lifecycle="suspended").is_suspended
+        True
+        """
+        return self.lifecycle == "suspended"
+
+    @property
+    def is_decommissioned(self) -> bool:
+        """Whether the tenant is decommissioned: its namespaces and all in them are deleted, its quota counts no more.
+
+        >>> Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A", costCenter="cc-1",
+        ...     lifecycle="decommissioned", decommission={"confirm": "a"}).is_decommissioned
+        True
+        """
+        return self.lifecycle == "decommissioned"
+
     @field_validator("lifecycle")
     @classmethod
     def _decommission_confirmed(cls, value: str, info: ValidationInfo) -> str:

@@ -85,7 +85,7 @@ def check_queues(environment) -> list[Problem]:
     platform: Platform = environment.platform
     doc = environment.platform_doc
     problems: list[Problem] = []
-    active = [t for t in environment.tenants if t.spec.lifecycle != "decommissioned"]
+    active = [t for t in environment.tenants if not t.spec.is_decommissioned]
     if platform.scheduler != "kai" and platform.queues.kai.departments:
         problems.append(doc.problem(platform_path("queues", "kai", "departments"), f"KAI departments have no effect with scheduler '{platform.scheduler}'", severity="warning"))
     if platform.scheduler == "kueue":
@@ -241,7 +241,7 @@ def check_environment_queues(environment) -> list[Problem]:
     """
     problems: list[Problem] = []
     for loaded in environment.tenants:
-        if loaded.spec.lifecycle != "decommissioned":
+        if not loaded.spec.is_decommissioned:
             problems.extend(check_tenant_queue(loaded.spec, loaded.doc, environment.platform))
     problems.extend(check_queues(environment))
     return problems

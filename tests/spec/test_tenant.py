@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import typing
 from pathlib import Path
 
@@ -53,3 +54,31 @@ def test_a_changed_spec_is_a_new_one_and_the_old_one_stays(prod):
     suspended = spec.model_copy(update={"lifecycle": "suspended"})
     assert (spec.lifecycle, suspended.lifecycle) == ("active", "suspended")
     assert tenant_spec.Spec.model_config["frozen"] is True
+
+
+# Rewritten by other helpers of issue #35 at the same time as the lifecycle helpers came (review/diff.py
+# split, capacity_report split, the registration plan): their comparisons move to the helpers when
+# those land. Nothing else compares lifecycle strings.
+PENDING = {"review/diff.py", "review/capacity_report.py", "resources/tenant.py"}
+COMPARED = re.compile(r"\.lifecycle\s*(==|!=|in\b|not in\b)\s*[\"'(]")
+
+
+def test_code_asks_the_lifecycle_helpers_instead_of_comparing_strings():
+    components = REPO / "components"
+    found = sorted(
+        f"{path.relative_to(components)}:{number}"
+        for path in components.rglob("*.py")
+        if path.relative_to(components).as_posix() not in PENDING | {"spec/tenant.py"}
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if COMPARED.search(line) and ">>>" not in line
+    )
+    assert found == []
+    assert COMPARED.search('if t.spec.lifecycle == "active":') and COMPARED.search('x.lifecycle in ("a", "b")')
+
+
+@pytest.mark.parametrize(("lifecycle", "answers"), [
+    ("active", (True, False, False)), ("suspended", (False, True, False)), ("decommissioned", (False, False, True)),
+])
+def test_each_lifecycle_answers_one_question(prod, lifecycle, answers):
+    spec = prod.tenants[0].spec.model_copy(update={"lifecycle": lifecycle})
+    assert (spec.is_active, spec.is_suspended, spec.is_decommissioned) == answers
