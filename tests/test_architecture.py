@@ -123,6 +123,7 @@ RECOMPUTING = {
         "dedicated_only_classes", "queue_borrows", "queue_group",
     },
     "components.fleet.feasibility": {"tenant_demand", "reachable_pools", "feasibility", "split_of", "pool_owners"},
+    "components.spec.role_bundles": {"effective_bundles"},
 }
 
 

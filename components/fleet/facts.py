@@ -24,6 +24,7 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Mapping
 
+from ..spec.role_bundles import RoleBundle, effective_bundles
 from ..spec.stack import Platform
 from ..spec.tenant import LimitRangeSpec, Tenant
 from . import feasibility as feas
@@ -86,6 +87,11 @@ class FleetFacts:
             if geometry is not None:
                 resources |= {mig.resource_name(profile) for profile in geometry.profiles}
         return tuple(sorted(resources))
+
+    @cached_property
+    def role_bundles(self) -> Mapping[str, RoleBundle]:
+        """Which role bundles the stack offers tenants: the shipped ones, then its `roleBundles` (`effective_bundles`)."""
+        return MappingProxyType(effective_bundles(self.platform))
 
     @cached_property
     def specs(self) -> Mapping[str, Tenant]:
@@ -288,6 +294,7 @@ class FleetFacts:
                 self._gpu_ceiling(tenant, reachable, by_resource, borrowing or {}, dedicated) if borrows else dict(by_resource)
             ),
             effective_limits=effective_limits(tenant, platform),
+            role_bundles=self.role_bundles,
             kai_quota=kai_amounts(tenant, platform, by_resource),
             kueue_compute_nominal=MappingProxyType(kueue_compute_nominal(tenant, platform)),
         )
@@ -419,6 +426,7 @@ class TenantView:
     queue_borrows: bool
     gpu_ceiling_by_resource: Mapping[str, int]
     effective_limits: LimitRangeSpec
+    role_bundles: Mapping[str, RoleBundle]
     kai_quota: KaiAmounts
     kueue_compute_nominal: Mapping[str, str]
 
