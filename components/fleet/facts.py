@@ -3,13 +3,17 @@
 A tenant's objects depend on other tenants in a few ways only: a dedicated pool belongs to one
 owner (so it is no one else's), the capacity check's flow splits each quota across the pools the
 tenant reaches, cohort (KAI: department) members lend each other idle quota, what no tenant holds
-of a shared pool is the spare cohort's to lend (Kueue), and tenants grant each other network ingress. `FleetFacts` holds exactly those facts, plus the environment label;
-`FleetFacts.view(tenant)` is what one tenant's builders read. Each rule exists once: who owns a
-dedicated pool is `feasibility.pool_owners`, which pools a tenant reaches `feasibility.reachable_pools`.
+of a shared pool is the spare cohort's to lend (Kueue), and tenants grant each other network
+ingress. `FleetFacts` holds those facts, the environment label and what the platform alone answers
+(its capacity, its GPU resources, the role bundles it offers); `FleetFacts.view(tenant)` is what
+one tenant's builders read: those facts as they concern it and the answers its own numbers give
+here (quota by class and resource, limits, GPU ceiling, queue amounts), so that no builder works
+them out again. Each rule exists once: who owns a dedicated pool is `feasibility.pool_owners`,
+which pools a tenant reaches `feasibility.reachable_pools`.
 
 Every fact is computed at most once per `FleetFacts` (on first use: validation needs only some of
 them, and an invalid stack must not break the facts it does not need), from sums over the fleet,
-so building every tenant stays linear in the fleet size.
+so building every tenant stays linear in the fleet size; a member's view is made once too.
 
 >>> from components.spec.stack import Platform
 >>> facts = FleetFacts("dev", Platform(labelDomain="gpu.example.com"), ())
