@@ -30,7 +30,7 @@ from typing import NamedTuple
 from ..fleet import gpu_capacity as cap
 from ..fleet import feasibility as feas
 from ..fleet.facts import FleetFacts, TenantView
-from ..fleet.queue_arithmetic import KUEUE_CPU_FLAVOR, cohort_chain, cohort_of, dedicated_only_classes, kueue_compute_nominal
+from ..fleet.queue_arithmetic import KUEUE_CPU_FLAVOR, cohort_chain, cohort_of
 from ..spec.tenant import Tenant
 from .cel import as_dyn, cel_string
 from .gpu_nodes import pool_taints
@@ -168,7 +168,7 @@ def resource_groups(tenant: Tenant, view: TenantView) -> list[dict]:
     """
     platform = view.platform
     groups = []
-    compute = kueue_compute_nominal(tenant, platform)
+    compute = view.kueue_compute_nominal
     if compute:
         groups.append(
             {
@@ -180,11 +180,11 @@ def resource_groups(tenant: Tenant, view: TenantView) -> list[dict]:
     covered = sorted({resource for resources in flavors.values() for resource in resources})
     if covered:
         has_cohort = cohort_of(tenant, platform) is not None
-        borrowing = dict(tenant.queue.borrowing_limit or {}) if has_cohort else {}
-        lending = dict(tenant.queue.lending_limit or {})
+        borrowing = dict(view.borrowing_limits or {}) if has_cohort else {}
+        lending = dict(view.lending_limits or {})
         # A class the tenant reaches only through its dedicated pools: nobody else can be placed on
         # those nodes, and the tenant cannot be placed on anyone else's, so it neither lends nor borrows.
-        for name in dedicated_only_classes(tenant, platform):
+        for name in sorted(view.dedicated_only_classes):
             lending[name] = 0
             if has_cohort:
                 borrowing[name] = 0
@@ -236,7 +236,7 @@ def cluster_queue(tenant: Tenant, view: TenantView) -> KubeObject:
         spec["cohortName"] = cohort
     if tenant.queue.weight is not None:
         spec["fairSharing"] = {"weight": tenant.queue.weight}
-    if tenant.lifecycle == "suspended":
+    if tenant.is_suspended:
         # Mirrors the suspended ResourceQuota: running workloads keep running, nothing new is admitted.
         spec["stopPolicy"] = "Hold"
     labels = owned_labels(tenant, view)
@@ -287,7 +287,7 @@ def tenant_kueue_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     >>> [o["kind"] for o in tenant_kueue_objects(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))]
     ['ClusterQueue', 'LocalQueue']
     """
-    if tenant.lifecycle == "decommissioned":
+    if tenant.is_decommissioned:
         return [departing_cluster_queue(tenant.name, tenant, view)]
     departing = [departing_cluster_queue(old, tenant, view) for old in tenant.previous_names if old != tenant.name]
     if tenant.queue.admission == "direct":

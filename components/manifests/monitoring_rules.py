@@ -40,7 +40,7 @@ from .meta import (
     platform_labels,
     tenant_labels,
 )
-from .quota import TENANT_QUOTA, cluster_gpu_resources
+from .quota import TENANT_QUOTA
 
 API_VERSION = "monitoring.coreos.com/v1"
 RULE_NAME = "gpu-tenancy"
@@ -127,14 +127,14 @@ def _number(value: Fraction | int) -> str:
     return str(int(number)) if number.is_integer() else repr(number)
 
 
-def gpu_resources(platform: Platform) -> list[str]:
-    """GPU resources of the cluster as kube-state-metrics names them in `resource` labels.
+def gpu_resources(facts: FleetFacts) -> list[str]:
+    """GPU resources of the cluster (`FleetFacts.cluster_gpu_resources`) as kube-state-metrics names them in `resource` labels.
 
-    >>> gpu_resources(Platform.model_validate({"labelDomain": "x.dev", "gpuClasses": {"h100": {
-    ...     "model": "H100-80GB", "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi"}}}))
+    >>> gpu_resources(FleetFacts("dev", Platform.model_validate({"labelDomain": "x.dev", "gpuClasses": {"h100": {
+    ...     "model": "H100-80GB", "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi"}}}), ()))
     ['nvidia_com_gpu']
     """
-    return [sanitize(resource) for resource in cluster_gpu_resources(platform)]
+    return [sanitize(resource) for resource in facts.cluster_gpu_resources]
 
 
 def class_capacity(platform: Platform) -> dict[tuple[str, str], int]:
@@ -270,8 +270,7 @@ def allocation_rules(facts: FleetFacts) -> list[dict[str, Any]]:
     >>> [rule["record"] for rule in allocation_rules(prod.facts)]
     ['gpu_tenancy:pod_gpu_requests:sum', 'gpu_tenancy:tenant_gpu_requests:sum', 'gpu_tenancy:tenant_gpu_quota_used:sum', 'gpu_tenancy:tenant_gpu_quota_hard:sum']
     """
-    platform = facts.platform
-    resources = _alternatives(gpu_resources(platform))
+    resources = _alternatives(gpu_resources(facts))
     held = (
         f'sum by (namespace, pod, node, resource) (kube_pod_container_resource_requests{{resource=~"{resources}", node!=""}}'
         f' * on (namespace, pod) group_left () max by (namespace, pod) (kube_pod_status_phase{{phase=~"Pending|Running"}} == 1))'
@@ -283,8 +282,8 @@ def allocation_rules(facts: FleetFacts) -> list[dict[str, Any]]:
     # kube_resourcequota names resources as Kubernetes does (requests.nvidia.com/gpu); rename them to
     # the kube-state-metrics form of the pod series so that used, hard and requested join on `resource`.
     for record, kind in ((QUOTA_USED, "used"), (QUOTA_HARD, "hard")):
-        series = f'kube_resourcequota{{resourcequota="{TENANT_QUOTA}", type="{kind}", resource=~"{_alternatives(["requests." + r for r in cluster_gpu_resources(platform)])}"}}'
-        for resource in cluster_gpu_resources(platform):
+        series = f'kube_resourcequota{{resourcequota="{TENANT_QUOTA}", type="{kind}", resource=~"{_alternatives(["requests." + r for r in facts.cluster_gpu_resources])}"}}'
+        for resource in facts.cluster_gpu_resources:
             series = f'label_replace({series}, "resource", "{sanitize(resource)}", "resource", "{regex_text("requests." + resource)}")'
         rules.append(_record(record, f"sum by (tenant, resource) ({_by_tenant(series)})"))
     return rules
@@ -307,7 +306,7 @@ def stack_rules(facts: FleetFacts) -> list[dict[str, Any]]:
     # so that a quota edit changes the tenant's stack only (docs/sharding.md); the class sums are
     # computed from them.
     rules.append(_record(CLASS_QUOTA_STACK, f"sum by (gpu_class, resource) ({TENANT_QUOTA_STACK})"))
-    resources = _alternatives(gpu_resources(platform))
+    resources = _alternatives(gpu_resources(facts))
     rules.append(
         _record(
             CLASS_ALLOCATABLE,
@@ -437,7 +436,7 @@ def alert_rules(facts: FleetFacts, exporters: frozenset[str], monitoring: Monito
     t = monitoring.thresholds
     ratio = _number(Fraction(t.near_quota_ratio))
     percent = _number(Fraction(t.near_quota_ratio) * 100)
-    resources = _alternatives(gpu_resources(platform))
+    resources = _alternatives(gpu_resources(facts))
     alerts = [
         _alert(
             "GpuTenantNearQuota",

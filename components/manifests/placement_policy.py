@@ -102,7 +102,7 @@ def placement(tenant: Tenant, view: TenantView) -> Placement:
     platform = view.platform
     dedicated = view.dedicated_pools
     pools = list(view.reachable_pools)
-    classes = [c for c in cap.allowed_classes(tenant, platform) if c in platform.gpu_classes]
+    classes = [c for c in view.allowed_classes if c in platform.gpu_classes]
 
     def pools_of(predicate) -> list[str]:
         return [name for name, pool in platform.node_pools.items() if predicate(pool)]

@@ -106,7 +106,7 @@ def capacity_table(environment: Environment) -> dict[str, Any]:
     capacity = cap.capacity(platform)
     ratio = Fraction(platform.capacity_warning_ratio)
     active = [t for t in environment.tenants if t.spec.lifecycle == "active"]
-    grants = {t.name: device_class_grants(t.spec, platform) for t in active}
+    grants = {t.name: device_class_grants(cap.gpu_quota_by_class(t.spec, platform), platform) for t in active}
     classes: dict[str, Any] = {}
     for name, gpu_class in sorted(platform.gpu_classes.items()):
         pools = {p: pool for p, pool in sorted(platform.node_pools.items()) if pool.gpu_class == name}
@@ -163,7 +163,7 @@ def capacity_table(environment: Environment) -> dict[str, Any]:
             "counted": loaded.spec.lifecycle == "active",
             "gpu": {k: v for k, v in cap.gpu_quota_by_class(loaded.spec, platform).items() if v},
             "mig": {k: v for k, v in sorted(loaded.spec.quota.mig.items()) if v},
-            "draDevices": {k: v for k, v in sorted(device_class_grants(loaded.spec, platform).items()) if v},
+            "draDevices": {k: v for k, v in sorted(device_class_grants(cap.gpu_quota_by_class(loaded.spec, platform), platform).items()) if v},
         }
         if platform.scheduler == "kai":
             tenants[loaded.name]["kaiQueueGpu"] = _number(kai_amounts(loaded.spec, platform).gpu)

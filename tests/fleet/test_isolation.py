@@ -9,6 +9,7 @@ import pytest
 
 from components.fleet import gpu_capacity as cap
 from components.fleet import isolation
+from components.fleet.facts import FleetFacts
 from components.fleet.isolation import isolation_of, isolation_rows
 from components.manifests import monitoring_rules
 from components.manifests.device_classes import device_class_hard
@@ -28,6 +29,11 @@ def _class(**sharing) -> GpuClass:
 def _tenant(quota: dict) -> Tenant:
     return Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A", costCenter="cc-1",
                   gpu={"classes": sorted(quota)}, quota={"gpu": quota})
+
+
+def _view(tenant: Tenant, platform: Platform):
+    """What the tenant's builders read on `platform` (a fleet of no other tenant)."""
+    return FleetFacts("dev", platform, ()).view(tenant)
 
 
 def test_every_sharing_value_of_the_stack_file_has_exactly_one_record():
@@ -85,7 +91,7 @@ def test_kai_fractions_are_metered_by_the_queue_not_by_resource_quota():
 def test_the_quota_key_the_builder_writes_for_a_class_is_the_one_its_row_names(gpu_class, mode):
     platform = Platform(labelDomain="gpu.example.com", gpuClasses={"l4": gpu_class})
 
-    granted = {key for key, value in gpu_hard(_tenant({"l4": 2}), platform).items() if value == "2"}
+    granted = {key for key, value in gpu_hard(_view(_tenant({"l4": 2}), platform)).items() if value == "2"}
 
     assert granted == {cap.quota_key(cap.class_resource(gpu_class))}
     assert isolation_of(gpu_class).mode == mode
@@ -93,8 +99,8 @@ def test_the_quota_key_the_builder_writes_for_a_class_is_the_one_its_row_names(g
 
 
 def test_the_mig_row_names_the_mixed_strategy_key_form_the_builder_writes():
-    keys = gpu_hard(_tenant({}), Platform(labelDomain="gpu.example.com", gpuClasses={
-        "a100": {"model": "A100-80GB", "product": "NVIDIA-A100-SXM4-80GB", "memory": "80Gi", "sharing": "mig"}}))
+    keys = gpu_hard(_view(_tenant({}), Platform(labelDomain="gpu.example.com", gpuClasses={
+        "a100": {"model": "A100-80GB", "product": "NVIDIA-A100-SXM4-80GB", "memory": "80Gi", "sharing": "mig"}})))
 
     assert "requests.nvidia.com/mig-1g.10gb" in keys
     assert "`requests.nvidia.com/mig-<profile>` (mixed)" in BY_MODE["MIG"].metered_by
@@ -103,7 +109,7 @@ def test_the_mig_row_names_the_mixed_strategy_key_form_the_builder_writes():
 def test_the_dra_row_names_both_key_forms_the_builder_writes():
     platform = Platform(labelDomain="gpu.example.com", deviceClasses={"gpu.nvidia.com": {"owner": "driver"}})
 
-    keys = device_class_hard(_tenant({}), platform, set())
+    keys = device_class_hard(_view(_tenant({}), platform), set())
 
     for key in keys:
         assert f"`{key.replace('gpu.nvidia.com', '<class>')}`" in BY_MODE["DRA"].metered_by
@@ -169,7 +175,7 @@ def test_a_new_sharing_mode_s_capacity_quota_keys_chargeback_and_doc_row_follow_
 
     assert cap.capacity(platform).per_class == {"half": 16}
     assert cap.node_gpu_resources(platform, platform.node_pools["p"]) == {"example.com/half-gpu": 8}
-    assert gpu_hard(_tenant({"half": 3}), platform)["requests.example.com/half-gpu"] == "3"
+    assert gpu_hard(_view(_tenant({"half": 3}), platform))["requests.example.com/half-gpu"] == "3"
     assert monitoring_rules.class_capacity(platform) == {("half", "example.com/half-gpu"): 16}
     assert monitoring_rules.device_gpu_fractions(platform) == {("half", "example.com/half-gpu"): Fraction(1, 2)}
     assert capacity_report.sharing_mode(platform.gpu_classes["half"]) == "doubled x2"
