@@ -6,9 +6,12 @@ reaches beyond the tenant. One ValidatingAdmissionPolicy for the environment (`g
 applied to each tenant's namespaces by the tenant's binding (`gpu-tenancy-guard-<tenant>`) with the
 tenant's TenantGrant as its parameters (tenant_grant.py), refuses:
 
-* Pods: a PriorityClass the stack does not define (the system classes `system-node-critical` and
-  `system-cluster-critical` preempt everything and escape every PriorityClass-scoped quota; the
-  stack's classes are capped per tenant by quota); `NVIDIA_VISIBLE_DEVICES` set by hand (on a KAI
+* Pods: a PriorityClass not granted to the tenant (the system classes `system-node-critical` and
+  `system-cluster-critical` preempt everything and escape every PriorityClass-scoped quota; a
+  stack class with `pods: 0` for the tenant is refused here too, as that quota alone admits such a
+  pod under churn, kubernetes/kubernetes#141904; the granted classes are capped by quota); pod
+  (anti-)affinity terms with `namespaces` or a `namespaceSelector` without `quota.crossNamespaceAffinity`
+  (the same race gets past its `pods: 0` quota); `NVIDIA_VISIBLE_DEVICES` set by hand (on a KAI
   stack, except as KAI's webhook sets it: in a share from the pod's own KAI ConfigMap, elsewhere
   `void` or `none`), or
   `NVIDIA_DRIVER_CAPABILITIES` or a GPU RuntimeClass without a GPU request (with the NVIDIA
@@ -305,8 +308,15 @@ MAX_PRIORITY = GrantField(
      "description": "The highest value of its PriorityClasses (0 when none): the cap on its Kueue Workloads' priority."},
     lambda source: max([0, *source.once(granted_priority_classes).values()]),
 )
+CROSS_NAMESPACE_AFFINITY = GrantField(
+    "crossNamespaceAffinity",
+    {"type": "boolean",
+     "description": "Its pods may have pod (anti-)affinity terms naming other namespaces (quota.crossNamespaceAffinity)."},
+    lambda source: source.tenant.quota.cross_namespace_affinity,
+)
 GRANT_FIELDS: tuple[GrantField, ...] = (
     NAMESPACES, GROUPS, USERS, INGRESS_HOSTS, INGRESS_DOMAINS, EXTERNAL_NAMES, EXTERNAL_NAME_DOMAINS, PRIORITY_CLASSES, MAX_PRIORITY,
+    CROSS_NAMESPACE_AFFINITY,
 )
 
 
@@ -479,16 +489,38 @@ def _rule(expression: str, text: str, message_expression: str | None = None) -> 
 
 _SAID_TENANT = '" + variables.tenant + "'   # the tenant's name inside a CEL string literal of a messageExpression
 
+# What quota's CrossNamespacePodAffinity scope matches: a required or preferred pod affinity or
+# anti-affinity term with `namespaces` or a `namespaceSelector`.
+_TERMS = " + ".join(
+    f"((has(object.spec.affinity) && has(object.spec.affinity.{kind}) && has(object.spec.affinity.{kind}.{when})) ? "
+    f"object.spec.affinity.{kind}.{when}{pick} : [])"
+    for kind in ("podAffinity", "podAntiAffinity")
+    for when, pick in (("requiredDuringSchedulingIgnoredDuringExecution", ""),
+                       ("preferredDuringSchedulingIgnoredDuringExecution", ".map(w, w.podAffinityTerm)"))
+)
+_CROSS_NAMESPACE_TERMS = f"({_TERMS}).exists(t, (has(t.namespaces) && size(t.namespaces) > 0) || has(t.namespaceSelector))"
+
 
 def _priority_class_rules(platform: Platform) -> list[dict[str, str]]:
+    # The granted classes, not the stack's: a `pods: 0` priority-<class> quota alone is not a refusal
+    # under churn (kubernetes/kubernetes#141904: a pod that quota denies is admitted when another
+    # quota's status update conflicts; tests/e2e/test_quota_race.py). The Priority admission plugin
+    # has already written the default class into the pod, so a pod without one gets it checked too.
     name = _SAID_TENANT
-    classes = sorted(platform.priority_classes)
+    granted = f"{PRIORITY_CLASSES.cel}.map(c, c.name)"
     return [
         _rule(
-            f'!{_is("pods")} || !has(object.spec.priorityClassName) || object.spec.priorityClassName in {cel_list(classes)}',
-            f"pods of tenant {TENANT} may use only the platform's PriorityClasses ({names_or_none(classes)})",
-            f'"PriorityClass \'" + object.spec.priorityClassName + "\' is not granted to tenant {name}: pods may use '
-            f'only the platform\'s classes ({names_or_none(classes)}), each capped by a priority-<class> quota"',
+            f'!{_is("pods")} || !has(object.spec.priorityClassName) || object.spec.priorityClassName in {granted}',
+            f"pods of tenant {TENANT} may use only the PriorityClasses granted to it",
+            f'"PriorityClass \'" + object.spec.priorityClassName + "\' is not granted to tenant {name}: its pods may use '
+            f'" + {joined(granted)} + " (quota.priorityClasses in the tenant file; classes with defaultTenantCap pods: 0 '
+            f'need an entry there)"',
+        ),
+        _rule(
+            f'!{_is("pods")} || {CROSS_NAMESPACE_AFFINITY.cel} || !{_CROSS_NAMESPACE_TERMS}',
+            f"pods of tenant {TENANT} may not have pod (anti-)affinity terms with namespaces or a namespaceSelector",
+            f'"pod (anti-)affinity with namespaces or a namespaceSelector is not granted to tenant {name}: one pod could '
+            f'keep every other team\'s pods off the nodes (quota.crossNamespaceAffinity: true in the tenant file grants it)"',
         ),
     ]
 

@@ -62,7 +62,7 @@ def grant_crd_schema() -> dict[str, Any]:
     """The OpenAPI schema of a TenantGrant (its CRD's only version).
 
     >>> sorted(grant_crd_schema()["properties"]["spec"]["properties"])[:3]
-    ['dedicatedPools', 'externalNameDomains', 'externalNames']
+    ['crossNamespaceAffinity', 'dedicatedPools', 'externalNameDomains']
     """
     return {
         "type": "object",

@@ -90,15 +90,46 @@ def account(namespace, name):
 # ---- pods ------------------------------------------------------------------------------------
 
 
-def test_system_and_unknown_priority_classes_are_refused(engine, prod):
+def test_system_unknown_and_ungranted_priority_classes_are_refused(engine, prod):
+    # eval has no grant for the stack's online-inference and training classes (defaultTenantCap pods: 0):
+    # refused here, not only by their pods: 0 quotas, which churn can get past (kubernetes#141904).
     policy = policy_for(prod, "eval")
-    for name in ("system-node-critical", "system-cluster-critical", "someone-elses"):
+    for name in ("system-node-critical", "system-cluster-critical", "someone-elses", "training", "online-inference"):
         assert admit(engine, policy, pod(priorityClassName=name), resource="pods") == [
-            f"PriorityClass '{name}' is not granted to tenant eval: pods may use only the platform's classes "
-            "(batch, interactive, online-inference, training), each capped by a priority-<class> quota"
+            f"PriorityClass '{name}' is not granted to tenant eval: its pods may use batch, interactive "
+            "(quota.priorityClasses in the tenant file; classes with defaultTenantCap pods: 0 need an entry there)"
         ]
     assert admit(engine, policy, pod(priorityClassName="batch"), resource="pods") == []
     assert admit(engine, policy, pod(), resource="pods") == []
+    assert admit(engine, policy_for(prod, "llm-finetune"), pod(priorityClassName="training"), resource="pods") == []
+
+
+CROSS_NAMESPACE = "pod (anti-)affinity with namespaces or a namespaceSelector is not granted to tenant eval"
+
+
+@pytest.mark.parametrize("kind", ["podAffinity", "podAntiAffinity"])
+@pytest.mark.parametrize("term", [{"namespaces": ["inference"]}, {"namespaceSelector": {}}])
+def test_cross_namespace_affinity_is_refused_without_its_grant(engine, prod, kind, term):
+    selector = {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}
+    required = {"affinity": {kind: {"requiredDuringSchedulingIgnoredDuringExecution": [{**selector, **term}]}}}
+    preferred = {"affinity": {kind: {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 1, "podAffinityTerm": {**selector, **term}}]}}}
+    policy = policy_for(prod, "eval")
+    for spec in (required, preferred):
+        message = admit(engine, policy, pod(**spec), resource="pods")
+        assert len(message) == 1 and message[0].startswith(CROSS_NAMESPACE), message
+    own = {"affinity": {kind: {"requiredDuringSchedulingIgnoredDuringExecution": [selector]}}}
+    assert admit(engine, policy, pod(**own), resource="pods") == []
+
+
+def test_cross_namespace_affinity_is_admitted_with_its_grant(engine, prod):
+    tenant = next(t for t in prod.tenants if t.name == "eval")
+    quota = tenant.spec.quota.model_copy(update={"cross_namespace_affinity": True})
+    granted = dataclasses.replace(prod, tenants=[dataclasses.replace(tenant, spec=tenant.spec.model_copy(update={"quota": quota}))])
+    term = {"labelSelector": {}, "topologyKey": "kubernetes.io/hostname", "namespaceSelector": {}}
+    spec = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
+    assert admit(engine, policy_for(prod, "eval"), pod(**spec), resource="pods") != []
+    assert admit(engine, policy_for(granted, "eval"), pod(**spec), resource="pods") == []
 
 
 def test_gpu_visibility_without_a_gpu_request_is_refused(engine, prod):
