@@ -17,7 +17,7 @@ from typing import Optional
 
 from ..fleet.environment import Environment
 from ..fleet.shard_stacks import StackPart, stack_parts
-from .meta import ENVIRONMENT_LABEL, GROUP, MANAGED_BY, KubeObject, kube_object, object_meta
+from .meta import GROUP, KubeObject, environment_label, kube_object, object_meta, platform_labels
 
 API_VERSION = "pulumi.com/v1"
 MAX_NAME = 42                                  # the Stack CRD's CEL rule on metadata.name
@@ -100,7 +100,8 @@ def _stack(environment: Environment, part: StackPart, settings: OperatorSettings
     workspace = _workspace(environment, settings)
     if workspace:
         spec["workspaceTemplate"] = {"spec": workspace}
-    labels = {**MANAGED_BY, ENVIRONMENT_LABEL: environment.name, ROLE_LABEL: "shard" if part.shard else "environment"}
+    # The environment label is the stack's `environment` (else its name), as on every object the stack deploys.
+    labels = {**platform_labels(environment_label(environment)), ROLE_LABEL: "shard" if part.shard else "environment"}
     return kube_object(API_VERSION, "Stack", object_meta(stack_resource_name(part.stack), namespace=settings.namespace,
                                                          labels=labels), spec=spec)
 
