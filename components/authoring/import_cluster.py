@@ -14,6 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..fleet import gpu_capacity as cap
+from ..manifests.meta import (DISPLAY_NAME_ANNOTATION, MANAGED_BY, NAMESPACE_NAME_LABEL, OPENSHIFT_DISPLAY_NAME_ANNOTATION,
+                              POD_SECURITY_ENFORCE_LABEL)
 from ..spec.stack import Platform
 from ..spec.yaml_source import SourceDocument
 from .import_gpu import node_selector_of_namespace
@@ -25,8 +27,7 @@ ROLE_OF_OWN_ROLE = {"tenant-owner": "owners", "tenant-developer": "developers", 
 _CI_ROLE = {"owners": "owner", "developers": "developer", "viewers": "viewer"}
 # Labels hand-made namespaces commonly carry for chargeback.
 COST_CENTER_LABELS = ("cost-center", "costcenter", "cost_center", "costCenter")
-DISPLAY_NAME_ANNOTATIONS = ("openshift.io/display-name", "gpu-tenancy.dev/display-name")
-_PSA_ENFORCE = "pod-security.kubernetes.io/enforce"
+DISPLAY_NAME_ANNOTATIONS = (OPENSHIFT_DISPLAY_NAME_ANNOTATION, DISPLAY_NAME_ANNOTATION)
 _PSA_ORDER = ("privileged", "baseline", "restricted")
 
 
@@ -38,7 +39,7 @@ def _ref(obj: dict[str, Any]) -> str:
 
 def _is_ours(namespace: dict[str, Any]) -> bool:
     labels = namespace.get("metadata", {}).get("labels") or {}
-    return labels.get("app.kubernetes.io/managed-by") == "gpu-tenancy"
+    return all(labels.get(key) == value for key, value in MANAGED_BY.items())
 
 
 def tenants_from_cluster(
@@ -131,12 +132,12 @@ def _namespace_tenant(namespace: dict[str, Any], platform: Platform, platform_ro
     display = next((annotations[k] for k in DISPLAY_NAME_ANNOTATIONS if annotations.get(k)), None)
     data = tenant_skeleton(name, display_name=display, cost_center=cost)
     notes: list[Unmapped] = []
-    level = labels.get(_PSA_ENFORCE)
+    level = labels.get(POD_SECURITY_ENFORCE_LABEL)
     stack_level = platform.pod_security.level if platform.pod_security else "baseline"
     if level in _PSA_ORDER and _PSA_ORDER.index(level) > _PSA_ORDER.index(stack_level):
         data["podSecurity"] = level
     elif level in _PSA_ORDER and level != stack_level:
-        notes.append(Unmapped(f"Namespace {name}", f"labels.{_PSA_ENFORCE}", f"'{level}' is looser than the stack's '{stack_level}'; "
+        notes.append(Unmapped(f"Namespace {name}", f"labels.{POD_SECURITY_ENFORCE_LABEL}", f"'{level}' is looser than the stack's '{stack_level}'; "
                               f"the tenant gets '{stack_level}': check its pods pass it (kubectl label --dry-run=server ...)"))
     return data, notes
 
@@ -211,9 +212,9 @@ def _peer_namespace(peer: dict[str, Any]) -> str | None:
     if selector is None or peer.get("podSelector") not in (None, {}):
         return None
     labels = selector.get("matchLabels") or {}
-    if selector.get("matchExpressions") or list(labels) != ["kubernetes.io/metadata.name"]:
+    if selector.get("matchExpressions") or list(labels) != [NAMESPACE_NAME_LABEL]:
         return None
-    return labels["kubernetes.io/metadata.name"]
+    return labels[NAMESPACE_NAME_LABEL]
 
 
 def _ports(rule: dict[str, Any]) -> list[dict[str, Any]] | None:

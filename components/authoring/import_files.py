@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from ..manifests.meta import CAPSULE_DESCRIPTION_ANNOTATION, NAMESPACE_NAME_LABEL
 from ..spec.base import DNS_LABEL_PATTERN
 from ..spec.quantity import Quantity, format_quantity
 from ..spec.stack import Platform
@@ -33,7 +34,6 @@ from .importing import (Imported, Refusal, Unmapped, limit_range_fields, merge_t
 
 _CAPSULE_MAPPED = {"owners", "resourceQuotas", "limitRanges", "additionalRoleBindings", "namespaceOptions", "rules",
                    "containerRegistries", "nodeSelector"}
-_METADATA_NAME = "kubernetes.io/metadata.name"
 _REGISTRY = TypeAdapter(ImageRegistry)
 
 
@@ -165,7 +165,7 @@ def _capsule(source: SourceDocument, platform: Platform, ref: str, gpu_class_of,
     doc = source.data
     name = doc["metadata"]["name"]
     annotations = doc["metadata"].get("annotations") or {}
-    out, data = _start(name, ref, platform, description=annotations.get("info.projectcapsule.dev/description", ""))
+    out, data = _start(name, ref, platform, description=annotations.get(CAPSULE_DESCRIPTION_ANNOTATION, ""))
     if data is None:
         return out, []
     spec = doc.get("spec") or {}
@@ -342,11 +342,11 @@ def _selects(queue: SourceDocument, namespace: str, context: _Context) -> tuple[
             return None, [Refusal((*at, "matchExpressions", index, "operator"), f"'{expression.get('operator')}' is no selector operator "
                                   f"({', '.join(_OPERATORS)})")]
     known = context.namespaces.get(namespace)
-    if known is None and selector and _selector_keys(selector) - {_METADATA_NAME}:
-        return None, [Refusal(at, f"reads the labels {', '.join(sorted(_selector_keys(selector) - {_METADATA_NAME}))} of namespace "
+    if known is None and selector and _selector_keys(selector) - {NAMESPACE_NAME_LABEL}:
+        return None, [Refusal(at, f"reads the labels {', '.join(sorted(_selector_keys(selector) - {NAMESPACE_NAME_LABEL}))} of namespace "
                               f"{namespace}, which is not among the files: give its Namespace too "
                               f"(kubectl get namespace {namespace} -o yaml), so that its quota goes only where Kueue admits it")]
-    labels = {**(((known or {}).get("metadata") or {}).get("labels") or {}), _METADATA_NAME: namespace}
+    labels = {**(((known or {}).get("metadata") or {}).get("labels") or {}), NAMESPACE_NAME_LABEL: namespace}
     return selector_selects(selector, labels), []
 
 

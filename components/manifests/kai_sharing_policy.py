@@ -29,6 +29,7 @@ from ..fleet.facts import FleetFacts
 from .cel import cel_string
 from .meta import (
     deny_binding,
+    HAMI_OPT_OUT_ANNOTATION,
     KAI_SHARED_GPU_CONFIGMAP_ANNOTATION,
     KAI_SHARED_GPU_CONFIGMAP_PATTERN,
     KAI_SHARED_GPU_PREFIX_SUFFIX,
@@ -41,8 +42,6 @@ from .meta import (
 
 API_VERSION = "admissionregistration.k8s.io/v1"
 POLICY_NAME = "gpu-tenancy-kai-sharing"
-# kai-resource-isolator (HAMi's webhook that loads HAMi-core into KAI shares): "false" skips a pod.
-HAMI_OPT_OUT_ANNOTATION = "kai-resource-isolator.io/inject"
 
 
 def binder_username(service_account: str) -> str:

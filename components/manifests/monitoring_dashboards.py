@@ -31,11 +31,10 @@ from grafana_foundation_sdk.models import prometheus as pm
 from ..fleet.facts import FleetFacts
 from ..spec.monitoring import Monitoring
 from . import monitoring_rules as r
-from .meta import KubeObject, kube_object, object_meta, platform_labels
+from .meta import GRAFANA_FOLDER_ANNOTATION, KubeObject, kube_object, object_meta, platform_labels
 
 FLEET = "gpu-tenancy-fleet-overview"
 TENANT = "gpu-tenancy-tenant"
-FOLDER_ANNOTATION = "grafana_folder"
 DATASOURCE = dm.DataSourceRef(type_val="prometheus", uid="${datasource}")
 TENANT_VARIABLE = "tenant"
 
@@ -405,7 +404,7 @@ def dashboard_config_maps(facts: FleetFacts) -> list[KubeObject]:
     if monitoring is None:
         return []
     labels = {**platform_labels(facts.environment_label), **monitoring.dashboard_labels}
-    annotations = {FOLDER_ANNOTATION: monitoring.dashboard_folder} if monitoring.dashboard_folder else None
+    annotations = {GRAFANA_FOLDER_ANNOTATION: monitoring.dashboard_folder} if monitoring.dashboard_folder else None
     return [
         kube_object(
             "v1",

@@ -30,7 +30,7 @@ from ..spec.tenant import Tenant
 from .kueue import gpu_class_quotas
 from .meta import (
     COST_CENTER_LABEL,
-    GROUP,
+    DOCS_ANNOTATION,
     MIG_STATE_LABEL,
     TENANT_LABEL,
     KubeObject,
@@ -623,7 +623,7 @@ def _rule_object(name: str, monitoring: Monitoring, group: dict[str, Any], label
         API_VERSION,
         "PrometheusRule",
         object_meta(name, namespace=monitoring.namespace, labels={**labels, **monitoring.rule_labels},
-                    annotations={f"{GROUP}/docs": "docs/monitoring.md"}),
+                    annotations={DOCS_ANNOTATION: "docs/monitoring.md"}),
         spec={"groups": [group]},
     )
 

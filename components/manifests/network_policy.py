@@ -36,13 +36,12 @@ import ipaddress
 
 from ..fleet.facts import TenantView
 from ..spec.tenant import PlatformIngress, Port, Tenant
-from .meta import NAMESPACE_NAME_LABEL, KubeObject, kube_object, object_meta, owned_labels, plain_copy
+from .meta import NAMESPACE_NAME_LABEL, NETWORK_RULES_ANNOTATION, KubeObject, kube_object, object_meta, owned_labels, plain_copy
 
 NETWORKING_API = "networking.k8s.io/v1"
 METADATA_ENDPOINTS = ("169.254.169.254/32", "fd00:ec2::254/128")
 
 TENANT_NETWORK = "tenant-network"
-RULES_ANNOTATION = "gpu-tenancy.dev/network-rules"
 DEFAULT_DENY = "default-deny"
 ALLOW_SAME_TENANT = "allow-same-tenant"
 ALLOW_DNS = "allow-dns"
@@ -217,7 +216,7 @@ def network_policies(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """
     labels = owned_labels(tenant, view)
     spec, origins = merged_policy_spec(policy_specs(tenant, view))
-    annotations = {RULES_ANNOTATION: origins} if origins else None
+    annotations = {NETWORK_RULES_ANNOTATION: origins} if origins else None
     return [
         kube_object(
             NETWORKING_API,

@@ -27,13 +27,12 @@ from __future__ import annotations
 
 from ..fleet.facts import FleetFacts
 from .cel import cel_string
-from .meta import ADMISSION_API, TENANT_LABEL, KubeObject, kube_object, object_meta, platform_labels
+from .meta import ADMISSION_API, NAMESPACE_NAME_LABEL, TENANT_LABEL, KubeObject, kube_object, object_meta, platform_labels
 from .vcluster import RELEASE_NAME
 
 POLICY_NAME = "gpu-tenancy-vcluster-guard"
 SERVICE_ACCOUNT = f"vc-{RELEASE_NAME}"       # the chart's `vc-{{ .Release.Name }}`
 CONTROL_PLANE_POD = f"^{RELEASE_NAME}-[0-9]+$"  # the StatefulSet `{{ .Release.Name }}`'s pods
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 
 def _runs_as(spec: str) -> str:
