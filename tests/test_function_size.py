@@ -50,7 +50,6 @@ EXCEPTIONS = {
     "components.manifests.monitoring_dashboards:tenant_panels": "not yet split (#35 step 5, branch sizes)",
     "components.manifests.monitoring_rules:alert_rules": "not yet split (#35 step 5, branch sizes)",
     "components.manifests.network_policy:policy_specs": "not yet split (#35 step 5, branch sizes)",
-    "components.manifests.vcluster_guard:vcluster_guard_objects": "not yet split (#35 step 5, branch sizes)",
     "components.review.capacity_report:capacity_table": "not yet split (#35 step 5, branch sizes)",
     "components.spec.field_errors:_message": "not yet split (#35 step 5, branch sizes)",
     "components.spec.yaml_source:read_text": "not yet split (#35 step 5, branch sizes)",
