@@ -45,8 +45,6 @@ EXCEPTIONS = {
     "components.cli.new:run": "not yet split (#35 step 5, branch sizes)",
     "components.cli.stacks:run": "not yet split (#35 step 5, branch sizes)",
     "components.cli.validate:Migrate.run": "not yet split (#35 step 5, branch sizes)",
-    "components.validate.capacity:capacity_problems": "not yet split (#35 step 5, branch sizes)",
-    "components.validate.queues:check_tenant_queue": "not yet split (#35 step 5, branch sizes)",
 }
 
 
