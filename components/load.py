@@ -12,6 +12,7 @@ import contextvars
 import copy
 import gc
 import os
+from dataclasses import replace
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from .fleet.environment import Environment, LoadedTenant
-from .fleet.queue_arithmetic import expand_queue_limits
 from .fleet.shard_stacks import stack_tenants
 from .spec.base import API_VERSION, DECIDE, OLDER_VERSIONS, V1ALPHA1
 from .spec.field_errors import model_problems
@@ -60,12 +60,12 @@ _READ_BEFORE: contextvars.ContextVar[dict | None] = contextvars.ContextVar("read
 
 @contextlib.contextmanager
 def reading_each_file_once():
-    """Within the block, identical tenant files are parsed and validated once (loads stay independent:
-    each gets its own copy of what loading changes).
+    """Within the block, identical tenant files are parsed and validated once; the loads share the
+    specs (frozen: no load can change what another reads).
 
     >>> with reading_each_file_once():
     ...     base, head = load_environment(root, "prod"), load_environment(root, "prod")
-    >>> base.tenants[0].spec == head.tenants[0].spec, base.tenants[0].spec is head.tenants[0].spec
+    >>> base.tenants[0].spec is head.tenants[0].spec, base.facts is head.facts
     (True, False)
     """
     token = _READ_BEFORE.set({})
@@ -473,8 +473,7 @@ def _load_environment(
     shard_problems = check_sharding(environment, shard_stack_files(root))
     if strict_warnings and shard_problems:
         raise InvalidInput(environment.warnings + shard_problems)
-    environment.warnings.extend(shard_problems)
-    return environment
+    return replace(environment, warnings=[*environment.warnings, *shard_problems]) if shard_problems else environment
 
 
 def environment_from_data(
@@ -546,13 +545,13 @@ def environment_from_documents(
             _, spec, merged, doc_problems = validated
             if doc_problems:
                 problems.extend(doc_problems)
-            else:   # expand_queue_limits below changes the queue settings: each load its own
-                tenants.append(LoadedTenant(spec.model_copy(update={"queue": spec.queue.model_copy()}), merged))
+            else:   # specs are frozen: every load may share them
+                tenants.append(LoadedTenant(spec, merged))
             continue
         before = len(problems)
         loaded = _validate_document(doc, env, problems)
         if read_before is not None:
-            spec, merged = (loaded.spec.model_copy(update={"queue": loaded.spec.queue.model_copy()}), loaded.doc) if loaded else (None, None)
+            spec, merged = (loaded.spec, loaded.doc) if loaded else (None, None)
             read_before[("validated", id(doc), env)] = (doc, spec, merged, problems[before:])
         if loaded is not None:
             tenants.append(loaded)
@@ -561,8 +560,6 @@ def environment_from_documents(
     as_of = today or utc_today()
     written = {loaded.name: loaded.spec.lifecycle for loaded in tenants}
     tenants = [_as_of(loaded, as_of, problems) for loaded in tenants]
-    for loaded in tenants:
-        expand_queue_limits(loaded.spec, platform)
     enabled, disabled = _enabled(platform, tenants)
     # The tenants `_as_of` suspended: `tenants diff` says so on every PR (review/expiry.py).
     expired = [loaded.name for loaded in enabled if loaded.spec.lifecycle != written[loaded.name]]
@@ -570,8 +567,8 @@ def environment_from_documents(
     problems.extend(check_environment(environment, all_tenants=tenants, known_envs=known_envs))
     if errors_only(problems) or (strict_warnings and problems):
         raise InvalidInput(problems)
-    environment.warnings = problems
-    return environment
+    # The same facts, validation's work kept: the builders read what the checks already worked out.
+    return replace(environment, warnings=problems)
 
 
 def _validate_document(doc: SourceDocument, env: str, problems: list[Problem]) -> LoadedTenant | None:
@@ -598,13 +595,13 @@ def _as_of(loaded: LoadedTenant, today: date, problems: list[Problem]) -> Loaded
     """The tenant on `today`: suspended the day after it `expires` (an active one only: a decommission
     stays the explicit step it is), with a warning ahead of time and after."""
     expires = loaded.spec.expires
-    if expires is None or loaded.spec.lifecycle == "decommissioned":
+    if expires is None or loaded.spec.is_decommissioned:
         return loaded
     if today > expires:
         problems.append(loaded.doc.problem(("expires",), (
             f"expired on {expires}: suspended since {expires + timedelta(days=1)} (no new pods are admitted, nothing "
             f"is deleted); extend `expires`, or decommission it (docs/offboarding.md)"), severity="warning"))
-        if loaded.spec.lifecycle == "active":
+        if loaded.spec.is_active:
             return LoadedTenant(loaded.spec.model_copy(update={"lifecycle": "suspended"}), loaded.doc)
     elif today + EXPIRY_NOTICE >= expires:
         problems.append(loaded.doc.problem(("expires",), (

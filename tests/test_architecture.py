@@ -105,3 +105,61 @@ def test_no_package_but_the_builders_holds_more_than_a_dozen_modules():
     }
     assert {"spec", "fleet", "validate", "authoring", "cli"} <= set(sizes)
     assert {name: n for name, n in sizes.items() if n > 12} == {}
+
+
+# What the view (`TenantView`) and the facts (`FleetFacts`) hold, answered once per environment:
+# builders read `view.<answer>` / `facts.<answer>` and never call these. What builders may still
+# import from these modules: constants and key helpers (`GPU`, `GPU_SHARED`, `quota_key`,
+# `device_class_quota_keys`, `IMPLICIT_EXTENDED_RESOURCE_PREFIX`), facts of one GPU class or pool
+# of the inventory (`class_resource`, `is_mig_mixed`, `pool_layout`, `node_gpu_resources`,
+# `commodity_resource`), names (`KUEUE_CPU_FLAVOR`, `cohort_of`, `cohort_chain`, `kai_department_of`,
+# `kai_parent_queue`, `kai_gpu_units`, `kai_declared_amount`) and the budget arithmetic of the
+# spec's own `namespaceQuotas` (`compute_hard`, `namespace_slices`, `split_budget`, `budget_home`).
+RECOMPUTING = {
+    "components.fleet.gpu_capacity": {"capacity", "allowed_classes", "gpu_quota_by_class", "gpu_quota_by_resource"},
+    "components.fleet.budget": {"effective_limits", "ephemeral_storage_quota"},
+    "components.fleet.queue_arithmetic": {
+        "kai_amounts", "kueue_compute_nominal", "compute_nominal", "borrowing_limits", "lending_limits",
+        "dedicated_only_classes", "queue_borrows", "queue_group",
+    },
+    "components.fleet.feasibility": {"tenant_demand", "reachable_pools", "feasibility", "split_of", "pool_owners"},
+    "components.spec.role_bundles": {"effective_bundles"},
+}
+
+
+def _recomputed(source: str, package: str = "components.manifests") -> list[str]:
+    """`module.name` of every function of RECOMPUTING that `source` (a module of `package`) imports
+    by name or reads from an imported module (`cap.gpu_quota_by_class`)."""
+    found, aliases = [], {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else (package if node.level else "")
+            target = ".".join(filter(None, [base, node.module]))
+            for alias in node.names:
+                if f"{target}.{alias.name}" in RECOMPUTING:
+                    aliases[alias.asname or alias.name] = f"{target}.{alias.name}"
+                elif alias.name in RECOMPUTING.get(target, ()):
+                    found.append(f"{target}.{alias.name}")
+        elif isinstance(node, ast.Import):
+            aliases.update({a.asname: a.name for a in node.names if a.name in RECOMPUTING and a.asname})
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
+            if node.attr in RECOMPUTING[aliases[node.value.id]]:
+                found.append(f"{aliases[node.value.id]}.{node.attr}")
+    return sorted(set(found))
+
+
+def test_builders_read_the_views_answers_instead_of_working_them_out():
+    found = {
+        path.name: _recomputed(path.read_text())
+        for path in sorted((REPO / "components" / "manifests").glob("*.py"))
+    }
+    assert {name: names for name, names in found.items() if names} == {}
+
+
+def test_the_answer_check_sees_a_call_by_module_and_an_import_by_name():
+    planted = (
+        "from ..fleet import gpu_capacity as cap\nfrom ..fleet.budget import effective_limits, compute_hard\n"
+        "def f(t, p):\n    return cap.quota_key('x'), cap.gpu_quota_by_class(t, p), effective_limits(t, p)\n"
+    )
+    assert _recomputed(planted) == ["components.fleet.budget.effective_limits", "components.fleet.gpu_capacity.gpu_quota_by_class"]

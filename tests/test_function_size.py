@@ -20,19 +20,8 @@ REPO = Path(__file__).resolve().parents[1]
 MAX_LINES = 40
 MAX_COMPLEXITY = 15
 
-EXCEPTIONS = {
-    # Files other helpers of issue #35 are splitting at the same time; the lead drops these on merging.
-    "components.load:environment_from_documents": "being split under #35 step 1 (branch facts)",
-    "components.manifests.guard_policy:_variables": "being split under #35 step 2 (branch tables)",
-    "components.manifests.guard_policy:_validations": "being split under #35 step 2 (branch tables)",
-    "components.manifests.placement_policy:_validations": "being split under #35 step 2 (branch tables)",
-    "components.manifests.tenant_grant:_spec_schema": "being split under #35 step 2 (branch tables)",
-    "components.resources.fleet:Fleet.__init__": "being split under #35 step 3 (branch registration)",
-    "components.resources.tenant:Tenant.__init__": "being split under #35 step 3 (branch registration)",
-    "components.review.diff:compare_stack": "being split under #35 step 4 (branch diff)",
-    "components.review.diff_format:format_text": "being split under #35 step 4 (branch diff)",
-    "components.review.diff_format:_markdown": "being split under #35 step 4 (branch diff)",
-}
+# {"module:function": why it may stay longer or more complex}; none today.
+EXCEPTIONS: dict[str, str] = {}
 
 
 def _body_lines(function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:

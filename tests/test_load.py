@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from tests.project_edits import line_of
 from components.load import (
@@ -208,7 +209,7 @@ def test_the_stack_enabling_missing_tenants_is_an_error(project_copy):
     assert all(p.file == "stacks/Pulumi.dev.yaml" for p in caught.value.problems)
 
 
-def test_a_file_read_twice_in_one_block_is_parsed_once_and_each_load_gets_its_own_tenants(project_copy, monkeypatch):
+def test_a_file_read_twice_in_one_block_is_parsed_once_and_its_frozen_specs_are_shared(project_copy, monkeypatch):
     import components.load as load
 
     parsed = []
@@ -220,9 +221,9 @@ def test_a_file_read_twice_in_one_block_is_parsed_once_and_each_load_gets_its_ow
     assert len(tenant_files) == len(set(tenant_files)) == len(first.tenants)
     plain = load_environment(REPO, "staging")
     assert [t.spec for t in again.tenants] == [t.spec for t in first.tenants] == [t.spec for t in plain.tenants]
-    # loading expands queue limits in place: one load's change is not another's
-    spec, other = first.tenants[0].spec, again.tenants[0].spec
-    assert spec is not other and spec.queue is not other.queue
-    spec.queue.borrowing_limit = {"changed": 1}
-    assert other.queue.borrowing_limit != {"changed": 1}
+    # nothing changes a validated spec (queue limits are worked out, not written back): loads share them
+    spec = first.tenants[0].spec
+    assert spec is again.tenants[0].spec
+    with pytest.raises(ValidationError, match="frozen"):
+        spec.queue.borrowing_limit = {"changed": 1}
     assert [t.spec for t in second.tenants] == [t.spec for t in load_environment(REPO, "prod").tenants]

@@ -2,6 +2,8 @@
 # Build the real Go binaries of the test lanes (see tools/README.md), one cache per version:
 #   e2e lane:        etcd, kube-apiserver, kube-controller-manager -> $CACHE_DIR/k8s/<K8S_VERSION>/
 #   scheduling lane: the same plus kube-scheduler, kueue, jobset   -> $CACHE_DIR/k8s/<K8S_VERSION>/
+#   runtime lane:    the scheduling lane's plus kwok                -> $CACHE_DIR/k8s/<K8S_VERSION>/
+#                    (kueue, jobset and kwok from one wrapper module, tools/controllers: one dependency set)
 #   monitoring lane: promtool, prometheus                          -> $CACHE_DIR/prometheus/<PROMETHEUS_VERSION>/
 #   engine lane:     pulumi (the CLI)                              -> $CACHE_DIR/pulumi/<PULUMI_VERSION>/
 #                    pulumi-resource-kubernetes (the provider)     -> $CACHE_DIR/pulumi-kubernetes/<PULUMI_KUBERNETES_VERSION>/
@@ -17,10 +19,11 @@
 #
 # Usage: tools/build.sh [--print-dir [binary|group]] [binary|group...]
 #   --print-dir   print the output directory (of a binary or group; default the e2e binaries) and exit
-#   binary        any of: etcd kube-apiserver kube-controller-manager kube-scheduler kueue jobset
+#   binary        any of: etcd kube-apiserver kube-controller-manager kube-scheduler kueue jobset kwok
 #                 promtool prometheus pulumi pulumi-resource-kubernetes nvidia-validators
 #                 kai-scheduler kai-binder kai-podgrouper kube-network-policies
 #   group         k8s (the default: the three e2e binaries), scheduling (kube-scheduler kueue jobset),
+#                 runtime (kube-scheduler kueue jobset kwok),
 #                 monitoring (promtool prometheus), pulumi (the CLI and the provider),
 #                 validators (nvidia-validators), kai (KAI's scheduler, binder and pod-grouper),
 #                 network (kube-network-policies), all
@@ -29,12 +32,13 @@ set -euo pipefail
 
 k8s_bins=(etcd kube-apiserver kube-controller-manager)
 sched_bins=(kube-scheduler kueue jobset)
+runtime_bins=("${sched_bins[@]}" kwok)
 prom_bins=(promtool prometheus)
 pulumi_bins=(pulumi pulumi-resource-kubernetes)
 kai_bins=(kai-scheduler kai-binder kai-podgrouper)
 validator_bins=(nvidia-validators)
 network_bins=(kube-network-policies)
-all=("${k8s_bins[@]}" "${sched_bins[@]}" "${prom_bins[@]}" "${pulumi_bins[@]}" "${validator_bins[@]}" "${kai_bins[@]}" "${network_bins[@]}")
+all=("${k8s_bins[@]}" "${runtime_bins[@]}" "${prom_bins[@]}" "${pulumi_bins[@]}" "${validator_bins[@]}" "${kai_bins[@]}" "${network_bins[@]}")
 
 is_prom() { case "$1" in promtool|prometheus) return 0;; *) return 1;; esac; }
 is_kai() { case "$1" in kai-scheduler|kai-binder|kai-podgrouper|kai) return 0;; *) return 1;; esac; }
@@ -54,6 +58,7 @@ version_for() {
     etcd) echo "$ETCD_VERSION" ;;
     kueue) echo "$KUEUE_VERSION" ;;
     jobset) echo "$JOBSET_VERSION" ;;
+    kwok) echo "$KWOK_VERSION" ;;
     promtool|prometheus) echo "$PROMETHEUS_VERSION" ;;
     pulumi) echo "$PULUMI_VERSION" ;;
     pulumi-resource-kubernetes) echo "$PULUMI_KUBERNETES_VERSION ($PULUMI_KUBERNETES_MODULE_VERSION)" ;;
@@ -71,6 +76,7 @@ for arg in "${@:-k8s}"; do
   case "$arg" in
     k8s) targets+=("${k8s_bins[@]}") ;;
     scheduling) targets+=("${sched_bins[@]}") ;;
+    runtime) targets+=("${runtime_bins[@]}") ;;
     monitoring) targets+=("${prom_bins[@]}") ;;
     pulumi) targets+=("${pulumi_bins[@]}") ;;
     network) targets+=("${network_bins[@]}") ;;
@@ -86,11 +92,17 @@ for name in "${targets[@]}"; do
   case " ${unique[*]} " in *" $name "*) ;; *) unique+=("$name") ;; esac
 done
 targets=("${unique[@]}")
-module_dir_for() { if is_prom "$1"; then echo "$TOOLS_DIR/prometheus"; else echo "$TOOLS_DIR/$1"; fi; }
+is_controller() { case "$1" in kueue|jobset|kwok) return 0;; *) return 1;; esac; }
+module_dir_for() {
+  if is_prom "$1"; then echo "$TOOLS_DIR/prometheus"
+  elif is_controller "$1"; then echo "$TOOLS_DIR/controllers"
+  else echo "$TOOLS_DIR/$1"; fi
+}
 package_for() {
   if is_prom "$1"; then echo "github.com/prometheus/prometheus/cmd/$1"
   elif [ "$1" = kueue ]; then echo "sigs.k8s.io/kueue/cmd/kueue"   # the go.mod `tool`: upstream's main, unchanged
   elif [ "$1" = jobset ]; then echo "sigs.k8s.io/jobset"            # likewise (the module's root package)
+  elif [ "$1" = kwok ]; then echo "sigs.k8s.io/kwok/cmd/kwok"       # likewise
   elif [ "$1" = kube-network-policies ]; then echo "sigs.k8s.io/kube-network-policies/cmd"   # likewise
   else echo "."; fi
 }
@@ -114,6 +126,10 @@ ldflags_for() {
   fi
   if [ "$name" = pulumi-resource-kubernetes ]; then  # the provider's version and its schema's version
     echo "-s -w -X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=${PULUMI_KUBERNETES_VERSION#v}"
+    return
+  fi
+  if [ "$name" = kwok ]; then  # pkg/consts holds the release's version already (hack/releases.sh sets only what differs)
+    echo "-s -w"
     return
   fi
   if [ "$name" = kube-network-policies ]; then  # upstream's Makefile sets no version variables
@@ -174,8 +190,9 @@ stamp_for() {  # hash of everything that determines the binary
     echo "$name $KAI_VERSION $KAI_COMMIT $KAI_SOURCE_SHA256 $(ldflags_for "$name")" | sha256sum | cut -d' ' -f1
     return
   fi
-  { cat "$TOOLS_DIR/$name/go.mod" "$TOOLS_DIR/$name/go.sum"
-    [ ! -f "$TOOLS_DIR/$name/main.go" ] || cat "$TOOLS_DIR/$name/main.go"   # tools/pulumi, kueue, jobset, kube-network-policies have none
+  local mdir; mdir="$(module_dir_for "$name")"
+  { cat "$mdir/go.mod" "$mdir/go.sum"
+    [ ! -f "$mdir/main.go" ] || cat "$mdir/main.go"   # tools/pulumi, controllers, kube-network-policies have none
     [ "$name" != nvidia-validators ] || upstream_snapshot_hash
     case "$name" in
       kube-network-policies) version_for "$name" ;;   # before kube-*: not a Kubernetes binary

@@ -1,4 +1,4 @@
-"""The isolation table of docs/gpu-sharing.md, rendered from `components.fleet.isolation.SHARING_MODES`.
+"""The isolation table of docs/gpu-sharing.md, rendered from `components.fleet.isolation.isolation_rows()`.
 
 The facts live in the code (the quota-key column is built by the quota builder's own functions),
 so the page cannot drift from what the tool builds and checks. The table sits between two marker
@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from components.fleet.isolation import SHARING_MODES, Isolation
+from components.fleet.isolation import Isolation, isolation_rows
 
 REGENERATE = "python -m tools.isolation_table"
 DOC = Path(__file__).resolve().parents[1] / "docs" / "gpu-sharing.md"
@@ -38,7 +38,7 @@ def _cell(record: Isolation, attribute: str) -> str:
 def render_table() -> str:
     """The Markdown table, one row per sharing mode, between the markers."""
     lines = [BEGIN, "| " + " | ".join(title for title, _ in COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    lines += ["| " + " | ".join(_cell(record, attribute) for _, attribute in COLUMNS) + " |" for record in SHARING_MODES]
+    lines += ["| " + " | ".join(_cell(record, attribute) for _, attribute in COLUMNS) + " |" for record in isolation_rows()]
     return "\n".join([*lines, END])
 
 

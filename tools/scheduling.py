@@ -6,7 +6,7 @@ On top of the control plane (etcd, kube-apiserver, kube-controller-manager) this
   (Kueue unsuspends a Job; the job controller then creates its pods);
 * **kube-scheduler** (`tools/kube-scheduler`, same Kubernetes module and version as
   the API server), which binds pods to the Nodes registered below;
-* the **Kueue controller manager** (`tools/kueue`, `sigs.k8s.io/kueue` at
+* the **Kueue controller manager** (`tools/controllers`, `sigs.k8s.io/kueue` at
   `KUEUE_VERSION`, the release whose CRDs `components/data/kueue` ships), with:
   - every Kueue CRD from that module's own source (`config/components/crd/bases`, read
     from the Go module cache `tools/build.sh` fills), the conversion webhook of the CRDs
@@ -24,7 +24,7 @@ On top of the control plane (etcd, kube-apiserver, kube-controller-manager) this
     the webhook configurations and CRDs), and written to its `certDir` as the kubelet would
     mount the Secret.
 
-* the **JobSet controller manager** (`tools/jobset`, `sigs.k8s.io/jobset` at `JOBSET_VERSION`,
+* the **JobSet controller manager** (`tools/controllers`, `sigs.k8s.io/jobset` at `JOBSET_VERSION`,
   the release Kueue requires) on every Kueue stack, Kueue's `jobset` integration enabled:
   - its CRD from that module's own source (`config/components/crd/bases`; it serves one version, so
     the conversion webhook upstream patches in is never called and is left out);

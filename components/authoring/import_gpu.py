@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..fleet import gpu_capacity as cap
+from ..fleet.isolation import mode_of
 from ..manifests.meta import GPU_PRODUCT_LABEL, NODE_SELECTOR_ANNOTATIONS, gpu_class_label, pool_label
 from ..spec.stack import Platform
-
 
 
 def gpu_classes_of_resource(platform: Platform, resource: str) -> list[str]:
@@ -29,7 +29,7 @@ def gpu_classes_of_resource(platform: Platform, resource: str) -> list[str]:
     ['h100']
     """
     return sorted(name for name, gpu_class in platform.gpu_classes.items()
-                  if gpu_class.sharing != "mig" and cap.class_resource(gpu_class) == resource)
+                  if not mode_of(gpu_class).partitions_gpus and cap.class_resource(gpu_class) == resource)
 
 
 def classes_of_node_selector(platform: Platform, selector: dict[str, Any] | None) -> set[str] | None:

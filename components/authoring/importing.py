@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 from ..fleet import gpu_capacity as cap
+from ..fleet.isolation import mode_of
 from ..fleet.tenant_claims import namespace_owner, reserved_namespaces, subject_refusal
 from ..spec.base import API_VERSION, DNS_LABEL_PATTERN
 from ..spec.problems import Problem, printable
@@ -321,7 +322,7 @@ def _mig(r: _QuotaReading, key: str, value: str) -> bool:
         r.refuse(key, f"'{value}' is not a whole number of MIG slices")
     else:
         r.quota.setdefault("mig", {})[mig_profile["profile"]] = _count(value)
-        r.classes.extend(n for n, c in r.platform.gpu_classes.items() if c.sharing == "mig")
+        r.classes.extend(n for n, c in r.platform.gpu_classes.items() if mode_of(c).partitions_gpus)
     return True
 
 

@@ -35,7 +35,6 @@ from ..load import (
 from ..spec.problems import InvalidInput, errors_only, sorted_problems
 from ..fleet.shard_stacks import stack_parts
 from ..spec.sharding import split_stack_name
-from ..fleet.queue_arithmetic import expand_queue_limits
 from ..validate.capacity import stack_edit_problems
 from . import common
 
@@ -209,8 +208,6 @@ def load_lenient(root: Path, env: str, today: date | None = None) -> Side:
             tenants.append(LoadedTenant(validate_tenant(doc, env), for_environment(doc, env)))
         except InvalidInput:
             continue
-    for loaded in tenants:
-        expand_queue_limits(loaded.spec, platform)
     ordered = sorted(tenants, key=lambda t: t.name)
     wanted = None if platform.tenants == "all" else set(platform.tenants)
     enabled = [t for t in ordered if wanted is None or t.name in wanted]

@@ -16,7 +16,7 @@ from ..spec.yaml_source import SourceDocument
 from .facts import FleetFacts, TenantView
 
 
-@dataclass
+@dataclass(frozen=True)
 class LoadedTenant:
     """A tenant as it applies to one environment (overrides merged), with its source for locating errors."""
 
@@ -28,13 +28,18 @@ class LoadedTenant:
         return self.spec.name
 
 
-@dataclass
+@dataclass(frozen=True)
 class Environment:
     """Everything one Pulumi stack deploys: the platform inventory and the tenants enabled in it.
 
     `as_of`: the date the tenants' `expires` was judged by (None: not judged, e.g. built by hand);
     `expired`: the enabled tenants written `active` that this environment suspends because that date
-    is past their `expires` (their spec already says `suspended`).
+    is past their `expires` (their spec already says `suspended`). Frozen: to change the platform or
+    the tenants, make another environment (`dataclasses.replace`); its facts are its own.
+
+    >>> from components.spec.stack import Platform
+    >>> Environment("dev", Platform(labelDomain="gpu.example.com"), None, []).facts.environment_label
+    'dev'
     """
 
     name: str
@@ -45,27 +50,19 @@ class Environment:
     warnings: list[Problem] = field(default_factory=list)
     as_of: date | None = None
     expired: list[str] = field(default_factory=list)
-    _facts: tuple | None = field(default=None, init=False, repr=False, compare=False)
+    # Made here unless given; `dataclasses.replace` hands the old ones on, kept only when they are
+    # made of this platform and these very tenant specs (a replaced tenant list gets facts anew).
+    facts: FleetFacts | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self):
+        label = self.platform.environment or self.name
+        if not _made_of(self.facts, label, self.platform, self.tenants):
+            members = tuple((t.name, t.spec) for t in self.tenants)
+            object.__setattr__(self, "facts", FleetFacts(label, self.platform, members))
 
     @property
     def specs(self) -> list[Tenant]:
         return [t.spec for t in self.tenants]
-
-    @property
-    def facts(self) -> FleetFacts:
-        """The fleet facts of this environment, made once; anew when `tenants` or `platform` is replaced.
-
-        >>> from components.spec.stack import Platform
-        >>> Environment("dev", Platform(labelDomain="gpu.example.com"), None, []).facts.environment_label
-        'dev'
-        """
-        # Tests and previews swap the tenant list (or a copied platform) of a loaded environment.
-        made_from = (id(self.tenants), len(self.tenants), id(self.platform))
-        if self._facts is None or self._facts[0] != made_from:
-            label = self.platform.environment or self.name
-            members = tuple((t.name, t.spec) for t in self.tenants)
-            self._facts = (made_from, FleetFacts(label, self.platform, members))
-        return self._facts[1]
 
     def view(self, tenant: Tenant) -> TenantView:
         """What the builders of `tenant` read of this environment's fleet (`FleetFacts.view`).
@@ -76,3 +73,18 @@ class Environment:
         'dev'
         """
         return self.facts.view(tenant)
+
+
+def _made_of(facts: FleetFacts | None, label: str, platform: Platform, tenants: list[LoadedTenant]) -> bool:
+    """Whether `facts` are those of this label, platform and tenants (the same objects, in order).
+
+    >>> from components.spec.stack import Platform
+    >>> platform = Platform(labelDomain="gpu.example.com")
+    >>> _made_of(FleetFacts("dev", platform, ()), "dev", platform, []), _made_of(None, "dev", platform, [])
+    (True, False)
+    """
+    if facts is None or facts.environment_label != label or facts.platform is not platform:
+        return False
+    if len(facts.members) != len(tenants):
+        return False
+    return all(spec is loaded.spec and name == loaded.name for (name, spec), loaded in zip(facts.members, tenants))

@@ -3,13 +3,17 @@
 A tenant's objects depend on other tenants in a few ways only: a dedicated pool belongs to one
 owner (so it is no one else's), the capacity check's flow splits each quota across the pools the
 tenant reaches, cohort (KAI: department) members lend each other idle quota, what no tenant holds
-of a shared pool is the spare cohort's to lend (Kueue), and tenants grant each other network ingress. `FleetFacts` holds exactly those facts, plus the environment label;
-`FleetFacts.view(tenant)` is what one tenant's builders read. Each rule exists once: who owns a
-dedicated pool is `feasibility.pool_owners`, which pools a tenant reaches `feasibility.reachable_pools`.
+of a shared pool is the spare cohort's to lend (Kueue), and tenants grant each other network
+ingress. `FleetFacts` holds those facts, the environment label and what the platform alone answers
+(its capacity, its GPU resources, the role bundles it offers); `FleetFacts.view(tenant)` is what
+one tenant's builders read: those facts as they concern it and the answers its own numbers give
+here (quota by class and resource, limits, GPU ceiling, queue amounts), so that no builder works
+them out again. Each rule exists once: who owns a dedicated pool is `feasibility.pool_owners`,
+which pools a tenant reaches `feasibility.reachable_pools`.
 
 Every fact is computed at most once per `FleetFacts` (on first use: validation needs only some of
 them, and an invalid stack must not break the facts it does not need), from sums over the fleet,
-so building every tenant stays linear in the fleet size.
+so building every tenant stays linear in the fleet size; a member's view is made once too.
 
 >>> from components.spec.stack import Platform
 >>> facts = FleetFacts("dev", Platform(labelDomain="gpu.example.com"), ())
@@ -24,10 +28,25 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Mapping
 
+from ..spec.role_bundles import RoleBundle, effective_bundles
 from ..spec.stack import Platform
-from ..spec.tenant import Tenant
+from ..spec.tenant import LimitRangeSpec, Tenant
 from . import feasibility as feas
-from .queue_arithmetic import cohort_root, dedicated_only_classes, queue_group, spare_cohort
+from . import gpu_capacity as cap
+from . import mig
+from .budget import effective_limits
+from .queue_arithmetic import (
+    KaiAmounts,
+    borrowing_limits,
+    cohort_root,
+    dedicated_only_classes,
+    kai_amounts,
+    kueue_compute_nominal,
+    lending_limits,
+    queue_borrows,
+    queue_group,
+    spare_cohort,
+)
 
 Commodity = feas.Commodity
 Split = Mapping[Commodity, Mapping[str, int]]   # commodity -> pool -> units
@@ -42,6 +61,43 @@ class FleetFacts:
     members: tuple[tuple[str, Tenant], ...]
 
     @cached_property
+    def capacity(self) -> cap.Capacity:
+        """How many devices the stack's nodes hold per GPU class and per MIG profile (`gpu_capacity.capacity`):
+        worked out once per environment, for every check and builder that needs it."""
+        return cap.capacity(self.platform)
+
+    @cached_property
+    def cluster_gpu_resources(self) -> tuple[str, ...]:
+        """Which GPU extended resources the cluster's classes advertise (whole GPUs, shares, MIG slices), sorted."""
+        resources = {cap.class_resource(gpu_class) for gpu_class in self.platform.gpu_classes.values()}
+        resources |= {mig.resource_name(profile) for profile in self.capacity.per_mig_profile}
+        return tuple(sorted(resources))
+
+    @cached_property
+    def quota_gpu_resources(self) -> tuple[str, ...]:
+        """Which GPU resources every ResourceQuota pins: each the cluster's GPUs *could* advertise.
+
+        `cluster_gpu_resources` plus both share resources (`nvidia.com/gpu`, `nvidia.com/gpu.shared`)
+        and every MIG profile of every GPU model of the stack's classes: a resource with no quota key
+        is not limited at all, so a profile no layout offers today (or a share no class renames) is
+        pinned at "0" rather than left open for the day someone re-partitions a node by hand.
+        """
+        if not self.platform.gpu_classes:
+            return ()
+        resources = set(self.cluster_gpu_resources) | {cap.GPU, cap.GPU_SHARED}
+        table = mig.geometry()
+        for gpu_class in self.platform.gpu_classes.values():
+            geometry = table.get(gpu_class.model)
+            if geometry is not None:
+                resources |= {mig.resource_name(profile) for profile in geometry.profiles}
+        return tuple(sorted(resources))
+
+    @cached_property
+    def role_bundles(self) -> Mapping[str, RoleBundle]:
+        """Which role bundles the stack offers tenants: the shipped ones, then its `roleBundles` (`effective_bundles`)."""
+        return MappingProxyType(effective_bundles(self.platform))
+
+    @cached_property
     def specs(self) -> Mapping[str, Tenant]:
         """Tenant name -> spec, every member (decommissioned ones too)."""
         return MappingProxyType(dict(self.members))
@@ -49,7 +105,7 @@ class FleetFacts:
     @cached_property
     def active(self) -> tuple[tuple[str, Tenant], ...]:
         """The members whose quotas count: all but the decommissioned."""
-        return tuple((name, spec) for name, spec in self.members if spec.lifecycle != "decommissioned")
+        return tuple((name, spec) for name, spec in self.members if not spec.is_decommissioned)
 
     @cached_property
     def vcluster_namespaces(self) -> tuple[str, ...]:
@@ -64,7 +120,7 @@ class FleetFacts:
     @cached_property
     def placement(self) -> Mapping[Commodity, feas.CommodityResult]:
         """The capacity check's flow problem of every commodity some active tenant holds quota of, solved."""
-        return MappingProxyType(feas.feasibility(self.active, self.platform, self.pool_owners))
+        return MappingProxyType(feas.feasibility(self.active, self.platform, self.pool_owners, self.capacity))
 
     @cached_property
     def quota_split(self) -> Mapping[str, Split]:
@@ -187,35 +243,104 @@ class FleetFacts:
         # Copies and pickles carry what the facts are made of, not the facts already worked out.
         return (FleetFacts, (self.environment_label, self.platform, self.members))
 
+    @cached_property
+    def _member_views(self) -> dict[str, TenantView]:
+        # Each member's view, made on first use: validation and every builder of it read the same one.
+        return {}
+
     def view(self, tenant: Tenant) -> TenantView:
-        """What `tenant`'s builders need to know of the fleet (the tenant need not be a member).
+        """What `tenant`'s builders need to know of the fleet (the tenant need not be a member; a
+        member's view is made once).
 
         >>> from components.spec.stack import Platform
         >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A", costCenter="cc-1")
         >>> FleetFacts("dev", Platform(labelDomain="gpu.example.com"), ()).view(t).reachable_pools
         ()
+        >>> prod.facts.view(tenant) is prod.facts.view(tenant)
+        True
         """
+        if self.specs.get(tenant.name) is not tenant:
+            return self._view_of(tenant)
+        made = self._member_views.get(tenant.name)
+        if made is None:
+            made = self._member_views[tenant.name] = self._view_of(tenant)
+        return made
+
+    def _view_of(self, tenant: Tenant) -> TenantView:
         granted = sorted(set(tenant.network.ingress_from.tenants) - {tenant.name})
         accepting = tuple(
             (other, tuple(self.namespaces[other]), tuple(self.specs[other].network.ingress_from.ports))
             for other in self.accepting.get(tenant.name, ())
         )
+        platform = self.platform
+        reachable = tuple(feas.reachable_pools(tenant.name, tenant, platform, self.pool_owners))
+        by_resource = MappingProxyType(cap.gpu_quota_by_resource(tenant, platform))
+        borrowing, dedicated = borrowing_limits(tenant, platform), frozenset(dedicated_only_classes(tenant, platform))
+        borrows = queue_borrows(tenant, platform)
         return TenantView(
             tenant=tenant.name,
-            platform=self.platform,
+            platform=platform,
             environment_label=self.environment_label,
             pool_owners=tuple(self.pool_owners.items()),
-            reachable_pools=tuple(feas.reachable_pools(tenant.name, tenant, self.platform, self.pool_owners)),
+            reachable_pools=reachable,
             quota_split=self._quota_split_of(tenant),
             granted_namespaces=tuple((name, tuple(self.namespaces[name])) for name in granted if name in self.namespaces),
             accepting=accepting,
+            allowed_classes=tuple(cap.allowed_classes(tenant, platform)),
+            gpu_quota_by_class=MappingProxyType(cap.gpu_quota_by_class(tenant, platform)),
+            gpu_quota_by_resource=by_resource,
+            quota_gpu_resources=self.quota_gpu_resources,
+            dedicated_only_classes=dedicated,
+            borrowing_limits=_read_only(borrowing),
+            lending_limits=_read_only(lending_limits(tenant, platform)),
+            queue_borrows=borrows,
+            gpu_ceiling_by_resource=MappingProxyType(
+                self._gpu_ceiling(tenant, reachable, by_resource, borrowing or {}, dedicated) if borrows else dict(by_resource)
+            ),
+            effective_limits=effective_limits(tenant, platform),
+            role_bundles=self.role_bundles,
+            kai_quota=kai_amounts(tenant, platform, by_resource),
+            kueue_compute_nominal=MappingProxyType(kueue_compute_nominal(tenant, platform)),
         )
+
+    def _gpu_ceiling(self, tenant: Tenant, reachable, by_resource, limits, dedicated) -> dict[str, int]:
+        """Most GPUs per extended resource the tenant's pods may hold: the ResourceQuota's GPU keys.
+
+        The one rule (docs/queues-and-vclusters.md, "The quota under a queue"). The nominal quota, plus,
+        when the tenant's queue can borrow (a cohort or KAI department, `queue.admission: queued`), a
+        headroom read from the tenant's own spec and the stack only: per GPU class its `borrowingLimit`,
+        never more than the pools it may reach hold beyond its quota (capacity x overcommit); with no
+        limit, and for MIG profiles, all of that. Every GPU pod of such a tenant went through its queue
+        (the queue-pinning policy), so the queue, not this ceiling, is what limits borrowing; the
+        ceiling only never depends on what other tenants lend, so a quota edit changes one tenant.
+        Without a queueing scheduler, with Kueue and no cohort, or with `admission: direct` (pods may
+        bypass the queue, and ResourceQuota cannot tell them apart), it is the nominal quota.
+        """
+        platform = self.platform
+        totals = dict(by_resource)
+        own = feas.tenant_demand(tenant, platform, self.capacity.mig_profile_classes)
+        reach: dict[Commodity, int] = {}
+        for name in reachable:
+            pool = platform.node_pools[name]
+            for commodity, units in feas.pool_supply(platform, pool).items():
+                reach[commodity] = reach.get(commodity, 0) + feas.pool_limit(platform, pool, units)
+        for commodity, units in sorted(reach.items()):
+            kind, name = commodity
+            if kind == "class" and name in dedicated:
+                continue
+            headroom = max(0, units - own.get(commodity, 0))
+            if kind == "class" and name in limits:
+                headroom = min(headroom, limits[name])
+            if headroom:
+                resource = feas.commodity_resource(platform, commodity)
+                totals[resource] = totals.get(resource, 0) + headroom
+        return dict(sorted(totals.items()))
 
     def _quota_split_of(self, tenant: Tenant) -> tuple[tuple[Commodity, tuple[tuple[str, int], ...]], ...]:
         # A tenant the fleet does not count (not a member, or decommissioned) gets its own flow alone.
         split = self.quota_split.get(tenant.name)
         if split is None:
-            alone = feas.feasibility([(tenant.name, tenant)], self.platform, self.pool_owners)
+            alone = feas.feasibility([(tenant.name, tenant)], self.platform, self.pool_owners, self.capacity)
             split = feas.split_of(alone).get(tenant.name, {})
         return tuple((commodity, tuple(by_pool.items())) for commodity, by_pool in split.items())
 
@@ -277,7 +402,13 @@ class FleetFacts:
 @dataclass(frozen=True)
 class TenantView:
     """One tenant's window on the fleet: everything its builders read besides its own spec, as plain
-    values. Two equal views and two equal specs build the same objects (`tenants diff` relies on it).
+    values, and the answers its own numbers give in this environment (worked out once, here, so that
+    builders read them instead of working them out). Two equal views and two equal specs build the
+    same objects (`tenants diff` relies on it).
+
+    >>> v = prod.view(tenant)
+    >>> v.allowed_classes, dict(v.gpu_quota_by_class), v.queue_borrows
+    (('a100', 'a100-mig'), {'a100': 20}, False)
     """
 
     tenant: str
@@ -288,6 +419,20 @@ class TenantView:
     quota_split: tuple[tuple[Commodity, tuple[tuple[str, int], ...]], ...]      # commodity -> pool -> units
     granted_namespaces: tuple[tuple[str, tuple[str, ...]], ...]                 # tenants it admits -> their namespaces
     accepting: tuple[tuple[str, tuple[str, ...], tuple], ...]                   # tenants that admit it: namespaces, ports
+    # The tenant's own numbers (docs/architecture.md, "The fleet facts", says what each answers).
+    allowed_classes: tuple[str, ...]
+    gpu_quota_by_class: Mapping[str, int]
+    gpu_quota_by_resource: Mapping[str, int]
+    quota_gpu_resources: tuple[str, ...]
+    dedicated_only_classes: frozenset[str]
+    borrowing_limits: Mapping[str, int] | None
+    lending_limits: Mapping[str, int] | None
+    queue_borrows: bool
+    gpu_ceiling_by_resource: Mapping[str, int]
+    effective_limits: LimitRangeSpec
+    role_bundles: Mapping[str, RoleBundle]
+    kai_quota: KaiAmounts
+    kueue_compute_nominal: Mapping[str, str]
 
     @property
     def dedicated_pools(self) -> list[str]:
@@ -297,6 +442,15 @@ class TenantView:
     def without_platform(self) -> tuple:
         """Every field but the platform: what views of one platform (compared once) can differ in."""
         return tuple(getattr(self, f.name) for f in fields(self) if f.name != "platform")
+
+
+def _read_only(mapping: Mapping | None) -> Mapping | None:
+    """A read-only view of `mapping` (None stays None).
+
+    >>> _read_only({"a100": 2})["a100"], _read_only(None)
+    (2, None)
+    """
+    return None if mapping is None else MappingProxyType(mapping)
 
 
 def lendable_on_pools(tenant: Tenant, platform: Platform, split: Split) -> dict[Commodity, dict[str, int]]:
@@ -312,7 +466,7 @@ def lendable_on_pools(tenant: Tenant, platform: Platform, split: Split) -> dict[
     {('class', 'h100'): {'p': 1}}
     """
     dedicated = dedicated_only_classes(tenant, platform)
-    limits = (tenant.queue.lending_limit or {}) if platform.scheduler == "kueue" else {}
+    limits = (lending_limits(tenant, platform) or {}) if platform.scheduler == "kueue" else {}
     result: dict[Commodity, dict[str, int]] = {}
     for commodity, by_pool in split.items():
         kind, name = commodity

@@ -66,7 +66,7 @@ def pool_owners(tenants: Iterable[tuple[str, Tenant]], platform: Platform) -> di
     """
     owners: dict[str, str] = {}
     for name, tenant in tenants:
-        if tenant.lifecycle == "decommissioned":
+        if tenant.is_decommissioned:
             continue
         for pool in tenant.gpu.dedicated_pools:
             if pool in platform.node_pools:
@@ -136,8 +136,9 @@ def pool_limit(platform: Platform, pool: NodePool, units: int) -> int:
     return math.floor(units * Fraction(platform.gpu_classes[pool.gpu_class].overcommit))
 
 
-def tenant_demand(tenant: Tenant, platform: Platform) -> dict[Commodity, int]:
-    """The tenant's GPU quota per commodity.
+def tenant_demand(tenant: Tenant, platform: Platform, providers: Mapping[str, list[str]] | None = None) -> dict[Commodity, int]:
+    """The tenant's GPU quota per commodity. `providers`: MIG profile -> the GPU classes that offer
+    it (`Capacity.mig_profile_classes`; default: worked out from `platform`).
 
     Quotas that per-tenant validation already refuses -- a class the tenant may not use or the
     stack does not define, a MIG profile no class it may use provides -- are left out.
@@ -150,7 +151,7 @@ def tenant_demand(tenant: Tenant, platform: Platform) -> dict[Commodity, int]:
     for name, count in cap.gpu_quota_by_class(tenant, platform).items():
         if name in platform.gpu_classes and name in allowed and count:
             result[("class", name)] = count
-    providers = cap.capacity(platform).mig_profile_classes
+    providers = cap.capacity(platform).mig_profile_classes if providers is None else providers
     for profile, count in sorted(tenant.quota.mig.items()):
         if count and set(providers.get(profile, [])) & allowed:
             result[("mig", profile)] = count
@@ -427,11 +428,12 @@ def solve(commodity: Commodity, demand: dict[str, int], edges: dict[str, list[st
 
 
 def feasibility(tenants: Iterable[tuple[str, Tenant]], platform: Platform,
-                owners: Mapping[str, str] | None = None) -> dict[Commodity, CommodityResult]:
+                owners: Mapping[str, str] | None = None, capacity: cap.Capacity | None = None) -> dict[Commodity, CommodityResult]:
     """The flow problem of every commodity some tenant holds quota of, solved.
 
     `tenants` are (name, spec) pairs of the tenants whose quotas count (the active ones);
-    `owners` the dedicated pools of every tenant that still holds one (default: from `tenants`).
+    `owners` the dedicated pools of every tenant that still holds one (default: from `tenants`);
+    `capacity` the platform's (default: worked out here, once).
 
     >>> results = feasibility([(t.name, t.spec) for t in prod.tenants], prod.platform)
     >>> {commodity: result.violators for commodity, result in sorted(results.items())}
@@ -439,6 +441,7 @@ def feasibility(tenants: Iterable[tuple[str, Tenant]], platform: Platform,
     """
     tenants = list(tenants)
     owners = pool_owners(tenants, platform) if owners is None else owners
+    providers = (cap.capacity(platform) if capacity is None else capacity).mig_profile_classes
     supply: dict[Commodity, dict[str, int]] = {}
     for pool_name, pool in sorted(platform.node_pools.items()):
         for commodity, units in pool_supply(platform, pool).items():
@@ -447,7 +450,7 @@ def feasibility(tenants: Iterable[tuple[str, Tenant]], platform: Platform,
     reach: dict[str, list[str]] = {}
     for name, tenant in tenants:
         reach[name] = preference_order(name, reachable_pools(name, tenant, platform, owners), platform, owners)
-        for commodity, count in tenant_demand(tenant, platform).items():
+        for commodity, count in tenant_demand(tenant, platform, providers).items():
             demand.setdefault(commodity, {})[name] = count
     results = {}
     for commodity in sorted(demand):

@@ -13,35 +13,17 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
 
-from . import mig
-from ..spec.quantity import Quantity, format_quantity
+from . import devices, mig
+from .isolation import mode_of
 from ..spec.stack import GpuClass, NodePool, Platform
 from ..spec.tenant import Tenant
 
-GPU = "nvidia.com/gpu"
-GPU_SHARED = "nvidia.com/gpu.shared"
-# The two DRA quota key forms of a DeviceClass, as the real kube-apiserver counts them
-# (components/manifests/device_classes.py says what each counts).
-IMPLICIT_EXTENDED_RESOURCE_PREFIX = "deviceclass.resource.kubernetes.io/"
-CLAIM_DEVICES_SUFFIX = ".deviceclass.resource.k8s.io/devices"
-
-
-def quota_key(resource: str) -> str:
-    """The ResourceQuota key that meters pods' requests of an extended resource.
-
-    >>> quota_key("nvidia.com/mig-1g.10gb")
-    'requests.nvidia.com/mig-1g.10gb'
-    """
-    return f"requests.{resource}"
-
-
-def device_class_quota_keys(device_class: str) -> tuple[str, str]:
-    """The two quota keys of a DRA DeviceClass: its implicit extended resource, and its claims' devices.
-
-    >>> device_class_quota_keys("gpu.nvidia.com")
-    ('requests.deviceclass.resource.kubernetes.io/gpu.nvidia.com', 'gpu.nvidia.com.deviceclass.resource.k8s.io/devices')
-    """
-    return quota_key(IMPLICIT_EXTENDED_RESOURCE_PREFIX + device_class), device_class + CLAIM_DEVICES_SUFFIX
+# The device names and quota keys live in `devices.py`, below the sharing-mode table that names
+# them (`isolation.py`, which this module reads); builders and checks keep reading them here.
+GPU, GPU_SHARED = devices.GPU, devices.GPU_SHARED
+IMPLICIT_EXTENDED_RESOURCE_PREFIX, CLAIM_DEVICES_SUFFIX = devices.IMPLICIT_EXTENDED_RESOURCE_PREFIX, devices.CLAIM_DEVICES_SUFFIX
+quota_key, device_class_quota_keys = devices.quota_key, devices.device_class_quota_keys
+pool_layout, is_mig_mixed, mps_memory_per_replica = devices.pool_layout, devices.is_mig_mixed, devices.mps_memory_per_replica
 
 
 def class_resource(gpu_class: GpuClass) -> str:
@@ -52,58 +34,7 @@ def class_resource(gpu_class: GpuClass) -> str:
     ...     time_slicing={"replicas": 4, "renameByDefault": True}))
     'nvidia.com/gpu.shared'
     """
-    if gpu_class.replication and gpu_class.replication.rename_by_default:
-        return GPU_SHARED
-    return GPU
-
-
-def mps_memory_per_replica(gpu_class: GpuClass) -> str | None:
-    """GPU memory each MPS client may pin: the class's memory / replicas in whole MiB, as the device
-    plugin's MPS daemon computes it from the device's real total (a little below the nominal one).
-
-    >>> mps_memory_per_replica(GpuClass(model="H100-80GB", product="NVIDIA-H100-80GB-HBM3", memory="80Gi",
-    ...     sharing="mps", mps={"replicas": 3}))
-    '27306Mi'
-    """
-    if gpu_class.sharing != "mps" or gpu_class.mps is None:
-        return None
-    per_replica = int(Quantity.parse(gpu_class.memory).value) // gpu_class.mps.replicas
-    return format_quantity(Fraction(per_replica // 2**20 * 2**20))
-
-
-def is_mig_mixed(gpu_class: GpuClass) -> bool:
-    """Whether the class is partitioned with the mixed MIG strategy (one resource per profile).
-
-    >>> is_mig_mixed(prod.platform.gpu_classes["a100-mig"]), is_mig_mixed(prod.platform.gpu_classes["h100"])
-    (True, False)
-    """
-    return gpu_class.sharing == "mig" and gpu_class.mig is not None and gpu_class.mig.strategy == "mixed"
-
-
-def pool_layout(platform: Platform, pool: NodePool) -> list[tuple[int, dict[str, int]]]:
-    """MIG devices of one node of the pool as (number of GPUs, profile -> count per GPU) groups.
-
-    GPUs not covered by the layout stay whole (MIG disabled) and are not part of the result.
-    Returns [] when the pool has no valid layout (validation reports why).
-
-    >>> pool_layout(prod.platform, prod.platform.node_pools["a100-mig"])
-    [(4, {'1g.10gb': 7}), (4, {'3g.40gb': 2})]
-    """
-    if pool.mig_layout is None:
-        return []
-    gpu_class = platform.gpu_classes.get(pool.gpu_class)
-    if gpu_class is None:
-        return []
-    named = mig.expand_named_layout(pool.mig_layout, gpu_class.model)
-    if pool.mig_layout in platform.mig_layouts:
-        groups = []
-        for group in platform.mig_layouts[pool.mig_layout]:
-            count = pool.gpus_per_node if group.devices == "all" else len([d for d in group.devices if d < pool.gpus_per_node])
-            groups.append((count, dict(group.profiles)))
-        return groups
-    if named is not None:
-        return [(pool.gpus_per_node, named)]
-    return []
+    return mode_of(gpu_class).resource(gpu_class)
 
 
 def node_mig_profiles(platform: Platform, pool: NodePool) -> dict[str, int]:
@@ -115,13 +46,7 @@ def node_mig_profiles(platform: Platform, pool: NodePool) -> dict[str, int]:
     {}
     """
     gpu_class = platform.gpu_classes.get(pool.gpu_class)
-    if gpu_class is None or not is_mig_mixed(gpu_class):
-        return {}
-    result: dict[str, int] = {}
-    for count, devices in pool_layout(platform, pool):
-        for profile, per_gpu in devices.items():
-            result[profile] = result.get(profile, 0) + count * per_gpu
-    return dict(sorted(result.items()))
+    return {} if gpu_class is None else dict(sorted(mode_of(gpu_class).node_devices(platform, pool, gpu_class)[1].items()))
 
 
 def node_class_units(platform: Platform, pool: NodePool) -> int:
@@ -134,17 +59,7 @@ def node_class_units(platform: Platform, pool: NodePool) -> int:
     8
     """
     gpu_class = platform.gpu_classes.get(pool.gpu_class)
-    if gpu_class is None:
-        return 0
-    if gpu_class.replication:
-        return pool.gpus_per_node * gpu_class.replication.replicas
-    if gpu_class.sharing == "mig":
-        groups = pool_layout(platform, pool)
-        whole = max(pool.gpus_per_node - sum(count for count, _ in groups), 0)
-        if is_mig_mixed(gpu_class):
-            return whole
-        return whole + sum(count * sum(devices.values()) for count, devices in groups)
-    return pool.gpus_per_node
+    return 0 if gpu_class is None else mode_of(gpu_class).node_devices(platform, pool, gpu_class)[0]
 
 
 def node_gpu_resources(platform: Platform, pool: NodePool) -> dict[str, int]:
@@ -160,8 +75,8 @@ def node_gpu_resources(platform: Platform, pool: NodePool) -> dict[str, int]:
     gpu_class = platform.gpu_classes.get(pool.gpu_class)
     if gpu_class is None:
         return {}
-    result = {mig.resource_name(profile): count for profile, count in node_mig_profiles(platform, pool).items()}
-    units = node_class_units(platform, pool)
+    units, profiles = mode_of(gpu_class).node_devices(platform, pool, gpu_class)
+    result = {mig.resource_name(profile): count for profile, count in profiles.items()}
     if units:
         result[class_resource(gpu_class)] = units
     return dict(sorted(result.items()))
@@ -200,26 +115,13 @@ def capacity(platform: Platform) -> Capacity:
         gpu_class = platform.gpu_classes.get(pool.gpu_class)
         if gpu_class is None:
             continue
-        gpus = pool.node_count * pool.gpus_per_node
-        if gpu_class.replication:
-            result.per_class[pool.gpu_class] += gpus * gpu_class.replication.replicas
-        elif gpu_class.sharing == "mig":
-            groups = pool_layout(platform, pool)
-            covered = sum(count for count, _ in groups)
-            if is_mig_mixed(gpu_class):
-                for count, devices in groups:
-                    for profile, per_gpu in devices.items():
-                        result.per_mig_profile[profile] = result.per_mig_profile.get(profile, 0) + pool.node_count * count * per_gpu
-                        classes = result.mig_profile_classes.setdefault(profile, [])
-                        if pool.gpu_class not in classes:
-                            classes.append(pool.gpu_class)
-                # GPUs the layout leaves whole still serve nvidia.com/gpu requests.
-                result.per_class[pool.gpu_class] += pool.node_count * max(pool.gpus_per_node - covered, 0)
-            else:
-                slices = sum(count * sum(devices.values()) for count, devices in groups)
-                result.per_class[pool.gpu_class] += pool.node_count * (slices + max(pool.gpus_per_node - covered, 0))
-        else:
-            result.per_class[pool.gpu_class] += gpus
+        units, profiles = mode_of(gpu_class).node_devices(platform, pool, gpu_class)
+        result.per_class[pool.gpu_class] += pool.node_count * units
+        for profile, count in profiles.items():
+            result.per_mig_profile[profile] = result.per_mig_profile.get(profile, 0) + pool.node_count * count
+            classes = result.mig_profile_classes.setdefault(profile, [])
+            if pool.gpu_class not in classes:
+                classes.append(pool.gpu_class)
     return result
 
 

@@ -9,9 +9,9 @@ may borrow or lend per GPU class, and its weight. The arithmetic here is shared 
 Lending and borrowing happen pool by pool (a Kueue flavor is a node pool): a member lends its
 nominal quota on each pool, capped by its `lendingLimit`, and never a class only its dedicated
 pools provide; a tenant can borrow only what is lent on pools it may reach (`lenders`,
-`borrowable` of `components.fleet.facts.FleetFacts`; the checks read them). The ResourceQuota under
+`lent_to` of `components.fleet.facts.FleetFacts`; the checks read them). The ResourceQuota under
 a queue reads none of this: it is a bound from the tenant's own spec and the stack (the one rule,
-`components.manifests.queues.gpu_ceiling_by_resource`).
+`components.fleet.facts.TenantView.gpu_ceiling_by_resource`).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import math
 import re
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Mapping
 
 from . import gpu_capacity as cap
 from .budget import ephemeral_storage_quota
@@ -79,10 +80,18 @@ def dedicated_only_classes(tenant: Tenant, platform: Platform) -> set[str]:
     return dedicated - set(tenant.gpu.classes)
 
 
-def expand_queue_limits(tenant: Tenant, platform: Platform) -> None:
-    """Turn a plain-number `borrowingLimit` / `lendingLimit` into the same number per GPU class the
-    tenant has quota for (whole-GPU classes; MIG slices take no per-class limit), so that checks
-    and builders only ever see maps.
+def _limited_classes(tenant: Tenant, platform: Platform) -> list[str]:
+    # What a plain-number limit applies to: the whole-GPU classes the tenant has quota for.
+    return [
+        name for name in cap.gpu_quota_by_class(tenant, platform)
+        if name in platform.gpu_classes and not cap.is_mig_mixed(platform.gpu_classes[name])
+    ]
+
+
+def borrowing_limits(tenant: Tenant, platform: Platform) -> dict[str, int] | None:
+    """`queue.borrowingLimit` per GPU class (None: unset, no limit). A plain number is the same
+    number for each whole-GPU class the tenant has quota for (MIG slices take no per-class limit)
+    but those it reaches only through its dedicated pools: checks and builders only see maps.
 
     >>> from components.spec.stack import Platform
     >>> p = Platform.model_validate({"labelDomain": "x.dev", "gpuClasses": {c: {
@@ -90,18 +99,30 @@ def expand_queue_limits(tenant: Tenant, platform: Platform) -> None:
     >>> t = Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha2", "kind": "Tenant", "name": "a",
     ...     "displayName": "A", "costCenter": "cc-1", "gpu": {"classes": ["a100", "b"]}, "quota": {"gpu": {"a100": 8, "b": 2}},
     ...     "queue": {"borrowingLimit": 4}})
-    >>> expand_queue_limits(t, p); t.queue.borrowing_limit
-    {'a100': 4, 'b': 4}
+    >>> borrowing_limits(t, p), t.queue.borrowing_limit
+    ({'a100': 4, 'b': 4}, 4)
     """
-    classes = [
-        name for name in cap.gpu_quota_by_class(tenant, platform)
-        if name in platform.gpu_classes and not cap.is_mig_mixed(platform.gpu_classes[name])
-    ]
+    limit = tenant.queue.borrowing_limit
+    if not isinstance(limit, int):
+        return limit
     dedicated = dedicated_only_classes(tenant, platform)
-    if isinstance(tenant.queue.borrowing_limit, int):
-        tenant.queue.borrowing_limit = {name: tenant.queue.borrowing_limit for name in classes if name not in dedicated}
-    if isinstance(tenant.queue.lending_limit, int):
-        tenant.queue.lending_limit = {name: tenant.queue.lending_limit for name in classes}
+    return {name: limit for name in _limited_classes(tenant, platform) if name not in dedicated}
+
+
+def lending_limits(tenant: Tenant, platform: Platform) -> dict[str, int] | None:
+    """`queue.lendingLimit` per GPU class (None: unset); a plain number as for `borrowing_limits`,
+    its dedicated-only classes included (what they lend is left out where lending is worked out).
+
+    >>> from components.spec.stack import Platform
+    >>> t = Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha2", "kind": "Tenant", "name": "a",
+    ...     "displayName": "A", "costCenter": "cc-1", "queue": {"lendingLimit": {"h100": 1}}})
+    >>> lending_limits(t, Platform.model_validate({"labelDomain": "x.dev"}))
+    {'h100': 1}
+    """
+    limit = tenant.queue.lending_limit
+    if not isinstance(limit, int):
+        return limit
+    return {name: limit for name in _limited_classes(tenant, platform)}
 
 
 def cohort_chain(cohort: str, platform: Platform) -> list[str]:
@@ -201,8 +222,9 @@ def kai_gpu_units(resource: str, count: int) -> Fraction:
     return Fraction(int(match[1]) * count) if match else Fraction(0)
 
 
-def kai_amounts(tenant: Tenant, platform: Platform) -> KaiAmounts:
+def kai_amounts(tenant: Tenant, platform: Platform, by_resource: Mapping[str, int] | None = None) -> KaiAmounts:
     """The tenant's quota as KAI counts it; memory and CPU from the quota's requests, rounded down.
+    `by_resource`: its `gpu_quota_by_resource` when known already.
 
     >>> from components.spec.stack import Platform
     >>> t = Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha2", "kind": "Tenant", "name": "a",
@@ -211,7 +233,8 @@ def kai_amounts(tenant: Tenant, platform: Platform) -> KaiAmounts:
     KaiAmounts(gpu=Fraction(0, 1), cpu=1500, memory=1073)
     """
     gpu = sum(
-        (kai_gpu_units(resource, count) for resource, count in cap.gpu_quota_by_resource(tenant, platform).items()),
+        (kai_gpu_units(resource, count) for resource, count in
+         (cap.gpu_quota_by_resource(tenant, platform) if by_resource is None else by_resource).items()),
         Fraction(0),
     )
     cpu = tenant.quota.cpu.requests.value * 1000 if tenant.quota.cpu and tenant.quota.cpu.requests is not None else 0

@@ -24,17 +24,19 @@ budget and every path into a device of the class is charged in a key that holds 
 
 from __future__ import annotations
 
+from typing import Mapping
+
 from ..fleet import gpu_capacity as cap
-from ..fleet.facts import FleetFacts
+from ..fleet.facts import FleetFacts, TenantView
 from ..spec.stack import Platform
-from ..spec.tenant import Tenant
 from .meta import KubeObject, gpu_class_label, kube_object, object_meta, platform_labels
 
 IMPLICIT_EXTENDED_RESOURCE_PREFIX = cap.IMPLICIT_EXTENDED_RESOURCE_PREFIX
 
 
-def device_class_grants(tenant: Tenant, platform: Platform) -> dict[str, int]:
-    """Devices the tenant may claim per DeviceClass of the stack: its grant of the class's GPU class, else 0.
+def device_class_grants(by_class: Mapping[str, int], platform: Platform) -> dict[str, int]:
+    """Devices the tenant may claim per DeviceClass of the stack: its grant of the class's GPU class
+    (`by_class`: its `gpu_quota_by_class`), else 0.
 
     A plain `quota.gpu` number over several classes grants no DeviceClass (it names no class).
 
@@ -43,31 +45,31 @@ def device_class_grants(tenant: Tenant, platform: Platform) -> dict[str, int]:
     ...     "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi", "serving": "dra"}},
     ...     deviceClasses={"h100.gpu.example.com": {"driver": "gpu.nvidia.com", "gpuClass": "h100"},
     ...                    "mig.nvidia.com": {"owner": "driver"}})
-    >>> device_class_grants(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a",
-    ...     displayName="A", costCenter="cc-1", gpu={"classes": ["h100"]}, quota={"gpu": 4}), p)
+    >>> device_class_grants({"h100": 4}, p)
     {'h100.gpu.example.com': 4, 'mig.nvidia.com': 0}
     """
-    by_class = cap.gpu_quota_by_class(tenant, platform)
     return {
         name: by_class.get(spec.gpu_class, 0) if spec.gpu_class else 0
         for name, spec in sorted(platform.device_classes.items())
     }
 
 
-def device_class_hard(tenant: Tenant, platform: Platform, gpu_keys: set[str]) -> dict[str, str]:
+def device_class_hard(view: TenantView, gpu_keys: set[str]) -> dict[str, str]:
     """Quota keys for every DeviceClass (both forms) and for extended resource names not already in `gpu_keys`.
 
     >>> from components.spec.stack import Platform
     >>> p = Platform(labelDomain="gpu.example.com", deviceClasses={"gpu.nvidia.com": {"owner": "driver",
     ...     "extendedResourceName": "example.com/dra-gpu"}})
-    >>> device_class_hard(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a",
-    ...     displayName="A", costCenter="cc-1"), p, set())   # doctest: +NORMALIZE_WHITESPACE
+    >>> from components.spec.tenant import Tenant
+    >>> device_class_hard(FleetFacts("dev", p, ()).view(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant",
+    ...     name="a", displayName="A", costCenter="cc-1")), set())   # doctest: +NORMALIZE_WHITESPACE
     {'gpu.nvidia.com.deviceclass.resource.k8s.io/devices': '0',
      'requests.deviceclass.resource.kubernetes.io/gpu.nvidia.com': '0', 'requests.example.com/dra-gpu': '0'}
     """
+    platform = view.platform
     hard: dict[str, str] = {}
     own_keys: dict[str, int] = {}
-    for name, count in device_class_grants(tenant, platform).items():
+    for name, count in device_class_grants(view.gpu_quota_by_class, platform).items():
         for key in cap.device_class_quota_keys(name):
             hard[key] = str(count)
         mapped = platform.device_classes[name].extended_resource_name

@@ -64,7 +64,7 @@ anyone else's.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Callable, Iterable, Literal
 
 from .cel import TENANT, as_dyn, cel_list, cel_string, joined, names_or_none, said
 from ..fleet.facts import FleetFacts, TenantView
@@ -84,8 +84,10 @@ from .meta import (
     param_binding,
     platform_labels,
 )
+from .grant_fields import TENANT_NAME, GrantField, strings
 from .kai_sharing_policy import binder_username
 from .placement_policy import _is_gpu_resource
+from .quota import priority_cap
 from .rbac import ROLES, role_binding_name
 
 API_VERSION = "admissionregistration.k8s.io/v1"
@@ -193,19 +195,130 @@ def _own_secret(value: str) -> str:
     return f'(!{value}.contains("/") || {value}.startsWith(request.namespace + "/"))'
 
 
+# --- what differs per tenant: the TenantGrant fields the rules read --------------------------------
+
+
+def hosts(entries: Iterable[str], domain: str | None = None) -> tuple[list[str], list[str]]:
+    """(hostnames, domains whose subdomains are allowed) of host entries (`*.example.com`: the
+    subdomains of example.com), plus `domain` and its subdomains.
+
+    >>> hosts(["a.example.org", "*.b.example.org"], "t.apps.example.com")
+    (['a.example.org', 't.apps.example.com'], ['b.example.org', 't.apps.example.com'])
+    """
+    exact, domains = set(), set()
+    if domain:
+        exact.add(domain)
+        domains.add(domain)
+    for entry in entries:
+        if entry.startswith("*."):
+            domains.add(entry[2:])
+        else:
+            exact.add(entry)
+    return sorted(exact), sorted(domains)
+
+
+def ingress_hosts(tenant: Tenant, view: TenantView) -> tuple[list[str], list[str]]:
+    """(hostnames, domains whose subdomains) an Ingress of the tenant may serve.
+
+    >>> from components.fleet.environment import Environment
+    >>> from components.spec.stack import Platform
+    >>> env = Environment("dev", Platform(labelDomain="gpu.example.com", ingressDomain="apps.example.com"), None, [])
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
+    ...     costCenter="cc-1", network={"ingressHosts": ["a.example.org", "*.b.example.org"]})
+    >>> ingress_hosts(t, env.view(t))
+    (['a.apps.example.com', 'a.example.org'], ['a.apps.example.com', 'b.example.org'])
+    """
+    domain = view.platform.ingress_domain
+    return hosts(tenant.network.ingress_hosts, f"{tenant.name}.{domain}" if domain else None)
+
+
+def granted_priority_classes(tenant: Tenant, view: TenantView) -> dict[str, int]:
+    """The stack's PriorityClasses the tenant may use (its cap there is not `pods: 0`), with their values.
+
+    >>> from components.fleet.environment import Environment
+    >>> from components.spec.stack import Platform
+    >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A", costCenter="cc-1")
+    >>> sorted(granted_priority_classes(t, env.view(t)))
+    ['batch', 'interactive']
+    """
+    granted = {}
+    for name, spec in view.platform.priority_classes.items():
+        cap = priority_cap(tenant, name, spec)
+        if cap is None or cap.pods != 0:
+            granted[name] = spec.value
+    return dict(sorted(granted.items()))
+
+
+def members(tenant: Tenant) -> tuple[list[str], list[str]]:
+    """(groups, users) of the tenant's three roles, sorted.
+
+    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A", costCenter="cc-1",
+    ...     access={"owners": {"groups": ["a-leads"]}, "viewers": {"users": ["bob@example.com"]}})
+    >>> members(t)
+    (['a-leads'], ['bob@example.com'])
+    """
+    access = tenant.access
+    groups = sorted({g for role in ROLES for g in getattr(access, f"{role}s").groups})
+    users = sorted({u for role in ROLES for u in getattr(access, f"{role}s").users})
+    return groups, users
+
+
+def _members(tenant: Tenant, view: TenantView) -> tuple[list[str], list[str]]:
+    return members(tenant)
+
+
+def _external_names(tenant: Tenant, view: TenantView) -> tuple[list[str], list[str]]:
+    return hosts(tenant.network.external_names)
+
+
+# The TenantGrant fields the rules below read (tenant_grant.py builds the CRD schema and the grant from them).
+NAMESPACES = GrantField("namespaces", strings("The tenant's namespaces (ServiceAccounts of these may be bound in its RoleBindings)."),
+                        lambda source: list(source.tenant.all_namespaces))
+GROUPS = GrantField("groups", strings("Groups of the tenant's roles (owners, developers, viewers)."), lambda source: source.once(_members)[0])
+USERS = GrantField("users", strings("Users of the tenant's roles."), lambda source: source.once(_members)[1])
+INGRESS_HOSTS = GrantField("ingressHosts", strings("Hostnames an Ingress of the tenant may serve."),
+                           lambda source: source.once(ingress_hosts)[0])
+INGRESS_DOMAINS = GrantField("ingressDomains", strings("Domains whose subdomains an Ingress of the tenant may serve."),
+                             lambda source: source.once(ingress_hosts)[1])
+EXTERNAL_NAMES = GrantField("externalNames", strings("Hostnames an ExternalName Service of the tenant may point to."),
+                            lambda source: source.once(_external_names)[0])
+EXTERNAL_NAME_DOMAINS = GrantField(
+    "externalNameDomains", strings("Domains whose subdomains an ExternalName Service of the tenant may point to."),
+    lambda source: source.once(_external_names)[1])
+PRIORITY_CLASSES = GrantField(
+    "priorityClasses",
+    {
+        "type": "array",
+        "description": "The stack's PriorityClasses the tenant may use, with their values.",
+        "items": {
+            "type": "object",
+            "required": ["name", "value"],
+            "properties": {"name": {"type": "string"}, "value": {"type": "integer", "format": "int32"}},
+        },
+    },
+    lambda source: [{"name": name, "value": value} for name, value in source.once(granted_priority_classes).items()],
+)
+MAX_PRIORITY = GrantField(
+    "maxPriority",
+    {"type": "integer", "format": "int32",
+     "description": "The highest value of its PriorityClasses (0 when none): the cap on its Kueue Workloads' priority."},
+    lambda source: max([0, *source.once(granted_priority_classes).values()]),
+)
+GRANT_FIELDS: tuple[GrantField, ...] = (
+    NAMESPACES, GROUPS, USERS, INGRESS_HOSTS, INGRESS_DOMAINS, EXTERNAL_NAMES, EXTERNAL_NAME_DOMAINS, PRIORITY_CLASSES, MAX_PRIORITY,
+)
+
+
 def _is(resource: str) -> str:
     return f'(request.resource.resource == {cel_string(resource)})'
 
 
-def _variables(platform: Platform) -> list[dict[str, str]]:
+def _request_variables(platform: Platform) -> list[dict[str, str]]:
     gpu = _is_gpu_resource("r", platform)
     containers = "(object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : []))"
-    always = _names(guarded_variables(platform, "always"))
-    without_gpu = _names(guarded_variables(platform, "without-gpu"))
-    every = guarded_variables(platform)
-    hamicore = guarded_variables(platform, "hamicore")
     return [
-        {"name": "tenant", "expression": "params.spec.tenant"},
+        {"name": "tenant", "expression": TENANT_NAME.cel},
         {
             "name": "operator",
             "expression": (
@@ -228,6 +341,14 @@ def _variables(platform: Platform) -> list[dict[str, str]]:
                 f"(has(c.resources.requests) && c.resources.requests.exists(r, {gpu}))))"
             ),
         },
+    ]
+
+
+def _gpu_env_variables(platform: Platform) -> list[dict[str, str]]:
+    always = _names(guarded_variables(platform, "always"))
+    without_gpu = _names(guarded_variables(platform, "without-gpu"))
+    every = guarded_variables(platform)
+    return [
         {
             "name": "gpuEnv",
             "expression": (
@@ -247,6 +368,13 @@ def _variables(platform: Platform) -> list[dict[str, str]]:
                 f"{_begins('f.prefix', every)}).map(f, f.prefix) : []).filter(l, size(l) > 0)"
             ),
         },
+    ]
+
+
+def _gpu_env_key_variables(platform: Platform) -> list[dict[str, str]]:
+    every = guarded_variables(platform)
+    hamicore = guarded_variables(platform, "hamicore")
+    return [
         {
             # ... and a key named like one, with no prefix, is the variable itself. KAI's binder writes
             # NVIDIA_VISIBLE_DEVICES into the per-pod ConfigMaps of GPU shares (only it may: kai_sharing_policy.py).
@@ -266,6 +394,11 @@ def _variables(platform: Platform) -> list[dict[str, str]]:
                 ".map(e, e.name) : []).filter(l, size(l) > 0)"
             ),
         }] if hamicore else []),
+    ]
+
+
+def _object_variables(platform: Platform) -> list[dict[str, str]]:
+    return [
         {
             "name": "projectedTokens",
             "expression": (
@@ -292,6 +425,11 @@ def _variables(platform: Platform) -> list[dict[str, str]]:
             ),
         },
     ]
+
+
+def _variables(platform: Platform) -> list[dict[str, str]]:
+    # In this order: a variable may read the ones before it.
+    return [*_request_variables(platform), *_gpu_env_variables(platform), *_gpu_env_key_variables(platform), *_object_variables(platform)]
 
 
 def _binder(platform) -> str:
@@ -339,42 +477,12 @@ def _rule(expression: str, text: str, message_expression: str | None = None) -> 
     }
 
 
-def _validations(platform: Platform) -> list[dict[str, str]]:
-    name = '" + variables.tenant + "'   # inside a CEL string literal of a messageExpression
-    grant = "params.spec"
+_SAID_TENANT = '" + variables.tenant + "'   # the tenant's name inside a CEL string literal of a messageExpression
+
+
+def _priority_class_rules(platform: Platform) -> list[dict[str, str]]:
+    name = _SAID_TENANT
     classes = sorted(platform.priority_classes)
-    managed = [role_binding_name(role) for role in ROLES]
-    access = platform.tenant_access
-
-    def pattern(value: str | None) -> str:
-        return f" || s.name.matches({cel_string(value)})" if value else ""
-
-    subject_ok = (
-        f's.kind == "ServiceAccount" ? (has(s.namespace) && s.namespace in {grant}.namespaces) : '
-        f's.kind == "Group" ? (!s.name.startsWith("system:") && (s.name in {grant}.groups{pattern(access.bindable_groups)})) : '
-        f's.kind == "User" ? (!s.name.startsWith("system:") && (s.name in {grant}.users{pattern(access.bindable_users)})) : false'
-    )
-    bad_subject = f"object.subjects.filter(s, !({subject_ok}))[0]"
-    rule_hosts = '(has(object.spec.rules) ? object.spec.rules.map(r, has(r.host) ? r.host : "") : [])'
-    tls_hosts = "(has(object.spec.tls) ? object.spec.tls.filter(t, has(t.hosts)).map(t, t.hosts) : [])"
-    ingress_ok = lambda host: _host_ok(host, f"{grant}.ingressHosts", f"{grant}.ingressDomains")  # noqa: E731
-    rails = platform.guard_rails
-    every, hamicore = guarded_variables(platform), guarded_variables(platform, "hamicore")
-    tokens = rails.service_account_tokens
-    annotations = rails.ingress_annotations
-    allowed_annotations = sorted({*annotations.allowed, *annotations.secret_references})
-
-    def not_allowed_annotation(key: str) -> str:
-        # snippet keys have their own rule (and message); keys of no controller prefix are not the controller's
-        return (f'(!{key}.contains("snippet") && {cel_list(annotations.controller_prefixes)}.exists(p, {key}.startsWith(p)) && '
-                f"!({key} in {cel_list(allowed_annotations)}))")
-
-    granted_names = f'({grant}.externalNames + {grant}.externalNameDomains.map(d, "*." + d))'
-    granted_classes = f'{grant}.priorityClasses.map(c, c.name + "=" + string(c.value))'
-    ingress_rule = (
-        f'"Ingress hosts of tenant {name} must be one of: " + {joined(f"{grant}.ingressHosts")} + '
-        f'", or a subdomain of: " + {joined(f"{grant}.ingressDomains")}'
-    )
     return [
         _rule(
             f'!{_is("pods")} || !has(object.spec.priorityClassName) || object.spec.priorityClassName in {cel_list(classes)}',
@@ -382,6 +490,13 @@ def _validations(platform: Platform) -> list[dict[str, str]]:
             f'"PriorityClass \'" + object.spec.priorityClassName + "\' is not granted to tenant {name}: pods may use '
             f'only the platform\'s classes ({names_or_none(classes)}), each capped by a priority-<class> quota"',
         ),
+    ]
+
+
+def _gpu_env_rules(platform: Platform) -> list[dict[str, str]]:
+    name = _SAID_TENANT
+    every, hamicore = guarded_variables(platform), guarded_variables(platform, "hamicore")
+    return [
         _rule(
             "size(variables.gpuEnv) == 0",
             f"NVIDIA_VISIBLE_DEVICES, or NVIDIA_DRIVER_CAPABILITIES without a GPU request, is refused in pods of tenant {TENANT}",
@@ -411,6 +526,13 @@ def _validations(platform: Platform) -> list[dict[str, str]]:
             + (", and HAMi-core's only KAI's binder (the stack bounds KAI GPU shares by HAMi-core)" if hamicore else "")
             + '; rename the key"',
         ),
+    ]
+
+
+def _token_and_runtime_rules(platform: Platform) -> list[dict[str, str]]:
+    name = _SAID_TENANT
+    tokens = platform.guard_rails.service_account_tokens
+    return [
         _rule(
             "variables.projectedTokens.all(l, l.all(t, "
             f"(!has(t.expirationSeconds) || t.expirationSeconds <= {tokens.max_expiration_seconds}) && "
@@ -426,6 +548,13 @@ def _validations(platform: Platform) -> list[dict[str, str]]:
             f'"RuntimeClass \'" + object.spec.runtimeClassName + "\' exposes GPUs: pods of tenant {name} may use it '
             'only with a GPU request (nvidia.com resources)"',
         ),
+    ]
+
+
+def _service_rules(platform: Platform) -> list[dict[str, str]]:
+    name = _SAID_TENANT
+    granted_names = f'({EXTERNAL_NAMES.cel} + {EXTERNAL_NAME_DOMAINS.cel}.map(d, "*." + d))'
+    return [
         _rule(
             f'!{_is("services")} || !has(object.spec.externalIPs) || size(object.spec.externalIPs) == 0',
             f"Services of tenant {TENANT} may not set spec.externalIPs: they capture traffic meant for any address "
@@ -439,12 +568,25 @@ def _validations(platform: Platform) -> list[dict[str, str]]:
         ),
         _rule(
             f'!{_is("services")} || !has(object.spec.type) || object.spec.type != "ExternalName" || '
-            f'(has(object.spec.externalName) && {_host_ok("object.spec.externalName", f"{grant}.externalNames", f"{grant}.externalNameDomains")})',
+            f'(has(object.spec.externalName) && {_host_ok("object.spec.externalName", EXTERNAL_NAMES.cel, EXTERNAL_NAME_DOMAINS.cel)})',
             f"ExternalName Services of tenant {TENANT} may point only to network.externalNames",
             f'"ExternalName \'" + (has(object.spec.externalName) ? object.spec.externalName : "") + "\' is not granted to tenant {name}; '
             f'granted: " + {joined(granted_names)} + '
             '" (network.externalNames; never IP addresses)"',
         ),
+    ]
+
+
+def _ingress_host_rules(platform: Platform) -> list[dict[str, str]]:
+    name = _SAID_TENANT
+    rule_hosts = '(has(object.spec.rules) ? object.spec.rules.map(r, has(r.host) ? r.host : "") : [])'
+    tls_hosts = "(has(object.spec.tls) ? object.spec.tls.filter(t, has(t.hosts)).map(t, t.hosts) : [])"
+    ingress_ok = lambda host: _host_ok(host, INGRESS_HOSTS.cel, INGRESS_DOMAINS.cel)  # noqa: E731
+    ingress_rule = (
+        f'"Ingress hosts of tenant {name} must be one of: " + {joined(INGRESS_HOSTS.cel)} + '
+        f'", or a subdomain of: " + {joined(INGRESS_DOMAINS.cel)}'
+    )
+    return [
         _rule(
             f'!{_is("ingresses")} || {rule_hosts}.all(h, h != "" && {ingress_ok("h")})',
             f"Ingress hosts of tenant {TENANT} must be its own (network.ingressHosts, or a subdomain of <tenant>.<ingressDomain>)",
@@ -461,6 +603,20 @@ def _validations(platform: Platform) -> list[dict[str, str]]:
             f"Ingresses of tenant {TENANT} may not set spec.defaultBackend: it catches every host",
             f'"Ingresses of tenant {name} may not set spec.defaultBackend: it catches every host; " + {ingress_rule}',
         ),
+    ]
+
+
+def _ingress_annotation_rules(platform: Platform) -> list[dict[str, str]]:
+    name = _SAID_TENANT
+    annotations = platform.guard_rails.ingress_annotations
+    allowed_annotations = sorted({*annotations.allowed, *annotations.secret_references})
+
+    def not_allowed_annotation(key: str) -> str:
+        # snippet keys have their own rule (and message); keys of no controller prefix are not the controller's
+        return (f'(!{key}.contains("snippet") && {cel_list(annotations.controller_prefixes)}.exists(p, {key}.startsWith(p)) && '
+                f"!({key} in {cel_list(allowed_annotations)}))")
+
+    return [
         _rule(
             f'!{_is("ingresses")} || !has(object.metadata.annotations) || !object.metadata.annotations.exists(k, k.contains("snippet"))',
             f"snippet annotations are refused on Ingresses of tenant {TENANT}",
@@ -485,6 +641,14 @@ def _validations(platform: Platform) -> list[dict[str, str]]:
             f'!{_own_secret("object.metadata.annotations[k]")})[0] + " names a Secret of another namespace: Ingresses of tenant {name} '
             'may name only Secrets of their own namespace (name, or " + request.namespace + "/name)"',
         ),
+    ]
+
+
+def _disruption_and_priority_rules(platform: Platform) -> list[dict[str, str]]:
+    name = _SAID_TENANT
+    rails = platform.guard_rails
+    granted_classes = f'{PRIORITY_CLASSES.cel}.map(c, c.name + "=" + string(c.value))'
+    return [
         _rule(
             f'!{_is("poddisruptionbudgets")} || (has(object.spec.maxUnavailable) ? '
             '!string(object.spec.maxUnavailable).matches("^0+%?$") : '
@@ -498,13 +662,20 @@ def _validations(platform: Platform) -> list[dict[str, str]]:
                "reaches the replica count"),
         ),
         _rule(
-            f'!{_is("workloads")} || !has(object.spec.priority) || object.spec.priority <= {grant}.maxPriority',
+            f'!{_is("workloads")} || !has(object.spec.priority) || object.spec.priority <= {MAX_PRIORITY.cel}',
             f"Kueue Workloads of tenant {TENANT} may not have a priority above its PriorityClasses",
             f'"Kueue Workload priority " + string(object.spec.priority) + " is above what tenant {name} may use (" + '
-            f'string({grant}.maxPriority) + ", the highest of its PriorityClasses: " + '
+            f'string({MAX_PRIORITY.cel}) + ", the highest of its PriorityClasses: " + '
             f'{joined(granted_classes)} + "): its Job names a '
             'PriorityClass it is not granted (e.g. system-node-critical) and would be admitted ahead of everyone"',
         ),
+    ]
+
+
+def _stored_data_rules(platform: Platform) -> list[dict[str, str]]:
+    name = _SAID_TENANT
+    rails = platform.guard_rails
+    return [
         _rule(
             f"variables.dataBytes <= {rails.data_bytes_per_object}",
             f"data of one ConfigMap or Secret in tenant {TENANT} may hold at most {rails.data_bytes_per_object} bytes",
@@ -517,14 +688,32 @@ def _validations(platform: Platform) -> list[dict[str, str]]:
             f"Secrets of type {SERVICE_ACCOUNT_TOKEN} are refused in tenant {TENANT}: the token never expires and outlives "
             "its creator's membership; use short-lived tokens (TokenRequest, projected volumes)",
         ),
+    ]
+
+
+def _role_binding_rules(platform: Platform) -> list[dict[str, str]]:
+    name = _SAID_TENANT
+    managed = [role_binding_name(role) for role in ROLES]
+    access = platform.tenant_access
+
+    def pattern(value: str | None) -> str:
+        return f" || s.name.matches({cel_string(value)})" if value else ""
+
+    subject_ok = (
+        f's.kind == "ServiceAccount" ? (has(s.namespace) && s.namespace in {NAMESPACES.cel}) : '
+        f's.kind == "Group" ? (!s.name.startsWith("system:") && (s.name in {GROUPS.cel}{pattern(access.bindable_groups)})) : '
+        f's.kind == "User" ? (!s.name.startsWith("system:") && (s.name in {USERS.cel}{pattern(access.bindable_users)})) : false'
+    )
+    bad_subject = f"object.subjects.filter(s, !({subject_ok}))[0]"
+    return [
         _rule(
             f'!{_is("rolebindings")} || request.operation == "DELETE" || variables.operator || '
             f"!has(object.subjects) || object.subjects.all(s, {subject_ok})",
             f"RoleBindings in tenant {TENANT} may bind only the tenant's own groups, users and ServiceAccounts",
             f'"RoleBinding subject " + {bad_subject}.kind + " \'" + {bad_subject}.name + "\'" + '
             f'(has({bad_subject}.namespace) ? " in namespace " + {bad_subject}.namespace : "") + '
-            f'" is not a member of tenant {name}: bind only its groups (" + {joined(f"{grant}.groups")} + "), users (" + '
-            f'{joined(f"{grant}.users")} + ") or ServiceAccounts of its namespaces (" + {joined(f"{grant}.namespaces")} + '
+            f'" is not a member of tenant {name}: bind only its groups (" + {joined(GROUPS.cel)} + "), users (" + '
+            f'{joined(USERS.cel)} + ") or ServiceAccounts of its namespaces (" + {joined(NAMESPACES.cel)} + '
             '"); never system: users or groups"',
         ),
         _rule(
@@ -534,6 +723,17 @@ def _validations(platform: Platform) -> list[dict[str, str]]:
             "change the tenant file instead, or create a RoleBinding with another name",
         ),
     ]
+
+
+# The guard's validations, one builder per kind of object (in the policy's order).
+_RULES: tuple[Callable[[Platform], list[dict[str, str]]], ...] = (
+    _priority_class_rules, _gpu_env_rules, _token_and_runtime_rules, _service_rules, _ingress_host_rules,
+    _ingress_annotation_rules, _disruption_and_priority_rules, _stored_data_rules, _role_binding_rules,
+)
+
+
+def _validations(platform: Platform) -> list[dict[str, str]]:
+    return [rule for build in _RULES for rule in build(platform)]
 
 
 def _dynamic(entries: list[dict[str, str]]) -> list[dict[str, str]]:

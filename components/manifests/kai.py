@@ -27,13 +27,11 @@ from ..fleet.facts import FleetFacts, TenantView
 from ..fleet.queue_arithmetic import (
     KaiAmounts,
     cohort_chain,
-    kai_amounts,
     kai_declared_amount,
     kai_department_of,
     kai_gpu_units,
     kai_parent_queue,
 )
-from ..spec.stack import Platform
 from ..spec.tenant import Tenant
 from .cel import cel_list
 from .kai_config import kai_config
@@ -68,28 +66,31 @@ def _resource(quota: Fraction | int, limit: Fraction | int, weight: int) -> dict
     return {"limit": _number(limit), "overQuotaWeight": weight, "quota": _number(quota)}
 
 
-def gpu_limit(tenant: Tenant, platform: Platform) -> Fraction | int:
+def gpu_limit(tenant: Tenant, view: TenantView) -> Fraction | int:
     """The leaf queue's GPU limit: quota plus borrowing when every class is bounded, else -1; the quota with `admission: direct`.
 
     KAI limits GPUs as one number across classes, so a bound exists only if `borrowingLimit`
     names each class the tenant may use (an unnamed class may borrow without limit).
 
+    >>> from components.fleet.facts import FleetFacts
     >>> from components.spec.stack import Platform
     >>> p = Platform.model_validate({"labelDomain": "x.dev", "gpuClasses": {"a100": {
     ...     "model": "A100-80GB", "product": "NVIDIA-A100-SXM4-80GB", "memory": "80Gi"}}})
-    >>> gpu_limit(Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha2", "kind": "Tenant", "name": "a",
+    >>> t = Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha2", "kind": "Tenant", "name": "a",
     ...     "displayName": "A", "costCenter": "cc-1", "gpu": {"classes": ["a100"]}, "quota": {"gpu": 8},
-    ...     "queue": {"borrowingLimit": {"a100": 2}}}), p)
+    ...     "queue": {"borrowingLimit": {"a100": 2}}})
+    >>> gpu_limit(t, FleetFacts("dev", p, ()).view(t))
     Fraction(10, 1)
     """
+    platform = view.platform
     if tenant.queue.admission == "direct":
         # Its pods may bypass KAI, and its ResourceQuota is the nominal quota: nothing to borrow into.
-        return kai_amounts(tenant, platform).gpu
-    limits = tenant.queue.borrowing_limit
-    classes = [name for name in cap.allowed_classes(tenant, platform) if name in platform.gpu_classes]
+        return view.kai_quota.gpu
+    limits = view.borrowing_limits
+    classes = [name for name in view.allowed_classes if name in platform.gpu_classes]
     if limits is None or any(name not in limits for name in classes):
         return UNLIMITED
-    quota = kai_amounts(tenant, platform).gpu
+    quota = view.kai_quota.gpu
     extra = sum(
         (kai_gpu_units(cap.class_resource(platform.gpu_classes[name]), limits[name]) for name in classes),
         Fraction(0),
@@ -104,14 +105,14 @@ def leaf_queue(tenant: Tenant, view: TenantView) -> KubeObject:
     'dept-research'
     """
     platform = view.platform
-    amounts = kai_amounts(tenant, platform)
+    amounts = view.kai_quota
     weight = tenant.queue.weight if tenant.queue.weight is not None else 1
     spec = {
         "displayName": tenant.display_name,
         "parentQueue": kai_parent_queue(kai_department_of(tenant, platform)),
         "resources": {
             "cpu": _resource(amounts.cpu, UNLIMITED, weight),
-            "gpu": _resource(amounts.gpu, gpu_limit(tenant, platform), weight),
+            "gpu": _resource(amounts.gpu, gpu_limit(tenant, view), weight),
             "memory": _resource(amounts.memory, UNLIMITED, weight),
         },
     }
@@ -138,7 +139,7 @@ def department_queues(facts: FleetFacts) -> list[KubeObject]:
     for tenant in _members(facts):
         for department in cohort_chain(kai_department_of(tenant, platform), platform):
             tenants.setdefault(department, [])
-        tenants[kai_department_of(tenant, platform)].append(kai_amounts(tenant, platform))
+        tenants[kai_department_of(tenant, platform)].append(facts.view(tenant).kai_quota)
     below: dict[str, list[str]] = {}
     for name in tenants:
         chain = cohort_chain(name, platform)

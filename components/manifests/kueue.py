@@ -30,7 +30,7 @@ from typing import NamedTuple
 from ..fleet import gpu_capacity as cap
 from ..fleet import feasibility as feas
 from ..fleet.facts import FleetFacts, TenantView
-from ..fleet.queue_arithmetic import KUEUE_CPU_FLAVOR, cohort_chain, cohort_of, dedicated_only_classes, kueue_compute_nominal
+from ..fleet.queue_arithmetic import KUEUE_CPU_FLAVOR, cohort_chain, cohort_of
 from ..spec.stack import Platform
 from ..spec.tenant import Tenant
 from .cel import as_dyn, cel_string
@@ -167,8 +167,8 @@ def resource_groups(tenant: Tenant, view: TenantView) -> list[dict]:
     >>> resource_groups(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))[0]["coveredResources"]
     ['cpu', 'ephemeral-storage', 'memory']
     """
-    compute = kueue_compute_nominal(tenant, view.platform)
     groups = []
+    compute = view.kueue_compute_nominal
     if compute:
         groups.append(
             {
@@ -179,27 +179,28 @@ def resource_groups(tenant: Tenant, view: TenantView) -> list[dict]:
     flavors = gpu_flavor_quotas(tenant, view)
     covered = sorted({resource for resources in flavors.values() for resource in resources})
     if covered:
-        groups.append({"coveredResources": covered, "flavors": _gpu_flavors(tenant, view.platform, flavors, covered)})
+        groups.append({"coveredResources": covered, "flavors": _gpu_flavors(tenant, view, flavors, covered)})
     return groups
 
 
-def _class_limits(tenant: Tenant, platform: Platform) -> tuple[bool, dict[str, int], dict[str, int]]:
+def _class_limits(tenant: Tenant, view: TenantView) -> tuple[bool, dict[str, int], dict[str, int]]:
     """(has a cohort, borrowing limit by GPU class, lending limit by GPU class)."""
-    has_cohort = cohort_of(tenant, platform) is not None
-    borrowing = dict(tenant.queue.borrowing_limit or {}) if has_cohort else {}
-    lending = dict(tenant.queue.lending_limit or {})
+    has_cohort = cohort_of(tenant, view.platform) is not None
+    borrowing = dict(view.borrowing_limits or {}) if has_cohort else {}
+    lending = dict(view.lending_limits or {})
     # A class the tenant reaches only through its dedicated pools: nobody else can be placed on
     # those nodes, and the tenant cannot be placed on anyone else's, so it neither lends nor borrows.
-    for name in dedicated_only_classes(tenant, platform):
+    for name in sorted(view.dedicated_only_classes):
         lending[name] = 0
         if has_cohort:
             borrowing[name] = 0
     return has_cohort, borrowing, lending
 
 
-def _gpu_flavors(tenant: Tenant, platform: Platform, flavors: dict[str, dict[str, int]], covered: list[str]) -> list[dict]:
+def _gpu_flavors(tenant: Tenant, view: TenantView, flavors: dict[str, dict[str, int]], covered: list[str]) -> list[dict]:
     """One flavor per pool, each listing every covered resource; the limits on the class's whole-GPU resource."""
-    has_cohort, borrowing, lending = _class_limits(tenant, platform)
+    platform = view.platform
+    has_cohort, borrowing, lending = _class_limits(tenant, view)
     entries = []
     for pool_name, resources in flavors.items():
         class_name = platform.node_pools[pool_name].gpu_class
@@ -247,7 +248,7 @@ def cluster_queue(tenant: Tenant, view: TenantView) -> KubeObject:
         spec["cohortName"] = cohort
     if tenant.queue.weight is not None:
         spec["fairSharing"] = {"weight": tenant.queue.weight}
-    if tenant.lifecycle == "suspended":
+    if tenant.is_suspended:
         # Mirrors the suspended ResourceQuota: running workloads keep running, nothing new is admitted.
         spec["stopPolicy"] = "Hold"
     labels = owned_labels(tenant, view)
@@ -298,7 +299,7 @@ def tenant_kueue_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     >>> [o["kind"] for o in tenant_kueue_objects(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))]
     ['ClusterQueue', 'LocalQueue']
     """
-    if tenant.lifecycle == "decommissioned":
+    if tenant.is_decommissioned:
         return [departing_cluster_queue(tenant.name, tenant, view)]
     departing = [departing_cluster_queue(old, tenant, view) for old in tenant.previous_names if old != tenant.name]
     if tenant.queue.admission == "direct":

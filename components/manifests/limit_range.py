@@ -11,7 +11,6 @@ emptyDirs), so the default limit and the max bound how much of a node's disk one
 
 from __future__ import annotations
 
-from ..fleet.budget import effective_limits
 from ..fleet.facts import TenantView
 from ..spec.tenant import ResourceValues, Tenant
 from .meta import KubeObject, kube_object, object_meta, owned_labels, plain_copy
@@ -37,7 +36,7 @@ def container_limits(tenant: Tenant, view: TenantView) -> dict:
     >>> container_limits(t, env.view(t))["defaultRequest"]
     {'cpu': '100m', 'ephemeral-storage': '256Mi', 'memory': '256Mi'}
     """
-    limits = effective_limits(tenant, view.platform)
+    limits = view.effective_limits
     item: dict = {"type": "Container"}
     for field, key in _SECTIONS:
         values = _values(getattr(limits, field))

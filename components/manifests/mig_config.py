@@ -15,6 +15,7 @@ import yaml
 
 from ..fleet.facts import FleetFacts
 from ..fleet import mig
+from ..fleet.isolation import mode_of
 from ..spec.stack import NodePool, Platform
 from .meta import MIG_CONFIG_LABEL, KubeObject, kube_object, object_meta, platform_labels
 
@@ -38,7 +39,7 @@ def node_mig_config(platform: Platform, pool: NodePool) -> str | None:
     gpu_class = platform.gpu_classes.get(pool.gpu_class)
     if gpu_class is None:
         return None
-    if gpu_class.sharing == "mig":
+    if mode_of(gpu_class).partitions_gpus:
         return pool.mig_layout
     return ALL_DISABLED if gpu_class.model in mig.geometry() else None
 
@@ -61,7 +62,7 @@ def _pools_by_layout(platform: Platform) -> dict[str, list[NodePool]]:
     used: dict[str, list[NodePool]] = {}
     for _, pool in sorted(platform.node_pools.items()):
         gpu_class = platform.gpu_classes.get(pool.gpu_class)
-        if gpu_class is not None and gpu_class.sharing == "mig" and pool.mig_layout:
+        if gpu_class is not None and mode_of(gpu_class).partitions_gpus and pool.mig_layout:
             used.setdefault(pool.mig_layout, []).append(pool)
     return used
 

@@ -22,7 +22,7 @@ from fractions import Fraction
 from typing import Any
 
 from ..fleet import gpu_capacity as cap
-from ..fleet import mig
+from ..fleet.isolation import mode_of
 from ..fleet.facts import FleetFacts, TenantView
 from ..spec.monitoring import Monitoring, MonitoringThresholds
 from ..spec.stack import Platform
@@ -40,7 +40,7 @@ from .meta import (
     platform_labels,
     tenant_labels,
 )
-from .quota import TENANT_QUOTA, cluster_gpu_resources
+from .quota import TENANT_QUOTA
 
 API_VERSION = "monitoring.coreos.com/v1"
 RULE_NAME = "gpu-tenancy"
@@ -127,14 +127,14 @@ def _number(value: Fraction | int) -> str:
     return str(int(number)) if number.is_integer() else repr(number)
 
 
-def gpu_resources(platform: Platform) -> list[str]:
-    """GPU resources of the cluster as kube-state-metrics names them in `resource` labels.
+def gpu_resources(facts: FleetFacts) -> list[str]:
+    """GPU resources of the cluster (`FleetFacts.cluster_gpu_resources`) as kube-state-metrics names them in `resource` labels.
 
-    >>> gpu_resources(Platform.model_validate({"labelDomain": "x.dev", "gpuClasses": {"h100": {
-    ...     "model": "H100-80GB", "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi"}}}))
+    >>> gpu_resources(FleetFacts("dev", Platform.model_validate({"labelDomain": "x.dev", "gpuClasses": {"h100": {
+    ...     "model": "H100-80GB", "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi"}}}), ()))
     ['nvidia_com_gpu']
     """
-    return [sanitize(resource) for resource in cluster_gpu_resources(platform)]
+    return [sanitize(resource) for resource in facts.cluster_gpu_resources]
 
 
 def class_capacity(platform: Platform) -> dict[tuple[str, str], int]:
@@ -146,32 +146,10 @@ def class_capacity(platform: Platform) -> dict[tuple[str, str], int]:
     {('h100', 'nvidia.com/gpu'): 16}
     """
     result: dict[tuple[str, str], int] = {}
-
-    def add(key: tuple[str, str], count: int) -> None:
-        result[key] = result.get(key, 0) + count
-
     for _, pool in sorted(platform.node_pools.items()):
-        gpu_class = platform.gpu_classes.get(pool.gpu_class)
-        if gpu_class is None:
-            continue
-        whole = cap.class_resource(gpu_class)
-        gpus = pool.node_count * pool.gpus_per_node
-        if gpu_class.replication:
-            add((pool.gpu_class, whole), gpus * gpu_class.replication.replicas)
-        elif gpu_class.sharing == "mig":
-            groups = cap.pool_layout(platform, pool)
-            covered = sum(count for count, _ in groups)
-            if cap.is_mig_mixed(gpu_class):
-                for count, devices in groups:
-                    for profile, per_gpu in devices.items():
-                        add((pool.gpu_class, mig.resource_name(profile)), pool.node_count * count * per_gpu)
-                left = pool.node_count * max(pool.gpus_per_node - covered, 0)
-            else:
-                left = pool.node_count * (sum(c * sum(d.values()) for c, d in groups) + max(pool.gpus_per_node - covered, 0))
-            if left:
-                add((pool.gpu_class, whole), left)
-        else:
-            add((pool.gpu_class, whole), gpus)
+        for resource, count in cap.node_gpu_resources(platform, pool).items():
+            key = (pool.gpu_class, resource)
+            result[key] = result.get(key, 0) + pool.node_count * count
     return dict(sorted(result.items()))
 
 
@@ -190,21 +168,10 @@ def device_gpu_fractions(platform: Platform) -> dict[tuple[str, str], Fraction]:
     gpus: dict[str, int] = {}
     for pool in platform.node_pools.values():
         gpus[pool.gpu_class] = gpus.get(pool.gpu_class, 0) + pool.node_count * pool.gpus_per_node
-    capacity = class_capacity(platform)
     result: dict[tuple[str, str], Fraction] = {}
-    for (class_name, resource), devices in capacity.items():
+    for (class_name, resource), devices in class_capacity(platform).items():
         gpu_class = platform.gpu_classes[class_name]
-        whole = cap.class_resource(gpu_class)
-        if resource != whole:  # a MIG profile's own resource (mixed strategy)
-            geometry = mig.geometry()[gpu_class.model]
-            profile = next(p for name, p in geometry.profiles.items() if mig.resource_name(name) == resource)
-            result[(class_name, resource)] = Fraction(profile.compute, geometry.compute_slices)
-        elif gpu_class.replication:
-            result[(class_name, resource)] = Fraction(1, gpu_class.replication.replicas)
-        elif gpu_class.sharing == "mig" and not cap.is_mig_mixed(gpu_class):
-            result[(class_name, resource)] = Fraction(gpus[class_name], devices)
-        else:
-            result[(class_name, resource)] = Fraction(1)
+        result[(class_name, resource)] = mode_of(gpu_class).device_share(gpu_class, resource, gpus[class_name], devices)
     return result
 
 
@@ -303,8 +270,7 @@ def allocation_rules(facts: FleetFacts) -> list[dict[str, Any]]:
     >>> [rule["record"] for rule in allocation_rules(prod.facts)]
     ['gpu_tenancy:pod_gpu_requests:sum', 'gpu_tenancy:tenant_gpu_requests:sum', 'gpu_tenancy:tenant_gpu_quota_used:sum', 'gpu_tenancy:tenant_gpu_quota_hard:sum']
     """
-    platform = facts.platform
-    resources = _alternatives(gpu_resources(platform))
+    resources = _alternatives(gpu_resources(facts))
     held = (
         f'sum by (namespace, pod, node, resource) (kube_pod_container_resource_requests{{resource=~"{resources}", node!=""}}'
         f' * on (namespace, pod) group_left () max by (namespace, pod) (kube_pod_status_phase{{phase=~"Pending|Running"}} == 1))'
@@ -316,8 +282,8 @@ def allocation_rules(facts: FleetFacts) -> list[dict[str, Any]]:
     # kube_resourcequota names resources as Kubernetes does (requests.nvidia.com/gpu); rename them to
     # the kube-state-metrics form of the pod series so that used, hard and requested join on `resource`.
     for record, kind in ((QUOTA_USED, "used"), (QUOTA_HARD, "hard")):
-        series = f'kube_resourcequota{{resourcequota="{TENANT_QUOTA}", type="{kind}", resource=~"{_alternatives(["requests." + r for r in cluster_gpu_resources(platform)])}"}}'
-        for resource in cluster_gpu_resources(platform):
+        series = f'kube_resourcequota{{resourcequota="{TENANT_QUOTA}", type="{kind}", resource=~"{_alternatives(["requests." + r for r in facts.cluster_gpu_resources])}"}}'
+        for resource in facts.cluster_gpu_resources:
             series = f'label_replace({series}, "resource", "{sanitize(resource)}", "resource", "{regex_text("requests." + resource)}")'
         rules.append(_record(record, f"sum by (tenant, resource) ({_by_tenant(series)})"))
     return rules
@@ -340,7 +306,7 @@ def stack_rules(facts: FleetFacts) -> list[dict[str, Any]]:
     # so that a quota edit changes the tenant's stack only (docs/sharding.md); the class sums are
     # computed from them.
     rules.append(_record(CLASS_QUOTA_STACK, f"sum by (gpu_class, resource) ({TENANT_QUOTA_STACK})"))
-    resources = _alternatives(gpu_resources(platform))
+    resources = _alternatives(gpu_resources(facts))
     rules.append(
         _record(
             CLASS_ALLOCATABLE,
@@ -467,12 +433,12 @@ def alert_rules(facts: FleetFacts, exporters: frozenset[str], monitoring: Monito
     ['GpuTenantNearQuota', 'GpuTenantPodPendingTooLong', 'GpuQuotaOverCapacity', 'GpuAllocatedIdle', 'GpuTenantWorkloadsPendingTooLong', 'GpuMigReconfigurationFailed']
     """
     t = monitoring.thresholds
-    alerts = [_near_quota_alert(t), _pod_pending_alert(facts.platform, t), _over_capacity_alert()]
+    alerts = [_near_quota_alert(t), _pod_pending_alert(facts, t), _over_capacity_alert()]
     if "dcgm" in exporters:
         alerts.append(_allocated_idle_alert(monitoring))
     if "kueue" in exporters:
         alerts.append(_workloads_pending_alert(t))
-    if any(spec.sharing == "mig" for spec in facts.platform.gpu_classes.values()):
+    if any(mode_of(spec).partitions_gpus for spec in facts.platform.gpu_classes.values()):
         alerts.append(_mig_reconfiguration_alert(t))
     return alerts
 
@@ -494,8 +460,8 @@ def _near_quota_alert(t: MonitoringThresholds) -> dict[str, Any]:
     )
 
 
-def _pod_pending_alert(platform: Platform, t: MonitoringThresholds) -> dict[str, Any]:
-    resources = _alternatives(gpu_resources(platform))
+def _pod_pending_alert(facts: FleetFacts, t: MonitoringThresholds) -> dict[str, Any]:
+    resources = _alternatives(gpu_resources(facts))
     return _alert(
         "GpuTenantPodPendingTooLong",
         f'(sum by (namespace, pod) (kube_pod_container_resource_requests{{resource=~"{resources}", node=""}})'

@@ -41,10 +41,11 @@ for a tenant with dedicated pools, the other tenants' grants (their foreign pool
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from .cel import TENANT, cel_list, cel_string, joined, said
 from .device_classes import IMPLICIT_EXTENDED_RESOURCE_PREFIX, dra_extended_resources
+from .grant_fields import TENANT_NAME, GrantField, GrantSource, strings
 from ..fleet import gpu_capacity as cap
 from ..fleet.facts import FleetFacts, TenantView
 from ..spec.stack import Platform
@@ -101,7 +102,7 @@ def placement(tenant: Tenant, view: TenantView) -> Placement:
     platform = view.platform
     dedicated = view.dedicated_pools
     pools = list(view.reachable_pools)
-    classes = [c for c in cap.allowed_classes(tenant, platform) if c in platform.gpu_classes]
+    classes = [c for c in view.allowed_classes if c in platform.gpu_classes]
 
     def pools_of(predicate) -> list[str]:
         return [name for name, pool in platform.node_pools.items() if predicate(pool)]
@@ -135,7 +136,46 @@ def binding_name(tenant: str) -> str:
     return f"{NAME_PREFIX}-{tenant}"
 
 
-GRANT = "params.spec"
+def _placed(attribute: str) -> Callable[[GrantSource], Any]:
+    return lambda source: getattr(source.once(placement), attribute)
+
+
+# The TenantGrant fields the rules below read (tenant_grant.py builds the CRD schema and the grant from them).
+GPU_CLASSES = GrantField("gpuClasses", strings("GPU classes the tenant's pods may select (placement policy)."), _placed("classes"))
+POOLS = GrantField("pools", strings("Node pools the tenant's pods may select: its dedicated pools and the shared pools of its classes."),
+                   _placed("pools"))
+DEDICATED_POOLS = GrantField("dedicatedPools", strings("Node pools dedicated to the tenant."), _placed("dedicated_pools"))
+GPU_PRODUCTS = GrantField("gpuProducts", strings("GPU products (nvidia.com/gpu.product) of its classes."), _placed("products"))
+PINNING_CLASSES = GrantField(
+    "pinningClasses", strings("Classes whose every pool the tenant may use: selecting one pins a GPU pod to allowed nodes."),
+    _placed("pinning_classes"))
+PINNING_PRODUCTS = GrantField("pinningProducts", strings("Products whose every pool the tenant may use."), _placed("pinning_products"))
+PINNING_RESOURCES = GrantField(
+    "pinningResources", strings("GPU resources only the tenant's pools offer: requesting only these pins a pod."),
+    lambda source: pinning_resources(source.once(placement), source.view))
+FOREIGN_POOLS = GrantField(
+    "foreignPools",
+    {
+        "type": "array",
+        "description": "Other tenants' dedicated pools, which no pod of the tenant may reach.",
+        "items": {
+            "type": "object",
+            "required": ["labels", "nodes", "pool", "staticNodes", "tenant"],
+            "properties": {
+                "pool": {"type": "string"},
+                "tenant": {"type": "string", "description": "The tenant the pool is dedicated to."},
+                "labels": {"type": "object", "description": "The labels of the pool's nodes (class, pool, tenant, product).",
+                           "additionalProperties": {"type": "string"}},
+                "nodes": strings("The pool's static node names."),
+                "staticNodes": {"type": "boolean", "description": "false for an autoscaled pool: any node name may be one of it."},
+            },
+        },
+    },
+    lambda source: foreign_pools(source.once(placement), source.view),
+)
+GRANT_FIELDS: tuple[GrantField, ...] = (
+    GPU_CLASSES, POOLS, DEDICATED_POOLS, GPU_PRODUCTS, PINNING_CLASSES, PINNING_PRODUCTS, PINNING_RESOURCES, FOREIGN_POOLS,
+)
 
 
 def _selector_ok(key: str, allowed: str) -> str:
@@ -207,9 +247,9 @@ def _kai_sharing(platform: Platform, pod: str = "object") -> str | None:
 def _targets(platform: Platform) -> list[tuple[str, str, str, str]]:
     """(variable prefix, node label, allowed values (CEL, from the grant), what) for each label whose values are checked."""
     return [
-        ("class", gpu_class_label(platform), f"{GRANT}.gpuClasses", "GPU class"),
-        ("pool", pool_label(platform), f"{GRANT}.pools", "node pool"),
-        ("product", GPU_PRODUCT_LABEL, f"{GRANT}.gpuProducts", "GPU product"),
+        ("class", gpu_class_label(platform), GPU_CLASSES.cel, "GPU class"),
+        ("pool", pool_label(platform), POOLS.cel, "node pool"),
+        ("product", GPU_PRODUCT_LABEL, GPU_PRODUCTS.cel, "GPU product"),
     ]
 
 
@@ -221,7 +261,7 @@ def _foreign_toleration(tenant_key: str) -> str:
 def _variables(platform: Platform) -> list[dict[str, str]]:
     required = "object.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
     variables = [
-        {"name": "tenant", "expression": f"{GRANT}.tenant"},
+        {"name": "tenant", "expression": TENANT_NAME.cel},
         {"name": "nodeSelector", "expression": "has(object.spec.nodeSelector) ? object.spec.nodeSelector : {}"},
         {
             "name": "terms",
@@ -311,7 +351,7 @@ def _foreign_node_variables(platform: Platform) -> list[dict[str, str]]:
         {
             "name": "reachableForeignPools",
             "expression": (
-                f"!variables.selectsNodes ? [] : {GRANT}.foreignPools.filter(p, "
+                f"!variables.selectsNodes ? [] : {FOREIGN_POOLS.cel}.filter(p, "
                 f"({selector_matches}) && (size(variables.terms) == 0 || variables.terms.exists(t, {term_matches})))"
             ),
         },
@@ -329,16 +369,19 @@ def _rule(expression: str, text: str, message_expression: str | None = None) -> 
     }
 
 
-def _validations(platform: Platform) -> list[dict[str, str]]:
-    class_key, pool_key, tenant_key = gpu_class_label(platform), pool_label(platform), tenant_label(platform)
-    dedicated = f"size({GRANT}.dedicatedPools) > 0"
-    allowed = (
-        f'"allowed classes: " + {joined(f"{GRANT}.gpuClasses")} + "; pools: " + {joined(f"{GRANT}.pools")} + '
-        f'"; dedicated pools: " + {joined(f"{GRANT}.dedicatedPools")}'
-    )
-    own = (
-        f'({dedicated} ? "tenant " + variables.tenant + " may only select or tolerate {tenant_key}=" + variables.tenant'
+def _own_nodes(tenant_key: str) -> str:
+    """CEL (a message): which dedicated nodes the tenant may select or tolerate."""
+    return (
+        f'(size({DEDICATED_POOLS.cel}) > 0 ? "tenant " + variables.tenant + " may only select or tolerate {tenant_key}=" + variables.tenant'
         ' : "tenant " + variables.tenant + " has no dedicated pools")'
+    )
+
+
+def _selection_rules(platform: Platform) -> list[dict[str, str]]:
+    class_key, pool_key = gpu_class_label(platform), pool_label(platform)
+    allowed = (
+        f'"allowed classes: " + {joined(GPU_CLASSES.cel)} + "; pools: " + {joined(POOLS.cel)} + '
+        f'"; dedicated pools: " + {joined(DEDICATED_POOLS.cel)}'
     )
     result = [
         _rule(
@@ -355,23 +398,35 @@ def _validations(platform: Platform) -> list[dict[str, str]]:
             f'"{what} \'" + ({_first_bad_value(key, values, terms)}) + "\' is not allowed for tenant " + variables.tenant + '
             f'"; " + {allowed}',
         ))
+    return result
+
+
+def _dedicated_node_rules(platform: Platform) -> list[dict[str, str]]:
+    tenant_key = tenant_label(platform)
+    own, first_pool = _own_nodes(tenant_key), "variables.reachableForeignPools[0]"
     # NotIn and DoesNotExist only narrow; Exists would select every tenant's dedicated nodes.
     tenant_ops_ok = 'e.operator == "NotIn" || e.operator == "DoesNotExist" || (e.operator == "In" && e.values.all(v, v == variables.tenant))'
-    result.append(_rule(
-        f"(!({cel_string(tenant_key)} in variables.nodeSelector) || variables.nodeSelector[{cel_string(tenant_key)}] == variables.tenant) && "
-        f"variables.terms.all(t, !has(t.matchExpressions) || t.matchExpressions.all(e, e.key != {cel_string(tenant_key)} || {tenant_ops_ok}))",
-        f"nodes dedicated to another tenant are selected ({tenant_key})",
-        f'"nodes dedicated to another tenant are selected ({tenant_key}); " + {own}',
-    ))
-    first_pool = "variables.reachableForeignPools[0]"
-    result.append(_rule(
-        "size(variables.reachableForeignPools) == 0",
-        "the node selection can reach nodes dedicated to another tenant",
-        '"the node selection (nodeSelector, required node affinity or matchFields) can reach node pool \'" + '
-        f'{first_pool}.pool + "\', dedicated to tenant " + {first_pool}.tenant + '
-        f'"; dedicated nodes belong to their tenant for every pod; " + {own}',
-    ))
-    result.append(
+    return [
+        _rule(
+            f"(!({cel_string(tenant_key)} in variables.nodeSelector) || variables.nodeSelector[{cel_string(tenant_key)}] == variables.tenant) && "
+            f"variables.terms.all(t, !has(t.matchExpressions) || t.matchExpressions.all(e, e.key != {cel_string(tenant_key)} || {tenant_ops_ok}))",
+            f"nodes dedicated to another tenant are selected ({tenant_key})",
+            f'"nodes dedicated to another tenant are selected ({tenant_key}); " + {own}',
+        ),
+        _rule(
+            "size(variables.reachableForeignPools) == 0",
+            "the node selection can reach nodes dedicated to another tenant",
+            '"the node selection (nodeSelector, required node affinity or matchFields) can reach node pool \'" + '
+            f'{first_pool}.pool + "\', dedicated to tenant " + {first_pool}.tenant + '
+            f'"; dedicated nodes belong to their tenant for every pod; " + {own}',
+        ),
+    ]
+
+
+def _toleration_rules(platform: Platform) -> list[dict[str, str]]:
+    tenant_key = tenant_label(platform)
+    own = _own_nodes(tenant_key)
+    result = [
         {
             "expression": 'variables.tolerations.all(t, (has(t.key) && t.key != "") || !has(t.operator) || t.operator != "Exists")',
             "message": (
@@ -380,7 +435,7 @@ def _validations(platform: Platform) -> list[dict[str, str]]:
             ),
             "reason": "Forbidden",
         }
-    )
+    ]
     first = "variables.foreignTolerations[0]"
     result.append(_rule(
         "size(variables.foreignTolerations) == 0",
@@ -398,25 +453,39 @@ def _validations(platform: Platform) -> list[dict[str, str]]:
         said(f"only pods that request GPUs may tolerate taint {GPU_TAINT_KEY} (shared GPU pools): a pod without "
              "GPUs there would take the cpu and memory that GPU pods need and strand the pool's GPUs; remove the "
              f"toleration of {GPU_TAINT_KEY}, or request a GPU of a class tenant {TENANT} may use (")
-        + f' + {joined(f"{GRANT}.gpuClasses")} + ")"',
-    ))
-    result.append(_rule(
-        f"!variables.requestsGpu || {_pinned(class_key, pool_key, tenant_key)} || variables.pinnedByRequest",
-        f"pods of tenant {TENANT} that request GPUs must select where they run, with nodeSelector or required "
-        "node affinity (operator In) on a pool, class or tenant label it may use",
-        _pin_message(class_key, pool_key, tenant_key) + " + " + _pin_by_request_hint(),
+        + f' + {joined(GPU_CLASSES.cel)} + ")"',
     ))
     return result
 
 
+def _pinning_rules(platform: Platform) -> list[dict[str, str]]:
+    class_key, pool_key, tenant_key = gpu_class_label(platform), pool_label(platform), tenant_label(platform)
+    return [_rule(
+        f"!variables.requestsGpu || {_pinned(class_key, pool_key, tenant_key)} || variables.pinnedByRequest",
+        f"pods of tenant {TENANT} that request GPUs must select where they run, with nodeSelector or required "
+        "node affinity (operator In) on a pool, class or tenant label it may use",
+        _pin_message(class_key, pool_key, tenant_key) + " + " + _pin_by_request_hint(),
+    )]
+
+
+# The placement policy's validations, one builder per concern (in the policy's order).
+_RULES: tuple[Callable[[Platform], list[dict[str, str]]], ...] = (
+    _selection_rules, _dedicated_node_rules, _toleration_rules, _pinning_rules,
+)
+
+
+def _validations(platform: Platform) -> list[dict[str, str]]:
+    return [rule for build in _RULES for rule in build(platform)]
+
+
 def _pinned(class_key: str, pool_key: str, tenant_key: str) -> str:
-    options = [(pool_key, f"{GRANT}.pools"), (class_key, f"{GRANT}.pinningClasses"), (GPU_PRODUCT_LABEL, f"{GRANT}.pinningProducts")]
+    options = [(pool_key, POOLS.cel), (class_key, PINNING_CLASSES.cel), (GPU_PRODUCT_LABEL, PINNING_PRODUCTS.cel)]
     by_selector = [
         f"({cel_string(k)} in variables.nodeSelector && variables.nodeSelector[{cel_string(k)}] in {v})" for k, v in options
     ]
     # An option the grant leaves empty pins nothing (an In term always names a value).
     by_term = [f"(size({vals}) > 0 && e.key == {cel_string(k)} && e.values.all(v, v in {vals}))" for k, vals in options]
-    dedicated = f"size({GRANT}.dedicatedPools) > 0"
+    dedicated = f"size({DEDICATED_POOLS.cel}) > 0"
     by_selector.append(f"({dedicated} && {cel_string(tenant_key)} in variables.nodeSelector && "
                        f"variables.nodeSelector[{cel_string(tenant_key)}] == variables.tenant)")
     by_term.append(f"({dedicated} && e.key == {cel_string(tenant_key)} && e.values.all(v, v == variables.tenant))")
@@ -435,15 +504,15 @@ def _pin_message(class_key: str, pool_key: str, tenant_key: str) -> str:
         "gpu.dedicatedPools give none); remove the GPU resources and DRA resourceClaims from the pod"
     )
     choices = (
-        f'"{pool_key} (one of " + {GRANT}.pools.join(", ") + ")" + '
-        f'(size({GRANT}.pinningClasses) > 0 ? " or {class_key} (one of " + {GRANT}.pinningClasses.join(", ") + ")" : "") + '
-        f'(size({GRANT}.dedicatedPools) > 0 ? " or {tenant_key}=" + variables.tenant : "")'
+        f'"{pool_key} (one of " + {POOLS.cel}.join(", ") + ")" + '
+        f'(size({PINNING_CLASSES.cel}) > 0 ? " or {class_key} (one of " + {PINNING_CLASSES.cel}.join(", ") + ")" : "") + '
+        f'(size({DEDICATED_POOLS.cel}) > 0 ? " or {tenant_key}=" + variables.tenant : "")'
     )
     select = (
         '"pods of tenant " + variables.tenant + " that request GPUs must select where they run, with nodeSelector or required '
         f'node affinity (operator In) on " + {choices}'
     )
-    return f"(size({GRANT}.pools) == 0 ? {no_pool} : {select})"
+    return f"(size({POOLS.cel}) == 0 ? {no_pool} : {select})"
 
 
 def placement_policy(facts: FleetFacts) -> KubeObject:
@@ -527,7 +596,7 @@ def pinning_resources(p: Placement, view: TenantView) -> list[str]:
 
 def _pinned_by_request(platform: Platform) -> str:
     """CEL: every GPU resource the pod's containers request (or limit) is a pinning resource of the grant."""
-    resources = f"{GRANT}.pinningResources"
+    resources = PINNING_RESOURCES.cel
     ok = f"!({_is_gpu_resource('r', platform)}) || r in {resources}"
     # The same container walk as the `requestsGpu` variable (the API server's type checker takes
     # the joined list as dyn; typed, it reports `resources.limits` of a container as undefined).
@@ -547,6 +616,6 @@ def _pinned_by_request(platform: Platform) -> str:
 
 def _pin_by_request_hint() -> str:
     """CEL: the hint that requesting only the tenant's pinning resources needs no selector ("" when there are none)."""
-    resources = f"{GRANT}.pinningResources"
+    resources = PINNING_RESOURCES.cel
     return (f'(size({resources}) > 0 ? "; pods requesting only " + {resources}.join(", ") + '
             '" need no selector (only the tenant\'s pools offer them)" : "")')

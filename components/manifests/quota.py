@@ -38,7 +38,7 @@ BestEffort.
 Queues. With Kueue or KAI, a tenant may borrow idle GPUs from its cohort; the GPU keys of the
 tenant's quota are then its nominal quota plus what its queue can borrow: its `borrowingLimit`
 per class, never more than the rest of the cohort lends on the pools it may reach, and with no
-limit all of that (`gpu_ceiling_by_resource`). Otherwise the ResourceQuota would reject the very
+limit all of that (`TenantView.gpu_ceiling_by_resource`). Otherwise the ResourceQuota would reject the very
 pods the queue admitted on borrowed capacity.
 
 GPU resources. Only `requests.<extended-resource>` keys are enforced for extended resources
@@ -58,8 +58,9 @@ its quota for that resource).
 
 from __future__ import annotations
 
+from typing import Mapping
+
 from ..fleet import gpu_capacity as cap
-from ..fleet import mig
 from ..fleet.budget import budget_home, compute_hard, namespace_slices, split_budget  # noqa: F401  (part of this module's API)
 from ..spec.quantity import Quantity
 from ..fleet.facts import TenantView
@@ -67,7 +68,6 @@ from ..spec.stack import Platform, PriorityClassSpec
 from ..spec.tenant import PriorityCap, Tenant
 from .device_classes import device_class_hard
 from .meta import KubeObject, kube_object, object_meta, owned_labels
-from .queues import gpu_ceiling_by_resource
 
 TENANT_QUOTA = "tenant-quota"
 SUSPENDED_QUOTA = "suspended"
@@ -94,56 +94,20 @@ def priority_quota_name(priority_class: str) -> str:
     return PRIORITY_QUOTA_PREFIX + priority_class
 
 
-def cluster_gpu_resources(platform: Platform) -> list[str]:
-    """Every GPU extended resource the cluster's classes advertise (whole GPUs, shares, MIG slices).
+def gpu_hard(view: TenantView, granted: Mapping[str, int] | None = None) -> dict[str, str]:
+    """`requests.<resource>` quota keys for GPUs: `granted` (default: the tenant's quota), "0" for every
+    other GPU resource the quota pins (`FleetFacts.quota_gpu_resources`).
 
-    >>> from components.spec.stack import Platform
-    >>> cluster_gpu_resources(Platform(labelDomain="gpu.example.com", gpuClasses={"h100": {
-    ...     "model": "H100-80GB", "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi"}}))
-    ['nvidia.com/gpu']
-    """
-    resources = {cap.class_resource(gpu_class) for gpu_class in platform.gpu_classes.values()}
-    resources |= {mig.resource_name(profile) for profile in cap.capacity(platform).per_mig_profile}
-    return sorted(resources)
-
-
-def quota_gpu_resources(platform: Platform) -> list[str]:
-    """Every GPU extended resource the cluster's GPUs *could* advertise: the ResourceQuota's GPU keys.
-
-    `cluster_gpu_resources` plus both share resources (`nvidia.com/gpu`, `nvidia.com/gpu.shared`) and
-    every MIG profile of every GPU model of the stack's classes: a resource with no quota key is not
-    limited at all, so a profile no layout offers today (or a share no class renames) is pinned at
-    "0" rather than left open for the day someone re-partitions a node by hand.
-
-    >>> from components.spec.stack import Platform
-    >>> quota_gpu_resources(Platform(labelDomain="gpu.example.com", gpuClasses={"h100": {
-    ...     "model": "H100-80GB", "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi"}}))[:3]
-    ['nvidia.com/gpu', 'nvidia.com/gpu.shared', 'nvidia.com/mig-1g.10gb']
-    """
-    if not platform.gpu_classes:
-        return []
-    resources = set(cluster_gpu_resources(platform)) | {cap.GPU, cap.GPU_SHARED}
-    table = mig.geometry()
-    for gpu_class in platform.gpu_classes.values():
-        geometry = table.get(gpu_class.model)
-        if geometry is not None:
-            resources |= {mig.resource_name(profile) for profile in geometry.profiles}
-    return sorted(resources)
-
-
-def gpu_hard(tenant: Tenant, platform: Platform, granted: dict[str, int] | None = None) -> dict[str, str]:
-    """`requests.<resource>` quota keys for GPUs: the tenant's quota, "0" for every other cluster GPU resource.
-
+    >>> from components.fleet.facts import FleetFacts
     >>> from components.spec.stack import Platform
     >>> p = Platform(labelDomain="gpu.example.com", gpuClasses={"h100": {
     ...     "model": "H100-80GB", "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi"}})
-    >>> gpu_hard(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
-    ...     costCenter="cc-1", gpu={"classes": ["h100"]}, quota={"gpu": 8}), p)
+    >>> gpu_hard(FleetFacts("dev", p, ()).view(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a",
+    ...     displayName="A", costCenter="cc-1", gpu={"classes": ["h100"]}, quota={"gpu": 8})))
     {'requests.nvidia.com/gpu': '8', 'requests.nvidia.com/gpu.shared': '0', 'requests.nvidia.com/mig-1g.10gb': '0', ...}
     """
-    granted = cap.gpu_quota_by_resource(tenant, platform) if granted is None else granted
-    counts = {resource: 0 for resource in quota_gpu_resources(platform)}
-    counts.update(granted)
+    counts = {resource: 0 for resource in view.quota_gpu_resources}
+    counts.update(view.gpu_quota_by_resource if granted is None else granted)
     return {cap.quota_key(resource): str(count) for resource, count in sorted(counts.items())}
 
 
@@ -287,13 +251,11 @@ def priority_cap(tenant: Tenant, name: str, priority_class: PriorityClassSpec) -
     return own if own is not None else priority_class.default_tenant_cap
 
 
-def priority_hard(tenant: Tenant, platform: Platform, priority: PriorityCap, budget: dict[str, str]) -> dict[str, str]:
+def priority_hard(view: TenantView, priority: PriorityCap, budget: dict[str, str]) -> dict[str, str]:
     """Quota keys of one PriorityClass cap, never above the namespace's own budget for a key.
 
-    >>> from components.spec.stack import Platform
-    >>> priority_hard(Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a",
-    ...     displayName="A", costCenter="cc-1"), Platform(labelDomain="x.dev"), PriorityCap(pods=0), {})
-    {'pods': '0'}
+    >>> priority_hard(prod.view(tenant), PriorityCap(pods=0, gpu=2), {"requests.nvidia.com/gpu": "1"})
+    {'pods': '0', 'requests.nvidia.com/gpu': '1', 'requests.nvidia.com/mig-1g.10gb': '2', 'requests.nvidia.com/mig-3g.40gb': '2'}
     """
     hard: dict[str, str] = {}
     if priority.pods is not None:
@@ -304,7 +266,7 @@ def priority_hard(tenant: Tenant, platform: Platform, priority: PriorityCap, bud
     if priority.memory is not None:
         compute["requests.memory"] = str(priority.memory)
     if priority.gpu is not None:
-        for resource, count in cap.gpu_quota_by_resource(tenant, platform).items():
+        for resource, count in view.gpu_quota_by_resource.items():
             if count > 0:
                 compute[f"requests.{resource}"] = str(priority.gpu)
     for key, value in compute.items():
@@ -327,8 +289,8 @@ def resource_quotas(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """
     platform = view.platform
     labels = owned_labels(tenant, view)
-    gpu_budget = gpu_hard(tenant, platform, gpu_ceiling_by_resource(tenant, view))
-    budgets = {**compute_hard(tenant), **gpu_budget, **device_class_hard(tenant, platform, set(gpu_budget))}
+    gpu_budget = gpu_hard(view, view.gpu_ceiling_by_resource)
+    budgets = {**compute_hard(tenant), **gpu_budget, **device_class_hard(view, set(gpu_budget))}
     slices = namespace_slices(tenant, platform)
     guard_rails = {**storage_hard(tenant, platform), **ephemeral_storage_hard(tenant, platform), **object_count_hard(tenant, platform)}
     home = budget_home(tenant)
@@ -348,11 +310,11 @@ def resource_quotas(tenant: Tenant, view: TenantView) -> list[KubeObject]:
             priority = priority_cap(tenant, name, priority_class)
             if priority is None:
                 continue
-            scoped = priority_hard(tenant, platform, priority, budget)
+            scoped = priority_hard(view, priority, budget)
             if scoped:
                 objects.append(_quota(priority_quota_name(name), namespace, labels, scoped, scope_class=name))
         if not tenant.quota.cross_namespace_affinity:
             objects.append(_quota(CROSS_NAMESPACE_AFFINITY_QUOTA, namespace, labels, {"pods": "0"}, scopes=["CrossNamespacePodAffinity"]))
-        if tenant.lifecycle in ("suspended", "decommissioned"):
+        if not tenant.is_active:
             objects.append(_quota(SUSPENDED_QUOTA, namespace, labels, {"pods": "0"}))
     return objects

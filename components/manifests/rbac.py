@@ -37,7 +37,7 @@ import functools
 from typing import Callable, Iterable
 
 from ..fleet.facts import FleetFacts, TenantView
-from ..spec.role_bundles import READ_VERBS, effective_bundles
+from ..spec.role_bundles import READ_VERBS
 from ..spec.tenant import ServiceAccountGrant, Subjects, Tenant
 from .claim_policy import claim_rules
 from .meta import KubeObject, kube_object, object_meta, owned_labels, plain_copier, platform_labels
@@ -194,20 +194,20 @@ def _role_rules(role: str) -> tuple[dict, ...]:
 # --------------------------------------------------------------------------------------------
 
 
-def bundle_rules(tenant: Tenant, role: str, platform) -> list[dict]:
+def bundle_rules(tenant: Tenant, role: str, view: TenantView) -> list[dict]:
     """The rules of the bundles `tenant` opts into for `role`, in bundle-name order; for viewers
     (and every role of a decommissioned tenant, `rules_of`) only their read verbs (and never secrets).
 
     >>> from components.spec.stack import Platform
     >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
     ...     costCenter="cc-1", access={"viewers": {"groups": ["g"], "bundles": ["ray"]}})
-    >>> bundle_rules(t, "viewer", Platform(labelDomain="gpu.example.com"))[0]["verbs"]
+    >>> bundle_rules(t, "viewer", FleetFacts("dev", Platform(labelDomain="gpu.example.com"), ()).view(t))[0]["verbs"]
     ['get', 'list', 'watch']
     """
     names = sorted(set(getattr(tenant.access, f"{role}s").bundles))
     if not names:
         return []
-    offered = effective_bundles(platform)
+    offered = view.role_bundles
     reader = rules_of(tenant, role) == "viewer"
     rules = []
     for name in names:
@@ -307,7 +307,7 @@ def roles(tenant: Tenant, view: TenantView) -> list[KubeObject]:
             RBAC_API,
             "Role",
             object_meta(role_name(role), namespace=namespace, labels=labels),
-            rules=[*role_rules(rules_of(tenant, role)), *bundle_rules(tenant, role, view.platform),
+            rules=[*role_rules(rules_of(tenant, role)), *bundle_rules(tenant, role, view),
                    *claim_rules(tenant, rules_of(tenant, role), view)],
         )
         for namespace in tenant.all_namespaces

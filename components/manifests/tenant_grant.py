@@ -19,18 +19,22 @@ Tenant members cannot write a TenantGrant: it is cluster-scoped and no tenant ro
 (`parameterNotFoundAction: Deny`): both policies fail closed. The grant exists as long as any of
 the tenant's bindings does, a decommissioned tenant's too (its placement binding stays until its
 namespaces are gone).
+
+Each field is declared once, as a `GrantField` (grant_fields.py) next to the rules that read it
+(`GRANT_FIELDS` of guard_policy.py and placement_policy.py): the CRD's schema and every tenant's
+grant are generated from those declarations, and the rules read a field by its `cel` accessor.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+import copy
+from typing import Any
 
+from . import guard_policy, placement_policy
 from ..fleet.facts import FleetFacts, TenantView
 from ..spec.tenant import Tenant
+from .grant_fields import TENANT_NAME, GrantField, GrantSource, by_name
 from .meta import TENANT_GRANT_API, TENANT_GRANT_KIND, KubeObject, kube_object, object_meta, owned_labels, platform_labels
-from .placement_policy import foreign_pools, pinning_resources, placement
-from .quota import priority_cap
-from .rbac import ROLES
 
 API_VERSION, KIND = TENANT_GRANT_API, TENANT_GRANT_KIND
 GROUP, _, VERSION = API_VERSION.partition("/")
@@ -39,55 +43,18 @@ CRD_NAME = f"{PLURAL}.{GROUP}"
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
 
 
-def _strings(description: str) -> dict[str, Any]:
-    return {"type": "array", "description": description, "items": {"type": "string"}}
+def grant_fields() -> dict[str, GrantField]:
+    """Every TenantGrant field by name: the tenant's name and what each policy's rules read.
+
+    >>> list(grant_fields())[:4]
+    ['tenant', 'namespaces', 'groups', 'users']
+    """
+    return by_name((TENANT_NAME, *guard_policy.GRANT_FIELDS, *placement_policy.GRANT_FIELDS))
 
 
 def _spec_schema() -> dict[str, Any]:
-    properties = {
-        "namespaces": _strings("The tenant's namespaces (ServiceAccounts of these may be bound in its RoleBindings)."),
-        "groups": _strings("Groups of the tenant's roles (owners, developers, viewers)."),
-        "users": _strings("Users of the tenant's roles."),
-        "tenant": {"type": "string", "description": "The tenant's name (the TenantGrant's name too)."},
-        "ingressHosts": _strings("Hostnames an Ingress of the tenant may serve."),
-        "ingressDomains": _strings("Domains whose subdomains an Ingress of the tenant may serve."),
-        "externalNames": _strings("Hostnames an ExternalName Service of the tenant may point to."),
-        "externalNameDomains": _strings("Domains whose subdomains an ExternalName Service of the tenant may point to."),
-        "priorityClasses": {
-            "type": "array",
-            "description": "The stack's PriorityClasses the tenant may use, with their values.",
-            "items": {
-                "type": "object",
-                "required": ["name", "value"],
-                "properties": {"name": {"type": "string"}, "value": {"type": "integer", "format": "int32"}},
-            },
-        },
-        "gpuClasses": _strings("GPU classes the tenant's pods may select (placement policy)."),
-        "pools": _strings("Node pools the tenant's pods may select: its dedicated pools and the shared pools of its classes."),
-        "dedicatedPools": _strings("Node pools dedicated to the tenant."),
-        "gpuProducts": _strings("GPU products (nvidia.com/gpu.product) of its classes."),
-        "pinningClasses": _strings("Classes whose every pool the tenant may use: selecting one pins a GPU pod to allowed nodes."),
-        "pinningProducts": _strings("Products whose every pool the tenant may use."),
-        "pinningResources": _strings("GPU resources only the tenant's pools offer: requesting only these pins a pod."),
-        "foreignPools": {
-            "type": "array",
-            "description": "Other tenants' dedicated pools, which no pod of the tenant may reach.",
-            "items": {
-                "type": "object",
-                "required": ["labels", "nodes", "pool", "staticNodes", "tenant"],
-                "properties": {
-                    "pool": {"type": "string"},
-                    "tenant": {"type": "string", "description": "The tenant the pool is dedicated to."},
-                    "labels": {"type": "object", "description": "The labels of the pool's nodes (class, pool, tenant, product).",
-                               "additionalProperties": {"type": "string"}},
-                    "nodes": _strings("The pool's static node names."),
-                    "staticNodes": {"type": "boolean", "description": "false for an autoscaled pool: any node name may be one of it."},
-                },
-            },
-        },
-        "maxPriority": {"type": "integer", "format": "int32",
-                        "description": "The highest value of its PriorityClasses (0 when none): the cap on its Kueue Workloads' priority."},
-    }
+    # A copy per CRD: no two built objects share a mutable part (the declarations are module-level).
+    properties = {name: copy.deepcopy(field.schema) for name, field in grant_fields().items()}
     return {"type": "object", "required": sorted(properties), "properties": properties}
 
 
@@ -130,72 +97,6 @@ def grant_crd(facts: FleetFacts) -> KubeObject:
     )
 
 
-def hosts(entries: Iterable[str], domain: str | None = None) -> tuple[list[str], list[str]]:
-    """(hostnames, domains whose subdomains are allowed) of host entries (`*.example.com`: the
-    subdomains of example.com), plus `domain` and its subdomains.
-
-    >>> hosts(["a.example.org", "*.b.example.org"], "t.apps.example.com")
-    (['a.example.org', 't.apps.example.com'], ['b.example.org', 't.apps.example.com'])
-    """
-    exact, domains = set(), set()
-    if domain:
-        exact.add(domain)
-        domains.add(domain)
-    for entry in entries:
-        if entry.startswith("*."):
-            domains.add(entry[2:])
-        else:
-            exact.add(entry)
-    return sorted(exact), sorted(domains)
-
-
-def ingress_hosts(tenant: Tenant, view: TenantView) -> tuple[list[str], list[str]]:
-    """(hostnames, domains whose subdomains) an Ingress of the tenant may serve.
-
-    >>> from components.fleet.environment import Environment
-    >>> from components.spec.stack import Platform
-    >>> env = Environment("dev", Platform(labelDomain="gpu.example.com", ingressDomain="apps.example.com"), None, [])
-    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A",
-    ...     costCenter="cc-1", network={"ingressHosts": ["a.example.org", "*.b.example.org"]})
-    >>> ingress_hosts(t, env.view(t))
-    (['a.apps.example.com', 'a.example.org'], ['a.apps.example.com', 'b.example.org'])
-    """
-    domain = view.platform.ingress_domain
-    return hosts(tenant.network.ingress_hosts, f"{tenant.name}.{domain}" if domain else None)
-
-
-def granted_priority_classes(tenant: Tenant, view: TenantView) -> dict[str, int]:
-    """The stack's PriorityClasses the tenant may use (its cap there is not `pods: 0`), with their values.
-
-    >>> from components.fleet.environment import Environment
-    >>> from components.spec.stack import Platform
-    >>> env = Environment("dev", Platform(labelDomain="gpu.example.com"), None, [])
-    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A", costCenter="cc-1")
-    >>> sorted(granted_priority_classes(t, env.view(t)))
-    ['batch', 'interactive']
-    """
-    granted = {}
-    for name, spec in view.platform.priority_classes.items():
-        cap = priority_cap(tenant, name, spec)
-        if cap is None or cap.pods != 0:
-            granted[name] = spec.value
-    return dict(sorted(granted.items()))
-
-
-def members(tenant: Tenant) -> tuple[list[str], list[str]]:
-    """(groups, users) of the tenant's three roles, sorted.
-
-    >>> t = Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A", costCenter="cc-1",
-    ...     access={"owners": {"groups": ["a-leads"]}, "viewers": {"users": ["bob@example.com"]}})
-    >>> members(t)
-    (['a-leads'], ['bob@example.com'])
-    """
-    access = tenant.access
-    groups = sorted({g for role in ROLES for g in getattr(access, f"{role}s").groups})
-    users = sorted({u for role in ROLES for u in getattr(access, f"{role}s").users})
-    return groups, users
-
-
 def grant_prerequisite(obj: KubeObject) -> bool:
     """Whether a tenant's TenantGrant and bindings must come after `obj`: the TenantGrant CRD, or a
     policy whose parameters are TenantGrants.
@@ -234,33 +135,10 @@ def tenant_grant(tenant: Tenant, view: TenantView) -> KubeObject:
     >>> grant["kind"], grant["metadata"]["name"], grant["spec"]["namespaces"]
     ('TenantGrant', 'eval', ['eval'])
     """
-    ingress_exact, ingress_domains = ingress_hosts(tenant, view)
-    names_exact, names_domains = hosts(tenant.network.external_names)
-    groups, users = members(tenant)
-    granted = granted_priority_classes(tenant, view)
-    allowed = placement(tenant, view)
+    source = GrantSource(tenant, view)
     return kube_object(
         API_VERSION,
         KIND,
         object_meta(tenant.name, labels=owned_labels(tenant, view)),
-        spec={
-            "dedicatedPools": allowed.dedicated_pools,
-            "externalNameDomains": names_domains,
-            "externalNames": names_exact,
-            "foreignPools": foreign_pools(allowed, view),
-            "gpuClasses": allowed.classes,
-            "gpuProducts": allowed.products,
-            "groups": groups,
-            "ingressDomains": ingress_domains,
-            "ingressHosts": ingress_exact,
-            "maxPriority": max([0, *granted.values()]),
-            "namespaces": list(tenant.all_namespaces),
-            "pinningClasses": allowed.pinning_classes,
-            "pinningProducts": allowed.pinning_products,
-            "pinningResources": pinning_resources(allowed, view),
-            "pools": allowed.pools,
-            "priorityClasses": [{"name": name, "value": value} for name, value in granted.items()],
-            "tenant": tenant.name,
-            "users": users,
-        },
+        spec={name: field.value(source) for name, field in sorted(grant_fields().items())},
     )

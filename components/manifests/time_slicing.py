@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from ..fleet.facts import FleetFacts
-from ..fleet.gpu_capacity import GPU
+from ..fleet.isolation import mode_of
 from ..spec.stack import GpuClass, NodePool, Platform
 from .meta import DEVICE_PLUGIN_CONFIG_LABEL, KubeObject, kube_object, object_meta, platform_labels
 
@@ -24,34 +24,25 @@ from .meta import DEVICE_PLUGIN_CONFIG_LABEL, KubeObject, kube_object, object_me
 def sharing_config(gpu_class: GpuClass) -> dict[str, Any]:
     """The device-plugin config of one time-sliced or MPS class.
 
-    `resources` names `nvidia.com/gpu` even when shares are renamed: the plugin then advertises
-    them as `nvidia.com/gpu.shared`.
+    The `sharing` entry is the sharing mode's (`fleet/isolation.py`): `resources` names
+    `nvidia.com/gpu` even when shares are renamed, the plugin then advertises them as `nvidia.com/gpu.shared`.
 
     >>> from components.spec.stack import GpuClass
     >>> sharing_config(GpuClass(model="L4", product="NVIDIA-L4", memory="24Gi", sharing="timeSlicing",
     ...     time_slicing={"replicas": 4}))["sharing"]["timeSlicing"]["resources"]
     [{'name': 'nvidia.com/gpu', 'replicas': 4}]
     """
-    settings = gpu_class.replication
-    if settings is None:
+    entry = mode_of(gpu_class).device_plugin
+    if entry is None:
         raise ValueError(
             f"GPU class of model {gpu_class.model} is not shared by the device plugin (sharing: {gpu_class.sharing})"
         )
-    # One MPS client per container: two shares would not widen its memory or thread limit, so the
-    # plugin refuses such requests (its default for MPS, written out so the file says what runs).
-    fail_requests = settings.fail_requests_greater_than_one if gpu_class.time_slicing else True
     return {
         "version": "v1",
         # Shared GPUs are whole devices (the plugin refuses MPS with the mixed strategy); an explicit
         # `none` keeps a cluster-wide MIG strategy off them.
         "flags": {"migStrategy": "none"},
-        "sharing": {
-            "timeSlicing" if gpu_class.time_slicing else "mps": {
-                "renameByDefault": settings.rename_by_default,
-                "failRequestsGreaterThanOne": fail_requests,
-                "resources": [{"name": GPU, "replicas": settings.replicas}],
-            }
-        },
+        "sharing": entry(gpu_class),
     }
 
 
@@ -67,7 +58,7 @@ def config_key(platform: Platform, pool: NodePool) -> str | None:
     'l4'
     """
     gpu_class = platform.gpu_classes.get(pool.gpu_class)
-    return pool.gpu_class if gpu_class is not None and gpu_class.replication else None
+    return pool.gpu_class if gpu_class is not None and mode_of(gpu_class).device_plugin else None
 
 
 def node_labels(platform: Platform, pool: NodePool) -> dict[str, str]:
@@ -91,7 +82,7 @@ def device_plugin_config_map(facts: FleetFacts) -> KubeObject | None:
     (['l4'], None)
     """
     platform = facts.platform
-    sliced = {name: c for name, c in sorted(platform.gpu_classes.items()) if c.replication}
+    sliced = {name: c for name, c in sorted(platform.gpu_classes.items()) if mode_of(c).device_plugin}
     if not sliced:
         return None
     operator = platform.gpu_operator

@@ -56,7 +56,6 @@ from typing import Any
 
 import yaml
 
-from ..fleet import gpu_capacity as cap
 from ..fleet.facts import TenantView
 from ..spec.tenant import Tenant
 from .gpu_nodes import TAINT_EFFECT
@@ -89,7 +88,7 @@ def node_selector(tenant: Tenant, view: TenantView) -> dict[str, str]:
     platform = view.platform
     if any(pool in platform.node_pools for pool in tenant.gpu.dedicated_pools):
         return {tenant_label(platform): tenant.name}
-    classes = [name for name in cap.allowed_classes(tenant, platform) if name in platform.gpu_classes]
+    classes = [name for name in view.allowed_classes if name in platform.gpu_classes]
     if len(classes) == 1:
         return {gpu_class_label(platform): classes[0]}
     return {}
@@ -113,14 +112,14 @@ def mirrored_quota(tenant: Tenant, view: TenantView) -> dict[str, Any]:
     >>> mirrored_quota(dev.tenants[0].spec, dev.view(dev.tenants[0].spec))["count/pods"] is None
     True
     """
-    gpus = gpu_hard(tenant, view.platform)
+    gpus = gpu_hard(view)
     hard: dict[str, Any] = {
         **storage_hard(tenant, view.platform),
         **object_count_hard(tenant, view.platform),
         **ephemeral_storage_hard(tenant, view.platform),
         **compute_hard(tenant),
         **gpus,
-        **device_class_hard(tenant, view.platform, set(gpus)),
+        **device_class_hard(view, set(gpus)),
     }
     for key in CHART_QUOTA_DEFAULT_KEYS:
         hard.setdefault(key, None)
@@ -274,7 +273,7 @@ def vcluster_release(tenant: Tenant, view: TenantView) -> dict | None:
     >>> vcluster_release(dev.tenants[2].spec, dev.view(dev.tenants[2].spec))["chart"], vcluster_release(dev.tenants[0].spec, dev.view(dev.tenants[0].spec))
     ('vcluster', None)
     """
-    if not tenant.vcluster.enabled or tenant.lifecycle == "decommissioned":
+    if not tenant.vcluster.enabled or tenant.is_decommissioned:
         return None
     platform = view.platform
     return {

@@ -15,6 +15,8 @@ from typing import Any, Mapping, Optional
 
 import pulumi
 
+from ..manifests.registration import kept_on_removal
+
 
 def departure_messages(previous: Optional[Mapping[str, Any]], current: Mapping[str, Any], stack: str,
                        renames: Optional[Mapping[str, str]] = None) -> list[str]:
@@ -31,7 +33,8 @@ def departure_messages(previous: Optional[Mapping[str, Any]], current: Mapping[s
             continue
         before = (previous or {})[tenant] or {}
         namespaces = ", ".join(before.get("namespaces") or []) or "?"
-        if before.get("lifecycle") == "decommissioned":
+        # The same table the plan registers by (manifests/registration.py): the warning cannot disagree.
+        if not kept_on_removal(before.get("lifecycle")):
             messages.append(
                 f"tenant {tenant} (decommissioned) is no longer deployed by stack {stack}: this update DELETES its "
                 f"namespaces ({namespaces}) with everything in them, then its policies, role bindings and queues"

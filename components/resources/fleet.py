@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Mapping, Optional, Sequence
 
 import pulumi
 
 from .gpu_platform import GpuPlatform
-from .kubernetes import logical_name
-from ..manifests.placement_policy import binding_name
 from ..manifests.build import platform_objects, tenant_objects
-from ..manifests.tenant_grant import grant_prerequisite, is_tenant_grant
 from ..manifests.renames import rename_message
 from ..fleet.gpu_capacity import gpu_quota_by_resource
-from ..fleet.environment import Environment
+from ..fleet.environment import Environment, LoadedTenant
+from ..manifests.meta import KubeObject
 from ..fleet.shard_stacks import stack_part
+from ..spec.tenant import Tenant as TenantSpec
 from .tenant import Tenant
 
 
@@ -48,10 +47,9 @@ class Fleet(pulumi.ComponentResource):
         # The platform first (its taints last, below): the tenants' guard bindings and TenantGrants
         # need its guard policy and the TenantGrant CRD. A shard stack has neither: they are in the
         # environment's stack, which is deployed first (docs/sharding.md).
-        platform = platform_objects(environment) if part.platform else []
-        self.platform = GpuPlatform(f"{name}-platform", platform, child, taints_later=True) if part.platform else None
-        admission = [self.platform.resources[logical_name(f"{name}-platform", obj)] for obj in platform if grant_prerequisite(obj)] \
-            if self.platform else []
+        self.platform = GpuPlatform(f"{name}-platform", platform_objects(environment), child, taints_later=True) \
+            if part.platform else None
+        admission = self.platform.admission if self.platform else []
         # Tenant components are named after the tenant alone: their URNs must not depend on the
         # fleet's contents (the parent chain already scopes them to this fleet).
         objects = {loaded.name: tenant_objects(loaded.spec, environment.view(loaded.spec)) for loaded in tenants}
@@ -61,29 +59,32 @@ class Fleet(pulumi.ComponentResource):
         }
         # Node taints wait for the placement bindings and grants that say who may tolerate them (in
         # this stack; a sharded environment's are in its shard stacks, docs/gpu-sharing.md).
-        policies = [
-            resource
-            for tenant, objs in objects.items()
-            for obj in objs
-            if (obj["metadata"]["name"] == binding_name(tenant) and obj["kind"] == "ValidatingAdmissionPolicyBinding")
-            or is_tenant_grant(obj)
-            if (resource := self.tenants[tenant].resources.get(logical_name(tenant, obj))) is not None
-        ]
         if self.platform is not None:
-            self.platform.add_taints(policies)
+            self.platform.add_taints([gate for tenant in self.tenants.values() for gate in tenant.taint_gates])
         # Previous names of this stack's tenants -> what the rename does (warned when the old name
         # was deployed here last time; the same words as `tenants diff`).
-        self.renames = {
-            old: rename_message(old, loaded.spec, objects[loaded.name], environment.platform.protect_namespaces)
-            for loaded in tenants
-            for old in loaded.spec.previous_names
-        }
-        self.summary = {
-            loaded.name: {
-                "namespaces": loaded.spec.all_namespaces,
-                "lifecycle": loaded.spec.lifecycle,
-                "gpuQuota": gpu_quota_by_resource(loaded.spec, environment.platform),
-            }
-            for loaded in tenants
-        }
+        self.renames = _renames(tenants, objects, environment.platform.protect_namespaces)
+        self.summary = {loaded.name: _summary(loaded.spec, environment) for loaded in tenants}
         self.register_outputs({"tenants": self.summary})
+
+
+def _renames(tenants: Sequence[LoadedTenant], objects: Mapping[str, list[KubeObject]], protect: bool) -> dict[str, str]:
+    """Each previous name of `tenants` -> the message of its rename.
+
+    >>> _renames(prod.tenants, {}, False)
+    {}
+    """
+    return {old: rename_message(old, loaded.spec, objects[loaded.name], protect) for loaded in tenants for old in loaded.spec.previous_names}
+
+
+def _summary(spec: TenantSpec, environment: Environment) -> dict[str, Any]:
+    """What the stack exports of a tenant (read back by the next update to warn about departures).
+
+    >>> sorted(_summary(tenant, prod))
+    ['gpuQuota', 'lifecycle', 'namespaces']
+    """
+    return {
+        "namespaces": spec.all_namespaces,
+        "lifecycle": spec.lifecycle,
+        "gpuQuota": gpu_quota_by_resource(spec, environment.platform),
+    }

@@ -6,9 +6,9 @@ from typing import Optional, Sequence
 
 import pulumi
 
-from ..manifests.gpu_nodes import is_node_patch
-from ..manifests.meta import KubeObject, is_taint_patch
-from .kubernetes import logical_name, register
+from ..manifests.meta import KubeObject
+from ..manifests.registration import Planned, platform_plan
+from .kubernetes import planned_options, register
 
 
 class GpuPlatform(pulumi.ComponentResource):
@@ -23,7 +23,8 @@ class GpuPlatform(pulumi.ComponentResource):
     stack deployed when one patch carried both (its logical name is the label patch's now) owns the
     taints under `gpu-tenancy` alone, and the label patch that no longer carries them would remove
     them; applied first, the taint patch co-owns the same list (same value: no conflict), so the
-    taint stays when the label patch lets go of it.
+    taint stays when the label patch lets go of it. (The rules: `PLATFORM_PLACES` in
+    manifests/registration.py; this component registers `platform_plan`'s entries in order.)
 
     >>> from components.manifests.build import platform_objects
     >>> registered = pulumi_mocks(lambda: GpuPlatform("prod-platform", platform_objects(prod)))
@@ -43,12 +44,13 @@ class GpuPlatform(pulumi.ComponentResource):
         super().__init__("gpu-tenancy:index:GpuPlatform", name, None, opts)
         self.resources: dict[str, pulumi.Resource] = {}
         self._name, self._objects = name, objects
-        tainted = {o["metadata"]["name"] for o in objects if is_taint_patch(o)}
-        self._last = [o for o in objects if is_node_patch(o) and o["metadata"]["name"] in tainted]   # both patches of tainted nodes
-        later = {id(o) for o in self._last}
-        for obj in [o for o in objects if id(o) not in later]:
-            child = logical_name(name, obj)
-            self.resources[child] = register(child, obj, pulumi.ResourceOptions(parent=self))
+        self.plan = platform_plan(objects)
+        self._registered: dict[str, pulumi.Resource] = {}
+        for entry in self.plan:
+            if not entry.deferred:
+                self._register(entry, {})
+        # What a tenant's grant and bindings wait for: the TenantGrant CRD and the guard policies.
+        self.admission = [self._registered[entry.key] for entry in self.plan if "admission" in entry.provides]
         if not taints_later:
             self.add_taints(taint_after)
 
@@ -62,16 +64,13 @@ class GpuPlatform(pulumi.ComponentResource):
         >>> len([r for r in registered if r.type == "kubernetes:core/v1:NodePatch"]) > 0
         True
         """
-        name = self._name
-        taint_patches = [o for o in self._last if is_taint_patch(o)]
-        before_taints = [*self.resources.values(), *taint_after]
-        taints_of: dict[str, pulumi.Resource] = {}
-        for obj in taint_patches:
-            child = logical_name(name, obj)
-            self.resources[child] = taints_of[obj["metadata"]["name"]] = register(
-                child, obj, pulumi.ResourceOptions(parent=self, depends_on=before_taints or None))
-        for obj in [o for o in self._last if not is_taint_patch(o)]:
-            child = logical_name(name, obj)
-            self.resources[child] = register(
-                child, obj, pulumi.ResourceOptions(parent=self, depends_on=[taints_of[obj["metadata"]["name"]]]))
+        groups = {"taint gates": list(taint_after)}
+        for entry in self.plan:
+            if entry.deferred:
+                self._register(entry, groups)
         self.register_outputs({"objects": len(self._objects)})
+
+    def _register(self, entry: Planned, groups: dict[str, list[pulumi.Resource]]) -> None:
+        child = f"{self._name}-{entry.key}"
+        options = planned_options(entry, self, self._registered, groups)
+        self.resources[child] = self._registered[entry.key] = register(child, entry.subject, options)

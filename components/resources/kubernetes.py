@@ -18,13 +18,13 @@ the node's label patch owns it with `gpu-tenancy`, so the taint patch keeps the 
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from typing import Any, Mapping, Optional, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from ..manifests.meta import FIELD_MANAGER, PATCH_FIELD_MANAGER, KubeObject, immutable_fields, is_taint_patch
-from ..spec.stack import TAINT_PATCH_SUFFIX
+from ..manifests.registration import Planned, object_key
 
 # Custom resources another installer creates, of which we own only some fields (deleting ours gives them back).
 _PATCHED_CUSTOM_RESOURCES = {("kai.scheduler/v1", "Config")}
@@ -79,9 +79,33 @@ def logical_name(prefix: str, obj: Mapping[str, Any]) -> str:
     >>> logical_name("prod-platform", label_patch("n1", {})), logical_name("prod-platform", taint_patch("n1", []))
     ('prod-platform-node-n1', 'prod-platform-node-n1-taints')
     """
-    meta = obj["metadata"]
-    parts = [prefix, obj["kind"].lower(), meta.get("namespace"), meta["name"]]
-    return "-".join(p for p in parts if p) + (TAINT_PATCH_SUFFIX if is_taint_patch(obj) else "")
+    return "-".join(p for p in (prefix, object_key(obj)) if p)
+
+
+def planned_options(
+    entry: Planned,
+    parent: Optional[pulumi.Resource],
+    registered: Mapping[str, pulumi.Resource],
+    groups: Mapping[str, Sequence[pulumi.Resource]],
+    aliases: Optional[list[pulumi.Alias]] = None,
+) -> pulumi.ResourceOptions:
+    """The options of one planned registration (manifests/registration.py): its plan keys resolved
+    through `registered` (key -> resource already registered), its groups through `groups`.
+
+    >>> from components.manifests.registration import Planned
+    >>> options = planned_options(Planned("namespace-a", {}, "namespace", retain_on_delete=True), None, {}, {})
+    >>> options.retain_on_delete, options.protect, options.depends_on
+    (True, None, None)
+    """
+    depends_on = [r for group in entry.waits_for for r in groups.get(group, ())] + [registered[k] for k in entry.depends_on]
+    return pulumi.ResourceOptions(
+        parent=parent,
+        aliases=aliases,
+        retain_on_delete=entry.retain_on_delete,
+        protect=entry.protect,
+        deleted_with=registered[entry.deleted_with] if entry.deleted_with else None,
+        depends_on=depends_on or None,
+    )
 
 
 def registered_metadata(obj: Mapping[str, Any]) -> dict[str, Any]:

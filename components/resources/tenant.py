@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Optional, Sequence
 
 import pulumi
 
 from ..manifests.build import helm_releases, tenant_objects
-from ..manifests.tenant_grant import is_tenant_grant, reads_grant
 from ..manifests.meta import KubeObject
-from .kubernetes import logical_name, register
+from ..manifests.registration import Planned, tenant_plan
+from .kubernetes import planned_options, register
 from ..fleet.environment import Environment
 from ..spec.tenant import Tenant as TenantSpec
 from .vcluster_release import register_vcluster
+
+# How each place of the plan becomes a resource: its Helm release, or the typed resource of an object.
+_REGISTER = {"release": register_vcluster}
 
 
 class Tenant(pulumi.ComponentResource):
@@ -35,6 +38,9 @@ class Tenant(pulumi.ComponentResource):
     Namespaces first (they depend on the tenant's cluster-scoped objects, so the engine deletes
     them in reverse order and waits for each): no pod ever runs without its policies.
 
+    These rules are data in manifests/registration.py (`tenant_plan`); this component registers
+    the plan's entries in order, each as `<name>-<key>`, with the options the plan gives.
+
     >>> registered = pulumi_mocks(lambda: Tenant("eval", tenant, prod))
     >>> [(r.name, r.options["retainOnDelete"]) for r in registered if r.type == "kubernetes:core/v1:Namespace"]
     [('eval-namespace-eval', True)]
@@ -51,74 +57,38 @@ class Tenant(pulumi.ComponentResource):
         objects: Optional[list[KubeObject]] = None,
         admission: Sequence[pulumi.Resource] = (),
     ) -> None:
-        aliases = [pulumi.Alias(name=old) for old in spec.previous_names]
-        if opts is not None and opts.parent is not None:
-            # `pulumi state move` of a tenant into another stack (a shard, docs/sharding.md) parents it
-            # to that stack's root: the CLI moves no parent it is not given, and giving it the Fleet
-            # would move every tenant. These aliases adopt the moved tenant under this parent (its
-            # children follow through their parent's alias), so the move previews no change.
-            aliases += [pulumi.Alias(name=n, parent=pulumi.ROOT_STACK_RESOURCE) for n in (name, *spec.previous_names)]
-        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(aliases=aliases)) if aliases else opts
-        super().__init__("gpu-tenancy:index:Tenant", name, None, opts)
+        super().__init__("gpu-tenancy:index:Tenant", name, None, _moved_aliases(name, spec, opts))
         view = environment.view(spec)
         objects = objects if objects is not None else tenant_objects(spec, view)
-        retain = spec.lifecycle != "decommissioned"
+        self.plan = tenant_plan(spec, objects, helm_releases(spec, view), protect_namespaces=environment.platform.protect_namespaces)
         self.resources: dict[str, pulumi.Resource] = {}
-
-        def add(obj: KubeObject, **options: Any) -> pulumi.Resource:
-            child = logical_name(name, obj)
-            aliases = [pulumi.Alias(name=logical_name(old, obj)) for old in spec.previous_names]
-            resource = register(child, obj, pulumi.ResourceOptions(parent=self, aliases=aliases, **options))
-            self.resources[child] = resource
-            return resource
-
-        namespace_objects = [o for o in objects if o["kind"] == "Namespace"]
-        own = {o["metadata"]["name"] for o in namespace_objects}
-        # Outside the tenant's namespaces: cluster-scoped objects, and its monitoring rule in the
-        # platform's monitoring namespace. Both are kept or deleted with the tenant as a whole.
-        outside = [o for o in objects if o["kind"] != "Namespace" and o["metadata"].get("namespace") not in own]
-        namespace_resources: dict[str, pulumi.Resource] = {}
-        # Decommissioned: the cluster-scoped objects come first and the Namespaces depend on them,
-        # so on delete the Namespaces (and their pods) go first. Otherwise they are deleted_with the
-        # primary Namespace, which therefore has to exist first.
-        def after(obj: KubeObject, grants: list[pulumi.Resource]) -> Optional[list[pulumi.Resource]]:
-            # A binding after the TenantGrant it reads, both after the platform's policies and CRD
-            # (`admission`): a binding never points at a policy or grant not there yet.
-            return ([*admission, *grants] if reads_grant(obj) else list(admission) if is_tenant_grant(obj) else []) or None
-
-        grants: list[pulumi.Resource] = []
-        # Grants first, bindings last (sorted by these two keys: False before True).
-        order = sorted(outside, key=lambda o: (not is_tenant_grant(o), reads_grant(o)))
-        guards = []
-        if not retain:
-            for obj in order:
-                guards.append(add(obj, depends_on=after(obj, grants)))
-                if is_tenant_grant(obj):
-                    grants.append(guards[-1])
-        for obj in namespace_objects:
-            namespace_resources[obj["metadata"]["name"]] = add(
-                obj,
-                retain_on_delete=retain,
-                protect=environment.platform.protect_namespaces and retain,
-                depends_on=guards or None,
-            )
-        if retain:
-            primary = namespace_resources.get(spec.all_namespaces[0]) or next(iter(namespace_resources.values()), None)
-            for obj in order:
-                resource = add(obj, deleted_with=primary, depends_on=after(obj, grants))
-                if is_tenant_grant(obj):
-                    grants.append(resource)
-        for obj in objects:
-            if obj["kind"] == "Namespace" or obj["metadata"].get("namespace") not in own:
-                continue
-            owner_namespace = namespace_resources.get(obj["metadata"]["namespace"])
-            add(obj, deleted_with=owner_namespace, depends_on=[owner_namespace] if owner_namespace is not None else None)
-        for release in helm_releases(spec, view):
-            namespace = namespace_resources.get(release["namespace"])
-            self.resources[f"{name}-vcluster"] = register_vcluster(
-                f"{name}-vcluster",
-                release,
-                pulumi.ResourceOptions(parent=self, deleted_with=namespace, depends_on=[namespace] if namespace else None),
-            )
+        registered: dict[str, pulumi.Resource] = {}
+        groups = {"admission": list(admission)}
+        for entry in self.plan:
+            registered[entry.key] = self.resources[f"{name}-{entry.key}"] = self._register(name, spec, entry, registered, groups)
+        # What the platform's node taints wait for (Fleet): the placement binding and the grant.
+        self.taint_gates = [registered[entry.key] for entry in self.plan if "taint gates" in entry.provides]
         self.namespaces = pulumi.Output.from_input(spec.all_namespaces)
         self.register_outputs({"namespaces": self.namespaces, "lifecycle": spec.lifecycle})
+
+    def _register(self, name: str, spec: TenantSpec, entry: Planned, registered: dict[str, pulumi.Resource],
+                  groups: dict[str, list[pulumi.Resource]]) -> pulumi.Resource:
+        aliases = [pulumi.Alias(name=f"{old}-{entry.key}") for old in spec.previous_names] if entry.aliased else None
+        options = planned_options(entry, self, registered, groups, aliases)
+        return _REGISTER.get(entry.place, register)(f"{name}-{entry.key}", entry.subject, options)
+
+
+def _moved_aliases(name: str, spec: TenantSpec, opts: Optional[pulumi.ResourceOptions]) -> Optional[pulumi.ResourceOptions]:
+    """`opts` with the component's aliases: its previous names, and under a given parent its names at the stack root.
+
+    >>> [a.name for a in _moved_aliases("eval", tenant.model_copy(update={"previous_names": ["evals"]}), None).aliases]
+    ['evals']
+    """
+    aliases = [pulumi.Alias(name=old) for old in spec.previous_names]
+    if opts is not None and opts.parent is not None:
+        # `pulumi state move` of a tenant into another stack (a shard, docs/sharding.md) parents it
+        # to that stack's root: the CLI moves no parent it is not given, and giving it the Fleet
+        # would move every tenant. These aliases adopt the moved tenant under this parent (its
+        # children follow through their parent's alias), so the move previews no change.
+        aliases += [pulumi.Alias(name=n, parent=pulumi.ROOT_STACK_RESOURCE) for n in (name, *spec.previous_names)]
+    return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(aliases=aliases)) if aliases else opts

@@ -15,7 +15,7 @@ def register_vcluster(name: str, release: dict, opts: pulumi.ResourceOptions) ->
     name, upgrade of a StatefulSet, hooks) and the release is one object to retain or delete.
 
     >>> from components.manifests.vcluster import vcluster_release
-    >>> release = vcluster_release(dev.tenants[2].spec, dev)
+    >>> release = vcluster_release(dev.tenants[2].spec, dev.view(dev.tenants[2].spec))
     >>> [(r.type, r.inputs["chart"]) for r in pulumi_mocks(lambda: register_vcluster("llm-finetune-vcluster", release, None))]
     [('kubernetes:helm.sh/v3:Release', 'vcluster')]
     """

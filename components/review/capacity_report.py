@@ -16,11 +16,12 @@ from ..fleet import gpu_capacity as cap
 from ..fleet import feasibility as feas
 from ..fleet import mig
 from ..fleet.environment import Environment, LoadedTenant
-from ..fleet.isolation import fraction_isolation
+from ..fleet.isolation import fraction_isolation, mode_of
 from ..fleet.queue_arithmetic import kai_amounts
 from ..manifests.device_classes import device_class_grants
 from ..manifests.kai import department_queues
-from ..spec.stack import GpuClass, Platform
+from ..spec.platform.inventory import GpuClass
+from ..spec.stack import Platform
 from ..spec.yaml_source import yaml_text
 
 FORMAT_VERSION = 1
@@ -42,19 +43,11 @@ def _status(requested: int, limit: Fraction, ratio: Fraction) -> str:
 def sharing_mode(gpu_class: GpuClass) -> str:
     """Short name of how a class is shared, e.g. `time-slicing x4`.
 
-    >>> from components.spec.stack import GpuClass
+    >>> from components.spec.platform.inventory import GpuClass
     >>> sharing_mode(GpuClass(model="A100-80GB", product="NVIDIA-A100-SXM4-80GB", memory="80Gi", sharing="mig"))
     'MIG (mixed)'
     """
-    if gpu_class.sharing == "timeSlicing" and gpu_class.time_slicing:
-        return f"time-slicing x{gpu_class.time_slicing.replicas}"
-    if gpu_class.sharing == "mps" and gpu_class.mps:
-        return f"MPS x{gpu_class.mps.replicas} ({cap.mps_memory_per_replica(gpu_class)} each)"
-    if gpu_class.sharing == "mig" and gpu_class.mig:
-        return f"MIG ({gpu_class.mig.strategy})"
-    if gpu_class.kai_fractions:
-        return "exclusive + KAI fractions" + (" (HAMi-core)" if gpu_class.kai_fractions.memory_bound == "hamicore" else "")
-    return "exclusive"
+    return mode_of(gpu_class).label(gpu_class)
 
 
 def fraction_statement(gpu_class: GpuClass) -> str:
@@ -73,31 +66,12 @@ def fraction_statement(gpu_class: GpuClass) -> str:
 def isolation(gpu_class: GpuClass) -> str:
     """A plain statement of what sharing means for the pods on one GPU.
 
-    >>> from components.spec.stack import GpuClass
+    >>> from components.spec.platform.inventory import GpuClass
     >>> isolation(GpuClass(model="L4", product="NVIDIA-L4", memory="24Gi", sharing="timeSlicing",
     ...     time_slicing={"replicas": 4}))
     'up to 4 pods take turns on each GPU with no memory or fault isolation: one can use all the memory or crash the others'
     """
-    if gpu_class.sharing == "timeSlicing" and gpu_class.time_slicing:
-        return (
-            f"up to {gpu_class.time_slicing.replicas} pods take turns on each GPU with no memory or fault isolation: "
-            "one can use all the memory or crash the others"
-        )
-    if gpu_class.sharing == "mps" and gpu_class.mps:
-        replicas = gpu_class.mps.replicas
-        return (
-            f"up to {replicas} pods run on each GPU at once through the MPS server, each limited to "
-            f"{cap.mps_memory_per_replica(gpu_class)} of GPU memory and {100 // replicas}% of its threads; "
-            "no fault isolation: a fatal GPU fault in one can end the others"
-        )
-    if gpu_class.sharing == "mig" and gpu_class.mig and gpu_class.mig.strategy == "single":
-        return "MIG slices with their own memory and compute, each advertised as nvidia.com/gpu"
-    if gpu_class.sharing == "mig":
-        return (
-            "MIG slices with their own memory and compute, requested as nvidia.com/mig-<profile> (see MIG "
-            "profiles); the class counts only GPUs its layouts leave whole"
-        )
-    return "one pod per GPU requested as a resource" if gpu_class.kai_fractions else "one pod per GPU"
+    return mode_of(gpu_class).statement(gpu_class)
 
 
 def dra_statement(platform: Platform, name: str) -> str:
@@ -132,7 +106,7 @@ def capacity_table(environment: Environment) -> dict[str, Any]:
     capacity = cap.capacity(platform)
     ratio = Fraction(platform.capacity_warning_ratio)
     active = [t for t in environment.tenants if t.spec.lifecycle == "active"]
-    grants = {t.name: device_class_grants(t.spec, platform) for t in active}
+    grants = {t.name: device_class_grants(cap.gpu_quota_by_class(t.spec, platform), platform) for t in active}
     classes = {name: _class_entry(platform, capacity, active, grants, ratio, name, gpu_class)
                for name, gpu_class in sorted(platform.gpu_classes.items())}
     pools = pool_rows(environment)
@@ -146,8 +120,6 @@ def capacity_table(environment: Environment) -> dict[str, Any]:
         "kaiQueues": kai_queue_row(environment) if platform.scheduler == "kai" else None,
         "tenants": _tenant_entries(environment),
     }
-
-
 
 
 def _class_entry(platform: Platform, capacity: cap.Capacity, active: list[LoadedTenant], grants: dict[str, dict[str, int]],
@@ -213,7 +185,7 @@ def _tenant_entries(environment: Environment) -> dict[str, Any]:
             "counted": loaded.spec.lifecycle == "active",
             "gpu": {k: v for k, v in cap.gpu_quota_by_class(loaded.spec, platform).items() if v},
             "mig": {k: v for k, v in sorted(loaded.spec.quota.mig.items()) if v},
-            "draDevices": {k: v for k, v in sorted(device_class_grants(loaded.spec, platform).items()) if v},
+            "draDevices": {k: v for k, v in sorted(device_class_grants(cap.gpu_quota_by_class(loaded.spec, platform), platform).items()) if v},
         }
         if platform.scheduler == "kai":
             tenants[loaded.name]["kaiQueueGpu"] = _number(kai_amounts(loaded.spec, platform).gpu)

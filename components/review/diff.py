@@ -1,17 +1,19 @@
 """What changes between two versions of the tenants and stacks: the report a reviewer reads on a PR.
 
 Pure: `compare_stack` takes one stack's loaded environment on each side (None where the stack is
-absent) and returns plain, JSON-ready data with the warnings a reviewer must not miss; `report`
-assembles stacks into the document `tenants diff --format json` prints (docs/diff.md describes
-it). Per-tenant interpretation lives in `tenant_changes`, object field diffs in `object_changes`,
-formatting in `diff_format`, git plumbing in `components.cli.diff`.
+absent) and returns plain, JSON-ready data with the warnings a reviewer must not miss, in phases:
+build both sides, compare the tenants, the capacity, the cluster-wide objects and the Pulumi
+stacks; `report` assembles stacks into the document `tenants diff --format json` prints
+(docs/diff.md describes it; `documents` names its shapes). Per-tenant interpretation lives in
+`tenant_changes`, object field diffs in `object_changes`, formatting in `diff_format`, git
+plumbing in `components.cli.diff`.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Collection, Mapping
+from typing import Any, Callable, Collection, Mapping, TypedDict
 
 import yaml
 
@@ -21,8 +23,12 @@ from ..manifests.image_policy import allowed_registries
 from ..manifests.rbac import write_subjects
 from ..manifests.meta import MIG_CONFIG_LABEL, KubeObject, immutable_fields, is_taint_patch, object_id
 from ..manifests.renames import rename_message
-from ..manifests.tenant_grant import ingress_hosts
+from ..manifests.guard_policy import ingress_hosts
 from .capacity_report import capacity_table
+from .documents import (
+    CapacityFigures, CapacityRow, DiffDocument, DiffWarning, FieldChange, NodeChange, NodeGroupChange, ObjectChange,
+    ObjectTotals, ShardMove, SplitMove, StackDiff, TenantDetail, TenantNames,
+)
 from .expiry import expiry_warnings
 from .inventory_changes import summarise
 from .object_changes import field_changes, object_changes
@@ -56,7 +62,7 @@ _CAPACITY_KEYS = ("capacity", "overcommit", "limit", "requested", "status", "byT
 _CAPACITY_KIND_ORDER = {"gpuClass": 0, "migProfile": 1, "draDevices": 2, "kaiQueues": 3}
 
 
-def capacity_rows(environment: Environment) -> dict[tuple[str, str], dict[str, Any]]:
+def capacity_rows(environment: Environment) -> dict[tuple[str, str], CapacityFigures]:
     """Per GPU class and MIG profile: capacity, overcommit, limit, quotas of active tenants, status;
     per DRA DeviceClass the devices granted; on a KAI stack the queues' GPU quota (fractions included).
 
@@ -80,7 +86,7 @@ def capacity_rows(environment: Environment) -> dict[tuple[str, str], dict[str, A
     return rows
 
 
-def capacity_changes(before: Environment | None, after: Environment | None) -> list[dict[str, Any]]:
+def capacity_changes(before: Environment | None, after: Environment | None) -> list[CapacityRow]:
     """Every GPU class and MIG profile on either side, with both sides' figures and whether they differ.
 
     >>> [(r["name"], r["from"], r["to"]["capacity"]) for r in capacity_changes(None, prod)][:1]
@@ -88,14 +94,14 @@ def capacity_changes(before: Environment | None, after: Environment | None) -> l
     """
     old = capacity_rows(before) if before else {}
     new = capacity_rows(after) if after else {}
-    result = []
+    result: list[CapacityRow] = []
     for kind, name in sorted(set(old) | set(new), key=lambda k: (_CAPACITY_KIND_ORDER[k[0]], k[1])):
         left, right = old.get((kind, name)), new.get((kind, name))
         result.append({"kind": kind, "name": name, "from": left, "to": right, "changed": left != right})
     return result
 
 
-def split_moves(before: Environment | None, after: Environment | None) -> list[dict[str, Any]]:
+def split_moves(before: Environment | None, after: Environment | None) -> list[SplitMove]:
     """Tenants whose quota of a GPU class or MIG profile stays the same while its split across
     pools (the Kueue flavors' nominal quotas) changes: named with the pools it moves between.
 
@@ -105,7 +111,7 @@ def split_moves(before: Environment | None, after: Environment | None) -> list[d
     if before is None or after is None:
         return []
     old, new = before.facts.quota_split, after.facts.quota_split
-    result = []
+    result: list[SplitMove] = []
     for tenant in sorted(set(old) & set(new)):
         for commodity in sorted(set(old[tenant]) & set(new[tenant])):
             a, b = old[tenant][commodity], new[tenant][commodity]
@@ -116,8 +122,8 @@ def split_moves(before: Environment | None, after: Environment | None) -> list[d
     return result
 
 
-def _split_move_warnings(stack: str, moves: list[dict[str, Any]], scheduler: str) -> list[dict[str, Any]]:
-    warnings: list[dict[str, Any]] = []
+def _split_move_warnings(stack: str, moves: list[SplitMove], scheduler: str) -> list[DiffWarning]:
+    warnings: list[DiffWarning] = []
     for move in moves:
         pools = ", ".join(f"{p} {n['from']} -> {n['to']}" for p, n in move["pools"].items())
         why = ("; its running workloads above a pool's new nominal quota count as borrowed and may be preempted"
@@ -153,10 +159,16 @@ def _taint_text(taint: Mapping[str, Any]) -> str:
     return f"{taint['key']}{value}:{taint.get('effect', '')}"
 
 
-def _nodes(objects: list[KubeObject]) -> dict[str, dict[str, Any]]:
+class _Patched(TypedDict):
+    labels: dict[str, str]
+    taints: set[str]
+    patches: dict[str, KubeObject]
+
+
+def _nodes(objects: list[KubeObject]) -> dict[str, _Patched]:
     """Per static node what our patches set on it (labels of its label patch, taints of its taint
     patch), and the object id of each patch."""
-    nodes: dict[str, dict[str, Any]] = {}
+    nodes: dict[str, _Patched] = {}
     for obj in objects:
         if not _is_node(obj):
             continue
@@ -167,7 +179,7 @@ def _nodes(objects: list[KubeObject]) -> dict[str, dict[str, Any]]:
     return nodes
 
 
-def node_changes(before: list[KubeObject], after: list[KubeObject]) -> list[dict[str, Any]]:
+def node_changes(before: list[KubeObject], after: list[KubeObject]) -> list[NodeChange]:
     """Per static node: whether we start or stop patching it, and which labels and taints change
     (of all its patches together: a node's label patch and taint patch are one node here); and,
     under `patches`, which of its partial Nodes (by object id) are added, removed or changed.
@@ -177,8 +189,8 @@ def node_changes(before: list[KubeObject], after: list[KubeObject]) -> list[dict
     [{'key': 'pool', 'from': 'a', 'to': 'b'}]
     """
     old, new = _nodes(before), _nodes(after)
-    empty: dict[str, Any] = {"labels": {}, "taints": set(), "patches": {}}
-    changes = []
+    empty: _Patched = {"labels": {}, "taints": set(), "patches": {}}
+    changes: list[NodeChange] = []
     for name in sorted(set(old) | set(new)):
         left, right = old.get(name, empty), new.get(name, empty)
         labels = [
@@ -198,7 +210,7 @@ def node_changes(before: list[KubeObject], after: list[KubeObject]) -> list[dict
     return changes
 
 
-def mig_changes(before: list[KubeObject], after: list[KubeObject], names: set[str]) -> list[dict[str, Any]]:
+def mig_changes(before: list[KubeObject], after: list[KubeObject], names: set[str]) -> list[FieldChange]:
     """Field changes inside the mig-parted ConfigMap `names` (layouts added, removed or re-cut).
 
     >>> cm = lambda text: {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "m"}, "data": {"config.yaml": text}}
@@ -207,7 +219,7 @@ def mig_changes(before: list[KubeObject], after: list[KubeObject], names: set[st
     """
     old = [o for o in before if _is_mig_config(o, names)]
     new = [o for o in after if _is_mig_config(o, names)]
-    changes = []
+    changes: list[FieldChange] = []
     for entry in object_changes(old, new):
         if entry["change"] == "changed":
             changes.extend(f for f in entry["fields"] if f["path"].startswith("data."))
@@ -217,7 +229,7 @@ def mig_changes(before: list[KubeObject], after: list[KubeObject], names: set[st
     return changes
 
 
-def _mig_layouts(objects: list[KubeObject], names: set[str]) -> dict[str, Any]:
+def _mig_layouts(objects: list[KubeObject], names: set[str]) -> dict[str, list[Mapping[str, object]]]:
     for obj in objects:
         if _is_mig_config(obj, names):
             text = (obj.get("data") or {}).get("config.yaml") or ""
@@ -250,7 +262,7 @@ def mig_drain_nodes(before: list[KubeObject], after: list[KubeObject], names: se
     return sorted(drained)
 
 
-def node_group_changes(before: Environment | None, after: Environment | None) -> list[dict[str, Any]]:
+def node_group_changes(before: Environment | None, after: Environment | None) -> list[NodeGroupChange]:
     """Autoscaled pools whose required node labels or taints change: their node group definition
     (outside this project) must be updated by hand.
 
@@ -270,7 +282,7 @@ def node_group_changes(before: Environment | None, after: Environment | None) ->
 # --- one stack -----------------------------------------------------------------------------------
 
 
-def _warn(warnings: list, stack: str, tenant: str | None, kind: str, message: str) -> None:
+def _warn(warnings: list[DiffWarning], stack: str, tenant: str | None, kind: str, message: str) -> None:
     warnings.append({"stack": stack, "tenant": tenant, "kind": kind, "message": message})
 
 
@@ -298,8 +310,8 @@ def _removal_warning(name: str, spec: Tenant, environment: Environment | None, f
     return "tenant-removed", message
 
 
-def _egress_warnings(stack: str, detail: dict[str, Any]) -> list[dict[str, Any]]:
-    warnings: list[dict[str, Any]] = []
+def _egress_warnings(stack: str, detail: TenantDetail) -> list[DiffWarning]:
+    warnings: list[DiffWarning] = []
     tenant = detail["tenant"]
     for rule in detail["network"]:
         if rule["direction"] != "egress":
@@ -311,10 +323,8 @@ def _egress_warnings(stack: str, detail: dict[str, Any]) -> list[dict[str, Any]]
     return warnings
 
 
-def _object_warnings(stack: str, detail: dict[str, Any], after: Tenant | None) -> list[dict[str, Any]]:
-    """Objects replaced because a field cannot change in place, and objects that move namespace."""
-    warnings: list[dict[str, Any]] = []
-    tenant = detail["tenant"]
+def _replaced_objects(detail: TenantDetail) -> list[str]:
+    """The changed objects whose change hits a field Kubernetes cannot change in place, with those fields."""
     replaced = []
     for change in detail["objects"]:
         if change["change"] != "changed":
@@ -325,11 +335,11 @@ def _object_warnings(stack: str, detail: dict[str, Any], after: Tenant | None) -
         if hit:
             where = f"{change['namespace']}/" if change["namespace"] else ""
             replaced.append(f"{change['kind']} {where}{change['name']} ({', '.join(hit)})")
-    if replaced:
-        _warn(warnings, stack, tenant, "objects-replaced", (
-            f"tenant {tenant}: {len(replaced)} object(s) change a field Kubernetes cannot change in place, so "
-            f"`pulumi up` deletes and re-creates them (briefly absent): {'; '.join(replaced)}"
-        ))
+    return replaced
+
+
+def _moved_objects(detail: TenantDetail, after: Tenant | None) -> tuple[list[str], int]:
+    """Objects removed from one namespace and added to another: those said one by one, and how many others."""
     removed = {(c["kind"], c["name"]): c["namespace"] for c in detail["objects"] if c["change"] == "removed" and c["namespace"]}
     added = {(c["kind"], c["name"]): c["namespace"] for c in detail["objects"] if c["change"] == "added" and c["namespace"]}
     kept = set(after.all_namespaces) if after is not None else set()
@@ -343,6 +353,20 @@ def _object_warnings(stack: str, detail: dict[str, Any], after: Tenant | None) -
             listed.append(f"{kind} {name} moves from {source} to {target} (the old one stays in the retained {source})")
         else:
             others += 1
+    return listed, others
+
+
+def _object_warnings(stack: str, detail: TenantDetail, after: Tenant | None) -> list[DiffWarning]:
+    """Objects replaced because a field cannot change in place, and objects that move namespace."""
+    warnings: list[DiffWarning] = []
+    tenant = detail["tenant"]
+    replaced = _replaced_objects(detail)
+    if replaced:
+        _warn(warnings, stack, tenant, "objects-replaced", (
+            f"tenant {tenant}: {len(replaced)} object(s) change a field Kubernetes cannot change in place, so "
+            f"`pulumi up` deletes and re-creates them (briefly absent): {'; '.join(replaced)}"
+        ))
+    listed, others = _moved_objects(detail, after)
     if listed:
         more = f"; {others} more object(s) move with the namespace" if others else ""
         _warn(warnings, stack, tenant, "objects-moved", (
@@ -353,9 +377,9 @@ def _object_warnings(stack: str, detail: dict[str, Any], after: Tenant | None) -
 
 
 def _image_warnings(stack: str, tenant: str, before: Tenant | None, after: Tenant | None,
-                    before_env: Environment | None, after_env: Environment | None) -> list[dict[str, Any]]:
+                    before_env: Environment | None, after_env: Environment | None) -> list[DiffWarning]:
     """An existing tenant may pull images from registries it could not before, or tags where it needed digests."""
-    warnings: list[dict[str, Any]] = []
+    warnings: list[DiffWarning] = []
     if before is None or after is None or before_env is None or after_env is None:
         return warnings
     old, new = allowed_registries(before, before_env.platform), allowed_registries(after, after_env.platform)
@@ -373,10 +397,10 @@ def _image_warnings(stack: str, tenant: str, before: Tenant | None, after: Tenan
 
 
 def _ingress_host_warnings(stack: str, tenant: str, before: Tenant | None, after: Tenant | None,
-                           before_env: Environment | None, after_env: Environment | None) -> list[dict[str, Any]]:
+                           before_env: Environment | None, after_env: Environment | None) -> list[DiffWarning]:
     """An existing tenant may serve Ingress hosts it could not before (its TenantGrant, what the guard admits):
     a host below none of its old hosts' domains, or a wildcard below none of its old wildcards."""
-    warnings: list[dict[str, Any]] = []
+    warnings: list[DiffWarning] = []
     if before is None or after is None or before_env is None or after_env is None:
         return warnings
     old_hosts, old_domains = ingress_hosts(before, before_env.view(before))
@@ -437,9 +461,9 @@ def decommission_message(tenant: Tenant, environment: Environment | None) -> str
             f"{queue}.{access}{guards}")
 
 
-def _tenant_warnings(stack: str, detail: dict[str, Any], before: Tenant | None, after: Tenant | None,
-                     before_env: Environment | None, after_env: Environment | None) -> list[dict[str, Any]]:
-    warnings: list[dict[str, Any]] = []
+def _tenant_warnings(stack: str, detail: TenantDetail, before: Tenant | None, after: Tenant | None,
+                     before_env: Environment | None, after_env: Environment | None) -> list[DiffWarning]:
+    warnings: list[DiffWarning] = []
     tenant = detail["tenant"]
     if detail["change"] == "removed" and after_env is not None:
         kind, message = _removal_warning(tenant, before, before_env, tenant in after_env.disabled_tenants)
@@ -461,8 +485,8 @@ def _tenant_warnings(stack: str, detail: dict[str, Any], before: Tenant | None, 
             + _ingress_host_warnings(stack, tenant, before, after, before_env, after_env))
 
 
-def _capacity_warnings(stack: str, capacity: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    warnings: list[dict[str, Any]] = []
+def _capacity_warnings(stack: str, capacity: list[CapacityRow]) -> list[DiffWarning]:
+    warnings: list[DiffWarning] = []
     for row in capacity:
         before, after = row["from"], row["to"]
         if row["kind"] not in ("gpuClass", "migProfile") or not after or after["status"] == "ok":
@@ -480,7 +504,7 @@ def _capacity_warnings(stack: str, capacity: list[dict[str, Any]]) -> list[dict[
     return warnings
 
 
-def _quotas(objects: dict[str, list[KubeObject]]) -> dict[tuple[str, str], tuple[str, dict[str, Any]]]:
+def _quotas(objects: dict[str, list[KubeObject]]) -> dict[tuple[str, str], tuple[str, Mapping[str, object]]]:
     """(namespace, ResourceQuota name) -> (owning tenant, spec.hard) for every ResourceQuota."""
     return {
         (obj["metadata"]["namespace"], obj["metadata"]["name"]): (owner, (obj.get("spec") or {}).get("hard") or {})
@@ -489,14 +513,14 @@ def _quotas(objects: dict[str, list[KubeObject]]) -> dict[tuple[str, str], tuple
     }
 
 
-def _amount(value: Any) -> Quantity | None:
+def _amount(value: object) -> Quantity | None:
     try:
         return Quantity.parse(value)
     except (QuantityError, TypeError):
         return None
 
 
-def quota_lowered_warnings(stack: str, before: dict[str, list[KubeObject]], after: dict[str, list[KubeObject]]) -> list[dict[str, Any]]:
+def quota_lowered_warnings(stack: str, before: dict[str, list[KubeObject]], after: dict[str, list[KubeObject]]) -> list[DiffWarning]:
     """A warning per namespace whose ResourceQuotas go down (or to zero) on a key both sides set.
 
     Workloads already running keep running, but every pod created afterwards (a restart, a rollout,
@@ -509,7 +533,7 @@ def quota_lowered_warnings(stack: str, before: dict[str, list[KubeObject]], afte
     >>> quota_lowered_warnings("dev", rq("8"), rq("0"))[0]["message"]
     'namespace x: ResourceQuota goes DOWN TO ZERO (tenant-quota requests.cpu 8 → 0); pods that run there keep running, but new pods beyond the quota are refused'
     """
-    warnings: list[dict[str, Any]] = []
+    warnings: list[DiffWarning] = []
     old, new = _quotas(before), _quotas(after)
     by_namespace: dict[str, tuple[str, list[tuple[str, list[tuple[str, str, str, bool]]]]]] = {}
     # The namespace's own budget first, then its PriorityClass caps.
@@ -606,7 +630,229 @@ def _safe(compute: Callable[[], Any], fallback: Any, notes: list[str], what: str
         return fallback
 
 
-def compare_stack(name: str, base: Side, head: Side, *, project: str = "gpu-tenancy", incremental: bool = True) -> dict[str, Any]:
+# --- the phases of one stack's comparison ------------------------------------------------------------
+# Each phase reads the sides it is given and returns its part of the StackDiff with its warnings;
+# `notes` collects, in phase order, what could not be computed from a lenient base.
+
+
+@dataclass(frozen=True)
+class Built:
+    """One stack's two sides, built: the tenants' specs, and the objects of every tenant but the unchanged ones."""
+
+    name: str
+    before: Environment | None
+    after: Environment | None
+    unchanged: set[str]
+    old_objects: dict[str, list[KubeObject]]
+    new_objects: dict[str, list[KubeObject]]
+    old_tenants: dict[str, Tenant]
+    new_tenants: dict[str, Tenant]
+    pairs: list[tuple[str | None, str | None]]   # (base name, head name) per tenant: `_pairs`
+
+
+def build_sides(name: str, base: Side, head: Side, notes: list[str], incremental: bool = True) -> Built:
+    """Both sides' specs and objects; with `incremental`, the `unchanged_tenants` are not built.
+
+    >>> built = build_sides("dev", Side(dev), Side(dev), [])
+    >>> sorted(built.unchanged) == sorted(built.new_tenants), list(built.new_objects)
+    (True, ['_platform'])
+    """
+    before, after = base.environment, head.environment
+    same = _safe(lambda: unchanged_tenants(before, after), set(), notes, f"the unchanged tenants of stack {name}") \
+        if incremental else set()
+    old_objects = _safe(lambda: _objects(before, same), {}, notes, f"the base objects of stack {name}") if before else {}
+    old_tenants = {t.name: t.spec for t in before.tenants} if before else {}
+    new_tenants = {t.name: t.spec for t in after.tenants} if after else {}
+    return Built(name, before, after, same, old_objects, _objects(after, same) if after else {},
+                 old_tenants, new_tenants, _pairs(old_tenants, new_tenants))
+
+
+def _tenant_detail(built: Built, old_name: str | None, new_name: str | None, notes: list[str]) -> TenantDetail | None:
+    before, after = built.old_tenants.get(old_name), built.new_tenants.get(new_name)
+    old_objects, new_objects = built.old_objects.get(old_name, []), built.new_objects.get(new_name, [])
+    objects = object_changes(old_objects, new_objects)
+    _safe(lambda: summarise(objects, before, built.before.view(before) if before and built.before else None,
+                            after, built.after.view(after) if after and built.after else None, (old_objects, new_objects)),
+          None, notes, f"the inventory summary of tenant {new_name or old_name}")
+    return tenant_changes(before, built.before, after, built.after, objects)
+
+
+def compare_tenants(built: Built, notes: list[str]) -> tuple[list[TenantDetail], list[DiffWarning]]:
+    """Each tenant that changes (renames paired by previousNames), with its warnings and those of a possible rename.
+
+    >>> compare_tenants(build_sides("dev", Side(dev), Side(dev), []), [])
+    ([], [])
+    """
+    details, warnings = [], []
+    for old_name, new_name in built.pairs:
+        if old_name == new_name and new_name in built.unchanged:
+            continue   # nothing of it changes (see unchanged_tenants)
+        detail = _tenant_detail(built, old_name, new_name, notes)
+        if detail is not None:
+            details.append(detail)
+            warnings += _tenant_warnings(built.name, detail, built.old_tenants.get(old_name), built.new_tenants.get(new_name),
+                                         built.before, built.after)
+    return details, warnings + _rename_warnings(built.name, details, built.after)
+
+
+def _rename_warnings(stack: str, details: list[TenantDetail], after_env: Environment | None) -> list[DiffWarning]:
+    added = [d["tenant"] for d in details if d["change"] == "added"]
+    if not added or after_env is None:
+        return []
+    warnings: list[DiffWarning] = []
+    for old in (d["tenant"] for d in details if d["change"] == "removed"):
+        _warn(warnings, stack, old, "possible-rename", (
+            f"tenant {old} disappears while {', '.join(added)} appears: if this is a rename, add "
+            f"`previousNames: [{old}]` to the new tenant's file so its resources are adopted, instead of "
+            f"{old}'s namespaces being retained and new ones created"
+        ))
+    return warnings
+
+
+def not_deployed(built: Built) -> list[str]:
+    """Tenant files the stack's `tenants` list leaves out, that the base did not leave out already
+    (those deployed in the base show as removed, with their own warning).
+
+    >>> not_deployed(build_sides("dev", Side(dev), Side(None), []))
+    []
+    """
+    if built.after is None:
+        return []
+    return sorted(set(built.after.disabled_tenants) - set(built.before.disabled_tenants if built.before else []))
+
+
+def _not_deployed_warnings(stack: str, tenants: list[str]) -> list[DiffWarning]:
+    warnings: list[DiffWarning] = []
+    for tenant in tenants:
+        _warn(warnings, stack, tenant, "not-deployed", (
+            f"tenant {tenant} is not deployed in {stack}: the stack lists its tenants (`tenants:` in "
+            f"stacks/Pulumi.{stack}.yaml) and {tenant} is not among them; add it there to deploy it"
+        ))
+    return warnings
+
+
+def compare_capacity(built: Built, notes: list[str]) -> tuple[list[CapacityRow], list[SplitMove], list[DiffWarning]]:
+    """The capacity rows of both sides and the quota splits that move between pools, with their warnings.
+
+    >>> rows, moves, warnings = compare_capacity(build_sides("dev", Side(dev), Side(dev), []), [])
+    >>> any(r["changed"] for r in rows), moves, warnings
+    (False, [], [])
+    """
+    name, before, after = built.name, built.before, built.after
+    capacity = _safe(lambda: capacity_changes(before, after), [], notes, f"capacity of stack {name}")
+    moved = _safe(lambda: split_moves(before, after), [], notes, f"the quota splits of stack {name}")
+    warnings = _capacity_warnings(name, capacity) + _split_move_warnings(name, moved, after.platform.scheduler if after else "none")
+    return capacity, moved, warnings
+
+
+@dataclass(frozen=True)
+class PlatformChanges:
+    """What changes of the cluster-wide objects: node patches, MIG layouts, the other objects, autoscaled pools."""
+
+    nodes: list[NodeChange]
+    mig: list[FieldChange]
+    objects: list[ObjectChange]
+    node_groups: list[NodeGroupChange]
+    warnings: list[DiffWarning]
+
+    def __bool__(self) -> bool:
+        return bool(self.nodes or self.mig or self.objects or self.node_groups)
+
+
+def compare_platform(built: Built, notes: list[str]) -> PlatformChanges:
+    """The cluster-wide objects' changes, nodes and MIG layouts read apart, with the drain and node group warnings.
+
+    >>> bool(compare_platform(build_sides("dev", Side(dev), Side(dev), []), []))
+    False
+    """
+    name = built.name
+    old, new = built.old_objects.get(PLATFORM, []), built.new_objects.get(PLATFORM, [])
+    mig_names = mig_config_names(built.before, built.after)
+    warnings = _drain_warnings(name, mig_drain_nodes(old, new, mig_names))
+    objects = [
+        c for c in object_changes(old, new)
+        if not (c["kind"] == "Node" and c["id"].startswith("v1/")) and not (c["kind"] == "ConfigMap" and c["name"] in mig_names)
+    ]
+    node_groups = _safe(lambda: node_group_changes(built.before, built.after), [], notes, f"node groups of stack {name}")
+    for group in node_groups:
+        _warn(warnings, name, None, "node-group", (
+            f"autoscaled pool {group['pool']}: the labels or taints its node group must set change; update the "
+            f"node group definition outside this project (see the nodeGroupRequirements stack output)"
+        ))
+    return PlatformChanges(node_changes(old, new), mig_changes(old, new, mig_names), objects, node_groups, warnings)
+
+
+def _drain_warnings(stack: str, drain: list[str]) -> list[DiffWarning]:
+    warnings: list[DiffWarning] = []
+    if drain:
+        _warn(warnings, stack, None, "mig-drain", (
+            f"the MIG layout of {len(drain)} node(s) changes: MIG Manager re-partitions a node's GPUs only while no "
+            f"pod uses them, and pods there lose their MIG slices; drain them before `pulumi up` "
+            f"(`kubectl drain <node> --ignore-daemonsets`): {', '.join(drain)}"
+        ))
+    return warnings
+
+
+def compare_pulumi_stacks(built: Built, details: list[TenantDetail], platform_changed: bool, notes: list[str],
+                          project: str = "gpu-tenancy") -> tuple[list[str], list[ShardMove], list[DiffWarning]]:
+    """The Pulumi stacks the change touches and the tenants that move between them, with the move warnings;
+    a removed stack file leaves its stacks as they are: nothing to preview.
+
+    >>> compare_pulumi_stacks(build_sides("dev", Side(dev), Side(dev), []), [], False, [])
+    ([], [], [])
+    """
+    if built.after is None:
+        return [], [], []
+    stacks, moves = _safe(lambda: touched_stacks(built.before, built.after, built.pairs, details, project=project,
+                                                 platform_changed=platform_changed or built.before is None),
+                          ([], []), notes, f"the Pulumi stacks of {built.name}")
+    warnings: list[DiffWarning] = []
+    for move in moves:
+        _warn(warnings, built.name, move["tenant"], "shard-move", move_warning(move))
+    return stacks, moves, warnings
+
+
+def _stack_change(built: Built, base: Side, details: list[TenantDetail], platform: PlatformChanges,
+                  moves: list[ShardMove], capacity: list[CapacityRow]) -> str:
+    if built.after is None:
+        return "removed"
+    if built.before is None and not base.problems:
+        return "added"
+    return "changed" if details or platform or moves or any(r["changed"] for r in capacity) else "unchanged"
+
+
+def _stack_removed(stack: str, warnings: list[DiffWarning]) -> list[DiffWarning]:
+    # Nothing is deployed any more, so nothing can be over capacity.
+    kept = [w for w in warnings if w["kind"] != "capacity"]
+    _warn(kept, stack, None, "stack-removed", (
+        f"the stack file of {stack} is removed: nothing changes on that cluster until someone runs "
+        f"`pulumi destroy` or `pulumi stack rm` (tenant namespaces are retained either way)"
+    ))
+    return kept
+
+
+def _tenant_names(details: list[TenantDetail], left_out: list[str]) -> TenantNames:
+    return {
+        "added": [d["tenant"] for d in details if d["change"] == "added"],
+        "removed": [d["tenant"] for d in details if d["change"] == "removed"],
+        "renamed": [{"from": d["renamedFrom"], "to": d["tenant"]} for d in details if d["renamedFrom"]],
+        "changed": [d["tenant"] for d in details if d["change"] == "changed"],
+        "notDeployed": left_out,
+        "lifecycle": [
+            {"tenant": d["tenant"], **d["lifecycle"]}
+            for d in details if d["change"] == "changed" and d["lifecycle"]["from"] != d["lifecycle"]["to"]
+        ],
+    }
+
+
+def _object_totals(details: list[TenantDetail], platform: PlatformChanges) -> ObjectTotals:
+    totals: ObjectTotals = {"added": 0, "changed": 0, "removed": 0}
+    for change in [*(o for d in details for o in d["objects"]), *platform.objects, *platform.nodes]:
+        totals[change["change"]] += 1
+    return totals
+
+
+def compare_stack(name: str, base: Side, head: Side, *, project: str = "gpu-tenancy", incremental: bool = True) -> StackDiff:
     """Everything that changes in one stack, with the warnings a reviewer must not miss.
 
     `incremental` builds only the tenants that are not `unchanged_tenants` (the same result as
@@ -616,133 +862,38 @@ def compare_stack(name: str, base: Side, head: Side, *, project: str = "gpu-tena
     'unchanged'
     """
     notes = [f"stack {name}: {p}" for p in base.problems]
-    before_env, after_env = base.environment, head.environment
-    same = _safe(lambda: unchanged_tenants(before_env, after_env), set(), notes, f"the unchanged tenants of stack {name}") \
-        if incremental else set()
-    old_objects = _safe(lambda: _objects(before_env, same), {}, notes, f"the base objects of stack {name}") if before_env else {}
-    new_objects = _objects(after_env, same) if after_env else {}
-    old_tenants = {t.name: t.spec for t in before_env.tenants} if before_env else {}
-    new_tenants = {t.name: t.spec for t in after_env.tenants} if after_env else {}
-
-    warnings: list[dict[str, Any]] = []
-    details = []
-    pairs = _pairs(old_tenants, new_tenants)
-    for old_name, new_name in pairs:
-        if old_name == new_name and new_name in same:
-            continue   # nothing of it changes (see unchanged_tenants)
-        before, after = old_tenants.get(old_name), new_tenants.get(new_name)
-        objects = object_changes(old_objects.get(old_name, []), new_objects.get(new_name, []))
-        _safe(lambda: summarise(objects, before, before_env.view(before) if before and before_env else None,
-                                after, after_env.view(after) if after and after_env else None,
-                                (old_objects.get(old_name, []), new_objects.get(new_name, []))),
-              None, notes, f"the inventory summary of tenant {new_name or old_name}")
-        detail = tenant_changes(before, before_env, after, after_env, objects)
-        if detail is not None:
-            details.append(detail)
-            warnings += _tenant_warnings(name, detail, before, after, before_env, after_env)
-    added = [d["tenant"] for d in details if d["change"] == "added"]
-    removed = [d["tenant"] for d in details if d["change"] == "removed"]
-    if added and after_env is not None:
-        for old in removed:
-            _warn(warnings, name, old, "possible-rename", (
-                f"tenant {old} disappears while {', '.join(added)} appears: if this is a rename, add "
-                f"`previousNames: [{old}]` to the new tenant's file so its resources are adopted, instead of "
-                f"{old}'s namespaces being retained and new ones created"
-            ))
-
-    # Lowered namespace quotas first: the change most likely to break running teams unnoticed.
-    warnings = quota_lowered_warnings(name, old_objects, new_objects) + warnings
-    # Every tenant, changed or not: the next deploy suspends an expired one, whatever the PR changes.
-    warnings += expiry_warnings(name, after_env)
-    # Tenant files the stack's `tenants` list leaves out, that the base did not leave out already
-    # (those deployed in the base show as removed, with their own warning).
-    not_deployed = sorted(set(after_env.disabled_tenants) - set(before_env.disabled_tenants if before_env else [])) if after_env else []
-    for tenant in not_deployed:
-        _warn(warnings, name, tenant, "not-deployed", (
-            f"tenant {tenant} is not deployed in {name}: the stack lists its tenants (`tenants:` in "
-            f"stacks/Pulumi.{name}.yaml) and {tenant} is not among them; add it there to deploy it"
-        ))
-    capacity = _safe(lambda: capacity_changes(before_env, after_env), [], notes, f"capacity of stack {name}")
-    warnings += _capacity_warnings(name, capacity)
-    moved = _safe(lambda: split_moves(before_env, after_env), [], notes, f"the quota splits of stack {name}")
-    warnings += _split_move_warnings(name, moved, after_env.platform.scheduler if after_env else "none")
-    old_platform, new_platform = old_objects.get(PLATFORM, []), new_objects.get(PLATFORM, [])
-    nodes = node_changes(old_platform, new_platform)
-    mig_names = mig_config_names(before_env, after_env)
-    mig = mig_changes(old_platform, new_platform, mig_names)
-    drain = mig_drain_nodes(old_platform, new_platform, mig_names)
-    if drain:
-        _warn(warnings, name, None, "mig-drain", (
-            f"the MIG layout of {len(drain)} node(s) changes: MIG Manager re-partitions a node's GPUs only while no "
-            f"pod uses them, and pods there lose their MIG slices; drain them before `pulumi up` "
-            f"(`kubectl drain <node> --ignore-daemonsets`): {', '.join(drain)}"
-        ))
-    platform_objects = [
-        c for c in object_changes(old_platform, new_platform)
-        if not (c["kind"] == "Node" and c["id"].startswith("v1/")) and not (c["kind"] == "ConfigMap" and c["name"] in mig_names)
-    ]
-    node_groups = _safe(lambda: node_group_changes(before_env, after_env), [], notes, f"node groups of stack {name}")
-    for group in node_groups:
-        _warn(warnings, name, None, "node-group", (
-            f"autoscaled pool {group['pool']}: the labels or taints its node group must set change; update the "
-            f"node group definition outside this project (see the nodeGroupRequirements stack output)"
-        ))
-
-    pulumi_stacks, moves = [], []
-    if after_env is not None:  # a removed stack file leaves its stacks as they are: nothing to preview
-        pulumi_stacks, moves = _safe(lambda: touched_stacks(
-            before_env, after_env, pairs, details, project=project,
-            platform_changed=bool(platform_objects or nodes or mig or node_groups or before_env is None),
-        ), ([], []), notes, f"the Pulumi stacks of {name}")
-    for move in moves:
-        _warn(warnings, name, move["tenant"], "shard-move", move_warning(move))
-
-    if after_env is None:
-        stack_change = "removed"
-        warnings = [w for w in warnings if w["kind"] not in ("capacity",)]
-        _warn(warnings, name, None, "stack-removed", (
-            f"the stack file of {name} is removed: nothing changes on that cluster until someone runs "
-            f"`pulumi destroy` or `pulumi stack rm` (tenant namespaces are retained either way)"
-        ))
-    elif before_env is None and not base.problems:
-        stack_change = "added"
-    elif details or nodes or mig or platform_objects or node_groups or moves or any(r["changed"] for r in capacity):
-        stack_change = "changed"
-    else:
-        stack_change = "unchanged"
-    totals = {"added": 0, "changed": 0, "removed": 0}
-    for change in [*(o for d in details for o in d["objects"]), *platform_objects, *nodes]:
-        totals[change["change"]] += 1
+    built = build_sides(name, base, head, notes, incremental)
+    details, tenant_warnings = compare_tenants(built, notes)
+    left_out = not_deployed(built)
+    capacity, moved, capacity_warnings = compare_capacity(built, notes)
+    platform = compare_platform(built, notes)
+    pulumi_stacks, moves, move_warnings = compare_pulumi_stacks(built, details, bool(platform), notes, project)
+    # Lowered namespace quotas first: the change most likely to break running teams unnoticed; the
+    # expiry of every tenant, changed or not: the next deploy suspends an expired one, whatever the PR changes.
+    warnings = [*quota_lowered_warnings(name, built.old_objects, built.new_objects), *tenant_warnings,
+                *expiry_warnings(name, built.after), *_not_deployed_warnings(name, left_out),
+                *capacity_warnings, *platform.warnings, *move_warnings]
+    change = _stack_change(built, base, details, platform, moves, capacity)
     return {
         "name": name,
-        "change": stack_change,
-        "tenants": {
-            "added": added,
-            "removed": removed,
-            "renamed": [{"from": d["renamedFrom"], "to": d["tenant"]} for d in details if d["renamedFrom"]],
-            "changed": [d["tenant"] for d in details if d["change"] == "changed"],
-            "notDeployed": not_deployed,
-            "lifecycle": [
-                {"tenant": d["tenant"], **d["lifecycle"]}
-                for d in details if d["change"] == "changed" and d["lifecycle"]["from"] != d["lifecycle"]["to"]
-            ],
-        },
-        "objectTotals": totals,
+        "change": change,
+        "tenants": _tenant_names(details, left_out),
+        "objectTotals": _object_totals(details, platform),
         "capacity": capacity,
         "splitMoves": moved,
-        "nodes": nodes,
-        "nodeGroups": node_groups,
-        "mig": mig,
-        "platformObjects": platform_objects,
+        "nodes": platform.nodes,
+        "nodeGroups": platform.node_groups,
+        "mig": platform.mig,
+        "platformObjects": platform.objects,
         "pulumiStacks": pulumi_stacks,
         "shardMoves": moves,
         "tenantDetails": details,
-        "warnings": warnings,
+        "warnings": _stack_removed(name, warnings) if change == "removed" else warnings,
         "notes": notes,
     }
 
 
-def report(stacks: list[dict[str, Any]], base: Mapping[str, Any], head: str = "working tree") -> dict[str, Any]:
+def report(stacks: list[StackDiff], base: Mapping[str, str], head: str = "working tree") -> DiffDocument:
     """The whole diff document (`tenants diff --format json`), stable key order, version 1.
 
     >>> report([], {"ref": "HEAD", "commit": "0" * 40})["changed"]
@@ -764,7 +915,7 @@ def report(stacks: list[dict[str, Any]], base: Mapping[str, Any], head: str = "w
     }
 
 
-def to_json(document: Mapping[str, Any]) -> str:
+def to_json(document: Mapping[str, object]) -> str:
     """The document as indented JSON, keys sorted, so equal diffs print equal bytes.
 
     >>> to_json({"b": 1, "a": [2]})

@@ -7,9 +7,10 @@ section, and drops field-level object diffs when the comment would exceed GitHub
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from typing import Any
 
 from ..spec.yaml_source import yaml_text
+from .documents import CapacityFigures, CapacityRow, DiffDocument, ObjectChange, StackDiff, TenantDetail
 
 # GitHub rejects comments over 65536 characters; leave room for the sticky-comment header.
 MARKDOWN_LIMIT = 60000
@@ -49,11 +50,11 @@ def delta(before: Any, after: Any) -> str:
     return f"{value_text(before)} → {value_text(after)}"
 
 
-def _object_name(obj: Mapping[str, Any]) -> str:
+def _object_name(obj: ObjectChange) -> str:
     return f"{obj['kind']} {obj['namespace'] + '/' if obj.get('namespace') else ''}{obj['name']}"
 
 
-def _object_lines(objects: list[dict[str, Any]], with_fields: bool = True, all_fields: bool = False) -> list[str]:
+def _object_lines(objects: list[ObjectChange], with_fields: bool = True, all_fields: bool = False) -> list[str]:
     sign = {"added": "+", "removed": "-", "changed": "~"}
     lines = []
     for obj in objects:
@@ -73,37 +74,42 @@ def _object_lines(objects: list[dict[str, Any]], with_fields: bool = True, all_f
     return lines
 
 
-def tenant_headline(detail: Mapping[str, Any]) -> str:
+def tenant_headline(detail: TenantDetail) -> str:
     """What happened to a tenant, in a few words, for summaries.
 
     >>> tenant_headline({"change": "changed", "renamedFrom": None, "lifecycle": {"from": "active", "to": "active"},
     ...     "quota": [{"label": "GPUs h100", "from": 40, "to": 48}], "access": [], "network": [], "objects": []})
     'GPUs h100 40 → 48'
     """
-    parts = []
-    if detail["change"] in ("added", "removed"):
-        parts.append(detail["change"])
+    parts = [detail["change"]] if detail["change"] in ("added", "removed") else []
     if detail.get("renamedFrom"):
         parts.append(f"renamed from {detail['renamedFrom']}")
-    if detail["change"] == "changed" and detail["lifecycle"]["from"] != detail["lifecycle"]["to"]:
+    if detail["change"] != "changed":
+        return "; ".join(parts)
+    if detail["lifecycle"]["from"] != detail["lifecycle"]["to"]:
         parts.append(f"{detail['lifecycle']['from']} → {detail['lifecycle']['to']}")
-    if detail["change"] == "changed":
-        parts += [f"{q['label']} {delta(q['from'], q['to'])}" for q in detail["quota"][:3]]
-        if len(detail["quota"]) > 3:
-            parts.append(f"{len(detail['quota']) - 3} more quota change(s)")
-        if detail["access"]:
-            parts.append(f"{len(detail['access'])} access change(s)")
-        if detail["network"]:
-            parts.append(f"{len(detail['network'])} network change(s)")
-        summaries = [line for o in detail["objects"] for line in o.get("summary", [])]
-        if not parts and summaries:
-            parts.append(summaries[0] + (f" and {len(summaries) - 1} more" if len(summaries) > 1 else ""))
-        if not parts and detail["objects"]:
-            parts.append(f"{len(detail['objects'])} object(s) changed")
+    parts += _own_changes(detail)
+    summaries = [line for o in detail["objects"] for line in o.get("summary", [])]
+    if not parts and summaries:
+        parts.append(summaries[0] + (f" and {len(summaries) - 1} more" if len(summaries) > 1 else ""))
+    if not parts and detail["objects"]:
+        parts.append(f"{len(detail['objects'])} object(s) changed")
     return "; ".join(parts)
 
 
-def _quota_lines(detail: Mapping[str, Any]) -> list[str]:
+def _own_changes(detail: TenantDetail) -> list[str]:
+    """The first quota changes, and how many access and network changes, of a changed tenant."""
+    parts = [f"{q['label']} {delta(q['from'], q['to'])}" for q in detail["quota"][:3]]
+    if len(detail["quota"]) > 3:
+        parts.append(f"{len(detail['quota']) - 3} more quota change(s)")
+    if detail["access"]:
+        parts.append(f"{len(detail['access'])} access change(s)")
+    if detail["network"]:
+        parts.append(f"{len(detail['network'])} network change(s)")
+    return parts
+
+
+def _quota_lines(detail: TenantDetail) -> list[str]:
     if detail["change"] == "added":
         return [f"{q['label']}: {value_text(q['to'])}" for q in detail["quota"]]
     if detail["change"] == "removed":
@@ -111,12 +117,12 @@ def _quota_lines(detail: Mapping[str, Any]) -> list[str]:
     return [f"{q['label']}: {delta(q['from'], q['to'])}" for q in detail["quota"]]
 
 
-def _access_lines(detail: Mapping[str, Any]) -> list[str]:
+def _access_lines(detail: TenantDetail) -> list[str]:
     verb = {"granted": "+", "revoked": "-"}
     return [f"{verb[a['change']]} {a['role']}: {a['subject']}" for a in detail["access"]]
 
 
-def _network_lines(detail: Mapping[str, Any]) -> list[str]:
+def _network_lines(detail: TenantDetail) -> list[str]:
     lines = []
     for rule in detail["network"]:
         extra = f" ({rule['detail']})" if rule["detail"] else ""
@@ -124,7 +130,7 @@ def _network_lines(detail: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _placement_lines(detail: Mapping[str, Any]) -> list[str]:
+def _placement_lines(detail: TenantDetail) -> list[str]:
     if detail["change"] == "removed":
         return []
     lines = []
@@ -138,7 +144,7 @@ def _placement_lines(detail: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _inventory_only(detail: Mapping[str, Any]) -> bool:
+def _inventory_only(detail: TenantDetail) -> bool:
     """A tenant changed by an inventory edit alone: nothing of its own changes, and each of its
     changed objects reads in inventory terms (`summary`)."""
     return (detail["change"] == "changed" and not detail.get("renamedFrom")
@@ -147,7 +153,7 @@ def _inventory_only(detail: Mapping[str, Any]) -> bool:
             and bool(detail["objects"]) and all(o["change"] == "changed" and o.get("summary") for o in detail["objects"]))
 
 
-def tenant_groups(details: list[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
+def tenant_groups(details: list[TenantDetail]) -> list[list[TenantDetail]]:
     """The tenants of a stack in order, those that an inventory edit changes the same way joined
     into one group (at the place of the first), so that a pool added for 30 tenants reads once.
 
@@ -158,8 +164,8 @@ def tenant_groups(details: list[Mapping[str, Any]]) -> list[list[Mapping[str, An
     >>> [[d["tenant"] for d in group] for group in tenant_groups([one("x"), one("y")])]
     [['x', 'y']]
     """
-    groups: list[list[Mapping[str, Any]]] = []
-    by_change: dict[tuple, list[Mapping[str, Any]]] = {}
+    groups: list[list[TenantDetail]] = []
+    by_change: dict[tuple, list[TenantDetail]] = {}
     for detail in details:
         if not _inventory_only(detail):
             groups.append([detail])
@@ -173,11 +179,11 @@ def tenant_groups(details: list[Mapping[str, Any]]) -> list[list[Mapping[str, An
     return groups
 
 
-def _group_title(group: list[Mapping[str, Any]]) -> str:
+def _group_title(group: list[TenantDetail]) -> str:
     return f"tenants {', '.join(d['tenant'] for d in group)} ({len(group)})"
 
 
-def _group_lines(group: list[Mapping[str, Any]]) -> list[str]:
+def _group_lines(group: list[TenantDetail]) -> list[str]:
     """The one inventory change of a group, each object once (named for the first tenant)."""
     lines = [f"the same inventory change for each, e.g. {group[0]['tenant']}:"]
     for obj in group[0]["objects"]:
@@ -188,7 +194,7 @@ def _group_lines(group: list[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
-def _objects_title(detail: Mapping[str, Any]) -> str:
+def _objects_title(detail: TenantDetail) -> str:
     if detail["change"] != "removed":
         return "Objects"
     if detail["lifecycle"]["from"] == "decommissioned":
@@ -196,7 +202,7 @@ def _objects_title(detail: Mapping[str, Any]) -> str:
     return "Objects (dropped from Pulumi, none deleted: the namespaces, everything in them and the cluster-wide objects stay)"
 
 
-def _capacity_subject(row: Mapping[str, Any]) -> str:
+def _capacity_subject(row: CapacityRow) -> str:
     if row["kind"] == "draDevices":
         return f"DRA devices of {row['name']}"
     if row["kind"] == "kaiQueues":
@@ -204,11 +210,11 @@ def _capacity_subject(row: Mapping[str, Any]) -> str:
     return f"GPU class {row['name']}" if row["kind"] == "gpuClass" else f"MIG {row['name']}"
 
 
-def _side(row: Mapping[str, Any] | None, key: str) -> str:
+def _side(row: CapacityFigures | None, key: str) -> str:
     return "—" if row is None or key not in row else value_text(row[key])
 
 
-def _fractions_note(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> str:
+def _fractions_note(before: CapacityFigures | None, after: CapacityFigures | None) -> str:
     """How KAI fractions changed on a class or for the KAI queues ("" when they did not)."""
     for key in ("kaiFractions", "memoryBound"):
         left, right = (before or {}).get(key), (after or {}).get(key)
@@ -217,7 +223,7 @@ def _fractions_note(before: Mapping[str, Any] | None, after: Mapping[str, Any] |
     return ""
 
 
-def tenant_shares(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> str:
+def tenant_shares(before: CapacityFigures | None, after: CapacityFigures | None) -> str:
     """Per-tenant quota changes behind a capacity row, e.g. `eval 20 → 16, vision 0 → 4`.
 
     >>> tenant_shares({"byTenant": {"eval": 20}}, {"byTenant": {"eval": 16, "vision": 4}})
@@ -230,12 +236,12 @@ def tenant_shares(before: Mapping[str, Any] | None, after: Mapping[str, Any] | N
     )
 
 
-def _pair(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None, key: str) -> str:
+def _pair(before: CapacityFigures | None, after: CapacityFigures | None, key: str) -> str:
     left, right = _side(before, key), _side(after, key)
     return left if left == right else f"{left} → {right}"
 
 
-def _capacity_line(row: Mapping[str, Any]) -> str:
+def _capacity_line(row: CapacityRow) -> str:
     before, after = row["from"], row["to"]
     shares = tenant_shares(before, after)
     if row["kind"] in ("draDevices", "kaiQueues"):
@@ -248,7 +254,7 @@ def _capacity_line(row: Mapping[str, Any]) -> str:
             f"x overcommit {_pair(before, after, 'overcommit')}) [{_pair(before, after, 'status')}]{_fractions_note(before, after)}")
 
 
-def _node_lines(stack: Mapping[str, Any]) -> list[str]:
+def _node_lines(stack: StackDiff) -> list[str]:
     lines = []
     for node in stack["nodes"]:
         if node["change"] != "changed":
@@ -268,14 +274,14 @@ def _node_lines(stack: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _stack_summary(stack: Mapping[str, Any]) -> str:
+def _stack_summary(stack: StackDiff) -> str:
     tenants = stack["tenants"]
     totals = stack["objectTotals"]
     return (f"tenants +{len(tenants['added'])} -{len(tenants['removed'])} ~{len(tenants['changed'])}; "
             f"objects +{totals['added']} ~{totals['changed']} -{totals['removed']}")
 
 
-def _base_text(document: Mapping[str, Any]) -> str:
+def _base_text(document: DiffDocument) -> str:
     base = document["base"]
     commit = (base.get("commit") or "")[:12]
     how = f", {base['how']}" if base.get("how") else ""
@@ -285,7 +291,39 @@ def _base_text(document: Mapping[str, Any]) -> str:
 # --- text ----------------------------------------------------------------------------------------
 
 
-def format_text(document: Mapping[str, Any], all_fields: bool = False) -> str:
+def _text_block(title: str, lines: list[str], indent: str = "  ") -> list[str]:
+    """A titled section of the text diff, its lines indented one step below the title; nothing when empty."""
+    return [f"{indent}{title}:", *(f"{indent}  {line}" for line in lines)] if lines else []
+
+
+def _tenant_text(group: list[TenantDetail], all_fields: bool) -> list[str]:
+    detail = group[0]
+    if len(group) > 1:
+        return [f"  {_group_title(group)}: {tenant_headline(detail)}", *(f"    {line}" for line in _group_lines(group))]
+    lines = [f"  tenant {detail['tenant']}: {tenant_headline(detail)}"]
+    for title, section in (("quota", _quota_lines(detail)), ("access", _access_lines(detail)),
+                           ("network", _network_lines(detail)), ("placement", _placement_lines(detail)),
+                           (_objects_title(detail).lower(),
+                            _object_lines(detail["objects"], detail["change"] == "changed", all_fields))):
+        lines += _text_block(title, section, "    ")
+    return lines
+
+
+def _stack_text(stack: StackDiff, all_fields: bool) -> list[str]:
+    lines = ["", f"stack {stack['name']}: {stack['change']}" + ("" if stack["change"] == "unchanged" else f" ({_stack_summary(stack)})")]
+    lines += [f"  moves {m['tenant']}: {m['from']} → {m['to']} (run first: {m['command']})" for m in stack.get("shardMoves", [])]
+    lines += _text_block("capacity (quotas of active tenants vs capacity x overcommit)",
+                         [_capacity_line(r) for r in stack["capacity"] if r["changed"]])
+    lines += _text_block("nodes", _node_lines(stack))
+    lines += _text_block("MIG layouts", [f"{m['path']}: {delta(m['from'], m['to'])}" for m in stack["mig"]])
+    lines += _text_block("platform objects", _object_lines(stack["platformObjects"]))
+    lines += [f"  tenant {tenant}: not deployed in {stack['name']}" for tenant in stack["tenants"].get("notDeployed", [])]
+    for group in ([[d] for d in stack["tenantDetails"]] if all_fields else tenant_groups(stack["tenantDetails"])):
+        lines += _tenant_text(group, all_fields)
+    return lines
+
+
+def format_text(document: DiffDocument, all_fields: bool = False) -> str:
     """A plain-text diff for the terminal; `all_fields` prints the field changes also of objects
     summarised in inventory terms (placement policies, ClusterQueues).
 
@@ -293,51 +331,16 @@ def format_text(document: Mapping[str, Any], all_fields: bool = False) -> str:
     ...     "warnings": [], "notes": [], "stacks": []})
     'no changes between HEAD (abc) and the working tree\\n'
     """
-    lines: list[str] = []
+    warnings = [f"  ! {w['stack']}: {w['message']}" for w in document["warnings"]]
+    notes = [f"note: {n}" for n in document["notes"]]
     if not document["changed"]:
-        lines.append(f"no changes between {_base_text(document)} and the {document['head']}")
-        lines += [f"  ! {w['stack']}: {w['message']}" for w in document["warnings"]]
-        lines += [f"note: {n}" for n in document["notes"]]
-        return "\n".join(lines) + "\n"
-    lines.append(f"tenants diff: {_base_text(document)} → {document['head']}")
-    if document["warnings"]:
-        lines += ["", f"WARNINGS ({len(document['warnings'])})"]
-        lines += [f"  ! {w['stack']}: {w['message']}" for w in document["warnings"]]
-    if document["notes"]:
-        lines += [""] + [f"note: {n}" for n in document["notes"]]
+        return "\n".join([f"no changes between {_base_text(document)} and the {document['head']}", *warnings, *notes]) + "\n"
+    lines = [f"tenants diff: {_base_text(document)} → {document['head']}"]
+    lines += ["", f"WARNINGS ({len(warnings)})", *warnings] if warnings else []
+    lines += ["", *notes] if notes else []
     lines += ["", f"Pulumi stacks to preview: {', '.join(document.get('touchedStacks') or []) or 'none'}"]
     for stack in document["stacks"]:
-        lines += ["", f"stack {stack['name']}: {stack['change']}" + ("" if stack["change"] == "unchanged" else f" ({_stack_summary(stack)})")]
-        lines += [f"  moves {m['tenant']}: {m['from']} → {m['to']} (run first: {m['command']})" for m in stack.get("shardMoves", [])]
-        capacity = [r for r in stack["capacity"] if r["changed"]]
-        if capacity:
-            lines.append("  capacity (quotas of active tenants vs capacity x overcommit):")
-            lines += [f"    {_capacity_line(r)}" for r in capacity]
-        node_lines = _node_lines(stack)
-        if node_lines:
-            lines.append("  nodes:")
-            lines += [f"    {line}" for line in node_lines]
-        if stack["mig"]:
-            lines.append("  MIG layouts:")
-            lines += [f"    {m['path']}: {delta(m['from'], m['to'])}" for m in stack["mig"]]
-        if stack["platformObjects"]:
-            lines.append("  platform objects:")
-            lines += [f"    {line}" for line in _object_lines(stack["platformObjects"])]
-        lines += [f"  tenant {tenant}: not deployed in {stack['name']}" for tenant in stack["tenants"].get("notDeployed", [])]
-        for group in ([[d] for d in stack["tenantDetails"]] if all_fields else tenant_groups(stack["tenantDetails"])):
-            detail = group[0]
-            if len(group) > 1:
-                lines.append(f"  {_group_title(group)}: {tenant_headline(detail)}")
-                lines += [f"    {line}" for line in _group_lines(group)]
-                continue
-            lines.append(f"  tenant {detail['tenant']}: {tenant_headline(detail)}")
-            for title, section in (("quota", _quota_lines(detail)), ("access", _access_lines(detail)),
-                                   ("network", _network_lines(detail)), ("placement", _placement_lines(detail)),
-                                   (_objects_title(detail).lower(),
-                                    _object_lines(detail["objects"], detail["change"] == "changed", all_fields))):
-                if section:
-                    lines.append(f"    {title}:")
-                    lines += [f"      {line}" for line in section]
+        lines += _stack_text(stack, all_fields)
     return "\n".join(lines) + "\n"
 
 
@@ -348,12 +351,12 @@ def _md_list(items: list[str]) -> str:
     return ", ".join(f"`{i}`" for i in items) if items else "—"
 
 
-def _changed_names(stack: Mapping[str, Any]) -> list[str]:
+def _changed_names(stack: StackDiff) -> list[str]:
     renamed = {r["to"]: r["from"] for r in stack["tenants"]["renamed"]}
     return [f"{name} (was {renamed[name]})" if name in renamed else name for name in stack["tenants"]["changed"]]
 
 
-def _md_capacity_table(rows: list[Mapping[str, Any]]) -> list[str]:
+def _md_capacity_table(rows: list[CapacityRow]) -> list[str]:
     lines = ["| | Capacity | Overcommit | Limit | Quotas before | Quotas after | Status | Tenants |",
              "|---|---:|---:|---:|---:|---:|---|---|"]
     for row in rows:
@@ -374,18 +377,10 @@ def _md_block(title: str, lines: list[str]) -> list[str]:
     return [f"**{title}**", "", "```text", *lines, "```", ""]
 
 
-def _markdown(document: Mapping[str, Any], with_fields: bool) -> str:
-    out: list[str] = ["## `tenants diff`", "", f"Base {_md_base(document)} → {document['head']}", ""]
-    if not document["changed"]:
-        out.append("**no changes** to tenants or stacks.")
-        out += _md_warnings(document)
-        out += [f"- note: {n}" for n in document["notes"]]
-        return "\n".join(out) + "\n"
-    out += _md_warnings(document)
-    if document["notes"]:
-        out += [f"- note: {n}" for n in document["notes"]] + [""]
-    out += ["| Stack | Change | Tenants added | Tenants removed | Tenants changed | Objects + / ~ / − | Pulumi stacks touched |",
-            "|---|---|---|---|---|---|---|"]
+def _md_summary(document: DiffDocument) -> list[str]:
+    """The table of stacks, and the state moves the deploy workflow runs first."""
+    out = ["| Stack | Change | Tenants added | Tenants removed | Tenants changed | Objects + / ~ / − | Pulumi stacks touched |",
+           "|---|---|---|---|---|---|---|"]
     for stack in document["stacks"]:
         totals = stack["objectTotals"]
         out.append(f"| {stack['name']} | {stack['change']} | {_md_list(stack['tenants']['added'])} | "
@@ -396,40 +391,54 @@ def _markdown(document: Mapping[str, Any], with_fields: bool) -> str:
     if moves:
         out += ["**Tenants moving between Pulumi stacks** (the deploy workflow runs these before any `pulumi up`)", "", "```sh"]
         out += [m["command"] for m in moves] + ["```", ""]
+    return out
+
+
+def _md_tenant(group: list[TenantDetail], with_fields: bool) -> list[str]:
+    detail = group[0]
+    if len(group) > 1:
+        return [f"<details><summary><b>{len(group)} tenants</b>: {tenant_headline(detail)}</summary>", "",
+                ", ".join(f"`{d['tenant']}`" for d in group), "", *_md_block("Objects", _group_lines(group)), "</details>", ""]
+    return [f"<details><summary><b>{detail['tenant']}</b>: {tenant_headline(detail)}</summary>", "",
+            *_md_block("Quota", _quota_lines(detail)),
+            *_md_block("Access", _access_lines(detail)),
+            *_md_block("Network", _network_lines(detail)),
+            *_md_block("GPU placement and namespaces", _placement_lines(detail)),
+            *_md_block(_objects_title(detail), _object_lines(detail["objects"], with_fields and detail["change"] == "changed")),
+            "</details>", ""]
+
+
+def _md_stack(stack: StackDiff, with_fields: bool) -> list[str]:
+    left_out = stack["tenants"].get("notDeployed", [])
+    if stack["change"] == "unchanged" and not left_out:
+        return []
+    out = [f"### {stack['name']}", ""]
+    out += [f"- `{tenant}`: **not deployed in {stack['name']}**" for tenant in left_out] + ([""] if left_out else [])
+    capacity = [r for r in stack["capacity"] if r["changed"]]
+    if capacity:
+        out += ["**Capacity** (quotas of active tenants against capacity × overcommit)", "", *_md_capacity_table(capacity), ""]
+    out += _md_block("Nodes", _node_lines(stack))
+    out += _md_block("MIG layouts", [f"{m['path']}: {delta(m['from'], m['to'])}" for m in stack["mig"]])
+    out += _md_block("Platform objects", _object_lines(stack["platformObjects"], with_fields))
+    for group in tenant_groups(stack["tenantDetails"]):
+        out += _md_tenant(group, with_fields)
+    return out
+
+
+def _markdown(document: DiffDocument, with_fields: bool) -> str:
+    out: list[str] = ["## `tenants diff`", "", f"Base {_md_base(document)} → {document['head']}", ""]
+    notes = [f"- note: {n}" for n in document["notes"]]
+    if not document["changed"]:
+        return "\n".join([*out, "**no changes** to tenants or stacks.", *_md_warnings(document), *notes]) + "\n"
+    out += _md_warnings(document) + (notes + [""] if notes else []) + _md_summary(document)
     for stack in document["stacks"]:
-        if stack["change"] == "unchanged" and not stack["tenants"].get("notDeployed"):
-            continue
-        out += [f"### {stack['name']}", ""]
-        out += [f"- `{tenant}`: **not deployed in {stack['name']}**" for tenant in stack["tenants"].get("notDeployed", [])]
-        out += [""] if stack["tenants"].get("notDeployed") else []
-        capacity = [r for r in stack["capacity"] if r["changed"]]
-        if capacity:
-            out += ["**Capacity** (quotas of active tenants against capacity × overcommit)", ""]
-            out += _md_capacity_table(capacity) + [""]
-        out += _md_block("Nodes", _node_lines(stack))
-        out += _md_block("MIG layouts", [f"{m['path']}: {delta(m['from'], m['to'])}" for m in stack["mig"]])
-        out += _md_block("Platform objects", _object_lines(stack["platformObjects"], with_fields))
-        for group in tenant_groups(stack["tenantDetails"]):
-            detail = group[0]
-            if len(group) > 1:
-                out += [f"<details><summary><b>{len(group)} tenants</b>: {tenant_headline(detail)}</summary>", "",
-                        ", ".join(f"`{d['tenant']}`" for d in group), ""]
-                out += _md_block("Objects", _group_lines(group))
-                out += ["</details>", ""]
-                continue
-            out += [f"<details><summary><b>{detail['tenant']}</b>: {tenant_headline(detail)}</summary>", ""]
-            out += _md_block("Quota", _quota_lines(detail))
-            out += _md_block("Access", _access_lines(detail))
-            out += _md_block("Network", _network_lines(detail))
-            out += _md_block("GPU placement and namespaces", _placement_lines(detail))
-            out += _md_block(_objects_title(detail), _object_lines(detail["objects"], with_fields and detail["change"] == "changed"))
-            out += ["</details>", ""]
+        out += _md_stack(stack, with_fields)
     if not with_fields:
         out.append("_Field-level object changes are left out to fit a comment; run `tenants diff` locally for them._")
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-def _md_warnings(document: Mapping[str, Any]) -> list[str]:
+def _md_warnings(document: DiffDocument) -> list[str]:
     if not document["warnings"]:
         return []
     out = ["> [!WARNING]", f"> **{len(document['warnings'])} warning(s)**"]
@@ -437,13 +446,13 @@ def _md_warnings(document: Mapping[str, Any]) -> list[str]:
     return out + [""]
 
 
-def _md_base(document: Mapping[str, Any]) -> str:
+def _md_base(document: DiffDocument) -> str:
     base = document["base"]
     how = f" ({base['how']})" if base.get("how") else ""
     return f"`{base.get('ref', '?')}` at `{(base.get('commit') or '')[:12]}`{how}"
 
 
-def format_markdown(document: Mapping[str, Any]) -> str:
+def format_markdown(document: DiffDocument) -> str:
     """Markdown for a PR comment: warnings first, a summary table, one `<details>` per tenant.
 
     >>> "no changes" in format_markdown({"base": {"ref": "main", "commit": "abc"}, "head": "working tree",

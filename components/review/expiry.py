@@ -57,7 +57,7 @@ def expiry_warnings(stack: str, environment: Environment | None) -> list[dict[st
                        f"{spec.expires + timedelta(days=1)}. Extend `expires` to keep it active, or decommission it "
                        f"(docs/offboarding.md)")
             warnings.append({"stack": stack, "tenant": spec.name, "kind": "expired", "message": message})
-        elif spec.lifecycle == "active" and 0 <= (spec.expires - today).days <= NOTICE_DAYS:
+        elif spec.is_active and 0 <= (spec.expires - today).days <= NOTICE_DAYS:
             left = (spec.expires - today).days
             message = (f"tenant {spec.name} expires on {spec.expires} ({left} day(s) left): the first deploy of stack "
                        f"{stack} after that date suspends it ({_SUSPENDED}), whatever that deploy is for; extend "

@@ -11,6 +11,7 @@ from typing import Any, Iterable
 import yaml
 
 from ..manifests.meta import KubeObject, object_id
+from .documents import FieldChange, ObjectChange
 
 _MISSING = object()
 
@@ -26,7 +27,7 @@ def _maybe_yaml(text: Any) -> Any:
     return parsed if isinstance(parsed, (dict, list)) else None
 
 
-def field_changes(before: Any, after: Any, path: str = "") -> list[dict[str, Any]]:
+def field_changes(before: Any, after: Any, path: str = "") -> list[FieldChange]:
     """Leaf-level differences between two JSON-like values, as `{path, from, to}` (None = absent).
 
     Keys join with dots even when they contain dots themselves, the way people read quota keys;
@@ -39,7 +40,7 @@ def field_changes(before: Any, after: Any, path: str = "") -> list[dict[str, Any
     if before == after:
         return []
     if isinstance(before, dict) and isinstance(after, dict):
-        changes = []
+        changes: list[FieldChange] = []
         for key in sorted(set(before) | set(after), key=str):
             sub = f"{path}.{key}" if path else str(key)
             changes.extend(field_changes(before.get(key, _MISSING), after.get(key, _MISSING), sub))
@@ -58,7 +59,7 @@ def _identity(item: Any) -> str | None:
     return "/".join(str(item[k]) for k in ("kind", "namespace", "name") if item.get(k))
 
 
-def _list_changes(before: list, after: list, path: str) -> list[dict[str, Any]]:
+def _list_changes(before: list, after: list, path: str) -> list[FieldChange]:
     # Named items (RBAC subjects, containers) are matched by identity, so one insertion reads as
     # one added item rather than every later index changing; scalar lists read best whole.
     if all(not isinstance(i, (dict, list)) for i in [*before, *after]):
@@ -66,13 +67,19 @@ def _list_changes(before: list, after: list, path: str) -> list[dict[str, Any]]:
     left = [_identity(i) for i in before]
     right = [_identity(i) for i in after]
     keyed = None not in left + right and len(set(left)) == len(left) and len(set(right)) == len(right)
-    if not keyed:
-        changes = []
-        for index in range(max(len(before), len(after))):
-            old = before[index] if index < len(before) else _MISSING
-            new = after[index] if index < len(after) else _MISSING
-            changes.extend(field_changes(old, new, f"{path}[{index}]"))
-        return changes
+    return _keyed_changes(before, after, left, right, path) if keyed else _indexed_changes(before, after, path)
+
+
+def _indexed_changes(before: list, after: list, path: str) -> list[FieldChange]:
+    changes = []
+    for index in range(max(len(before), len(after))):
+        old = before[index] if index < len(before) else _MISSING
+        new = after[index] if index < len(after) else _MISSING
+        changes.extend(field_changes(old, new, f"{path}[{index}]"))
+    return changes
+
+
+def _keyed_changes(before: list, after: list, left: list[str], right: list[str], path: str) -> list[FieldChange]:
     old_items, new_items = dict(zip(left, before)), dict(zip(right, after))
     changes = []
     for key in [*right, *(k for k in left if k not in new_items)]:
@@ -85,7 +92,7 @@ def _list_changes(before: list, after: list, path: str) -> list[dict[str, Any]]:
 _KIND_ORDER = {"Namespace": 0, "PriorityClass": 1, "ClusterRole": 2}
 
 
-def object_changes(before: Iterable[KubeObject], after: Iterable[KubeObject]) -> list[dict[str, Any]]:
+def object_changes(before: Iterable[KubeObject], after: Iterable[KubeObject]) -> list[ObjectChange]:
     """Objects added, removed and changed (with their field changes), by identity.
 
     >>> ns = lambda labels: {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a", "labels": labels}}
@@ -94,7 +101,7 @@ def object_changes(before: Iterable[KubeObject], after: Iterable[KubeObject]) ->
     """
     old = {object_id(o): o for o in before}
     new = {object_id(o): o for o in after}
-    changes = []
+    changes: list[ObjectChange] = []
     def order(key: str) -> tuple:
         kind = (new.get(key) or old[key])["kind"]
         return (_KIND_ORDER.get(kind, 9), kind, key)

@@ -103,7 +103,7 @@ def shard_move(environment: Environment, tenant: str, source: str, dest: str, ur
     """
     spec = next((t.spec for t in environment.tenants if t.name == tenant), None)
     return {
-        "decommissioned": spec is not None and spec.lifecycle == "decommissioned",
+        "decommissioned": spec is not None and spec.is_decommissioned,
         "environment": environment.name,
         "tenant": tenant,
         "from": source,

@@ -7,7 +7,7 @@ import re
 from datetime import date
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints, ValidationInfo, field_validator, model_validator
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, StringConstraints, ValidationInfo, field_validator, model_validator
 
 from .base import DnsLabel, DnsSubdomain, LabelValue, Model, NonNegativeInt, TenantName, fresh
 from .problems import printable
@@ -17,7 +17,21 @@ PodSecurityLevel = Literal["privileged", "baseline", "restricted"]
 Lifecycle = Literal["active", "suspended", "decommissioned"]
 
 
-class Contact(Model):
+class Spec(Model):
+    """Base of the tenant file's models: frozen once validated, so that what the checks judged is what
+    the builders read (a change is a new spec: `model_copy(update=...)`). Not in the JSON Schema.
+
+    >>> try:
+    ...     Contact(name="ops").name = "dev"
+    ... except ValueError as err:
+    ...     print(err.errors()[0]["type"])
+    frozen_instance
+    """
+
+    model_config = ConfigDict(**Model.model_config, frozen=True)
+
+
+class Contact(Spec):
     """A person or channel to reach about this tenant; becomes an annotation on its namespaces."""
 
     name: Optional[str] = Field(None, description="person or team name")
@@ -25,7 +39,7 @@ class Contact(Model):
     chat: Optional[str] = Field(None, description="chat channel, e.g. #team-llm")
 
 
-class Subjects(Model):
+class Subjects(Spec):
     """Identity-provider groups and users that hold a role in the tenant's namespaces."""
 
     groups: list[Annotated[str, Field(min_length=1)]] = fresh(list, description="group names as the identity provider sends them (RoleBinding subjects of kind Group)")
@@ -35,7 +49,7 @@ class Subjects(Model):
     )
 
 
-class ServiceAccountGrant(Model):
+class ServiceAccountGrant(Spec):
     """A CI service account (created in the tenant's namespace unless `namespace` names another of its namespaces)."""
 
     name: DnsLabel = Field(description="ServiceAccount name")
@@ -43,7 +57,7 @@ class ServiceAccountGrant(Model):
     role: Literal["owner", "developer", "viewer"] = Field("developer", description="the role the account holds in its own namespace (CI accounts are bound nowhere else)")
 
 
-class Access(Model):
+class Access(Spec):
     """Who may do what in the tenant's namespaces. Roles are explicit rules, never the built-in admin."""
 
     owners: Subjects = fresh(Subjects, description="manage workloads and secrets and bind developers and viewers; cannot change quota, LimitRange or NetworkPolicy")
@@ -52,21 +66,21 @@ class Access(Model):
     ci_service_accounts: list[ServiceAccountGrant] = fresh(list, description="ServiceAccounts created for CI pipelines, with a role")
 
 
-class RequestsLimits(Model):
+class RequestsLimits(Spec):
     """Total requests and limits allowed across all pods of a namespace."""
 
     requests: Optional[Quantity] = Field(None, description="sum of the requests of all pods (requests.<resource>)")
     limits: Optional[Quantity] = Field(None, description="sum of the limits of all pods (limits.<resource>); at least requests")
 
 
-class StorageClassQuota(Model):
+class StorageClassQuota(Spec):
     """Caps for one StorageClass."""
 
     requests: Optional[Quantity] = Field(None, description="total storage requested from this StorageClass")
     persistent_volume_claims: Optional[NonNegativeInt] = Field(None, description="number of PersistentVolumeClaims of this StorageClass")
 
 
-class StorageQuota(Model):
+class StorageQuota(Spec):
     """Persistent storage: total requested bytes and per-StorageClass caps."""
 
     requests: Optional[Quantity] = Field(None, description="total storage requested by all PersistentVolumeClaims")
@@ -83,7 +97,7 @@ CountResource = Annotated[
 ]
 
 
-class ObjectCounts(Model):
+class ObjectCounts(Spec):
     """Caps on object counts (`count/...` style quota keys). Unset counts take the stack's `guardRails.objects`."""
 
     pods: Optional[NonNegativeInt] = Field(None, description="pods that are not finished")
@@ -110,7 +124,7 @@ class ObjectCounts(Model):
         return value
 
 
-class PriorityCap(Model):
+class PriorityCap(Spec):
     """What the tenant may run at one PriorityClass (a ResourceQuota scoped to that class)."""
 
     pods: Optional[NonNegativeInt] = Field(None, description="pods at this priority (0: the class may not be used)")
@@ -121,11 +135,11 @@ class PriorityCap(Model):
 
 GpuQuota = Union[NonNegativeInt, dict[DnsLabel, NonNegativeInt]]
 # Queue limits per GPU class; a plain number means the same for each class the tenant has quota for
-# (made a map per class when the environment loads: `fleet.queue_arithmetic.expand_queue_limits`).
+# (as a map per class: `fleet.queue_arithmetic.borrowing_limits` / `lending_limits`, on the view).
 QueueLimit = Union[NonNegativeInt, dict[DnsLabel, NonNegativeInt]]
 
 
-class Quota(Model):
+class Quota(Spec):
     """What the tenant may declare (enforced at admission). Not a runtime limit; `memory` is never GPU memory."""
 
     cpu: Optional[RequestsLimits] = Field(None, description="CPUs, e.g. {requests: \"8\", limits: \"16\"}; needs a LimitRange default (limits or the stack)")
@@ -150,7 +164,7 @@ class Quota(Model):
     )
 
 
-class NamespaceQuota(Model):
+class NamespaceQuota(Spec):
     """Part of the tenant's compute and GPU budget given to one of its extra namespaces.
 
     The tenant's own namespace keeps the rest, so the tenant-wide total stays what `quota` says.
@@ -165,7 +179,7 @@ class NamespaceQuota(Model):
     )
 
 
-class ResourceValues(Model):
+class ResourceValues(Spec):
     """CPU, memory and ephemeral storage of one container."""
 
     cpu: Optional[Quantity] = Field(None, description="CPUs per container")
@@ -173,7 +187,7 @@ class ResourceValues(Model):
     ephemeral_storage: Optional[Quantity] = Field(None, description="ephemeral storage per container")
 
 
-class LimitRangeSpec(Model):
+class LimitRangeSpec(Spec):
     """Per-container defaults and bounds (a LimitRange). Unset values fall back to the stack's defaults."""
 
     default_request: ResourceValues = fresh(ResourceValues, description="requests given to containers that set none")
@@ -182,7 +196,7 @@ class LimitRangeSpec(Model):
     min: ResourceValues = fresh(ResourceValues, description="smallest requests one container may set")
 
 
-class Port(Model):
+class Port(Spec):
     """A port or port range."""
 
     port: Annotated[int, Field(ge=1, le=65535)] = Field(description="port number (first of the range with endPort)")
@@ -196,7 +210,7 @@ class Port(Model):
         return self
 
 
-class EgressRule(Model):
+class EgressRule(Spec):
     """Traffic the tenant's pods may send outside the cluster's default deny."""
 
     cidr: str = Field(description="destination network, e.g. 10.20.0.0/16 (host bits must be zero)")
@@ -231,14 +245,14 @@ def _network(value: str) -> str:
         ) from None
 
 
-class PlatformIngress(Model):
+class PlatformIngress(Spec):
     """Ingress from one platform role, on named ports."""
 
     role: DnsLabel = Field(description="platform role of the stack (platformNamespaces), e.g. monitoring")
     ports: list[Port] = fresh(list, description="ports of the tenant's pods the role may reach; empty: the stack's platformPorts for the role")
 
 
-class IngressFrom(Model):
+class IngressFrom(Spec):
     """Who may connect to the tenant's pods, besides the pods of its own namespaces."""
 
     tenants: list[DnsLabel] = fresh(list, description="other tenants whose pods may connect to this tenant (they get the matching egress)")
@@ -305,7 +319,7 @@ Hostname = Annotated[
 ]
 
 
-class Network(Model):
+class Network(Spec):
     """Exceptions to the default deny. Same-namespace traffic and cluster DNS are always allowed."""
 
     ingress_from: IngressFrom = fresh(IngressFrom, description="who else may connect to the tenant's pods")
@@ -350,7 +364,7 @@ ImageRegistry = Annotated[
 ]
 
 
-class TenantImages(Model):
+class TenantImages(Spec):
     """Where the tenant's pods may pull images from, besides the stack's `images.registries`."""
 
     registries: list[ImageRegistry] = fresh(
@@ -358,14 +372,14 @@ class TenantImages(Model):
     )
 
 
-class GpuAccess(Model):
+class GpuAccess(Spec):
     """Which GPUs the tenant's pods may land on, enforced by an admission policy (a taint alone is not)."""
 
     classes: list[DnsLabel] = fresh(list, description="GPU classes of the stack the tenant's pods may use (besides those of its dedicated pools)")
     dedicated_pools: list[DnsLabel] = fresh(list, description="node pools reserved for this tenant alone")
 
 
-class VClusterSpec(Model):
+class VClusterSpec(Spec):
     """Optional virtual control plane (the vCluster chart) in the tenant's own namespace.
 
     Its pods run on the host under the namespace's quota, LimitRange, NetworkPolicies, Pod Security
@@ -386,7 +400,7 @@ class VClusterSpec(Model):
     )
 
 
-class QueueSpec(Model):
+class QueueSpec(Spec):
     """Scheduler queue settings, used when the stack's scheduler is kueue or kai.
 
     The tenant's nominal queue quota is always its `quota` (per GPU class); these settings only
@@ -420,13 +434,13 @@ class QueueSpec(Model):
     )
 
 
-class Decommission(Model):
+class Decommission(Spec):
     """Explicit consent to delete a tenant's namespaces and everything in them."""
 
     confirm: str = Field(description="must repeat the tenant's name exactly")
 
 
-class Tenant(Model):
+class Tenant(Spec):
     """One team sharing the cluster. `name` is also its default namespace.
 
     >>> Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha2", "kind": "Tenant", "name": "team-a",
@@ -482,6 +496,35 @@ class Tenant(Model):
     def all_namespaces(self) -> list[str]:
         """The tenant's namespaces, its own first."""
         return [self.name, *self.namespaces]
+
+    @property
+    def is_active(self) -> bool:
+        """Whether the tenant is active: its pods are admitted (neither suspended nor decommissioned).
+
+        >>> Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A", costCenter="cc-1").is_active
+        True
+        """
+        return self.lifecycle == "active"
+
+    @property
+    def is_suspended(self) -> bool:
+        """Whether the tenant is suspended: running pods keep running, no new ones are admitted, nothing is deleted.
+
+        >>> Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A", costCenter="cc-1",
+        ...     lifecycle="suspended").is_suspended
+        True
+        """
+        return self.lifecycle == "suspended"
+
+    @property
+    def is_decommissioned(self) -> bool:
+        """Whether the tenant is decommissioned: its namespaces and all in them are deleted, its quota counts no more.
+
+        >>> Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A", costCenter="cc-1",
+        ...     lifecycle="decommissioned", decommission={"confirm": "a"}).is_decommissioned
+        True
+        """
+        return self.lifecycle == "decommissioned"
 
     @field_validator("lifecycle")
     @classmethod

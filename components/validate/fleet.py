@@ -121,7 +121,7 @@ def stack_lists_known_tenants(environment: Environment, all_tenants: list[Loaded
                 problems.append(doc.problem(platform_path("tenants", index), f"no tenant file defines '{name}'{did_you_mean_tenant(name, known)}"))
         for name in environment.disabled_tenants:
             loaded = names.get(name)
-            if loaded is not None and loaded.spec.lifecycle != "decommissioned" and not platform.leaves_out_on_purpose(name):
+            if loaded is not None and not loaded.spec.is_decommissioned and not platform.leaves_out_on_purpose(name):
                 problems.append(doc.problem(platform_path("tenants"), (
                     f"tenant '{name}' ({loaded.doc.file}) is not deployed in stack {environment.name}: this list names "
                     f"the tenants the stack deploys; add '{name}' to it to deploy the tenant there"
@@ -191,7 +191,7 @@ def tenant_grants_name_deployed_tenants(environment: Environment, all_tenants: l
                     f"tenant '{name}' is not deployed in stack {environment.name} (the stack's `tenants` list leaves it out), "
                     f"so this grant lets nothing in there; remove it or deploy '{name}'"
                 ), severity="warning"))
-            elif source.spec.lifecycle == "decommissioned":
+            elif source.spec.is_decommissioned:
                 problems.append(loaded.doc.problem(where, (
                     f"tenant '{name}' is decommissioned: its namespaces are about to be deleted; remove the grant"
                 ), severity="warning"))
@@ -300,7 +300,7 @@ def shared_gpus_bound_memory_or_are_acknowledged(environment: Environment, all_t
     >>> shared_gpus_bound_memory_or_are_acknowledged(prod, prod.tenants), shared_gpus_bound_memory_or_are_acknowledged(dev, dev.tenants)
     ([], [])
     >>> from dataclasses import replace
-    >>> from components.spec.stack import GpuSharing
+    >>> from components.spec.platform.inventory import GpuSharing
     >>> unacknowledged = replace(dev, platform=dev.platform.model_copy(update={"gpu_sharing": GpuSharing()}))
     >>> print(shared_gpus_bound_memory_or_are_acknowledged(unacknowledged, dev.tenants)[0].message)  # doctest: +ELLIPSIS
     GPU class 'l4' is shared by time-slicing, and tenants eval, inference, llm-finetune may run pods on the same GPU (pool l4-shared): ...
@@ -310,7 +310,7 @@ def shared_gpus_bound_memory_or_are_acknowledged(environment: Environment, all_t
     owners = environment.facts.pool_owners
     tenants_by_pool: dict[str, set[str]] = {}
     for loaded in environment.tenants:
-        if loaded.spec.lifecycle == "decommissioned":
+        if loaded.spec.is_decommissioned:
             continue
         for pool in reachable_pools(loaded.name, loaded.spec, platform, owners):
             if pool not in owners:

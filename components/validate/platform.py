@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from ..fleet import mig
 from ..fleet.ingress_hosts import at_or_below
-from ..fleet.isolation import fraction_isolation, isolation_of
+from ..fleet.isolation import fraction_isolation, isolation_of, mode_of
 from ..spec.hints import did_you_mean
 from ..spec.problems import Problem
-from ..spec.stack import CONFIG_KEY, TAINT_PATCH_SUFFIX, Platform
+from ..spec.platform.inventory import TAINT_PATCH_SUFFIX
+from ..spec.stack import CONFIG_KEY, Platform
 from ..spec.yaml_source import SourceDocument, yaml_text
 
 
@@ -51,7 +52,7 @@ def node_pools_are_consistent(platform: Platform, doc: SourceDocument) -> list[P
             problems.append(doc.problem(where + ("patchTaints",), "static nodes are not tainted here: if the pool is dedicated to a tenant, its nodes must register with the taint "
                                         f"{platform.label_domain}/tenant=<tenant>:NoSchedule themselves, or pods that select no node can land on them; "
                                         "if it is shared, with nvidia.com/gpu=present:NoSchedule, or CPU-only pods can fill them and strand their GPUs", severity="warning"))
-        if gpu_class.sharing == "mig":
+        if mode_of(gpu_class).partitions_gpus:
             problems.extend(_check_pool_layout(platform, doc, pool_name))
         elif pool.mig_layout is not None:
             problems.append(doc.problem(where + ("migLayout",), f"pool's GPU class '{pool.gpu_class}' is not shared by MIG (sharing: {gpu_class.sharing}); remove migLayout or use a MIG class"))
@@ -125,7 +126,7 @@ def memory_bound_acknowledgements_are_needed(platform: Platform, doc: SourceDocu
 
     >>> memory_bound_acknowledgements_are_needed(dev.platform, dev.platform_doc)
     []
-    >>> from components.spec.stack import GpuSharing
+    >>> from components.spec.platform.inventory import GpuSharing
     >>> p = prod.platform.model_copy(update={"gpu_sharing": GpuSharing(acknowledgeNoMemoryBound=["a100-mig", "h10"])})
     >>> [x.message for x in memory_bound_acknowledgements_are_needed(p, prod.platform_doc)]  # doctest: +NORMALIZE_WHITESPACE
     ["GPU class 'a100-mig' is shared by MIG, which bounds each pod's GPU memory: there is nothing to acknowledge;
@@ -230,7 +231,7 @@ def ingress_host_grants_have_one_tenant(platform: Platform, doc: SourceDocument)
 
     >>> ingress_host_grants_have_one_tenant(prod.platform, prod.platform_doc)
     []
-    >>> from components.spec.stack import IngressHostGrants
+    >>> from components.spec.platform.network import IngressHostGrants
     >>> twice = prod.platform.model_copy(update={"ingress_hosts": IngressHostGrants(tenantDomains={"a": ["x.acme.ai"], "b": ["x.acme.ai", "b.apps.acme.dev"]})})
     >>> [p.message.split(";")[0] for p in ingress_host_grants_have_one_tenant(twice, prod.platform_doc)]
     ["'x.acme.ai' is also granted to tenant 'b'", "'x.acme.ai' is also granted to tenant 'a'", "'b.apps.acme.dev' is under the stack's ingressDomain (apps.acme.dev)"]

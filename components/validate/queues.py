@@ -8,6 +8,7 @@ from fractions import Fraction
 from ..fleet import gpu_capacity as cap
 from ..fleet.queue_arithmetic import (
     KUEUE_CPU_FLAVOR,
+    borrowing_limits,
     cohort_chain,
     cohort_of,
     compute_nominal,
@@ -16,6 +17,7 @@ from ..fleet.queue_arithmetic import (
     kai_declared_amount,
     kai_department_of,
     kai_parent_queue,
+    lending_limits,
 )
 from ..spec.hints import closest, did_you_mean
 from ..spec.problems import Problem
@@ -51,7 +53,8 @@ def _class_limit_findings(tenant: Tenant, platform: Platform) -> list[_Finding]:
     found: list[_Finding] = []
     allowed = set(cap.allowed_classes(tenant, platform))
     dedicated = dedicated_only_classes(tenant, platform)
-    for key, limits in (("borrowingLimit", tenant.queue.borrowing_limit), ("lendingLimit", tenant.queue.lending_limit)):
+    borrowing, lending = borrowing_limits(tenant, platform), lending_limits(tenant, platform)
+    for key, limits in (("borrowingLimit", borrowing), ("lendingLimit", lending)):
         for name in sorted(limits or {}):
             path = ("queue", key, name)
             gpu_class = platform.gpu_classes.get(name)
@@ -69,16 +72,17 @@ def _class_limit_findings(tenant: Tenant, platform: Platform) -> list[_Finding]:
 def _scheduler_findings(tenant: Tenant, platform: Platform) -> list[_Finding]:
     """Queue settings the stack's scheduler (Kueue or KAI) cannot honour or needs besides."""
     found: list[_Finding] = []
-    if tenant.queue.admission == "direct" and tenant.queue.borrowing_limit:
+    borrowing, lending = borrowing_limits(tenant, platform), lending_limits(tenant, platform)
+    if tenant.queue.admission == "direct" and borrowing:
         found.append((("queue", "borrowingLimit"), "with `admission: direct` the tenant's pods may bypass its queue, so its GPUs are only its nominal quota and its queue borrows nothing; remove borrowingLimit, or set `admission: queued`", "error"))
-    if platform.scheduler == "kueue" and tenant.queue.borrowing_limit and cohort_of(tenant, platform) is None:
+    if platform.scheduler == "kueue" and borrowing and cohort_of(tenant, platform) is None:
         found.append((("queue", "borrowingLimit"), "borrowing needs a cohort to borrow from: set queue.cohort (or the stack's queues.defaultCohort)", "error"))
     if platform.scheduler == "kueue":
         missing = [r for r in ("cpu", "memory") if compute_nominal(tenant, platform, r) is None]
         if missing:
             found.append((("quota",), f"Kueue admits only workloads whose resources its ClusterQueue covers; without quota.{missing[0]}.requests (or the stack's cpuMemoryCapacity) workloads requesting {' or '.join(missing)} stay pending", "warning"))
     if platform.scheduler == "kai":
-        if tenant.queue.lending_limit:
+        if lending:
             found.append((("queue", "lendingLimit"), "KAI has no lending limit: a KAI queue lends all of its idle quota and takes it back by reclaim; remove lendingLimit", "warning"))
     return found
 
@@ -92,7 +96,7 @@ def check_queues(environment) -> list[Problem]:
     platform: Platform = environment.platform
     doc = environment.platform_doc
     problems: list[Problem] = []
-    active = [t for t in environment.tenants if t.spec.lifecycle != "decommissioned"]
+    active = [t for t in environment.tenants if not t.spec.is_decommissioned]
     if platform.scheduler != "kai" and platform.queues.kai.departments:
         problems.append(doc.problem(platform_path("queues", "kai", "departments"), f"KAI departments have no effect with scheduler '{platform.scheduler}'", severity="warning"))
     if platform.scheduler == "kueue":
@@ -183,7 +187,7 @@ def _borrowing_problems(active, environment, lookalikes: list[tuple]) -> list[Pr
     facts = environment.facts
     for loaded in active:
         cohort = cohort_of(loaded.spec, platform)
-        limits = loaded.spec.queue.borrowing_limit or {}
+        limits = borrowing_limits(loaded.spec, platform) or {}
         if cohort is None or not limits:
             continue
         lent_in_all = facts.lent_to(loaded.spec)
@@ -248,7 +252,7 @@ def check_environment_queues(environment) -> list[Problem]:
     """
     problems: list[Problem] = []
     for loaded in environment.tenants:
-        if loaded.spec.lifecycle != "decommissioned":
+        if not loaded.spec.is_decommissioned:
             problems.extend(check_tenant_queue(loaded.spec, loaded.doc, environment.platform))
     problems.extend(check_queues(environment))
     return problems

@@ -428,7 +428,7 @@ def check_environment_vclusters(environment) -> list[Problem]:
     if any(t.spec.vcluster.enabled for t in environment.tenants):
         problems.extend(check_vcluster_platform(environment.platform, environment.platform_doc))
     for loaded in environment.tenants:
-        if loaded.spec.lifecycle != "decommissioned":
+        if not loaded.spec.is_decommissioned:
             problems.extend(check_tenant_vcluster(loaded.spec, loaded.doc, environment.platform))
     return problems
 

@@ -538,7 +538,7 @@ def test_every_attack_reaches_its_rule_for_some_role():
 
     def may(role: str, verb: str, resource: str, tenant: str) -> bool:
         rbac_role = {"ci": "developer"}.get(role, role)
-        rules = [*role_rules(rbac_role), *bundle_rules(TENANTS[tenant], rbac_role, ENV.platform)]
+        rules = [*role_rules(rbac_role), *bundle_rules(TENANTS[tenant], rbac_role, ENV.view(TENANTS[tenant]))]
         return any(resource in r["resources"] and verb in r["verbs"] for r in rules)
 
     for case in CASES:

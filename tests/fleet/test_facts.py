@@ -1,16 +1,20 @@
 from __future__ import annotations
 
 import copy
-from dataclasses import replace
+from dataclasses import FrozenInstanceError, replace
 from pathlib import Path
 
 import pytest
 
 from tools.synthetic import write_project
 from components.fleet import feasibility as feas
+from components.fleet import gpu_capacity as cap
+from components.fleet.budget import effective_limits
+from components.fleet.environment import Environment
 from components.fleet.facts import lendable_on_pools
 from components.load import load_environment
-from components.fleet.queue_arithmetic import queue_group
+from components.fleet.queue_arithmetic import kai_amounts, queue_group
+from components.manifests.build import environment_objects
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -111,3 +115,49 @@ def test_a_view_changes_with_what_its_tenant_reads_of_the_fleet_and_nothing_else
     assert [name for name, _, _ in before.accepting] == ["eval"]
     assert narrowed.view(finetune) != before
     assert with_eval(lambda spec: {"display_name": "Renamed"}).view(finetune) == before
+
+
+@pytest.mark.parametrize("name", ["prod", "staging", "dev"])
+def test_capacity_is_worked_out_once_per_environment_build(examples, monkeypatch, name):
+    # Building prod's three tenants worked it out 10 times (and gpu_quota_by_class 31 times) while
+    # every builder recomputed its tenant's numbers: now the facts hold it, the views read it.
+    loaded = examples[name]
+    before = environment_objects(loaded)
+    calls = []
+    real = cap.capacity
+    monkeypatch.setattr(cap, "capacity", lambda platform: calls.append(platform) or real(platform))
+    built = Environment(loaded.name, loaded.platform, loaded.platform_doc, loaded.tenants)   # built anew
+    assert built.facts is not loaded.facts
+    assert environment_objects(built) == before
+    assert calls == [built.platform]
+    environment_objects(built)
+    assert len(calls) == 1      # building again reads the same facts
+
+
+def test_a_view_answers_with_the_tenants_own_numbers(examples):
+    prod = examples["prod"]
+    for loaded in prod.tenants:
+        spec, view = loaded.spec, prod.view(loaded.spec)
+        assert view is prod.view(spec)          # a member's view is made once
+        assert view.allowed_classes == tuple(cap.allowed_classes(spec, prod.platform))
+        assert dict(view.gpu_quota_by_class) == cap.gpu_quota_by_class(spec, prod.platform)
+        assert dict(view.gpu_quota_by_resource) == cap.gpu_quota_by_resource(spec, prod.platform)
+        assert view.kai_quota == kai_amounts(spec, prod.platform)
+        assert view.effective_limits == effective_limits(spec, prod.platform)
+    with pytest.raises(TypeError):
+        prod.view(prod.tenants[0].spec).gpu_quota_by_class["a100"] = 1   # read-only
+    eval_ = prod.tenants[0].spec
+    other = eval_.model_copy(update={"quota": eval_.quota.model_copy(update={"gpu": {"a100": 4}})})
+    assert dict(prod.view(other).gpu_quota_by_class) == {"a100": 4}   # not a member's spec: its own view
+
+
+def test_an_environment_keeps_its_facts_only_while_made_of_the_same_parts(examples):
+    prod = examples["prod"]
+    assert replace(prod, warnings=[]).facts is prod.facts
+    assert replace(prod, tenants=list(prod.tenants)).facts is prod.facts    # the same specs, in order
+    assert replace(prod, tenants=prod.tenants[::-1]).facts is not prod.facts
+    renamed = replace(prod.tenants[0], spec=prod.tenants[0].spec.model_copy(update={"display_name": "E"}))
+    assert replace(prod, tenants=[renamed, *prod.tenants[1:]]).facts is not prod.facts
+    assert replace(prod, platform=prod.platform.model_copy()).facts is not prod.facts
+    with pytest.raises(FrozenInstanceError):
+        prod.tenants = []

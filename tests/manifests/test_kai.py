@@ -86,7 +86,7 @@ def test_gpu_limit_adds_the_borrowing_of_each_class(make_tenant):
     lab = queue_lab("kai")
     tenant = make_tenant(gpu={"classes": ["h100", "a100"]}, quota={"gpu": {"h100": 4, "a100": 2}},
                          queue={"borrowingLimit": {"h100": 2, "a100": 1}})
-    assert kai.gpu_limit(tenant, lab.platform) == 9
+    assert kai.gpu_limit(tenant, lab.view(tenant)) == 9
 
 
 def test_decommissioned_tenants_have_no_queue_and_do_not_count():

@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from components.load import load_environment
-from components.manifests import kueue, queues
+from components.manifests import kueue
 from components.manifests.placement_policy import placement
 from components.fleet.environment import Environment
 from tests.e2e.scheduling.borrowing import write_spare_project
@@ -190,7 +190,7 @@ def test_a_pool_no_tenant_holds_is_the_spare_cohorts_quota_and_research_may_borr
     research = next(t.spec for t in environment.tenants if t.name == "research")
     assert _groups(_queue(environment, "research"))[1] == {"h100-spare": {"nvidia.com/gpu": {"name": "nvidia.com/gpu", "nominalQuota": "0"}}}
     # the ResourceQuota admits the pods of what the queue can borrow there (the one rule)
-    assert queues.gpu_ceiling_by_resource(research, environment.view(research))["nvidia.com/gpu"] == 16
+    assert environment.view(research).gpu_ceiling_by_resource["nvidia.com/gpu"] == 16
     assert environment.facts.unqueued_pools == {}
 
 
@@ -201,7 +201,7 @@ def test_a_spare_cohort_outside_a_tenants_tree_lends_it_nothing(tmp_path):
     (cohort,) = kueue.cohorts(environment.facts)
     assert cohort["metadata"]["name"] == "elsewhere" and cohort["spec"]["resourceGroups"]
     research = next(t.spec for t in environment.tenants if t.name == "research")
-    assert queues.gpu_ceiling_by_resource(research, environment.view(research)).get("nvidia.com/gpu", 0) == 0
+    assert environment.view(research).gpu_ceiling_by_resource.get("nvidia.com/gpu", 0) == 0
     assert environment.facts.unqueued_pools == {"h100-spare": (
         "the tenants whose ClusterQueues list it (research) hold no quota on it, and cohort 'elsewhere' lends it to none of them")}
 

@@ -95,7 +95,7 @@ def test_names_come_from_the_labels_we_set(make_environment):
 
 
 def test_resources_cover_whole_gpus_shares_and_mig_slices(make_environment):
-    assert r.gpu_resources(environment(make_environment).platform) == ["nvidia_com_gpu", "nvidia_com_gpu_shared", "nvidia_com_mig_3g_40gb"]
+    assert r.gpu_resources(environment(make_environment).facts) == ["nvidia_com_gpu", "nvidia_com_gpu_shared", "nvidia_com_mig_3g_40gb"]
 
 
 def test_capacity_per_class_and_resource(make_environment):

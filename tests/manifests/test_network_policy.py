@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import dataclasses
+
 from components.manifests.meta import NETWORK_RULES_ANNOTATION, TENANT_LABEL
 from components.manifests.network_policy import (
     merged_policy_spec, metadata_excepts, network_policies, policy_specs,
@@ -14,8 +16,7 @@ def _named(*names: str) -> dict:
 
 
 def _with_tenants(environment, *tenants):
-    environment.tenants = [LoadedTenant(t, None) for t in tenants]
-    return environment
+    return dataclasses.replace(environment, tenants=[LoadedTenant(t, None) for t in tenants])
 
 
 def _allowances(tenant, view) -> dict[str, dict]:

@@ -5,6 +5,7 @@ Expectations come from the tenant and stack files, never from the builders' outp
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import pytest
@@ -89,8 +90,7 @@ def test_nobody_reaches_the_cloud_metadata_endpoint(environments):
 def test_wide_egress_excludes_metadata_unless_named(make_tenant, make_environment):
     wide = make_tenant(name="wide", network={"egress": [{"cidr": "0.0.0.0/0"}, {"cidr": "::/0"}]})
     granted = make_tenant(name="granted", network={"egress": [{"cidr": "0.0.0.0/0"}, {"cidr": "169.254.169.254/32", "ports": [{"port": 80}]}]})
-    environment = make_environment()
-    environment.tenants = [LoadedTenant(wide, None), LoadedTenant(granted, None)]
+    environment = dataclasses.replace(make_environment(), tenants=[LoadedTenant(wide, None), LoadedTenant(granted, None)])
     cluster = Cluster.from_objects([o for objs in environment_objects(environment).values() for o in objs])
     assert cluster.may_reach(Pod.of("wide"), Address("8.8.8.8"), 443)
     assert cluster.may_reach(Pod.of("wide"), Address("2001:db8::1"), 443)
@@ -105,8 +105,7 @@ def test_an_ip_block_matches_a_pod_by_its_address(make_tenant, make_environment)
     address lies in an egress CIDR is reached through it, even in a namespace no grant names; the
     lane gives pods addresses, the unit tests do not (selectors only)."""
     wide = make_tenant(name="wide", network={"egress": [{"cidr": "10.0.0.0/8", "ports": [{"port": 443}]}]})
-    environment = make_environment()
-    environment.tenants = [LoadedTenant(wide, None)]
+    environment = dataclasses.replace(make_environment(), tenants=[LoadedTenant(wide, None)])
     cluster = Cluster.from_objects([o for objs in environment_objects(environment).values() for o in objs],
                                    {"kube-system": {}})
     metrics = (("app", "metrics"),)

@@ -248,9 +248,9 @@ def test_updates_that_keep_the_spec_pass_but_new_tolerations_are_checked(engine,
 
 
 def test_tenant_without_gpu_access_may_not_request_gpus(engine, prod):
-    environment = copy.deepcopy(prod)
-    tenant = next(t for t in environment.tenants if t.name == "eval").spec
-    tenant.gpu.classes = []
+    eval_ = next(t for t in prod.tenants if t.name == "eval")
+    tenant = eval_.spec.model_copy(update={"gpu": eval_.spec.gpu.model_copy(update={"classes": []})})
+    environment = dataclasses.replace(prod, tenants=[dataclasses.replace(t, spec=tenant) if t is eval_ else t for t in prod.tenants])
     policy = Placement(pp.placement_policy(environment.facts), tenant_grant(tenant, environment.view(tenant)))
     messages = admit(engine, policy, pod(resources=GPU))
     assert messages == [

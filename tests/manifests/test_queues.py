@@ -113,7 +113,7 @@ def test_gpu_quotas_agree_across_resource_quota_kueue_kai_and_capacity(examples,
         # plus, where the queue borrows, a headroom that never lowers them
         held = _resource_quota_gpus(tenant, environment)
         if queue_borrows(tenant, platform):
-            assert held == {r: c for r, c in queues.gpu_ceiling_by_resource(tenant, environment.view(tenant)).items() if c}
+            assert held == {r: c for r, c in environment.view(tenant).gpu_ceiling_by_resource.items() if c}
             assert all(held.get(r, 0) >= c for r, c in by_resource.items())
         else:
             assert held == by_resource
@@ -151,23 +151,23 @@ def test_ceiling_is_nominal_plus_own_limit_or_the_reachable_capacity():
     bench = next(t.spec for t in lab.tenants if t.name == "bench")
     # h100 +2 and a100 +0 (its borrowingLimit) on nvidia.com/gpu; l4 +2 (limit) of the 16 shares it
     # reaches; MIG has no limit: everything the `mig` pool holds (56, capacity x overcommit 1)
-    assert queues.gpu_ceiling_by_resource(bench, lab.view(bench)) == {"nvidia.com/gpu": 12 + 2, "nvidia.com/gpu.shared": 4 + 2, "nvidia.com/mig-1g.10gb": 56}
+    assert lab.view(bench).gpu_ceiling_by_resource == {"nvidia.com/gpu": 12 + 2, "nvidia.com/gpu.shared": 4 + 2, "nvidia.com/mig-1g.10gb": 56}
     train = next(t.spec for t in lab.tenants if t.name == "train")
     # h100 only through its dedicated pool: nothing to borrow there (8 stays 8)
-    assert queues.gpu_ceiling_by_resource(train, lab.view(train)) == {"nvidia.com/gpu": 8, "nvidia.com/gpu.shared": 4 + 2}
-    assert queues.gpu_ceiling_by_resource(bench, queue_lab("none").view(bench)) == cap.gpu_quota_by_resource(bench, lab.platform)
+    assert lab.view(train).gpu_ceiling_by_resource == {"nvidia.com/gpu": 8, "nvidia.com/gpu.shared": 4 + 2}
+    assert queue_lab("none").view(bench).gpu_ceiling_by_resource == cap.gpu_quota_by_resource(bench, lab.platform)
     no_cohort = queue_lab("kueue", queues={"defaultCohort": None})
-    assert queues.gpu_ceiling_by_resource(bench, no_cohort.view(bench)) == cap.gpu_quota_by_resource(bench, lab.platform)
+    assert no_cohort.view(bench).gpu_ceiling_by_resource == cap.gpu_quota_by_resource(bench, lab.platform)
 
 
 def test_a_neighbours_quota_edit_leaves_the_ceiling_alone():
     lab = queue_lab("kueue")
     bench = next(t.spec for t in lab.tenants if t.name == "bench")
-    before = queues.gpu_ceiling_by_resource(bench, lab.view(bench))
+    before = lab.view(bench).gpu_ceiling_by_resource
     edited = queue_lab("kueue")
     train = next(t for t in edited.tenants if t.name == "train")
     train.spec.quota.gpu["l4"] = 1    # lends 3 fewer l4 shares to the cohort
-    assert queues.gpu_ceiling_by_resource(bench, edited.view(bench)) == before
+    assert edited.view(bench).gpu_ceiling_by_resource == before
 
 
 @pytest.mark.parametrize("scheduler", ["kueue", "kai"])
@@ -175,7 +175,7 @@ def test_direct_admission_holds_the_nominal_quota_and_borrows_nothing(scheduler)
     lab = queue_lab(scheduler)
     bench = next(t.spec for t in lab.tenants if t.name == "bench")
     direct = bench.model_copy(update={"queue": bench.queue.model_copy(update={"admission": "direct", "borrowing_limit": None})})
-    assert queues.gpu_ceiling_by_resource(direct, lab.view(direct)) == cap.gpu_quota_by_resource(bench, lab.platform)
+    assert lab.view(direct).gpu_ceiling_by_resource == cap.gpu_quota_by_resource(bench, lab.platform)
     built = queues.tenant_queue_objects(direct, lab.view(direct))
     if scheduler == "kueue":
         assert built == []   # outside Kueue: nothing labels its pods into a queue, nothing lends its GPUs

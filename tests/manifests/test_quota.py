@@ -6,8 +6,6 @@ from components.manifests.meta import TENANT_LABEL
 from components.manifests.quota import (
     SUSPENDED_QUOTA,
     TENANT_QUOTA,
-    cluster_gpu_resources,
-    quota_gpu_resources,
     gpu_hard,
     resource_quotas,
 )
@@ -121,16 +119,16 @@ def test_gpu_keys_are_requests_only(environments):
 
 def test_gpus_are_granted_never_implied(make_tenant, make_environment):
     env = make_environment(gpuClasses={"h100": H100, "l4": L4_SHARED})
-    assert cluster_gpu_resources(env.platform) == ["nvidia.com/gpu", "nvidia.com/gpu.shared"]   # what is offered
-    resources = quota_gpu_resources(env.platform)
+    assert env.facts.cluster_gpu_resources == ("nvidia.com/gpu", "nvidia.com/gpu.shared")   # what is offered
+    resources = env.facts.quota_gpu_resources
     # H100 MIG profiles are keys although no layout offers them: no key would mean no limit
-    assert resources[:2] == ["nvidia.com/gpu", "nvidia.com/gpu.shared"] and "nvidia.com/mig-1g.10gb" in resources
+    assert resources[:2] == ("nvidia.com/gpu", "nvidia.com/gpu.shared") and "nvidia.com/mig-1g.10gb" in resources
     cpu_only = make_tenant(quota={"cpu": {"requests": "4"}})
-    assert gpu_hard(cpu_only, env.platform) == {f"requests.{r}": "0" for r in resources}
+    assert gpu_hard(env.view(cpu_only)) == {f"requests.{r}": "0" for r in resources}
     shared = make_tenant(gpu={"classes": ["l4"]}, quota={"gpu": 3})
-    assert gpu_hard(shared, env.platform) == {**{f"requests.{r}": "0" for r in resources}, "requests.nvidia.com/gpu.shared": "3"}
+    assert gpu_hard(env.view(shared)) == {**{f"requests.{r}": "0" for r in resources}, "requests.nvidia.com/gpu.shared": "3"}
     l4_only = make_environment(gpuClasses={"l4": {**L4_SHARED, "timeSlicing": {"replicas": 4}}})
-    assert quota_gpu_resources(l4_only.platform) == ["nvidia.com/gpu", "nvidia.com/gpu.shared"]  # L4: no MIG
+    assert l4_only.facts.quota_gpu_resources == ("nvidia.com/gpu", "nvidia.com/gpu.shared")  # L4: no MIG
 
 
 def test_tenant_without_quota_still_gets_the_guard_rails(make_tenant, make_environment):

@@ -55,11 +55,11 @@ def test_bundles_keep_the_role_invariants(prod):
     access = {role: {"groups": ["g"], "bundles": everything} for role in ("owners", "developers", "viewers")}
     tenant = spec.model_copy(update={"access": spec.access.model_validate(access)})
     for role in ("owner", "developer", "viewer"):
-        rules = [*role_rules(role), *bundle_rules(tenant, role, prod.platform)]
+        rules = [*role_rules(role), *bundle_rules(tenant, role, prod.view(tenant))]
         grants = _grants(rules)
         assert not any("*" in part for grant in grants for part in grant)
         assert not {v for _, _, v in grants} & {"escalate", "impersonate"}
-        assert not {g for rule in bundle_rules(tenant, role, prod.platform) for g in rule["apiGroups"]} & set(FORBIDDEN_GROUPS)
+        assert not {g for rule in bundle_rules(tenant, role, prod.view(tenant)) for g in rule["apiGroups"]} & set(FORBIDDEN_GROUPS)
         for group, resource in (("", "resourcequotas"), ("", "limitranges"), ("networking.k8s.io", "networkpolicies"), ("", "namespaces")):
             assert {v for g, r, v in grants if (g, r) == (group, resource)} <= set(READ_VERBS)
         if role == "viewer":
@@ -68,5 +68,5 @@ def test_bundles_keep_the_role_invariants(prod):
 
 def test_bundle_rules_are_deterministic(prod):
     spec = tenant_of(prod, "llm-finetune")
-    assert bundle_rules(spec, "developer", prod.platform) == bundle_rules(spec, "developer", prod.platform)
-    assert bundle_rules(spec, "developer", prod.platform)[0]["apiGroups"] == ["kubeflow.org"]  # kubeflow-notebooks: bundles in name order
+    assert bundle_rules(spec, "developer", prod.view(spec)) == bundle_rules(spec, "developer", prod.view(spec))
+    assert bundle_rules(spec, "developer", prod.view(spec))[0]["apiGroups"] == ["kubeflow.org"]  # kubeflow-notebooks: bundles in name order

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from components.manifests.registration import LIFECYCLES
 from components.resources.departures import departure_messages
 from tools.pulumi_mocks import REPO, run_program
 
@@ -69,3 +70,13 @@ def test_the_program_warns_about_a_rename_in_the_words_of_tenants_diff(tmp_path,
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and r.getMessage().startswith("tenant ")]
     document = compare_stack("prod", Side(load_environment(base, "prod")), Side(load_environment(tmp_path, "prod")))
     assert warnings == [w["message"] for w in document["warnings"] if w["kind"] == "tenant-renamed"]
+
+
+def test_the_warning_says_what_the_registration_plan_does_for_every_lifecycle():
+    """The words come from the same lifecycle table as the plan's retain rules, so a lifecycle that
+    keeps its tenant on removal is never announced as deleted, and the reverse."""
+    previous = {name: {"namespaces": [name], "lifecycle": name} for name in LIFECYCLES}
+    messages = dict(zip(sorted(previous), departure_messages(previous, {}, "prod")))
+    assert set(messages) == {"active", "suspended", "decommissioned"}
+    for lifecycle, rule in LIFECYCLES.items():
+        assert ("DELETES" in messages[lifecycle]) is (not rule.kept), lifecycle

@@ -3,6 +3,7 @@ tenants the change does not touch too. The date is the loaded environment's (`to
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import date
 
 import pytest
@@ -92,8 +93,7 @@ def test_the_date_is_the_loaded_environments_and_nothing_else():
     assert _fleet(date(2027, 4, 1)).expired == ["trial"]
     assert _fleet(date(2027, 3, 31)).expired == []
     # Built by hand (no date judged): no expiry warnings, rather than a guess from the clock.
-    hand_made = _fleet(date(2027, 4, 1))
-    hand_made.as_of = None
+    hand_made = dataclasses.replace(_fleet(date(2027, 4, 1)), as_of=None)
     assert expiry_warnings("prod", hand_made) == []
 
 

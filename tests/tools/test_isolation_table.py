@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from components.fleet.isolation import SHARING_MODES
+from components.fleet.isolation import isolation_rows
 from tools import isolation_table
 from tools.isolation_table import BEGIN, END, render_table, with_table
 
@@ -26,7 +26,7 @@ def test_the_table_has_a_row_per_mode_between_the_markers():
 
     assert lines[0] == BEGIN and lines[-1] == END
     assert lines[1].startswith("| mode | set by | memory bound | fault isolation | compute share |")
-    assert [line.split(" | ")[0].removeprefix("| ") for line in lines[3:-1]] == [r.mode for r in SHARING_MODES]
+    assert [line.split(" | ")[0].removeprefix("| ") for line in lines[3:-1]] == [r.mode for r in isolation_rows()]
 
 
 def test_only_the_block_between_the_markers_is_replaced():
