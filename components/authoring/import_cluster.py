@@ -11,9 +11,12 @@ The live read is the CLI's (components/cli/importing.py); this module only maps 
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from ..fleet import gpu_capacity as cap
+from ..manifests.meta import (DISPLAY_NAME_ANNOTATION, MANAGED_BY, NAMESPACE_NAME_LABEL, OPENSHIFT_DISPLAY_NAME_ANNOTATION,
+                              POD_SECURITY_ENFORCE_LABEL)
 from ..spec.stack import Platform
 from ..spec.yaml_source import SourceDocument
 from .import_gpu import node_selector_of_namespace
@@ -25,8 +28,7 @@ ROLE_OF_OWN_ROLE = {"tenant-owner": "owners", "tenant-developer": "developers", 
 _CI_ROLE = {"owners": "owner", "developers": "developer", "viewers": "viewer"}
 # Labels hand-made namespaces commonly carry for chargeback.
 COST_CENTER_LABELS = ("cost-center", "costcenter", "cost_center", "costCenter")
-DISPLAY_NAME_ANNOTATIONS = ("openshift.io/display-name", "gpu-tenancy.dev/display-name")
-_PSA_ENFORCE = "pod-security.kubernetes.io/enforce"
+DISPLAY_NAME_ANNOTATIONS = (OPENSHIFT_DISPLAY_NAME_ANNOTATION, DISPLAY_NAME_ANNOTATION)
 _PSA_ORDER = ("privileged", "baseline", "restricted")
 
 
@@ -38,7 +40,7 @@ def _ref(obj: dict[str, Any]) -> str:
 
 def _is_ours(namespace: dict[str, Any]) -> bool:
     labels = namespace.get("metadata", {}).get("labels") or {}
-    return labels.get("app.kubernetes.io/managed-by") == "gpu-tenancy"
+    return all(labels.get(key) == value for key, value in MANAGED_BY.items())
 
 
 def tenants_from_cluster(
@@ -68,58 +70,96 @@ def tenants_from_cluster(
     platform_roles = {ns: role for role, listed in platform.platform_namespaces.items() for ns in listed}
     for namespace in sorted(namespaces, key=lambda n: n["metadata"]["name"]):
         name = namespace["metadata"]["name"]
-        source = f"Namespace {name}"
         problem = tenant_name_problem(name, platform)
         if problem is None and _is_ours(namespace):
             problem = "it is already managed by gpu-tenancy"
         if problem:
-            imported.unmapped.append(Unmapped(source, "namespace", f"not imported: {problem}"))
+            imported.unmapped.append(Unmapped(f"Namespace {name}", "namespace", f"not imported: {problem}"))
             continue
-        data, notes = _namespace_tenant(namespace, platform, platform_roles)
-        sources = [source]
-        workloads = 0
-        policies = []
-        for obj in sorted(by_namespace.get(name, []), key=lambda o: (o.get("kind", ""), o["metadata"]["name"])):
-            kind = obj.get("kind")
-            ref = _ref(obj)
-            if kind == "ResourceQuota":
-                part, more, refusals = _quota(obj, platform, gpu_class_of, node_selector_of_namespace(namespace))
-                imported.refused.extend(r.located(SourceDocument(ref, obj)) for r in refusals)
-                if part and "quota" in data:
-                    data, tighter = tighter_quota(data, part, source)
-                    more.extend(tighter)
-                elif part:
-                    data = merge_tenant_data(data, part)
-            elif kind == "LimitRange":
-                part, more = limit_range_fields(obj.get("spec", {}).get("limits", []), ref)
-                if part and "limits" in data:
-                    more.append(Unmapped(ref, "spec", "a second LimitRange in the namespace; the tenant file has one, the first by name was imported"))
-                elif part:
-                    data = merge_tenant_data(data, part)
-            elif kind == "RoleBinding":
-                part, more = _role_binding(obj, name, platform)
-                data = merge_tenant_data(data, part)
-            elif kind == "NetworkPolicy":
-                policies.append(obj)
-                continue
-            else:
-                workloads += 1
-                continue
-            sources.append(ref)
-            notes.extend(more)
-        part, more, seen = _network(policies, name, names, platform_roles)
-        data = merge_tenant_data(data, part)
-        sources.extend(seen)
-        notes.extend(more)
-        if not policies:
-            notes.append(Unmapped(source, "NetworkPolicy", "none today, so all traffic reaches its pods; the tenant's default deny "
-                                  "will allow only its own namespaces, DNS and what `network` lists: add what the workloads need before `pulumi up`"))
-        if workloads:
-            notes.append(Unmapped(source, "workloads", f"{workloads} other object(s) (workloads, services, ...) are not part of a tenant file; they stay as they are"))
-        imported.tenants[name] = data
-        imported.sources[name] = sources
-        imported.unmapped.extend(notes)
+        reading = _Reading(namespace, name, platform, gpu_class_of, imported.refused)
+        _import_namespace(imported, reading, by_namespace.get(name, []), names, platform_roles)
     return imported
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """One namespace being imported, and where the quotas it cannot place go."""
+
+    namespace: dict[str, Any]
+    name: str
+    platform: Platform
+    gpu_class_of: dict[str, str] | None
+    refused: list
+
+    @property
+    def source(self) -> str:
+        return f"Namespace {self.name}"
+
+
+def _import_namespace(imported: Imported, reading: _Reading, objects: list[dict[str, Any]], names: set[str], platform_roles) -> None:
+    name, source = reading.name, reading.source
+    data, notes = _namespace_tenant(reading.namespace, reading.platform, platform_roles)
+    sources = [source]
+    workloads = 0
+    policies = []
+    for obj in sorted(objects, key=lambda o: (o.get("kind", ""), o["metadata"]["name"])):
+        kind = obj.get("kind")
+        read = _OBJECT_READERS.get(kind)
+        if read is not None:
+            data, more = read(data, obj, reading)
+            sources.append(_ref(obj))
+            notes.extend(more)
+        elif kind == "NetworkPolicy":
+            policies.append(obj)
+        else:
+            workloads += 1
+    part, more, seen = _network(policies, name, names, platform_roles)
+    data = merge_tenant_data(data, part)
+    sources.extend(seen)
+    notes.extend(more)
+    if not policies:
+        notes.append(Unmapped(source, "NetworkPolicy", "none today, so all traffic reaches its pods; the tenant's default deny "
+                              "will allow only its own namespaces, DNS and what `network` lists: add what the workloads need before `pulumi up`"))
+    if workloads:
+        notes.append(Unmapped(source, "workloads", f"{workloads} other object(s) (workloads, services, ...) are not part of a tenant file; they stay as they are"))
+    imported.tenants[name] = data
+    imported.sources[name] = sources
+    imported.unmapped.extend(notes)
+
+
+def _read_quota(data: dict[str, Any], obj: dict[str, Any], reading: _Reading) -> tuple[dict[str, Any], list[Unmapped]]:
+    part, more, refusals = _quota(obj, reading.platform, reading.gpu_class_of, node_selector_of_namespace(reading.namespace))
+    reading.refused.extend(r.located(SourceDocument(_ref(obj), obj)) for r in refusals)
+    if part and "quota" in data:
+        data, tighter = tighter_quota(data, part, reading.source)
+        more.extend(tighter)
+    elif part:
+        data = merge_tenant_data(data, part)
+    return data, more
+
+
+def _read_limit_range(data: dict[str, Any], obj: dict[str, Any], reading: _Reading) -> tuple[dict[str, Any], list[Unmapped]]:
+    ref = _ref(obj)
+    part, more = limit_range_fields(obj.get("spec", {}).get("limits", []), ref)
+    if part and "limits" in data:
+        more.append(Unmapped(ref, "spec", "a second LimitRange in the namespace; the tenant file has one, the first by name was imported"))
+    elif part:
+        data = merge_tenant_data(data, part)
+    return data, more
+
+
+def _read_role_binding(data: dict[str, Any], obj: dict[str, Any], reading: _Reading) -> tuple[dict[str, Any], list[Unmapped]]:
+    part, more = _role_binding(obj, reading.name, reading.platform)
+    return merge_tenant_data(data, part), more
+
+
+# What each kind read from a namespace adds to its tenant file; NetworkPolicies are read all at once
+# (`_network`), any other kind is a workload that stays as it is.
+_OBJECT_READERS: dict[str, Callable[[dict[str, Any], dict[str, Any], _Reading], tuple[dict[str, Any], list[Unmapped]]]] = {
+    "ResourceQuota": _read_quota,
+    "LimitRange": _read_limit_range,
+    "RoleBinding": _read_role_binding,
+}
 
 
 def _namespace_tenant(namespace: dict[str, Any], platform: Platform, platform_roles) -> tuple[dict[str, Any], list[Unmapped]]:
@@ -131,12 +171,12 @@ def _namespace_tenant(namespace: dict[str, Any], platform: Platform, platform_ro
     display = next((annotations[k] for k in DISPLAY_NAME_ANNOTATIONS if annotations.get(k)), None)
     data = tenant_skeleton(name, display_name=display, cost_center=cost)
     notes: list[Unmapped] = []
-    level = labels.get(_PSA_ENFORCE)
+    level = labels.get(POD_SECURITY_ENFORCE_LABEL)
     stack_level = platform.pod_security.level if platform.pod_security else "baseline"
     if level in _PSA_ORDER and _PSA_ORDER.index(level) > _PSA_ORDER.index(stack_level):
         data["podSecurity"] = level
     elif level in _PSA_ORDER and level != stack_level:
-        notes.append(Unmapped(f"Namespace {name}", f"labels.{_PSA_ENFORCE}", f"'{level}' is looser than the stack's '{stack_level}'; "
+        notes.append(Unmapped(f"Namespace {name}", f"labels.{POD_SECURITY_ENFORCE_LABEL}", f"'{level}' is looser than the stack's '{stack_level}'; "
                               f"the tenant gets '{stack_level}': check its pods pass it (kubectl label --dry-run=server ...)"))
     return data, notes
 
@@ -211,9 +251,9 @@ def _peer_namespace(peer: dict[str, Any]) -> str | None:
     if selector is None or peer.get("podSelector") not in (None, {}):
         return None
     labels = selector.get("matchLabels") or {}
-    if selector.get("matchExpressions") or list(labels) != ["kubernetes.io/metadata.name"]:
+    if selector.get("matchExpressions") or list(labels) != [NAMESPACE_NAME_LABEL]:
         return None
-    return labels["kubernetes.io/metadata.name"]
+    return labels[NAMESPACE_NAME_LABEL]
 
 
 def _ports(rule: dict[str, Any]) -> list[dict[str, Any]] | None:
@@ -244,43 +284,57 @@ def _network(policies: list[dict[str, Any]], namespace: str, imported_names: set
         if not whole_namespace:
             notes.append(Unmapped(ref, "spec.podSelector", "selects some pods only; tenant policies apply to every pod of the namespace: not imported"))
             continue
-        left = False
-        for index, rule in enumerate(spec.get("ingress") or []):
-            ports = _ports(rule)
-            for peer in rule.get("from") or [{}]:
-                if peer == {"podSelector": {}} or peer.get("podSelector") == {} and "namespaceSelector" not in peer:
-                    continue  # same namespace: always allowed
-                other = _peer_namespace(peer)
-                if other in platform_roles and ports is not None:
-                    grant = {"role": platform_roles[other], "ports": ports} if ports else platform_roles[other]
-                    network.setdefault("ingressFrom", {}).setdefault("platform", []).append(grant)
-                elif other in imported_names and other != namespace:
-                    network.setdefault("ingressFrom", {}).setdefault("tenants", []).append(other)
-                    if ports:
-                        network["ingressFrom"].setdefault("ports", []).extend(p for p in ports if p not in network["ingressFrom"].get("ports", []))
-                else:
-                    left = True
-                    notes.append(Unmapped(ref, f"spec.ingress[{index}]", "a peer other than the namespace itself, one platform namespace or an imported "
-                                          "namespace (by kubernetes.io/metadata.name), or named ports: not imported"))
-        for index, rule in enumerate(spec.get("egress") or []):
-            ports = _ports(rule)
-            for peer in rule.get("to") or [{}]:
-                block = peer.get("ipBlock")
-                if block and ports is not None and len(peer) == 1:
-                    entry: dict[str, Any] = {"cidr": block["cidr"]}
-                    if block.get("except"):
-                        entry["except"] = list(block["except"])
-                    if ports:
-                        entry["ports"] = ports
-                    network.setdefault("egress", []).append(entry)
-                elif _is_dns(peer, ports) or peer.get("podSelector") == {} and "namespaceSelector" not in peer:
-                    continue  # DNS and the namespace itself: always allowed
-                else:
-                    left = True
-                    notes.append(Unmapped(ref, f"spec.egress[{index}]", "only ipBlock destinations (and DNS, the namespace itself) map to `network.egress`: not imported"))
-        if not left:
+        left_in = _ingress_intent(network, notes, ref, spec, namespace, imported_names, platform_roles)
+        left_out = _egress_intent(network, notes, ref, spec)
+        if not (left_in or left_out):
             seen.append(ref)
     return ({"network": network} if network else {}), notes, seen
+
+
+def _ingress_intent(network: dict[str, Any], notes: list[Unmapped], ref: str, spec: dict[str, Any], namespace: str,
+                    imported_names: set[str], platform_roles) -> bool:
+    """Adds what the policy's ingress rules map to into `network`; whether a rule was left unmapped."""
+    left = False
+    for index, rule in enumerate(spec.get("ingress") or []):
+        ports = _ports(rule)
+        for peer in rule.get("from") or [{}]:
+            if peer == {"podSelector": {}} or peer.get("podSelector") == {} and "namespaceSelector" not in peer:
+                continue  # same namespace: always allowed
+            other = _peer_namespace(peer)
+            if other in platform_roles and ports is not None:
+                grant = {"role": platform_roles[other], "ports": ports} if ports else platform_roles[other]
+                network.setdefault("ingressFrom", {}).setdefault("platform", []).append(grant)
+            elif other in imported_names and other != namespace:
+                network.setdefault("ingressFrom", {}).setdefault("tenants", []).append(other)
+                if ports:
+                    network["ingressFrom"].setdefault("ports", []).extend(p for p in ports if p not in network["ingressFrom"].get("ports", []))
+            else:
+                left = True
+                notes.append(Unmapped(ref, f"spec.ingress[{index}]", "a peer other than the namespace itself, one platform namespace or an imported "
+                                      "namespace (by kubernetes.io/metadata.name), or named ports: not imported"))
+    return left
+
+
+def _egress_intent(network: dict[str, Any], notes: list[Unmapped], ref: str, spec: dict[str, Any]) -> bool:
+    """Adds what the policy's egress rules map to into `network`; whether a rule was left unmapped."""
+    left = False
+    for index, rule in enumerate(spec.get("egress") or []):
+        ports = _ports(rule)
+        for peer in rule.get("to") or [{}]:
+            block = peer.get("ipBlock")
+            if block and ports is not None and len(peer) == 1:
+                entry: dict[str, Any] = {"cidr": block["cidr"]}
+                if block.get("except"):
+                    entry["except"] = list(block["except"])
+                if ports:
+                    entry["ports"] = ports
+                network.setdefault("egress", []).append(entry)
+            elif _is_dns(peer, ports) or peer.get("podSelector") == {} and "namespaceSelector" not in peer:
+                continue  # DNS and the namespace itself: always allowed
+            else:
+                left = True
+                notes.append(Unmapped(ref, f"spec.egress[{index}]", "only ipBlock destinations (and DNS, the namespace itself) map to `network.egress`: not imported"))
+    return left
 
 
 def _is_dns(peer: dict[str, Any], ports: list[dict[str, Any]] | None) -> bool:

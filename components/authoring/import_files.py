@@ -15,10 +15,12 @@ which Kueue ClusterQueues select the namespace.
 from __future__ import annotations
 
 import re
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from pydantic import TypeAdapter, ValidationError
 
+from ..manifests.meta import CAPSULE_DESCRIPTION_ANNOTATION, NAMESPACE_NAME_LABEL
 from ..spec.base import DNS_LABEL_PATTERN
 from ..spec.quantity import Quantity, format_quantity
 from ..spec.stack import Platform
@@ -33,7 +35,6 @@ from .importing import (Imported, Refusal, Unmapped, limit_range_fields, merge_t
 
 _CAPSULE_MAPPED = {"owners", "resourceQuotas", "limitRanges", "additionalRoleBindings", "namespaceOptions", "rules",
                    "containerRegistries", "nodeSelector"}
-_METADATA_NAME = "kubernetes.io/metadata.name"
 _REGISTRY = TypeAdapter(ImageRegistry)
 
 
@@ -165,63 +166,99 @@ def _capsule(source: SourceDocument, platform: Platform, ref: str, gpu_class_of,
     doc = source.data
     name = doc["metadata"]["name"]
     annotations = doc["metadata"].get("annotations") or {}
-    out, data = _start(name, ref, platform, description=annotations.get("info.projectcapsule.dev/description", ""))
+    out, data = _start(name, ref, platform, description=annotations.get(CAPSULE_DESCRIPTION_ANNOTATION, ""))
     if data is None:
         return out, []
     spec = doc.get("spec") or {}
-    notes: list[Unmapped] = []
-    refusals: list[Refusal] = []
+    got = _Gathered(data)
     node_selector = spec.get("nodeSelector") or {}
 
     def quota(hard: dict[str, Any], at: tuple, shown: str) -> None:
-        nonlocal data
         part, more, refused = quota_fields(hard, platform, f"{ref} {shown}", gpu_class_of=gpu_class_of, node_selector=node_selector, at=at)
-        data = merge_tenant_data(data, part)
-        notes.extend(more)
-        refusals.extend(refused)
+        got.data = merge_tenant_data(got.data, part)
+        got.notes.extend(more)
+        got.refusals.extend(refused)
 
-    listed = _own_namespaces((doc.get("status") or {}).get("namespaces") or [], platform, ref, notes)
+    listed = _own_namespaces((doc.get("status") or {}).get("namespaces") or [], platform, ref, got.notes)
     namespaces = [ns for _, ns in listed if ns != name]
-    owners, more = _subjects(spec.get("owners") or [], ref, "spec.owners", platform, [name, *namespaces])
+    _capsule_access(got, spec, ref, platform, [name, *namespaces], quota)
+    scope = _capsule_quotas(got, spec, quota)
+    _capsule_limit_ranges(got, spec, ref)
+    _capsule_namespaces(got, listed, namespaces, scope, ref)
+    _capsule_rest(got, spec, ref, platform, node_selector)
+    return _finish(out, name, got.data, ref, got.notes), _located(source, got.refusals)
+
+
+@dataclass
+class _Gathered:
+    """What the import of one Capsule Tenant has gathered so far, in the order it was found."""
+
+    data: dict[str, Any]
+    notes: list[Unmapped] = field(default_factory=list)
+    refusals: list[Refusal] = field(default_factory=list)
+
+
+def _capsule_access(got: _Gathered, spec: dict[str, Any], ref: str, platform: Platform, names: list[str],
+                    quota: Callable[[dict[str, Any], tuple, str], None]) -> None:
+    """Owners, additional role bindings and the rules' bindings (and the rules' quotas, as they come)."""
+    notes = got.notes
+    owners, more = _subjects(spec.get("owners") or [], ref, "spec.owners", platform, names)
     notes.extend(more)
     access: dict[str, Any] = {"owners": owners} if owners else {}
-    access = _bindings(access, spec.get("additionalRoleBindings") or [], ref, "spec.additionalRoleBindings", notes, platform, [name, *namespaces])
+    access = _bindings(access, spec.get("additionalRoleBindings") or [], ref, "spec.additionalRoleBindings", notes, platform, names)
     for index, rule in enumerate(spec.get("rules") or []):
         where = f"spec.rules[{index}]"
         if rule.get("namespaceSelector"):
             notes.append(Unmapped(ref, where, "applies to some namespaces of the tenant only; a tenant file applies to all: not imported"))
             continue
         access = _bindings(access, (rule.get("permissions") or {}).get("bindings") or [], ref, f"{where}.permissions.bindings", notes,
-                           platform, [name, *namespaces])
+                           platform, names)
         for q, item in enumerate(rule.get("quota") or []):
             quota(item.get("hard") or {}, ("spec", "rules", index, "quota", q, "hard"), f"{where}.quota[{q}]")
         for key in sorted(set(rule) - {"permissions", "quota"}):
             notes.append(Unmapped(ref, f"{where}.{key}", "no field of the tenant file maps it exactly; not imported"))
     if access:
-        data["access"] = access
+        got.data["access"] = access
+
+
+def _capsule_quotas(got: _Gathered, spec: dict[str, Any], quota: Callable[[dict[str, Any], tuple, str], None]) -> str:
+    """The Tenant's resource quotas; their scope (Tenant or Namespace)."""
     quotas = spec.get("resourceQuotas") or {}
     scope = quotas.get("scope", "Tenant")
     if scope not in ("Tenant", "Namespace"):
-        refusals.append(Refusal(("spec", "resourceQuotas", "scope"), f"'{scope}' is no Capsule quota scope (Tenant or Namespace)"))
+        got.refusals.append(Refusal(("spec", "resourceQuotas", "scope"), f"'{scope}' is no Capsule quota scope (Tenant or Namespace)"))
     for index, item in enumerate(quotas.get("items") or []):
         quota(item.get("hard") or {}, ("spec", "resourceQuotas", "items", index, "hard"), f"spec.resourceQuotas.items[{index}]")
+    return scope
+
+
+def _capsule_limit_ranges(got: _Gathered, spec: dict[str, Any], ref: str) -> None:
     for index, item in enumerate((spec.get("limitRanges") or {}).get("items") or []):
         part, more = limit_range_fields(item.get("limits") or [], f"{ref} spec.limitRanges.items[{index}]")
-        if part and "limits" in data:
-            notes.append(Unmapped(ref, f"spec.limitRanges.items[{index}]", "the tenant file has one LimitRange; the first was imported"))
+        if part and "limits" in got.data:
+            got.notes.append(Unmapped(ref, f"spec.limitRanges.items[{index}]", "the tenant file has one LimitRange; the first was imported"))
             continue
-        data = merge_tenant_data(data, part)
-        notes.extend(more)
+        got.data = merge_tenant_data(got.data, part)
+        got.notes.extend(more)
+
+
+def _capsule_namespaces(got: _Gathered, listed: list[tuple[int, str]], namespaces: list[str], scope: str, ref: str) -> None:
+    """The namespaces, and how a Tenant-wide quota is shared among them."""
     for index, namespace in listed:
         if not re.fullmatch(DNS_LABEL_PATTERN, namespace):
-            refusals.append(Refusal(("status", "namespaces", index), f"'{namespace}' is not a namespace name (a DNS label)"))
+            got.refusals.append(Refusal(("status", "namespaces", index), f"'{namespace}' is not a namespace name (a DNS label)"))
     if namespaces:
-        data["namespaces"] = sorted(set(namespaces))
-    if not refusals:
-        data, share_notes, reasons = namespace_shares(data, [ns for _, ns in listed], scope)
-        notes.extend(Unmapped(ref, "spec.resourceQuotas", note) for note in share_notes)
-        refusals.extend(Refusal(("spec", "resourceQuotas"), reason) for reason in reasons)
-    data = merge_tenant_data(data, _registries(spec.get("containerRegistries") or {}, ref, notes))
+        got.data["namespaces"] = sorted(set(namespaces))
+    if not got.refusals:
+        got.data, share_notes, reasons = namespace_shares(got.data, [ns for _, ns in listed], scope)
+        got.notes.extend(Unmapped(ref, "spec.resourceQuotas", note) for note in share_notes)
+        got.refusals.extend(Refusal(("spec", "resourceQuotas"), reason) for reason in reasons)
+
+
+def _capsule_rest(got: _Gathered, spec: dict[str, Any], ref: str, platform: Platform, node_selector: dict[str, Any]) -> None:
+    """Registries, and notes on what maps to nothing: the namespace count, a node selector of no GPU class, other fields."""
+    notes = got.notes
+    got.data = merge_tenant_data(got.data, _registries(spec.get("containerRegistries") or {}, ref, notes))
     quota_count = (spec.get("namespaceOptions") or {}).get("quota")
     if quota_count is not None:
         notes.append(Unmapped(ref, "spec.namespaceOptions.quota", f"at most {quota_count} namespaces, created by the owners: here the namespaces "
@@ -231,7 +268,6 @@ def _capsule(source: SourceDocument, platform: Platform, ref: str, gpu_class_of,
                               "pools decide where its pods run; not imported"))
     for key in sorted(set(spec) - _CAPSULE_MAPPED):
         notes.append(Unmapped(ref, f"spec.{key}", "no field of the tenant file maps it exactly; not imported (check docs/security.md for the control that covers it)"))
-    return _finish(out, name, data, ref, notes), _located(source, refusals)
 
 
 def _own_namespaces(listed: list[str], platform: Platform, ref: str, notes: list[Unmapped]) -> list[tuple[int, str]]:
@@ -342,11 +378,11 @@ def _selects(queue: SourceDocument, namespace: str, context: _Context) -> tuple[
             return None, [Refusal((*at, "matchExpressions", index, "operator"), f"'{expression.get('operator')}' is no selector operator "
                                   f"({', '.join(_OPERATORS)})")]
     known = context.namespaces.get(namespace)
-    if known is None and selector and _selector_keys(selector) - {_METADATA_NAME}:
-        return None, [Refusal(at, f"reads the labels {', '.join(sorted(_selector_keys(selector) - {_METADATA_NAME}))} of namespace "
+    if known is None and selector and _selector_keys(selector) - {NAMESPACE_NAME_LABEL}:
+        return None, [Refusal(at, f"reads the labels {', '.join(sorted(_selector_keys(selector) - {NAMESPACE_NAME_LABEL}))} of namespace "
                               f"{namespace}, which is not among the files: give its Namespace too "
                               f"(kubectl get namespace {namespace} -o yaml), so that its quota goes only where Kueue admits it")]
-    labels = {**(((known or {}).get("metadata") or {}).get("labels") or {}), _METADATA_NAME: namespace}
+    labels = {**(((known or {}).get("metadata") or {}).get("labels") or {}), NAMESPACE_NAME_LABEL: namespace}
     return selector_selects(selector, labels), []
 
 
@@ -384,67 +420,14 @@ def _local_queue(source: SourceDocument, platform: Platform, ref: str, gpu_class
                                                      f"admits no workload of LocalQueue {_name(doc)}, so the tenant gets none of this queue's quota")])
         out.sources[name].append(cq_ref)
         return out, []
-    sharing = [ns for ns in context.queue_namespaces.get(queue_name, []) if ns != name and _selects(queue_doc, ns, context)[0]]
-    if sharing:
-        notes.append(Unmapped(cq_ref, "spec.resourceGroups", f"shared with the LocalQueues of {', '.join(sharing)}: Kueue caps their sum, "
-                              "each tenant file gets the whole quota here; split it between the tenants by hand"))
-    elif spec.get("namespaceSelector") == {}:
-        notes.append(Unmapped(cq_ref, "spec.namespaceSelector", "matches every namespace: its quota is imported as this tenant's own; "
-                              "split it if several namespaces share it"))
-    gpu: dict[str, int] = {}
-    borrowing: dict[str, int] = {}
-    lending: dict[str, int] = {}
-    quota: dict[str, Any] = {}
-    compute: dict[str, list] = {}
-    for g, group in enumerate(spec.get("resourceGroups") or []):
-        for f, flavor in enumerate(group.get("flavors") or []):
-            flavor_name = flavor.get("name")
-            for r, resource in enumerate(flavor.get("resources") or []):
-                where = f"spec.resourceGroups[{g}].flavors[{f}].resources[{r}]"
-                at = ("spec", "resourceGroups", g, "flavors", f, "resources", r)
-                resource_name = resource.get("name")
-                if resource_name in ("cpu", "memory"):
-                    compute.setdefault(resource_name, []).append((at, resource.get("nominalQuota")))
-                elif resource_name in ("nvidia.com/gpu", "nvidia.com/gpu.shared"):
-                    gpu_class = _flavor_class(flavor_name, resource_name, platform, gpu_class_of, context)
-                    counts = {key: _whole(resource.get(key)) for key in ("nominalQuota", "borrowingLimit", "lendingLimit")}
-                    bad = [key for key, value in counts.items() if value is False]
-                    if bad:
-                        refusals.extend(Refusal((*at, key), f"'{resource.get(key)}' is not a whole number of GPUs") for key in bad)
-                    elif gpu_class is None:
-                        refusals.append(Refusal((*at, "name"), f"{resource.get('nominalQuota')} GPUs of ResourceFlavor '{flavor_name}' cannot be "
-                                                f"placed on a GPU class: the flavor is no class of the stack ({', '.join(sorted(platform.gpu_classes)) or 'none'}) "
-                                                f"and its nodeLabels name none; say which with --gpu-class {flavor_name}=CLASS"))
-                    else:
-                        gpu[gpu_class] = gpu.get(gpu_class, 0) + (counts["nominalQuota"] or 0)
-                        if counts["borrowingLimit"] is not None:
-                            borrowing[gpu_class] = counts["borrowingLimit"]
-                        if counts["lendingLimit"] is not None:
-                            lending[gpu_class] = counts["lendingLimit"]
-                else:
-                    notes.append(Unmapped(cq_ref, where, f"resource {resource_name}: only cpu, memory and GPUs are queue quotas here; not imported"))
-    for resource_name, amounts in sorted(compute.items()):
-        total = _sum(amounts)
-        if total is None:
-            refusals.extend(Refusal((*at, "nominalQuota"), f"'{value}' is not a Kubernetes quantity (e.g. 8, 500m, 64Gi)")
-                            for at, value in amounts)
-            continue
-        quota[resource_name] = {"requests": total}
-    if gpu:
-        quota["gpu"] = gpu
-        data["gpu"] = {"classes": sorted(gpu)}
+    notes += _shared_queue_notes(queue_doc, queue_name, name, context, cq_ref)
+    amounts = _queue_amounts(spec, platform, gpu_class_of, context, cq_ref, notes, refusals)
+    quota = _queue_quota(amounts, refusals)
+    if amounts.gpu:
+        data["gpu"] = {"classes": sorted(amounts.gpu)}
     if quota:
         data["quota"] = quota
-    queue_fields: dict[str, Any] = {}
-    if spec.get("cohortName") or spec.get("cohort"):
-        queue_fields["cohort"] = spec.get("cohortName") or spec.get("cohort")
-    weight = (spec.get("fairSharing") or {}).get("weight")
-    if weight is not None and str(weight).isdigit():
-        queue_fields["weight"] = int(weight)
-    if borrowing:
-        queue_fields["borrowingLimit"] = borrowing
-    if lending:
-        queue_fields["lendingLimit"] = lending
+    queue_fields = _queue_fields(spec, amounts)
     if queue_fields:
         data["queue"] = queue_fields
     for key in sorted(set(spec) - {"resourceGroups", "cohort", "cohortName", "fairSharing", "namespaceSelector"}):
@@ -452,6 +435,96 @@ def _local_queue(source: SourceDocument, platform: Platform, ref: str, gpu_class
     out = _finish(out, name, data, ref, notes)
     out.sources[name].append(cq_ref)
     return out, _located(queue_doc, refusals)
+
+
+def _shared_queue_notes(queue_doc: SourceDocument, queue_name: str, name: str, context: _Context, cq_ref: str) -> list[Unmapped]:
+    """Whether other namespaces' LocalQueues (or every namespace) share the ClusterQueue's quota."""
+    spec = queue_doc.data.get("spec") or {}
+    sharing = [ns for ns in context.queue_namespaces.get(queue_name, []) if ns != name and _selects(queue_doc, ns, context)[0]]
+    if sharing:
+        return [Unmapped(cq_ref, "spec.resourceGroups", f"shared with the LocalQueues of {', '.join(sharing)}: Kueue caps their sum, "
+                         "each tenant file gets the whole quota here; split it between the tenants by hand")]
+    if spec.get("namespaceSelector") == {}:
+        return [Unmapped(cq_ref, "spec.namespaceSelector", "matches every namespace: its quota is imported as this tenant's own; "
+                         "split it if several namespaces share it")]
+    return []
+
+
+@dataclass
+class _QueueAmounts:
+    """A ClusterQueue's amounts as a tenant file writes them: GPUs, borrowing and lending per class; cpu and memory as found."""
+
+    gpu: dict[str, int] = field(default_factory=dict)
+    borrowing: dict[str, int] = field(default_factory=dict)
+    lending: dict[str, int] = field(default_factory=dict)
+    compute: dict[str, list] = field(default_factory=dict)
+
+    def add_gpus(self, at: tuple, flavor_name: Any, resource: dict[str, Any], platform: Platform, gpu_class_of,
+                 context: _Context) -> list[Refusal]:
+        """Adds one flavor's GPU resource to its class; the refusals when its amounts or class cannot be read."""
+        gpu_class = _flavor_class(flavor_name, resource.get("name"), platform, gpu_class_of, context)
+        counts = {key: _whole(resource.get(key)) for key in ("nominalQuota", "borrowingLimit", "lendingLimit")}
+        bad = [key for key, value in counts.items() if value is False]
+        if bad:
+            return [Refusal((*at, key), f"'{resource.get(key)}' is not a whole number of GPUs") for key in bad]
+        if gpu_class is None:
+            return [Refusal((*at, "name"), f"{resource.get('nominalQuota')} GPUs of ResourceFlavor '{flavor_name}' cannot be "
+                            f"placed on a GPU class: the flavor is no class of the stack ({', '.join(sorted(platform.gpu_classes)) or 'none'}) "
+                            f"and its nodeLabels name none; say which with --gpu-class {flavor_name}=CLASS")]
+        self.gpu[gpu_class] = self.gpu.get(gpu_class, 0) + (counts["nominalQuota"] or 0)
+        if counts["borrowingLimit"] is not None:
+            self.borrowing[gpu_class] = counts["borrowingLimit"]
+        if counts["lendingLimit"] is not None:
+            self.lending[gpu_class] = counts["lendingLimit"]
+        return []
+
+
+def _queue_amounts(spec: dict[str, Any], platform: Platform, gpu_class_of, context: _Context, cq_ref: str,
+                   notes: list[Unmapped], refusals: list[Refusal]) -> _QueueAmounts:
+    """The amounts of every flavor's resources; other resources are noted, unreadable GPU amounts refused."""
+    amounts = _QueueAmounts()
+    for g, group in enumerate(spec.get("resourceGroups") or []):
+        for f, flavor in enumerate(group.get("flavors") or []):
+            for r, resource in enumerate(flavor.get("resources") or []):
+                at = ("spec", "resourceGroups", g, "flavors", f, "resources", r)
+                resource_name = resource.get("name")
+                if resource_name in ("cpu", "memory"):
+                    amounts.compute.setdefault(resource_name, []).append((at, resource.get("nominalQuota")))
+                elif resource_name in ("nvidia.com/gpu", "nvidia.com/gpu.shared"):
+                    refusals += amounts.add_gpus(at, flavor.get("name"), resource, platform, gpu_class_of, context)
+                else:
+                    notes.append(Unmapped(cq_ref, f"spec.resourceGroups[{g}].flavors[{f}].resources[{r}]",
+                                          f"resource {resource_name}: only cpu, memory and GPUs are queue quotas here; not imported"))
+    return amounts
+
+
+def _queue_quota(amounts: _QueueAmounts, refusals: list[Refusal]) -> dict[str, Any]:
+    """The tenant file's quota: cpu and memory summed over the flavors (refused when unreadable), GPUs per class."""
+    quota: dict[str, Any] = {}
+    for resource_name, found in sorted(amounts.compute.items()):
+        total = _sum(found)
+        if total is None:
+            refusals.extend(Refusal((*at, "nominalQuota"), f"'{value}' is not a Kubernetes quantity (e.g. 8, 500m, 64Gi)")
+                            for at, value in found)
+            continue
+        quota[resource_name] = {"requests": total}
+    if amounts.gpu:
+        quota["gpu"] = amounts.gpu
+    return quota
+
+
+def _queue_fields(spec: dict[str, Any], amounts: _QueueAmounts) -> dict[str, Any]:
+    queue_fields: dict[str, Any] = {}
+    if spec.get("cohortName") or spec.get("cohort"):
+        queue_fields["cohort"] = spec.get("cohortName") or spec.get("cohort")
+    weight = (spec.get("fairSharing") or {}).get("weight")
+    if weight is not None and str(weight).isdigit():
+        queue_fields["weight"] = int(weight)
+    if amounts.borrowing:
+        queue_fields["borrowingLimit"] = amounts.borrowing
+    if amounts.lending:
+        queue_fields["lendingLimit"] = amounts.lending
+    return queue_fields
 
 
 def _whole(value: Any) -> int | None | bool:

@@ -16,13 +16,8 @@ from typing import Any
 
 from ..fleet import gpu_capacity as cap
 from ..fleet.isolation import mode_of
-from ..manifests.meta import gpu_class_label, pool_label
+from ..manifests.meta import GPU_PRODUCT_LABEL, NODE_SELECTOR_ANNOTATIONS, gpu_class_label, pool_label
 from ..spec.stack import Platform
-
-PRODUCT_LABEL = "nvidia.com/gpu.product"
-# Namespace annotations that pin every pod of the namespace to nodes (PodNodeSelector admission,
-# OpenShift's project node selector; Capsule writes the first on the namespaces of a Tenant).
-NODE_SELECTOR_ANNOTATIONS = ("scheduler.alpha.kubernetes.io/node-selector", "openshift.io/node-selector")
 
 
 def gpu_classes_of_resource(platform: Platform, resource: str) -> list[str]:
@@ -50,8 +45,8 @@ def classes_of_node_selector(platform: Platform, selector: dict[str, Any] | None
     named: list[set[str]] = []
     if gpu_class_label(platform) in selector:
         named.append({str(selector[gpu_class_label(platform)])} & set(platform.gpu_classes))
-    if PRODUCT_LABEL in selector:
-        named.append({n for n, c in platform.gpu_classes.items() if c.product == str(selector[PRODUCT_LABEL])})
+    if GPU_PRODUCT_LABEL in selector:
+        named.append({n for n, c in platform.gpu_classes.items() if c.product == str(selector[GPU_PRODUCT_LABEL])})
     if pool_label(platform) in selector:
         pool = platform.node_pools.get(str(selector[pool_label(platform)]))
         named.append({pool.gpu_class} if pool is not None and pool.gpu_class else set())

@@ -61,25 +61,8 @@ def namespace_shares(data: dict[str, Any], namespaces: list[str], scope: str) ->
     shares: dict[str, dict[str, Any]] = {ns: {} for ns in listed}
     notes: list[str] = []
     refused: list[str] = []
-    for field in _COMPUTE:
-        for side, value in sorted((quota.get(field) or {}).items()):
-            amount = Quantity.parse(str(value)).value
-            parts = [amount] * count if per_namespace else _parts(amount, _UNIT[field], count)
-            if parts is None:
-                refused.append(f"quota.{field}.{side} {value} does not split into whole units over the {count} namespaces "
-                               f"({', '.join(listed)}); write it in {'millicores' if field == 'cpu' else 'bytes'}")
-                continue
-            if per_namespace:
-                quota[field][side] = format_quantity(amount * count)
-            for ns, part in zip(listed, parts):
-                shares[ns].setdefault(field, {})[side] = format_quantity(part)
-    for field in ("gpu", "mig"):
-        for key, value in sorted((quota.get(field) or {}).items()):
-            parts = [value] * count if per_namespace else [int(p) for p in _parts(Fraction(value), Fraction(1), count)]
-            if per_namespace:
-                quota[field][key] = value * count
-            for ns, part in zip(listed, parts):
-                shares[ns].setdefault(field, {})[key] = part
+    refused += _compute_shares(quota, listed, per_namespace, shares)
+    _device_shares(quota, listed, per_namespace, shares)
     if per_namespace:
         notes.append(f"resourceQuotas.scope Namespace: each of {', '.join(listed)} keeps the whole quota (namespaceQuotas); "
                      f"quota is the total, {count} times it")
@@ -94,6 +77,37 @@ def namespace_shares(data: dict[str, Any], namespaces: list[str], scope: str) ->
                      "the Tenant's namespaces hold all of it")
     out["namespaceQuotas"] = {ns: part for ns, part in shares.items() if ns != name and part}
     return out, notes, refused
+
+
+def _compute_shares(quota: dict[str, Any], listed: list[str], per_namespace: bool, shares: dict[str, dict[str, Any]]) -> list[str]:
+    """Each namespace's cpu, memory and storage share into `shares`; the amounts that do not split into whole units."""
+    count = len(listed)
+    refused: list[str] = []
+    for field in _COMPUTE:
+        for side, value in sorted((quota.get(field) or {}).items()):
+            amount = Quantity.parse(str(value)).value
+            parts = [amount] * count if per_namespace else _parts(amount, _UNIT[field], count)
+            if parts is None:
+                refused.append(f"quota.{field}.{side} {value} does not split into whole units over the {count} namespaces "
+                               f"({', '.join(listed)}); write it in {'millicores' if field == 'cpu' else 'bytes'}")
+                continue
+            if per_namespace:
+                quota[field][side] = format_quantity(amount * count)
+            for ns, part in zip(listed, parts):
+                shares[ns].setdefault(field, {})[side] = format_quantity(part)
+    return refused
+
+
+def _device_shares(quota: dict[str, Any], listed: list[str], per_namespace: bool, shares: dict[str, dict[str, Any]]) -> None:
+    """Each namespace's GPUs and MIG slices (whole devices) into `shares`."""
+    count = len(listed)
+    for field in ("gpu", "mig"):
+        for key, value in sorted((quota.get(field) or {}).items()):
+            parts = [value] * count if per_namespace else [int(p) for p in _parts(Fraction(value), Fraction(1), count)]
+            if per_namespace:
+                quota[field][key] = value * count
+            for ns, part in zip(listed, parts):
+                shares[ns].setdefault(field, {})[key] = part
 
 
 def _divide_guard_rails(quota: dict[str, Any], namespaces: int, notes: list[str]) -> list[str]:

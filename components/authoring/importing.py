@@ -222,79 +222,13 @@ def quota_fields(hard: dict[str, Any], platform: Platform, source: str, *, gpu_c
     >>> quota_fields({"requests.cpu": "8", "requests.nvidia.com/gpu": "4"}, p, "ResourceQuota a/q")[0]
     {'quota': {'cpu': {'requests': '8'}, 'gpu': {'h100': 4}}, 'gpu': {'classes': ['h100']}}
     """
-    quota: dict[str, Any] = {}
-    classes: list[str] = []
-    unmapped: list[Unmapped] = []
-    refusals: list[Refusal] = []
-    gpu_class_of = gpu_class_of or {}
-
-    def skip(key: str, why: str) -> None:
-        unmapped.append(Unmapped(source, f"hard.{key}", why))
-
-    def refuse(key: str, why: str) -> None:
-        refusals.append(Refusal((*at, key), why))
-
+    r = _QuotaReading(platform, source, at, gpu_class_of or {}, node_selector)
     for key in sorted(hard):
         value = str(hard[key])
-        prefix, _, resource = key.partition(".") if key.startswith(("requests.", "limits.")) else ("requests", "", key)
-        if (resource in _COMPUTE or key == "requests.storage" or _STORAGE_CLASS_KEY.fullmatch(key)) and not _is_amount(value):
-            refuse(key, f"'{value}' is not a Kubernetes quantity (e.g. 8, 500m, 64Gi)")
-            continue
-        if resource in _COMPUTE:
-            name = _COMPUTE[resource]
-            side = "limits" if prefix == "limits" else "requests"
-            quota.setdefault(name, {})[side] = value
-            continue
-        if key in _OBJECT_COUNTS:
-            number = _count(value)
-            if number is None:
-                skip(key, f"'{value}' is not a whole number")
-                continue
-            quota.setdefault("objects", {})[_OBJECT_COUNTS[key]] = number
-            continue
-        if key == "requests.storage":
-            quota.setdefault("storage", {})["requests"] = value
-            continue
-        storage_class = _STORAGE_CLASS_KEY.fullmatch(key)
-        if storage_class:
-            entry = quota.setdefault("storage", {}).setdefault("storageClasses", {}).setdefault(storage_class["sc"], {})
-            if storage_class["what"] == "requests.storage":
-                entry["requests"] = value
-            elif _count(value) is None:
-                refuse(key, f"'{value}' is not a whole number of claims")
-            else:
-                entry["persistentVolumeClaims"] = _count(value)
-            continue
-        resource = key.removeprefix("requests.").removeprefix("limits.")
-        mig_profile = _MIG_RESOURCE.fullmatch(resource)
-        if mig_profile:
-            if key.startswith("limits."):
-                skip(key, "extended resources have no limits quota; the requests key is what counts")
-                continue
-            if _count(value) is None:
-                refuse(key, f"'{value}' is not a whole number of MIG slices")
-                continue
-            quota.setdefault("mig", {})[mig_profile["profile"]] = _count(value)
-            classes.extend(n for n, c in platform.gpu_classes.items() if mode_of(c).partitions_gpus)
-            continue
-        if resource in (cap.GPU, cap.GPU_SHARED) or resource in gpu_class_of:
-            if not key.startswith("requests."):
-                skip(key, f"only requests.{resource} is enforced for an extended resource; "
-                          f"imported nothing from it (the tenant file writes requests.{resource})")
-                continue
-            count = _count(value)
-            if count is None:
-                refuse(key, f"'{value}' is not a whole number of GPUs")
-                continue
-            placed, why = placed_gpu_class(platform, resource, gpu_class_of=gpu_class_of, node_selector=node_selector)
-            if placed is None:
-                refuse(key, f"{value} GPUs of {resource} cannot be placed on a GPU class: {why}")
-                continue
-            quota.setdefault("gpu", {})[placed] = quota.get("gpu", {}).get(placed, 0) + count
-            classes.append(placed)
-            continue
-        skip(key, "no field of the tenant file sets this quota key; it is not imported (the hand-made quota keeps "
-                  "enforcing it until you delete that quota)")
+        if not any(read(r, key, value) for read in _QUOTA_KEY_READERS):
+            r.skip(key, "no field of the tenant file sets this quota key; it is not imported (the hand-made quota keeps "
+                        "enforcing it until you delete that quota)")
+    quota, unmapped = r.quota, r.unmapped
     for name in ("cpu", "memory", "ephemeralStorage"):
         pair = quota.get(name, {})
         if "requests" in pair and "limits" in pair and Quantity.parse(pair["limits"]) < Quantity.parse(pair["requests"]):
@@ -302,9 +236,119 @@ def quota_fields(hard: dict[str, Any], platform: Platform, source: str, *, gpu_c
                                      "needs limits of at least the requests; limits not imported (the stack's LimitRange defaults apply)"))
             del pair["limits"]
     out: dict[str, Any] = {"quota": quota} if quota else {}
-    if classes:
-        out["gpu"] = {"classes": sorted(set(classes))}
-    return out, unmapped, refusals
+    if r.classes:
+        out["gpu"] = {"classes": sorted(set(r.classes))}
+    return out, unmapped, r.refusals
+
+
+@dataclass
+class _QuotaReading:
+    """One ResourceQuota's `hard` map being read: where it is, and what it has given so far."""
+
+    platform: Platform
+    source: str
+    at: tuple
+    gpu_class_of: dict[str, str]
+    node_selector: dict[str, Any] | None
+    quota: dict[str, Any] = field(default_factory=dict)
+    classes: list[str] = field(default_factory=list)
+    unmapped: list[Unmapped] = field(default_factory=list)
+    refusals: list[Refusal] = field(default_factory=list)
+
+    def skip(self, key: str, why: str) -> None:
+        self.unmapped.append(Unmapped(self.source, f"hard.{key}", why))
+
+    def refuse(self, key: str, why: str) -> None:
+        self.refusals.append(Refusal((*self.at, key), why))
+
+
+def _split_key(key: str) -> tuple[str, str]:
+    """(requests or limits, the resource) of a quota key; a bare resource is a request."""
+    prefix, _, resource = key.partition(".") if key.startswith(("requests.", "limits.")) else ("requests", "", key)
+    return prefix, resource
+
+
+def _bad_amount(r: _QuotaReading, key: str, value: str) -> bool:
+    _, resource = _split_key(key)
+    if (resource in _COMPUTE or key == "requests.storage" or _STORAGE_CLASS_KEY.fullmatch(key)) and not _is_amount(value):
+        r.refuse(key, f"'{value}' is not a Kubernetes quantity (e.g. 8, 500m, 64Gi)")
+        return True
+    return False
+
+
+def _compute(r: _QuotaReading, key: str, value: str) -> bool:
+    prefix, resource = _split_key(key)
+    if resource not in _COMPUTE:
+        return False
+    r.quota.setdefault(_COMPUTE[resource], {})["limits" if prefix == "limits" else "requests"] = value
+    return True
+
+
+def _object_count(r: _QuotaReading, key: str, value: str) -> bool:
+    if key not in _OBJECT_COUNTS:
+        return False
+    number = _count(value)
+    if number is None:
+        r.skip(key, f"'{value}' is not a whole number")
+    else:
+        r.quota.setdefault("objects", {})[_OBJECT_COUNTS[key]] = number
+    return True
+
+
+def _storage(r: _QuotaReading, key: str, value: str) -> bool:
+    if key == "requests.storage":
+        r.quota.setdefault("storage", {})["requests"] = value
+        return True
+    storage_class = _STORAGE_CLASS_KEY.fullmatch(key)
+    if not storage_class:
+        return False
+    entry = r.quota.setdefault("storage", {}).setdefault("storageClasses", {}).setdefault(storage_class["sc"], {})
+    if storage_class["what"] == "requests.storage":
+        entry["requests"] = value
+    elif _count(value) is None:
+        r.refuse(key, f"'{value}' is not a whole number of claims")
+    else:
+        entry["persistentVolumeClaims"] = _count(value)
+    return True
+
+
+def _mig(r: _QuotaReading, key: str, value: str) -> bool:
+    mig_profile = _MIG_RESOURCE.fullmatch(key.removeprefix("requests.").removeprefix("limits."))
+    if not mig_profile:
+        return False
+    if key.startswith("limits."):
+        r.skip(key, "extended resources have no limits quota; the requests key is what counts")
+    elif _count(value) is None:
+        r.refuse(key, f"'{value}' is not a whole number of MIG slices")
+    else:
+        r.quota.setdefault("mig", {})[mig_profile["profile"]] = _count(value)
+        r.classes.extend(n for n, c in r.platform.gpu_classes.items() if mode_of(c).partitions_gpus)
+    return True
+
+
+def _gpus(r: _QuotaReading, key: str, value: str) -> bool:
+    resource = key.removeprefix("requests.").removeprefix("limits.")
+    if not (resource in (cap.GPU, cap.GPU_SHARED) or resource in r.gpu_class_of):
+        return False
+    if not key.startswith("requests."):
+        r.skip(key, f"only requests.{resource} is enforced for an extended resource; "
+                    f"imported nothing from it (the tenant file writes requests.{resource})")
+        return True
+    count = _count(value)
+    if count is None:
+        r.refuse(key, f"'{value}' is not a whole number of GPUs")
+        return True
+    placed, why = placed_gpu_class(r.platform, resource, gpu_class_of=r.gpu_class_of, node_selector=r.node_selector)
+    if placed is None:
+        r.refuse(key, f"{value} GPUs of {resource} cannot be placed on a GPU class: {why}")
+        return True
+    r.quota.setdefault("gpu", {})[placed] = r.quota.get("gpu", {}).get(placed, 0) + count
+    r.classes.append(placed)
+    return True
+
+
+# The readers of a quota key, in the order they are tried: the first that knows the key takes it.
+_QUOTA_KEY_READERS = (_bad_amount, _compute, _object_count, _storage, _mig, _gpus)
 
 
 def tighter_quota(first: dict[str, Any], second: dict[str, Any], source: str) -> tuple[dict[str, Any], list[Unmapped]]:

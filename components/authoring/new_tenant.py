@@ -39,6 +39,40 @@ def _gpu_quota(gpu: int | dict[str, int] | None) -> str:
     return "{" + ", ".join(f"{name}: {count}" for name, count in gpu.items()) + "}   # whole GPUs per class"
 
 
+# What `tenants new` writes: every field a team edits, with a comment on what it means.
+_TEMPLATE = """# yaml-language-server: $schema=../docs/schema/tenant.schema.json
+# Tenant file: one per team. Edit it in a pull request; `tenants validate` checks it and the PR
+# comment shows what changes on the cluster. Reference: docs/file-format.md
+apiVersion: {api_version}
+kind: Tenant
+name: {name}                      # also the team's namespace; never rename without previousNames
+displayName: {title}
+costCenter: {cost_center}
+contacts:{contact}
+lifecycle: active                 # suspended: existing pods keep running, no new pods are admitted
+access:
+  owners:                         # manage workloads and secrets, bind developers/viewers
+    groups: {owners}
+  developers:                     # create and change workloads
+    groups: {developers}
+  viewers:                        # read-only, no secrets
+    groups: {viewers}
+quota:                            # what may be *declared* (admission); not a runtime limit
+  cpu: {cpu}
+  memory: {memory}   # container memory, never GPU memory
+  gpu: {gpu}{mig_line}
+  objects: {{pods: 50, services: 10, servicesLoadBalancers: 0}}
+network:                          # default deny; same-namespace traffic and DNS are always allowed
+  ingressFrom:
+    platform: []                  # e.g. [ingress, monitoring]
+    tenants: []                   # tenants whose pods may connect to ours
+  egress: []                      # e.g. [{{cidr: 10.20.0.0/16, ports: [{{port: 443}}]}}]
+gpu:
+  classes: {classes}
+environments: {{}}                 # e.g. {{dev: {{quota: {{gpu: 1}}}}}}
+"""
+
+
 def new_tenant_file(
     name: str,
     *,
@@ -75,37 +109,12 @@ def new_tenant_file(
     mig_line = ""
     if mig:
         mig_line = "\n  mig: {" + ", ".join(f"{profile}: {count}" for profile, count in mig.items()) + "}   # MIG slices per profile"
-    text = f"""# yaml-language-server: $schema=../docs/schema/tenant.schema.json
-# Tenant file: one per team. Edit it in a pull request; `tenants validate` checks it and the PR
-# comment shows what changes on the cluster. Reference: docs/file-format.md
-apiVersion: {API_VERSION}
-kind: Tenant
-name: {name}                      # also the team's namespace; never rename without previousNames
-displayName: {json.dumps(title)}
-costCenter: {json.dumps(cost_center)}
-contacts:{contact}
-lifecycle: active                 # suspended: existing pods keep running, no new pods are admitted
-access:
-  owners:                         # manage workloads and secrets, bind developers/viewers
-    groups: {_flow(owner_groups)}
-  developers:                     # create and change workloads
-    groups: {_flow(list(developer_groups))}
-  viewers:                        # read-only, no secrets
-    groups: {_flow(list(viewer_groups))}
-quota:                            # what may be *declared* (admission); not a runtime limit
-  cpu: {_requests_limits(cpu, '{requests: "8", limits: "16"}')}
-  memory: {_requests_limits(memory, '{requests: 32Gi, limits: 64Gi}')}   # container memory, never GPU memory
-  gpu: {_gpu_quota(gpu)}{mig_line}
-  objects: {{pods: 50, services: 10, servicesLoadBalancers: 0}}
-network:                          # default deny; same-namespace traffic and DNS are always allowed
-  ingressFrom:
-    platform: []                  # e.g. [ingress, monitoring]
-    tenants: []                   # tenants whose pods may connect to ours
-  egress: []                      # e.g. [{{cidr: 10.20.0.0/16, ports: [{{port: 443}}]}}]
-gpu:
-  classes: {_flow(classes)}
-environments: {{}}                 # e.g. {{dev: {{quota: {{gpu: 1}}}}}}
-"""
+    text = _TEMPLATE.format(
+        api_version=API_VERSION, name=name, title=json.dumps(title), cost_center=json.dumps(cost_center), contact=contact,
+        owners=_flow(owner_groups), developers=_flow(list(developer_groups)), viewers=_flow(list(viewer_groups)),
+        cpu=_requests_limits(cpu, '{requests: "8", limits: "16"}'), memory=_requests_limits(memory, '{requests: 32Gi, limits: 64Gi}'),
+        gpu=_gpu_quota(gpu), mig_line=mig_line, classes=_flow(classes),
+    )
     try:
         validate_tenant(parse_yaml(text, display))
     except InvalidInput as err:

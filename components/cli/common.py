@@ -11,6 +11,25 @@ from ..spec.problems import sorted_problems
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
 
+class Stop(Exception):
+    """Ends a command early with its exit code, once the reason is printed: the steps of a command
+    stay small functions, and `run` turns the exception into the code it returns."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+def fail(message: str, code: int = EXIT_INVALID) -> Stop:
+    """Print `message` to stderr; the `Stop` to raise with `code`.
+
+    >>> fail("tenants x: no such stack", EXIT_USAGE).code
+    2
+    """
+    print(message, file=sys.stderr)
+    return Stop(code)
+
+
 def stacks(root: Path, wanted: Sequence[str] | None) -> list[str]:
     """The environments a command works on: those asked for, else every stack file under `root`.
 

@@ -13,7 +13,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from .common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, report
+from .common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, Stop, fail, report
 
 PROG = "tenants import"
 # Kinds read from each selected namespace; their mapping is authoring/import_cluster.py's.
@@ -196,62 +196,21 @@ def run(args: argparse.Namespace) -> int:
     ...
     0
     """
-    from ..authoring.import_cluster import tenants_from_cluster
-    from ..authoring.import_files import tenants_from_documents
-    from ..authoring.importing import adoption_plan, environment_with_imports, tenant_file_text
-    from ..spec.problems import printable
-    from ..spec.problems import InvalidInput, errors_only
     from ..load import load_platform
 
-    live = bool(args.context or args.kubeconfig or args.selector or args.namespace)
-    if live == bool(args.files):
-        print(f"{PROG}: give either a cluster (--context/--kubeconfig with --selector or --namespace) or --from FILE", file=sys.stderr)
-        return EXIT_USAGE
     try:
-        gpu_class_of = _classes(args.gpu_class)
-    except ValueError as err:
-        print(f"{PROG}: {err}", file=sys.stderr)
-        return EXIT_USAGE
-    platform, _ = load_platform(args.root, args.stack)
-    try:
-        if live:
-            namespaces, objects = _from_cluster(read_cluster, args.kubeconfig, args.context or platform.kube_context, args.selector, args.namespace)
-            imported = tenants_from_cluster(namespaces, objects, platform, gpu_class_of=gpu_class_of)
-        else:
-            imported = tenants_from_documents(read_files(args.files), platform, gpu_class_of=gpu_class_of)
-    except InvalidInput as err:
-        return _refused(err.problems)
-    lines = [f"not imported: {item}" for item in sorted(set(imported.unmapped))]
-    if imported.refused:  # nothing is written while any part cannot be imported without guessing
-        return _refused(imported.refused, lines)
-    try:
-        texts = {name: tenant_file_text(data, sources=imported.sources.get(name, []), unmapped=imported.unmapped_of(name))
-                 for name, data in sorted(imported.tenants.items())}
-    except ValueError as err:
-        print(f"{PROG}: {err}", file=sys.stderr)
-        return EXIT_INVALID
-    if not texts:
-        print("\n".join(lines + [f"{PROG}: nothing to import"]), file=sys.stderr)
-        return EXIT_INVALID
-    existing = [n for n in texts if (args.root / "tenants" / f"{n}.yaml").exists()]
-    if existing and not (args.force or args.stdout):
-        print(f"{PROG}: tenants/{', '.join(existing)}.yaml exist; use --force to overwrite (nothing written)", file=sys.stderr)
-        return EXIT_INVALID
-    try:
-        environment = environment_with_imports(args.root, args.stack, texts)
-    except InvalidInput as err:
-        report([replace(p, field=printable(p.field), message=printable(p.message)) for p in errors_only(err.problems)])
-        print(f"{PROG}: the imported files are not valid against stack {args.stack} (nothing written); "
-              "the problems above name the fields: import with --gpu-class, or fix the stack", file=sys.stderr)
-        return EXIT_INVALID
+        live, gpu_class_of = _checked_options(args)
+        platform, _ = load_platform(args.root, args.stack)
+        imported = _imported(args, platform, live, gpu_class_of)
+        lines = [f"not imported: {item}" for item in sorted(set(imported.unmapped))]
+        if imported.refused:  # nothing is written while any part cannot be imported without guessing
+            return _refused(imported.refused, lines)
+        texts = _texts(args, imported, lines)
+        environment = _checked_environment(args, texts)
+    except Stop as stop:
+        return stop.code
     if live:  # what the first deployment does to what already runs: updates first
-        from ..manifests.build import environment_objects
-
-        rendered = environment_objects(environment)
-        generated = [obj for name in texts for obj in rendered.get(name, [])]
-        context = args.context or platform.kube_context
-        plan = adoption_plan(generated, _from_cluster(read_live, args.kubeconfig, context, generated))
-        lines = [f"first deployment: {line}" for line in plan] + lines
+        lines = _adoption_lines(args, platform, environment, texts) + lines
     if args.report:
         args.report.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
     for line in lines:
@@ -266,3 +225,69 @@ def run(args: argparse.Namespace) -> int:
     print("next: review the files and the report above, then the first deployment adopts the namespaces "
           "(docs/importing.md: with PULUMI_K8S_UPSERT_EXISTING_OBJECTS=true on providers from 4.29)")
     return EXIT_OK
+
+
+def _checked_options(args: argparse.Namespace) -> tuple[bool, dict[str, str]]:
+    """(whether to read a live cluster, the GPU class of each resource given by --gpu-class)."""
+    live = bool(args.context or args.kubeconfig or args.selector or args.namespace)
+    if live == bool(args.files):
+        raise fail(f"{PROG}: give either a cluster (--context/--kubeconfig with --selector or --namespace) or --from FILE", EXIT_USAGE)
+    try:
+        return live, _classes(args.gpu_class)
+    except ValueError as err:
+        raise fail(f"{PROG}: {err}", EXIT_USAGE) from None
+
+
+def _imported(args: argparse.Namespace, platform, live: bool, gpu_class_of: dict[str, str]):
+    from ..authoring.import_cluster import tenants_from_cluster
+    from ..authoring.import_files import tenants_from_documents
+    from ..spec.problems import InvalidInput
+
+    try:
+        if live:
+            namespaces, objects = _from_cluster(read_cluster, args.kubeconfig, args.context or platform.kube_context, args.selector, args.namespace)
+            return tenants_from_cluster(namespaces, objects, platform, gpu_class_of=gpu_class_of)
+        return tenants_from_documents(read_files(args.files), platform, gpu_class_of=gpu_class_of)
+    except InvalidInput as err:
+        raise Stop(_refused(err.problems)) from None
+
+
+def _texts(args: argparse.Namespace, imported, lines: list[str]) -> dict[str, str]:
+    """The text of each tenant file to write; none over an existing file without --force (or --stdout)."""
+    from ..authoring.importing import tenant_file_text
+
+    try:
+        texts = {name: tenant_file_text(data, sources=imported.sources.get(name, []), unmapped=imported.unmapped_of(name))
+                 for name, data in sorted(imported.tenants.items())}
+    except ValueError as err:
+        raise fail(f"{PROG}: {err}") from None
+    if not texts:
+        raise fail("\n".join(lines + [f"{PROG}: nothing to import"]))
+    existing = [n for n in texts if (args.root / "tenants" / f"{n}.yaml").exists()]
+    if existing and not (args.force or args.stdout):
+        raise fail(f"{PROG}: tenants/{', '.join(existing)}.yaml exist; use --force to overwrite (nothing written)")
+    return texts
+
+
+def _checked_environment(args: argparse.Namespace, texts: dict[str, str]):
+    """The stack's environment with the imported files, validated."""
+    from ..authoring.importing import environment_with_imports
+    from ..spec.problems import InvalidInput, errors_only, printable
+
+    try:
+        return environment_with_imports(args.root, args.stack, texts)
+    except InvalidInput as err:
+        report([replace(p, field=printable(p.field), message=printable(p.message)) for p in errors_only(err.problems)])
+        raise fail(f"{PROG}: the imported files are not valid against stack {args.stack} (nothing written); "
+                   "the problems above name the fields: import with --gpu-class, or fix the stack") from None
+
+
+def _adoption_lines(args: argparse.Namespace, platform, environment, texts: dict[str, str]) -> list[str]:
+    from ..authoring.importing import adoption_plan
+    from ..manifests.build import environment_objects
+
+    rendered = environment_objects(environment)
+    generated = [obj for name in texts for obj in rendered.get(name, [])]
+    context = args.context or platform.kube_context
+    plan = adoption_plan(generated, _from_cluster(read_live, args.kubeconfig, context, generated))
+    return [f"first deployment: {line}" for line in plan]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..spec.hints import closest
 from ..spec.problems import InvalidInput, Problem, errors_only
-from .common import EXIT_INVALID, EXIT_OK
+from .common import EXIT_INVALID, EXIT_OK, Stop, fail
 
 PROG = "tenants init"
 _PREFIX = "config.gpu-tenancy:platform."
@@ -123,55 +123,22 @@ def run(args: argparse.Namespace) -> int:
     ['Pulumi.lab.yaml']
     """
     from ..authoring import new_stack as inv
-    from ..spec.base import DNS_LABEL_PATTERN
     from ..load import stack_file
-    from ..spec.yaml_source import parse_yaml, read_text
 
     if args.list_models:
         for model, (product, memory) in sorted(inv.GPU_MODELS.items()):
             print(f"{model:15} {product:25} {memory}")
         return EXIT_OK
-    if not re.fullmatch(DNS_LABEL_PATTERN, args.stack):
-        print(f"{PROG}: --stack {args.stack}: a stack name is a DNS label (lower-case letters, digits, '-')", file=sys.stderr)
-        return EXIT_INVALID
     try:
-        platform = _from_flags(args)
-    except _OptionError as err:
-        print(f"{PROG}: {err}", file=sys.stderr)
-        return EXIT_INVALID
-    positions, display = {}, None
-    if args.inventory is not None:
-        display = str(args.inventory)
-        try:
-            doc = parse_yaml(read_text(args.inventory, display), display)
-        except InvalidInput as err:
-            for problem in err.problems:
-                print(problem, file=sys.stderr)
-            return EXIT_INVALID
-        if not isinstance(doc.data, dict):
-            print(f"{display}: the inventory is a mapping: labelDomain, gpuClasses, nodePools", file=sys.stderr)
-            return EXIT_INVALID
-        clash = sorted(set(doc.data) & set(platform))
-        if clash:
-            print(f"{PROG}: {', '.join(clash)} given both by flags and in {display}; use one", file=sys.stderr)
-            return EXIT_INVALID
-        platform = {**doc.data, **platform}
-        positions = doc.positions
-    platform = inv.in_current_format(inv.fill_from_catalogue(platform))
-    platform.setdefault("tenants", "all")
-    path = stack_file(args.root, args.stack)
-    shown = f"stacks/{path.name}"
-    stack_doc = inv.stack_document(platform, display or shown, positions)
-    problems = inv.check_stack(args.stack, stack_doc)
-    if problems:
-        for problem in sorted(set(problems), key=lambda p: (p.file, p.line, p.column, p.field)):
-            print(_say(problem, args, display), file=sys.stderr)
-        if errors_only(problems):
-            print(f"{PROG}: nothing written", file=sys.stderr)
-            return EXIT_INVALID
-    if path.exists() and not args.force:
-        print(f"{PROG}: {path} exists; use --force to overwrite, or --stack for another environment", file=sys.stderr)
-        return EXIT_INVALID
+        platform, positions, display = _inventory(args)
+        platform = inv.in_current_format(inv.fill_from_catalogue(platform))
+        platform.setdefault("tenants", "all")
+        path = stack_file(args.root, args.stack)
+        _check(args, inv.stack_document(platform, display or f"stacks/{path.name}", positions), display)
+        if path.exists() and not args.force:
+            raise fail(f"{PROG}: {path} exists; use --force to overwrite, or --stack for another environment")
+    except Stop as stop:
+        return stop.code
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(inv.stack_text(args.stack, platform), encoding="utf-8")
     (args.root / "tenants").mkdir(exist_ok=True)
@@ -185,3 +152,43 @@ def run(args: argparse.Namespace) -> int:
     print(f"  1. add a team: tenants {root}new TEAM --owner-group GROUP{gpu}")
     print(f"  2. check and render: tenants {root}validate; tenants {root}render --stack {args.stack} --out out/{args.stack}")
     return EXIT_OK
+
+
+def _inventory(args: argparse.Namespace) -> tuple[dict, dict, str | None]:
+    """(the stack's platform from the flags and the --inventory file, the file's positions, its name or None)."""
+    from ..spec.base import DNS_LABEL_PATTERN
+    from ..spec.yaml_source import parse_yaml, read_text
+
+    if not re.fullmatch(DNS_LABEL_PATTERN, args.stack):
+        raise fail(f"{PROG}: --stack {args.stack}: a stack name is a DNS label (lower-case letters, digits, '-')")
+    try:
+        platform = _from_flags(args)
+    except _OptionError as err:
+        raise fail(f"{PROG}: {err}") from None
+    if args.inventory is None:
+        return platform, {}, None
+    display = str(args.inventory)
+    try:
+        doc = parse_yaml(read_text(args.inventory, display), display)
+    except InvalidInput as err:
+        for problem in err.problems:
+            print(problem, file=sys.stderr)
+        raise Stop(EXIT_INVALID) from None
+    if not isinstance(doc.data, dict):
+        raise fail(f"{display}: the inventory is a mapping: labelDomain, gpuClasses, nodePools")
+    clash = sorted(set(doc.data) & set(platform))
+    if clash:
+        raise fail(f"{PROG}: {', '.join(clash)} given both by flags and in {display}; use one")
+    return {**doc.data, **platform}, doc.positions, display
+
+
+def _check(args: argparse.Namespace, stack_doc, display: str | None) -> None:
+    """Print the stack's problems; stop when any is an error."""
+    from ..authoring import new_stack as inv
+
+    problems = inv.check_stack(args.stack, stack_doc)
+    if problems:
+        for problem in sorted(set(problems), key=lambda p: (p.file, p.line, p.column, p.field)):
+            print(_say(problem, args, display), file=sys.stderr)
+        if errors_only(problems):
+            raise fail(f"{PROG}: nothing written")

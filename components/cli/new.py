@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..spec.hints import closest
 from ..spec.problems import InvalidInput, Problem
-from .common import EXIT_INVALID, EXIT_OK
+from .common import EXIT_OK, Stop, fail
 
 PROG = "tenants new"
 
@@ -192,7 +192,32 @@ def run(args: argparse.Namespace) -> int:
     name: team-a    ...
     0
     """
-    from ..authoring.new_tenant import check_against_project, new_tenant_file
+    from ..authoring.new_tenant import check_against_project
+
+    try:
+        text, gpu = _tenant_text(args)
+        path = args.root / "tenants" / f"{args.name}.yaml"
+        if not args.stdout and path.exists() and not args.force:
+            raise fail(f"{PROG}: {path} exists; use --force to overwrite")
+        fit = check_against_project(args.root, args.name, text)
+        _check_fit(args, gpu, fit)
+    except Stop as stop:
+        return stop.code
+    if args.stdout:
+        sys.stdout.write(text)
+        return EXIT_OK
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    print(f"wrote {path}")
+    for stack in fit.stacks:  # where a reviewer will look for it, and what `tenants diff` will preview
+        print(f"{stack.stack}: {args.name} {stack.landing()}{'' if stack.deploys_all else ' once listed there'}")
+    _next_steps(args, path, fit)
+    return EXIT_OK
+
+
+def _tenant_text(args: argparse.Namespace) -> tuple[str, int | dict[str, int] | None]:
+    """(the tenant file's text, the --gpu quota); stops with every option and format problem at once."""
+    from ..authoring.new_tenant import new_tenant_file
 
     # Every option is read, so that all that is wrong is said at once; a bad one counts as not given
     # while the file format checks the others.
@@ -219,17 +244,14 @@ def run(args: argparse.Namespace) -> int:
     except InvalidInput as err:
         for message in [*option_errors, *(_say(problem, args) for problem in err.problems)]:
             print(message, file=sys.stderr)
-        print(f"{PROG}: nothing written", file=sys.stderr)
-        return EXIT_INVALID
+        raise fail(f"{PROG}: nothing written") from None
     if option_errors:
-        print("\n".join([*option_errors, f"{PROG}: nothing written"]), file=sys.stderr)
-        return EXIT_INVALID
-    path = args.root / "tenants" / f"{args.name}.yaml"
-    if not args.stdout and path.exists() and not args.force:
-        print(f"{PROG}: {path} exists; use --force to overwrite", file=sys.stderr)
-        return EXIT_INVALID
+        raise fail("\n".join([*option_errors, f"{PROG}: nothing written"]))
+    return text, gpu
 
-    fit = check_against_project(args.root, args.name, text)
+
+def _check_fit(args: argparse.Namespace, gpu: int | dict[str, int] | None, fit) -> None:
+    """Stop, with what to fix, unless the file fits every stack (its GPU classes, and the stacks that deploy every tenant)."""
     messages = [f"{PROG}: cannot check against a stack that is invalid itself (fix it first): {p}" for p in fit.broken_stacks]
     classes = list(dict.fromkeys([*args.gpu_class, *(gpu if isinstance(gpu, dict) else {})]))
     if classes and not fit.stacks and not fit.broken_stacks:
@@ -244,19 +266,7 @@ def run(args: argparse.Namespace) -> int:
     if messages:
         for message in dict.fromkeys(messages):
             print(message, file=sys.stderr)
-        print(f"{PROG}: nothing written", file=sys.stderr)
-        return EXIT_INVALID
-
-    if args.stdout:
-        sys.stdout.write(text)
-        return EXIT_OK
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    print(f"wrote {path}")
-    for stack in fit.stacks:  # where a reviewer will look for it, and what `tenants diff` will preview
-        print(f"{stack.stack}: {args.name} {stack.landing()}{'' if stack.deploys_all else ' once listed there'}")
-    _next_steps(args, path, fit)
-    return EXIT_OK
+        raise fail(f"{PROG}: nothing written")
 
 
 def _next_steps(args, path: Path, fit) -> None:

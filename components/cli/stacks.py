@@ -18,7 +18,7 @@ from ..fleet.shard_stacks import StackPart, stack_parts
 from ..manifests.operator_stacks import OperatorSettings, operator_stacks
 from ..output.yaml_output import dump_objects
 from ..spec.stack import CONFIG_KEY
-from .common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, report, stacks
+from .common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, Stop, fail, report, stacks
 
 
 def add_parser(sub) -> None:
@@ -135,15 +135,10 @@ def run(args: argparse.Namespace) -> int:
     from ..load import load_environment
     from ..spec.problems import InvalidInput, errors_only
 
-    settings = None
-    if args.format == "operator":
-        repository = args.repo or origin_url(args.root)
-        if not repository:
-            print("tenants stacks: --format operator needs the git URL the operator clones: give --repo URL "
-                  "(no `origin` remote found)", file=sys.stderr)
-            return EXIT_USAGE
-        settings = OperatorSettings(repository, args.branch, args.namespace, args.organization, args.backend,
-                                    args.credentials_secret, args.service_account, args.image, args.refresh)
+    try:
+        settings = _operator_settings(args)
+    except Stop as stop:
+        return stop.code
     rows, lines, problems, resources = [], [], [], []
     for env in stacks(args.root, args.stack):
         try:
@@ -174,3 +169,15 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write("".join(f"{line}\n" for line in lines))
     return EXIT_OK
+
+
+def _operator_settings(args: argparse.Namespace) -> OperatorSettings | None:
+    """The operator's settings for `--format operator` (None for the other formats); stops without a repository."""
+    if args.format != "operator":
+        return None
+    repository = args.repo or origin_url(args.root)
+    if not repository:
+        raise fail("tenants stacks: --format operator needs the git URL the operator clones: give --repo URL "
+                   "(no `origin` remote found)", EXIT_USAGE)
+    return OperatorSettings(repository, args.branch, args.namespace, args.organization, args.backend,
+                            args.credentials_secret, args.service_account, args.image, args.refresh)

@@ -11,9 +11,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from ..spec.problems import InvalidInput, sorted_problems
-from .common import EXIT_INVALID, EXIT_OK, report, stacks
+from .common import EXIT_INVALID, EXIT_OK, Stop, fail, report, stacks
 
 
 class Validate:
@@ -91,36 +92,12 @@ class Migrate:
     @staticmethod
     def run(args: argparse.Namespace) -> int:
         from ..authoring import migrate
-        from ..load import tenant_paths
-        from ..spec.yaml_source import read_text
 
-        root = args.root
-        paths = list(args.files) or _project_files(root)
-        texts, problems = {}, []
-        for path in [*paths, *(p for p in tenant_paths(root) if p not in paths)]:
-            try:
-                texts[path] = read_text(path, _display(path, root))
-            except InvalidInput as err:
-                if path in paths:
-                    problems.extend(err.problems)
-        if problems:
-            report(problems)
-            return EXIT_INVALID
-        pools = migrate.dedicated_pools((_display(p, root), texts[p]) for p in tenant_paths(root))
-        results, unreadable = [], []
-        for path in paths:
-            shown = _display(path, root)
-            try:
-                if _is_stack(path):
-                    results.append((path, migrate.migrate_stack_text(texts[path], shown, pools)))
-                else:
-                    results.append((path, migrate.migrate_tenant_text(texts[path], shown)))
-            except migrate.UnreadableFile as err:
-                unreadable.append(str(err))
-        if unreadable:
-            print("\n".join(unreadable), file=sys.stderr)
-            print(f"tenants migrate: {len(unreadable)} file(s) not readable; nothing written", file=sys.stderr)
-            return EXIT_INVALID
+        paths = list(args.files) or _project_files(args.root)
+        try:
+            results = _migrated(args.root, paths, _texts(args.root, paths))
+        except Stop as stop:
+            return stop.code
         changed = [(path, result) for path, result in results if result.changed]
         for path, result in changed:
             if not args.check:
@@ -139,6 +116,47 @@ class Migrate:
         if not changed:
             print(f"tenants migrate: every file is in the current format ({migrate.API_VERSION})")
         return EXIT_OK
+
+
+def _texts(root: Path, paths: list[Path]) -> dict[Path, str]:
+    """The text of the files to migrate and of every tenant file (their dedicated pools move into
+    stack files); stops when a file asked for cannot be read."""
+    from ..load import tenant_paths
+    from ..spec.yaml_source import read_text
+
+    texts, problems = {}, []
+    for path in [*paths, *(p for p in tenant_paths(root) if p not in paths)]:
+        try:
+            texts[path] = read_text(path, _display(path, root))
+        except InvalidInput as err:
+            if path in paths:
+                problems.extend(err.problems)
+    if problems:
+        report(problems)
+        raise Stop(EXIT_INVALID)
+    return texts
+
+
+def _migrated(root: Path, paths: list[Path], texts: dict[Path, str]) -> list[tuple[Path, Any]]:
+    """(path, its migration) of each file; stops, writing nothing, when any cannot be read as YAML."""
+    from ..authoring import migrate
+    from ..load import tenant_paths
+
+    pools = migrate.dedicated_pools((_display(p, root), texts[p]) for p in tenant_paths(root))
+    results, unreadable = [], []
+    for path in paths:
+        shown = _display(path, root)
+        try:
+            if _is_stack(path):
+                results.append((path, migrate.migrate_stack_text(texts[path], shown, pools)))
+            else:
+                results.append((path, migrate.migrate_tenant_text(texts[path], shown)))
+        except migrate.UnreadableFile as err:
+            unreadable.append(str(err))
+    if unreadable:
+        print("\n".join(unreadable), file=sys.stderr)
+        raise fail(f"tenants migrate: {len(unreadable)} file(s) not readable; nothing written")
+    return results
 
 
 def _project_files(root: Path) -> list[Path]:

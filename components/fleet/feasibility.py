@@ -251,88 +251,104 @@ def max_flow(demand: Mapping[str, int], edges: Mapping[str, list[str]],
     >>> flow, sorted(cut)
     ({'a': {'p': 3}, 'b': {'q': 1}}, ['a', 'b'])
     """
-    tenants = sorted(demand)
-    flow: dict[str, dict[str, int]] = {t: dict((initial or {}).get(t, {})) for t in tenants}
-    sent = {t: sum(flow[t].values()) for t in tenants}
-    used = {p: 0 for p in limit}
-    holders: dict[str, set[str]] = {}   # pool -> tenants with flow on it (the residual edges p -> t)
-    for t in tenants:
-        for p, units in flow[t].items():
-            if units:
-                used[p] += units
-                holders.setdefault(p, set()).add(t)
-    pools_of = {t: sorted(edges.get(t, [])) for t in tenants}
-    # Tenants with demand left, in order. `sent` never decreases (an augmenting path only moves
-    # intermediate tenants' flow between pools), so this list only shrinks.
-    pending = [t for t in tenants if demand[t] > sent[t]]
+    state = _Residual(demand, edges, limit, initial or {})
+    while True:
+        end, parent, reached = state.search()
+        if end is None:
+            return state.result(), reached
+        state.augment(end, parent)
 
-    def residual_search() -> tuple[dict, set[str]]:
+
+_Node = tuple[str, str]   # ("t", tenant) or ("p", pool)
+
+
+class _Residual:
+    """The flow of `max_flow` and its residual graph: what one augmenting path reads and changes."""
+
+    def __init__(self, demand: Mapping[str, int], edges: Mapping[str, list[str]], limit: Mapping[str, int],
+                 initial: Mapping[str, Mapping[str, int]]) -> None:
+        self.demand, self.limit = demand, limit
+        self.tenants = sorted(demand)
+        self.flow: dict[str, dict[str, int]] = {t: dict(initial.get(t, {})) for t in self.tenants}
+        self.sent = {t: sum(self.flow[t].values()) for t in self.tenants}
+        self.used = {p: 0 for p in limit}
+        self.holders: dict[str, set[str]] = {}   # pool -> tenants with flow on it (the residual edges p -> t)
+        for t in self.tenants:
+            for p, units in self.flow[t].items():
+                if units:
+                    self.used[p] += units
+                    self.holders.setdefault(p, set()).add(t)
+        self.pools_of = {t: sorted(edges.get(t, [])) for t in self.tenants}
+        # Tenants with demand left, in order. `sent` never decreases (an augmenting path only moves
+        # intermediate tenants' flow between pools), so this list only shrinks.
+        self.pending = [t for t in self.tenants if demand[t] > self.sent[t]]
+
+    def result(self) -> dict[str, dict[str, int]]:
+        return {t: dict(sorted((p, f) for p, f in self.flow[t].items() if f)) for t in self.tenants}
+
+    def search(self) -> tuple[_Node | None, dict[_Node, _Node | None], set[str]]:
+        """(the pool an augmenting path ends at or None, the path's parents, the tenants reached)."""
         # BFS from the source over: source->t (demand left), t->p (always), p->t (flow back), p->sink.
         # Every tenant with demand left is a root at the head of the queue, in order; they are
         # visited lazily, so that the common case (the first one has a pool with room) costs no more
         # than that tenant's pools, not a pass over the fleet.
-        parent: dict = {}
+        parent: dict[_Node, _Node | None] = {}
         queue: deque = deque()
         seen_t: set[str] = set()
-
-        def visit(t: str) -> dict | None:
-            for p in pools_of[t]:
-                if ("p", p) not in parent:
-                    parent[("p", p)] = ("t", t)
-                    if used[p] < limit[p]:
-                        return {"end": ("p", p), "parent": parent}
-                    queue.append(("p", p))
-            return None
-
-        for t in pending:
+        for t in self.pending:
             parent[("t", t)] = None
             seen_t.add(t)
-            found = visit(t)
-            if found:
-                return found, seen_t
+            end = self._visit(t, parent, queue)
+            if end:
+                return end, parent, seen_t
         while queue:
             kind, node = queue.popleft()
             if kind == "t":
-                found = visit(node)
-                if found:
-                    return found, seen_t
+                end = self._visit(node, parent, queue)
+                if end:
+                    return end, parent, seen_t
             else:
-                for t in sorted(holders.get(node, ())):
+                for t in sorted(self.holders.get(node, ())):
                     if ("t", t) not in parent:   # tenants with demand left are all roots already
                         parent[("t", t)] = ("p", node)
                         seen_t.add(t)
                         queue.append(("t", t))
-        return {}, seen_t
+        return None, parent, seen_t
 
-    while True:
-        found, reached = residual_search()
-        if not found:
-            return {t: dict(sorted((p, f) for p, f in flow[t].items() if f)) for t in tenants}, reached
-        parent = found["parent"]
+    def _visit(self, t: str, parent: dict[_Node, _Node | None], queue: deque) -> _Node | None:
+        for p in self.pools_of[t]:
+            if ("p", p) not in parent:
+                parent[("p", p)] = ("t", t)
+                if self.used[p] < self.limit[p]:
+                    return ("p", p)
+                queue.append(("p", p))
+        return None
+
+    def augment(self, end: _Node, parent: dict[_Node, _Node | None]) -> None:
         path = []
-        node = found["end"]
+        node: _Node | None = end
         while node is not None:
             path.append(node)
             node = parent[node]
         path.reverse()   # t0, p1, t1, p2, ..., pk
         start = path[0][1]
-        amount = demand[start] - sent[start]
-        amount = min(amount, limit[path[-1][1]] - used[path[-1][1]])
+        amount = self.demand[start] - self.sent[start]
+        amount = min(amount, self.limit[path[-1][1]] - self.used[path[-1][1]])
         for i in range(2, len(path), 2):   # backward edges p -> t: flow t->p can be cancelled
-            amount = min(amount, flow[path[i][1]][path[i - 1][1]])
-        sent[start] += amount
-        used[path[-1][1]] += amount
+            amount = min(amount, self.flow[path[i][1]][path[i - 1][1]])
+        self.sent[start] += amount
+        self.used[path[-1][1]] += amount
         for i in range(0, len(path) - 1):
             (k1, a), (_, b) = path[i], path[i + 1]
             if k1 == "t":
-                flow[a][b] = flow[a].get(b, 0) + amount
-                holders.setdefault(b, set()).add(a)
+                self.flow[a][b] = self.flow[a].get(b, 0) + amount
+                self.holders.setdefault(b, set()).add(a)
             else:
-                flow[b][a] -= amount
-                if not flow[b][a]:
-                    holders[a].discard(b)
-        if sent[start] == demand[start]:
-            pending.remove(start)
+                self.flow[b][a] -= amount
+                if not self.flow[b][a]:
+                    self.holders[a].discard(b)
+        if self.sent[start] == self.demand[start]:
+            self.pending.remove(start)
 
 
 def hall_violated(tenants: Iterable[str], demand: Mapping[str, int], edges: Mapping[str, list[str]],

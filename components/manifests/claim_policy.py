@@ -63,20 +63,52 @@ def _subrequests() -> str:
     return "variables.requests.map(r, has(r.exactly) ? [r.exactly] : (has(r.firstAvailable) ? r.firstAvailable : []))"
 
 
-def claim_policy(tenant: Tenant, view: TenantView) -> KubeObject:
-    """The tenant's ValidatingAdmissionPolicy on ResourceClaims and ResourceClaimTemplates.
-
-    >>> [v["message"][:20] for v in claim_policy(dra.tenants[0].spec, dra.view(dra.tenants[0].spec))["spec"]["validations"]][:1]
-    ['every device request']
-    """
-    allowed = claimable_device_classes(tenant, view)
+def _variables() -> list[dict[str, str]]:
     # A claim's devices are under spec, a template's under spec.spec; both checked by the same rules.
     devices = (
         'request.resource.resource == "resourceclaims" ? '
         "(has(object.spec.devices) ? object.spec.devices : {}) : "
         "(has(object.spec.spec.devices) ? object.spec.spec.devices : {})"
     )
+    return [
+        {"name": "devices", "expression": devices},
+        {"name": "requests", "expression": "has(variables.devices.requests) ? variables.devices.requests : []"},
+        {"name": "choices", "expression": _subrequests()},
+    ]
+
+
+def _validations(tenant: str, allowed: list[str]) -> list[dict[str, str]]:
     choices = "variables.choices.all(list, list.all(s, {}))"
+    return [
+        {
+            "expression": "variables.requests.all(r, has(r.exactly) || has(r.firstAvailable))",
+            "message": "every device request needs `exactly` or `firstAvailable` (other request kinds are not checked, so not allowed)",
+            "reason": "Forbidden",
+        },
+        {
+            "expression": choices.format(f"s.deviceClassName in {cel_list(allowed)}"),
+            "message": f"a claim of tenant {tenant} may name only the DeviceClasses it has a grant for: {names_or_none(allowed)}",
+            "reason": "Forbidden",
+        },
+        {
+            "expression": "variables.requests.all(r, !has(r.exactly) || !has(r.exactly.adminAccess) || !r.exactly.adminAccess)",
+            "message": "adminAccess is refused: it reaches devices already allocated to other claims, other tenants' included",
+            "reason": "Forbidden",
+        },
+        {
+            "expression": choices.format('!has(s.allocationMode) || s.allocationMode != "All"'),
+            "message": "allocationMode All is refused (it takes every matching device of a node and quota charges it 32); ask for a count",
+            "reason": "Forbidden",
+        },
+    ]
+
+
+def claim_policy(tenant: Tenant, view: TenantView) -> KubeObject:
+    """The tenant's ValidatingAdmissionPolicy on ResourceClaims and ResourceClaimTemplates.
+
+    >>> [v["message"][:20] for v in claim_policy(dra.tenants[0].spec, dra.view(dra.tenants[0].spec))["spec"]["validations"]][:1]
+    ['every device request']
+    """
     spec = {
         "failurePolicy": "Fail",
         "matchConstraints": {
@@ -85,33 +117,8 @@ def claim_policy(tenant: Tenant, view: TenantView) -> KubeObject:
                 {"apiGroups": [DRA_GROUP], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"], "resources": list(CLAIM_RESOURCES)}
             ],
         },
-        "variables": [
-            {"name": "devices", "expression": devices},
-            {"name": "requests", "expression": "has(variables.devices.requests) ? variables.devices.requests : []"},
-            {"name": "choices", "expression": _subrequests()},
-        ],
-        "validations": [
-            {
-                "expression": "variables.requests.all(r, has(r.exactly) || has(r.firstAvailable))",
-                "message": "every device request needs `exactly` or `firstAvailable` (other request kinds are not checked, so not allowed)",
-                "reason": "Forbidden",
-            },
-            {
-                "expression": choices.format(f"s.deviceClassName in {cel_list(allowed)}"),
-                "message": f"a claim of tenant {tenant.name} may name only the DeviceClasses it has a grant for: {names_or_none(allowed)}",
-                "reason": "Forbidden",
-            },
-            {
-                "expression": "variables.requests.all(r, !has(r.exactly) || !has(r.exactly.adminAccess) || !r.exactly.adminAccess)",
-                "message": "adminAccess is refused: it reaches devices already allocated to other claims, other tenants' included",
-                "reason": "Forbidden",
-            },
-            {
-                "expression": choices.format('!has(s.allocationMode) || s.allocationMode != "All"'),
-                "message": "allocationMode All is refused (it takes every matching device of a node and quota charges it 32); ask for a count",
-                "reason": "Forbidden",
-            },
-        ],
+        "variables": _variables(),
+        "validations": _validations(tenant.name, claimable_device_classes(tenant, view)),
     }
     name = f"{NAME_PREFIX}-{tenant.name}"
     return kube_object(API_VERSION, "ValidatingAdmissionPolicy", object_meta(name, labels=owned_labels(tenant, view)), spec=spec)

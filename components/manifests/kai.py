@@ -179,11 +179,6 @@ def queue_pinning_policy(facts: FleetFacts) -> list[KubeObject]:
     ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']
     """
     labels = platform_labels(facts.environment_label)
-    queue = (
-        f"request.kind.kind == 'Pod' ? "
-        f"(has(object.metadata.labels) && '{KAI_QUEUE_LABEL}' in object.metadata.labels ? object.metadata.labels['{KAI_QUEUE_LABEL}'] : '') : "
-        f"(has(object.spec) && has(object.spec.queue) ? object.spec.queue : '')"
-    )
     policy_spec = {
         "failurePolicy": "Fail",
         "matchConstraints": {
@@ -193,91 +188,113 @@ def queue_pinning_policy(facts: FleetFacts) -> list[KubeObject]:
                 {"apiGroups": ["scheduling.run.ai"], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"], "resources": ["podgroups"]},
             ],
         },
-        "validations": [
-            {
-                # A GPU share asked for by annotation is metered by nothing but the queue, so it must go
-                # through KAI, in the tenant's own queue (an unlabelled pod would only wait, unexplained).
-                "expression": (
-                    "request.kind.kind != 'Pod' || size(variables.sharing) == 0 || "
-                    f"(variables.queue == variables.tenant && has(object.spec.schedulerName) && object.spec.schedulerName == '{KAI_SCHEDULER_NAME}')"
-                ),
-                "messageExpression": (
-                    "'pods with the KAI GPU-sharing annotation ' + variables.sharing[0] + ' must set schedulerName: "
-                    f"{KAI_SCHEDULER_NAME} and label {KAI_QUEUE_LABEL}: ' + variables.tenant + ' (only the tenant\\'s KAI queue "
-                    "meters GPU shares; ResourceQuota cannot)'"
-                ),
-                "reason": "Forbidden",
-            },
-            {
-                # The queue charges what KAI reads of the annotations; a value it cannot read (a fraction
-                # of 0 or above 1, zero devices, devices without a share) is a share no queue counts.
-                "expression": (
-                    "request.kind.kind != 'Pod' || request.operation != 'CREATE' || size(variables.unmeteredShare) == 0"
-                ),
-                "messageExpression": (
-                    "'annotation ' + variables.unmeteredShare[0] + '=\\'' + string(object.metadata.annotations[variables.unmeteredShare[0]]) + "
-                    "'\\' is refused: KAI\\'s queue, the only meter of GPU shares, cannot charge it as written; it must be ' + "
-                    + _share_requirements() + "[variables.unmeteredShare[0]]"
-                ),
-                "reason": "Forbidden",
-            },
-            {
-                # Every GPU a pod holds must be in KAI's books, or KAI cannot reclaim it for the
-                # queue that is owed it; only a `queue.admission: direct` tenant may run beside KAI.
-                "expression": (
-                    "request.kind.kind != 'Pod' || request.operation != 'CREATE' || variables.direct || !variables.requestsGpu || "
-                    "variables.scheduler || "
-                    # Any queue label will do here: the rule below says which one, in its own words.
-                    f"(variables.queue != '' && has(object.spec.schedulerName) && object.spec.schedulerName == '{KAI_SCHEDULER_NAME}')"
-                ),
-                "messageExpression": (
-                    f"'a pod that requests GPUs must set schedulerName: {KAI_SCHEDULER_NAME} and label {KAI_QUEUE_LABEL}: ' + variables.tenant"
-                    " + ' (GPUs are scheduled through the tenant\\'s KAI queue only; on a Deployment or StatefulSet, in the pod template)'"
-                ),
-                "reason": "Forbidden",
-            },
-            {
-                # Placement checks a pod's spec; these annotations are metadata, so a pending pod must not gain them later.
-                "expression": (
-                    "request.kind.kind != 'Pod' || request.operation != 'UPDATE' || "
-                    "variables.sharingAnnotations == variables.oldSharingAnnotations"
-                ),
-                "message": (
-                    f"the KAI GPU-sharing annotations ({', '.join(KAI_GPU_SHARING_ANNOTATIONS)}) of a pod cannot be "
-                    "added, changed or removed after it is created; create a new pod"
-                ),
-                "reason": "Forbidden",
-            },
-            {
-                "expression": "request.kind.kind == 'Pod' ? (variables.queue == '' || variables.queue == variables.tenant) : variables.queue == variables.tenant",
-                "messageExpression": (
-                    f"'{KAI_QUEUE_LABEL} must be ' + variables.tenant + ', the queue of the tenant that owns namespace ' "
-                    f"+ request.namespace + ' (got \\'' + variables.queue + '\\')'"
-                ),
-                "reason": "Forbidden",
-            }
-        ],
-        "variables": [
-            {"expression": f"namespaceObject.metadata.labels['{TENANT_LABEL}']", "name": "tenant"},
-            {"expression": queue, "name": "queue"},
-            {"expression": (f"has(namespaceObject.metadata.labels) && '{QUEUE_ADMISSION_LABEL}' in namespaceObject.metadata.labels && "
-                            f"namespaceObject.metadata.labels['{QUEUE_ADMISSION_LABEL}'] == 'direct'"), "name": "direct"},
-            {"expression": f"request.kind.kind == 'Pod' && ({requests_gpu(facts.platform)})", "name": "requestsGpu"},
-            # KAI and cluster admins (they may update PodGroup status; no tenant role may): exempt from the GPU rule.
-            {"expression": ("authorizer.group('scheduling.run.ai').resource('podgroups').subresource('status')"
-                            ".namespace(request.namespace).check('update').allowed()"), "name": "scheduler"},
-            {"expression": _sharing_annotations("object"), "name": "sharingAnnotations"},
-            {"expression": "request.operation == 'UPDATE' ? " + _sharing_annotations("oldObject") + " : []",
-             "name": "oldSharingAnnotations"},
-            {"expression": (f"{cel_list(list(KAI_GPU_SHARING_ANNOTATIONS))}.filter(k, request.kind.kind == 'Pod' && "
-                            "has(object.metadata.annotations) && k in object.metadata.annotations)"), "name": "sharing"},
-            {"expression": _unmetered_share(), "name": "unmeteredShare"},
-        ],
+        "validations": [*_share_rules(), _kai_gpu_rule(), _fixed_share_annotations_rule(), _own_queue_rule()],
+        "variables": _pinning_variables(facts),
     }
     policy = kube_object(
         "admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", object_meta(POLICY_NAME, labels=labels), spec=policy_spec
     )
     return [policy, deny_binding(POLICY_NAME, labels)]
+
+
+def _pinning_variables(facts: FleetFacts) -> list[dict[str, str]]:
+    queue = (
+        f"request.kind.kind == 'Pod' ? "
+        f"(has(object.metadata.labels) && '{KAI_QUEUE_LABEL}' in object.metadata.labels ? object.metadata.labels['{KAI_QUEUE_LABEL}'] : '') : "
+        f"(has(object.spec) && has(object.spec.queue) ? object.spec.queue : '')"
+    )
+    return [
+        {"expression": f"namespaceObject.metadata.labels['{TENANT_LABEL}']", "name": "tenant"},
+        {"expression": queue, "name": "queue"},
+        {"expression": (f"has(namespaceObject.metadata.labels) && '{QUEUE_ADMISSION_LABEL}' in namespaceObject.metadata.labels && "
+                        f"namespaceObject.metadata.labels['{QUEUE_ADMISSION_LABEL}'] == 'direct'"), "name": "direct"},
+        {"expression": f"request.kind.kind == 'Pod' && ({requests_gpu(facts.platform)})", "name": "requestsGpu"},
+        # KAI and cluster admins (they may update PodGroup status; no tenant role may): exempt from the GPU rule.
+        {"expression": ("authorizer.group('scheduling.run.ai').resource('podgroups').subresource('status')"
+                        ".namespace(request.namespace).check('update').allowed()"), "name": "scheduler"},
+        {"expression": _sharing_annotations("object"), "name": "sharingAnnotations"},
+        {"expression": "request.operation == 'UPDATE' ? " + _sharing_annotations("oldObject") + " : []",
+         "name": "oldSharingAnnotations"},
+        {"expression": (f"{cel_list(list(KAI_GPU_SHARING_ANNOTATIONS))}.filter(k, request.kind.kind == 'Pod' && "
+                        "has(object.metadata.annotations) && k in object.metadata.annotations)"), "name": "sharing"},
+        {"expression": _unmetered_share(), "name": "unmeteredShare"},
+    ]
+
+
+def _share_rules() -> list[dict[str, str]]:
+    return [
+        {
+            # A GPU share asked for by annotation is metered by nothing but the queue, so it must go
+            # through KAI, in the tenant's own queue (an unlabelled pod would only wait, unexplained).
+            "expression": (
+                "request.kind.kind != 'Pod' || size(variables.sharing) == 0 || "
+                f"(variables.queue == variables.tenant && has(object.spec.schedulerName) && object.spec.schedulerName == '{KAI_SCHEDULER_NAME}')"
+            ),
+            "messageExpression": (
+                "'pods with the KAI GPU-sharing annotation ' + variables.sharing[0] + ' must set schedulerName: "
+                f"{KAI_SCHEDULER_NAME} and label {KAI_QUEUE_LABEL}: ' + variables.tenant + ' (only the tenant\\'s KAI queue "
+                "meters GPU shares; ResourceQuota cannot)'"
+            ),
+            "reason": "Forbidden",
+        },
+        {
+            # The queue charges what KAI reads of the annotations; a value it cannot read (a fraction
+            # of 0 or above 1, zero devices, devices without a share) is a share no queue counts.
+            "expression": (
+                "request.kind.kind != 'Pod' || request.operation != 'CREATE' || size(variables.unmeteredShare) == 0"
+            ),
+            "messageExpression": (
+                "'annotation ' + variables.unmeteredShare[0] + '=\\'' + string(object.metadata.annotations[variables.unmeteredShare[0]]) + "
+                "'\\' is refused: KAI\\'s queue, the only meter of GPU shares, cannot charge it as written; it must be ' + "
+                + _share_requirements() + "[variables.unmeteredShare[0]]"
+            ),
+            "reason": "Forbidden",
+        },
+    ]
+
+
+def _kai_gpu_rule() -> dict[str, str]:
+    return {
+        # Every GPU a pod holds must be in KAI's books, or KAI cannot reclaim it for the
+        # queue that is owed it; only a `queue.admission: direct` tenant may run beside KAI.
+        "expression": (
+            "request.kind.kind != 'Pod' || request.operation != 'CREATE' || variables.direct || !variables.requestsGpu || "
+            "variables.scheduler || "
+            # Any queue label will do here: the rule below says which one, in its own words.
+            f"(variables.queue != '' && has(object.spec.schedulerName) && object.spec.schedulerName == '{KAI_SCHEDULER_NAME}')"
+        ),
+        "messageExpression": (
+            f"'a pod that requests GPUs must set schedulerName: {KAI_SCHEDULER_NAME} and label {KAI_QUEUE_LABEL}: ' + variables.tenant"
+            " + ' (GPUs are scheduled through the tenant\\'s KAI queue only; on a Deployment or StatefulSet, in the pod template)'"
+        ),
+        "reason": "Forbidden",
+    }
+
+
+def _fixed_share_annotations_rule() -> dict[str, str]:
+    return {
+        # Placement checks a pod's spec; these annotations are metadata, so a pending pod must not gain them later.
+        "expression": (
+            "request.kind.kind != 'Pod' || request.operation != 'UPDATE' || "
+            "variables.sharingAnnotations == variables.oldSharingAnnotations"
+        ),
+        "message": (
+            f"the KAI GPU-sharing annotations ({', '.join(KAI_GPU_SHARING_ANNOTATIONS)}) of a pod cannot be "
+            "added, changed or removed after it is created; create a new pod"
+        ),
+        "reason": "Forbidden",
+    }
+
+
+def _own_queue_rule() -> dict[str, str]:
+    return {
+        "expression": "request.kind.kind == 'Pod' ? (variables.queue == '' || variables.queue == variables.tenant) : variables.queue == variables.tenant",
+        "messageExpression": (
+            f"'{KAI_QUEUE_LABEL} must be ' + variables.tenant + ', the queue of the tenant that owns namespace ' "
+            f"+ request.namespace + ' (got \\'' + variables.queue + '\\')'"
+        ),
+        "reason": "Forbidden",
+    }
 
 
 def _unmetered_share() -> str:

@@ -26,9 +26,11 @@ A tenant member may still delete their own pod, and with it (by garbage collecti
 from __future__ import annotations
 
 from ..fleet.facts import FleetFacts
+from ..spec.stack import Platform
 from .cel import cel_string
 from .meta import (
     deny_binding,
+    HAMI_OPT_OUT_ANNOTATION,
     KAI_SHARED_GPU_CONFIGMAP_ANNOTATION,
     KAI_SHARED_GPU_CONFIGMAP_PATTERN,
     KAI_SHARED_GPU_PREFIX_SUFFIX,
@@ -41,8 +43,8 @@ from .meta import (
 
 API_VERSION = "admissionregistration.k8s.io/v1"
 POLICY_NAME = "gpu-tenancy-kai-sharing"
-# kai-resource-isolator (HAMi's webhook that loads HAMi-core into KAI shares): "false" skips a pod.
-HAMI_OPT_OUT_ANNOTATION = "kai-resource-isolator.io/inject"
+_CONFIG_MAP = "request.resource.resource == 'configmaps'"
+_POD = "request.resource.resource == 'pods'"
 
 
 def binder_username(service_account: str) -> str:
@@ -68,26 +70,67 @@ def kai_sharing_policy(facts: FleetFacts) -> list[KubeObject]:
     >>> policy["spec"]["variables"][0]["expression"]
     "request.userInfo.username == 'system:serviceaccount:kai-scheduler:binder'"
     """
-    platform = facts.platform
     labels = platform_labels(facts.environment_label)
-    binder = binder_username(platform.queues.kai.binder_service_account)
-    config_map = "request.resource.resource == 'configmaps'"
-    pod = "request.resource.resource == 'pods'"
-    prefix = _annotation("object", KAI_SHARED_GPU_CONFIGMAP_ANNOTATION)
-    old_prefix = _annotation("oldObject", KAI_SHARED_GPU_CONFIGMAP_ANNOTATION)
-    validations = [
+    policy_spec = {
+        "failurePolicy": "Fail",
+        "matchConstraints": {
+            "namespaceSelector": {"matchExpressions": [{"key": TENANT_LABEL, "operator": "Exists"}]},
+            "resourceRules": [
+                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE", "DELETE"], "resources": ["configmaps"]},
+                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["pods"]},
+            ],
+        },
+        "variables": _variables(binder_username(facts.platform.queues.kai.binder_service_account)),
+        "validations": [_config_map_rule(facts.platform), *_share_prefix_rules(), *_memory_bound_rules(facts.platform)],
+    }
+    policy = kube_object(API_VERSION, "ValidatingAdmissionPolicy", object_meta(POLICY_NAME, labels=labels), spec=policy_spec)
+    return [policy, deny_binding(POLICY_NAME, labels)]
+
+
+def _variables(binder: str) -> list[dict[str, str]]:
+    return [
+        {"name": "binder", "expression": f"request.userInfo.username == '{binder}'"},
         {
-            "expression": f"!({config_map}) || variables.binder || variables.operator || !variables.name.matches({cel_string(KAI_SHARED_GPU_CONFIGMAP_PATTERN)})",
-            "messageExpression": (
-                "'ConfigMap ' + variables.name + ' has the name of a KAI GPU-sharing ConfigMap (<pod>-<id>-shared-gpu-<n>): "
-                f"only KAI\\'s binder ({platform.queues.kai.binder_service_account}) may create, change or delete it, "
-                "since it holds the GPU a share may use (NVIDIA_VISIBLE_DEVICES) and its memory limit; choose another name'"
+            "name": "platformOperator",
+            "expression": (
+                "authorizer.group('admissionregistration.k8s.io').resource('validatingadmissionpolicies')"
+                f".name('{POLICY_NAME}').check('update').allowed()"
             ),
-            "reason": "Forbidden",
         },
         {
+            "name": "operator",
             "expression": (
-                f"!({pod}) || request.operation == 'DELETE' || variables.operator || "
+                # kube-system controllers: the garbage collector deletes a pod's ConfigMaps with the pod.
+                "request.userInfo.username.startsWith('system:serviceaccount:kube-system:') || "
+                "request.userInfo.username == 'system:kube-controller-manager' || "
+                "has(namespaceObject.metadata.deletionTimestamp) || variables.platformOperator"
+            ),
+        },
+        {"name": "name", "expression": "request.operation == 'DELETE' ? oldObject.metadata.name : object.metadata.name"},
+    ]
+
+
+def _config_map_rule(platform: Platform) -> dict[str, str]:
+    """KAI's GPU-sharing ConfigMaps (by their name) are written by KAI's binder only."""
+    return {
+        "expression": f"!({_CONFIG_MAP}) || variables.binder || variables.operator || !variables.name.matches({cel_string(KAI_SHARED_GPU_CONFIGMAP_PATTERN)})",
+        "messageExpression": (
+            "'ConfigMap ' + variables.name + ' has the name of a KAI GPU-sharing ConfigMap (<pod>-<id>-shared-gpu-<n>): "
+            f"only KAI\\'s binder ({platform.queues.kai.binder_service_account}) may create, change or delete it, "
+            "since it holds the GPU a share may use (NVIDIA_VISIBLE_DEVICES) and its memory limit; choose another name'"
+        ),
+        "reason": "Forbidden",
+    }
+
+
+def _share_prefix_rules() -> list[dict[str, str]]:
+    """A pod's ConfigMap-prefix annotation names only KAI's ConfigMaps and stays as created."""
+    prefix = _annotation("object", KAI_SHARED_GPU_CONFIGMAP_ANNOTATION)
+    old_prefix = _annotation("oldObject", KAI_SHARED_GPU_CONFIGMAP_ANNOTATION)
+    return [
+        {
+            "expression": (
+                f"!({_POD}) || request.operation == 'DELETE' || variables.operator || "
                 f"{prefix} == '' || {prefix}.endsWith({cel_string(KAI_SHARED_GPU_PREFIX_SUFFIX)})"
             ),
             "messageExpression": (
@@ -98,7 +141,7 @@ def kai_sharing_policy(facts: FleetFacts) -> list[KubeObject]:
             "reason": "Forbidden",
         },
         {
-            "expression": f"!({pod}) || request.operation != 'UPDATE' || variables.operator || {prefix} == {old_prefix}",
+            "expression": f"!({_POD}) || request.operation != 'UPDATE' || variables.operator || {prefix} == {old_prefix}",
             "message": (
                 f"annotation {KAI_SHARED_GPU_CONFIGMAP_ANNOTATION} of a pod cannot be added, changed or removed after it is "
                 "created: it names the ConfigMaps KAI's binder writes the pod's GPU into"
@@ -106,46 +149,18 @@ def kai_sharing_policy(facts: FleetFacts) -> list[KubeObject]:
             "reason": "Forbidden",
         },
     ]
-    if platform.kai_memory_bound == "hamicore":
-        opt_out = _annotation("object", HAMI_OPT_OUT_ANNOTATION)
-        validations.append({
-            "expression": f"!({pod}) || request.operation == 'DELETE' || variables.operator || {opt_out} == ''",
-            "message": (
-                f"annotation {HAMI_OPT_OUT_ANNOTATION} is refused in tenant namespaces: the stack bounds KAI GPU shares by "
-                "HAMi-core (kaiFractions.memoryBound: hamicore), and a pod may not opt out of the bound"
-            ),
-            "reason": "Forbidden",
-        })
-    policy_spec = {
-        "failurePolicy": "Fail",
-        "matchConstraints": {
-            "namespaceSelector": {"matchExpressions": [{"key": TENANT_LABEL, "operator": "Exists"}]},
-            "resourceRules": [
-                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE", "DELETE"], "resources": ["configmaps"]},
-                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["pods"]},
-            ],
-        },
-        "variables": [
-            {"name": "binder", "expression": f"request.userInfo.username == '{binder}'"},
-            {
-                "name": "platformOperator",
-                "expression": (
-                    "authorizer.group('admissionregistration.k8s.io').resource('validatingadmissionpolicies')"
-                    f".name('{POLICY_NAME}').check('update').allowed()"
-                ),
-            },
-            {
-                "name": "operator",
-                "expression": (
-                    # kube-system controllers: the garbage collector deletes a pod's ConfigMaps with the pod.
-                    "request.userInfo.username.startsWith('system:serviceaccount:kube-system:') || "
-                    "request.userInfo.username == 'system:kube-controller-manager' || "
-                    "has(namespaceObject.metadata.deletionTimestamp) || variables.platformOperator"
-                ),
-            },
-            {"name": "name", "expression": "request.operation == 'DELETE' ? oldObject.metadata.name : object.metadata.name"},
-        ],
-        "validations": validations,
-    }
-    policy = kube_object(API_VERSION, "ValidatingAdmissionPolicy", object_meta(POLICY_NAME, labels=labels), spec=policy_spec)
-    return [policy, deny_binding(POLICY_NAME, labels)]
+
+
+def _memory_bound_rules(platform: Platform) -> list[dict[str, str]]:
+    """Under a HAMi-core memory bound, no pod opts out of it."""
+    if platform.kai_memory_bound != "hamicore":
+        return []
+    opt_out = _annotation("object", HAMI_OPT_OUT_ANNOTATION)
+    return [{
+        "expression": f"!({_POD}) || request.operation == 'DELETE' || variables.operator || {opt_out} == ''",
+        "message": (
+            f"annotation {HAMI_OPT_OUT_ANNOTATION} is refused in tenant namespaces: the stack bounds KAI GPU shares by "
+            "HAMi-core (kaiFractions.memoryBound: hamicore), and a pod may not opt out of the bound"
+        ),
+        "reason": "Forbidden",
+    }]

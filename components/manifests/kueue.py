@@ -31,6 +31,7 @@ from ..fleet import gpu_capacity as cap
 from ..fleet import feasibility as feas
 from ..fleet.facts import FleetFacts, TenantView
 from ..fleet.queue_arithmetic import KUEUE_CPU_FLAVOR, cohort_chain, cohort_of
+from ..spec.stack import Platform
 from ..spec.tenant import Tenant
 from .cel import as_dyn, cel_string
 from .gpu_nodes import pool_taints
@@ -166,7 +167,6 @@ def resource_groups(tenant: Tenant, view: TenantView) -> list[dict]:
     >>> resource_groups(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))[0]["coveredResources"]
     ['cpu', 'ephemeral-storage', 'memory']
     """
-    platform = view.platform
     groups = []
     compute = view.kueue_compute_nominal
     if compute:
@@ -179,36 +179,48 @@ def resource_groups(tenant: Tenant, view: TenantView) -> list[dict]:
     flavors = gpu_flavor_quotas(tenant, view)
     covered = sorted({resource for resources in flavors.values() for resource in resources})
     if covered:
-        has_cohort = cohort_of(tenant, platform) is not None
-        borrowing = dict(view.borrowing_limits or {}) if has_cohort else {}
-        lending = dict(view.lending_limits or {})
-        # A class the tenant reaches only through its dedicated pools: nobody else can be placed on
-        # those nodes, and the tenant cannot be placed on anyone else's, so it neither lends nor borrows.
-        for name in sorted(view.dedicated_only_classes):
-            lending[name] = 0
-            if has_cohort:
-                borrowing[name] = 0
-        entries = []
-        for pool_name, resources in flavors.items():
-            class_name = platform.node_pools[pool_name].gpu_class
-            gpu_class = platform.gpu_classes[class_name]
-            whole = cap.class_resource(gpu_class)
-            items = []
-            for resource in covered:
-                limited = resource == whole and resource in resources and not cap.is_mig_mixed(gpu_class)
-                items.append(
-                    _resource(
-                        resource,
-                        resources.get(resource, 0),
-                        borrowing.get(class_name) if limited else None,
-                        min(lending[class_name], resources.get(resource, 0))
-                        if limited and class_name in lending and has_cohort
-                        else None,
-                    )
-                )
-            entries.append({"name": pool_name, "resources": items})
-        groups.append({"coveredResources": covered, "flavors": entries})
+        groups.append({"coveredResources": covered, "flavors": _gpu_flavors(tenant, view, flavors, covered)})
     return groups
+
+
+def _class_limits(tenant: Tenant, view: TenantView) -> tuple[bool, dict[str, int], dict[str, int]]:
+    """(has a cohort, borrowing limit by GPU class, lending limit by GPU class)."""
+    has_cohort = cohort_of(tenant, view.platform) is not None
+    borrowing = dict(view.borrowing_limits or {}) if has_cohort else {}
+    lending = dict(view.lending_limits or {})
+    # A class the tenant reaches only through its dedicated pools: nobody else can be placed on
+    # those nodes, and the tenant cannot be placed on anyone else's, so it neither lends nor borrows.
+    for name in sorted(view.dedicated_only_classes):
+        lending[name] = 0
+        if has_cohort:
+            borrowing[name] = 0
+    return has_cohort, borrowing, lending
+
+
+def _gpu_flavors(tenant: Tenant, view: TenantView, flavors: dict[str, dict[str, int]], covered: list[str]) -> list[dict]:
+    """One flavor per pool, each listing every covered resource; the limits on the class's whole-GPU resource."""
+    platform = view.platform
+    has_cohort, borrowing, lending = _class_limits(tenant, view)
+    entries = []
+    for pool_name, resources in flavors.items():
+        class_name = platform.node_pools[pool_name].gpu_class
+        gpu_class = platform.gpu_classes[class_name]
+        whole = cap.class_resource(gpu_class)
+        items = []
+        for resource in covered:
+            limited = resource == whole and resource in resources and not cap.is_mig_mixed(gpu_class)
+            items.append(
+                _resource(
+                    resource,
+                    resources.get(resource, 0),
+                    borrowing.get(class_name) if limited else None,
+                    min(lending[class_name], resources.get(resource, 0))
+                    if limited and class_name in lending and has_cohort
+                    else None,
+                )
+            )
+        entries.append({"name": pool_name, "resources": items})
+    return entries
 
 
 def cluster_queue(tenant: Tenant, view: TenantView) -> KubeObject:
@@ -422,7 +434,6 @@ def queue_pinning_policy(facts: FleetFacts) -> list[KubeObject]:
     """
     platform = facts.platform
     labels = platform_labels(facts.environment_label)
-    may = _MAY_UPDATE_STATUS
     policy_spec = {
         "failurePolicy": "Fail",
         "matchConstraints": {
@@ -434,119 +445,8 @@ def queue_pinning_policy(facts: FleetFacts) -> list[KubeObject]:
                   for q in QUEUED if q.group != "batch"),
             ],
         },
-        "validations": [
-            {
-                # A pod must also be gated, and a new Job or JobSet suspended: Kueue's webhook gates the
-                # labelled pods and suspends the labelled Jobs and JobSets it queues, and skips those
-                # naming a queued workload (a Job, a JobSet) as controller (any tenant can write that
-                # ownerReference). Updates are the rules below.
-                "expression": (
-                    "request.operation != 'CREATE' || variables.direct || !variables.requestsGpu || "
-                    "(variables.child ? variables.parentController : "
-                    f"variables.queue == {cel_string(LOCAL_QUEUE)} && (variables.pod ? {_gated('object')} : "
-                    f"{_held('object')})) || "
-                    "(variables.pod && variables.jobController)"
-                ),
-                "messageExpression": (
-                    "variables.child ? 'a ' + request.kind.kind + ' that requests GPUs and names a ' + variables.childOf + ' as its controller is "
-                    "created by the ' + variables.childOf + ' controller, counted in its parent\\'s Workload: create the ' + "
-                    "variables.childOf + ' (labelled " + f"{KUEUE_QUEUE_NAME_LABEL}: {LOCAL_QUEUE}) instead' : "
-                    "(variables.pod ? 'a pod' : 'a ' + request.kind.kind) + ' that requests GPUs must go through the tenant\\'s queue: "
-                    f"the label {KUEUE_QUEUE_NAME_LABEL}: {LOCAL_QUEUE} (got \\'' + variables.queue + '\\')' + "
-                    f"(variables.pod ? ' and Kueue\\'s scheduling gate {KUEUE_ADMISSION_GATE} (none when the pod names a Job "
-                    "as its controller)' : ', suspended by Kueue (it is not when the ' + request.kind.kind + ' names a queued "
-                    "workload as its controller)') + '; label the Job or JobSet, or the pod template of a Deployment or StatefulSet "
-                    "(docs/queues-and-vclusters.md)'"
-                ),
-                "reason": "Forbidden",
-            },
-            {
-                # One rule over the POD_TEMPLATES kinds: a suspended Job's pod template may change
-                # (Kubernetes lets its resources, scheduling directives and annotations be edited until
-                # it starts), and a JobSet's controller makes new Jobs from its current spec. So an
-                # object outside the queue must not gain GPUs by update (and then be unsuspended by its
-                # owner, as no queue holds it), nor one that has them (created before its namespace was
-                # queued, or by an admin) change its spec. A JobSet's Jobs are the last rule's.
-                "expression": (
-                    "variables.pod || request.operation != 'UPDATE' || variables.direct || !variables.requestsGpu || "
-                    f"variables.queue == {cel_string(LOCAL_QUEUE)} || variables.child || variables.wasChild || "
-                    "(variables.oldRequestsGpu && object.spec == oldObject.spec) || variables.scheduler"
-                ),
-                "messageExpression": (
-                    "(variables.oldRequestsGpu ? 'a ' + request.kind.kind + ' that requests GPUs outside the tenant\\'s queue keeps "
-                    "its spec' : 'GPU requests cannot be added to a ' + request.kind.kind + ' outside the tenant\\'s queue') + "
-                    f"' (label {KUEUE_QUEUE_NAME_LABEL}: {LOCAL_QUEUE}, got \\'' + variables.queue + '\\'): unsuspended, it "
-                    "would run GPU pods no queue counts; the label cannot be added later, so create a new ' + request.kind.kind + "
-                    "' with it'"
-                ),
-                "reason": "Forbidden",
-            },
-            {
-                "expression": "request.operation != 'UPDATE' || variables.queue == variables.oldQueue || variables.scheduler",
-                "message": f"the label {KUEUE_QUEUE_NAME_LABEL} cannot be added, changed or removed after creation; create a new object",
-                "reason": "Forbidden",
-            },
-            {
-                "expression": f"!variables.pod || request.operation != 'UPDATE' || !{_gated('oldObject')} || {_gated('object')} || variables.scheduler",
-                "message": (
-                    f"only Kueue lifts the scheduling gate {KUEUE_ADMISSION_GATE}: the pod starts when the tenant's queue admits it"
-                ),
-                "reason": "Forbidden",
-            },
-            {
-                "expression": (
-                    "variables.pod || request.operation != 'UPDATE' || variables.oldQueue == '' || "
-                    "!(has(oldObject.spec.suspend) && oldObject.spec.suspend) || "
-                    "(has(object.spec.suspend) && object.spec.suspend) || variables.scheduler || "
-                    "(variables.wasChild && variables.parentController)"
-                ),
-                "messageExpression": (
-                    "'a queued ' + request.kind.kind + ' starts when Kueue admits it: only Kueue sets its spec.suspend to false'"
-                ),
-                "reason": "Forbidden",
-            },
-            {
-                # A JobSet's GPU Job (now or before the update: orphaned from it) is counted in its
-                # JobSet's Workload, not a queue of its own: its suspend, parallelism and pod template
-                # change with its JobSet, never by hand, labelled or not.
-                "expression": (
-                    "variables.pod || request.operation != 'UPDATE' || variables.direct || !variables.requestsGpu || "
-                    "(!variables.child && !variables.wasChild) || "
-                    "(object.spec == oldObject.spec && variables.child == variables.wasChild) || "
-                    "variables.scheduler || variables.parentController"
-                ),
-                "messageExpression": (
-                    "'a ' + request.kind.kind + ' that requests GPUs outside a queue of its own (a ' + variables.parent + '\\'s ' + "
-                    "request.kind.kind + ', or one orphaned from its ' + variables.parent + ') changes only with its ' + "
-                    "variables.parent + ': its spec and controller are the ' + variables.parent + ' controller\\'s; change or "
-                    "delete the ' + variables.parent"
-                ),
-                "reason": "Forbidden",
-            },
-        ],
-        "variables": [
-            {"expression": "request.kind.kind == 'Pod'", "name": "pod"},
-            {"expression": _label("object", KUEUE_QUEUE_NAME_LABEL), "name": "queue"},
-            {"expression": f"request.operation == 'UPDATE' ? {_label('oldObject', KUEUE_QUEUE_NAME_LABEL)} : ''", "name": "oldQueue"},
-            {"expression": f"{_label('namespaceObject', QUEUE_ADMISSION_LABEL)} == 'direct'", "name": "direct"},
-            {
-                "expression": f"variables.pod ? ({requests_gpu(platform)}) : {_templates_request_gpu(platform, 'object')}",
-                "name": "requestsGpu",
-            },
-            {
-                "expression": f"request.operation == 'UPDATE' && !variables.pod && {_templates_request_gpu(platform, 'oldObject')}",
-                "name": "oldRequestsGpu",
-            },
-            {"expression": may.format("'kueue.x-k8s.io'", "'workloads'"), "name": "scheduler"},
-            {"expression": may.format("'batch'", "'jobs'"), "name": "jobController"},
-            # The parent kind (CONTROLLED_BY) the object names as its controller ('' if none), now and before the update.
-            {"expression": _parent_kind("object"), "name": "childOf"},
-            {"expression": "variables.childOf != ''", "name": "child"},
-            {"expression": f"request.operation == 'UPDATE' ? {_parent_kind('oldObject')} : ''", "name": "wasChildOf"},
-            {"expression": "variables.wasChildOf != ''", "name": "wasChild"},
-            {"expression": "variables.child ? variables.childOf : variables.wasChildOf", "name": "parent"},
-            {"expression": _parent_controller(), "name": "parentController"},
-        ],
+        "validations": [_queued_on_create_rule(), _no_gpus_outside_the_queue_rule(), *_scheduler_only_rules(), _child_follows_parent_rule()],
+        "variables": _pinning_variables(platform),
     }
     # Pods and Jobs: each rule is guarded by the kind at run time, and type-checked against both.
     for section in ("validations", "variables"):
@@ -556,6 +456,135 @@ def queue_pinning_policy(facts: FleetFacts) -> list[KubeObject]:
         "admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", object_meta(POLICY_NAME, labels=labels), spec=policy_spec
     )
     return [policy, deny_binding(POLICY_NAME, labels)]
+
+
+def _pinning_variables(platform: Platform) -> list[dict[str, str]]:
+    return [
+        {"expression": "request.kind.kind == 'Pod'", "name": "pod"},
+        {"expression": _label("object", KUEUE_QUEUE_NAME_LABEL), "name": "queue"},
+        {"expression": f"request.operation == 'UPDATE' ? {_label('oldObject', KUEUE_QUEUE_NAME_LABEL)} : ''", "name": "oldQueue"},
+        {"expression": f"{_label('namespaceObject', QUEUE_ADMISSION_LABEL)} == 'direct'", "name": "direct"},
+        {
+            "expression": f"variables.pod ? ({requests_gpu(platform)}) : {_templates_request_gpu(platform, 'object')}",
+            "name": "requestsGpu",
+        },
+        {
+            "expression": f"request.operation == 'UPDATE' && !variables.pod && {_templates_request_gpu(platform, 'oldObject')}",
+            "name": "oldRequestsGpu",
+        },
+        {"expression": _MAY_UPDATE_STATUS.format("'kueue.x-k8s.io'", "'workloads'"), "name": "scheduler"},
+        {"expression": _MAY_UPDATE_STATUS.format("'batch'", "'jobs'"), "name": "jobController"},
+        # The parent kind (CONTROLLED_BY) the object names as its controller ('' if none), now and before the update.
+        {"expression": _parent_kind("object"), "name": "childOf"},
+        {"expression": "variables.childOf != ''", "name": "child"},
+        {"expression": f"request.operation == 'UPDATE' ? {_parent_kind('oldObject')} : ''", "name": "wasChildOf"},
+        {"expression": "variables.wasChildOf != ''", "name": "wasChild"},
+        {"expression": "variables.child ? variables.childOf : variables.wasChildOf", "name": "parent"},
+        {"expression": _parent_controller(), "name": "parentController"},
+    ]
+
+
+def _queued_on_create_rule() -> dict[str, str]:
+    return {
+        # A pod must also be gated, and a new Job or JobSet suspended: Kueue's webhook gates the
+        # labelled pods and suspends the labelled Jobs and JobSets it queues, and skips those
+        # naming a queued workload (a Job, a JobSet) as controller (any tenant can write that
+        # ownerReference). Updates are the rules below.
+        "expression": (
+            "request.operation != 'CREATE' || variables.direct || !variables.requestsGpu || "
+            "(variables.child ? variables.parentController : "
+            f"variables.queue == {cel_string(LOCAL_QUEUE)} && (variables.pod ? {_gated('object')} : "
+            f"{_held('object')})) || "
+            "(variables.pod && variables.jobController)"
+        ),
+        "messageExpression": (
+            "variables.child ? 'a ' + request.kind.kind + ' that requests GPUs and names a ' + variables.childOf + ' as its controller is "
+            "created by the ' + variables.childOf + ' controller, counted in its parent\\'s Workload: create the ' + "
+            "variables.childOf + ' (labelled " + f"{KUEUE_QUEUE_NAME_LABEL}: {LOCAL_QUEUE}) instead' : "
+            "(variables.pod ? 'a pod' : 'a ' + request.kind.kind) + ' that requests GPUs must go through the tenant\\'s queue: "
+            f"the label {KUEUE_QUEUE_NAME_LABEL}: {LOCAL_QUEUE} (got \\'' + variables.queue + '\\')' + "
+            f"(variables.pod ? ' and Kueue\\'s scheduling gate {KUEUE_ADMISSION_GATE} (none when the pod names a Job "
+            "as its controller)' : ', suspended by Kueue (it is not when the ' + request.kind.kind + ' names a queued "
+            "workload as its controller)') + '; label the Job or JobSet, or the pod template of a Deployment or StatefulSet "
+            "(docs/queues-and-vclusters.md)'"
+        ),
+        "reason": "Forbidden",
+    }
+
+
+def _no_gpus_outside_the_queue_rule() -> dict[str, str]:
+    return {
+        # One rule over the POD_TEMPLATES kinds: a suspended Job's pod template may change
+        # (Kubernetes lets its resources, scheduling directives and annotations be edited until
+        # it starts), and a JobSet's controller makes new Jobs from its current spec. So an
+        # object outside the queue must not gain GPUs by update (and then be unsuspended by its
+        # owner, as no queue holds it), nor one that has them (created before its namespace was
+        # queued, or by an admin) change its spec. A JobSet's Jobs are the last rule's.
+        "expression": (
+            "variables.pod || request.operation != 'UPDATE' || variables.direct || !variables.requestsGpu || "
+            f"variables.queue == {cel_string(LOCAL_QUEUE)} || variables.child || variables.wasChild || "
+            "(variables.oldRequestsGpu && object.spec == oldObject.spec) || variables.scheduler"
+        ),
+        "messageExpression": (
+            "(variables.oldRequestsGpu ? 'a ' + request.kind.kind + ' that requests GPUs outside the tenant\\'s queue keeps "
+            "its spec' : 'GPU requests cannot be added to a ' + request.kind.kind + ' outside the tenant\\'s queue') + "
+            f"' (label {KUEUE_QUEUE_NAME_LABEL}: {LOCAL_QUEUE}, got \\'' + variables.queue + '\\'): unsuspended, it "
+            "would run GPU pods no queue counts; the label cannot be added later, so create a new ' + request.kind.kind + "
+            "' with it'"
+        ),
+        "reason": "Forbidden",
+    }
+
+
+def _scheduler_only_rules() -> list[dict[str, str]]:
+    """What only the scheduler changes: the queue label, Kueue's scheduling gate, a queued object's suspend."""
+    return [
+        {
+            "expression": "request.operation != 'UPDATE' || variables.queue == variables.oldQueue || variables.scheduler",
+            "message": f"the label {KUEUE_QUEUE_NAME_LABEL} cannot be added, changed or removed after creation; create a new object",
+            "reason": "Forbidden",
+        },
+        {
+            "expression": f"!variables.pod || request.operation != 'UPDATE' || !{_gated('oldObject')} || {_gated('object')} || variables.scheduler",
+            "message": (
+                f"only Kueue lifts the scheduling gate {KUEUE_ADMISSION_GATE}: the pod starts when the tenant's queue admits it"
+            ),
+            "reason": "Forbidden",
+        },
+        {
+            "expression": (
+                "variables.pod || request.operation != 'UPDATE' || variables.oldQueue == '' || "
+                "!(has(oldObject.spec.suspend) && oldObject.spec.suspend) || "
+                "(has(object.spec.suspend) && object.spec.suspend) || variables.scheduler || "
+                "(variables.wasChild && variables.parentController)"
+            ),
+            "messageExpression": (
+                "'a queued ' + request.kind.kind + ' starts when Kueue admits it: only Kueue sets its spec.suspend to false'"
+            ),
+            "reason": "Forbidden",
+        },
+    ]
+
+
+def _child_follows_parent_rule() -> dict[str, str]:
+    return {
+        # A JobSet's GPU Job (now or before the update: orphaned from it) is counted in its
+        # JobSet's Workload, not a queue of its own: its suspend, parallelism and pod template
+        # change with its JobSet, never by hand, labelled or not.
+        "expression": (
+            "variables.pod || request.operation != 'UPDATE' || variables.direct || !variables.requestsGpu || "
+            "(!variables.child && !variables.wasChild) || "
+            "(object.spec == oldObject.spec && variables.child == variables.wasChild) || "
+            "variables.scheduler || variables.parentController"
+        ),
+        "messageExpression": (
+            "'a ' + request.kind.kind + ' that requests GPUs outside a queue of its own (a ' + variables.parent + '\\'s ' + "
+            "request.kind.kind + ', or one orphaned from its ' + variables.parent + ') changes only with its ' + "
+            "variables.parent + ': its spec and controller are the ' + variables.parent + ' controller\\'s; change or "
+            "delete the ' + variables.parent"
+        ),
+        "reason": "Forbidden",
+    }
 
 
 def cohort_names(facts: FleetFacts) -> list[str]:

@@ -3,8 +3,9 @@
 Every builder in this package is a pure function: validated specs in, plain Kubernetes objects
 (JSON-ready dicts with camelCase keys, quantities as strings) out. No Pulumi import here.
 
-Every label key a builder writes or selects on is defined here, with the helpers that make label
-sets, so that one value (the environment label above all) cannot be spelt two ways.
+Every label and annotation key a builder writes, selects on or reads back (`tenants import`) is
+defined here, with the helpers that make label sets, so that one value (the environment label above
+all) cannot be spelt two ways; tests/manifests/test_meta.py fails on a key spelt elsewhere.
 """
 
 from __future__ import annotations
@@ -26,9 +27,34 @@ LIFECYCLE_LABEL = f"{GROUP}/lifecycle"
 # On the namespaces of a tenant with `queue.admission: direct`: the queue-pinning policies let its GPU pods start without the queue.
 QUEUE_ADMISSION_LABEL = f"{GROUP}/queue-admission"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gpu-tenancy"}
+# On the operator's Stack CRs: whether the Stack deploys the environment's own objects or a shard.
+STACK_ROLE_LABEL = f"{GROUP}/stack-role"
+
+# Annotations of a tenant's namespaces (who it is, whom to call); the cost centre is also a label.
+DISPLAY_NAME_ANNOTATION = f"{GROUP}/display-name"
+DESCRIPTION_ANNOTATION = f"{GROUP}/description"
+OWNERS_ANNOTATION = f"{GROUP}/owners"
+CONTACTS_ANNOTATION = f"{GROUP}/contacts"
+COST_CENTER_ANNOTATION = COST_CENTER_LABEL
+PRIMARY_NAMESPACE_ANNOTATION = f"{GROUP}/primary-namespace"
+# On a merged NetworkPolicy: the allow rules it stands for, for people reading the cluster.
+NETWORK_RULES_ANNOTATION = f"{GROUP}/network-rules"
+# On the PrometheusRule: where its alerts are explained.
+DOCS_ANNOTATION = f"{GROUP}/docs"
+# Grafana's dashboard sidecar files a dashboard ConfigMap into the folder this annotation names.
+GRAFANA_FOLDER_ANNOTATION = "grafana_folder"
 
 # Keys that others own and we write or select on.
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+# Pod Security Admission reads `<prefix>/<mode>` and `<prefix>/<mode>-version` of a namespace.
+POD_SECURITY_PREFIX = "pod-security.kubernetes.io"
+POD_SECURITY_ENFORCE_LABEL = f"{POD_SECURITY_PREFIX}/enforce"
+# What `tenants import` reads of namespaces and tenants made by others: their display name, the
+# node selector that pins every pod of a namespace (PodNodeSelector admission, OpenShift's project
+# node selector; Capsule writes the first on its Tenant's namespaces), a Capsule Tenant's description.
+OPENSHIFT_DISPLAY_NAME_ANNOTATION = "openshift.io/display-name"
+NODE_SELECTOR_ANNOTATIONS = ("scheduler.alpha.kubernetes.io/node-selector", "openshift.io/node-selector")
+CAPSULE_DESCRIPTION_ANNOTATION = "info.projectcapsule.dev/description"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 # The taint of shared GPU pools: GKE's own GPU node taint, the key the NVIDIA device plugin, GPU
@@ -55,6 +81,8 @@ KAI_GPU_SHARING_ANNOTATIONS = ("gpu-fraction", "gpu-fraction-num-devices", "gpu-
 KAI_SHARED_GPU_CONFIGMAP_ANNOTATION = "runai/shared-gpu-configmap"
 KAI_SHARED_GPU_PREFIX_SUFFIX = "-shared-gpu"
 KAI_SHARED_GPU_CONFIGMAP_PATTERN = "^.+-shared-gpu-i?[0-9]+(-evar)?$"
+# kai-resource-isolator (HAMi's webhook that loads HAMi-core into KAI shares): "false" skips a pod.
+HAMI_OPT_OUT_ANNOTATION = "kai-resource-isolator.io/inject"
 FIELD_MANAGER = "gpu-tenancy"
 # The Pulumi Kubernetes provider's annotations of a patch resource: its field manager and force.
 # The provider applies them to the object too (they are inputs like any other), so two patches of

@@ -31,11 +31,10 @@ from grafana_foundation_sdk.models import prometheus as pm
 from ..fleet.facts import FleetFacts
 from ..spec.monitoring import Monitoring
 from . import monitoring_rules as r
-from .meta import KubeObject, kube_object, object_meta, platform_labels
+from .meta import GRAFANA_FOLDER_ANNOTATION, KubeObject, kube_object, object_meta, platform_labels
 
 FLEET = "gpu-tenancy-fleet-overview"
 TENANT = "gpu-tenancy-tenant"
-FOLDER_ANNOTATION = "grafana_folder"
 DATASOURCE = dm.DataSourceRef(type_val="prometheus", uid="${datasource}")
 TENANT_VARIABLE = "tenant"
 
@@ -72,6 +71,14 @@ def fleet_panels(exporters: frozenset[str], monitoring: Monitoring) -> list[tupl
     >>> [row for row, _ in fleet_panels(monitoring.exporters_for(prod.platform.scheduler), monitoring)]
     ['GPU classes', 'Tenants', 'Chargeback', 'Idle GPUs']
     """
+    tenants = [*_tenant_load_panels(exporters), *_fleet_queue_panels(exporters, monitoring)]
+    rows = [("GPU classes", _class_panels(exporters)), ("Tenants", tenants), ("Chargeback", [chargeback_panel(exporters)])]
+    if "dcgm" in exporters:
+        rows.append(_idle_row(monitoring))
+    return rows
+
+
+def _class_panels(exporters: frozenset[str]) -> list[PanelSpec]:
     classes = [
         PanelSpec(
             "Capacity by GPU class (stack inventory)",
@@ -107,6 +114,10 @@ def fleet_panels(exporters: frozenset[str], monitoring: Monitoring) -> list[tupl
                 unit="none",
             )
         )
+    return classes
+
+
+def _tenant_load_panels(exporters: frozenset[str]) -> list[PanelSpec]:
     tenants = [
         PanelSpec(
             "GPUs held by tenant",
@@ -130,8 +141,13 @@ def fleet_panels(exporters: frozenset[str], monitoring: Monitoring) -> list[tupl
                 unit="percentunit",
             )
         )
+    return tenants
+
+
+def _fleet_queue_panels(exporters: frozenset[str], monitoring: Monitoring) -> list[PanelSpec]:
+    panels: list[PanelSpec] = []
     if "kueue" in exporters:
-        tenants += [
+        panels += [
             PanelSpec(
                 "Queue wait p95 by tenant",
                 f"95th percentile of the time workloads waited for admission in the tenant's ClusterQueue "
@@ -147,7 +163,7 @@ def fleet_panels(exporters: frozenset[str], monitoring: Monitoring) -> list[tupl
             ),
         ]
     if "kai" in exporters:
-        tenants.append(
+        panels.append(
             PanelSpec(
                 "KAI queue GPUs allocated by tenant",
                 "GPUs KAI has allocated to the tenant's leaf queue.",
@@ -155,26 +171,25 @@ def fleet_panels(exporters: frozenset[str], monitoring: Monitoring) -> list[tupl
                 unit="none",
             )
         )
-    rows = [("GPU classes", classes), ("Tenants", tenants), ("Chargeback", [chargeback_panel(exporters)])]
-    if "dcgm" in exporters:
-        idle = float(monitoring.idle_ratio)
-        rows.append(
-            (
-                "Idle GPUs",
-                [
-                    PanelSpec(
-                        "Pods holding idle GPUs now",
-                        f"Pods whose GPUs average under {monitoring.thresholds.idle_activity_percent}% engine activity "
-                        f"(the GpuAllocatedIdle alert fires after {monitoring.thresholds.idle_for}).",
-                        (Query(f"{r.POD_ACTIVE} < {idle:g}", "{{namespace}}/{{pod}}"),),
-                        unit="percentunit",
-                        kind="table",
-                        width=24,
-                    )
-                ],
+    return panels
+
+
+def _idle_row(monitoring: Monitoring) -> tuple[str, list[PanelSpec]]:
+    idle = float(monitoring.idle_ratio)
+    return (
+        "Idle GPUs",
+        [
+            PanelSpec(
+                "Pods holding idle GPUs now",
+                f"Pods whose GPUs average under {monitoring.thresholds.idle_activity_percent}% engine activity "
+                f"(the GpuAllocatedIdle alert fires after {monitoring.thresholds.idle_for}).",
+                (Query(f"{r.POD_ACTIVE} < {idle:g}", "{{namespace}}/{{pod}}"),),
+                unit="percentunit",
+                kind="table",
+                width=24,
             )
-        )
-    return rows
+        ],
+    )
 
 
 CHARGEBACK_RANGE = "$__range"  # Grafana's dashboard time range, e.g. a month
@@ -210,7 +225,17 @@ def tenant_panels(exporters: frozenset[str], monitoring: Monitoring) -> list[tup
     ['Allocation', 'Utilisation', 'Queue']
     """
     t = f'{{tenant="${TENANT_VARIABLE}"}}'
-    allocation = [
+    rows = [("Allocation", _allocation_panels(t))]
+    if "dcgm" in exporters:
+        rows.append(("Utilisation", _utilisation_panels(t)))
+    queue = _tenant_queue_panels(exporters, monitoring, t)
+    if queue:
+        rows.append(("Queue", queue))
+    return rows
+
+
+def _allocation_panels(t: str) -> list[PanelSpec]:
+    return [
         PanelSpec(
             "GPUs held by class",
             "Devices requested by the tenant's scheduled pods per GPU class.",
@@ -230,34 +255,33 @@ def tenant_panels(exporters: frozenset[str], monitoring: Monitoring) -> list[tup
             unit="none",
         ),
     ]
-    rows = [("Allocation", allocation)]
-    if "dcgm" in exporters:
-        rows.append(
-            (
-                "Utilisation",
-                [
-                    PanelSpec(
-                        "Engine activity by class",
-                        "Average graphics-engine activity of the devices the tenant's pods hold (DCGM).",
-                        (Query(f"{r.TENANT_ACTIVE_AVG}{t}", "{{gpu_class}}"),),
-                        unit="percentunit",
-                    ),
-                    PanelSpec(
-                        "Framebuffer used by class",
-                        "GPU memory in use on the devices the tenant's pods hold (DCGM).",
-                        (Query(f"{r.TENANT_FB_USED}{t}", "{{gpu_class}}"),),
-                        unit="bytes",
-                    ),
-                    PanelSpec(
-                        "Engine activity per pod",
-                        "Average activity of each pod's devices; the idle alert watches this series.",
-                        (Query(f"{r.POD_ACTIVE}{t}", "{{namespace}}/{{pod}}"),),
-                        unit="percentunit",
-                        width=24,
-                    ),
-                ],
-            )
-        )
+
+
+def _utilisation_panels(t: str) -> list[PanelSpec]:
+    return [
+        PanelSpec(
+            "Engine activity by class",
+            "Average graphics-engine activity of the devices the tenant's pods hold (DCGM).",
+            (Query(f"{r.TENANT_ACTIVE_AVG}{t}", "{{gpu_class}}"),),
+            unit="percentunit",
+        ),
+        PanelSpec(
+            "Framebuffer used by class",
+            "GPU memory in use on the devices the tenant's pods hold (DCGM).",
+            (Query(f"{r.TENANT_FB_USED}{t}", "{{gpu_class}}"),),
+            unit="bytes",
+        ),
+        PanelSpec(
+            "Engine activity per pod",
+            "Average activity of each pod's devices; the idle alert watches this series.",
+            (Query(f"{r.POD_ACTIVE}{t}", "{{namespace}}/{{pod}}"),),
+            unit="percentunit",
+            width=24,
+        ),
+    ]
+
+
+def _tenant_queue_panels(exporters: frozenset[str], monitoring: Monitoring, t: str) -> list[PanelSpec]:
     queue: list[PanelSpec] = []
     if "kueue" in exporters:
         queue += [
@@ -283,9 +307,7 @@ def tenant_panels(exporters: frozenset[str], monitoring: Monitoring) -> list[tup
                 unit="none",
             )
         )
-    if queue:
-        rows.append(("Queue", queue))
-    return rows
+    return queue
 
 
 # --- SDK ----------------------------------------------------------------------------------------
@@ -405,7 +427,7 @@ def dashboard_config_maps(facts: FleetFacts) -> list[KubeObject]:
     if monitoring is None:
         return []
     labels = {**platform_labels(facts.environment_label), **monitoring.dashboard_labels}
-    annotations = {FOLDER_ANNOTATION: monitoring.dashboard_folder} if monitoring.dashboard_folder else None
+    annotations = {GRAFANA_FOLDER_ANNOTATION: monitoring.dashboard_folder} if monitoring.dashboard_folder else None
     return [
         kube_object(
             "v1",

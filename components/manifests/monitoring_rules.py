@@ -24,13 +24,13 @@ from typing import Any
 from ..fleet import gpu_capacity as cap
 from ..fleet.isolation import mode_of
 from ..fleet.facts import FleetFacts, TenantView
-from ..spec.monitoring import Monitoring
+from ..spec.monitoring import Monitoring, MonitoringThresholds
 from ..spec.stack import Platform
 from ..spec.tenant import Tenant
 from .kueue import gpu_class_quotas
 from .meta import (
     COST_CENTER_LABEL,
-    GROUP,
+    DOCS_ANNOTATION,
     MIG_STATE_LABEL,
     TENANT_LABEL,
     KubeObject,
@@ -432,100 +432,114 @@ def alert_rules(facts: FleetFacts, exporters: frozenset[str], monitoring: Monito
     >>> [rule["alert"] for rule in alert_rules(prod.facts, monitoring.exporters_for(prod.platform.scheduler), monitoring)]
     ['GpuTenantNearQuota', 'GpuTenantPodPendingTooLong', 'GpuQuotaOverCapacity', 'GpuAllocatedIdle', 'GpuTenantWorkloadsPendingTooLong', 'GpuMigReconfigurationFailed']
     """
-    platform = facts.platform
     t = monitoring.thresholds
+    alerts = [_near_quota_alert(t), _pod_pending_alert(facts, t), _over_capacity_alert()]
+    if "dcgm" in exporters:
+        alerts.append(_allocated_idle_alert(monitoring))
+    if "kueue" in exporters:
+        alerts.append(_workloads_pending_alert(t))
+    if any(mode_of(spec).partitions_gpus for spec in facts.platform.gpu_classes.values()):
+        alerts.append(_mig_reconfiguration_alert(t))
+    return alerts
+
+
+def _near_quota_alert(t: MonitoringThresholds) -> dict[str, Any]:
     ratio = _number(Fraction(t.near_quota_ratio))
     percent = _number(Fraction(t.near_quota_ratio) * 100)
+    return _alert(
+        "GpuTenantNearQuota",
+        f"{QUOTA_USED} / on (tenant, resource) ({QUOTA_HARD} > 0) >= {ratio}",
+        t.near_quota_for,
+        "warning",
+        "Tenant {{ $labels.tenant }} uses {{ $value | humanizePercentage }} of its {{ $labels.resource }} quota",
+        f"Pods of tenant {{{{ $labels.tenant }}}} request at least {percent}% of the {{{{ $labels.resource }}}} its "
+        "namespace quota allows; new pods beyond the quota will be rejected at admission.",
+        "1. Check who holds the GPUs: the per-tenant dashboard, panel 'GPUs held'. "
+        "2. Look for idle pods (GpuAllocatedIdle) and ask the tenant to release them. "
+        "3. If the demand is real, raise quota in tenants/<tenant>.yaml by pull request (the capacity check shows the headroom).",
+    )
+
+
+def _pod_pending_alert(facts: FleetFacts, t: MonitoringThresholds) -> dict[str, Any]:
     resources = _alternatives(gpu_resources(facts))
-    alerts = [
-        _alert(
-            "GpuTenantNearQuota",
-            f"{QUOTA_USED} / on (tenant, resource) ({QUOTA_HARD} > 0) >= {ratio}",
-            t.near_quota_for,
-            "warning",
-            "Tenant {{ $labels.tenant }} uses {{ $value | humanizePercentage }} of its {{ $labels.resource }} quota",
-            f"Pods of tenant {{{{ $labels.tenant }}}} request at least {percent}% of the {{{{ $labels.resource }}}} its "
-            "namespace quota allows; new pods beyond the quota will be rejected at admission.",
-            "1. Check who holds the GPUs: the per-tenant dashboard, panel 'GPUs held'. "
-            "2. Look for idle pods (GpuAllocatedIdle) and ask the tenant to release them. "
-            "3. If the demand is real, raise quota in tenants/<tenant>.yaml by pull request (the capacity check shows the headroom).",
-        ),
-        _alert(
-            "GpuTenantPodPendingTooLong",
-            f'(sum by (namespace, pod) (kube_pod_container_resource_requests{{resource=~"{resources}", node=""}})'
-            f' and on (namespace, pod) (max by (namespace, pod) (kube_pod_status_phase{{phase="Pending"}}) == 1))'
-            f" * on (namespace) group_left (tenant) {NAMESPACE_TENANT}",
-            t.pending_for,
-            "warning",
-            "GPU pod {{ $labels.namespace }}/{{ $labels.pod }} of tenant {{ $labels.tenant }} has not been scheduled for " + t.pending_for,
-            "The pod requests {{ $value }} GPU device(s) and no node has taken it.",
-            "1. `kubectl -n <namespace> describe pod <pod>`: the scheduler's events name the reason (insufficient "
-            "nvidia.com/..., taints, placement policy). 2. Compare the tenant's GPUs held with the class capacity on "
-            "the fleet dashboard. 3. If nodes are missing, see GpuQuotaOverCapacity.",
-        ),
-        _alert(
-            "GpuQuotaOverCapacity",
-            f"{CLASS_QUOTA_STACK} > on (gpu_class, resource) ({CLASS_ALLOCATABLE} * on (gpu_class) group_left () {CLASS_OVERCOMMIT_STACK})"
-            f" or ({CLASS_QUOTA_STACK} > 0 unless on (gpu_class, resource) {CLASS_ALLOCATABLE})",
-            "10m",
-            "critical",
-            "Quotas of GPU class {{ $labels.gpu_class }} ({{ $labels.resource }}) exceed what its nodes now offer",
-            "Tenants' quotas for {{ $labels.gpu_class }} sum to {{ $value }} devices, more than the allocatable "
-            "devices of the class's nodes times its overcommit: nodes are lost, cordoned or their device plugin is down. "
-            "Tenants within quota will see pods pending.",
-            "1. `kubectl get nodes -l <labelDomain>/gpu-class=<class>`: find NotReady nodes or nodes with 0 allocatable "
-            "GPUs. 2. Check the device plugin and GPU Operator pods on them. 3. If capacity is gone for good, lower "
-            "quotas or the class's node count in the stack (the capacity check then agrees).",
-        ),
-    ]
-    if "dcgm" in exporters:
-        idle = _number(Fraction(monitoring.idle_ratio))
-        alerts.append(
-            _alert(
-                "GpuAllocatedIdle",
-                f"{POD_ACTIVE} < {idle}",
-                t.idle_for,
-                "warning",
-                "Pod {{ $labels.namespace }}/{{ $labels.pod }} of tenant {{ $labels.tenant }} holds idle {{ $labels.gpu_class }} GPUs",
-                f"The GPUs this pod holds have averaged less than {_number(Fraction(t.idle_activity_percent))}% engine "
-                f"activity for {t.idle_for}; other tenants may be waiting for them.",
-                "1. Ask the tenant (contacts in the namespace annotations) whether the pod still needs the GPU. "
-                "2. Notebooks: stop the kernel or scale the workload to 0. "
-                "3. Repeated offenders: lower the tenant's quota or use a time-sliced class for interactive work.",
-            )
-        )
-    if "kueue" in exporters:
-        alerts.append(
-            _alert(
-                "GpuTenantWorkloadsPendingTooLong",
-                f"sum by (tenant) ({PENDING_WORKLOADS}) > 0",
-                t.pending_for,
-                "warning",
-                "Tenant {{ $labels.tenant }} has had workloads waiting in its Kueue queue for " + t.pending_for,
-                "{{ $value }} workload(s) of the tenant are pending in its ClusterQueue and have not been admitted "
-                f"for {t.pending_for} (the count never dropped to zero in that time).",
-                "1. `kubectl get workloads -n <namespace>` and `kubectl describe clusterqueue <tenant>`: the "
-                "admission condition says which flavor/resource is short. 2. Quota reached: see GpuTenantNearQuota. "
-                "3. Cohort exhausted: borrowing is capped by the other tenants' usage; wait or raise the nominal quota.",
-            )
-        )
-    if any(mode_of(spec).partitions_gpus for spec in platform.gpu_classes.values()):
-        state = ksm_label(MIG_STATE_LABEL)
-        alerts.append(
-            _alert(
-                "GpuMigReconfigurationFailed",
-                f'max by (node, state) (label_replace(kube_node_labels{{{state}!="", {state}!="success"}}, "state", "$1", "{state}", "(.+)"))',
-                t.mig_config_for,
-                "critical",
-                "MIG reconfiguration of node {{ $labels.node }} is '{{ $labels.state }}'",
-                f"The node's {MIG_STATE_LABEL} label has not been 'success' for {t.mig_config_for}: the MIG manager "
-                "could not apply the layout, so the node advertises the wrong (or no) MIG devices.",
-                "1. `kubectl -n <gpu-operator namespace> logs -l app=nvidia-mig-manager` on that node. "
-                "2. GPUs in use block reconfiguration: drain the node and let the MIG manager retry. "
-                "3. Check that the node's nvidia.com/mig.config names a layout of the rendered MIG ConfigMap.",
-            )
-        )
-    return alerts
+    return _alert(
+        "GpuTenantPodPendingTooLong",
+        f'(sum by (namespace, pod) (kube_pod_container_resource_requests{{resource=~"{resources}", node=""}})'
+        f' and on (namespace, pod) (max by (namespace, pod) (kube_pod_status_phase{{phase="Pending"}}) == 1))'
+        f" * on (namespace) group_left (tenant) {NAMESPACE_TENANT}",
+        t.pending_for,
+        "warning",
+        "GPU pod {{ $labels.namespace }}/{{ $labels.pod }} of tenant {{ $labels.tenant }} has not been scheduled for " + t.pending_for,
+        "The pod requests {{ $value }} GPU device(s) and no node has taken it.",
+        "1. `kubectl -n <namespace> describe pod <pod>`: the scheduler's events name the reason (insufficient "
+        "nvidia.com/..., taints, placement policy). 2. Compare the tenant's GPUs held with the class capacity on "
+        "the fleet dashboard. 3. If nodes are missing, see GpuQuotaOverCapacity.",
+    )
+
+
+def _over_capacity_alert() -> dict[str, Any]:
+    return _alert(
+        "GpuQuotaOverCapacity",
+        f"{CLASS_QUOTA_STACK} > on (gpu_class, resource) ({CLASS_ALLOCATABLE} * on (gpu_class) group_left () {CLASS_OVERCOMMIT_STACK})"
+        f" or ({CLASS_QUOTA_STACK} > 0 unless on (gpu_class, resource) {CLASS_ALLOCATABLE})",
+        "10m",
+        "critical",
+        "Quotas of GPU class {{ $labels.gpu_class }} ({{ $labels.resource }}) exceed what its nodes now offer",
+        "Tenants' quotas for {{ $labels.gpu_class }} sum to {{ $value }} devices, more than the allocatable "
+        "devices of the class's nodes times its overcommit: nodes are lost, cordoned or their device plugin is down. "
+        "Tenants within quota will see pods pending.",
+        "1. `kubectl get nodes -l <labelDomain>/gpu-class=<class>`: find NotReady nodes or nodes with 0 allocatable "
+        "GPUs. 2. Check the device plugin and GPU Operator pods on them. 3. If capacity is gone for good, lower "
+        "quotas or the class's node count in the stack (the capacity check then agrees).",
+    )
+
+
+def _allocated_idle_alert(monitoring: Monitoring) -> dict[str, Any]:
+    idle = _number(Fraction(monitoring.idle_ratio))
+    t = monitoring.thresholds
+    return _alert(
+        "GpuAllocatedIdle",
+        f"{POD_ACTIVE} < {idle}",
+        t.idle_for,
+        "warning",
+        "Pod {{ $labels.namespace }}/{{ $labels.pod }} of tenant {{ $labels.tenant }} holds idle {{ $labels.gpu_class }} GPUs",
+        f"The GPUs this pod holds have averaged less than {_number(Fraction(t.idle_activity_percent))}% engine "
+        f"activity for {t.idle_for}; other tenants may be waiting for them.",
+        "1. Ask the tenant (contacts in the namespace annotations) whether the pod still needs the GPU. "
+        "2. Notebooks: stop the kernel or scale the workload to 0. "
+        "3. Repeated offenders: lower the tenant's quota or use a time-sliced class for interactive work.",
+    )
+
+
+def _workloads_pending_alert(t: MonitoringThresholds) -> dict[str, Any]:
+    return _alert(
+        "GpuTenantWorkloadsPendingTooLong",
+        f"sum by (tenant) ({PENDING_WORKLOADS}) > 0",
+        t.pending_for,
+        "warning",
+        "Tenant {{ $labels.tenant }} has had workloads waiting in its Kueue queue for " + t.pending_for,
+        "{{ $value }} workload(s) of the tenant are pending in its ClusterQueue and have not been admitted "
+        f"for {t.pending_for} (the count never dropped to zero in that time).",
+        "1. `kubectl get workloads -n <namespace>` and `kubectl describe clusterqueue <tenant>`: the "
+        "admission condition says which flavor/resource is short. 2. Quota reached: see GpuTenantNearQuota. "
+        "3. Cohort exhausted: borrowing is capped by the other tenants' usage; wait or raise the nominal quota.",
+    )
+
+
+def _mig_reconfiguration_alert(t: MonitoringThresholds) -> dict[str, Any]:
+    state = ksm_label(MIG_STATE_LABEL)
+    return _alert(
+        "GpuMigReconfigurationFailed",
+        f'max by (node, state) (label_replace(kube_node_labels{{{state}!="", {state}!="success"}}, "state", "$1", "{state}", "(.+)"))',
+        t.mig_config_for,
+        "critical",
+        "MIG reconfiguration of node {{ $labels.node }} is '{{ $labels.state }}'",
+        f"The node's {MIG_STATE_LABEL} label has not been 'success' for {t.mig_config_for}: the MIG manager "
+        "could not apply the layout, so the node advertises the wrong (or no) MIG devices.",
+        "1. `kubectl -n <gpu-operator namespace> logs -l app=nvidia-mig-manager` on that node. "
+        "2. GPUs in use block reconfiguration: drain the node and let the MIG manager retry. "
+        "3. Check that the node's nvidia.com/mig.config names a layout of the rendered MIG ConfigMap.",
+    )
 
 
 def platform_rule_group(facts: FleetFacts) -> dict[str, Any] | None:
@@ -589,7 +603,7 @@ def _rule_object(name: str, monitoring: Monitoring, group: dict[str, Any], label
         API_VERSION,
         "PrometheusRule",
         object_meta(name, namespace=monitoring.namespace, labels={**labels, **monitoring.rule_labels},
-                    annotations={f"{GROUP}/docs": "docs/monitoring.md"}),
+                    annotations={DOCS_ANNOTATION: "docs/monitoring.md"}),
         spec={"groups": [group]},
     )
 

@@ -12,15 +12,23 @@ import json
 from ..fleet.facts import TenantView
 from ..spec.stack import Platform
 from ..spec.tenant import Tenant
-from .meta import COST_CENTER_LABEL, GROUP, LIFECYCLE_LABEL, QUEUE_ADMISSION_LABEL, KubeObject, kube_object, object_meta, owned_labels
+from .meta import (
+    CONTACTS_ANNOTATION,
+    COST_CENTER_ANNOTATION,
+    COST_CENTER_LABEL,
+    DESCRIPTION_ANNOTATION,
+    DISPLAY_NAME_ANNOTATION,
+    LIFECYCLE_LABEL,
+    OWNERS_ANNOTATION,
+    POD_SECURITY_PREFIX,
+    PRIMARY_NAMESPACE_ANNOTATION,
+    QUEUE_ADMISSION_LABEL,
+    KubeObject,
+    kube_object,
+    object_meta,
+    owned_labels,
+)
 
-DISPLAY_NAME_ANNOTATION = f"{GROUP}/display-name"
-DESCRIPTION_ANNOTATION = f"{GROUP}/description"
-OWNERS_ANNOTATION = f"{GROUP}/owners"
-CONTACTS_ANNOTATION = f"{GROUP}/contacts"
-COST_CENTER_ANNOTATION = COST_CENTER_LABEL
-PRIMARY_NAMESPACE_ANNOTATION = f"{GROUP}/primary-namespace"
-POD_SECURITY_PREFIX = "pod-security.kubernetes.io"
 POD_SECURITY_MODES = ("enforce", "audit", "warn")
 
 _STRICTNESS = {"privileged": 0, "baseline": 1, "restricted": 2}

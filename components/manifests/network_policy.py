@@ -33,16 +33,17 @@ namespaces).
 from __future__ import annotations
 
 import ipaddress
+from typing import Callable
 
 from ..fleet.facts import TenantView
+from ..spec.stack import Platform
 from ..spec.tenant import PlatformIngress, Port, Tenant
-from .meta import NAMESPACE_NAME_LABEL, KubeObject, kube_object, object_meta, owned_labels, plain_copy
+from .meta import NAMESPACE_NAME_LABEL, NETWORK_RULES_ANNOTATION, KubeObject, kube_object, object_meta, owned_labels, plain_copy
 
 NETWORKING_API = "networking.k8s.io/v1"
 METADATA_ENDPOINTS = ("169.254.169.254/32", "fd00:ec2::254/128")
 
 TENANT_NETWORK = "tenant-network"
-RULES_ANNOTATION = "gpu-tenancy.dev/network-rules"
 DEFAULT_DENY = "default-deny"
 ALLOW_SAME_TENANT = "allow-same-tenant"
 ALLOW_DNS = "allow-dns"
@@ -131,42 +132,57 @@ def policy_specs(tenant: Tenant, view: TenantView) -> list[tuple[str, list[str],
     >>> [name for name, _, _ in policy_specs(t, env.view(t))]
     ['default-deny', 'allow-same-tenant', 'allow-dns']
     """
-    platform = view.platform
-    network = tenant.network
     own = _namespaces_named(tenant.all_namespaces)
+    specs: list[tuple[str, list[str], dict]] = [
+        (DEFAULT_DENY, ["Ingress", "Egress"], {}),
+        (ALLOW_SAME_TENANT, ["Ingress", "Egress"], {"ingress": [{"from": [own]}], "egress": [{"to": [plain_copy(own)]}]}),
+        (ALLOW_DNS, ["Egress"], {"egress": [{"to": _dns_peers(view.platform), "ports": list(DNS_PORTS)}]}),
+    ]
+    for name, direction, rules_of in _ALLOWANCES:
+        rules = rules_of(tenant, view)
+        if rules:
+            specs.append((name, [direction], {direction.lower(): rules}))
+    return specs
+
+
+def _dns_peers(platform: Platform) -> list[dict]:
     dns_peer: dict = {"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: platform.cluster_dns.namespace}}}
     if platform.cluster_dns.pod_labels:
         dns_peer["podSelector"] = {"matchLabels": dict(sorted(platform.cluster_dns.pod_labels.items()))}
     dns_peers = [dns_peer]
     if platform.cluster_dns.node_local:
         dns_peers.append({"ipBlock": {"cidr": _host(platform.cluster_dns.node_local)}})
-    specs: list[tuple[str, list[str], dict]] = [
-        (DEFAULT_DENY, ["Ingress", "Egress"], {}),
-        (ALLOW_SAME_TENANT, ["Ingress", "Egress"], {"ingress": [{"from": [own]}], "egress": [{"to": [plain_copy(own)]}]}),
-        (ALLOW_DNS, ["Egress"], {"egress": [{"to": dns_peers, "ports": list(DNS_PORTS)}]}),
-    ]
+    return dns_peers
+
+
+def _from_platform(tenant: Tenant, view: TenantView) -> list[dict]:
     from_platform = []
     for role, ports in platform_grants(tenant, view):
-        namespaces = platform.platform_namespaces.get(role, [])
+        namespaces = view.platform.platform_namespaces.get(role, [])
         if namespaces and ports:  # validate rejects a grant without ports: never every port
             from_platform.append(_ingress_rule(namespaces, ports, "from"))
-    if from_platform:
-        specs.append((ALLOW_FROM_PLATFORM, ["Ingress"], {"ingress": from_platform}))
+    return from_platform
+
+
+def _from_tenants(tenant: Tenant, view: TenantView) -> list[dict]:
     peers = sorted(ns for _, namespaces in view.granted_namespaces for ns in namespaces)
-    if peers:
-        specs.append((ALLOW_FROM_TENANTS, ["Ingress"], {"ingress": [_ingress_rule(peers, network.ingress_from.ports, "from")]}))
-    to_tenants = [_ingress_rule(list(namespaces), list(ports), "to") for _, namespaces, ports in view.accepting]
-    if to_tenants:
-        specs.append((ALLOW_TO_TENANTS, ["Egress"], {"egress": to_tenants}))
-    api_server = platform.cluster_network.api_server
-    if network.api_server and api_server is not None:
-        specs.append((
-            ALLOW_API_SERVER,
-            ["Egress"],
-            {"egress": [{"to": [{"ipBlock": {"cidr": c}} for c in api_server.cidrs], "ports": [port(p) for p in api_server.ports]}]},
-        ))
+    return [_ingress_rule(peers, tenant.network.ingress_from.ports, "from")] if peers else []
+
+
+def _to_tenants(tenant: Tenant, view: TenantView) -> list[dict]:
+    return [_ingress_rule(list(namespaces), list(ports), "to") for _, namespaces, ports in view.accepting]
+
+
+def _to_api_server(tenant: Tenant, view: TenantView) -> list[dict]:
+    api_server = view.platform.cluster_network.api_server
+    if not (tenant.network.api_server and api_server is not None):
+        return []
+    return [{"to": [{"ipBlock": {"cidr": c}} for c in api_server.cidrs], "ports": [port(p) for p in api_server.ports]}]
+
+
+def _egress(tenant: Tenant, view: TenantView) -> list[dict]:
     egress = []
-    for entry in network.egress:
+    for entry in tenant.network.egress:
         block: dict = {"cidr": entry.cidr}
         excepts = metadata_excepts(entry.cidr, list(entry.except_))
         if excepts:
@@ -175,9 +191,18 @@ def policy_specs(tenant: Tenant, view: TenantView) -> list[tuple[str, list[str],
         if entry.ports:
             item["ports"] = [port(p) for p in entry.ports]
         egress.append(item)
-    if egress:
-        specs.append((ALLOW_EGRESS, ["Egress"], {"egress": egress}))
-    return specs
+    return egress
+
+
+# The allowances a tenant's namespaces get only when its file or the stack asks: (policy name, its
+# one direction, its rules; none: no policy), in the order of `policy_specs`.
+_ALLOWANCES: tuple[tuple[str, str, Callable[[Tenant, TenantView], list[dict]]], ...] = (
+    (ALLOW_FROM_PLATFORM, "Ingress", _from_platform),
+    (ALLOW_FROM_TENANTS, "Ingress", _from_tenants),
+    (ALLOW_TO_TENANTS, "Egress", _to_tenants),
+    (ALLOW_API_SERVER, "Egress", _to_api_server),
+    (ALLOW_EGRESS, "Egress", _egress),
+)
 
 
 def merged_policy_spec(specs: list[tuple[str, list[str], dict]]) -> tuple[dict, str]:
@@ -217,7 +242,7 @@ def network_policies(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     """
     labels = owned_labels(tenant, view)
     spec, origins = merged_policy_spec(policy_specs(tenant, view))
-    annotations = {RULES_ANNOTATION: origins} if origins else None
+    annotations = {NETWORK_RULES_ANNOTATION: origins} if origins else None
     return [
         kube_object(
             NETWORKING_API,

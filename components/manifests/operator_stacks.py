@@ -17,13 +17,12 @@ from typing import Optional
 
 from ..fleet.environment import Environment
 from ..fleet.shard_stacks import StackPart, stack_parts
-from .meta import ENVIRONMENT_LABEL, GROUP, MANAGED_BY, KubeObject, kube_object, object_meta
+from .meta import STACK_ROLE_LABEL, KubeObject, environment_label, kube_object, object_meta, platform_labels
 
 API_VERSION = "pulumi.com/v1"
 MAX_NAME = 42                                  # the Stack CRD's CEL rule on metadata.name
 KUBECONFIG_DIR = "/var/run/gpu-tenancy/kubeconfig"
 WORKSPACE_CONTAINER = "pulumi"                 # the operator's name for the workspace pod's main container
-ROLE_LABEL = f"{GROUP}/stack-role"
 
 
 @dataclass(frozen=True)
@@ -100,7 +99,8 @@ def _stack(environment: Environment, part: StackPart, settings: OperatorSettings
     workspace = _workspace(environment, settings)
     if workspace:
         spec["workspaceTemplate"] = {"spec": workspace}
-    labels = {**MANAGED_BY, ENVIRONMENT_LABEL: environment.name, ROLE_LABEL: "shard" if part.shard else "environment"}
+    # The environment label is the stack's `environment` (else its name), as on every object the stack deploys.
+    labels = {**platform_labels(environment_label(environment)), STACK_ROLE_LABEL: "shard" if part.shard else "environment"}
     return kube_object(API_VERSION, "Stack", object_meta(stack_resource_name(part.stack), namespace=settings.namespace,
                                                          labels=labels), spec=spec)
 

@@ -27,13 +27,12 @@ from __future__ import annotations
 
 from ..fleet.facts import FleetFacts
 from .cel import cel_string
-from .meta import ADMISSION_API, TENANT_LABEL, KubeObject, kube_object, object_meta, platform_labels
+from .meta import ADMISSION_API, NAMESPACE_NAME_LABEL, TENANT_LABEL, KubeObject, kube_object, object_meta, platform_labels
 from .vcluster import RELEASE_NAME
 
 POLICY_NAME = "gpu-tenancy-vcluster-guard"
 SERVICE_ACCOUNT = f"vc-{RELEASE_NAME}"       # the chart's `vc-{{ .Release.Name }}`
 CONTROL_PLANE_POD = f"^{RELEASE_NAME}-[0-9]+$"  # the StatefulSet `{{ .Release.Name }}`'s pods
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 
 def _runs_as(spec: str) -> str:
@@ -48,6 +47,12 @@ _POD = "(request.kind.kind == 'Pod')"
 _POD_SPEC = "(request.operation == 'UPDATE' ? oldObject : object).spec"   # the account of a pod cannot change
 _STATEFULSET = "(request.kind.kind == 'StatefulSet')"
 _SESSION = "(request.kind.kind in ['PodExecOptions', 'PodAttachOptions'])"
+# CEL: the pod was made by the chart's StatefulSet (its controller owner).
+_OWNED = (
+    "has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, "
+    f"has(r.controller) && r.controller && r.apiVersion == 'apps/v1' && r.kind == 'StatefulSet' && r.name == {cel_string(RELEASE_NAME)})"
+)
+_TOKEN = "its token holds the vCluster's host rights (among them reads of every pod and node of the cluster)"
 
 
 def vcluster_guard_objects(facts: FleetFacts) -> list[KubeObject]:
@@ -63,40 +68,18 @@ def vcluster_guard_objects(facts: FleetFacts) -> list[KubeObject]:
     if not namespaces:
         return []
     labels = platform_labels(facts.environment_label)
-    owned = (
-        "has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, "
-        f"has(r.controller) && r.controller && r.apiVersion == 'apps/v1' && r.kind == 'StatefulSet' && r.name == {cel_string(RELEASE_NAME)})"
-    )
-    token = "its token holds the vCluster's host rights (among them reads of every pod and node of the cluster)"
-    validations = [
-        {
-            "expression": f"!({_POD} && request.operation == 'CREATE') || variables.operator || (variables.controller && {owned})",
-            "message": (f"a pod may run as ServiceAccount {SERVICE_ACCOUNT} only as the vCluster's control plane, made by the "
-                        f"StatefulSet controller for the chart's StatefulSet '{RELEASE_NAME}': {token}; run yours as another ServiceAccount"),
-            "reason": "Forbidden",
-        },
-        {
-            "expression": f"!({_POD} && request.operation == 'UPDATE') || variables.operator || variables.controller",
-            "message": (f"the vCluster's control-plane pod (ServiceAccount {SERVICE_ACCOUNT}) may not be changed by tenant members: "
-                        f"a new image would run with its token, and {token}; delete the pod and the StatefulSet makes it again"),
-            "reason": "Forbidden",
-        },
-        {
-            "expression": f"!{_STATEFULSET} || variables.operator || variables.controller",
-            "message": (f"a StatefulSet whose pods run as ServiceAccount {SERVICE_ACCOUNT} is the vCluster's, applied by the platform "
-                        f"from the tenant file: {token}; change vcluster.values there, or run your StatefulSet as another ServiceAccount"),
-            "reason": "Forbidden",
-        },
-        {
-            "expression": f"!{_SESSION} || variables.operator",
-            "messageExpression": "(request.kind.kind == 'PodExecOptions' ? 'exec' : 'attach') + ' into ' + request.name + " + cel_string(
-                f" is refused: it is the vCluster's control-plane pod, which holds the token of ServiceAccount {SERVICE_ACCOUNT}, "
-                f"and {token}; work inside the vCluster with its kubeconfig"),
-            "message": f"exec and attach into the vCluster's control-plane pod are refused: it holds the token of ServiceAccount {SERVICE_ACCOUNT}, and {token}",
-            "reason": "Forbidden",
-        },
-    ]
-    spec = {
+    policy = kube_object(ADMISSION_API, "ValidatingAdmissionPolicy", object_meta(POLICY_NAME, labels=labels), spec=_policy_spec())
+    binding = kube_object(ADMISSION_API, "ValidatingAdmissionPolicyBinding", object_meta(POLICY_NAME, labels=labels), spec={
+        "matchResources": {"namespaceSelector": {"matchExpressions": [
+            {"key": NAMESPACE_NAME_LABEL, "operator": "In", "values": list(namespaces)}]}},
+        "policyName": POLICY_NAME,
+        "validationActions": ["Deny"],
+    })
+    return [policy, binding]
+
+
+def _policy_spec() -> dict:
+    return {
         "failurePolicy": "Fail",
         "matchConstraints": {
             "namespaceSelector": {"matchExpressions": [{"key": TENANT_LABEL, "operator": "Exists"}]},
@@ -116,25 +99,52 @@ def vcluster_guard_objects(facts: FleetFacts) -> list[KubeObject]:
                 f"{_STATEFULSET} ? {_runs_as('object.spec.template.spec')} : false"
             ),
         }],
-        "variables": [
-            {
-                "name": "controller",
-                "expression": ("request.userInfo.username.startsWith('system:serviceaccount:kube-system:') || "
-                               "request.userInfo.username == 'system:kube-controller-manager'"),
-            },
-            {
-                "name": "operator",
-                "expression": ("authorizer.group('admissionregistration.k8s.io').resource('validatingadmissionpolicies')"
-                               f".name({cel_string(POLICY_NAME)}).check('update').allowed()"),
-            },
-        ],
-        "validations": validations,
+        "variables": _variables(),
+        "validations": _validations(),
     }
-    policy = kube_object(ADMISSION_API, "ValidatingAdmissionPolicy", object_meta(POLICY_NAME, labels=labels), spec=spec)
-    binding = kube_object(ADMISSION_API, "ValidatingAdmissionPolicyBinding", object_meta(POLICY_NAME, labels=labels), spec={
-        "matchResources": {"namespaceSelector": {"matchExpressions": [
-            {"key": NAMESPACE_NAME_LABEL, "operator": "In", "values": list(namespaces)}]}},
-        "policyName": POLICY_NAME,
-        "validationActions": ["Deny"],
-    })
-    return [policy, binding]
+
+
+def _variables() -> list[dict[str, str]]:
+    return [
+        {
+            "name": "controller",
+            "expression": ("request.userInfo.username.startsWith('system:serviceaccount:kube-system:') || "
+                           "request.userInfo.username == 'system:kube-controller-manager'"),
+        },
+        {
+            "name": "operator",
+            "expression": ("authorizer.group('admissionregistration.k8s.io').resource('validatingadmissionpolicies')"
+                           f".name({cel_string(POLICY_NAME)}).check('update').allowed()"),
+        },
+    ]
+
+
+def _validations() -> list[dict[str, str]]:
+    return [
+        {
+            "expression": f"!({_POD} && request.operation == 'CREATE') || variables.operator || (variables.controller && {_OWNED})",
+            "message": (f"a pod may run as ServiceAccount {SERVICE_ACCOUNT} only as the vCluster's control plane, made by the "
+                        f"StatefulSet controller for the chart's StatefulSet '{RELEASE_NAME}': {_TOKEN}; run yours as another ServiceAccount"),
+            "reason": "Forbidden",
+        },
+        {
+            "expression": f"!({_POD} && request.operation == 'UPDATE') || variables.operator || variables.controller",
+            "message": (f"the vCluster's control-plane pod (ServiceAccount {SERVICE_ACCOUNT}) may not be changed by tenant members: "
+                        f"a new image would run with its token, and {_TOKEN}; delete the pod and the StatefulSet makes it again"),
+            "reason": "Forbidden",
+        },
+        {
+            "expression": f"!{_STATEFULSET} || variables.operator || variables.controller",
+            "message": (f"a StatefulSet whose pods run as ServiceAccount {SERVICE_ACCOUNT} is the vCluster's, applied by the platform "
+                        f"from the tenant file: {_TOKEN}; change vcluster.values there, or run your StatefulSet as another ServiceAccount"),
+            "reason": "Forbidden",
+        },
+        {
+            "expression": f"!{_SESSION} || variables.operator",
+            "messageExpression": "(request.kind.kind == 'PodExecOptions' ? 'exec' : 'attach') + ' into ' + request.name + " + cel_string(
+                f" is refused: it is the vCluster's control-plane pod, which holds the token of ServiceAccount {SERVICE_ACCOUNT}, "
+                f"and {_TOKEN}; work inside the vCluster with its kubeconfig"),
+            "message": f"exec and attach into the vCluster's control-plane pod are refused: it holds the token of ServiceAccount {SERVICE_ACCOUNT}, and {_TOKEN}",
+            "reason": "Forbidden",
+        },
+    ]

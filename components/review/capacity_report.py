@@ -15,7 +15,7 @@ from typing import Any
 from ..fleet import gpu_capacity as cap
 from ..fleet import feasibility as feas
 from ..fleet import mig
-from ..fleet.environment import Environment
+from ..fleet.environment import Environment, LoadedTenant
 from ..fleet.isolation import fraction_isolation, mode_of
 from ..fleet.queue_arithmetic import kai_amounts
 from ..manifests.device_classes import device_class_grants
@@ -105,37 +105,55 @@ def capacity_table(environment: Environment) -> dict[str, Any]:
     platform = environment.platform
     capacity = cap.capacity(platform)
     ratio = Fraction(platform.capacity_warning_ratio)
-    active = [t for t in environment.tenants if t.spec.lifecycle == "active"]
+    active = [t for t in environment.tenants if t.spec.is_active]
     grants = {t.name: device_class_grants(cap.gpu_quota_by_class(t.spec, platform), platform) for t in active}
-    classes: dict[str, Any] = {}
-    for name, gpu_class in sorted(platform.gpu_classes.items()):
-        pools = {p: pool for p, pool in sorted(platform.node_pools.items()) if pool.gpu_class == name}
-        by_tenant = {}
-        for loaded in active:
-            count = cap.gpu_quota_by_class(loaded.spec, platform).get(name, 0)
-            if count:
-                by_tenant[loaded.name] = count
-        limit = capacity.limit_for_class(platform, name)
-        requested = sum(by_tenant.values())
-        classes[name] = {
-            "model": gpu_class.model,
-            "sharing": sharing_mode(gpu_class),
-            "isolation": "; ".join(filter(None, (isolation(gpu_class), dra_statement(platform, name), fraction_statement(gpu_class)))),
-            "kaiFractions": gpu_class.kai_fractions.memory_bound if gpu_class.kai_fractions else None,
-            "deviceClasses": sorted(n for n, spec in platform.device_classes.items() if spec.gpu_class == name),
-            "draDevices": {dc: _dra_devices(dc, grants) for dc in sorted(n for n, spec in platform.device_classes.items() if spec.gpu_class == name)},
-            "resource": cap.class_resource(gpu_class),
-            "pools": list(pools),
-            "nodes": sum(pool.node_count for pool in pools.values()),
-            "gpus": sum(pool.node_count * pool.gpus_per_node for pool in pools.values()),
-            "capacity": capacity.per_class.get(name, 0),
-            "overcommit": _number(Fraction(gpu_class.overcommit)),
-            "limit": _number(limit),
-            "requested": requested,
-            "free": _number(limit - requested),
-            "status": _status(requested, limit, ratio),
-            "byTenant": dict(sorted(by_tenant.items())),
-        }
+    classes = {name: _class_entry(platform, capacity, active, grants, ratio, name, gpu_class)
+               for name, gpu_class in sorted(platform.gpu_classes.items())}
+    pools = pool_rows(environment)
+    return {
+        "formatVersion": FORMAT_VERSION,
+        "environment": environment.name,
+        "warningRatio": _number(ratio),
+        "gpuClasses": classes,
+        "migProfiles": _profile_entries(platform, capacity, active, ratio),
+        "pools": pools,
+        "kaiQueues": kai_queue_row(environment) if platform.scheduler == "kai" else None,
+        "tenants": _tenant_entries(environment),
+    }
+
+
+def _class_entry(platform: Platform, capacity: cap.Capacity, active: list[LoadedTenant], grants: dict[str, dict[str, int]],
+                 ratio: Fraction, name: str, gpu_class: GpuClass) -> dict[str, Any]:
+    pools = {p: pool for p, pool in sorted(platform.node_pools.items()) if pool.gpu_class == name}
+    by_tenant = {}
+    for loaded in active:
+        count = cap.gpu_quota_by_class(loaded.spec, platform).get(name, 0)
+        if count:
+            by_tenant[loaded.name] = count
+    limit = capacity.limit_for_class(platform, name)
+    requested = sum(by_tenant.values())
+    return {
+        "model": gpu_class.model,
+        "sharing": sharing_mode(gpu_class),
+        "isolation": "; ".join(filter(None, (isolation(gpu_class), dra_statement(platform, name), fraction_statement(gpu_class)))),
+        "kaiFractions": gpu_class.kai_fractions.memory_bound if gpu_class.kai_fractions else None,
+        "deviceClasses": sorted(n for n, spec in platform.device_classes.items() if spec.gpu_class == name),
+        "draDevices": {dc: _dra_devices(dc, grants) for dc in sorted(n for n, spec in platform.device_classes.items() if spec.gpu_class == name)},
+        "resource": cap.class_resource(gpu_class),
+        "pools": list(pools),
+        "nodes": sum(pool.node_count for pool in pools.values()),
+        "gpus": sum(pool.node_count * pool.gpus_per_node for pool in pools.values()),
+        "capacity": capacity.per_class.get(name, 0),
+        "overcommit": _number(Fraction(gpu_class.overcommit)),
+        "limit": _number(limit),
+        "requested": requested,
+        "free": _number(limit - requested),
+        "status": _status(requested, limit, ratio),
+        "byTenant": dict(sorted(by_tenant.items())),
+    }
+
+
+def _profile_entries(platform: Platform, capacity: cap.Capacity, active: list[LoadedTenant], ratio: Fraction) -> dict[str, Any]:
     profiles: dict[str, Any] = {}
     wanted = set(capacity.per_mig_profile) | {p for t in active for p, c in t.spec.quota.mig.items() if c}
     for profile in sorted(wanted):
@@ -155,28 +173,23 @@ def capacity_table(environment: Environment) -> dict[str, Any]:
             "status": _status(requested, limit, ratio),
             "byTenant": dict(sorted(by_tenant.items())),
         }
-    pools = pool_rows(environment)
+    return profiles
+
+
+def _tenant_entries(environment: Environment) -> dict[str, Any]:
+    platform = environment.platform
     tenants = {}
     for loaded in environment.tenants:
         tenants[loaded.name] = {
             "lifecycle": loaded.spec.lifecycle,
-            "counted": loaded.spec.lifecycle == "active",
+            "counted": loaded.spec.is_active,
             "gpu": {k: v for k, v in cap.gpu_quota_by_class(loaded.spec, platform).items() if v},
             "mig": {k: v for k, v in sorted(loaded.spec.quota.mig.items()) if v},
             "draDevices": {k: v for k, v in sorted(device_class_grants(cap.gpu_quota_by_class(loaded.spec, platform), platform).items()) if v},
         }
         if platform.scheduler == "kai":
             tenants[loaded.name]["kaiQueueGpu"] = _number(kai_amounts(loaded.spec, platform).gpu)
-    return {
-        "formatVersion": FORMAT_VERSION,
-        "environment": environment.name,
-        "warningRatio": _number(ratio),
-        "gpuClasses": classes,
-        "migProfiles": profiles,
-        "pools": pools,
-        "kaiQueues": kai_queue_row(environment) if platform.scheduler == "kai" else None,
-        "tenants": dict(sorted(tenants.items())),
-    }
+    return dict(sorted(tenants.items()))
 
 
 def _dra_devices(device_class: str, grants: dict[str, dict[str, int]]) -> dict[str, Any]:
@@ -195,7 +208,7 @@ def kai_queue_row(environment: Environment) -> dict[str, Any]:
     {'eval': 50, 'inference': 8, 'llm-finetune': 12}
     """
     platform = environment.platform
-    by_tenant = {t.name: kai_amounts(t.spec, platform).gpu for t in environment.tenants if t.spec.lifecycle == "active"}
+    by_tenant = {t.name: kai_amounts(t.spec, platform).gpu for t in environment.tenants if t.spec.is_active}
     by_tenant = {t: v for t, v in sorted(by_tenant.items()) if v}
     departments = {q["metadata"]["name"]: q["spec"]["resources"]["gpu"]["quota"] for q in department_queues(environment.facts)}
     return {
@@ -221,7 +234,7 @@ def pool_rows(environment: Environment) -> dict[str, Any]:
     """
     platform = environment.platform
     ratio = Fraction(platform.capacity_warning_ratio)
-    active = [(t.name, t.spec) for t in environment.tenants if t.spec.lifecycle == "active"]
+    active = [(t.name, t.spec) for t in environment.tenants if t.spec.is_active]
     owners = feas.pool_owners([(t.name, t.spec) for t in environment.tenants], platform)
     results = feas.feasibility(active, platform, owners)
     facts = environment.facts

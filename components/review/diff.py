@@ -288,7 +288,7 @@ def _warn(warnings: list[DiffWarning], stack: str, tenant: str | None, kind: str
 
 def _removal_warning(name: str, spec: Tenant, environment: Environment | None, file_kept: bool) -> tuple[str, str]:
     namespaces = ", ".join(spec.all_namespaces)
-    if spec.lifecycle == "decommissioned":
+    if spec.is_decommissioned:
         return "tenant-deleted", (
             f"tenant {name} was decommissioned and is now removed: `pulumi up` DELETES its namespaces "
             f"({namespaces}) and everything in them, including data in volumes"
@@ -472,7 +472,7 @@ def _tenant_warnings(stack: str, detail: TenantDetail, before: Tenant | None, af
         _warn(warnings, stack, tenant, "tenant-renamed", rename_message(
             detail["renamedFrom"], after, tenant_objects(after, after_env.view(after)), after_env.platform.protect_namespaces,
         ))
-    if after is not None and after.lifecycle == "decommissioned" and (before is None or before.lifecycle != "decommissioned"):
+    if after is not None and after.is_decommissioned and (before is None or not before.is_decommissioned):
         _warn(warnings, stack, tenant, "tenant-decommissioned", decommission_message(after, after_env))
     for grant in detail["access"]:
         if grant["role"] == "owner" and grant["change"] == "granted" and before is not None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 import typing
 import unicodedata
+from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, Callable
 
 from pydantic import BaseModel, ValidationError
 
@@ -70,60 +71,100 @@ def field_names(model: type[BaseModel]) -> list[str]:
     return [f.alias or name for name, f in model.model_fields.items()]
 
 
+@dataclass(frozen=True)
+class _Failed:
+    """One pydantic error, with what the messages show of it."""
+
+    error: dict
+    root_model: type[BaseModel]
+    path: tuple
+
+    @property
+    def ctx(self) -> dict:
+        return self.error.get("ctx") or {}
+
+    @property
+    def got(self) -> Any:
+        return self.error.get("input")
+
+    @property
+    def shown(self) -> str:
+        return yaml_text(self.got)
+
+
 def _message(error: dict, root_model: type[BaseModel], path: tuple) -> str:
     kind = error["type"]
-    ctx = error.get("ctx") or {}
-    got = error.get("input")
-    shown = yaml_text(got)
-    if kind == "extra_forbidden":
-        parent = _model_at(root_model, path[:-1])
-        known = field_names(parent) if parent else []
-        close = closest(str(path[-1]), known)
-        hint = f"; did you mean '{close}'?" if close else (f"; known fields: {', '.join(known)}" if known else "")
-        return f"unknown field{hint}"
-    if kind == "missing":
-        return "required field is missing"
-    if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
-        op = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}[kind]
-        bound = next(iter(ctx.values())) if ctx else "?"
-        return f"must be {op} {bound} (got {shown})"
-    if kind == "string_pattern_mismatch":
-        foreign = [c for c in str(got) if ord(c) > 127]
-        if foreign:
-            names = ", ".join(f"'{c}' (U+{ord(c):04X} {unicodedata.name(c, 'unknown')})" for c in dict.fromkeys(foreign))
-            return f"{shown} contains non-ASCII character(s) {names}; names must be plain ASCII (look-alike letters are not allowed)"
-        return f"{shown} is not valid here (must match {ctx.get('pattern')})"
-    if kind == "string_too_long":
-        return f"{shown} is too long (at most {ctx.get('max_length')} characters)"
-    if kind == "string_too_short":
-        return "must not be empty"
-    if kind == "literal_error":
-        return f"{shown} is not allowed; expected one of {ctx.get('expected')}"
-    if kind in ("int_type", "int_parsing", "int_from_float"):
-        number = re.match(r"^\s*([0-9]+)\s*[A-Za-z]", got) if isinstance(got, str) else None
-        if number:  # "4 GPUs": the count is there, the word is not allowed
-            return f"must be a whole number (got {shown}); write just {number[1]}"
-        return f"must be a whole number (got {shown})"
-    if kind in ("string_type",):
-        if isinstance(got, bool):
-            return (f"must be a string (got {shown}: YAML reads unquoted yes/no, on/off and true/false as "
-                    f"booleans); quote it, e.g. \"{'yes' if got else 'no'}\"")
-        if isinstance(got, (int, float, Decimal)):
-            return f"must be a string (got the number {shown}); quote it: \"{shown}\""
-        return f"must be a string (got {shown})"
-    if kind in ("dict_type", "model_type", "model_attributes_type"):
-        return f"must be a mapping of fields (got {yaml_kind(got)}: {shown})" if got is not None else "must be a mapping of fields (got null)"
-    if kind == "list_type":
-        return f"must be a list (got {yaml_kind(got)}: {shown})" if got is not None else "must be a list (got null)"
-    if kind in ("bool_type", "bool_parsing"):
-        return f"must be true or false (got {shown})"
-    if kind.startswith("date_"):
-        return f"{shown} is not a date: write a day as YYYY-MM-DD (no time), e.g. 2027-03-31"
-    if kind == "quantity":
-        return error["msg"]
-    if kind == "value_error":
-        return str(ctx.get("error", error["msg"]))
-    return error["msg"]
+    message = _MESSAGES.get("date_" if kind.startswith("date_") else kind)
+    return message(_Failed(error, root_model, path)) if message else error["msg"]
+
+
+def _unknown_field(f: _Failed) -> str:
+    parent = _model_at(f.root_model, f.path[:-1])
+    known = field_names(parent) if parent else []
+    close = closest(str(f.path[-1]), known)
+    hint = f"; did you mean '{close}'?" if close else (f"; known fields: {', '.join(known)}" if known else "")
+    return f"unknown field{hint}"
+
+
+_BOUNDS = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}
+
+
+def _out_of_bounds(f: _Failed) -> str:
+    bound = next(iter(f.ctx.values())) if f.ctx else "?"
+    return f"must be {_BOUNDS[f.error['type']]} {bound} (got {f.shown})"
+
+
+def _pattern_mismatch(f: _Failed) -> str:
+    foreign = [c for c in str(f.got) if ord(c) > 127]
+    if foreign:
+        names = ", ".join(f"'{c}' (U+{ord(c):04X} {unicodedata.name(c, 'unknown')})" for c in dict.fromkeys(foreign))
+        return f"{f.shown} contains non-ASCII character(s) {names}; names must be plain ASCII (look-alike letters are not allowed)"
+    return f"{f.shown} is not valid here (must match {f.ctx.get('pattern')})"
+
+
+def _not_whole(f: _Failed) -> str:
+    number = re.match(r"^\s*([0-9]+)\s*[A-Za-z]", f.got) if isinstance(f.got, str) else None
+    if number:  # "4 GPUs": the count is there, the word is not allowed
+        return f"must be a whole number (got {f.shown}); write just {number[1]}"
+    return f"must be a whole number (got {f.shown})"
+
+
+def _not_a_string(f: _Failed) -> str:
+    got, shown = f.got, f.shown
+    if isinstance(got, bool):
+        return (f"must be a string (got {shown}: YAML reads unquoted yes/no, on/off and true/false as "
+                f"booleans); quote it, e.g. \"{'yes' if got else 'no'}\"")
+    if isinstance(got, (int, float, Decimal)):
+        return f"must be a string (got the number {shown}); quote it: \"{shown}\""
+    return f"must be a string (got {shown})"
+
+
+def _not_a_mapping(f: _Failed) -> str:
+    return f"must be a mapping of fields (got {yaml_kind(f.got)}: {f.shown})" if f.got is not None else "must be a mapping of fields (got null)"
+
+
+def _not_a_list(f: _Failed) -> str:
+    return f"must be a list (got {yaml_kind(f.got)}: {f.shown})" if f.got is not None else "must be a list (got null)"
+
+
+# The message of each pydantic error type ("date_": every date_* type); any other type keeps pydantic's.
+_MESSAGES: dict[str, Callable[[_Failed], str]] = {
+    "extra_forbidden": _unknown_field,
+    "missing": lambda f: "required field is missing",
+    **{kind: _out_of_bounds for kind in _BOUNDS},
+    "string_pattern_mismatch": _pattern_mismatch,
+    "string_too_long": lambda f: f"{f.shown} is too long (at most {f.ctx.get('max_length')} characters)",
+    "string_too_short": lambda f: "must not be empty",
+    "literal_error": lambda f: f"{f.shown} is not allowed; expected one of {f.ctx.get('expected')}",
+    **{kind: _not_whole for kind in ("int_type", "int_parsing", "int_from_float")},
+    "string_type": _not_a_string,
+    **{kind: _not_a_mapping for kind in ("dict_type", "model_type", "model_attributes_type")},
+    "list_type": _not_a_list,
+    **{kind: (lambda f: f"must be true or false (got {f.shown})") for kind in ("bool_type", "bool_parsing")},
+    "date_": lambda f: f"{f.shown} is not a date: write a day as YYYY-MM-DD (no time), e.g. 2027-03-31",
+    "quantity": lambda f: f.error["msg"],
+    "value_error": lambda f: str(f.ctx.get("error", f.error["msg"])),
+}
 
 
 def model_problems(error: ValidationError, doc: SourceDocument, data: Any, model: type[BaseModel], prefix: tuple = ()) -> list[Problem]:

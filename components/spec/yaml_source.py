@@ -15,7 +15,7 @@ import stat
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 
@@ -377,6 +377,22 @@ def read_text(path: Path, display: str, root: Path | None = None) -> str:
     def fail(message: str) -> InvalidInput:
         return InvalidInput([Problem(display, 0, 0, "", message)])
 
+    info = _followed_stat(path, root, fail)
+    if stat.S_ISDIR(info.st_mode):
+        raise fail("is a directory, not a file; remove it or rename it so it does not end in .yaml")
+    if not stat.S_ISREG(info.st_mode):
+        raise fail("is not a regular file")
+    if info.st_size > MAX_FILE_BYTES:
+        raise fail(f"is {info.st_size} bytes; a tenant or stack file may be at most {MAX_FILE_BYTES} bytes")
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        raise fail(f"cannot read: {err.strerror}") from None
+    return _utf8_text(raw, display)
+
+
+def _followed_stat(path: Path, root: Path | None, fail: Callable[[str], InvalidInput]) -> os.stat_result:
+    """The file's stat, through a symbolic link only if it stays inside `root`."""
     try:
         info = os.lstat(path)
     except OSError as err:
@@ -392,16 +408,10 @@ def read_text(path: Path, display: str, root: Path | None = None) -> str:
             info = os.stat(path)
         except OSError as err:
             raise fail(f"cannot read: {err.strerror}") from None
-    if stat.S_ISDIR(info.st_mode):
-        raise fail("is a directory, not a file; remove it or rename it so it does not end in .yaml")
-    if not stat.S_ISREG(info.st_mode):
-        raise fail("is not a regular file")
-    if info.st_size > MAX_FILE_BYTES:
-        raise fail(f"is {info.st_size} bytes; a tenant or stack file may be at most {MAX_FILE_BYTES} bytes")
-    try:
-        raw = path.read_bytes()
-    except OSError as err:
-        raise fail(f"cannot read: {err.strerror}") from None
+    return info
+
+
+def _utf8_text(raw: bytes, display: str) -> str:
     try:
         return raw.decode("utf-8").replace("\r\n", "\n")
     except UnicodeDecodeError as err:

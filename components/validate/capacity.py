@@ -6,10 +6,11 @@ located at the edited setting (`stack_edit_problems`, for tenants diff)."""
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Mapping
 
 from ..fleet import feasibility as feas
 from ..fleet import gpu_capacity as cap
-from ..fleet.environment import Environment
+from ..fleet.environment import Environment, LoadedTenant
 from ..spec.problems import Problem
 from ..spec.stack import Platform
 from ..spec.tenant import Tenant
@@ -39,40 +40,54 @@ not for a tenant filling pools dedicated to it, which is what they are for).
     # then lacks is a consequence, not a second problem to report.
     contested = {t.name for t in active if any(owners.get(p, t.name) != t.name for p in t.spec.gpu.dedicated_pools)}
     for commodity, result in feas.feasibility([(t.name, t.spec) for t in active], platform, owners, environment.facts.capacity).items():
-        subject = feas.commodity_text(commodity)
         if result.violators and set(result.violators) & contested:
             continue
         if result.violators:
-            tenants = result.violators
-            pools = result.pools_of(tenants)
-            asked = sum(result.demand[t] for t in tenants)
-            held = sum(result.limit[p] for p in pools)
+            problems += _over_promised(platform, doc, by_name, commodity, result)
+        else:
+            problems += _near_full(platform, doc, owners, ratio, commodity, result)
+    return problems
+
+
+def _over_promised(platform: Platform, doc: SourceDocument, by_name: dict[str, LoadedTenant], commodity: feas.Commodity,
+                   result: feas.CommodityResult) -> list[Problem]:
+    """Errors on each quota line of tenants whose quotas cannot all be placed at once."""
+    subject = feas.commodity_text(commodity)
+    tenants = result.violators
+    pools = result.pools_of(tenants)
+    asked = sum(result.demand[t] for t in tenants)
+    held = sum(result.limit[p] for p in pools)
+    who = ", ".join(f"{t}: {result.demand[t]}" for t in tenants)
+    where = ", ".join(f"{p}: {_pool_bound(platform, result, p)}" for p in pools) or "none"
+    # The pools' lines too: the stack may be what changed (tenants diff then says so at that line).
+    lines = ", ".join(f"{p}: {doc.file}:{doc.position(platform_path('nodePools', p))[0]}" for p in pools)
+    message = (
+        f"{subject} is over-promised: tenant{'s' if len(tenants) > 1 else ''} {who} "
+        f"{'ask' if len(tenants) > 1 else 'asks'} for {asked} on the pools {'they' if len(tenants) > 1 else 'it'} may use "
+        f"({where}), which hold {held}; lower a quota, add nodes to these pools{f' ({lines})' if lines else ''} "
+        f"or raise overcommit"
+    )
+    return [by_name[name].doc.problem(_quota_path(by_name[name].spec, commodity), message) for name in tenants]
+
+
+def _near_full(platform: Platform, doc: SourceDocument, owners: Mapping[str, str], ratio: Fraction, commodity: feas.Commodity,
+               result: feas.CommodityResult) -> list[Problem]:
+    """Warnings on the first pool of each group of pools whose quotas are near what they hold."""
+    subject = feas.commodity_text(commodity)
+    problems: list[Problem] = []
+    for tenants, pools in feas.components(result):
+        asked = sum(result.demand[t] for t in tenants)
+        held = sum(result.limit[p] for p in pools)
+        # A pool dedicated to one tenant is there to be filled by it: not worth a warning.
+        owned_whole = len(tenants) == 1 and all(owners.get(p) == tenants[0] for p in pools)
+        if held and asked >= held * ratio and not owned_whole:
             who = ", ".join(f"{t}: {result.demand[t]}" for t in tenants)
-            where = ", ".join(f"{p}: {_pool_bound(platform, result, p)}" for p in pools) or "none"
-            # The pools' lines too: the stack may be what changed (tenants diff then says so at that line).
-            lines = ", ".join(f"{p}: {doc.file}:{doc.position(platform_path('nodePools', p))[0]}" for p in pools)
-            message = (
-                f"{subject} is over-promised: tenant{'s' if len(tenants) > 1 else ''} {who} "
-                f"{'ask' if len(tenants) > 1 else 'asks'} for {asked} on the pools {'they' if len(tenants) > 1 else 'it'} may use "
-                f"({where}), which hold {held}; lower a quota, add nodes to these pools{f' ({lines})' if lines else ''} "
-                f"or raise overcommit"
-            )
-            for name in tenants:
-                problems.append(by_name[name].doc.problem(_quota_path(by_name[name].spec, commodity), message))
-            continue
-        for tenants, pools in feas.components(result):
-            asked = sum(result.demand[t] for t in tenants)
-            held = sum(result.limit[p] for p in pools)
-            # A pool dedicated to one tenant is there to be filled by it: not worth a warning.
-            owned_whole = len(tenants) == 1 and all(owners.get(p) == tenants[0] for p in pools)
-            if held and asked >= held * ratio and not owned_whole:
-                who = ", ".join(f"{t}: {result.demand[t]}" for t in tenants)
-                where = ", ".join(f"{p}: {_pool_bound(platform, result, p)}" for p in pools)
-                bound = f"{where}; {held} in all" if len(pools) > 1 else _pool_bound(platform, result, pools[0])
-                problems.append(doc.problem(platform_path("nodePools", pools[0]), (
-                    f"{subject}: tenant quotas on pool{'s' if len(pools) > 1 else ''} {', '.join(pools)} add up to {asked} "
-                    f"({who}), {float(100 * Fraction(asked, held)):.0f}% of what {'they hold' if len(pools) > 1 else 'it holds'} "
-                    f"({bound})"), severity="warning"))
+            where = ", ".join(f"{p}: {_pool_bound(platform, result, p)}" for p in pools)
+            bound = f"{where}; {held} in all" if len(pools) > 1 else _pool_bound(platform, result, pools[0])
+            problems.append(doc.problem(platform_path("nodePools", pools[0]), (
+                f"{subject}: tenant quotas on pool{'s' if len(pools) > 1 else ''} {', '.join(pools)} add up to {asked} "
+                f"({who}), {float(100 * Fraction(asked, held)):.0f}% of what {'they hold' if len(pools) > 1 else 'it holds'} "
+                f"({bound})"), severity="warning"))
     return problems
 
 

@@ -37,16 +37,20 @@ def check_tenant_queue(tenant: Tenant, doc, platform: Platform) -> list[Problem]
     >>> check_tenant_queue(staging.tenants[0].spec, staging.tenants[0].doc, staging.platform)
     []
     """
-    problems: list[Problem] = []
-
-    def add(path: tuple, message: str, severity: str = "error") -> None:
-        problems.append(doc.problem(path, message, severity=severity))
-
-    used = _queue_settings_used(tenant)
     if platform.scheduler == "none":
-        if used:
-            add(("queue",), f"the stack's scheduler is 'none', so queue settings ({', '.join(used)}) have no effect; set `scheduler: kueue` or `kai` in the stack, or remove them", "warning")
-        return problems
+        used = _queue_settings_used(tenant)
+        found = [(("queue",), f"the stack's scheduler is 'none', so queue settings ({', '.join(used)}) have no effect; set `scheduler: kueue` or `kai` in the stack, or remove them", "warning")] if used else []
+    else:
+        found = [*_class_limit_findings(tenant, platform), *_scheduler_findings(tenant, platform)]
+    return [doc.problem(path, message, severity=severity) for path, message, severity in found]
+
+
+_Finding = tuple[tuple, str, str]   # (path, message, severity)
+
+
+def _class_limit_findings(tenant: Tenant, platform: Platform) -> list[_Finding]:
+    """The borrowing and lending limits that name a class the tenant's queue cannot limit."""
+    found: list[_Finding] = []
     allowed = set(cap.allowed_classes(tenant, platform))
     dedicated = dedicated_only_classes(tenant, platform)
     borrowing, lending = borrowing_limits(tenant, platform), lending_limits(tenant, platform)
@@ -55,25 +59,32 @@ def check_tenant_queue(tenant: Tenant, doc, platform: Platform) -> list[Problem]
             path = ("queue", key, name)
             gpu_class = platform.gpu_classes.get(name)
             if gpu_class is None:
-                add(path, f"unknown GPU class '{name}'{did_you_mean(name, platform.gpu_classes)}")
+                found.append((path, f"unknown GPU class '{name}'{did_you_mean(name, platform.gpu_classes)}", "error"))
             elif name not in allowed:
-                add(path, f"GPU class '{name}' is not one the tenant may use (allowed: {', '.join(sorted(allowed)) or 'none'}); add it to gpu.classes or remove the limit")
+                found.append((path, f"GPU class '{name}' is not one the tenant may use (allowed: {', '.join(sorted(allowed)) or 'none'}); add it to gpu.classes or remove the limit", "error"))
             elif cap.is_mig_mixed(gpu_class):
-                add(path, f"GPU class '{name}' hands out MIG slices (mixed strategy); limits here are whole GPUs per class, and per-slice limits are not supported")
+                found.append((path, f"GPU class '{name}' hands out MIG slices (mixed strategy); limits here are whole GPUs per class, and per-slice limits are not supported", "error"))
             elif name in dedicated and (key == "borrowingLimit" and limits[name] > 0):
-                add(path, f"the tenant reaches GPU class '{name}' only through its dedicated pools, so it cannot run on other tenants' '{name}' nodes and cannot borrow them; remove the limit")
+                found.append((path, f"the tenant reaches GPU class '{name}' only through its dedicated pools, so it cannot run on other tenants' '{name}' nodes and cannot borrow them; remove the limit", "error"))
+    return found
+
+
+def _scheduler_findings(tenant: Tenant, platform: Platform) -> list[_Finding]:
+    """Queue settings the stack's scheduler (Kueue or KAI) cannot honour or needs besides."""
+    found: list[_Finding] = []
+    borrowing, lending = borrowing_limits(tenant, platform), lending_limits(tenant, platform)
     if tenant.queue.admission == "direct" and borrowing:
-        add(("queue", "borrowingLimit"), "with `admission: direct` the tenant's pods may bypass its queue, so its GPUs are only its nominal quota and its queue borrows nothing; remove borrowingLimit, or set `admission: queued`")
+        found.append((("queue", "borrowingLimit"), "with `admission: direct` the tenant's pods may bypass its queue, so its GPUs are only its nominal quota and its queue borrows nothing; remove borrowingLimit, or set `admission: queued`", "error"))
     if platform.scheduler == "kueue" and borrowing and cohort_of(tenant, platform) is None:
-        add(("queue", "borrowingLimit"), "borrowing needs a cohort to borrow from: set queue.cohort (or the stack's queues.defaultCohort)")
+        found.append((("queue", "borrowingLimit"), "borrowing needs a cohort to borrow from: set queue.cohort (or the stack's queues.defaultCohort)", "error"))
     if platform.scheduler == "kueue":
         missing = [r for r in ("cpu", "memory") if compute_nominal(tenant, platform, r) is None]
         if missing:
-            add(("quota",), f"Kueue admits only workloads whose resources its ClusterQueue covers; without quota.{missing[0]}.requests (or the stack's cpuMemoryCapacity) workloads requesting {' or '.join(missing)} stay pending", "warning")
+            found.append((("quota",), f"Kueue admits only workloads whose resources its ClusterQueue covers; without quota.{missing[0]}.requests (or the stack's cpuMemoryCapacity) workloads requesting {' or '.join(missing)} stay pending", "warning"))
     if platform.scheduler == "kai":
         if lending:
-            add(("queue", "lendingLimit"), "KAI has no lending limit: a KAI queue lends all of its idle quota and takes it back by reclaim; remove lendingLimit", "warning")
-    return problems
+            found.append((("queue", "lendingLimit"), "KAI has no lending limit: a KAI queue lends all of its idle quota and takes it back by reclaim; remove lendingLimit", "warning"))
+    return found
 
 
 def check_queues(environment) -> list[Problem]:

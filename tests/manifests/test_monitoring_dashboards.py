@@ -15,6 +15,7 @@ from grafana_foundation_sdk.models.dashboard import Dashboard
 from components.manifests import monitoring_dashboards as md
 from components.manifests import monitoring_rules as r
 from components.manifests.build import platform_objects
+from components.manifests.meta import GRAFANA_FOLDER_ANNOTATION
 
 register_default_plugins()  # typed panel options and Prometheus queries when decoding
 
@@ -38,7 +39,7 @@ def test_labels_and_folder_are_configurable(make_environment):
     for cm in md.dashboard_config_maps(env.facts):
         assert cm["metadata"]["namespace"] == "obs"
         assert cm["metadata"]["labels"]["grafana.io/dashboard"] == "gpu" and "grafana_dashboard" not in cm["metadata"]["labels"]
-        assert cm["metadata"]["annotations"] == {md.FOLDER_ANNOTATION: "GPU"}
+        assert cm["metadata"]["annotations"] == {GRAFANA_FOLDER_ANNOTATION: "GPU"}
 
 
 def test_off_without_the_block(dev):

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from components.manifests.meta import TENANT_LABEL
+from components.manifests.meta import NETWORK_RULES_ANNOTATION, TENANT_LABEL
 from components.manifests.network_policy import (
-    RULES_ANNOTATION, merged_policy_spec, metadata_excepts, network_policies, policy_specs,
+    merged_policy_spec, metadata_excepts, network_policies, policy_specs,
 )
 from components.fleet.environment import LoadedTenant
 
@@ -50,7 +50,7 @@ def test_the_merged_policy_is_the_union_of_the_allowances_rules_in_order(prod):
         for direction in ("ingress", "egress"):
             expected = [rule for spec in allowances.values() for rule in spec.get(direction, [])]
             assert merged["spec"].get(direction, []) == expected
-        origins = merged["metadata"]["annotations"][RULES_ANNOTATION].split()
+        origins = merged["metadata"]["annotations"][NETWORK_RULES_ANNOTATION].split()
         for origin in origins:
             direction, rest = origin.split("[")
             index, name = rest.split("]=")

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from components.manifests.operator_stacks import OperatorSettings, operator_stacks, stack_resource_name
+from components.fleet.environment import Environment
 from components.load import load_environment, stack_names
 from tests.manifests.test_queues_crds import cel_failures, to_json_schema
 
@@ -110,3 +111,14 @@ def test_the_kube_context_comes_from_a_mounted_kubeconfig_secret():
 def test_a_stack_name_longer_than_the_crd_allows_is_refused_with_the_fix():
     with pytest.raises(ValueError, match="at most 42 characters; use a shorter shard name"):
         stack_resource_name("production-eu-west." + "x" * 30)
+
+
+def test_every_stack_carries_the_environment_label_not_the_stack_name():
+    lab = load_environment(SHARDED, "lab")
+    platform = lab.platform.model_copy(update={"environment": "laboratory"})
+    environment = Environment(lab.name, platform, lab.platform_doc, lab.tenants)
+
+    resources = operator_stacks(environment, SETTINGS)
+
+    assert [r["metadata"]["name"] for r in resources] == ["lab", "lab.blue", "lab.green"]
+    assert {r["metadata"]["labels"]["gpu-tenancy.dev/environment"] for r in resources} == {"laboratory"}
