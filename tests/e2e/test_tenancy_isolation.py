@@ -348,7 +348,7 @@ CASES: list[Case] = [
     Case(3, "required anti-affinity to every namespace", LF, "POST", "pods",
          lambda: pod(affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
              {"labelSelector": {}, "namespaceSelector": {}, "topologyKey": "kubernetes.io/hostname"}]}}),
-         ("exceeded quota: cross-namespace-affinity", "limited: pods=0")),
+         (guard(LF), "pod (anti-)affinity with namespaces or a namespaceSelector is not granted to tenant llm-finetune")),
     Case(3, "anti-affinity within the namespace", LF, "POST", "pods",
          lambda: pod(affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
              {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}]}})),
