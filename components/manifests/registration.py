@@ -136,7 +136,8 @@ def place_rule(place: Place, kept: bool) -> PlaceRule:
 @dataclass(frozen=True)
 class Role:
     """What an object's admission role adds: its rank among its place's objects (stable), whether it
-    comes after the tenant's TenantGrants, the groups it waits for and provides."""
+    comes after the tenant's TenantGrants, after all of the tenant's guards (its admission policies,
+    their bindings and its grants), the groups it waits for and provides."""
 
     name: str
     matches: Callable[[KubeObject, str], bool]
@@ -145,6 +146,11 @@ class Role:
     waits_for: tuple[Group, ...]
     provides: tuple[Group, ...]
     why: str
+    after_guards: bool = False
+
+
+# What guards a tenant's namespaces at admission: its policies, their bindings, its grants.
+GUARD_KINDS = frozenset({"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "TenantGrant"})
 
 
 ROLES: tuple[Role, ...] = (   # the first that matches (object, tenant name)
@@ -155,8 +161,18 @@ ROLES: tuple[Role, ...] = (   # the first that matches (object, tenant name)
          "a binding after the grant it reads and the policy it binds; a taint only once the binding decides who tolerates it"),
     Role("binding", lambda obj, _: reads_grant(obj), 2, True, ("admission",), (),
          "a binding pointing at a policy or grant not there yet leaves the namespaces unguarded or refusing everything"),
+    Role("access", lambda obj, _: obj.get("kind") == "RoleBinding", 3, False, (), (),
+         "members get access only once every guard of the tenant is accepted: a refused policy or binding "
+         "(too large, a name taken) stops the access, never the guard (#40)", after_guards=True),
+    Role("release", lambda obj, _: False, 1, False, (), (),
+         "the vCluster's ServiceAccount acts in the tenant's namespaces: only once their guards are accepted",
+         after_guards=True),
     Role("other", lambda obj, _: True, 1, False, (), (), "no admission role"),
 )
+
+
+def _role_named(name: str) -> Role:
+    return next(role for role in ROLES if role.name == name)
 
 
 def role_of(obj: KubeObject, tenant: str) -> Role:
@@ -199,7 +215,7 @@ def tenant_plan(
     kept = kept_on_removal(tenant.lifecycle)
     own = {o["metadata"]["name"] for o in objects if o.get("kind") == "Namespace"}
     entries = [_Entry(o, _place(o, own), object_key(o), role_of(o, tenant.name)) for o in objects]
-    entries += [_Entry(r, "release", RELEASE_KEY, ROLES[-1]) for r in releases]
+    entries += [_Entry(r, "release", RELEASE_KEY, _role_named("release")) for r in releases]
     entries.sort(key=lambda e: (place_rule(e.place, kept).phase, e.role.rank))   # stable: input order within
     namespaces = {e.subject["metadata"]["name"]: e.key for e in entries if e.place == "namespace"}
     # The primary Namespace: the tenant's first, else the first planned (the objects dropped by a test).
@@ -207,6 +223,7 @@ def tenant_plan(
     primary = namespaces.get(tenant.all_namespaces[0], fallback) if tenant.all_namespaces else fallback
     named = {"primary namespace": tuple(filter(None, [primary])), "outside": tuple(e.key for e in entries if e.place == "outside")}
     grants = tuple(e.key for e in entries if e.role.name == "grant")
+    named["guards"] = tuple(e.key for e in entries if e.subject.get("kind") in GUARD_KINDS)
     return tuple(_planned(e, place_rule(e.place, kept), protect_namespaces, namespaces, named, grants) for e in entries)
 
 
@@ -224,7 +241,8 @@ class _Entry:
 def _planned(entry: _Entry, rule: PlaceRule, protect_namespaces: bool, namespaces: Mapping[str, str],
              named: Mapping[str, tuple[str, ...]], grants: tuple[str, ...]) -> Planned:
     refer = {**named, "own namespace": tuple(k for k in [namespaces.get(entry.namespace())] if k)}
-    depends_on = tuple(k for name in rule.depends_on for k in refer[name]) + (grants if entry.role.after_grants else ())
+    depends_on = (tuple(k for name in rule.depends_on for k in refer[name]) + (grants if entry.role.after_grants else ())
+                  + (refer["guards"] if entry.role.after_guards else ()))
     return Planned(
         key=entry.key, subject=entry.subject, place=entry.place,
         retain_on_delete=rule.retain_on_delete,

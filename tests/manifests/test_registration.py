@@ -16,7 +16,7 @@ from components.load import load_environment
 from components.manifests.build import helm_releases, platform_objects, tenant_objects
 from components.manifests.gpu_nodes import label_patch, taint_patch
 from components.manifests.registration import (
-    LIFECYCLES, PLACES, PLATFORM_PLACES, RELEASE_KEY, ROLES, Place, Planned, kept_on_removal, object_key, place_rule,
+    GUARD_KINDS, LIFECYCLES, PLACES, PLATFORM_PLACES, RELEASE_KEY, ROLES, Place, Planned, kept_on_removal, object_key, place_rule,
     platform_plan, role_of, tenant_plan,
 )
 from components.manifests.tenant_grant import is_tenant_grant, reads_grant
@@ -209,6 +209,30 @@ def test_grants_come_before_the_bindings_that_read_them_and_after_the_platforms_
         if entry.key in grants or (entry.place != "release" and reads_grant(entry.subject)):
             assert entry.waits_for == ("admission",), entry.key
         seen.add(entry.key)
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_no_member_gets_access_before_every_guard_of_the_tenant_is_accepted(cases, data):
+    # Guards before grants (#40): a policy or binding the API server refuses stops the RoleBindings
+    # (and the vCluster's release), so a half-applied tenant is never reachable without its guards.
+    spec, objects, releases, protect = data.draw(plan_inputs(cases))
+    plan = tenant_plan(spec, objects, releases, protect_namespaces=protect)
+    guards = {e.key for e in plan if e.place != "release" and e.subject["kind"] in GUARD_KINDS}
+    for entry in plan:
+        if entry.place == "release" or entry.subject["kind"] == "RoleBinding":
+            assert guards <= set(entry.depends_on), (entry.key, sorted(guards - set(entry.depends_on)))
+        if entry.key in guards:
+            assert not {e.key for e in plan if e.subject.get("kind") == "RoleBinding"} & set(entry.depends_on), entry.key
+
+
+def test_the_access_row_catches_a_role_binding_that_skips_a_guard(prod, tenant_in):
+    spec = tenant_in(prod, "eval")
+    plan = tenant_plan(spec, tenant_objects(spec, prod.view(spec)), protect_namespaces=True)
+    owners = next(e for e in plan if e.key == "rolebinding-eval-tenant-owners")
+    assert {"validatingadmissionpolicybinding-gpu-tenancy-guard-eval", "validatingadmissionpolicybinding-gpu-tenancy-placement-eval",
+            "tenantgrant-eval"} <= set(owners.depends_on), owners.depends_on
+    assert "guard" in role_of(owners.subject, "eval").why
 
 
 # -- the platform
