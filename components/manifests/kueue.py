@@ -287,9 +287,9 @@ def local_queues(tenant: Tenant, view: TenantView) -> list[KubeObject]:
 
 
 def tenant_kueue_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
-    """The tenant's ClusterQueue and LocalQueues (none with `queue.admission: direct`), and the stopped
-    ClusterQueue of each previous name; decommissioned, only its own ClusterQueue, stopped
-    (`departing_cluster_queue`).
+    """The tenant's ClusterQueue and LocalQueues, and the stopped ClusterQueue of each previous name;
+    decommissioned, only its own ClusterQueue, stopped (`departing_cluster_queue`); with
+    `queue.admission: direct`, none of these (renamed or decommissioned too: it never had a queue).
 
     A direct tenant stays outside Kueue: Kueue would label its unlabelled pods with the LocalQueue
     `default` (and queue them), and a ClusterQueue that sees none of its pods would lend its
@@ -299,11 +299,11 @@ def tenant_kueue_objects(tenant: Tenant, view: TenantView) -> list[KubeObject]:
     >>> [o["kind"] for o in tenant_kueue_objects(prod.tenants[0].spec, prod.view(prod.tenants[0].spec))]
     ['ClusterQueue', 'LocalQueue']
     """
+    if tenant.queue.admission == "direct":   # no ClusterQueue under any name: none to stop on rename or decommission
+        return []
     if tenant.is_decommissioned:
         return [departing_cluster_queue(tenant.name, tenant, view)]
     departing = [departing_cluster_queue(old, tenant, view) for old in tenant.previous_names if old != tenant.name]
-    if tenant.queue.admission == "direct":
-        return departing
     return [cluster_queue(tenant, view), *local_queues(tenant, view), *departing]
 
 

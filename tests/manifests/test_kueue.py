@@ -137,6 +137,18 @@ def test_a_default_local_queue_in_each_namespace(prod):
     assert queues[0]["metadata"]["labels"]["gpu-tenancy.dev/tenant"] == "inference"
 
 
+@pytest.mark.parametrize("change", [{"previous_names": ["inference-old"]}, {"lifecycle": "decommissioned"}])
+def test_a_direct_tenant_gets_no_cluster_queue_when_renamed_or_decommissioned(prod, change):
+    # #41: a queue-less tenant got a stopped ClusterQueue (and a warning about evicting queued work it
+    # never had) on rename and on decommission; a queued tenant still gets its stopped one.
+    inference = next(t.spec for t in prod.tenants if t.name == "inference")
+    direct = inference.model_copy(update={"queue": inference.queue.model_copy(update={"admission": "direct"}), **change})
+    queued = inference.model_copy(update=change)
+    assert kueue.tenant_kueue_objects(direct, prod.view(direct)) == []
+    stopped = [o for o in kueue.tenant_kueue_objects(queued, prod.view(queued)) if o["spec"] == {"stopPolicy": "HoldAndDrain"}]
+    assert [o["metadata"]["name"] for o in stopped] == [change.get("previous_names", ["inference"])[0]]
+
+
 def test_objects_are_deterministic(prod):
     first = [kueue.tenant_kueue_objects(t.spec, prod.view(t.spec)) for t in prod.tenants]
     again = [kueue.tenant_kueue_objects(t.spec, prod.view(t.spec)) for t in prod.tenants]
