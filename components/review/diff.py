@@ -711,14 +711,17 @@ def _rename_warnings(stack: str, details: list[TenantDetail], after_env: Environ
 
 def not_deployed(built: Built) -> list[str]:
     """Tenant files the stack's `tenants` list leaves out, that the base did not leave out already
-    (those deployed in the base show as removed, with their own warning).
+    (those deployed in the base show as removed, with their own warning), and that the stack does not
+    leave out on purpose (`tenantsLeftOut`: by name, or `others` for every tenant it does not list).
 
     >>> not_deployed(build_sides("dev", Side(dev), Side(None), []))
     []
     """
     if built.after is None:
         return []
-    return sorted(set(built.after.disabled_tenants) - set(built.before.disabled_tenants if built.before else []))
+    platform = built.after.platform
+    new = set(built.after.disabled_tenants) - set(built.before.disabled_tenants if built.before else [])
+    return sorted(t for t in new if not platform.leaves_out_on_purpose(t))
 
 
 def _not_deployed_warnings(stack: str, tenants: list[str]) -> list[DiffWarning]:

@@ -74,6 +74,22 @@ def test_listing_it_deploys_it_and_the_warning_goes(repo, capsys):
     assert dev["tenants"]["added"] == ["vision"] and dev["tenants"]["notDeployed"] == []
 
 
+def test_a_stack_that_leaves_others_out_on_purpose_prints_no_warning_for_a_new_tenant(repo, capsys):
+    # #41: with `tenantsLeftOut: others` onboarding a tenant elsewhere drew a not-deployed warning here.
+    stack = repo / "stacks" / "Pulumi.dev.yaml"
+    line = stack.read_text().splitlines()[line_of(stack, "tenants: [") - 1]
+    replace_once(stack, line, line + "\n" + line[: len(line) - len(line.lstrip())] + "tenantsLeftOut: others")
+    commit_all(repo, "leave the others out on purpose")
+    (repo / "tenants" / "vision.yaml").write_text(VISION)
+
+    assert main(["--root", str(repo), "diff", "--base", "HEAD", "--stack", "dev", "--format", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["stacks"][0]["tenants"]["notDeployed"] == []
+    assert [w for w in document["warnings"] if w["kind"] == "not-deployed"] == []
+    assert main(["--root", str(repo), "diff", "--base", "HEAD", "--stack", "dev"]) == 0
+    assert "not deployed" not in capsys.readouterr().out
+
+
 def test_a_stack_list_naming_a_previous_name_says_which_tenant_it_is_now(project_copy, capsys):
     tenants = project_copy / "tenants"
     text = (tenants / "eval.yaml").read_text().replace("name: eval\n", "name: evaluation\npreviousNames: [eval]\nnamespaces: [eval]\n")
