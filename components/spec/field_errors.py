@@ -147,6 +147,20 @@ def _not_a_list(f: _Failed) -> str:
     return f"must be a list (got {yaml_kind(f.got)}: {f.shown})" if f.got is not None else "must be a list (got null)"
 
 
+# Values people write for a field that mean something the format says another way: (field, value) -> how.
+_LITERAL_HINTS: dict[tuple[str, str], str] = {
+    ("lifecycle", "expired"): ("expiry is not a lifecycle: keep `lifecycle: active` and set `expires: YYYY-MM-DD` "
+                               "(its last active day, UTC); after it the tenant is suspended (no new pods, nothing deleted), and "
+                               "`tenants validate` warns 30 days ahead"),
+    ("lifecycle", "deleted"): "to delete a tenant write `lifecycle: decommissioned` with `decommission: {confirm: <its name>}`",
+}
+
+
+def _not_a_choice(f: _Failed) -> str:
+    hint = _LITERAL_HINTS.get((str(f.path[-1]) if f.path else "", str(f.got)))
+    return f"{f.shown} is not allowed; " + (hint if hint else f"expected one of {f.ctx.get('expected')}")
+
+
 # The message of each pydantic error type ("date_": every date_* type); any other type keeps pydantic's.
 _MESSAGES: dict[str, Callable[[_Failed], str]] = {
     "extra_forbidden": _unknown_field,
@@ -155,7 +169,7 @@ _MESSAGES: dict[str, Callable[[_Failed], str]] = {
     "string_pattern_mismatch": _pattern_mismatch,
     "string_too_long": lambda f: f"{f.shown} is too long (at most {f.ctx.get('max_length')} characters)",
     "string_too_short": lambda f: "must not be empty",
-    "literal_error": lambda f: f"{f.shown} is not allowed; expected one of {f.ctx.get('expected')}",
+    "literal_error": _not_a_choice,
     **{kind: _not_whole for kind in ("int_type", "int_parsing", "int_from_float")},
     "string_type": _not_a_string,
     **{kind: _not_a_mapping for kind in ("dict_type", "model_type", "model_attributes_type")},
