@@ -119,8 +119,8 @@ def run(args: argparse.Namespace) -> int:
     wrote .../stacks/Pulumi.lab.yaml: 1 GPU class(es), 1 node pool(s), no tenants
     ...
     0
-    >>> sorted(p.name for p in (scratch / "stacks").iterdir())
-    ['Pulumi.lab.yaml']
+    >>> sorted(p.name for p in (scratch / "stacks").iterdir()), (scratch / ".gitignore").exists()
+    (['Pulumi.lab.yaml'], True)
     """
     from ..authoring import new_stack as inv
     from ..load import stack_file
@@ -145,6 +145,9 @@ def run(args: argparse.Namespace) -> int:
     classes = platform.get("gpuClasses") or {}
     pools = platform.get("nodePools") or {}
     print(f"wrote {path}: {len(classes)} GPU class(es), {len(pools)} node pool(s), no tenants")
+    ignored = ignore_render_output(args.root)
+    if ignored:
+        print(ignored)
     root = "" if args.root == Path(".") else f"--root {args.root} "
     example = next(iter(classes), None)
     gpu = f" --gpu {example}=1" if example else ""
@@ -152,6 +155,27 @@ def run(args: argparse.Namespace) -> int:
     print(f"  1. add a team: tenants {root}new TEAM --owner-group GROUP{gpu}")
     print(f"  2. check and render: tenants {root}validate; tenants {root}render --stack {args.stack} --out out/{args.stack}")
     return EXIT_OK
+
+
+# `tenants render --out out/<stack>`'s directory: committed, `tenants stacks` would list its files as stacks.
+RENDER_OUTPUT = "out/"
+
+
+def ignore_render_output(root: Path) -> str | None:
+    """Make the project's `.gitignore` ignore the render output; what was done, or None if it did already.
+
+    >>> ignore_render_output(scratch), (scratch / ".gitignore").read_text().splitlines()[-1]
+    ('wrote .../.gitignore: out/ (what tenants render writes) is not committed', 'out/')
+    >>> ignore_render_output(scratch) is None
+    True
+    """
+    path = root / ".gitignore"
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    if RENDER_OUTPUT in (line.strip() for line in text.splitlines()) or "/" + RENDER_OUTPUT in text.splitlines():
+        return None
+    lead = "" if not text or text.endswith("\n") else "\n"
+    path.write_text(f"{text}{lead}# tenants render writes here\n{RENDER_OUTPUT}\n", encoding="utf-8")
+    return f"{'added to' if text else 'wrote'} {path}: {RENDER_OUTPUT} (what tenants render writes) is not committed"
 
 
 def _inventory(args: argparse.Namespace) -> tuple[dict, dict, str | None]:

@@ -49,6 +49,21 @@ def test_init_then_new_then_render(capsys, tmp_path):
     assert "rendered prod: 1 tenants" in out
 
 
+def test_init_keeps_the_render_output_out_of_git(capsys, tmp_path):
+    # #41: without it a committed out/ made `tenants stacks` list every rendered file as a stack.
+    code, out, _ = run(capsys, tmp_path, "init", *FLAGS)
+    assert code == 0 and f"wrote {tmp_path / '.gitignore'}: out/ (what tenants render writes) is not committed" in out
+    assert (tmp_path / ".gitignore").read_text() == "# tenants render writes here\nout/\n"
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / ".gitignore").write_text(".venv")   # a project's own, without a final newline
+    code, out, _ = run(capsys, other, "init", *FLAGS)
+    assert code == 0 and "added to" in out
+    assert (other / ".gitignore").read_text() == ".venv\n# tenants render writes here\nout/\n"
+    code, out, _ = run(capsys, other, "init", *FLAGS, "--force")
+    assert code == 0 and ".gitignore" not in out and (other / ".gitignore").read_text().count("out/") == 1
+
+
 INVENTORY = """\
 labelDomain: gpu.example.com
 gpuClasses:
