@@ -32,15 +32,26 @@ TenantName = Annotated[
     StringConstraints(pattern=DNS_LABEL_PATTERN, max_length=40),
     Field(description="DNS-1123 label of at most 40 characters (names of generated objects add suffixes)"),
 ]
+LABEL_VALUE_PATTERN = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
 LabelValue = Annotated[
     str,
-    StringConstraints(pattern=r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$", max_length=63),
+    StringConstraints(pattern=LABEL_VALUE_PATTERN, max_length=63),
     Field(description="Kubernetes label value"),
 ]
+DNS_SUBDOMAIN_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 DnsSubdomain = Annotated[
     str,
-    StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$", max_length=253),
+    StringConstraints(pattern=DNS_SUBDOMAIN_PATTERN, max_length=253),
 ]
+
+# What a value matching each pattern looks like, in words, for the message when one does not (the
+# raw regular expression helps nobody); a module defining a pattern adds its words here.
+PATTERN_WORDS: dict[str, str] = {
+    DNS_LABEL_PATTERN: "a DNS label: lower-case letters, digits and '-', beginning and ending with a letter or digit (e.g. team-a)",
+    LABEL_VALUE_PATTERN: ("a Kubernetes label value: letters, digits, '-', '_' and '.', beginning and ending with a letter "
+                          "or digit, no spaces (e.g. cc-4300)"),
+    DNS_SUBDOMAIN_PATTERN: "lower-case DNS labels joined by '.' (e.g. gpu.example.com)",
+}
 NonNegativeInt = Annotated[int, Field(ge=0, strict=True)]  # strict: YAML `yes` must not become 1
 
 

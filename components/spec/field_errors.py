@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ValidationError
 
+from .base import PATTERN_WORDS
 from .hints import closest
 from .problems import Problem
 from .yaml_source import SourceDocument, yaml_kind, yaml_text
@@ -119,7 +120,12 @@ def _pattern_mismatch(f: _Failed) -> str:
     if foreign:
         names = ", ".join(f"'{c}' (U+{ord(c):04X} {unicodedata.name(c, 'unknown')})" for c in dict.fromkeys(foreign))
         return f"{f.shown} contains non-ASCII character(s) {names}; names must be plain ASCII (look-alike letters are not allowed)"
-    return f"{f.shown} is not valid here (must match {f.ctx.get('pattern')})"
+    words = PATTERN_WORDS.get(f.ctx.get("pattern", ""))
+    if words is None:
+        return f"{f.shown} is not valid here (must match {f.ctx.get('pattern')})"
+    bare = re.sub(r"^[a-z]+://|[:/].*$", "", str(f.got))   # a URL where a name belongs: its host alone
+    fix = f"; write {yaml_text(bare)}" if bare != f.got and re.fullmatch(f.ctx["pattern"], bare) else ""
+    return f"{f.shown} is not {words}{fix}"
 
 
 def _not_whole(f: _Failed) -> str:
@@ -194,7 +200,7 @@ def model_problems(error: ValidationError, doc: SourceDocument, data: Any, model
     ...     Tenant.model_validate(doc.data)
     ... except ValidationError as err:
     ...     [str(p) for p in model_problems(err, doc, doc.data, Tenant)][:2]
-    ['tenants/team-a.yaml:1:1: apiVersion: required field is missing', "tenants/team-a.yaml:2:1: name: 'Team_A' is not valid here (must match ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$)"]
+    ['tenants/team-a.yaml:1:1: apiVersion: required field is missing', "tenants/team-a.yaml:2:1: name: 'Team_A' is not a DNS label: lower-case letters, digits and '-', beginning and ending with a letter or digit (e.g. team-a)"]
     """
     problems: list[Problem] = []
     seen: set[tuple] = set()

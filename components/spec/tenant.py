@@ -9,12 +9,16 @@ from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, StringConstraints, ValidationInfo, field_validator, model_validator
 
-from .base import DnsLabel, DnsSubdomain, LabelValue, Model, NonNegativeInt, TenantName, fresh
+from .base import PATTERN_WORDS, DnsLabel, DnsSubdomain, LabelValue, Model, NonNegativeInt, TenantName, fresh
 from .problems import printable
 from .quantity import Quantity
 
 PodSecurityLevel = Literal["privileged", "baseline", "restricted"]
 Lifecycle = Literal["active", "suspended", "decommissioned"]
+
+
+EMAIL_PATTERN = r"^[^@\s]+@[^@\s]+\.[^@\s]+$"
+PATTERN_WORDS[EMAIL_PATTERN] = "an email address (e.g. kim.lee@example.com)"
 
 
 class Spec(Model):
@@ -35,7 +39,7 @@ class Contact(Spec):
     """A person or channel to reach about this tenant; becomes an annotation on its namespaces."""
 
     name: Optional[str] = Field(None, description="person or team name")
-    email: Optional[Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]] = Field(None, description="email address")
+    email: Optional[Annotated[str, Field(pattern=EMAIL_PATTERN)]] = Field(None, description="email address")
     chat: Optional[str] = Field(None, description="chat channel, e.g. #team-llm")
 
 
@@ -266,11 +270,16 @@ class IngressFrom(Spec):
 
 # At least two labels, the last one starting with a letter: IP addresses never match.
 HOST_PATTERN = r"^(\*\.)?([a-z0-9]([-a-z0-9]*[a-z0-9])?\.)+[a-z]([-a-z0-9]*[a-z0-9])?$"
+PATTERN_WORDS[HOST_PATTERN] = ("a host name: lower-case DNS labels joined by '.', optionally beginning with '*.', "
+                               "without scheme, port or path (e.g. api.example.com)")
 
 # What a hostname written another way becomes once normalized, and why each step matters: hosts are
 # compared as plain strings (the guard, who owns which host), so each name has one spelling only.
 _HOST_SPELLINGS = (
     (lambda v: v.strip(), "without the spaces or line break around it"),
+    (lambda v: re.sub(r"^[A-Za-z][A-Za-z0-9+.-]*://", "", v), "without the scheme (a host, not a URL)"),
+    (lambda v: re.sub(r"[/?#].*$", "", v), "without the path"),
+    (lambda v: re.sub(r":[0-9]+$", "", v), "without the port"),
     (lambda v: v.rstrip("."), "without the trailing dot (Kubernetes refuses a host ending in '.')"),
     (lambda v: v.lower(), "in lower case (DNS ignores case; Kubernetes accepts only lower case)"),
     (lambda v: _idna(v), "in its IDNA form (xn--...), which is what clients send for a non-ASCII name (check the letters: a look-alike is another name)"),

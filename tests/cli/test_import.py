@@ -141,7 +141,7 @@ def test_a_hostile_value_the_stack_refuses_is_reported_on_one_line_without_contr
     code, out, err = run(capsys, "--root", str(project_copy), "import", "--stack", "staging", "--from", str(queue))
     assert code == 1 and out == "" and "\x1b" not in err
     assert [line for line in err.splitlines() if line.startswith("tenants/team-y.yaml")] == [
-        "tenants/team-y.yaml:16:3: queue.cohort: 'a\\nnetwork: x\\x1b[2K' is not valid here (must match ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$)"]
+        "tenants/team-y.yaml:16:3: queue.cohort: 'a\\nnetwork: x\\x1b[2K' is not a DNS label: lower-case letters, digits and \'-\', beginning and ending with a letter or digit (e.g. team-a)"]
     assert not (project_copy / "tenants" / "team-y.yaml").exists()
 
 

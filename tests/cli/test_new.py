@@ -61,7 +61,7 @@ def test_gpu_quota_beyond_capacity_is_refused_located_on_every_quota_involved(ca
         (["--gpu", "h100"], "tenants new: --gpu h100: write --gpu h100=4 (a name and a whole number)"),
         (["--gpu", "a100=-1"], "tenants new: --gpu a100=-1: write --gpu h100=4"),
         (["--mig", "1g.10gb"], "tenants new: --mig 1g.10gb: write --mig 1g.10gb=2"),
-        (["--email", "x@"], "tenants new: --email x@: contacts[0].email: 'x@' is not valid here"),
+        (["--email", "x@"], "tenants new: --email x@: contacts[0].email: 'x@' is not an email address (e.g. kim.lee@example.com)"),
         (["--owner-group", ""], "tenants new: --owner-group \"\": access.owners.groups[1]: must not be empty"),
         # The stacks' LimitRange default request (250m) would not fit in the quota: named by option and stack.
         (["--cpu", "50m"], "tenants new: --cpu 50m: limits.defaultRequest.cpu: the default request (250m) is larger than the whole quota (50m) (stack prod)"),
