@@ -75,6 +75,10 @@ def _scheduler_findings(tenant: Tenant, platform: Platform) -> list[_Finding]:
     borrowing, lending = borrowing_limits(tenant, platform), lending_limits(tenant, platform)
     if tenant.queue.admission == "direct" and borrowing:
         found.append((("queue", "borrowingLimit"), "with `admission: direct` the tenant's pods may bypass its queue, so its GPUs are only its nominal quota and its queue borrows nothing; remove borrowingLimit, or set `admission: queued`", "error"))
+    if tenant.queue.admission == "direct":
+        found += [(("queue", key), f"queue.{key} does nothing with `admission: direct`: the tenant has no queue (its GPUs are its "
+                   "ResourceQuota), so it joins no cohort and shares nothing; remove it, or set `admission: queued`", "warning")
+                  for key, value in (("cohort", tenant.queue.cohort), ("weight", tenant.queue.weight)) if value is not None]
     if platform.scheduler == "kueue" and borrowing and cohort_of(tenant, platform) is None:
         found.append((("queue", "borrowingLimit"), "borrowing needs a cohort to borrow from: set queue.cohort (or the stack's queues.defaultCohort)", "error"))
     if platform.scheduler == "kueue":

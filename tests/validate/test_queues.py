@@ -199,6 +199,19 @@ def test_cohort_settings_without_a_scheduler_or_spare_cohort_with_kai_warn(proje
     assert any("spareCohort has no effect" in w for w in _warnings(project_copy, "staging"))
 
 
+def test_a_cohort_or_weight_on_a_direct_tenant_warns_that_it_does_nothing(project_copy):
+    # #41: a cohort on a queue-less tenant did nothing, and nothing said so.
+    eval_file = project_copy / "tenants" / "eval.yaml"
+    append_to(eval_file, "queue:\n  cohort: shared\n  weight: 2\n  admission: direct\n")
+    warnings = _warnings(project_copy, "prod")
+    for key in ("cohort", "weight"):
+        line = line_of(eval_file, f"  {key}:")
+        assert any(w.startswith(f"tenants/eval.yaml:{line}:3: warning: queue.{key}: queue.{key} does nothing with `admission: direct`")
+                   for w in warnings), warnings
+    replace_once(eval_file, "  admission: direct\n", "")
+    assert not any("does nothing with `admission: direct`" in w for w in _warnings(project_copy, "prod"))
+
+
 def test_direct_admission_cannot_borrow(project_copy):
     eval_file = project_copy / "tenants" / "eval.yaml"
     append_to(eval_file, "queue:\n  cohort: shared\n  admission: direct\n  borrowingLimit: {a100: 2}\n")
