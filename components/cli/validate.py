@@ -10,11 +10,35 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..spec.problems import InvalidInput, sorted_problems
+from ..spec.problems import InvalidInput, Problem, sorted_problems
 from .common import EXIT_INVALID, EXIT_OK, Stop, fail, report, stacks
+
+
+def name_stacks(found: dict[str, list[Problem]]) -> list[Problem]:
+    """Every stack's problems, each naming the stacks it holds in when that is not all of them: a
+    tenant file checked against three inventories may be wrong against one only.
+
+    >>> p = Problem("tenants/a.yaml", 3, 1, "gpu.classes[0]", "unknown GPU class 'l4'")
+    >>> [str(x) for x in sorted_problems(name_stacks({"dev": [], "prod": [p], "staging": [p]}))]
+    ["tenants/a.yaml:3:1: gpu.classes[0]: unknown GPU class 'l4' (stacks prod, staging)"]
+    >>> [str(x) for x in sorted_problems(name_stacks({"dev": [p], "prod": [p]}))]
+    ["tenants/a.yaml:3:1: gpu.classes[0]: unknown GPU class 'l4'"]
+    """
+    where: dict[Problem, set[str]] = {}
+    for env, problems in found.items():
+        for problem in problems:
+            where.setdefault(replace(problem, stack=""), set()).add(env)
+    everywhere = set(found)
+    return [problem if problem.stack or where[replace(problem, stack="")] == everywhere or _stack_file(problem.file, env)
+            else replace(problem, stack=env) for env, problems in found.items() for problem in problems]
+
+
+def _stack_file(file: str, env: str) -> bool:
+    return Path(file).name == f"Pulumi.{env}.yaml"   # the file names its stack already
 
 
 class Validate:
@@ -45,19 +69,21 @@ class Validate:
         if not envs:
             print(f"tenants: no stacks found under {args.root / 'stacks'} (expected Pulumi.<env>.yaml)", file=sys.stderr)
             return EXIT_INVALID
-        problems, summaries, shards = [], [], []
+        found: dict[str, list] = {}
+        summaries, shards = [], []
         for env in envs:
             try:
                 environment = load_environment(args.root, env, strict_warnings=args.strict)
             except InvalidInput as err:
-                problems.extend(err.problems)
+                found[env] = list(err.problems)
                 continue
-            problems.extend(environment.warnings)
+            found[env] = list(environment.warnings)
             left_out = [t for t in environment.disabled_tenants if environment.platform.leaves_out_on_purpose(t)]
             summaries.append(f"{env}: {len(environment.tenants)} tenant(s) ok"
                              + (f", {len(left_out)} left out on purpose ({', '.join(left_out)})" if left_out else ""))
             if environment.platform.sharding is not None:  # show where each tenant is deployed
                 shards.extend(f"  {describe(part)}" for part in stack_parts(environment))
+        problems = name_stacks(found)
         report(problems)
         if any(p.severity == "error" for p in problems) or (args.strict and problems):
             errors = sum(1 for p in sorted_problems(problems) if p.severity == "error" or args.strict)
@@ -132,6 +158,7 @@ def _texts(root: Path, paths: list[Path]) -> dict[Path, str]:
             if path in paths:
                 problems.extend(err.problems)
     if problems:
+        problems = name_stacks(found)
         report(problems)
         raise Stop(EXIT_INVALID)
     return texts

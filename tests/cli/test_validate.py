@@ -1,0 +1,41 @@
+"""`tenants validate` over several stacks: a problem of a tenant file that holds against some of the
+stacks' inventories only names them (#41: it named none, and the reader had to guess which)."""
+
+from __future__ import annotations
+
+from components.cli.main import main
+from tests.project_edits import line_of
+
+VISION = """\
+apiVersion: gpu-tenancy.dev/v1alpha2
+kind: Tenant
+name: vision
+displayName: Vision
+costCenter: cc-7
+access:
+  owners:
+    groups: [vision-leads]
+gpu:
+  classes: [h100]
+quota:
+  cpu: {requests: "8", limits: "16"}
+  memory: {requests: 32Gi, limits: 64Gi}
+  gpu: {h100: 1}
+"""
+
+
+def test_a_problem_found_in_some_stacks_names_them_and_one_found_in_all_names_none(project_copy, capsys):
+    path = project_copy / "tenants" / "vision.yaml"
+    path.write_text(VISION)   # dev does not deploy it; prod and staging cannot place its H100
+
+    assert main(["--root", str(project_copy), "validate"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    line = line_of(path, "gpu: {h100: 1}")
+    mine = [e for e in err if e.startswith(f"tenants/vision.yaml:{line}:")]
+    assert len(mine) == 1 and mine[0].endswith("(stacks prod, staging)"), err
+    # The stacks' own files name their stack already.
+    assert not [e for e in err if e.startswith("stacks/Pulumi.") and "(stack" in e], err
+
+    assert main(["--root", str(project_copy), "validate", "--stack", "prod"]) == 1
+    mine = [e for e in capsys.readouterr().err.splitlines() if e.startswith(f"tenants/vision.yaml:{line}:")]
+    assert len(mine) == 1 and "(stack" not in mine[0], mine
