@@ -158,7 +158,6 @@ def _texts(root: Path, paths: list[Path]) -> dict[Path, str]:
             if path in paths:
                 problems.extend(err.problems)
     if problems:
-        problems = name_stacks(found)
         report(problems)
         raise Stop(EXIT_INVALID)
     return texts
