@@ -39,6 +39,12 @@ def _gpu_quota(gpu: int | dict[str, int] | None) -> str:
     return "{" + ", ".join(f"{name}: {count}" for name, count in gpu.items()) + "}   # whole GPUs per class"
 
 
+_ADMISSION_COMMENT = {
+    "direct": "     # pods skip the queue (online serving): its GPUs are its quota, it borrows nothing",
+    "queued": "     # workloads wait in the tenant's queue for GPUs (the default)",
+}
+
+
 # What `tenants new` writes: every field a team edits, with a comment on what it means.
 _TEMPLATE = """# yaml-language-server: $schema=../docs/schema/tenant.schema.json
 # Tenant file: one per team. Edit it in a pull request; `tenants validate` checks it and the PR
@@ -49,7 +55,7 @@ name: {name}                      # also the team's namespace; never rename with
 displayName: {title}
 costCenter: {cost_center}
 contacts:{contact}
-lifecycle: active                 # suspended: existing pods keep running, no new pods are admitted
+lifecycle: active                 # suspended: existing pods keep running, no new pods are admitted{expires_line}
 access:
   owners:                         # manage workloads and secrets, bind developers/viewers
     groups: {owners}
@@ -68,7 +74,7 @@ network:                          # default deny; same-namespace traffic and DNS
     tenants: []                   # tenants whose pods may connect to ours
   egress: []                      # e.g. [{{cidr: 10.20.0.0/16, ports: [{{port: 443}}]}}]
 gpu:
-  classes: {classes}
+  classes: {classes}{pools_line}{queue_block}
 environments: {{}}                 # e.g. {{dev: {{quota: {{gpu: 1}}}}}}
 """
 
@@ -87,15 +93,21 @@ def new_tenant_file(
     mig: dict[str, int] | None = None,
     cpu: tuple[str, str] | None = None,
     memory: tuple[str, str] | None = None,
+    dedicated_pools: list[str] = (),
+    admission: str | None = None,
+    expires: str | None = None,
 ) -> str:
     """Text of `tenants/<name>.yaml`, checked against the file format before it is returned.
 
     `gpu` is a plain count (one allowed class) or a count per class; classes with a quota are
-    allowed (added to `gpu.classes`). `cpu` and `memory` are (requests, limits).
+    allowed (added to `gpu.classes`). `cpu` and `memory` are (requests, limits); `dedicated_pools`
+    the node pools reserved for the team, `admission` its `queue.admission`, `expires` its last day.
 
     >>> "name: team-x" in new_tenant_file("team-x", owner_groups=["team-x-leads"])
     True
     >>> "gpu: {h100: 4}" in new_tenant_file("team-x", owner_groups=["g"], gpu={"h100": 4})
+    True
+    >>> "expires: 2027-03-31" in new_tenant_file("team-x", owner_groups=["g"], expires="2027-03-31")
     True
     """
     display = f"tenants/{name}.yaml"
@@ -114,6 +126,9 @@ def new_tenant_file(
         owners=_flow(owner_groups), developers=_flow(list(developer_groups)), viewers=_flow(list(viewer_groups)),
         cpu=_requests_limits(cpu, '{requests: "8", limits: "16"}'), memory=_requests_limits(memory, '{requests: 32Gi, limits: 64Gi}'),
         gpu=_gpu_quota(gpu), mig_line=mig_line, classes=_flow(classes),
+        expires_line=f"\nexpires: {expires}               # last active day (UTC): after it the tenant is suspended" if expires else "",
+        queue_block=f"\nqueue:\n  admission: {json.dumps(admission)}" + _ADMISSION_COMMENT.get(admission, "") if admission else "",
+        pools_line=f"\n  dedicatedPools: {_flow(list(dedicated_pools))}   # node pools reserved for this team alone" if dedicated_pools else "",
     )
     try:
         validate_tenant(parse_yaml(text, display))

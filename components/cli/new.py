@@ -34,6 +34,9 @@ _OPTION_OF_FIELD = (
     ("quota.mig", "--mig"),
     ("quota.cpu", "--cpu"),
     ("quota.memory", "--memory"),
+    ("gpu.dedicatedPools", "--dedicated-pool"),
+    ("queue.admission", "--admission"),
+    ("expires", "--expires"),
 )
 _LIMITS = re.compile(r"^limits\.(defaultRequest|default|max|min)\.(cpu|memory)")
 
@@ -44,7 +47,7 @@ def add_parser(sub) -> None:
     >>> sub = argparse.ArgumentParser().add_subparsers()
     >>> add_parser(sub)
     >>> sub.choices["new"].parse_args(['team-a', '--owner-group', 'team-a-owners'])
-    Namespace(name='team-a', owner_group=['team-a-owners'], developer_group=[], viewer_group=[], display_name=None, cost_center='unassigned', email=None, gpu_class=[], gpu=[], mig=[], cpu=None, memory=None, force=False, stdout=False)
+    Namespace(name='team-a', owner_group=['team-a-owners'], developer_group=[], viewer_group=[], display_name=None, cost_center='unassigned', email=None, gpu_class=[], gpu=[], mig=[], cpu=None, memory=None, dedicated_pool=[], admission=None, expires=None, force=False, stdout=False)
     """
     new = sub.add_parser(
         "new",
@@ -65,6 +68,11 @@ def add_parser(sub) -> None:
     new.add_argument("--mig", action="append", default=[], metavar="PROFILE=N", help="MIG slices quota, e.g. 1g.10gb=2 (repeatable)")
     new.add_argument("--cpu", metavar="REQUESTS[:LIMITS]", help="CPU quota, e.g. 8 or 8:16 (limits default to the requests)")
     new.add_argument("--memory", metavar="REQUESTS[:LIMITS]", help="memory quota, e.g. 32Gi or 32Gi:64Gi (limits default to the requests)")
+    new.add_argument("--dedicated-pool", action="append", default=[], metavar="POOL",
+                     help="a node pool of the stacks reserved for this team alone (repeatable)")
+    new.add_argument("--admission", metavar="MODE", help="queue.admission: queued (the default: workloads wait in the queue) "
+                     "or direct (online serving: pods skip the queue, GPUs are the quota)")
+    new.add_argument("--expires", metavar="YYYY-MM-DD", help="the team's last active day (UTC); after it the tenant is suspended")
     new.add_argument("--force", action="store_true", help="overwrite an existing file")
     new.add_argument("--stdout", action="store_true", help="print instead of writing tenants/NAME.yaml")
 
@@ -147,7 +155,7 @@ def _say(problem: Problem, args: argparse.Namespace, stack: str | None = None) -
     option = _option_of(problem)
     if option == "--gpu-class" and not args.gpu_class:
         option = "--gpu"  # the class came from a --gpu quota
-    where = f" (stack {stack})" if stack else ""
+    where = f" (stack {stack})" if stack and not problem.stack else ""   # a problem of an override names its stack
     if problem.file != f"tenants/{args.name}.yaml":  # on a stack or another tenant: say where, as validate will
         return f"{PROG}: with {args.name} added, {problem}{where}"
     if option is None:
@@ -240,14 +248,32 @@ def _tenant_text(args: argparse.Namespace) -> tuple[str, int | dict[str, int] | 
             mig=mig,
             cpu=cpu,
             memory=memory,
+            dedicated_pools=args.dedicated_pool,
+            admission=args.admission,
+            expires=args.expires,
         )
     except InvalidInput as err:
-        for message in [*option_errors, *(_say(problem, args) for problem in err.problems)]:
+        for message in [*option_errors, *(_say(problem, args) for problem in err.problems), *_class_messages(args, gpu)]:
             print(message, file=sys.stderr)
         raise fail(f"{PROG}: nothing written") from None
     if option_errors:
-        raise fail("\n".join([*option_errors, f"{PROG}: nothing written"]))
+        raise fail("\n".join([*option_errors, *_class_messages(args, gpu), f"{PROG}: nothing written"]))
     return text, gpu
+
+
+def _class_messages(args: argparse.Namespace, gpu: int | dict[str, int] | None) -> list[str]:
+    """The GPU classes' problems while other options are wrong too, so that all is said at once
+    (the stacks are asked with a stand-in file, as the real one cannot be built)."""
+    from ..authoring.new_tenant import check_against_project, new_tenant_file
+
+    classes = list(dict.fromkeys([*args.gpu_class, *(gpu if isinstance(gpu, dict) else {})]))
+    if not classes:
+        return []
+    try:
+        fit = check_against_project(args.root, args.name, new_tenant_file("tenant", owner_groups=["stand-in"]))
+    except (InvalidInput, Stop):
+        return []
+    return _class_problems(args, classes, fit)
 
 
 def _check_fit(args: argparse.Namespace, gpu: int | dict[str, int] | None, fit) -> None:

@@ -75,6 +75,35 @@ def test_bad_options_are_refused_naming_the_option(capsys, project_copy, argv, m
     assert tenant_files(project_copy) == before
 
 
+def test_several_bad_options_are_all_reported_the_gpu_class_too(capsys, project_copy):
+    # #41: a bad GPU class was hidden behind a bad quantity.
+    code, _, err = run(capsys, project_copy, "new", "research", "--owner-group", "g", "--gpu", "h100=x",
+                       "--gpu-class", "h1000", "--admission", "sometimes")
+    assert code == 1
+    for message in ("--gpu h100=x: write --gpu h100=4", "--admission sometimes: queue.admission: 'sometimes' is not allowed",
+                    "--gpu-class h1000: unknown GPU class 'h1000'; did you mean 'h100'?"):
+        assert f"tenants new: {message}" in err, err
+    assert not (project_copy / "tenants" / "research.yaml").exists()
+
+
+def test_a_serving_team_on_its_own_pool_with_an_end_date(capsys, tmp_path):
+    # #41: --dedicated-pool, --admission and --expires, written as tenants validate reads them.
+    assert run(capsys, tmp_path, "init", "--label-domain", "gpu.example.com", "--gpu-class", "h100=H100-80GB",
+               "--pool", "h100-a=h100:8:gpu-01,gpu-02", "--pool", "h100-b=h100:8:gpu-03")[0] == 0
+    code, out, err = run(capsys, tmp_path, "new", "serving", "--owner-group", "serving-leads", "--gpu", "h100=8",
+                         "--dedicated-pool", "h100-b", "--admission", "direct", "--expires", "2027-03-31")
+    assert code == 0, err
+    text = (tmp_path / "tenants" / "serving.yaml").read_text()
+    assert "\nexpires: 2027-03-31 " in text and '\n  admission: "direct"' in text and '\n  dedicatedPools: ["h100-b"]' in text
+    from components.load import load_environment
+    spec = next(t.spec for t in load_environment(tmp_path, "prod").tenants if t.name == "serving")
+    assert (spec.gpu.dedicated_pools, spec.queue.admission, str(spec.expires)) == (["h100-b"], "direct", "2027-03-31")
+    code, _, err = run(capsys, tmp_path, "new", "late", "--owner-group", "g", "--expires", "2027-13-01")
+    assert code == 1 and "tenants new: --expires 2027-13-01: expires: '2027-13-01' is not a date" in err
+    code, _, err = run(capsys, tmp_path, "new", "second", "--owner-group", "g", "--gpu", "h100=1", "--dedicated-pool", "h100-b")
+    assert code == 1 and "tenants new: --dedicated-pool h100-b: gpu.dedicatedPools[0]: node pool 'h100-b' is already dedicated" in err
+
+
 def test_quota_options_are_written_and_the_file_validates(capsys, project_copy):
     code, out, err = run(capsys, project_copy, "new", "research", "--owner-group", "research-leads",
                          "--gpu-class", "a100-mig", "--mig", "1g.10gb=1", "--cpu", "8:16", "--memory", "32Gi")
