@@ -1,0 +1,71 @@
+"""Whole-GPU pods on the staging stack (`scheduler: kai`): bound by the real KAI Scheduler through
+each tenant's queue and Running on kwok's nodes of the pool they asked for."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from components.fleet import gpu_capacity as cap
+from components.manifests.placement_policy import placement
+from tests.e2e.scheduling.jobs import wait_or_explain
+from tests.e2e.scheduling.kai import KaiPods, KaiScheduler, kai_pod, kai_unavailable_reason, on_pool
+from tools.runtime import REQUIRED_ENV, running_runtime_stack
+
+pytestmark = [pytest.mark.e2e, pytest.mark.runtime]
+
+
+@pytest.fixture(scope="module")
+def kai_stack(e2e_summary):
+    reason = kai_unavailable_reason()
+    if reason:
+        if os.environ.get(REQUIRED_ENV) == "1":
+            pytest.fail(f"{REQUIRED_ENV}=1 but {reason}")
+        pytest.skip(reason)
+    for applied in running_runtime_stack("staging", e2e_summary, what="staging, KAI"):
+        try:
+            seconds = KaiScheduler(applied.plane.cp).start()
+        except BaseException:
+            applied.plane.cp.stop()
+            raise
+        e2e_summary.append(f"runtime lane (staging, KAI): KAI Scheduler started in {seconds:.1f}s")
+        yield applied
+
+
+@pytest.fixture
+def pods(kai_stack):
+    created = KaiPods(kai_stack)
+    yield created
+    created.cleanup()
+
+
+def _whole_gpu_pools(stack) -> dict[str, str]:
+    """Tenant -> the first pool of whole GPUs it may use, for every tenant with whole-GPU quota."""
+    platform = stack.environment.platform
+    out = {}
+    for loaded in stack.environment.tenants:
+        if not cap.gpu_quota_by_resource(loaded.spec, platform).get(cap.GPU):
+            continue
+        pools = [p for p in placement(loaded.spec, stack.environment.view(loaded.spec)).pools
+                 if cap.node_gpu_resources(platform, platform.node_pools[p]).get(cap.GPU)]
+        if pools:
+            out[loaded.name] = pools[0]
+    return out
+
+
+def test_whole_gpu_pods_are_bound_by_kai_and_run_on_their_pool(kai_stack, pods):
+    targets = _whole_gpu_pools(kai_stack)
+    assert set(targets) >= {"eval", "llm-finetune", "inference"}
+    names = {t: pods.submit(t, kai_pod(1, queue=t, **on_pool(kai_stack, t, pool))) for t, pool in targets.items()}
+
+    def running(tenant: str):
+        pod = pods.core.read_namespaced_pod(names[tenant], tenant)
+        return pod if pod.status.phase == "Running" and pod.status.start_time else None
+
+    for tenant, pool in targets.items():
+        pod = wait_or_explain(pods.cp, lambda t=tenant: running(t), f"{tenant}'s pod Running",
+                              lambda t=tenant: pods.explain(t, names[t]), timeout=90)
+        assert kai_stack.node_pool[pod.spec.node_name] == pool
+        request = pods.bind_request(tenant, names[tenant])   # KAI placed it, not kube-scheduler
+        assert request is not None and request["spec"]["selectedNode"] == pod.spec.node_name
