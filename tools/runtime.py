@@ -7,8 +7,10 @@ module source in the Go module cache (never copied into the repository):
 
 * `node/fast` (node-initialize): a registered node that is not Ready becomes Ready and Running,
   its capacity and allocatable kept as registered (the GPU resources of its pool);
-* `node/heartbeat-with-lease`: its conditions refreshed, with kwok renewing each node's Lease in
-  `kube-node-lease` every `KWOK_LEASE_SECONDS / 4` seconds, as a kubelet does;
+* `node/heartbeat`: its conditions' heartbeat refreshed every 20-45 s, inside the 50 s the node
+  lifecycle controller allows (`NODE_MONITOR_GRACE_SECONDS`). Not Leases: kwok v0.8.0 with
+  `--node-lease-duration-seconds` set and nodes chosen by annotation created no Lease and managed
+  no node at all here (no status written, nothing logged), so the lane keeps kwok's default of none;
 * `pod/general`: a bound pod is created, becomes Running (`status.startTime`), a Job's pod
   Succeeds after the delay its `pod-complete.stage.kwok.x-k8s.io/delay` annotation states, and a
   deleted pod is removed once its grace period is over (`run_for` writes the annotations).
@@ -16,7 +18,7 @@ module source in the Go module cache (never copied into the repository):
 kwok manages only the nodes with `KWOK_NODE_ANNOTATION` (`register_kwok_nodes` sets it on the
 inventory's nodes; a CPU node a test adds stays as it was). kube-controller-manager runs the
 scheduling lane's controllers plus the **node lifecycle controller**, which removes the `not-ready`
-taint once kwok reports a node Ready and would taint a node whose Lease went stale (a test checks
+taint once kwok reports a node Ready and would taint a node whose heartbeat went stale (a test checks
 it never does).
 
 `PodLedger` watches every pod and keeps when each ran and what GPUs it held, for the lane summary
@@ -56,9 +58,10 @@ REQUIRED_ENV = "GPU_TENANCY_RUNTIME_REQUIRED"
 # kwok's own convention for the nodes it fakes (its docs, kwokctl's nodes).
 KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
 # The Stage sets of kwok's module, each a kustomization listing its Stage files.
-STAGE_SETS = ("node/fast", "node/heartbeat-with-lease", "pod/general")
-KWOK_LEASE_SECONDS = 40           # kwok's default; it renews every quarter of it
-# The node lifecycle controller turns kwok's Ready (and Lease) into the taints scheduling reads.
+STAGE_SETS = ("node/fast", "node/heartbeat", "pod/general")
+# kube-controller-manager's --node-monitor-grace-period default: a node whose heartbeat is older is NotReady.
+NODE_MONITOR_GRACE_SECONDS = 50
+# The node lifecycle controller turns kwok's Ready and heartbeats into the taints scheduling reads.
 RUNTIME_CONTROLLERS = (*SCHEDULING_CONTROLLERS, "node-lifecycle-controller")
 STAGE_ANNOTATION = "{stage}.stage.kwok.x-k8s.io/{knob}"
 GPU_RESOURCE_PREFIX = "nvidia.com/"
@@ -134,7 +137,6 @@ def start_kwok(cp: ControlPlane, timeout: float = 60.0) -> float:
         f"--kubeconfig={kubeconfig}",
         *(f"--config={path}" for path in stage_paths(kwok_module_dir())),
         f"--manage-nodes-with-annotation-selector={key}={value}",
-        f"--node-lease-duration-seconds={KWOK_LEASE_SECONDS}",
         f"--server-address={address}",
         "--v=INFO",
     ])

@@ -28,8 +28,8 @@ def test_stage_paths_follow_each_kustomization(tmp_path):
         "pod/general/pod-create.yaml", "pod/general/pod-ready.yaml", "node/fast/node-initialize.yaml"]
 
 
-def test_the_lane_reads_the_node_initialize_heartbeat_and_general_pod_stages():
-    assert runtime.STAGE_SETS == ("node/fast", "node/heartbeat-with-lease", "pod/general")
+def test_the_lane_reads_the_node_initialize_status_heartbeat_and_general_pod_stages():
+    assert runtime.STAGE_SETS == ("node/fast", "node/heartbeat", "pod/general")
     assert "node-lifecycle-controller" in runtime.RUNTIME_CONTROLLERS and "job-controller" in runtime.RUNTIME_CONTROLLERS
 
 

@@ -39,6 +39,12 @@ def timed_job(resources: dict[str, int], seconds: float, *, parallelism: int = 1
 class RuntimeJobs(Jobs):
     """`Jobs` that also wait for what only a running cluster does: pods Running, Jobs finishing."""
 
+    def workload(self, namespace: str, name: str) -> dict | None:
+        """The Job's Workload; None on a stack without Kueue (whose API the plane then does not serve)."""
+        if self.stack.environment.platform.scheduler != "kueue":
+            return None
+        return super().workload(namespace, name)
+
     def wait_pod_phase(self, namespace: str, name: str, phase: str, count: int, timeout: float = 60) -> list[Any]:
         """Until `count` pods of the Job are in `phase`; returns them."""
         def reached():

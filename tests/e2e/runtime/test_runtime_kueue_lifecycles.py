@@ -18,7 +18,7 @@ from kubernetes import client
 from components.fleet import gpu_capacity as cap
 from tests.e2e.runtime.runs import RuntimeJobs, timed_job
 from tests.e2e.scheduling.borrowing import write_borrowing_project
-from tools.runtime import KWOK_LEASE_SECONDS, running_runtime_stack
+from tools.runtime import NODE_MONITOR_GRACE_SECONDS, running_runtime_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.runtime]
 
@@ -124,18 +124,16 @@ def test_a_mig_tenants_slices_run_on_the_mig_pool_and_are_counted_by_profile(run
 
 
 def test_kwok_kept_every_node_ready_and_the_lifecycle_controller_never_tainted_one(runtime_stack):
-    """Last in the module: by now the lane has run for minutes, longer than a Lease lasts."""
+    """Last in the module: by now the lane has run for minutes, several times the grace period."""
     cp = runtime_stack.plane.cp
     core = client.CoreV1Api(cp.api_client)
     now = datetime.datetime.now(datetime.timezone.utc)
-    leases = {l.metadata.name: l for l in client.CoordinationV1Api(cp.api_client).list_namespaced_lease("kube-node-lease").items}
     for name in runtime_stack.node_pool:
         node = core.read_node(name)
-        assert any(c.type == "Ready" and c.status == "True" for c in node.status.conditions), name
+        [ready] = [c for c in node.status.conditions if c.type == "Ready"]
+        assert ready.status == "True", (name, ready)
+        assert (now - ready.last_heartbeat_time).total_seconds() < NODE_MONITOR_GRACE_SECONDS, (name, ready)   # kwok's heartbeat
         assert not [t.key for t in node.spec.taints or [] if t.key.startswith(NODE_TAINTS)], (name, node.spec.taints)
-        lease = leases[name].spec   # kwok renews it as a kubelet would; the lifecycle controller reads it
-        assert lease.lease_duration_seconds == KWOK_LEASE_SECONDS
-        assert (now - lease.renew_time).total_seconds() < KWOK_LEASE_SECONDS, (name, lease.renew_time)
     unhealthy = [f"{e.involved_object.name}: {e.reason}" for e in core.list_event_for_all_namespaces().items
                  if e.reason in ("NodeNotReady", "NodeNotSchedulable", "TaintManagerEviction")]
     assert unhealthy == []
