@@ -30,6 +30,7 @@ The lane (`make e2e-runtime`) is tests/e2e/runtime.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
 import threading
@@ -182,6 +183,26 @@ def register_kwok_nodes(cp: ControlPlane, environment: Any, timeout: float = 90.
     cp.wait_for(settled, timeout=timeout, interval=0.5,
                 what="kwok to report every inventory node Ready and the node lifecycle controller to lift not-ready")
     return pools
+
+
+@contextlib.contextmanager
+def kwok_cpu_node(cp: ControlPlane, name: str, cpu: str = "16", timeout: float = 60.0) -> Iterator[str]:
+    """An untainted node without GPUs that kwok runs (what every real cluster has for CPU work and the
+    stacks' inventories do not list), Ready while the block runs, deleted after it."""
+    from kubernetes import client as k8s_client
+
+    core = k8s_client.CoreV1Api(cp.api_client)
+    key, value = KWOK_NODE_ANNOTATION
+    cp.create_node(name, {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}, field_manager="kubelet")
+    core.patch_node(name, {"metadata": {"annotations": {key: value}}}, field_manager="kubelet")
+    allocatable = {"cpu": cpu, "memory": "64Gi", "ephemeral-storage": "1Ti", "pods": "110"}
+    core.patch_node_status(name, {"status": {"capacity": allocatable, "allocatable": allocatable}})
+    try:
+        cp.wait_for(lambda: any(c.type == "Ready" and c.status == "True" for c in core.read_node(name).status.conditions or [])
+                    and not core.read_node(name).spec.taints, timeout=timeout, interval=0.5, what=f"kwok to make {name} Ready")
+        yield name
+    finally:
+        core.delete_node(name)
 
 
 def kwok_nodes(plane: SchedulingPlane, environment: Any, timings: dict[str, float]) -> dict[str, str]:

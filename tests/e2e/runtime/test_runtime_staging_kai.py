@@ -3,6 +3,7 @@ each tenant's queue and Running on kwok's nodes of the pool they asked for."""
 
 from __future__ import annotations
 
+import datetime
 import os
 
 import pytest
@@ -14,6 +15,8 @@ from tests.e2e.scheduling.kai import KaiPods, KaiScheduler, kai_pod, kai_unavail
 from tools.runtime import REQUIRED_ENV, running_runtime_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.runtime]
+
+RUN_SECONDS = 3
 
 
 @pytest.fixture(scope="module")
@@ -69,3 +72,9 @@ def test_whole_gpu_pods_are_bound_by_kai_and_run_on_their_pool(kai_stack, pods):
         assert kai_stack.node_pool[pod.spec.node_name] == pool
         request = pods.bind_request(tenant, names[tenant])   # KAI placed it, not kube-scheduler
         assert request is not None and request["spec"]["selectedNode"] == pod.spec.node_name
+
+    def ran_for(seconds: float) -> bool:   # and they keep running: nothing evicts or fails them
+        now = datetime.datetime.now(datetime.timezone.utc)
+        return all((p := running(t)) is not None and (now - p.status.start_time).total_seconds() >= seconds for t in targets)
+
+    pods.cp.wait_for(lambda: ran_for(RUN_SECONDS), timeout=30, interval=0.5, what=f"every pod Running for {RUN_SECONDS} s")
