@@ -377,11 +377,13 @@ def event_counts(cp: ControlPlane) -> dict[tuple[str, str], int]:
     return {k: len(v) for k, v in seen.items()}
 
 
-# (kind, event reason) -> what the summary calls it: Kueue's Workload events and the job controller's.
+# (kind, event reason) -> what the summary calls it: Kueue's Workload events, the job controller's
+# and KAI's (its scheduler evicts a PodGroup to reclaim or preempt).
 SUMMARY_EVENTS = {
     ("Workload", "Admitted"): "Jobs admitted by Kueue",
-    ("Job", "Completed"): "finished",
-    ("Workload", "Preempted"): "preemptions",
+    ("Job", "Completed"): "Jobs finished",
+    ("Workload", "Preempted"): "Kueue preemptions",
+    ("PodGroup", "Evict"): "KAI evictions",
 }
 
 
@@ -390,7 +392,7 @@ def runtime_summary(what: str, counts: Mapping[tuple[str, str], int], seconds: M
 
     >>> runtime_summary("prod", {("Workload", "Admitted"): 3, ("Job", "Completed"): 2},
     ...                 {"eval": {"nvidia.com/gpu": 12.04}})
-    ['runtime lane (prod): 3 Jobs admitted by Kueue, 2 finished, 0 preemptions', 'runtime lane (prod): GPU-seconds eval: nvidia.com/gpu 12.0']
+    ['runtime lane (prod): 3 Jobs admitted by Kueue, 2 Jobs finished, 0 Kueue preemptions, 0 KAI evictions', 'runtime lane (prod): GPU-seconds eval: nvidia.com/gpu 12.0']
     """
     totals = ", ".join(f"{counts.get(key, 0)} {label}" for key, label in SUMMARY_EVENTS.items())
     lines = [f"runtime lane ({what}): {totals}"]

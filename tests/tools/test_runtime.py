@@ -73,7 +73,7 @@ def test_gpu_seconds_by_tenant_and_resource_leave_out_other_namespaces():
 def test_the_summary_names_each_count_and_each_tenants_gpu_seconds():
     lines = runtime_summary("dev", {("Job", "Completed"): 2, ("Workload", "Preempted"): 1},
                             {"eval": {"nvidia.com/gpu": 10.0}, "llm-finetune": {"nvidia.com/gpu": 9.96}})
-    assert lines == ["runtime lane (dev): 0 Jobs admitted by Kueue, 2 finished, 1 preemptions",
+    assert lines == ["runtime lane (dev): 0 Jobs admitted by Kueue, 2 Jobs finished, 1 Kueue preemptions, 0 KAI evictions",
                      "runtime lane (dev): GPU-seconds eval: nvidia.com/gpu 10.0",
                      "runtime lane (dev): GPU-seconds llm-finetune: nvidia.com/gpu 10.0"]
 

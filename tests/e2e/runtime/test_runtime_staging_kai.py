@@ -1,5 +1,7 @@
 """Whole-GPU pods on the staging stack (`scheduler: kai`): bound by the real KAI Scheduler through
-each tenant's queue and Running on kwok's nodes of the pool they asked for."""
+each tenant's queue and Running on kwok's nodes of the pool they asked for; and over-quota use
+reclaimed, on the copy where `research` (4 A100s) shares the A100 pool with eval (6) and may reach
+more through its ResourceQuota (kai.write_kai_borrowing_project)."""
 
 from __future__ import annotations
 
@@ -7,32 +9,37 @@ import datetime
 import os
 
 import pytest
+from kubernetes.client.rest import ApiException
 
 from components.fleet import gpu_capacity as cap
 from components.manifests.placement_policy import placement
 from tests.e2e.scheduling.jobs import wait_or_explain
-from tests.e2e.scheduling.kai import KaiPods, KaiScheduler, kai_pod, kai_unavailable_reason, on_pool
+from tests.e2e.scheduling.kai import (KaiPods, KaiScheduler, kai_pod, kai_unavailable_reason, on_pool,
+                                      write_kai_borrowing_project)
+from tests.e2e.runtime.runs import GRACE_SECONDS
 from tools.runtime import REQUIRED_ENV, running_runtime_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.runtime]
 
 RUN_SECONDS = 3
+PREEMPTIBILITY = "kai.scheduler/preemptibility"   # a pod-grouper label: only preemptible pods go over quota
 
 
 @pytest.fixture(scope="module")
-def kai_stack(e2e_summary):
+def kai_stack(e2e_summary, tmp_path_factory):
     reason = kai_unavailable_reason()
     if reason:
         if os.environ.get(REQUIRED_ENV) == "1":
             pytest.fail(f"{REQUIRED_ENV}=1 but {reason}")
         pytest.skip(reason)
-    for applied in running_runtime_stack("staging", e2e_summary, what="staging, KAI"):
+    root = write_kai_borrowing_project(tmp_path_factory.mktemp("kai-runtime") / "project")
+    for applied in running_runtime_stack("staging", e2e_summary, root, what="staging + research beside eval, KAI"):
         try:
             seconds = KaiScheduler(applied.plane.cp).start()
         except BaseException:
             applied.plane.cp.stop()
             raise
-        e2e_summary.append(f"runtime lane (staging, KAI): KAI Scheduler started in {seconds:.1f}s")
+        e2e_summary.append(f"runtime lane (staging + research beside eval, KAI): KAI Scheduler started in {seconds:.1f}s")
         yield applied
 
 
@@ -78,3 +85,38 @@ def test_whole_gpu_pods_are_bound_by_kai_and_run_on_their_pool(kai_stack, pods):
         return all((p := running(t)) is not None and (now - p.status.start_time).total_seconds() >= seconds for t in targets)
 
     pods.cp.wait_for(lambda: ran_for(RUN_SECONDS), timeout=30, interval=0.5, what=f"every pod Running for {RUN_SECONDS} s")
+
+
+def _quick_exit(body: dict) -> dict:
+    """A pod that leaves at once when evicted (kwok removes a deleted pod after its grace period)."""
+    body["spec"]["terminationGracePeriodSeconds"] = GRACE_SECONDS
+    return body
+
+
+def test_over_quota_use_is_reclaimed_when_the_quotas_owner_submits(kai_stack, pods):
+    queue = kai_stack.find("Queue", "research")
+    assert queue["spec"]["resources"]["gpu"]["quota"] == 4
+    per_node = kai_stack.environment.platform.node_pools["a100-shared"].gpus_per_node
+    research = on_pool(kai_stack, "research", "a100-shared")
+    borrowed = [pods.submit("research", _quick_exit(kai_pod(per_node // 2, queue="research",
+                                                            labels={PREEMPTIBILITY: "preemptible"}, **research)))
+                for _ in range(2)]   # the whole pool: 8 GPUs on a queue quota of 4
+
+    def phase(namespace: str, name: str) -> str | None:
+        try:
+            return pods.core.read_namespaced_pod(name, namespace).status.phase
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    for name in borrowed:
+        wait_or_explain(pods.cp, lambda n=name: phase("research", n) == "Running", f"research's {name} Running",
+                        lambda n=name: pods.explain("research", n), timeout=90)
+    owner = pods.submit("eval", _quick_exit(kai_pod(per_node // 2, queue="eval", **on_pool(kai_stack, "eval", "a100-shared"))))
+    wait_or_explain(pods.cp, lambda: phase("eval", owner) == "Running", f"eval's {owner} Running on the reclaimed GPUs",
+                    lambda: pods.explain("eval", owner), timeout=120)
+    assert [phase("research", n) for n in borrowed].count("Running") == 1   # back to its quota: one pod of 4 reclaimed
+    evictions = [e for e in pods.core.list_namespaced_event("research").items
+                 if e.reason == "Evict" and e.involved_object.kind == "PodGroup"]
+    assert len(evictions) == 1, [(e.involved_object.name, e.message) for e in evictions]   # KAI's, on the reclaimed pod's group
