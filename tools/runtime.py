@@ -8,7 +8,7 @@ module source in the Go module cache (never copied into the repository):
 * `node/fast` (node-initialize): a registered node that is not Ready becomes Ready and Running,
   its capacity and allocatable kept as registered (the GPU resources of its pool);
 * `node/heartbeat`: its conditions' heartbeat refreshed every 20-45 s, inside the 50 s the node
-  lifecycle controller allows (`NODE_MONITOR_GRACE_SECONDS`). Not Leases: kwok v0.8.0 with
+  lifecycle controller allows (its `--node-monitor-grace-period`). Not Leases: kwok v0.8.0 with
   `--node-lease-duration-seconds` set and nodes chosen by annotation created no Lease and managed
   no node at all here (no status written, nothing logged), so the lane keeps kwok's default of none;
 * `pod/general`: a bound pod is created, becomes Running (`status.startTime`), a Job's pod
@@ -60,8 +60,6 @@ REQUIRED_ENV = "GPU_TENANCY_RUNTIME_REQUIRED"
 KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
 # The Stage sets of kwok's module, each a kustomization listing its Stage files.
 STAGE_SETS = ("node/fast", "node/heartbeat", "pod/general")
-# kube-controller-manager's --node-monitor-grace-period default: a node whose heartbeat is older is NotReady.
-NODE_MONITOR_GRACE_SECONDS = 50
 # The node lifecycle controller turns kwok's Ready and heartbeats into the taints scheduling reads.
 RUNTIME_CONTROLLERS = (*SCHEDULING_CONTROLLERS, "node-lifecycle-controller")
 STAGE_ANNOTATION = "{stage}.stage.kwok.x-k8s.io/{knob}"
