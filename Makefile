@@ -50,7 +50,7 @@ e2e-scheduling: $(VENV)/.installed
 # The runtime lane: the scheduling lane's plane with kwok (built from its module with Kueue and JobSet,
 # the `runtime` group) as the kubelet of every inventory node, so pods run, Jobs finish after the time
 # their annotations state, quota is released, borrowers are reclaimed and priorities preempt
-# (tools/README.md, "The runtime lane"; ~2.5 min warm); on the KAI stack also KAI's scheduler, binder
+# (tools/README.md, "The runtime lane"; ~3 min warm); on the KAI stack also KAI's scheduler, binder
 # and pod-grouper, which reclaims over-quota pods.
 e2e-runtime: $(VENV)/.installed
 	tools/build.sh k8s runtime kai

@@ -1,5 +1,6 @@
 """Whole lifecycles on the prod stack (Kueue), pods run by kwok: admitted, Running, Succeeded, quota
-released; borrowing and its reclaim; a priority preemption; a MIG tenant's slices.
+released; borrowing and its reclaim; a priority preemption; a MIG tenant's slices; a suspended
+tenant's running and queued Jobs, and its restart.
 
 The stack is the prod example in cohort `shared` (`write_borrowing_project`: eval holds 12 and
 research 8 of the shared A100 pool, the pool holds 16 x overcommit 1.25 = 20, neither with a
@@ -16,6 +17,7 @@ from kubernetes import client
 from components.fleet import gpu_capacity as cap
 from tests.e2e.runtime.runs import RuntimeJobs, timed_job
 from tests.e2e.scheduling.borrowing import write_borrowing_project
+from tools.applied_stack import AppliedStack
 from tools.runtime import running_runtime_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.runtime]
@@ -120,6 +122,51 @@ def test_a_mig_tenants_slices_run_on_the_mig_pool_and_are_counted_by_profile(run
         jobs.wait_complete("eval", name)
     jobs.wait_quota("eval", cap.quota_key("nvidia.com/mig-1g.10gb"), "0")
     jobs.wait_quota("eval", cap.quota_key("nvidia.com/mig-3g.40gb"), "0")
+
+
+def _key(o: dict) -> tuple:
+    return o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]
+
+
+def _suspension(stack, tenant: str, root) -> tuple[list[dict], list[dict], list[dict]]:
+    """What `lifecycle: suspended` changes of the tenant's objects, as an update of the stack would:
+    (objects to apply to suspend, objects to apply back to restart, objects the restart deletes)."""
+    write_borrowing_project(root)
+    path = root / "tenants" / f"{tenant}.yaml"
+    text = path.read_text()
+    assert text.count("\ncostCenter: ") == 1
+    path.write_text(text.replace("\ncostCenter: ", "\nlifecycle: suspended\ncostCenter: "))
+    _, objects = AppliedStack.render("prod", root)
+    suspended = {_key(o): o for o in objects[tenant]}
+    active = {_key(o): o for o in stack.objects[tenant]}
+    changed = [o for k, o in suspended.items() if active.get(k) != o]
+    return changed, [active[k] for k in suspended if k in active and active[k] != suspended[k]], \
+        [o for k, o in suspended.items() if k not in active]
+
+
+def test_a_suspended_tenants_running_job_keeps_running_and_its_queued_one_waits_for_the_restart(
+        runtime_stack, jobs, tmp_path):
+    cp = runtime_stack.plane.cp
+    suspend, restore, added = _suspension(runtime_stack, LF, tmp_path / "suspended")
+    assert {o["kind"] for o in added} == {"ResourceQuota"}   # `suspended`: pods 0, one per namespace
+    running = jobs.submit(LF, timed_job({GPU: 8}, 15, parallelism=2))
+    jobs.wait_pod_phase(LF, running, "Running", 2)
+    try:
+        assert [r for _, r in cp.apply_rendered(suspend) if isinstance(r, Exception)] == []
+        queued = jobs.submit(LF, timed_job({GPU: 8}, 3))
+        held = jobs.wait_pending_in_queue(LF, queued)
+        assert "inactive" in held["message"].lower() or "stop" in held["message"].lower(), held
+        assert len(jobs.wait_pod_phase(LF, running, "Running", 2)) == 2   # nothing stops what runs
+        assert jobs.condition(LF, running, "Admitted")["status"] == "True"
+        assert jobs.pods(LF, queued) == []
+    finally:   # the restart: the suspended quotas go, the objects are as before
+        core = client.CoreV1Api(cp.api_client)
+        for quota in added:
+            core.delete_namespaced_resource_quota(quota["metadata"]["name"], quota["metadata"]["namespace"])
+        assert [r for _, r in cp.apply_rendered(restore) if isinstance(r, Exception)] == []
+    jobs.wait_condition(LF, queued, "Admitted")
+    jobs.wait_complete(LF, queued)
+    jobs.wait_complete(LF, running, timeout=90)
 
 
 def test_kwok_kept_every_node_ready_and_the_lifecycle_controller_never_tainted_one(runtime_stack):
