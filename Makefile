@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STACK  ?= prod
 OUT    ?= out
 
-.PHONY: run test lint validate e2e e2e-scheduling e2e-monitoring monitoring-pictures e2e-pulumi e2e-network up bench bench-pulumi schema clean
+.PHONY: run test lint validate e2e e2e-scheduling e2e-runtime e2e-monitoring monitoring-pictures e2e-pulumi e2e-network up bench bench-pulumi schema clean
 .DEFAULT_GOAL := run
 
 $(VENV)/.installed: pyproject.toml
@@ -22,7 +22,7 @@ validate: $(VENV)/.installed
 	$(VENV)/bin/tenants validate
 
 test: $(VENV)/.installed ## unit, schema and mock-runtime tests, then every docstring example of components/ (no cluster needed)
-	$(PY) -m pytest -q -m "not e2e and not go and not monitoring and not pulumi and not network" -p no:cacheprovider
+	$(PY) -m pytest -q -m "not e2e and not go and not monitoring and not pulumi and not network and not runtime" -p no:cacheprovider
 	$(PY) -m pytest -q --doctest-modules components -p no:cacheprovider
 
 # The lint lane: the workflows through actionlint, and every GPU sharing config the tool writes through
@@ -36,7 +36,7 @@ lint: $(VENV)/.installed ## workflows through actionlint; time-slicing and MIG c
 export GPU_TENANCY_CACHE_DIR ?= $(HOME)/.cache/gpu-tenancy
 e2e: $(VENV)/.installed
 	tools/build.sh
-	GPU_TENANCY_E2E_REQUIRED=1 $(PY) -m pytest -q tests/e2e -m "e2e and not scheduling" -ra -p no:cacheprovider
+	GPU_TENANCY_E2E_REQUIRED=1 $(PY) -m pytest -q tests/e2e -m "e2e and not scheduling and not runtime" -ra -p no:cacheprovider
 
 # The scheduling lane: the same control plane plus kube-scheduler, the Kueue and JobSet controller
 # managers (the `scheduling` group, built from Go modules into the same cache; see tools/README.md)
@@ -46,6 +46,16 @@ e2e-scheduling: $(VENV)/.installed
 	tools/build.sh k8s scheduling kai
 	GPU_TENANCY_E2E_REQUIRED=1 GPU_TENANCY_SCHEDULING_REQUIRED=1 \
 	  $(PY) -m pytest -q tests/e2e/scheduling -m scheduling -ra -p no:cacheprovider
+
+# The runtime lane: the scheduling lane's plane with kwok (built from its module with Kueue and JobSet,
+# the `runtime` group) as the kubelet of every inventory node, so pods run, Jobs finish after the time
+# their annotations state, quota is released, borrowers are reclaimed and priorities preempt
+# (tools/README.md, "The runtime lane"; ~3 min warm); on the KAI stack also KAI's scheduler, binder
+# and pod-grouper, which reclaims over-quota pods.
+e2e-runtime: $(VENV)/.installed
+	tools/build.sh k8s runtime kai
+	GPU_TENANCY_E2E_REQUIRED=1 GPU_TENANCY_RUNTIME_REQUIRED=1 \
+	  $(PY) -m pytest -q tests/e2e/runtime -m runtime -ra -p no:cacheprovider
 
 # The monitoring lane: promtool and prometheus built from the Prometheus Go module (cached, ~16 min
 # cold for both on 2 busy cores, <1 s warm); promtool check/test rules, then a real Prometheus.

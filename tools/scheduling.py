@@ -59,7 +59,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 
 from tools.applied_stack import AppliedStack, install_crds
@@ -466,13 +466,9 @@ def node_allocatable(platform: Any, pool_name: str) -> dict[str, str]:
     return resources
 
 
-def register_ready_nodes(cp: ControlPlane, environment: Any) -> dict[str, str]:
-    """Create every static node (kubelet/GFD labels), ready with capacity. Returns node -> pool."""
-    from kubernetes import client as k8s_client
-
-    core = k8s_client.CoreV1Api(cp.api_client)
+def inventory_nodes(environment: Any) -> Iterator[tuple[str, str, dict[str, str], dict[str, str]]]:
+    """(node, pool, labels the kubelet and GFD set, allocatable) for every static node of the stack."""
     platform = environment.platform
-    pools = {}
     for pool_name, pool in sorted(platform.node_pools.items()):
         gpu_class = platform.gpu_classes.get(pool.gpu_class)
         allocatable = node_allocatable(platform, pool_name)
@@ -481,15 +477,25 @@ def register_ready_nodes(cp: ControlPlane, environment: Any) -> dict[str, str]:
                       "kubernetes.io/arch": "amd64", "node.kubernetes.io/instance-type": "gpu-e2e"}
             if gpu_class is not None:
                 labels["nvidia.com/gpu.product"] = gpu_class.product
-            cp.create_node(node, labels, field_manager="kubelet")
-            now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-            core.patch_node_status(node, {"status": {
-                "capacity": allocatable, "allocatable": allocatable,
-                "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                                "message": "registered by the e2e scheduling lane (no kubelet)",
-                                "lastHeartbeatTime": now, "lastTransitionTime": now}],
-            }})
-            pools[node] = pool_name
+            yield node, pool_name, labels, allocatable
+
+
+def register_ready_nodes(cp: ControlPlane, environment: Any) -> dict[str, str]:
+    """Create every static node (kubelet/GFD labels), ready with capacity. Returns node -> pool."""
+    from kubernetes import client as k8s_client
+
+    core = k8s_client.CoreV1Api(cp.api_client)
+    pools = {}
+    for node, pool_name, labels, allocatable in inventory_nodes(environment):
+        cp.create_node(node, labels, field_manager="kubelet")
+        now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        core.patch_node_status(node, {"status": {
+            "capacity": allocatable, "allocatable": allocatable,
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                            "message": "registered by the e2e scheduling lane (no kubelet)",
+                            "lastHeartbeatTime": now, "lastTransitionTime": now}],
+        }})
+        pools[node] = pool_name
     return pools
 
 
@@ -537,11 +543,23 @@ class SchedulingStack(AppliedStack):
     timings: dict[str, float]
 
 
-def start_scheduling_stack(stack: str, workdir: Path, root: Path = REPO_ROOT) -> SchedulingStack:
-    # job-controller creates the pods of a Job Kueue unsuspends; garbage-collector-controller
-    # deletes them (and the Workload) with their Job between tests.
-    cp = ControlPlane(BIN_DIR, workdir,
-                      controllers=(*CONTROLLERS, "job-controller", "garbage-collector-controller"))
+# job-controller creates the pods of a Job Kueue unsuspends; garbage-collector-controller deletes
+# them (and the Workload) with their Job between tests.
+SCHEDULING_CONTROLLERS = (*CONTROLLERS, "job-controller", "garbage-collector-controller")
+
+
+def ready_nodes(plane: SchedulingPlane, environment: Any, timings: dict[str, float]) -> dict[str, str]:
+    """The scheduling lane's nodes: registered Ready by hand (`register_ready_nodes`), as no kubelet runs."""
+    return register_ready_nodes(plane.cp, environment)
+
+
+def start_scheduling_stack(stack: str, workdir: Path, root: Path = REPO_ROOT, *,
+                           controllers: Iterable[str] = SCHEDULING_CONTROLLERS,
+                           nodes: Callable[[SchedulingPlane, Any, dict[str, float]], dict[str, str]] = ready_nodes,
+                           ) -> SchedulingStack:
+    """The stack applied to a control plane with `controllers`, kube-scheduler, Kueue and JobSet (Kueue
+    stacks), its inventory registered by `nodes` (which returns node -> pool and may add to the timings)."""
+    cp = ControlPlane(BIN_DIR, workdir, controllers=controllers)
     timings: dict[str, float] = {}
     t0 = time.monotonic()
     try:
@@ -561,12 +579,14 @@ def start_scheduling_stack(stack: str, workdir: Path, root: Path = REPO_ROOT) ->
         cp.create_namespace(environment.platform.gpu_operator.namespace)
         if environment.platform.monitoring is not None:   # kube-prometheus-stack's, as prod_stack does
             cp.create_namespace(environment.platform.monitoring.namespace)
-        node_pool = register_ready_nodes(cp, environment)
+        before = set(timings)
+        node_pool = nodes(plane, environment, timings)
+        own = sum(v for k, v in timings.items() if k not in before)   # what `nodes` timed (kwok) is not the apply's
         applied = SchedulingStack(environment, objects, [], {}, [])
         applied.results = cp.apply_rendered(applied.all_objects)
         clear_not_ready_taints(cp, node_pool)
         cp.wait_namespaces_ready(applied.all_objects)
-        timings["apply stack"] = time.monotonic() - t1
+        timings["apply stack"] = time.monotonic() - t1 - own
     except BaseException:
         cp.stop()
         raise
@@ -574,14 +594,16 @@ def start_scheduling_stack(stack: str, workdir: Path, root: Path = REPO_ROOT) ->
     return applied
 
 
-def running_scheduling_stack(stack: str, e2e_summary: list[str], root: Path = REPO_ROOT, what: str = "") -> Iterator[SchedulingStack]:
+def running_scheduling_stack(stack: str, e2e_summary: list[str], root: Path = REPO_ROOT, what: str = "",
+                             lane: str = "scheduling lane", **start: Any) -> Iterator[SchedulingStack]:
     """A started SchedulingStack for a fixture to yield (stopped and cleaned up after), its start-up times
-    appended to `e2e_summary`; GPU_TENANCY_E2E_KEEP=1 keeps its directory."""
+    appended to `e2e_summary` under `lane`; `start` goes to `start_scheduling_stack`; GPU_TENANCY_E2E_KEEP=1
+    keeps its directory."""
     workdir = Path(tempfile.mkdtemp(prefix="gpu-tenancy-sched-"))
     keep = os.environ.get("GPU_TENANCY_E2E_KEEP") == "1"
     try:
-        applied = start_scheduling_stack(stack, workdir, root)
-        e2e_summary.append(f"scheduling lane ({what or stack}): "
+        applied = start_scheduling_stack(stack, workdir, root, **start)
+        e2e_summary.append(f"{lane} ({what or stack}): "
                            + ", ".join(f"{k} {v:.1f}s" for k, v in applied.timings.items()))
         yield applied
         applied.plane.cp.stop()

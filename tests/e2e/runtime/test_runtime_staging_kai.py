@@ -1,0 +1,122 @@
+"""Whole-GPU pods on the staging stack (`scheduler: kai`): bound by the real KAI Scheduler through
+each tenant's queue and Running on kwok's nodes of the pool they asked for; and over-quota use
+reclaimed, on the copy where `research` (4 A100s) shares the A100 pool with eval (6) and may reach
+more through its ResourceQuota (kai.write_kai_borrowing_project)."""
+
+from __future__ import annotations
+
+import datetime
+import os
+
+import pytest
+from kubernetes.client.rest import ApiException
+
+from components.fleet import gpu_capacity as cap
+from components.manifests.placement_policy import placement
+from tests.e2e.scheduling.jobs import wait_or_explain
+from tests.e2e.scheduling.kai import (KaiPods, KaiScheduler, kai_pod, kai_unavailable_reason, on_pool,
+                                      write_kai_borrowing_project)
+from tests.e2e.runtime.runs import GRACE_SECONDS
+from tools.runtime import REQUIRED_ENV, running_runtime_stack
+
+pytestmark = [pytest.mark.e2e, pytest.mark.runtime]
+
+RUN_SECONDS = 3
+PREEMPTIBILITY = "kai.scheduler/preemptibility"   # a pod-grouper label: only preemptible pods go over quota
+
+
+@pytest.fixture(scope="module")
+def kai_stack(e2e_summary, tmp_path_factory):
+    reason = kai_unavailable_reason()
+    if reason:
+        if os.environ.get(REQUIRED_ENV) == "1":
+            pytest.fail(f"{REQUIRED_ENV}=1 but {reason}")
+        pytest.skip(reason)
+    root = write_kai_borrowing_project(tmp_path_factory.mktemp("kai-runtime") / "project")
+    for applied in running_runtime_stack("staging", e2e_summary, root, what="staging + research beside eval, KAI"):
+        try:
+            seconds = KaiScheduler(applied.plane.cp).start()
+        except BaseException:
+            applied.plane.cp.stop()
+            raise
+        e2e_summary.append(f"runtime lane (staging + research beside eval, KAI): KAI Scheduler started in {seconds:.1f}s")
+        yield applied
+
+
+@pytest.fixture
+def pods(kai_stack):
+    created = KaiPods(kai_stack)
+    yield created
+    created.cleanup()
+
+
+def _whole_gpu_pools(stack) -> dict[str, str]:
+    """Tenant -> the first pool of whole GPUs it may use, for every tenant with whole-GPU quota."""
+    platform = stack.environment.platform
+    out = {}
+    for loaded in stack.environment.tenants:
+        if not cap.gpu_quota_by_resource(loaded.spec, platform).get(cap.GPU):
+            continue
+        pools = [p for p in placement(loaded.spec, stack.environment.view(loaded.spec)).pools
+                 if cap.node_gpu_resources(platform, platform.node_pools[p]).get(cap.GPU)]
+        if pools:
+            out[loaded.name] = pools[0]
+    return out
+
+
+def test_whole_gpu_pods_are_bound_by_kai_and_run_on_their_pool(kai_stack, pods):
+    targets = _whole_gpu_pools(kai_stack)
+    assert set(targets) >= {"eval", "llm-finetune", "inference"}
+    names = {t: pods.submit(t, kai_pod(1, queue=t, **on_pool(kai_stack, t, pool))) for t, pool in targets.items()}
+
+    def running(tenant: str):
+        pod = pods.core.read_namespaced_pod(names[tenant], tenant)
+        return pod if pod.status.phase == "Running" and pod.status.start_time else None
+
+    for tenant, pool in targets.items():
+        pod = wait_or_explain(pods.cp, lambda t=tenant: running(t), f"{tenant}'s pod Running",
+                              lambda t=tenant: pods.explain(t, names[t]), timeout=90)
+        assert kai_stack.node_pool[pod.spec.node_name] == pool
+        request = pods.bind_request(tenant, names[tenant])   # KAI placed it, not kube-scheduler
+        assert request is not None and request["spec"]["selectedNode"] == pod.spec.node_name
+
+    def ran_for(seconds: float) -> bool:   # and they keep running: nothing evicts or fails them
+        now = datetime.datetime.now(datetime.timezone.utc)
+        return all((p := running(t)) is not None and (now - p.status.start_time).total_seconds() >= seconds for t in targets)
+
+    pods.cp.wait_for(lambda: ran_for(RUN_SECONDS), timeout=30, interval=0.5, what=f"every pod Running for {RUN_SECONDS} s")
+
+
+def _quick_exit(body: dict) -> dict:
+    """A pod that leaves at once when evicted (kwok removes a deleted pod after its grace period)."""
+    body["spec"]["terminationGracePeriodSeconds"] = GRACE_SECONDS
+    return body
+
+
+def test_over_quota_use_is_reclaimed_when_the_quotas_owner_submits(kai_stack, pods):
+    queue = kai_stack.find("Queue", "research")
+    assert queue["spec"]["resources"]["gpu"]["quota"] == 4
+    per_node = kai_stack.environment.platform.node_pools["a100-shared"].gpus_per_node
+    research = on_pool(kai_stack, "research", "a100-shared")
+    borrowed = [pods.submit("research", _quick_exit(kai_pod(per_node // 2, queue="research",
+                                                            labels={PREEMPTIBILITY: "preemptible"}, **research)))
+                for _ in range(2)]   # the whole pool: 8 GPUs on a queue quota of 4
+
+    def phase(namespace: str, name: str) -> str | None:
+        try:
+            return pods.core.read_namespaced_pod(name, namespace).status.phase
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    for name in borrowed:
+        wait_or_explain(pods.cp, lambda n=name: phase("research", n) == "Running", f"research's {name} Running",
+                        lambda n=name: pods.explain("research", n), timeout=90)
+    owner = pods.submit("eval", _quick_exit(kai_pod(per_node // 2, queue="eval", **on_pool(kai_stack, "eval", "a100-shared"))))
+    wait_or_explain(pods.cp, lambda: phase("eval", owner) == "Running", f"eval's {owner} Running on the reclaimed GPUs",
+                    lambda: pods.explain("eval", owner), timeout=120)
+    assert [phase("research", n) for n in borrowed].count("Running") == 1   # back to its quota: one pod of 4 reclaimed
+    evictions = [e for e in pods.core.list_namespaced_event("research").items
+                 if e.reason == "Evict" and e.involved_object.kind == "PodGroup"]
+    assert len(evictions) == 1, [(e.involved_object.name, e.message) for e in evictions]   # KAI's, on the reclaimed pod's group
