@@ -3,30 +3,17 @@ stacks' inventories only names them (#41: it named none, and the reader had to g
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from components.cli.main import main
 from tests.project_edits import line_of
 
-VISION = """\
-apiVersion: gpu-tenancy.dev/v1alpha2
-kind: Tenant
-name: vision
-displayName: Vision
-costCenter: cc-7
-access:
-  owners:
-    groups: [vision-leads]
-gpu:
-  classes: [h100]
-quota:
-  cpu: {requests: "8", limits: "16"}
-  memory: {requests: 32Gi, limits: 64Gi}
-  gpu: {h100: 1}
-"""
+VISION = Path(__file__).resolve().parents[1] / "fixtures" / "new-tenants" / "vision-h100.yaml"
 
 
 def test_a_problem_found_in_some_stacks_names_them_and_one_found_in_all_names_none(project_copy, capsys):
     path = project_copy / "tenants" / "vision.yaml"
-    path.write_text(VISION)   # dev does not deploy it; prod and staging cannot place its H100
+    path.write_text(VISION.read_text())   # dev does not deploy it; prod and staging cannot place its H100
 
     assert main(["--root", str(project_copy), "validate"]) == 1
     err = capsys.readouterr().err.splitlines()
