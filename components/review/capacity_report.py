@@ -105,7 +105,7 @@ def capacity_table(environment: Environment) -> dict[str, Any]:
     platform = environment.platform
     capacity = cap.capacity(platform)
     ratio = Fraction(platform.capacity_warning_ratio)
-    active = [t for t in environment.tenants if t.spec.is_active]
+    active = [t for t in environment.tenants if t.spec.holds_capacity]
     grants = {t.name: device_class_grants(cap.gpu_quota_by_class(t.spec, platform), platform) for t in active}
     classes = {name: _class_entry(platform, capacity, active, grants, ratio, name, gpu_class)
                for name, gpu_class in sorted(platform.gpu_classes.items())}
@@ -182,7 +182,7 @@ def _tenant_entries(environment: Environment) -> dict[str, Any]:
     for loaded in environment.tenants:
         tenants[loaded.name] = {
             "lifecycle": loaded.spec.lifecycle,
-            "counted": loaded.spec.is_active,
+            "counted": loaded.spec.holds_capacity,
             "gpu": {k: v for k, v in cap.gpu_quota_by_class(loaded.spec, platform).items() if v},
             "mig": {k: v for k, v in sorted(loaded.spec.quota.mig.items()) if v},
             "draDevices": {k: v for k, v in sorted(device_class_grants(cap.gpu_quota_by_class(loaded.spec, platform), platform).items()) if v},
@@ -208,7 +208,7 @@ def kai_queue_row(environment: Environment) -> dict[str, Any]:
     {'eval': 50, 'inference': 8, 'llm-finetune': 12}
     """
     platform = environment.platform
-    by_tenant = {t.name: kai_amounts(t.spec, platform).gpu for t in environment.tenants if t.spec.is_active}
+    by_tenant = {t.name: kai_amounts(t.spec, platform).gpu for t in environment.tenants if t.spec.holds_capacity}
     by_tenant = {t: v for t, v in sorted(by_tenant.items()) if v}
     departments = {q["metadata"]["name"]: q["spec"]["resources"]["gpu"]["quota"] for q in department_queues(environment.facts)}
     return {
@@ -234,7 +234,7 @@ def pool_rows(environment: Environment) -> dict[str, Any]:
     """
     platform = environment.platform
     ratio = Fraction(platform.capacity_warning_ratio)
-    active = [(t.name, t.spec) for t in environment.tenants if t.spec.is_active]
+    active = [(t.name, t.spec) for t in environment.tenants if t.spec.holds_capacity]
     owners = feas.pool_owners([(t.name, t.spec) for t in environment.tenants], platform)
     results = feas.feasibility(active, platform, owners)
     facts = environment.facts
@@ -333,7 +333,9 @@ def _tenant_line(data: dict[str, Any]) -> str:
     if "kaiQueueGpu" in data:
         parts.append(f"KAI queue {_cell(data['kaiQueueGpu'])} GPU")
     text = ", ".join(parts) or "no GPU quota"
-    return text if data["counted"] else f"{text} ({data['lifecycle']}: not counted)"
+    if not data["counted"]:
+        return f"{text} ({data['lifecycle']}: not counted)"
+    return f"{text} (suspended: counted, its running pods keep their GPUs)" if data["lifecycle"] == "suspended" else text
 
 
 def _dra_and_kai_lines(table: dict[str, Any], bullet: str) -> list[str]:

@@ -516,6 +516,18 @@ class Tenant(Spec):
         return self.lifecycle == "active"
 
     @property
+    def holds_capacity(self) -> bool:
+        """Whether its quota counts against the pools' capacity: active, or suspended (its running pods
+        keep their GPUs until they end: suspension admits no new pods and evicts none); not once
+        decommissioned (its namespaces, and the pods in them, are deleted).
+
+        >>> Tenant(apiVersion="gpu-tenancy.dev/v1alpha2", kind="Tenant", name="a", displayName="A", costCenter="cc-1",
+        ...     lifecycle="suspended").holds_capacity
+        True
+        """
+        return not self.is_decommissioned
+
+    @property
     def is_suspended(self) -> bool:
         """Whether the tenant is suspended: running pods keep running, no new ones are admitted, nothing is deleted.
 

@@ -31,7 +31,7 @@ not for a tenant filling pools dedicated to it, which is what they are for).
     """
     platform: Platform = environment.platform
     doc: SourceDocument = environment.platform_doc
-    active = [t for t in environment.tenants if t.spec.is_active]
+    active = [t for t in environment.tenants if t.spec.holds_capacity]
     by_name = {t.name: t for t in active}
     owners = feas.pool_owners([(t.name, t.spec) for t in environment.tenants], platform)
     problems: list[Problem] = []
@@ -161,7 +161,7 @@ def stack_edit_problems(before: Platform, after: Platform, doc: SourceDocument,
     >>> problem.field, problem.message.split("; ")[1]
     ('config.gpu-tenancy:platform.nodePools.h100-train.nodes', 'change it back (nodes: 5 nodes, with gpu-h100-05), add nodes to these pools, lower a quota or raise overcommit')
     """
-    active = [(name, spec) for name, spec in tenants if spec.is_active]
+    active = [(name, spec) for name, spec in tenants if spec.holds_capacity]
     old, new = feas.feasibility(active, before), feas.feasibility(active, after)
     problems = []
     for commodity, result in new.items():

@@ -58,15 +58,22 @@ def test_dev_figures(dev):
     assert table["migProfiles"]["1g.10gb"]["byTenant"] == {"eval": 40}
 
 
-def test_inactive_tenants_are_listed_but_not_counted(prod):
-    environment = replace(prod, tenants=[
-        replace(t, spec=t.spec.model_copy(update={"lifecycle": "suspended"})) if t.name == "inference" else t
-        for t in prod.tenants
-    ])
-    table = capacity_table(environment)
-    assert table["gpuClasses"]["h100"]["requested"] == 40
-    assert table["tenants"]["inference"] == {"lifecycle": "suspended", "counted": False, "gpu": {"h100": 24}, "mig": {}, "draDevices": {}}
-    assert "inference: h100 24 (suspended: not counted)" in format_text(table)
+def test_a_suspended_tenant_still_counts_and_a_decommissioned_one_does_not(prod):
+    # #41: suspension freed capacity in the books while the suspended tenant's pods kept their GPUs.
+    def with_lifecycle(lifecycle: str, **more):
+        return replace(prod, tenants=[
+            replace(t, spec=t.spec.model_copy(update={"lifecycle": lifecycle, **more})) if t.name == "inference" else t
+            for t in prod.tenants
+        ])
+
+    suspended = capacity_table(with_lifecycle("suspended"))
+    assert suspended["gpuClasses"]["h100"]["requested"] == 64
+    assert suspended["tenants"]["inference"] == {"lifecycle": "suspended", "counted": True, "gpu": {"h100": 24}, "mig": {}, "draDevices": {}}
+    assert "inference: h100 24 (suspended: counted, its running pods keep their GPUs)" in format_text(suspended)
+    gone = capacity_table(with_lifecycle("decommissioned", decommission={"confirm": "inference"}))
+    assert gone["gpuClasses"]["h100"]["requested"] == 40
+    assert gone["tenants"]["inference"]["counted"] is False
+    assert "inference: h100 24 (decommissioned: not counted)" in format_text(gone)
 
 
 @pytest.mark.parametrize("stack", stack_names(REPO))

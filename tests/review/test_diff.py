@@ -56,11 +56,14 @@ def test_capacity_rows_follow_validation_arithmetic(tmp_path):
     assert ("kaiQueues", "gpu") not in rows   # scheduler none: no KAI queues
 
 
-def test_suspended_tenants_do_not_count_against_capacity(tmp_path):
+def test_suspended_tenants_still_count_against_capacity_until_decommissioned(tmp_path):
+    # A suspended tenant's running pods keep their GPUs: its quota is not free for others.
     root = project(tmp_path, {"a": 6, "b": 6})
     path = root / "tenants" / "b.yaml"
-    path.write_text(path.read_text() + "lifecycle: suspended\n")
-
+    text = path.read_text()
+    path.write_text(text + "lifecycle: suspended\n")
+    assert capacity_rows(load_environment(root, "prod"))[("gpuClass", "h100")]["requested"] == 12
+    path.write_text(text + "lifecycle: decommissioned\ndecommission: {confirm: b}\n")
     assert capacity_rows(load_environment(root, "prod"))[("gpuClass", "h100")]["requested"] == 6
 
 
