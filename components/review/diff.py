@@ -513,6 +513,11 @@ def _quotas(objects: dict[str, list[KubeObject]]) -> dict[tuple[str, str], tuple
     }
 
 
+def _is_gpu_key(key: str) -> bool:
+    # GPU keys are the only ones a queue's borrowing raises (quota.py: the GPU ceiling).
+    return key.startswith("requests.") and "/" in key
+
+
 def _amount(value: object) -> Quantity | None:
     try:
         return Quantity.parse(value)
@@ -520,13 +525,16 @@ def _amount(value: object) -> Quantity | None:
         return None
 
 
-def quota_lowered_warnings(stack: str, before: dict[str, list[KubeObject]], after: dict[str, list[KubeObject]]) -> list[DiffWarning]:
+def quota_lowered_warnings(stack: str, before: dict[str, list[KubeObject]], after: dict[str, list[KubeObject]],
+                           own_quota_kept: frozenset[str] = frozenset()) -> list[DiffWarning]:
     """A warning per namespace whose ResourceQuotas go down (or to zero) on a key both sides set.
 
     Workloads already running keep running, but every pod created afterwards (a restart, a rollout,
     the next job) is refused beyond the new value: the most harmful change a diff can hide, so
     these warnings come first. Keys that appear (a new GPU resource pinned at 0) are not
-    decreases; ResourceQuotas that appear or vanish are shown with their objects.
+    decreases; ResourceQuotas that appear or vanish are shown with their objects. A tenant in
+    `own_quota_kept` did not change its quota: a GPU key of it that goes down is what its queue may
+    borrow from the cohort (another tenant's change), said as such (`borrowing-lowered`).
 
     >>> rq = lambda cpu: {"x": [{"kind": "ResourceQuota", "metadata": {"name": "tenant-quota", "namespace": "x"},
     ...     "spec": {"hard": {"requests.cpu": cpu}}}]}
@@ -548,6 +556,13 @@ def quota_lowered_warnings(stack: str, before: dict[str, list[KubeObject]], afte
         if lowered:
             by_namespace.setdefault(namespace, (owner, []))[1].append((name, lowered))
     for namespace, (owner, quotas) in by_namespace.items():
+        if owner in own_quota_kept and all(_is_gpu_key(key) for _, lowered in quotas for key, *_ in lowered):
+            _warn(warnings, stack, owner, "borrowing-lowered", (
+                f"namespace {namespace}: what tenant {owner} may borrow from its cohort goes down ("
+                + "; ".join(f"{name} {', '.join(f'{key} {left} → {right}' for key, left, right, _ in lowered)}" for name, lowered in quotas)
+                + f"); its own quota is unchanged (another tenant's change): only pods beyond it, on borrowed GPUs, "
+                  "are refused on their next start"))
+            continue
         how = "DOWN TO ZERO" if all(zero for _, lowered in quotas for *_, zero in lowered) else "DOWN"
         changes = "; ".join(
             f"{name} {', '.join(f'{key} {left} → {right}' for key, left, right, _ in lowered)}" for name, lowered in quotas
@@ -873,7 +888,9 @@ def compare_stack(name: str, base: Side, head: Side, *, project: str = "gpu-tena
     pulumi_stacks, moves, move_warnings = compare_pulumi_stacks(built, details, bool(platform), notes, project)
     # Lowered namespace quotas first: the change most likely to break running teams unnoticed; the
     # expiry of every tenant, changed or not: the next deploy suspends an expired one, whatever the PR changes.
-    warnings = [*quota_lowered_warnings(name, built.old_objects, built.new_objects), *tenant_warnings,
+    kept = frozenset(t for t, spec in built.new_tenants.items()
+                     if t in built.old_tenants and built.old_tenants[t].quota == spec.quota)
+    warnings = [*quota_lowered_warnings(name, built.old_objects, built.new_objects, kept), *tenant_warnings,
                 *expiry_warnings(name, built.after), *_not_deployed_warnings(name, left_out),
                 *capacity_warnings, *platform.warnings, *move_warnings]
     change = _stack_change(built, base, details, platform, moves, capacity)

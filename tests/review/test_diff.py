@@ -325,3 +325,28 @@ def test_decommissioning_names_whose_write_access_goes_and_which_guards_stay(tmp
     (detail,) = [d for d in document["tenantDetails"] if d["tenant"] == "llm-finetune"]
     assert not [c for c in detail["objects"] if c["change"] == "removed" and c["kind"].startswith("ValidatingAdmission")]
     assert {c["name"] for c in detail["objects"] if c["kind"] == "Role" and c["change"] == "changed"} == {"tenant-owner", "tenant-developer"}
+
+
+def test_a_borrowers_lower_ceiling_is_said_as_borrowing_not_as_its_quota_going_down(project_copy):
+    # #41: a tenant whose own quota did not change got "ResourceQuota goes DOWN" when what it may
+    # borrow shrank (here staging's a100 overcommit 1.25 -> 1: eval borrowed the 2 spare GPUs).
+    before = load_environment(project_copy, "staging")
+    stack = project_copy / "stacks" / "Pulumi.staging.yaml"
+    stack.write_text(stack.read_text().replace("overcommit: 1.25", "overcommit: 1", 1))
+    after = load_environment(project_copy, "staging")
+
+    warnings = compare_stack("staging", Side(before), Side(after))["warnings"]
+    mine = [w for w in warnings if w["tenant"] == "eval" and w["kind"] in ("quota-lowered", "borrowing-lowered")]
+    assert [w["kind"] for w in mine] == ["borrowing-lowered"], mine
+    assert "what tenant eval may borrow from its cohort goes down (tenant-quota requests.nvidia.com/gpu 10 → 8" in mine[0]["message"]
+    assert "its own quota is unchanged" in mine[0]["message"]
+
+
+def test_a_tenants_own_lower_quota_is_still_quota_lowered(project_copy):
+    before = load_environment(project_copy, "staging")
+    path = project_copy / "tenants" / "eval.yaml"
+    path.write_text(path.read_text().replace('cpu: {requests: "96", limits: "192"}', 'cpu: {requests: "64", limits: "192"}', 1))
+    after = load_environment(project_copy, "staging")
+
+    kinds = [w["kind"] for w in compare_stack("staging", Side(before), Side(after))["warnings"] if w["tenant"] == "eval"]
+    assert "quota-lowered" in kinds and "borrowing-lowered" not in kinds, kinds
