@@ -63,12 +63,25 @@ def race_tenant(apiserver, prod_stack, tmp_path: Path):
     results = apiserver.apply_rendered(mine)
     assert not [r for _, r in results if isinstance(r, ApiException)], results
     apiserver.wait_namespaces_ready(mine)
+    # The API server puts a new binding and its params in force a moment after it accepts them: the
+    # churn starts once the guard refuses a training pod (before that, quota alone decides).
+    core = client.CoreV1Api(apiserver.api_client)
+    apiserver.wait_for(lambda: _guard_refuses(core), timeout=30, what="the race tenant's guard in force")
     yield mine
     apiserver.delete_namespace(TENANT)
     for obj in mine:
         if "namespace" not in obj["metadata"] and obj["kind"] != "Namespace":
             resource = apiserver.dynamic.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
             apiserver.dynamic.delete(resource, name=obj["metadata"]["name"])
+
+
+def _guard_refuses(core: client.CoreV1Api) -> bool:
+    body = pod(f"race-probe-{uuid.uuid4().hex[:8]}", requests={"cpu": "100m", "memory": "64Mi"}, priority_class="training")
+    try:
+        core.create_namespaced_pod(TENANT, body, dry_run="All")
+    except ApiException as exc:
+        return "is not granted to tenant race" in message_of(exc)
+    return False
 
 
 class Census:
