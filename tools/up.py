@@ -345,14 +345,16 @@ def deploy_stacks(graph: Sequence[tuple[str, tuple[str, ...]]], deploy: Callable
     return [done[name] for name, _ in graph]
 
 
-REPORTS = {   # operation: (the command's name, what it did to a stack, the verdict when every stack went through)
-    "up": ("make up", "deployed", "every stack deployed"),
-    "preview": ("make up-preview", "previewed", "every stack previewed (nothing applied: `make up` applies it)"),
+# operation: (the command's name, what it did to a stack, the verdict when every stack went through,
+# whether it lists each resource: a preview is read for them, an up's engine output names them already)
+REPORTS = {
+    "up": ("make up", "deployed", "every stack deployed", False),
+    "preview": ("make up-preview", "previewed", "every stack previewed (nothing applied: `make up` applies it)", True),
 }
 
 
 def run_report(runs: Sequence[StackRun], operation: str = "up") -> str:
-    """One line per stack and one per resource it changes, then the verdict.
+    """One line per stack (and, for a preview, one per resource it would change), then the verdict.
 
     >>> print(run_report([StackRun("lab", True, "create 12", 3.1)]))
     make up: lab: create 12 in 3.1s
@@ -362,11 +364,11 @@ def run_report(runs: Sequence[StackRun], operation: str = "up") -> str:
     make up-preview: lab:   update eval-quota kubernetes:core/v1:ResourceQuota
     make up-preview: every stack previewed (nothing applied: `make up` applies it)
     """
-    command, done, verdict = REPORTS[operation]
+    command, done, verdict, listed = REPORTS[operation]
     lines = []
     for r in runs:
         lines.append(f"{command}: {r.stack}: {r.summary}" + (f" in {r.seconds:.1f}s" if r.ran else ""))
-        lines += [f"{command}: {r.stack}:   {op} {name} {kind}" for op, name, kind in r.steps]
+        lines += [f"{command}: {r.stack}:   {op} {name} {kind}" for op, name, kind in r.steps if listed]
     failed = [r.stack for r in runs if not r.ok]
     if failed:
         lines.append(f"{command}: FAILED: {', '.join(failed)} (the other stacks are {done}; run `{command}` again after the fix)")

@@ -234,3 +234,9 @@ def test_a_preview_reports_each_change_and_applies_nothing(up):
 def test_unchanged_resources_are_no_change(up):
     assert up.change_summary({"same": 57}) == "no change"
     assert up.change_summary({"same": 50, "update": 3, "create": 1}) == "create 1, update 3"
+
+
+def test_an_up_lists_no_resource_its_engine_output_named_already(up):
+    runs = [up.StackRun("prod", True, "create 143", 9.7, steps=(("create", "eval-q", "kubernetes:core/v1:ResourceQuota"),))]
+
+    assert up.run_report(runs).splitlines() == ["make up: prod: create 143 in 9.7s", "make up: every stack deployed"]
