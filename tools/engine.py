@@ -93,7 +93,9 @@ class LocalCluster:
         self.resumed = (self.cp.workdir / "etcd").is_dir()
         self.cp.start()
         self.context = environment.platform.kube_context or "default"
-        if self.resumed:   # its CRDs, namespaces and Nodes are in etcd already
+        if self.resumed:   # its CRDs, namespaces and Nodes are in etcd already; a node the stack gained is not
+            core = client.CoreV1Api(self.cp.api_client)
+            register_nodes(self.cp, environment, {n.metadata.name for n in core.list_node().items})
             self.write_kubeconfig(self.kubeconfig)
             return self
         install_crds(self.cp)

@@ -17,7 +17,7 @@ import pytest
 from kubernetes import client, config
 
 from tests.project_edits import replace_once
-from tools.engine import copy_project, offline_changes
+from tools.engine import LocalCluster, copy_project, offline_changes
 
 pytestmark = pytest.mark.pulumi
 
@@ -123,3 +123,24 @@ def test_the_next_change_is_previewed_and_applied_on_the_kept_cluster(tmp_path, 
     kept.run("down", "--down")
     assert not (kept.kept / STACK).exists()
     e2e_summary.append("make up kept: " + "; ".join(f"{name} {s:.1f}s" for name, s in kept.seconds.items()))
+
+
+def test_a_kept_cluster_started_again_keeps_its_objects_and_gets_the_nodes_its_stack_gained(tmp_path):
+    project = copy_project(tmp_path / "project")
+    cluster = LocalCluster(tmp_path / "cluster", project, STACK).start()
+    try:
+        core = client.CoreV1Api(cluster.api_client)
+        uid = core.read_node("gpu-h100-01").metadata.uid
+        port = cluster.cp.port
+    finally:
+        cluster.stop()
+    replace_once(project / "stacks" / "Pulumi.prod.yaml", "gpu-h100-05]", "gpu-h100-05, gpu-h100-09]")
+
+    again = LocalCluster(tmp_path / "cluster", project, STACK).start()
+    try:
+        core = client.CoreV1Api(config.new_client_from_config(str(again.kubeconfig)))   # the kubeconfig it wrote
+        assert again.resumed and again.cp.port == port
+        assert core.read_node("gpu-h100-01").metadata.uid == uid
+        assert core.read_node("gpu-h100-09").metadata.labels["kubernetes.io/hostname"] == "gpu-h100-09"
+    finally:
+        again.stop()
