@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STACK  ?= prod
 OUT    ?= out
 
-.PHONY: run test lint validate e2e e2e-scheduling e2e-runtime e2e-monitoring monitoring-pictures e2e-pulumi e2e-network up bench bench-pulumi schema clean
+.PHONY: run test lint validate e2e e2e-scheduling e2e-runtime e2e-monitoring monitoring-pictures e2e-pulumi e2e-network up up-preview down bench bench-pulumi schema clean
 .DEFAULT_GOAL := run
 
 $(VENV)/.installed: pyproject.toml
@@ -88,9 +88,19 @@ e2e-network: $(VENV)/.installed
 	tools/build.sh k8s network
 	GPU_TENANCY_E2E_REQUIRED=1 GPU_TENANCY_NETWORK_REQUIRED=1 $(PY) -m pytest -q tests/e2e/network -m network -ra -p no:cacheprovider
 
-up: $(VENV)/.installed ## a real `pulumi up` of STACK (every stack of a sharded one, WORKERS=2 shards at a time) on a throw-away local control plane; FROM=dir for other stack/tenant files (Ctrl-C stops it)
+# `make up` keeps its cluster (etcd data, CA, port) and the Pulumi state in .cache/up/$(STACK)/ (git-ignored):
+# after an edit, `make up-preview` shows what the engine would change and `make up` again applies it, on the
+# control plane a waiting `make up` runs or on the kept one started again; `make down` removes it all.
+up: $(VENV)/.installed ## a real `pulumi up` of STACK (every stack of a sharded one, WORKERS=2 shards at a time) on a kept local control plane (.cache/up/STACK); FROM=dir for other stack/tenant files (Ctrl-C stops it, `make up` resumes it)
 	tools/build.sh $(E2E_BINARIES)
 	$(PY) -m tools.up --stack $(STACK) $(if $(FROM),--from $(FROM)) $(if $(WORKERS),--workers $(WORKERS)) $(UP_FLAGS)
+
+up-preview: $(VENV)/.installed ## a real `pulumi preview` of the working tree's change of STACK on `make up`'s kept cluster and state (applies nothing)
+	tools/build.sh $(E2E_BINARIES)
+	$(PY) -m tools.up --preview --stack $(STACK) $(if $(FROM),--from $(FROM)) $(if $(WORKERS),--workers $(WORKERS)) $(UP_FLAGS)
+
+down: $(VENV)/.installed ## remove `make up`'s kept cluster, Pulumi state and project copy of STACK (.cache/up/STACK)
+	$(PY) -m tools.up --down --stack $(STACK)
 
 bench: $(VENV)/.installed ## benchmarks at 10, 100 and 1000 tenants (docs/performance.md; ~10 min)
 	$(PY) -m bench.run --sizes 10,100,1000

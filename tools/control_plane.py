@@ -175,6 +175,14 @@ class CertAuthority:
         self.dir.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._now = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=5)
+        self.cert_path = self.dir / "ca.crt"
+        self._client_cache: dict[tuple[str, tuple[str, ...]], tuple[Path, Path]] = {}
+        # A kept cluster (`make up`) restarts with its CA: etcd's objects and the kubeconfigs
+        # handed out stay trusted. One that would expire within a day is replaced.
+        kept = _kept_ca(self.dir, self._now + datetime.timedelta(days=1))
+        if kept is not None:
+            self.key, self.cert = kept
+            return
         self.key = ec.generate_private_key(ec.SECP256R1())
         name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
         self.cert = (
@@ -191,10 +199,8 @@ class CertAuthority:
             .add_extension(x509.SubjectKeyIdentifier.from_public_key(self.key.public_key()), critical=False)
             .sign(self.key, hashes.SHA256())
         )
-        self.cert_path = self.dir / "ca.crt"
         _write_cert(self.cert_path, self.cert)
         _write_key(self.dir / "ca.key", self.key)
-        self._client_cache: dict[tuple[str, tuple[str, ...]], tuple[Path, Path]] = {}
 
     def _builder(self, subject: x509.Name, issuer: x509.Name, public_key: Any) -> x509.CertificateBuilder:
         return (
@@ -261,9 +267,26 @@ class CertAuthority:
             return paths
 
 
+def _kept_ca(directory: Path, valid_until: datetime.datetime) -> tuple[Any, x509.Certificate] | None:
+    """The CA a previous start left in `directory`, if it is still valid at `valid_until`.
+
+    >>> _kept_ca(Path("/nonexistent"), datetime.datetime.now(datetime.timezone.utc)) is None
+    True
+    """
+    cert_path, key_path = directory / "ca.crt", directory / "ca.key"
+    if not (cert_path.is_file() and key_path.is_file()):
+        return None
+    cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
+    if cert.not_valid_after_utc < valid_until:
+        return None
+    return serialization.load_pem_private_key(key_path.read_bytes(), password=None), cert
+
+
 def _service_account_keypair(directory: Path) -> tuple[Path, Path]:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     key_path, pub_path = directory / "sa.key", directory / "sa.pub"
+    if key_path.is_file() and pub_path.is_file():   # a restarted cluster: its tokens stay valid
+        return key_path, pub_path
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     _write_key(key_path, key)
     pub_path.write_bytes(
         key.public_key().public_bytes(
@@ -282,6 +305,25 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def kept_port(path: Path) -> int:
+    """The port recorded in `path` by an earlier start, if it is free again, else a new free one
+    (recorded): a restarted cluster keeps its URL, so the kubeconfigs handed out keep working.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp())
+    >>> kept_port(d / "port") == kept_port(d / "port")
+    True
+    """
+    try:
+        port = int(path.read_text())
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", port))
+    except (OSError, ValueError):
+        port = free_port()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"{port}\n")
+    return port
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child
@@ -355,10 +397,10 @@ class ControlPlane:
         self.version = K8S_VERSION
         self.cert_dir = workdir / "pki"
         self.log_dir = workdir / "logs"
-        self.log_dir.mkdir(parents=True)
+        self.log_dir.mkdir(parents=True, exist_ok=True)   # a kept work dir is started again
         self.ca = CertAuthority(self.cert_dir)
         self.ca_file = self.ca.cert_path
-        self.port = free_port()
+        self.port = kept_port(workdir / "port")
         self.url = f"https://127.0.0.1:{self.port}"
         self._procs: list[Process] = []
         self._clients: dict[tuple[str, tuple[str, ...]], k8s_client.ApiClient] = {}

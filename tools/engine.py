@@ -69,7 +69,10 @@ def copy_project(dest: Path, source: Path = REPO_ROOT) -> Path:
 
 
 class LocalCluster:
-    """A throw-away control plane prepared the way a real cluster is before the first `pulumi up`."""
+    """A control plane prepared the way a real cluster is before the first `pulumi up`.
+
+    Throw-away in a fresh `workdir`; started again on a kept one (`make up`), it resumes with its
+    etcd data, CA and port, and is not prepared twice."""
 
     def __init__(self, workdir: Path, project: Path, stack: str, *,
                  quota_sync_period: str = TEST_QUOTA_SYNC_PERIOD) -> None:
@@ -79,6 +82,7 @@ class LocalCluster:
         self.cp = ControlPlane(BIN_DIR, workdir / "control-plane", quota_sync_period=quota_sync_period)
         self.kubeconfig: Path = workdir / "kubeconfig"
         self.context = ""
+        self.resumed = False
 
     def start(self) -> "LocalCluster":
         from kubernetes import client
@@ -86,7 +90,14 @@ class LocalCluster:
         from components.load import load_environment
 
         environment = load_environment(self.project, self.stack)
+        self.resumed = (self.cp.workdir / "etcd").is_dir()
         self.cp.start()
+        self.context = environment.platform.kube_context or "default"
+        if self.resumed:   # its CRDs, namespaces and Nodes are in etcd already; a node the stack gained is not
+            core = client.CoreV1Api(self.cp.api_client)
+            register_nodes(self.cp, environment, {n.metadata.name for n in core.list_node().items})
+            self.write_kubeconfig(self.kubeconfig)
+            return self
         install_crds(self.cp)
         core = client.CoreV1Api(self.cp.api_client)
         # Namespaces the platform's own components own before the first `pulumi up`: the GPU
@@ -97,7 +108,6 @@ class LocalCluster:
         for ns in platform_namespaces:
             core.create_namespace({"metadata": {"name": ns}})
         register_nodes(self.cp, environment)
-        self.context = environment.platform.kube_context or "default"
         self.write_kubeconfig(self.kubeconfig)
         return self
 

@@ -1,4 +1,4 @@
-"""`make up [STACK=prod] [FROM=dir] [WORKERS=2]`: a real `pulumi up` of the example on a throw-away local control plane.
+"""`make up [STACK=prod] [FROM=dir] [WORKERS=2]`: a real `pulumi up` of the example on a kept local control plane.
 
 Starts etcd, kube-apiserver and kube-controller-manager on loopback (tools/control_plane.py),
 registers the stack's GPU Nodes and installs the Kueue/KAI CRDs the way a cluster has them before
@@ -6,6 +6,13 @@ the first deployment, writes a kubeconfig whose context is the stack's `kubeCont
 `__main__.py` through the real engine (the Pulumi CLI and the Kubernetes provider built by
 tools/build.sh; the Automation API serves the Python program) on a local file backend.
 Then it prints where everything is and keeps the control plane running until Ctrl-C.
+
+The cluster (its etcd data, CA and port), the Pulumi state and the project copy are kept in
+`.cache/up/<stack>/` (git-ignored), so that the next change is tried on the same cluster:
+`make up-preview` (`--preview`) previews the working tree's stack and tenant files against the
+kept state, `make up` again applies them (reporting "no change" when there is none), either
+using the control plane a waiting `make up` runs or starting the kept one for the command, and
+`make down` (`--down`) removes it all.
 
 A sharded environment (docs/sharding.md) is several Pulumi stacks: `STACK=<env>` deploys every
 one of them along the deploy graph of `tenants stacks` (the environment's stack first, then the
@@ -15,7 +22,7 @@ other shard is still deployed, and the run fails at the end. `FROM=dir` takes th
 tenant files from `dir/stacks` and `dir/tenants` instead of the repository's (e.g.
 `FROM=tests/fixtures/sharded STACK=lab`).
 
-Nothing here touches a real cluster, and nothing is written to the repository: the project is
+Nothing here touches a real cluster, and nothing outside `.cache/up` is written: the project is
 copied into the run directory with every file its stack names (a local `vcluster.chart`), since
 the file backend writes a secrets salt into the stack file.
 """
@@ -32,10 +39,11 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 REPO = Path(__file__).resolve().parents[1]
 os.environ["GRPC_ENABLE_FORK_SUPPORT"] = "false"  # see tests/e2e/pulumi_engine/conftest.py
@@ -55,6 +63,7 @@ class StackRun:
     summary: str            # the engine's change counts, or why it failed or did not run
     seconds: float = 0.0
     ran: bool = True        # False: not started, because a stack it needs failed
+    steps: tuple[tuple[str, str, str], ...] = ()   # (op, name, type) of every resource it changes
 
 
 def main() -> int:
@@ -62,21 +71,27 @@ def main() -> int:
     parser.add_argument("--stack", default="prod", help="an environment, or one shard stack <env>.<shard>")
     parser.add_argument("--from", dest="source", type=Path, default=None,
                         help="directory whose stacks/ and tenants/ replace the repository's")
-    parser.add_argument("--dir", type=Path, default=REPO / "out" / "up", help="run directory (default: out/up/<stack>)")
+    parser.add_argument("--dir", type=Path, default=REPO / ".cache" / "up",
+                        help="where clusters and states are kept (default: .cache/up/<stack>)")
     parser.add_argument("--workers", type=int, default=2, help="shard stacks deployed at the same time (default: 2)")
     parser.add_argument("--exit", action="store_true", help="stop the control plane after the up instead of waiting")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--preview", action="store_true", help="`pulumi preview` of the change on the kept cluster")
+    mode.add_argument("--down", action="store_true", help="remove the kept cluster and state of --stack")
     parser.add_argument("--one-stack", metavar="STACK", help=argparse.SUPPRESS)  # a worker: see deploy_in_process
     parser.add_argument("--state", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--kubeconfig", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    operation = "preview" if args.preview else "up"
     if args.one_stack:
-        return deploy_in_process(args.dir, args.one_stack, args.state, args.kubeconfig)
+        return deploy_in_process(args.dir, args.one_stack, args.state, args.kubeconfig, operation)
     if args.workers < 1:
         parser.error("--workers must be at least 1")
-
-    from tools.engine import LocalCluster, missing_pulumi_tools
-
     run = (args.dir / args.stack).resolve()
+    if args.down:
+        return down(run)
+    from tools.engine import missing_pulumi_tools
+
     try:
         project, graph = prepare(args.source or REPO, args.stack, run, copy_parts=args.source is not None)
     except (InvalidInput, ValueError) as exc:
@@ -86,41 +101,113 @@ def main() -> int:
     if missing:
         print(f"make up: {', '.join(missing)} not built; run `tools/build.sh pulumi pulumi-resource-kubernetes`", file=sys.stderr)
         return 2
-    environment = split_stack_name(args.stack)[0]
-    print(f"make up: starting a local control plane for {environment} in {run} ...", flush=True)
-    cluster = LocalCluster(run / "cluster", project, environment)
+    with kept_cluster(run, project, split_stack_name(args.stack)[0]) as cluster:
+        deploy = subprocess_deploy(project, run / "state", cluster.kubeconfig, operation=operation)
+        runs = deploy_stacks(graph, deploy, args.workers)
+        print(run_report(runs, operation))
+        print_where(run, project, cluster, args.stack, [s for s, _ in graph], [r.stack for r in runs if r.ran])
+        code = 1 if any(not r.ok for r in runs) else 0
+        if operation == "up" and cluster.holder and not args.exit:
+            hold()
+        return code
+
+
+@dataclass(frozen=True)
+class KeptCluster:
+    """The control plane a command works on: started by it (`holder`) or by a `make up` still running."""
+
+    kubeconfig: Path
+    context: str
+    logs: Path
+    holder: bool
+
+
+HOLDER = "holder.pid"   # in the run directory: the `make up` process running its control plane
+
+
+def running_holder(run: Path) -> Optional[int]:
+    """The pid of the `tools.up` process that runs `run`'s control plane now, if any.
+
+    >>> running_holder(Path("/nonexistent")) is None
+    True
+    """
     try:
+        pid = int((run / HOLDER).read_text())
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, ValueError):
+        return None
+    return pid if b"\0tools.up\0" in command else None   # a pid reused by another program is no holder
+
+
+@contextmanager
+def kept_cluster(run: Path, project: Path, environment: str) -> Iterator[KeptCluster]:
+    """The run's control plane: the running one of another `make up`, else its kept one started
+    again (etcd data, CA, port), else a new one; stopped at the end if this process started it."""
+    from tools.engine import LocalCluster
+
+    holder = running_holder(run)
+    if holder is not None:
+        print(f"make up: using the control plane that `make up` (pid {holder}) runs in {run}", flush=True)
+        yield KeptCluster(run / "cluster" / "kubeconfig", "(see the kubeconfig)", run / "cluster" / "control-plane" / "logs", False)
+        return
+    cluster = LocalCluster(run / "cluster", project, environment)
+    kept = (run / "cluster" / "control-plane" / "etcd").is_dir()
+    print(f"make up: {'starting the kept' if kept else 'starting a new'} local control plane for {environment} in {run} ...", flush=True)
+    try:
+        (run / HOLDER).write_text(f"{os.getpid()}\n")
         cluster.start()
-        runs = deploy_stacks(graph, subprocess_deploy(project, run / "state", cluster.kubeconfig), args.workers)
-        print(run_report(runs))
-        print(f"  kubeconfig   {cluster.kubeconfig}   (context {cluster.context})")
-        print(f"  state        {run / 'state' / 'backend'}   (file backend, stacks {', '.join(s for s, _ in graph)})")
-        for command in state_commands(project, run / "state", [r.stack for r in runs if r.ran]):
-            print(f"               {command}")
-        print("               (`pulumi preview`/`up` of the copy need the Python language host, which is not built: "
-              "run `make up` again)")
-        print(f"  project copy {project}")
-        print(f"  logs         {cluster.cp.log_dir}")
-        failed = [r.stack for r in runs if not r.ok]
-        if args.exit:
-            return 1 if failed else 0
-        print(f"\nThe control plane runs until you stop it: Ctrl-C here (or `kill {os.getpid()}`).", flush=True)
-        stop = []
-        signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
-        try:
-            while not stop:
-                time.sleep(1)
-        except KeyboardInterrupt:
-            pass
-        return 1 if failed else 0
+        yield KeptCluster(cluster.kubeconfig, cluster.context, cluster.cp.log_dir, True)
     finally:
         cluster.stop()
-        print("make up: control plane stopped (run directory kept; it is removed by the next `make up`).")
+        (run / HOLDER).unlink(missing_ok=True)
+        print(f"make up: control plane stopped; it and the stack state are kept in {run} "
+              f"(`make up` starts them again, `make down` removes them).")
+
+
+def hold() -> None:
+    """Keep this process (and the control plane it runs) until Ctrl-C or SIGTERM."""
+    print(f"\nThe control plane runs until you stop it: Ctrl-C here (or `kill {os.getpid()}`); meanwhile "
+          "`make up-preview` and `make up` in another shell use it.", flush=True)
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    try:
+        while not stop:
+            time.sleep(1)
+    except KeyboardInterrupt:
+        pass
+
+
+def print_where(run: Path, project: Path, cluster: KeptCluster, stack: str, stacks: Sequence[str], ran: Sequence[str]) -> None:
+    print(f"  kubeconfig   {cluster.kubeconfig}   (context {cluster.context})")
+    print(f"  state        {run / 'state' / 'backend'}   (file backend, stacks {', '.join(stacks)})")
+    for command in state_commands(project, run / "state", ran):
+        print(f"               {command}")
+    option = "" if stack == "prod" else f" STACK={stack}"
+    print(f"  next change  `make up-preview{option}` previews the working tree on this cluster, `make up{option}` "
+          f"applies it, `make down{option}` removes the cluster and the state")
+    print(f"  project copy {project}")
+    print(f"  logs         {cluster.logs}")
+
+
+def down(run: Path) -> int:
+    """`make down`: remove a kept cluster and its state, unless a `make up` still runs it."""
+    holder = running_holder(run)
+    if holder is not None:
+        print(f"make down: `make up` (pid {holder}) still runs this control plane: stop it first "
+              f"(Ctrl-C there, or `kill {holder}`)", file=sys.stderr)
+        return 1
+    if not run.exists():
+        print(f"make down: nothing kept in {run}")
+        return 0
+    shutil.rmtree(run)
+    print(f"make down: removed {run} (the cluster's etcd data, the Pulumi state and the project copy)")
+    return 0
 
 
 def prepare(source: Path, stack: str, run: Path, *, copy_parts: bool = True) -> tuple[Path, list[tuple[str, tuple[str, ...]]]]:
     """Copy the project into `run/project` (stack and tenant files from `source`, and every file
-    the stack names, such as a local vcluster chart) and return the copy and its deploy graph:
+    the stack names, such as a local vcluster chart), replacing the copy a previous run left but
+    keeping the secrets salts the engine wrote into its stack files, and return the copy and its deploy graph:
     (stack, stacks it needs) in deploy order. Raises `InvalidInput` (located errors) or
     `ValueError` (an unknown shard) before anything is copied; the copy is checked again, so that
     what the engine will read is valid.
@@ -133,17 +220,44 @@ def prepare(source: Path, stack: str, run: Path, *, copy_parts: bool = True) -> 
 
     graph = deploy_graph(source, stack)
     files = stack_files(load_environment(source, split_stack_name(stack)[0]))
-    if run.exists():
-        shutil.rmtree(run)
+    salts = stack_salts(run / "project" / "stacks")
+    for part in ("stacks", "tenants"):   # a file deleted since the last run must not linger
+        shutil.rmtree(run / "project" / part, ignore_errors=True)
     project = copy_project(run / "project")
     if copy_parts:
         for part in ("stacks", "tenants"):
             shutil.rmtree(project / part)
             shutil.copytree(source / part, project / part)
+    restore_salts(project / "stacks", salts)
     for name in files:
         copy_into(source / name, project / name)
     load_environment(project, split_stack_name(stack)[0])
     return project, graph
+
+
+def stack_salts(stacks: Path) -> dict[str, str]:
+    """The `encryptionsalt:` line of each stack file in `stacks` (the file backend's passphrase
+    secrets manager writes it at the first `pulumi up`; the state cannot be read without it).
+
+    >>> stack_salts(Path("/nonexistent"))
+    {}
+    """
+    salts = {}
+    for path in sorted(stacks.glob("Pulumi.*.yaml")) if stacks.is_dir() else []:
+        line = next((x for x in path.read_text().splitlines() if x.startswith("encryptionsalt:")), None)
+        if line:
+            salts[path.name] = line
+    return salts
+
+
+def restore_salts(stacks: Path, salts: dict[str, str]) -> None:
+    """Put the salts of `stack_salts` back into the fresh copies of the stack files (a shard's
+    file, which only the engine writes, is recreated)."""
+    for name, line in salts.items():
+        path = stacks / name
+        text = path.read_text() if path.exists() else ""
+        if "encryptionsalt:" not in text:
+            path.write_text(f"{line}\n{text}")
 
 
 def copy_into(src: Path, dest: Path) -> None:
@@ -231,19 +345,35 @@ def deploy_stacks(graph: Sequence[tuple[str, tuple[str, ...]]], deploy: Callable
     return [done[name] for name, _ in graph]
 
 
-def run_report(runs: Sequence[StackRun]) -> str:
-    """One line per stack, then the verdict.
+# operation: (the command's name, what it did to a stack, the verdict when every stack went through,
+# whether it lists each resource: a preview is read for them, an up's engine output names them already)
+REPORTS = {
+    "up": ("make up", "deployed", "every stack deployed", False),
+    "preview": ("make up-preview", "previewed", "every stack previewed (nothing applied: `make up` applies it)", True),
+}
+
+
+def run_report(runs: Sequence[StackRun], operation: str = "up") -> str:
+    """One line per stack (and, for a preview, one per resource it would change), then the verdict.
 
     >>> print(run_report([StackRun("lab", True, "create 12", 3.1)]))
     make up: lab: create 12 in 3.1s
     make up: every stack deployed
+    >>> print(run_report([StackRun("lab", True, "update 1", 2.0, steps=(("update", "eval-quota", "kubernetes:core/v1:ResourceQuota"),))], "preview"))
+    make up-preview: lab: update 1 in 2.0s
+    make up-preview: lab:   update eval-quota kubernetes:core/v1:ResourceQuota
+    make up-preview: every stack previewed (nothing applied: `make up` applies it)
     """
-    lines = [f"make up: {r.stack}: {r.summary}" + (f" in {r.seconds:.1f}s" if r.ran else "") for r in runs]
+    command, done, verdict, listed = REPORTS[operation]
+    lines = []
+    for r in runs:
+        lines.append(f"{command}: {r.stack}: {r.summary}" + (f" in {r.seconds:.1f}s" if r.ran else ""))
+        lines += [f"{command}: {r.stack}:   {op} {name} {kind}" for op, name, kind in r.steps if listed]
     failed = [r.stack for r in runs if not r.ok]
     if failed:
-        lines.append(f"make up: FAILED: {', '.join(failed)} (the other stacks are deployed; run `make up` again after the fix)")
+        lines.append(f"{command}: FAILED: {', '.join(failed)} (the other stacks are {done}; run `{command}` again after the fix)")
     else:
-        lines.append("make up: every stack deployed")
+        lines.append(f"{command}: {verdict}")
     return "\n".join(lines)
 
 
@@ -271,17 +401,17 @@ _PRINT_LOCK = threading.Lock()
 
 
 def subprocess_deploy(project: Path, state: Path, kubeconfig: Path,
-                      out: Callable[[str], None] = print) -> Callable[[str], StackRun]:
+                      out: Callable[[str], None] = print, operation: str = "up") -> Callable[[str], StackRun]:
     """`deploy` for `deploy_stacks`: each stack's `pulumi up` in its own process (the inline
     program runs in the process that calls the engine, one at a time), its output prefixed with
-    the stack's name.
+    the stack's name; `operation` "preview" previews instead.
 
     >>> deploy = subprocess_deploy(project, state, kubeconfig)   # doctest: +SKIP
     """
 
     def deploy(stack: str) -> StackRun:
         command = [sys.executable, "-m", "tools.up", "--one-stack", stack, "--dir", str(project),
-                   "--state", str(state), "--kubeconfig", str(kubeconfig)]
+                   "--state", str(state), "--kubeconfig", str(kubeconfig), *(["--preview"] if operation == "preview" else [])]
         start = time.monotonic()
         result: Optional[dict] = None
         with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO) as proc:
@@ -294,20 +424,35 @@ def subprocess_deploy(project: Path, state: Path, kubeconfig: Path,
         seconds = time.monotonic() - start
         if result is None:
             return StackRun(stack, False, f"worker exited with {proc.returncode} before reporting", seconds)
-        return StackRun(stack, result["ok"], result["summary"], seconds)
+        return StackRun(stack, result["ok"], result["summary"], seconds,
+                        steps=tuple(tuple(step) for step in result.get("steps", ())))
 
     return deploy
 
 
-def deploy_in_process(project: Path, stack: str, state: Path, kubeconfig: Path) -> int:
-    """The worker: `pulumi up` of one stack of the copied project; the last line is the result."""
+UNCHANGED = {"same", "read"}   # engine operations that change nothing
+
+
+def change_summary(summary: dict[str, int]) -> str:
+    """The engine's change counts without the unchanged resources.
+
+    >>> change_summary({"same": 40, "update": 2}), change_summary({"same": 42})
+    ('update 2', 'no change')
+    """
+    changes = {op: n for op, n in summary.items() if n and op not in UNCHANGED}
+    return ", ".join(f"{op} {n}" for op, n in sorted(changes.items())) or "no change"
+
+
+def deploy_in_process(project: Path, stack: str, state: Path, kubeconfig: Path, operation: str = "up") -> int:
+    """The worker: `pulumi up` (or `preview`) of one stack of the copied project; the last line is the result."""
     from tools.engine import Engine
 
     try:
         engine = Engine(project, stack, state, kubeconfig)
-        outcome = engine.up(on_output=lambda line: print(line, end="" if line.endswith("\n") else "\n", flush=True))
-        changes = {op: n for op, n in outcome.summary.items() if n}
-        result = {"ok": True, "summary": ", ".join(f"{op} {n}" for op, n in sorted(changes.items())) or "no change"}
+        run = engine.preview if operation == "preview" else engine.up
+        outcome = run(on_output=lambda line: print(line, end="" if line.endswith("\n") else "\n", flush=True))
+        steps = [[s.op, s.name, s.type] for s in outcome.steps if s.op not in UNCHANGED]
+        result = {"ok": True, "summary": change_summary(outcome.summary), "steps": steps}
     except Exception as err:  # the engine's error, whole: it says which resource failed and why
         print(str(err), flush=True)
         last = [line for line in str(err).splitlines() if line.strip()]

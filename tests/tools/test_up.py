@@ -3,17 +3,19 @@ runs shards concurrently: all decided or checked before (or without) any control
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from components.spec.problems import InvalidInput
-from tests.project_edits import line_of
+from tests.project_edits import append_to, line_of
 from tools import up as up_module
-from tools.engine import with_local_vcluster_chart
+from tools.engine import copy_project, with_local_vcluster_chart
 
 REPO = Path(__file__).resolve().parents[2]
 SHARDED = REPO / "tests" / "fixtures" / "sharded"
@@ -153,3 +155,88 @@ def test_a_failed_platform_stack_starts_no_shard(up):
 
     assert started == ["lab"]
     assert [(r.stack, r.ran, r.summary) for r in runs[1:]] == [(s, False, "not run: lab failed") for s in ("lab.a", "lab.b", "lab.c")]
+
+
+# --- the kept run directory: `make up` again, `make up-preview`, `make down` ------------------------------
+
+
+def test_a_second_prepare_keeps_the_engines_salts_and_drops_deleted_tenants(up, tmp_path):
+    source = copy_project(tmp_path / "source")
+    run = tmp_path / "run"
+    project, _ = up.prepare(source, "prod", run)
+    append_to(project / "stacks" / "Pulumi.prod.yaml", "encryptionsalt: v1:prod-salt\n")
+    (project / "stacks" / "Pulumi.prod.a.yaml").write_text("encryptionsalt: v1:shard-salt\n")  # only the engine writes it
+    (source / "tenants" / "eval.yaml").unlink()
+
+    project, _ = up.prepare(source, "prod", run)
+
+    assert "encryptionsalt: v1:prod-salt" in (project / "stacks" / "Pulumi.prod.yaml").read_text()
+    assert (project / "stacks" / "Pulumi.prod.yaml").read_text().endswith((source / "stacks" / "Pulumi.prod.yaml").read_text())
+    assert (project / "stacks" / "Pulumi.prod.a.yaml").read_text() == "encryptionsalt: v1:shard-salt\n"
+    assert not (project / "tenants" / "eval.yaml").exists()
+
+
+def test_a_salt_is_not_added_twice(up, tmp_path):
+    (tmp_path / "Pulumi.lab.yaml").write_text("encryptionsalt: v1:new\nconfig: {}\n")
+
+    up.restore_salts(tmp_path, {"Pulumi.lab.yaml": "encryptionsalt: v1:old"})
+
+    assert (tmp_path / "Pulumi.lab.yaml").read_text() == "encryptionsalt: v1:new\nconfig: {}\n"
+
+
+def _pretend_make_up() -> subprocess.Popen:
+    """A process whose command line is a `python -m tools.up`'s, once it has started."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "tools.up"])
+    deadline = time.monotonic() + 10
+    while b"\0tools.up\0" not in Path(f"/proc/{proc.pid}/cmdline").read_bytes() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return proc
+
+
+def test_only_a_live_tools_up_process_holds_a_run(up, tmp_path):
+    (tmp_path / up.HOLDER).write_text(f"{os.getpid()}\n")   # pytest: alive, but not `tools.up`
+    assert up.running_holder(tmp_path) is None
+    with _pretend_make_up() as proc:
+        try:
+            (tmp_path / up.HOLDER).write_text(f"{proc.pid}\n")
+            assert up.running_holder(tmp_path) == proc.pid
+        finally:
+            proc.kill()
+
+
+def test_down_removes_the_kept_run_and_refuses_while_make_up_runs_it(tmp_path):
+    run = tmp_path / "kept" / "prod"
+    (run / "state" / "backend").mkdir(parents=True)
+    down = [sys.executable, "-m", "tools.up", "--stack", "prod", "--dir", str(tmp_path / "kept"), "--down"]
+    with _pretend_make_up() as holder:
+        try:
+            (run / "holder.pid").write_text(f"{holder.pid}\n")
+            refused = subprocess.run(down, capture_output=True, text=True, cwd=REPO)
+        finally:
+            holder.kill()
+    assert refused.returncode == 1 and f"`make up` (pid {holder.pid}) still runs this control plane" in refused.stderr
+    assert run.is_dir()
+
+    removed = subprocess.run(down, capture_output=True, text=True, cwd=REPO)
+
+    assert removed.returncode == 0 and "make down: removed" in removed.stdout, removed.stderr
+    assert not run.exists()
+
+
+def test_a_preview_reports_each_change_and_applies_nothing(up):
+    report = up.run_report([up.StackRun("prod", True, "update 1", 3.0, steps=(("update", "eval-q", "kubernetes:core/v1:ResourceQuota"),))], "preview")
+
+    assert report.splitlines() == ["make up-preview: prod: update 1 in 3.0s",
+                                   "make up-preview: prod:   update eval-q kubernetes:core/v1:ResourceQuota",
+                                   "make up-preview: every stack previewed (nothing applied: `make up` applies it)"]
+
+
+def test_unchanged_resources_are_no_change(up):
+    assert up.change_summary({"same": 57}) == "no change"
+    assert up.change_summary({"same": 50, "update": 3, "create": 1}) == "create 1, update 3"
+
+
+def test_an_up_lists_no_resource_its_engine_output_named_already(up):
+    runs = [up.StackRun("prod", True, "create 143", 9.7, steps=(("create", "eval-q", "kubernetes:core/v1:ResourceQuota"),))]
+
+    assert up.run_report(runs).splitlines() == ["make up: prod: create 143 in 9.7s", "make up: every stack deployed"]
