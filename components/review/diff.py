@@ -560,7 +560,7 @@ def quota_lowered_warnings(stack: str, before: dict[str, list[KubeObject]], afte
             _warn(warnings, stack, owner, "borrowing-lowered", (
                 f"namespace {namespace}: what tenant {owner} may borrow from its cohort goes down ("
                 + "; ".join(f"{name} {', '.join(f'{key} {left} → {right}' for key, left, right, _ in lowered)}" for name, lowered in quotas)
-                + f"); its own quota is unchanged (another tenant's change): only pods beyond it, on borrowed GPUs, "
+                + "); its own quota is unchanged (another tenant's change): only pods beyond it, on borrowed GPUs, "
                   "are refused on their next start"))
             continue
         how = "DOWN TO ZERO" if all(zero for _, lowered in quotas for *_, zero in lowered) else "DOWN"
