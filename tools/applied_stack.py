@@ -83,8 +83,9 @@ def install_crds(cp: ControlPlane, timeout: float = 30.0) -> list[str]:
     return names
 
 
-def register_nodes(cp: ControlPlane, environment: Any) -> None:
-    """Create the stack's static GPU nodes the way a cluster has them before we patch.
+def register_nodes(cp: ControlPlane, environment: Any, only: Any = None) -> None:
+    """Create the stack's static GPU nodes (those in `only`, if given: a node joining later) the way
+    a cluster has them before we patch.
 
     The kubelet registers each node with its own labels; the GPU Operator sets
     its default MIG config label and GFD the GPU product, each as its own
@@ -95,7 +96,7 @@ def register_nodes(cp: ControlPlane, environment: Any) -> None:
     platform = environment.platform
     for pool in platform.node_pools.values():
         gpu_class = platform.gpu_classes.get(pool.gpu_class)
-        for node in pool.nodes:
+        for node in (n for n in pool.nodes if only is None or n in only):
             cp.create_node(node, {"kubernetes.io/hostname": node, "kubernetes.io/os": "linux",
                                   "node.kubernetes.io/instance-type": "gpu-e2e"}, field_manager=KUBELET)
             # The GPU Operator's default MIG config and one of its operand labels (it labels GPU nodes
