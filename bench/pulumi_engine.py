@@ -566,7 +566,7 @@ def phase_engine(project: Path, stack: str, state: Path, kubeconfig: Path, op: s
         started = time.perf_counter()
         outcome = engine.up() if op == "up" else engine.preview()
         seconds = time.perf_counter() - started
-    kubernetes = [s for s in outcome.steps if s.type.startswith("kubernetes:")]
+    kubernetes = [s for s in outcome.steps if s.type.startswith("kubernetes:") and s.op != "read"]   # not the Node reads
     changed = [f"{s.op} {s.type.rsplit(':', 1)[-1]} {s.name}" for s in outcome.steps if s.op not in ("same", "read")]
     return {
         "stack": stack,

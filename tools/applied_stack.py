@@ -83,9 +83,10 @@ def install_crds(cp: ControlPlane, timeout: float = 30.0) -> list[str]:
     return names
 
 
-def register_nodes(cp: ControlPlane, environment: Any, registered: Iterable[str] = ()) -> None:
-    """Create the stack's static GPU nodes the way a cluster has them before we patch (all but
-    the `registered` ones: a kept cluster gets only the nodes its stack gained).
+def register_nodes(cp: ControlPlane, environment: Any, registered: Iterable[str] = (), only: Any = None) -> None:
+    """Create the stack's static GPU nodes the way a cluster has them before we patch: all but the
+    `registered` ones (a kept cluster gets only the nodes its stack gained), and only those in
+    `only`, if given (a node joining later).
 
     The kubelet registers each node with its own labels; the GPU Operator sets
     its default MIG config label and GFD the GPU product, each as its own
@@ -96,7 +97,7 @@ def register_nodes(cp: ControlPlane, environment: Any, registered: Iterable[str]
     platform, known = environment.platform, set(registered)
     for pool in platform.node_pools.values():
         gpu_class = platform.gpu_classes.get(pool.gpu_class)
-        for node in (n for n in pool.nodes if n not in known):
+        for node in (n for n in pool.nodes if n not in known and (only is None or n in only)):
             cp.create_node(node, {"kubernetes.io/hostname": node, "kubernetes.io/os": "linux",
                                   "node.kubernetes.io/instance-type": "gpu-e2e"}, field_manager=KUBELET)
             # The GPU Operator's default MIG config and one of its operand labels (it labels GPU nodes

@@ -373,11 +373,12 @@ def rendered_by_name(project: Path, stack: str) -> dict[str, dict[str, Any]]:
 
 
 def kubernetes_resources(resources: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """`stack export` resources managed by the Kubernetes provider (not providers, not components)."""
+    """`stack export` resources managed by the Kubernetes provider (not providers, not components, not
+    the reads of inventory Nodes, `external` in the state: the engine never creates or deletes them)."""
     return {
         r["urn"].rsplit("::", 1)[-1]: r
         for r in resources
-        if r["type"].startswith("kubernetes:") and r.get("custom")
+        if r["type"].startswith("kubernetes:") and r.get("custom") and not r.get("external")
     }
 
 

@@ -22,6 +22,7 @@ class Registration:
     inputs: dict[str, Any]
     urn: str = ""
     parent: str = ""
+    read: bool = False   # a `.get` (ReadResource): the engine reads it, never creates, updates or deletes it
     options: dict[str, Any] = field(default_factory=dict)
 
 
@@ -63,10 +64,19 @@ class RecordingMonitor(pulumi.runtime.mocks.MockMonitor):
             self.urns[(request.type, request.name)] = response.urn
         return response
 
+    def ReadResource(self, request):  # noqa: N802 (gRPC method name)
+        response = super().ReadResource(request)
+        self.options[(request.type, request.name)] = {
+            "parent": request.parent, "provider": request.provider, "dependencies": sorted(request.dependencies)}
+        self.urns[(request.type, request.name)] = response.urn
+        self.reads.add((request.type, request.name))
+        return response
+
     def __init__(self, mocks):
         super().__init__(mocks)
         self.options: dict[tuple, dict] = {}
         self.urns: dict[tuple, str] = {}
+        self.reads: set[tuple] = set()
 
 
 def _run(
@@ -92,6 +102,7 @@ def _run(
         registration.options = monitor.options.get(key, {})
         registration.urn = monitor.urns.get(key, registration.urn)
         registration.parent = registration.options.get("parent", "")
+        registration.read = key in monitor.reads
     return mocks.registrations, monitor
 
 

@@ -443,6 +443,32 @@ def change_summary(summary: dict[str, int]) -> str:
     return ", ".join(f"{op} {n}" for op, n in sorted(changes.items())) or "no change"
 
 
+# The engine's closing error of every failed update: it says nothing the resources' errors do not.
+_GENERIC_ERRORS = {"update failed", "preview failed"}
+_MAX_ERRORS = 2
+
+
+def failure_summary(text: str) -> str:
+    r"""What a failed `up` says went wrong, for its summary line: the resources' `error:` lines of the
+    engine's diagnostics (each after the resource it is about; the last two), else the last line that
+    is not the CLI's empty `stderr:`. The text ends with the CLI's stderr, empty when the engine
+    reported the errors on stdout, so its last line alone said only "stderr:".
+
+    >>> failure_summary("Diagnostics:\n  kubernetes:core/v1:Node (dev-platform-node-n1-joined):\n"
+    ...                 "    error: resource 'n1' does not exist\n\n  pulumi:pulumi:Stack (gpu-tenancy-dev):\n"
+    ...                 "    error: update failed\n\nResources:\n    1 errored\n stderr: \n")
+    "kubernetes:core/v1:Node (dev-platform-node-n1-joined): resource 'n1' does not exist"
+    """
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    errors = [f"{lines[i - 1]} {line[len('error:'):].strip()}" if i and lines[i - 1].endswith(":") else line
+              for i, line in enumerate(lines) if line.startswith("error:")]
+    errors = [e for e in errors if e.rsplit(": ", 1)[-1] not in _GENERIC_ERRORS] or errors
+    if errors:
+        return "; ".join(errors[-_MAX_ERRORS:])
+    rest = [line for line in lines if line not in ("stderr:", "stdout:")]
+    return rest[-1] if rest else ""
+
+
 def deploy_in_process(project: Path, stack: str, state: Path, kubeconfig: Path, operation: str = "up") -> int:
     """The worker: `pulumi up` (or `preview`) of one stack of the copied project; the last line is the result."""
     from tools.engine import Engine
@@ -455,8 +481,7 @@ def deploy_in_process(project: Path, stack: str, state: Path, kubeconfig: Path, 
         result = {"ok": True, "summary": change_summary(outcome.summary), "steps": steps}
     except Exception as err:  # the engine's error, whole: it says which resource failed and why
         print(str(err), flush=True)
-        last = [line for line in str(err).splitlines() if line.strip()]
-        result = {"ok": False, "summary": f"failed: {last[-1].strip() if last else type(err).__name__}"}
+        result = {"ok": False, "summary": f"failed: {failure_summary(str(err)) or type(err).__name__}"}
     print(RESULT_MARKER + json.dumps(result), flush=True)
     return 0 if result["ok"] else 1
 

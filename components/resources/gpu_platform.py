@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 import pulumi
+import pulumi_kubernetes as k8s
 
+from ..manifests.gpu_nodes import is_node_patch
 from ..manifests.meta import KubeObject
 from ..manifests.registration import Planned, platform_plan
 from .kubernetes import planned_options, register
@@ -26,10 +28,16 @@ class GpuPlatform(pulumi.ComponentResource):
     taint stays when the label patch lets go of it. (The rules: `PLATFORM_PLACES` in
     manifests/registration.py; this component registers `platform_plan`'s entries in order.)
 
+    Every patch of a node also depends on a read of that Node (`Node.get`, `<name>-node-<node>-joined`):
+    a patch is a server-side apply, which creates the Node when it is missing, so an inventory node
+    not on the cluster would become a phantom Node with GPU labels and a tenant taint. The read
+    fails instead ("resource '<node>' does not exist", at preview and at `up`), before anything is
+    applied to that node (docs/operator.md says what to do).
+
     >>> from components.manifests.build import platform_objects
     >>> registered = pulumi_mocks(lambda: GpuPlatform("prod-platform", platform_objects(prod)))
     >>> [t for t in sorted({r.type for r in registered}) if t.startswith("kubernetes:core/")]
-    ['kubernetes:core/v1:ConfigMap', 'kubernetes:core/v1:NodePatch']
+    ['kubernetes:core/v1:ConfigMap', 'kubernetes:core/v1:Node', 'kubernetes:core/v1:NodePatch']
     """
 
     def __init__(
@@ -46,6 +54,7 @@ class GpuPlatform(pulumi.ComponentResource):
         self._name, self._objects = name, objects
         self.plan = platform_plan(objects)
         self._registered: dict[str, pulumi.Resource] = {}
+        self._joined: dict[str, pulumi.Resource] = {}
         for entry in self.plan:
             if not entry.deferred:
                 self._register(entry, {})
@@ -70,7 +79,24 @@ class GpuPlatform(pulumi.ComponentResource):
                 self._register(entry, groups)
         self.register_outputs({"objects": len(self._objects)})
 
+    def joined(self, node: str) -> pulumi.Resource:
+        """The read of the Node `node` its patches depend on (one per node): it fails when the node
+        is not on the cluster, where the patch would create it.
+
+        >>> from components.manifests.build import platform_objects
+        >>> registered = pulumi_mocks(lambda: GpuPlatform("prod-platform", platform_objects(prod)))
+        >>> sorted(r.name for r in registered if r.type == "kubernetes:core/v1:Node")[:1]
+        ['prod-platform-node-gpu-a100-01-joined']
+        """
+        if node not in self._joined:
+            self._joined[node] = k8s.core.v1.Node.get(f"{self._name}-node-{node}-joined", node,
+                                                      opts=pulumi.ResourceOptions(parent=self))
+        return self._joined[node]
+
     def _register(self, entry: Planned, groups: dict[str, list[pulumi.Resource]]) -> None:
         child = f"{self._name}-{entry.key}"
         options = planned_options(entry, self, self._registered, groups)
+        if is_node_patch(entry.subject):
+            joined = pulumi.ResourceOptions(depends_on=[self.joined(entry.subject["metadata"]["name"])])
+            options = pulumi.ResourceOptions.merge(options, joined)
         self.resources[child] = self._registered[entry.key] = register(child, entry.subject, options)

@@ -36,9 +36,10 @@ def registrations_by_urn(stack: str, root: Path = REPO) -> dict[str, dict[str, s
     table = {}
     for registration in registrations:
         # Dependencies are checked by tests/resources/test_fleet.py; they are not options a diff shows.
-        options = {k: v for k, v in registration.options.items() if k not in ("provider", "dependencies")}
-        # A read (the program's StackReference to its own stack) gets no URN from the mock monitor.
-        key = registration.urn or f"read:{registration.type}::{registration.name}"
+        # A read (the program's StackReference to its own stack, each inventory Node) is keyed by its type
+        # and name: the engine only reads it, so it has no options a diff shows.
+        options = {} if registration.read else {k: v for k, v in registration.options.items() if k not in ("provider", "dependencies")}
+        key = f"read:{registration.type}::{registration.name}" if registration.read else registration.urn
         table[key] = {
             "type": registration.type,
             "inputs": _digest(normalise(registration.inputs)),

@@ -22,7 +22,7 @@ def _registered_objects(registrations):
     for registration in registrations:
         if not registration.type.startswith("kubernetes:") or registration.type.startswith("kubernetes:helm"):
             continue
-        if registration.type == "pulumi:providers:kubernetes":
+        if registration.type == "pulumi:providers:kubernetes" or registration.read:
             continue
         obj = dict(registration.inputs)
         objects[object_id(obj)] = normalise(obj)
@@ -128,7 +128,9 @@ def test_node_taints_land_after_the_placement_policies_and_the_kueue_flavors():
     policies |= {u for u, r in urns.items() if r.type == "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
                  and r.inputs["metadata"]["name"] == "gpu-tenancy-placement"}
     flavors = {u for u, r in urns.items() if r.type == "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor"}
-    others = {u for u, r in urns.items() if r.type.startswith("kubernetes:") and "GpuPlatform$" in u and r.type != "kubernetes:core/v1:NodePatch"}
+    others = {u for u, r in urns.items() if r.type.startswith("kubernetes:") and "GpuPlatform$" in u
+              and r.type != "kubernetes:core/v1:NodePatch" and not r.read}
+    joined = {r.name: r.urn for r in registrations if r.read and r.type == "kubernetes:core/v1:Node"}
     assert len(policies) == 2 * len(load_environment(REPO, "prod").tenants) + 1 and flavors and others
     patches = [r for r in registrations if r.type == "kubernetes:core/v1:NodePatch"]
     tainting = {r.inputs["metadata"]["name"]: r for r in patches if (r.inputs.get("spec") or {}).get("taints")}
@@ -139,18 +141,22 @@ def test_node_taints_land_after_the_placement_policies_and_the_kueue_flavors():
         assert taints.name == f"prod-platform-node-{name}-taints" and labelling[name].name == f"prod-platform-node-{name}"
         assert policies | flavors | others <= set(taints.options["dependencies"]), taints.name
         assert not {r.urn for r in patches} & set(taints.options["dependencies"]), taints.name
-        assert labelling[name].options["dependencies"] == [taints.urn], labelling[name].name
+        # Both patches wait for the read of their Node, which fails when it is not on the cluster (no phantom Node).
+        assert joined[f"prod-platform-node-{name}-joined"] in taints.options["dependencies"], taints.name
+        assert labelling[name].options["dependencies"] == sorted([taints.urn, joined[f"prod-platform-node-{name}-joined"]])
 
 
 def test_a_label_patch_of_an_untainted_node_waits_for_nothing(tmp_path):
-    """`patchTaints: false`: the pool's nodes have their label patch only, and it depends on nothing."""
+    """`patchTaints: false`: the pool's nodes have their label patch only, and it depends on nothing
+    but the read of its Node."""
     project = _copy_project(tmp_path)
     stack = project / "stacks" / "Pulumi.prod.yaml"
     stack.write_text(stack.read_text().replace("        migLayout: eval-mix\n", "        migLayout: eval-mix\n        patchTaints: false\n", 1))
     registrations, _ = run_program("prod", project)
     patches = {r.name: r for r in registrations if r.type == "kubernetes:core/v1:NodePatch"}
     assert "prod-platform-node-gpu-a100-03" in patches and "prod-platform-node-gpu-a100-03-taints" not in patches
-    assert patches["prod-platform-node-gpu-a100-03"].options["dependencies"] == []
+    (joined,) = [r.urn for r in registrations if r.read and r.name == "prod-platform-node-gpu-a100-03-joined"]
+    assert patches["prod-platform-node-gpu-a100-03"].options["dependencies"] == [joined]
     assert "prod-platform-node-gpu-a100-01-taints" in patches
 
 

@@ -240,3 +240,31 @@ def test_an_up_lists_no_resource_its_engine_output_named_already(up):
     runs = [up.StackRun("prod", True, "create 143", 9.7, steps=(("create", "eval-q", "kubernetes:core/v1:ResourceQuota"),))]
 
     assert up.run_report(runs).splitlines() == ["make up: prod: create 143 in 9.7s", "make up: every stack deployed"]
+
+
+def test_a_failed_stacks_summary_carries_the_engines_error_not_the_empty_stderr(up, monkeypatch, capsys):
+    """The CLI's error text of a failed `up` ends with its (empty) stderr: the summary line said only
+    "failed: stderr:". It now carries the resource's error, the engine's closing "update failed" left out."""
+    from pulumi.automation._cmd import CommandResult
+    from pulumi.automation.errors import create_command_error
+
+    import tools.engine
+
+    stdout = ("Updating (dev):\n\nDiagnostics:\n  kubernetes:core/v1:Node (dev-platform-node-dev-l4-01-joined):\n"
+              "    error: resource 'dev-l4-01' does not exist\n\n  pulumi:pulumi:Stack (gpu-tenancy-dev):\n"
+              "    error: update failed\n\nResources:\n    1 errored\n")
+    error = create_command_error(CommandResult(stdout=stdout, stderr="", code=255))
+    assert str(error).rstrip().endswith("stderr:")
+
+    class Failing:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def up(self, **kwargs):
+            raise error
+
+    monkeypatch.setattr(tools.engine, "Engine", Failing)
+    assert up.deploy_in_process(Path("/p"), "dev", Path("/s"), Path("/k")) == 1
+    result = capsys.readouterr().out.splitlines()[-1]
+    assert result == up.RESULT_MARKER + '{"ok": false, "summary": "failed: kubernetes:core/v1:Node ' \
+        "(dev-platform-node-dev-l4-01-joined): resource 'dev-l4-01' does not exist\"}"

@@ -64,7 +64,10 @@ def test_up_creates_the_fleet_through_the_programs_own_provider_and_a_second_up_
     expected = [o for objects in environment_objects(environment).values() for o in objects]
     state = engine.export()
     kubernetes = [r for r in state if r["type"].startswith("kubernetes:")]
-    assert len(kubernetes) == len(expected)
+    # Besides the objects, one read per inventory Node (`external`: never created or deleted).
+    assert len([r for r in kubernetes if not r.get("external")]) == len(expected)
+    nodes = {node for pool in environment.platform.node_pools.values() for node in pool.nodes}
+    assert nodes and sorted(r["id"] for r in kubernetes if r.get("external")) == sorted(nodes)
     assert {r["type"] for r in state if r["type"].startswith("pulumi:providers:")} == {"pulumi:providers:kubernetes"}
     assert all(r["provider"].split("::")[-2] == "gpu-cluster" for r in kubernetes)
     core = client.CoreV1Api(cluster.api_client)
