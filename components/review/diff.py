@@ -32,6 +32,7 @@ from .documents import (
 from .expiry import expiry_warnings
 from .inventory_changes import summarise
 from .object_changes import field_changes, object_changes
+from ..fleet import gpu_capacity as cap
 from ..fleet.environment import Environment
 from ..fleet.feasibility import commodity_text
 from ..fleet.ingress_hosts import WILDCARD, at_or_below, below
@@ -513,11 +514,6 @@ def _quotas(objects: dict[str, list[KubeObject]]) -> dict[tuple[str, str], tuple
     }
 
 
-def _is_gpu_key(key: str) -> bool:
-    # GPU keys are the only ones a queue's borrowing raises (quota.py: the GPU ceiling).
-    return key.startswith("requests.") and "/" in key
-
-
 def _amount(value: object) -> Quantity | None:
     try:
         return Quantity.parse(value)
@@ -526,15 +522,17 @@ def _amount(value: object) -> Quantity | None:
 
 
 def quota_lowered_warnings(stack: str, before: dict[str, list[KubeObject]], after: dict[str, list[KubeObject]],
-                           own_quota_kept: frozenset[str] = frozenset()) -> list[DiffWarning]:
+                           own_quota_kept: frozenset[str] = frozenset(), gpu_keys: frozenset[str] = frozenset()
+                           ) -> list[DiffWarning]:
     """A warning per namespace whose ResourceQuotas go down (or to zero) on a key both sides set.
 
     Workloads already running keep running, but every pod created afterwards (a restart, a rollout,
     the next job) is refused beyond the new value: the most harmful change a diff can hide, so
     these warnings come first. Keys that appear (a new GPU resource pinned at 0) are not
     decreases; ResourceQuotas that appear or vanish are shown with their objects. A tenant in
-    `own_quota_kept` did not change its quota: a GPU key of it that goes down is what its queue may
-    borrow from the cohort (another tenant's change), said as such (`borrowing-lowered`).
+    `own_quota_kept` did not change its quota: a GPU key of it (`gpu_keys`, the only ones a queue's
+    borrowing raises: quota.py's GPU ceiling) that goes down is what its queue may borrow from the
+    cohort (another tenant's change), said as such (`borrowing-lowered`).
 
     >>> rq = lambda cpu: {"x": [{"kind": "ResourceQuota", "metadata": {"name": "tenant-quota", "namespace": "x"},
     ...     "spec": {"hard": {"requests.cpu": cpu}}}]}
@@ -556,7 +554,7 @@ def quota_lowered_warnings(stack: str, before: dict[str, list[KubeObject]], afte
         if lowered:
             by_namespace.setdefault(namespace, (owner, []))[1].append((name, lowered))
     for namespace, (owner, quotas) in by_namespace.items():
-        if owner in own_quota_kept and all(_is_gpu_key(key) for _, lowered in quotas for key, *_ in lowered):
+        if owner in own_quota_kept and all(key in gpu_keys for _, lowered in quotas for key, *_ in lowered):
             _warn(warnings, stack, owner, "borrowing-lowered", (
                 f"namespace {namespace}: what tenant {owner} may borrow from its cohort goes down ("
                 + "; ".join(f"{name} {', '.join(f'{key} {left} → {right}' for key, left, right, _ in lowered)}" for name, lowered in quotas)
@@ -890,7 +888,8 @@ def compare_stack(name: str, base: Side, head: Side, *, project: str = "gpu-tena
     # expiry of every tenant, changed or not: the next deploy suspends an expired one, whatever the PR changes.
     kept = frozenset(t for t, spec in built.new_tenants.items()
                      if t in built.old_tenants and built.old_tenants[t].quota == spec.quota)
-    warnings = [*quota_lowered_warnings(name, built.old_objects, built.new_objects, kept), *tenant_warnings,
+    gpu_keys = frozenset(cap.quota_key(r) for side in (built.before, built.after) if side for r in side.facts.quota_gpu_resources)
+    warnings = [*quota_lowered_warnings(name, built.old_objects, built.new_objects, kept, gpu_keys), *tenant_warnings,
                 *expiry_warnings(name, built.after), *_not_deployed_warnings(name, left_out),
                 *capacity_warnings, *platform.warnings, *move_warnings]
     change = _stack_change(built, base, details, platform, moves, capacity)
