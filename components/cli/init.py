@@ -171,7 +171,7 @@ def ignore_render_output(root: Path) -> str | None:
     """
     path = root / ".gitignore"
     text = path.read_text(encoding="utf-8") if path.exists() else ""
-    if RENDER_OUTPUT in (line.strip() for line in text.splitlines()) or "/" + RENDER_OUTPUT in text.splitlines():
+    if {RENDER_OUTPUT, "/" + RENDER_OUTPUT} & {line.strip() for line in text.splitlines()}:
         return None
     lead = "" if not text or text.endswith("\n") else "\n"
     path.write_text(f"{text}{lead}# tenants render writes here\n{RENDER_OUTPUT}\n", encoding="utf-8")
