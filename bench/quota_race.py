@@ -22,11 +22,11 @@ import time
 import uuid
 from pathlib import Path
 
-from kubernetes import client, watch
+from kubernetes import client
 from kubernetes.client.rest import ApiException
-from urllib3.exceptions import ProtocolError
 
 from tools.control_plane import BIN_DIR, ControlPlane
+from tools.pod_census import PodCensus, reap
 
 
 def _pod(priority_class: str | None) -> dict:
@@ -46,33 +46,14 @@ def _quotas(core: client.CoreV1Api, namespace: str, hard: int, count: int) -> No
             "scopeSelector": {"matchExpressions": [{"scopeName": "PriorityClass", "operator": "In", "values": ["x"]}]}}})
 
 
-def _census(api: client.CoreV1Api, namespace: str, seconds: float, peak: list[int]) -> threading.Thread:
-    start = api.list_namespaced_pod(namespace).metadata.resource_version
-
-    def follow() -> None:
-        live: set[str] = set()
-        try:
-            for event in watch.Watch().stream(api.list_namespaced_pod, namespace, resource_version=start,
-                                              timeout_seconds=int(seconds)):
-                (live.add if event["type"] == "ADDED" else live.discard if event["type"] == "DELETED" else len)(
-                    event["object"].metadata.name)
-                peak[0] = max(peak[0], len(live))
-        except ProtocolError:
-            pass
-
-    thread = threading.Thread(target=follow, daemon=True)
-    thread.start()
-    return thread
-
-
 def _round(cp: ControlPlane, index: int, hard: int, quotas: int, seconds: float) -> dict:
     core = client.CoreV1Api(cp.api_client)
     namespace = f"race-{index}"
     core.create_namespace({"metadata": {"name": namespace}})
     _quotas(core, namespace, hard, quotas)
     cp.wait_for(lambda: all(q.status and q.status.hard for q in core.list_namespaced_resource_quota(namespace).items))
-    peak, stop, counts, lock = [0], threading.Event(), {"admitted": 0, "refused": 0}, threading.Lock()
-    census = _census(client.CoreV1Api(cp.client_for("census", ["system:masters"])), namespace, seconds + 10, peak)
+    stop, counts, lock = threading.Event(), {"admitted": 0, "refused": 0}, threading.Lock()
+    census = PodCensus(client.CoreV1Api(cp.client_for("census", ["system:masters"])), namespace, seconds + 10)
     time.sleep(0.5)
 
     def create(worker: int) -> None:
@@ -87,17 +68,9 @@ def _round(cp: ControlPlane, index: int, hard: int, quotas: int, seconds: float)
             with lock:
                 counts[key] += 1
 
-    def reap(worker: int) -> None:
-        api = client.CoreV1Api(cp.client_for(f"reaper-{worker}", ["system:masters"]))
-        while not stop.is_set():
-            for item in api.list_namespaced_pod(namespace, label_selector="class=x").items[worker::2][:1]:
-                try:
-                    api.delete_namespaced_pod(item.metadata.name, namespace, grace_period_seconds=0)
-                except ApiException:
-                    pass
-            time.sleep(0.05)
-
-    threads = [threading.Thread(target=create, args=(i,)) for i in range(8)] + [threading.Thread(target=reap, args=(i,)) for i in range(2)]
+    threads = [threading.Thread(target=create, args=(i,)) for i in range(8)] + [
+        threading.Thread(target=reap, args=(client.CoreV1Api(cp.client_for(f"reaper-{i}", ["system:masters"])), namespace,
+                                            "class=x", stop, i)) for i in range(2)]
     for thread in threads:
         thread.start()
     time.sleep(seconds)
@@ -106,7 +79,7 @@ def _round(cp: ControlPlane, index: int, hard: int, quotas: int, seconds: float)
         thread.join()
     core.delete_namespace(namespace)
     census.join()
-    return {"round": index, "peak": peak[0], "hard": hard, **counts}
+    return {"round": index, "peak": census.peak["pods"], "hard": hard, **counts}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,11 +28,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from kubernetes import client, watch
+from kubernetes import client
 from kubernetes.client.rest import ApiException
-from urllib3.exceptions import ProtocolError
 
 from tests.e2e.test_tenancy_admission import message_of, pod
+from tools.pod_census import PodCensus, reap
 
 pytestmark = pytest.mark.e2e
 
@@ -84,35 +84,6 @@ def _guard_refuses(core: client.CoreV1Api) -> bool:
     return False
 
 
-class Census:
-    """The pods of one namespace at every resource version a watch delivers, and the peak count."""
-
-    def __init__(self, api: client.CoreV1Api, namespace: str, seconds: float) -> None:
-        self.live: dict[str, str] = {}   # pod -> its PriorityClass
-        self.peak: dict[str, int] = {"pods": 0, "batch": 0, "training": 0}
-        start = api.list_namespaced_pod(namespace).metadata.resource_version
-        self._thread = threading.Thread(target=self._follow, args=(api, namespace, start, seconds), daemon=True)
-        self._thread.start()
-
-    def _follow(self, api, namespace, start, seconds) -> None:
-        stream = watch.Watch().stream(api.list_namespaced_pod, namespace, resource_version=start,
-                                      timeout_seconds=int(seconds))
-        try:
-            self._count(stream)
-        except ProtocolError:   # the server ends the watch when the namespace goes: the count is complete
-            pass
-
-    def _count(self, stream) -> None:
-        for event in stream:
-            name = event["object"].metadata.name
-            if event["type"] == "ADDED":
-                self.live[name] = event["object"].spec.priority_class_name
-            elif event["type"] == "DELETED":
-                self.live.pop(name, None)
-            classes = list(self.live.values())
-            for key, count in (("pods", len(classes)), *((c, classes.count(c)) for c in ("batch", "training"))):
-                self.peak[key] = max(self.peak[key], count)
-
 def churn(member: client.CoreV1Api, stop: threading.Event, refusals: list[str], worker: int) -> None:
     """Create pods, PriorityClass `batch` and `training` in turn, until told to stop."""
     n = 0
@@ -127,25 +98,14 @@ def churn(member: client.CoreV1Api, stop: threading.Event, refusals: list[str], 
         n += 1
 
 
-def reap(member: client.CoreV1Api, stop: threading.Event, worker: int) -> None:
-    """Delete `batch` pods as they appear, so the quota controller replenishes while admissions charge."""
-    while not stop.is_set():
-        for item in member.list_namespaced_pod(TENANT, label_selector="race=batch").items[worker::2][:1]:
-            try:
-                member.delete_namespaced_pod(item.metadata.name, TENANT, grace_period_seconds=0)
-            except ApiException:
-                pass
-        time.sleep(0.05)
-
-
 def test_churn_at_the_quota_edge_never_gets_an_ungranted_priority_class(apiserver, race_tenant, e2e_summary):
     core = client.CoreV1Api(apiserver.api_client)
     members = [client.CoreV1Api(apiserver.client_for(f"race-dev-{i}", [GROUP])) for i in range(10)]
-    census = Census(client.CoreV1Api(apiserver.client_for("race-census", ["system:masters"])), TENANT,
-                    CHURN_SECONDS + 30)
+    census = PodCensus(client.CoreV1Api(apiserver.client_for("race-census", ["system:masters"])), TENANT,
+                       CHURN_SECONDS + 30, groups=("batch", "training"))
     stop, refusals = threading.Event(), []
     workers = [threading.Thread(target=churn, args=(members[i], stop, refusals, i)) for i in range(8)]
-    workers += [threading.Thread(target=reap, args=(members[8 + i], stop, i)) for i in range(2)]
+    workers += [threading.Thread(target=reap, args=(members[8 + i], TENANT, "race=batch", stop, i)) for i in range(2)]
     for thread in workers:
         thread.start()
     time.sleep(CHURN_SECONDS)
