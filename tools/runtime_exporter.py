@@ -163,15 +163,17 @@ def prometheus(workdir: Path, target: str, rule_groups: list[dict[str, Any]], ti
     workdir.mkdir(parents=True, exist_ok=True)
     parsed = urllib.parse.urlsplit(target)
     interval = f"{INTERVAL_SECONDS}s"
+    port = free_port()
     (workdir / "rules.yaml").write_text(yaml.safe_dump({"groups": rule_groups}, sort_keys=False, width=100000))
     (workdir / "prometheus.yml").write_text(yaml.safe_dump({
         "global": {"scrape_interval": interval, "scrape_timeout": interval, "evaluation_interval": interval},
         "rule_files": ["rules.yaml"],
         # honor_labels: the exporters' namespace/pod labels are the workloads', as the stacks' ServiceMonitors keep them.
         "scrape_configs": [{"job_name": "runtime-exporters", "honor_labels": True, "metrics_path": parsed.path,
-                            "static_configs": [{"targets": [parsed.netloc]}]}],
+                            "static_configs": [{"targets": [parsed.netloc]}]},
+                           # itself: its missed rule evaluations say whether the figures lag
+                           {"job_name": "prometheus", "static_configs": [{"targets": [f"127.0.0.1:{port}"]}]}],
     }))
-    port = free_port()
     log = workdir / "prometheus.log"
     process = subprocess.Popen(
         ["timeout", str(SERVER_SECONDS), str(prometheus_bin_dir() / "prometheus"), "--config.file=prometheus.yml",
@@ -185,7 +187,7 @@ def prometheus(workdir: Path, target: str, rule_groups: list[dict[str, Any]], ti
         while True:
             assert process.poll() is None, "prometheus exited:\n" + log.read_text()[-4000:]
             with contextlib.suppress(OSError):
-                if server.query("up == 1"):
+                if server.query('up{job="runtime-exporters"} == 1'):
                     break
             assert time.monotonic() < deadline, "prometheus never scraped the exporter:\n" + log.read_text()[-4000:]
             time.sleep(0.25)

@@ -166,8 +166,22 @@ def _namespaces(cp) -> list[dict]:
     return [cp.api_client.sanitize_for_serialization(ns) for ns in client.CoreV1Api(cp.api_client).list_namespace().items]
 
 
-def _run_scenario(stack: str, applied, server: x.Prometheus, tmp_path: Path, capsys) -> tuple[list, Rows, Rows]:
-    """Run the stack's Jobs at once to their end; (their pods' runs, the report's rows, the unrounded rows)."""
+def _sampling(server: x.Prometheus, start: float, end: float) -> str:
+    """How the sampling went over the period: failed scrapes of the exporter (each a gap), missed rule evaluations."""
+    period = f"{round(end - start)}s"
+
+    def value(expr: str) -> float:
+        return sum(float(s["value"][1]) for s in server.query(expr, at=end))
+
+    scrapes = value(f'count_over_time(up{{job="runtime-exporters"}}[{period}])')
+    failed = scrapes - value(f'sum_over_time(up{{job="runtime-exporters"}}[{period}])')
+    missed = value(f"increase(prometheus_rule_group_iterations_missed_total[{period}])")
+    slowest = value(f'max_over_time(scrape_duration_seconds{{job="runtime-exporters"}}[{period}])')
+    return f"{scrapes:.0f} scrapes ({failed:.0f} failed, slowest {slowest:.2f} s), {missed:.0f} rule evaluations missed"
+
+
+def _run_scenario(stack: str, applied, server: x.Prometheus, tmp_path: Path, capsys) -> tuple[list, Rows, Rows, str]:
+    """Run the stack's Jobs at once to their end; (their pods' runs, the report's rows, the unrounded rows, the sampling)."""
     jobs = RuntimeJobs(applied)   # no cleanup: the stack is this test's alone and stops after it
     start = math.floor(time.time()) - 1
     submitted = _submit(jobs, applied.environment.platform, stack)
@@ -186,7 +200,8 @@ def _run_scenario(stack: str, applied, server: x.Prometheus, tmp_path: Path, cap
     ours = {(tenant, name) for tenant, name, _ in submitted}
     runs = [run for run in applied.ledger.runs() if (run.namespace, run.name.rsplit("-", 1)[0]) in ours]
     assert len(runs) == sum(pods for *_, pods in submitted) and all(run.seconds > 0 for run in runs), runs
-    return runs, _reported(server, start, end, tmp_path / "report.csv", capsys), _exact(server, start, end)
+    return (runs, _reported(server, start, end, tmp_path / "report.csv", capsys), _exact(server, start, end),
+            _sampling(server, start, end))
 
 
 def test_tenants_report_charges_the_gpu_seconds_the_pods_ran(charged, e2e_summary, tmp_path, capsys):
@@ -194,7 +209,7 @@ def test_tenants_report_charges_the_gpu_seconds_the_pods_ran(charged, e2e_summar
     platform = applied.environment.platform
     fractions = r.device_gpu_fractions(platform)
     assert {key: fractions[key] for key in SCENARIOS[stack]["weights"]} == SCENARIOS[stack]["weights"]
-    runs, reported, exact = _run_scenario(stack, applied, server, tmp_path, capsys)
+    runs, reported, exact, sampling = _run_scenario(stack, applied, server, tmp_path, capsys)
 
     namespaces = _namespaces(applied.plane.cp)
     class_of = {node: platform.node_pools[pool].gpu_class for node, pool in applied.node_pool.items()}
@@ -205,7 +220,7 @@ def test_tenants_report_charges_the_gpu_seconds_the_pods_ran(charged, e2e_summar
     assert set(reported) == set(exact) == set(ran) and {key[1:] for key in ran} == set(util), (reported, exact, ran)
     lines = [f"chargeback from the run ({stack}): GPU-seconds per cost centre/tenant/class: ran (pods' start to finish, "
              f"weighted) vs Prometheus (the report's query; the report's CSV), allocated and used; +- {TOLERANCE_SECONDS:g} s "
-             "per device-equivalent"]
+             f"per device-equivalent; {sampling}"]
     for key, seconds in ran.items():
         (allocated, used), (csv_allocated, csv_used) = ((h * 3600 for h in row) for row in (exact[key], reported[key]))
         tolerance, share = devices[key] * TOLERANCE_SECONDS, util[key[1:]]
