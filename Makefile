@@ -51,9 +51,10 @@ e2e-scheduling: $(VENV)/.installed
 # the `runtime` group) as the kubelet of every inventory node, so pods run, Jobs finish after the time
 # their annotations state, quota is released, borrowers are reclaimed and priorities preempt
 # (tools/README.md, "The runtime lane"; ~3 min warm); on the KAI stack also KAI's scheduler, binder
-# and pod-grouper, which reclaims over-quota pods.
+# and pod-grouper, which reclaims over-quota pods. Its chargeback test scrapes the run with the
+# monitoring lane's Prometheus (`monitoring` group: <1 s when cached; .ci/run builds it earlier).
 e2e-runtime: $(VENV)/.installed
-	tools/build.sh k8s runtime kai
+	tools/build.sh k8s runtime kai monitoring
 	GPU_TENANCY_E2E_REQUIRED=1 GPU_TENANCY_RUNTIME_REQUIRED=1 \
 	  $(PY) -m pytest -q tests/e2e/runtime -m runtime -ra -p no:cacheprovider
 

@@ -131,13 +131,16 @@ class GpuHours:
                             help="start: a date (UTC midnight) or ISO 8601 time")
         parser.add_argument("--to", dest="end", required=True, type=moment, metavar="TO",
                             help="end: a date or ISO 8601 time; the report covers the minutes after FROM up to TO")
+        parser.add_argument("--step", type=int, default=chargeback.DEFAULT_STEP_SECONDS, metavar="SECONDS",
+                            help="integration step in seconds, dividing an hour (default: 60); each pod's run is "
+                            "counted to within a step, so use a finer one for a period of minutes")
         parser.add_argument("--format", choices=sorted(chargeback.FORMATTERS), default="text", help="output format (default: text)")
         parser.add_argument("--out", type=Path, metavar="FILE", help="write to FILE instead of stdout")
 
     @staticmethod
     def run(args: argparse.Namespace) -> int:
         try:
-            queries = chargeback.period_queries(args.start, args.end)
+            queries = chargeback.period_queries(args.start, args.end, args.step)
         except ValueError as err:
             print(f"tenants report: {err}", file=sys.stderr)
             return EXIT_USAGE

@@ -175,18 +175,22 @@ def device_gpu_fractions(platform: Platform) -> dict[tuple[str, str], Fraction]:
     return result
 
 
-def gpu_hours_expr(series: str, period: str) -> str:
+def gpu_hours_expr(series: str, period: str, step_seconds: int = GPU_HOURS_RESOLUTION_MINUTES * 60) -> str:
     """PromQL for the GPU-hours of a GPU-equivalents series over `period` ending at the query's time,
-    per cost centre, tenant and class: a 1-minute subquery summed, so the result does not depend on
-    the rule evaluation interval, and a pod that stops stops counting (staleness).
+    per cost centre, tenant and class: a subquery at `step_seconds` (a minute unless asked; it must
+    divide an hour) summed, so the result does not depend on the rule evaluation interval, and a pod
+    that stops stops counting (staleness). A pod is counted at the steps it held its devices, so
+    each run is off by up to a step: finer steps for periods of minutes (a test run).
 
     >>> print(gpu_hours_expr(TENANT_ALLOCATED_GPUS, "3h"))
     sum by (cost_center, tenant, gpu_class) (sum_over_time(gpu_tenancy:tenant_gpu_allocated:gpus[3h:1m])) / 60
+    >>> print(gpu_hours_expr(TENANT_ALLOCATED_GPUS, "90s", step_seconds=1))
+    sum by (cost_center, tenant, gpu_class) (sum_over_time(gpu_tenancy:tenant_gpu_allocated:gpus[90s:1s])) / 3600
     """
-    minutes = GPU_HOURS_RESOLUTION_MINUTES
-    return (
-        f"sum by ({', '.join(CHARGEBACK_LABELS)}) (sum_over_time({series}[{period}:{minutes}m])) / {60 // minutes}"
-    )
+    if step_seconds <= 0 or 3600 % step_seconds:
+        raise ValueError(f"a GPU-hours step of {step_seconds} s does not divide an hour; use one that does (1, 5, 15, 60, ...)")
+    step = f"{step_seconds // 60}m" if step_seconds % 60 == 0 else f"{step_seconds}s"
+    return f"sum by ({', '.join(CHARGEBACK_LABELS)}) (sum_over_time({series}[{period}:{step}])) / {3600 // step_seconds}"
 
 
 def tenant_class_quotas(tenant: Tenant, view: TenantView) -> dict[tuple[str, str], int]:

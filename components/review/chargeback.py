@@ -36,28 +36,34 @@ class ChargebackRow:
         return self.used_gpu_hours / self.allocated_gpu_hours
 
 
-def period_seconds(start: datetime, end: datetime) -> int:
-    """Length of the period in whole seconds; the period must be at least one minute (the rules' resolution).
+DEFAULT_STEP_SECONDS = 60 * r.GPU_HOURS_RESOLUTION_MINUTES
+
+
+def period_seconds(start: datetime, end: datetime, step_seconds: int = DEFAULT_STEP_SECONDS) -> int:
+    """Length of the period in whole seconds; the period must be at least one step (a minute unless asked).
 
     >>> from datetime import timezone
     >>> period_seconds(datetime(2026, 11, 1, tzinfo=timezone.utc), datetime(2026, 12, 1, tzinfo=timezone.utc))
     2592000
     """
     seconds = int((end - start).total_seconds())
-    if seconds < 60 * r.GPU_HOURS_RESOLUTION_MINUTES:
-        raise ValueError(f"the period from {start.isoformat()} to {end.isoformat()} is shorter than a minute; --to must be after --from")
+    if seconds < step_seconds:
+        raise ValueError(f"the period from {start.isoformat()} to {end.isoformat()} is shorter than the {step_seconds} s step; "
+                         "--to must be after --from")
     return seconds
 
 
-def period_queries(start: datetime, end: datetime) -> dict[str, str]:
-    """The instant queries (evaluated at `end`) whose answers are the period's GPU-hours allocated and used.
+def period_queries(start: datetime, end: datetime, step_seconds: int = DEFAULT_STEP_SECONDS) -> dict[str, str]:
+    """The instant queries (evaluated at `end`) whose answers are the period's GPU-hours allocated and
+    used, integrated at `step_seconds` (`monitoring_rules.gpu_hours_expr`; ValueError when it does not divide an hour).
 
     >>> from datetime import timezone
     >>> print(period_queries(datetime(2026, 11, 1, tzinfo=timezone.utc), datetime(2026, 11, 1, 3, tzinfo=timezone.utc))["allocated"])
     sum by (cost_center, tenant, gpu_class) (sum_over_time(gpu_tenancy:tenant_gpu_allocated:gpus[10800s:1m])) / 60
     """
-    window = f"{period_seconds(start, end)}s"
-    return {ALLOCATED: r.gpu_hours_expr(r.TENANT_ALLOCATED_GPUS, window), USED: r.gpu_hours_expr(r.TENANT_USED_GPUS, window)}
+    window = f"{period_seconds(start, end, step_seconds)}s"
+    return {ALLOCATED: r.gpu_hours_expr(r.TENANT_ALLOCATED_GPUS, window, step_seconds),
+            USED: r.gpu_hours_expr(r.TENANT_USED_GPUS, window, step_seconds)}
 
 
 def _by_key(result: list[dict[str, Any]]) -> dict[tuple[str, ...], float]:

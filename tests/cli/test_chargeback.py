@@ -116,3 +116,16 @@ def test_a_date_that_is_not_one_is_a_usage_error(capsys, endpoint):
         run(capsys, "report", "--prometheus", endpoint.url, "--from", "last month", "--to", "2026-12-01")
     assert exit_.value.code == 2
     assert "'last month' is not a date" in capsys.readouterr().err
+
+
+def test_report_step_asks_for_a_finer_integral(capsys, endpoint):
+    code, out, err = run(capsys, "report", "--prometheus", endpoint.url, "--from", "2026-11-30T23:58:30Z", "--to", "2026-12-01",
+                         "--step", "1", "--format", "csv")
+    assert (code, err) == (0, "")
+    assert all(q["query"].endswith("[90s:1s])) / 3600") for q in endpoint.queries)
+
+
+def test_a_step_that_does_not_divide_an_hour_is_a_usage_error(capsys, endpoint):
+    code, out, err = run(capsys, "report", "--prometheus", endpoint.url, "--from", "2026-11-01", "--to", "2026-12-01", "--step", "7")
+    assert (code, out, endpoint.queries) == (2, "", [])
+    assert "does not divide an hour" in err

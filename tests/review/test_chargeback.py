@@ -68,3 +68,13 @@ def test_period_queries_integrate_the_rules_over_the_period():
 def test_a_period_must_be_at_least_a_minute():
     with pytest.raises(ValueError, match="--to must be after --from"):
         period_seconds(END, START)
+
+
+def test_a_finer_step_integrates_per_step_and_divides_by_the_steps_in_an_hour():
+    queries = period_queries(START, END, step_seconds=5)
+    assert queries["allocated"].endswith("(sum_over_time(gpu_tenancy:tenant_gpu_allocated:gpus[10800s:5s])) / 720")
+
+
+def test_a_step_that_does_not_divide_an_hour_is_refused():
+    with pytest.raises(ValueError, match="does not divide an hour"):
+        period_queries(START, END, step_seconds=7)
