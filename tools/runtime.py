@@ -21,9 +21,9 @@ scheduling lane's controllers plus the **node lifecycle controller**, which remo
 taint once kwok reports a node Ready and would taint a node whose heartbeat went stale (a test checks
 it never does).
 
-`PodLedger` watches every pod and keeps when each ran and what GPUs it held, for the lane summary
-(`runtime_summary`): per stack the Jobs Kueue admitted and that finished, the preemptions, and the
-GPU-seconds per tenant and resource.
+`PodLedger` watches every pod and keeps when each ran and what GPUs it held (a KAI share its
+fraction of a GPU, `KAI_SHARE`), for the lane summary (`runtime_summary`): per stack the Jobs Kueue
+admitted and that finished, the preemptions, and the GPU-seconds per tenant and resource.
 
 The lane (`make e2e-runtime`) is tests/e2e/runtime.
 """
@@ -64,6 +64,10 @@ STAGE_SETS = ("node/fast", "node/heartbeat", "pod/general")
 RUNTIME_CONTROLLERS = (*SCHEDULING_CONTROLLERS, "node-lifecycle-controller")
 STAGE_ANNOTATION = "{stage}.stage.kwok.x-k8s.io/{knob}"
 GPU_RESOURCE_PREFIX = "nvidia.com/"
+# A KAI GPU share asks by annotation, not by resource (its reservation pod, in KAI's namespace, holds
+# the whole GPU): the ledger counts it as its fraction of a GPU, under a name of its own.
+KAI_FRACTION, KAI_FRACTION_DEVICES = "gpu-fraction", "gpu-fraction-num-devices"
+KAI_SHARE = "nvidia.com/gpu (KAI share)"
 
 
 def kwok_module_dir() -> Path:
@@ -228,7 +232,7 @@ class PodRun:
     namespace: str
     name: str
     node: str | None
-    gpus: tuple[tuple[str, int], ...]
+    gpus: tuple[tuple[str, float], ...]
     start: datetime.datetime | None
     end: datetime.datetime | None
 
@@ -237,17 +241,23 @@ class PodRun:
         return (self.end - self.start).total_seconds() if self.start and self.end else 0.0
 
 
-def pod_gpus(pod: Mapping[str, Any]) -> tuple[tuple[str, int], ...]:
-    """The GPU resources (nvidia.com/...) the pod's containers request, summed, by name.
+def pod_gpus(pod: Mapping[str, Any]) -> tuple[tuple[str, float], ...]:
+    """The GPU resources (nvidia.com/...) the pod's containers request, summed, by name; a KAI share
+    (`gpu-fraction` annotation, on `gpu-fraction-num-devices` GPUs, default 1) as `KAI_SHARE` GPUs.
 
     >>> pod_gpus({"spec": {"containers": [{"resources": {"requests": {"cpu": "1", "nvidia.com/gpu": "4"}}}]}})
     (('nvidia.com/gpu', 4),)
+    >>> pod_gpus({"metadata": {"annotations": {"gpu-fraction": "0.5"}}, "spec": {"containers": []}})
+    (('nvidia.com/gpu (KAI share)', 0.5),)
     """
-    totals: dict[str, int] = {}
+    totals: dict[str, float] = {}
     for container in pod.get("spec", {}).get("containers", []):
         for resource, amount in ((container.get("resources") or {}).get("requests") or {}).items():
             if resource.startswith(GPU_RESOURCE_PREFIX):
                 totals[resource] = totals.get(resource, 0) + int(amount)
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    if KAI_FRACTION in annotations:
+        totals[KAI_SHARE] = float(annotations[KAI_FRACTION]) * int(annotations.get(KAI_FRACTION_DEVICES, "1"))
     return tuple(sorted(totals.items()))
 
 

@@ -84,3 +84,14 @@ def test_tenant_of_maps_every_rendered_namespace_to_its_owner():
                              {"kind": "Namespace", "metadata": {"name": "inference-canary"}},
                              {"kind": "ResourceQuota", "metadata": {"name": "q"}}]}
     assert tenant_of(objects) == {"inference": "inference", "inference-canary": "inference"}
+
+
+def test_a_kai_share_counts_its_fraction_of_a_gpu_for_as_long_as_it_ran():
+    share = {"metadata": {"namespace": "eval", "name": "s", "uid": "s",
+                          "annotations": {"gpu-fraction": "0.25", "gpu-fraction-num-devices": "2"}},
+             "spec": {"nodeName": "n", "containers": [{"resources": {"requests": {"cpu": "1"}}}]},
+             "status": {"startTime": "2026-01-01T00:00:00Z", "containerStatuses": [
+                 {"state": {"terminated": {"finishedAt": "2026-01-01T00:00:08Z"}}}]}}
+    run = pod_run(share)
+    assert run.gpus == ((runtime.KAI_SHARE, 0.5),)
+    assert gpu_seconds([run], {"eval": "eval"}) == {"eval": {runtime.KAI_SHARE: 4.0}}
