@@ -410,16 +410,52 @@ def runtime_summary(what: str, counts: Mapping[tuple[str, str], int], seconds: M
     return lines
 
 
+@dataclass(frozen=True)
+class StackTotals:
+    """What one stack's run added up to, from the cluster's objects: `event_counts` and `gpu_seconds`."""
+
+    what: str
+    counts: Mapping[tuple[str, str], int]
+    seconds: Mapping[str, Mapping[str, float]]
+
+
+def summary_table(totals: Iterable[StackTotals]) -> list[str]:
+    """The lane summary: one row of SUMMARY_EVENTS counts per stack, then each stack's GPU-seconds per tenant.
+
+    >>> for line in summary_table([StackTotals("dev", {("Job", "Completed"): 2}, {"eval": {"nvidia.com/gpu": 10.0}})]):
+    ...     print(line)
+    stack  Jobs admitted by Kueue  Jobs finished  Kueue preemptions  KAI evictions
+    dev                         0              2                  0              0
+    GPU-seconds, dev: eval nvidia.com/gpu 10.0
+    """
+    totals = list(totals)
+    width = max([len("stack"), *(len(t.what) for t in totals)])
+    lines = ["  ".join(["stack".ljust(width), *SUMMARY_EVENTS.values()])]
+    for t in totals:
+        lines.append("  ".join([t.what.ljust(width), *(str(t.counts.get(key, 0)).rjust(len(label))
+                                                     for key, label in SUMMARY_EVENTS.items())]))
+    for t in totals:
+        per_tenant = "; ".join(f"{tenant} " + ", ".join(f"{r} {v:.1f}" for r, v in per.items())
+                               for tenant, per in t.seconds.items())
+        lines.append(f"GPU-seconds, {t.what}: {per_tenant or 'none'}")
+    return lines
+
+
 def running_runtime_stack(stack: str, e2e_summary: list[str], root: Path = REPO_ROOT, what: str = "",
-                          ) -> Iterator[RuntimeStack]:
-    """A started RuntimeStack for a fixture to yield; after its tests, its summary lines appended to
-    `e2e_summary`, then it is stopped."""
+                          totals: list[StackTotals] | None = None) -> Iterator[RuntimeStack]:
+    """A started RuntimeStack for a fixture to yield; after its tests, what it added up to appended to
+    `totals` (the lane summary's table, tests/e2e/runtime/conftest.py) or else as lines to `e2e_summary`,
+    then it is stopped."""
     for applied in running_scheduling_stack(stack, e2e_summary, root, what, lane="runtime lane",
                                             controllers=RUNTIME_CONTROLLERS, nodes=kwok_nodes):
         applied.ledger = PodLedger(applied.plane.cp).start()
         try:
             yield applied
-            e2e_summary.extend(runtime_summary(what or stack, event_counts(applied.plane.cp),
-                                               gpu_seconds(applied.ledger.runs(), tenant_of(applied.objects))))
+            done = StackTotals(what or stack, event_counts(applied.plane.cp),
+                               gpu_seconds(applied.ledger.runs(), tenant_of(applied.objects)))
+            if totals is not None:
+                totals.append(done)
+            else:
+                e2e_summary.extend(runtime_summary(done.what, done.counts, done.seconds))
         finally:
             applied.ledger.stop()

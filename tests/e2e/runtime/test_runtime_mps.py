@@ -30,8 +30,8 @@ POOL, FIRST, SECOND = "l4-mps", "audio", "vision"
 
 
 @pytest.fixture(scope="module")
-def mps_stack(e2e_summary):
-    yield from running_runtime_stack("mps", e2e_summary, ROOT, what="mps fixture")
+def mps_stack(e2e_summary, runtime_totals):
+    yield from running_runtime_stack("mps", e2e_summary, ROOT, what="mps fixture", totals=runtime_totals)
 
 
 @pytest.fixture

@@ -35,14 +35,15 @@ PREEMPTIBILITY = "kai.scheduler/preemptibility"   # a pod-grouper label: only pr
 
 
 @pytest.fixture(scope="module")
-def kai_stack(e2e_summary, tmp_path_factory):
+def kai_stack(e2e_summary, runtime_totals, tmp_path_factory):
     reason = kai_unavailable_reason()
     if reason:
         if os.environ.get(REQUIRED_ENV) == "1":
             pytest.fail(f"{REQUIRED_ENV}=1 but {reason}")
         pytest.skip(reason)
     root = write_kai_borrowing_project(tmp_path_factory.mktemp("kai-runtime") / "project")
-    for applied in running_runtime_stack("staging", e2e_summary, root, what="staging + research beside eval, KAI"):
+    for applied in running_runtime_stack("staging", e2e_summary, root, what="staging + research beside eval, KAI",
+                                         totals=runtime_totals):
         try:
             seconds = KaiScheduler(applied.plane.cp).start(binder_args=binder_args(applied))
             applied.reservations = ReservationStandIn(applied.plane.cp).start()

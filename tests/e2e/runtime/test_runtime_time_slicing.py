@@ -33,8 +33,8 @@ POOL, TENANTS = "l4-shared", ("eval", "llm-finetune")
 
 
 @pytest.fixture(scope="module")
-def dev_stack(e2e_summary):
-    yield from running_runtime_stack("dev", e2e_summary)
+def dev_stack(e2e_summary, runtime_totals):
+    yield from running_runtime_stack("dev", e2e_summary, totals=runtime_totals)
 
 
 @pytest.fixture
