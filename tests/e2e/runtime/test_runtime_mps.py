@@ -5,7 +5,7 @@ The node advertises what the device plugin would from the stack's own config: it
 `nvidia.com/device-plugin.config` label names the entry of the rendered device-plugin ConfigMap, and
 `nvidia.com/gpu` is GPUs x that entry's MPS replicas. Each share is one unit of the tenant's quota;
 a share over the quota is refused, pods beyond the node's replicas stay Pending (Insufficient
-nvidia.com/gpu) and run once a share is free.
+nvidia.com/gpu) and run once the other tenant's shares are gone.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.runtime]
 
 ROOT = Path(__file__).resolve().parent / "fixtures" / "mps"
 POOL, FIRST, SECOND = "l4-mps", "audio", "vision"
+HOLD_SECONDS = 300   # longer than the test: the shares end when their Job is deleted
 
 
 @pytest.fixture(scope="module")
@@ -67,9 +68,11 @@ def test_mps_shares_are_counted_as_the_stack_says_and_the_rest_wait(mps_stack, j
     quotas = {t: cap.gpu_quota_by_resource(mps_stack.tenant(t), platform)[cap.GPU] for t in (FIRST, SECOND)}
     assert quotas == {FIRST: 3, SECOND: 3} and sum(quotas.values()) > shares
 
-    first = jobs.submit(FIRST, _share_job(platform, quotas[FIRST], 6))
+    # Both hold their shares until deleted (a run that ended by itself under load would free a share
+    # before the waiting ones are counted): the first tenant's deletion is what frees them.
+    first = jobs.submit(FIRST, _share_job(platform, quotas[FIRST], HOLD_SECONDS))
     jobs.wait_pod_phase(FIRST, first, "Running", quotas[FIRST])
-    second = jobs.submit(SECOND, _share_job(platform, quotas[SECOND], 3))
+    second = jobs.submit(SECOND, _share_job(platform, quotas[SECOND], HOLD_SECONDS))
     running = jobs.wait_pod_phase(SECOND, second, "Running", shares - quotas[FIRST])
     assert {p.spec.node_name for p in running} == {name}
 
@@ -88,10 +91,9 @@ def test_mps_shares_are_counted_as_the_stack_says_and_the_rest_wait(mps_stack, j
                                            "metadata": {"name": "e2e-one-share-too-many"}, "spec": extra["spec"]})
     assert refused.value.status == 403 and "exceeded quota" in refused.value.body
 
-    jobs.wait_complete(FIRST, first)
-    jobs.wait_pod_phase(SECOND, second, "Succeeded", quotas[SECOND], timeout=90)   # the waiting shares ran too
-    for tenant, job in ((FIRST, first), (SECOND, second)):
-        jobs.wait_complete(tenant, job)
-        jobs.wait_quota(tenant, cap.quota_key(cap.GPU), "0")
+    jobs.delete(FIRST, first)   # its shares come free: the waiting ones run on them
+    jobs.wait_quota(FIRST, cap.quota_key(cap.GPU), "0")
+    now = jobs.wait_pod_phase(SECOND, second, "Running", quotas[SECOND], timeout=90)
+    assert {p.spec.node_name for p in now} == {name}
     e2e_summary.append(f"runtime lane (mps fixture): {shares} MPS shares on {name} ({pool.gpus_per_node} L4 x "
-                       f"{shares // pool.gpus_per_node}), each 1 unit of quota; {len(pending)} of {SECOND}'s waited Pending, then ran")
+                       f"{shares // pool.gpus_per_node}), each 1 unit of quota; {len(pending)} of {SECOND}'s waited Pending, ran once {FIRST}'s were gone")
