@@ -36,6 +36,8 @@ def kai_fraction_pod(fraction: float, *, queue: str, selector: dict | None = Non
     spec["tolerations"] = [dict(GPU_TAINT_TOLERATION), *spec.get("tolerations", [])]
     config_map = f"{prefix}-0"
     container = spec["containers"][0]
+    for values in container["resources"].values():   # a share asks by annotation only (kai_pod(0) says gpu: "0")
+        values.pop("nvidia.com/gpu", None)
     container["env"] = [{"name": key, "valueFrom": {"configMapKeyRef": {"name": config_map, "key": key}}}
                         for key in (VISIBLE_DEVICES, "RUNAI_NUM_OF_GPUS", GPU_PORTION)]
     container["envFrom"] = [{"configMapRef": {"name": f"{config_map}-evar"}}]
