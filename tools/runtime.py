@@ -21,9 +21,9 @@ scheduling lane's controllers plus the **node lifecycle controller**, which remo
 taint once kwok reports a node Ready and would taint a node whose heartbeat went stale (a test checks
 it never does).
 
-`PodLedger` watches every pod and keeps when each ran and what GPUs it held, for the lane summary
-(`runtime_summary`): per stack the Jobs Kueue admitted and that finished, the preemptions, and the
-GPU-seconds per tenant and resource.
+`PodLedger` watches every pod and keeps when each ran and what GPUs it held (a KAI share its
+fraction of a GPU, `KAI_SHARE`), for the lane summary (`runtime_summary`): per stack the Jobs Kueue
+admitted and that finished, the preemptions, and the GPU-seconds per tenant and resource.
 
 The lane (`make e2e-runtime`) is tests/e2e/runtime.
 """
@@ -64,6 +64,10 @@ STAGE_SETS = ("node/fast", "node/heartbeat", "pod/general")
 RUNTIME_CONTROLLERS = (*SCHEDULING_CONTROLLERS, "node-lifecycle-controller")
 STAGE_ANNOTATION = "{stage}.stage.kwok.x-k8s.io/{knob}"
 GPU_RESOURCE_PREFIX = "nvidia.com/"
+# A KAI GPU share asks by annotation, not by resource (its reservation pod, in KAI's namespace, holds
+# the whole GPU): the ledger counts it as its fraction of a GPU, under a name of its own.
+KAI_FRACTION, KAI_FRACTION_DEVICES = "gpu-fraction", "gpu-fraction-num-devices"
+KAI_SHARE = "nvidia.com/gpu (KAI share)"
 
 
 def kwok_module_dir() -> Path:
@@ -228,7 +232,7 @@ class PodRun:
     namespace: str
     name: str
     node: str | None
-    gpus: tuple[tuple[str, int], ...]
+    gpus: tuple[tuple[str, float], ...]
     start: datetime.datetime | None
     end: datetime.datetime | None
 
@@ -237,17 +241,23 @@ class PodRun:
         return (self.end - self.start).total_seconds() if self.start and self.end else 0.0
 
 
-def pod_gpus(pod: Mapping[str, Any]) -> tuple[tuple[str, int], ...]:
-    """The GPU resources (nvidia.com/...) the pod's containers request, summed, by name.
+def pod_gpus(pod: Mapping[str, Any]) -> tuple[tuple[str, float], ...]:
+    """The GPU resources (nvidia.com/...) the pod's containers request, summed, by name; a KAI share
+    (`gpu-fraction` annotation, on `gpu-fraction-num-devices` GPUs, default 1) as `KAI_SHARE` GPUs.
 
     >>> pod_gpus({"spec": {"containers": [{"resources": {"requests": {"cpu": "1", "nvidia.com/gpu": "4"}}}]}})
     (('nvidia.com/gpu', 4),)
+    >>> pod_gpus({"metadata": {"annotations": {"gpu-fraction": "0.5"}}, "spec": {"containers": []}})
+    (('nvidia.com/gpu (KAI share)', 0.5),)
     """
-    totals: dict[str, int] = {}
+    totals: dict[str, float] = {}
     for container in pod.get("spec", {}).get("containers", []):
         for resource, amount in ((container.get("resources") or {}).get("requests") or {}).items():
             if resource.startswith(GPU_RESOURCE_PREFIX):
                 totals[resource] = totals.get(resource, 0) + int(amount)
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    if KAI_FRACTION in annotations:
+        totals[KAI_SHARE] = float(annotations[KAI_FRACTION]) * int(annotations.get(KAI_FRACTION_DEVICES, "1"))
     return tuple(sorted(totals.items()))
 
 
@@ -400,16 +410,52 @@ def runtime_summary(what: str, counts: Mapping[tuple[str, str], int], seconds: M
     return lines
 
 
+@dataclass(frozen=True)
+class StackTotals:
+    """What one stack's run added up to, from the cluster's objects: `event_counts` and `gpu_seconds`."""
+
+    what: str
+    counts: Mapping[tuple[str, str], int]
+    seconds: Mapping[str, Mapping[str, float]]
+
+
+def summary_table(totals: Iterable[StackTotals]) -> list[str]:
+    """The lane summary: one row of SUMMARY_EVENTS counts per stack, then each stack's GPU-seconds per tenant.
+
+    >>> for line in summary_table([StackTotals("dev", {("Job", "Completed"): 2}, {"eval": {"nvidia.com/gpu": 10.0}})]):
+    ...     print(line)
+    stack  Jobs admitted by Kueue  Jobs finished  Kueue preemptions  KAI evictions
+    dev                         0              2                  0              0
+    GPU-seconds, dev: eval nvidia.com/gpu 10.0
+    """
+    totals = list(totals)
+    width = max([len("stack"), *(len(t.what) for t in totals)])
+    lines = ["  ".join(["stack".ljust(width), *SUMMARY_EVENTS.values()])]
+    for t in totals:
+        lines.append("  ".join([t.what.ljust(width), *(str(t.counts.get(key, 0)).rjust(len(label))
+                                                     for key, label in SUMMARY_EVENTS.items())]))
+    for t in totals:
+        per_tenant = "; ".join(f"{tenant} " + ", ".join(f"{r} {v:.1f}" for r, v in per.items())
+                               for tenant, per in t.seconds.items())
+        lines.append(f"GPU-seconds, {t.what}: {per_tenant or 'none'}")
+    return lines
+
+
 def running_runtime_stack(stack: str, e2e_summary: list[str], root: Path = REPO_ROOT, what: str = "",
-                          ) -> Iterator[RuntimeStack]:
-    """A started RuntimeStack for a fixture to yield; after its tests, its summary lines appended to
-    `e2e_summary`, then it is stopped."""
+                          totals: list[StackTotals] | None = None) -> Iterator[RuntimeStack]:
+    """A started RuntimeStack for a fixture to yield; after its tests, what it added up to appended to
+    `totals` (the lane summary's table, tests/e2e/runtime/conftest.py) or else as lines to `e2e_summary`,
+    then it is stopped."""
     for applied in running_scheduling_stack(stack, e2e_summary, root, what, lane="runtime lane",
                                             controllers=RUNTIME_CONTROLLERS, nodes=kwok_nodes):
         applied.ledger = PodLedger(applied.plane.cp).start()
         try:
             yield applied
-            e2e_summary.extend(runtime_summary(what or stack, event_counts(applied.plane.cp),
-                                               gpu_seconds(applied.ledger.runs(), tenant_of(applied.objects))))
+            done = StackTotals(what or stack, event_counts(applied.plane.cp),
+                               gpu_seconds(applied.ledger.runs(), tenant_of(applied.objects)))
+            if totals is not None:
+                totals.append(done)
+            else:
+                e2e_summary.extend(runtime_summary(done.what, done.counts, done.seconds))
         finally:
             applied.ledger.stop()

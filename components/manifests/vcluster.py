@@ -5,13 +5,17 @@ created inside it are synced to that host namespace and run there under the name
 ResourceQuota, LimitRange, NetworkPolicies, Pod Security and GPU placement policy. The values
 below make it say so from the inside too (keys of the chart's values.schema.json, v0.36.1):
 
-* `sync.fromHost.nodes`: real nodes, only from the tenant's pools. The selector labels also
-  become the node selector of every synced pod, which pins all the vCluster's pods (CPU-only ones
-  included) to those nodes: `<labelDomain>/tenant: <tenant>` for a tenant with dedicated pools,
-  else `<labelDomain>/gpu-class: <class>` when it may use exactly one class. A tenant with several
-  shared classes cannot be described by one label set; its nodes are synced only where its pods
-  run, and the host placement policy alone decides. `syncBackChanges` stays off, so nothing in the
-  vCluster can edit host node labels or taints;
+* `sync.fromHost.nodes`: real nodes, synced only where the vCluster's pods run, except for a tenant
+  with dedicated pools, whose nodes are synced by `<labelDomain>/tenant: <tenant>`. The selector
+  labels also become the node selector of every synced pod, CPU-only ones included (its CoreDNS,
+  its workloads' CPU pods): on dedicated nodes that is right, as they carry only the tenant's taint,
+  which the synced pods tolerate (below). Shared pools carry the GPU taint, which a CPU-only pod may
+  not tolerate (the placement policy), so a selector onto them (`<labelDomain>/gpu-class: <class>`,
+  as before) left the vCluster's CPU pods no node at all, CPU nodes or not (seen on the runtime
+  lane); without one, its CPU pods run on the cluster's CPU nodes like the tenant's own, and its
+  GPU pods are placed as the host's are (their own selector or their Kueue flavor, checked by the
+  placement policy). `syncBackChanges` stays off, so nothing in the vCluster can edit host node
+  labels or taints;
 * `sync.toHost.pods.enforceTolerations`: the dedicated-pool taint `<labelDomain>/tenant=<tenant>`;
 * `sync.toHost.pods.priorityClassName`: the tenant's `vcluster.priorityClassName`, if set;
 * `sync.fromHost.priorityClasses` off (and `toHost` too): the chart has one rule for either sync,
@@ -80,17 +84,17 @@ CHART_QUOTA_DEFAULT_KEYS = (
 CHART_LIMIT_DEFAULT_KEYS = ("cpu", "ephemeral-storage", "memory")
 
 def node_selector(tenant: Tenant, view: TenantView) -> dict[str, str]:
-    """Node labels the vCluster syncs nodes by (and pins its pods to); {} when no one label set fits.
+    """Node labels the vCluster syncs nodes by (and pins all its pods to): the tenant label of its
+    dedicated nodes; {} for a tenant on shared pools only, whose CPU pods cannot run there.
 
     >>> node_selector(prod.tenants[1].spec, prod.view(prod.tenants[1].spec))
     {'gpu.acme.dev/tenant': 'inference'}
+    >>> node_selector(dev.tenants[2].spec, dev.view(dev.tenants[2].spec))   # llm-finetune, on the shared L4s
+    {}
     """
     platform = view.platform
     if any(pool in platform.node_pools for pool in tenant.gpu.dedicated_pools):
         return {tenant_label(platform): tenant.name}
-    classes = [name for name in view.allowed_classes if name in platform.gpu_classes]
-    if len(classes) == 1:
-        return {gpu_class_label(platform): classes[0]}
     return {}
 
 

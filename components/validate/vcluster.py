@@ -19,7 +19,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Literal
 
-from ..fleet import gpu_capacity as cap
 from ..spec.problems import Problem
 from ..spec.hints import closest
 from ..spec.stack import Platform
@@ -398,12 +397,10 @@ def check_tenant_vcluster(tenant: Tenant, doc, platform: Platform) -> list[Probl
             grant = tenant.quota.priority_classes.get(name) or platform.priority_classes[name].default_tenant_cap
             if grant is not None and grant.pods == 0:
                 add(("vcluster", "priorityClassName"), f"the tenant may run no pods at PriorityClass '{name}' (its quota caps them at 0), so every vCluster pod would be rejected; grant it under quota.priorityClasses or choose another class")
+    # A tenant on shared pools only is not pinned at all (manifests.vcluster.node_selector): nothing to warn of.
     dedicated = [pool for pool in tenant.gpu.dedicated_pools if pool in platform.node_pools]
-    classes = [c for c in cap.allowed_classes(tenant, platform) if c in platform.gpu_classes]
     if dedicated and set(tenant.gpu.classes) - {platform.node_pools[p].gpu_class for p in dedicated}:
         add(("vcluster", "enabled"), f"the vCluster's pods are pinned to the tenant's dedicated pools ({', '.join(dedicated)}); its shared classes ({', '.join(sorted(set(tenant.gpu.classes)))}) are out of its reach", "warning")
-    elif not dedicated and len(classes) > 1:
-        add(("vcluster", "enabled"), f"one node-label set cannot select several GPU classes ({', '.join(classes)}): the vCluster syncs only the nodes its pods run on and does not pin them; the host placement policy still decides where they may go", "warning")
     return problems
 
 

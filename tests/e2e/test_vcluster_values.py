@@ -57,8 +57,11 @@ REFUSED_CLUSTER_RULES = [
 ]
 
 # Rendered by hand (Helm v3.18.6 pkg/engine, chart v0.36.1, release `vcluster` in namespace
-# llm-finetune, Kubernetes 1.37) from `values_yaml` of dev's llm-finetune release; its SHA-256:
-GENERATED_VALUES_SHA256 = "e30471bdb6d37568a3b4a6084dfc79ac5840e903d6aa65471ee494c278f7513a"
+# llm-finetune, Kubernetes 1.37) from `values_yaml` of dev's llm-finetune release. Its SHA-256 changed
+# since (e30471bd... then) only by `sync.fromHost.nodes.selector.labels`, from `gpu-class: l4` to none:
+# the chart's RBAC templates (templates/clusterrole.yaml, role.yaml, _rbac.tpl) read
+# `sync.fromHost.nodes.enabled` and `syncBackChanges`, never the selector, so the rules below stand.
+GENERATED_VALUES_SHA256 = "fad26ea9a91e4218fd897d6d47ba4ff2ac1d1f107ed53713b41a380c5b5cd842"
 GENERATED_CLUSTER_RULES = [
     {"apiGroups": [""], "resources": ["pods", "nodes", "nodes/status"], "verbs": ["get", "watch", "list"]},
 ]

@@ -43,7 +43,8 @@ def test_the_dev_example_release(examples):
     }
     # the tenant's override is merged over the generated values
     assert release["values"]["controlPlane"]["statefulSet"]["resources"]["requests"] == {"cpu": "200m", "memory": "512Mi"}
-    assert release["values"]["sync"]["fromHost"]["nodes"]["selector"]["labels"] == {"gpu.acme.dev/gpu-class": "l4"}
+    # on shared pools only: not pinned (a selector onto the GPU-tainted pools leaves its CPU pods no node)
+    assert release["values"]["sync"]["fromHost"]["nodes"]["selector"]["labels"] == {}
 
 
 def test_no_release_when_disabled_or_decommissioned(examples):
@@ -91,16 +92,16 @@ def test_the_schema_check_is_not_vacuous(examples):
     ]
 
 
-def test_pods_are_pinned_to_the_tenants_pools(examples):
+def test_pods_are_pinned_to_dedicated_pools_only(examples):
     prod, dev = examples["prod"], examples["dev"]
     inference = viewed(vcluster.generated_values, _enabled(_spec(prod, "inference")), prod)["sync"]
     assert inference["fromHost"]["nodes"] == {"enabled": True, "selector": {"labels": {"gpu.acme.dev/tenant": "inference"}}, "syncBackChanges": False}
     assert inference["toHost"]["pods"]["enforceTolerations"] == ["gpu.acme.dev/tenant=inference:NoSchedule"]
     single = viewed(vcluster.generated_values, _enabled(_spec(dev, "inference")), dev)["sync"]
-    assert single["fromHost"]["nodes"]["selector"]["labels"] == {"gpu.acme.dev/gpu-class": "l4"}
+    # one shared class: its pools carry the GPU taint, which the vCluster's CPU pods may not tolerate
+    assert single["fromHost"]["nodes"]["selector"]["labels"] == {}
     assert single["toHost"]["pods"]["enforceTolerations"] == []
-    # eval may use l4 and a100-mig in dev: no one label set selects both
-    several = viewed(vcluster.node_selector, _spec(dev, "eval"), dev)
+    several = viewed(vcluster.node_selector, _spec(dev, "eval"), dev)   # l4 and a100-mig, shared
     assert several == {}
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import re
 
 from tools import runtime
 from tools.runtime import PodRun, gpu_seconds, pod_run, run_for, runtime_summary, stage_paths, tenant_of
@@ -84,3 +85,27 @@ def test_tenant_of_maps_every_rendered_namespace_to_its_owner():
                              {"kind": "Namespace", "metadata": {"name": "inference-canary"}},
                              {"kind": "ResourceQuota", "metadata": {"name": "q"}}]}
     assert tenant_of(objects) == {"inference": "inference", "inference-canary": "inference"}
+
+
+def test_a_kai_share_counts_its_fraction_of_a_gpu_for_as_long_as_it_ran():
+    share = {"metadata": {"namespace": "eval", "name": "s", "uid": "s",
+                          "annotations": {"gpu-fraction": "0.25", "gpu-fraction-num-devices": "2"}},
+             "spec": {"nodeName": "n", "containers": [{"resources": {"requests": {"cpu": "1"}}}]},
+             "status": {"startTime": "2026-01-01T00:00:00Z", "containerStatuses": [
+                 {"state": {"terminated": {"finishedAt": "2026-01-01T00:00:08Z"}}}]}}
+    run = pod_run(share)
+    assert run.gpus == ((runtime.KAI_SHARE, 0.5),)
+    assert gpu_seconds([run], {"eval": "eval"}) == {"eval": {runtime.KAI_SHARE: 4.0}}
+
+
+def test_the_summary_table_has_a_row_per_stack_and_their_gpu_seconds_after():
+    from tools.runtime import StackTotals, summary_table
+
+    lines = summary_table([StackTotals("prod + cohort 'shared'", {("Workload", "Admitted"): 11, ("Workload", "Preempted"): 2}, {}),
+                           StackTotals("dev", {("Job", "Completed"): 2}, {"eval": {"nvidia.com/gpu": 10.0, runtime.KAI_SHARE: 0.5}})])
+    header, prod, dev, prod_seconds, dev_seconds = lines
+    assert re.split(r"\s{2,}", header)[1:] == list(runtime.SUMMARY_EVENTS.values())
+    assert prod.split() == ["prod", "+", "cohort", "'shared'", "11", "0", "2", "0"] and dev.split() == ["dev", "0", "2", "0", "0"]
+    assert len({len(header), len(prod), len(dev)}) == 1   # columns line up
+    assert prod_seconds == "GPU-seconds, prod + cohort 'shared': none"
+    assert dev_seconds == "GPU-seconds, dev: eval nvidia.com/gpu 10.0, nvidia.com/gpu (KAI share) 0.5"

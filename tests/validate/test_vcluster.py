@@ -66,7 +66,8 @@ def test_warnings_for_settings_that_cannot_work_as_written(project_copy):
     assert f"tenants/eval.yaml:{line_of(eval_file, 'vcluster:')}:1: warning: vcluster: vCluster settings have no effect while `enabled` is false (stack prod)" in prod
     eval_file.write_text(eval_file.read_text() + "  enabled: true\n")
     dev = [str(p) for p in load_environment(project_copy, "dev").warnings]
-    assert any("vcluster.enabled: one node-label set cannot select several GPU classes (a100-mig, l4)" in w for w in dev)
+    # eval may use two shared classes: its vCluster is not pinned (as no tenant on shared pools is), nothing to warn of
+    assert not [w for w in dev if "vcluster.enabled" in w], dev
 
 
 def test_a_chart_version_without_its_schema_warns(project_copy):

@@ -31,9 +31,9 @@ HEARTBEAT_MIN_SECONDS = 20   # kwok's node-heartbeat Stage: delay 20 s, jitter t
 
 
 @pytest.fixture(scope="module")
-def runtime_stack(e2e_summary, tmp_path_factory):
+def runtime_stack(e2e_summary, runtime_totals, tmp_path_factory):
     root = write_borrowing_project(tmp_path_factory.mktemp("runtime") / "project")
-    yield from running_runtime_stack("prod", e2e_summary, root, what="prod + cohort 'shared'")
+    yield from running_runtime_stack("prod", e2e_summary, root, what="prod + cohort 'shared'", totals=runtime_totals)
 
 
 @pytest.fixture

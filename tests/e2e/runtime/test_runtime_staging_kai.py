@@ -1,12 +1,19 @@
-"""Whole-GPU pods on the staging stack (`scheduler: kai`): bound by the real KAI Scheduler through
-each tenant's queue and Running on kwok's nodes of the pool they asked for; and over-quota use
+"""Whole-GPU pods and GPU shares on the staging stack (`scheduler: kai`): bound by the real KAI Scheduler
+through each tenant's queue and Running on kwok's nodes of the pool they asked for; and over-quota use
 reclaimed, on the copy where `research` (4 A100s) shares the A100 pool with eval (6) and may reach
-more through its ResourceQuota (kai.write_kai_borrowing_project)."""
+more through its ResourceQuota (kai.write_kai_borrowing_project).
+
+GPU shares (`gpu-fraction`, staging's A100 class has `kaiFractions`) bind only once the GPU
+reservation pod KAI's binder creates for a node's GPU group says which GPU it holds; no container runs
+on kwok, so `tools.kai_reservation.ReservationStandIn` publishes it as the pod's program would. The
+binder runs with the plugins the stack's KAI `Config` turns on (`hamicore`), as KAI's operator would
+start it."""
 
 from __future__ import annotations
 
 import datetime
 import os
+from typing import Any
 
 import pytest
 from kubernetes.client.rest import ApiException
@@ -16,7 +23,9 @@ from components.manifests.placement_policy import placement
 from tests.e2e.scheduling.jobs import wait_or_explain
 from tests.e2e.scheduling.kai import (KaiPods, KaiScheduler, kai_pod, kai_unavailable_reason, on_pool,
                                       write_kai_borrowing_project)
+from tests.e2e.runtime.kai_shares import GPU_PORTION, VISIBLE_DEVICES, binder_args, kai_fraction_pod, share_config
 from tests.e2e.runtime.runs import GRACE_SECONDS
+from tools.kai_reservation import GPU_GROUP_LABEL, GPU_INDEX_ANNOTATION, RESERVATION_NAMESPACE, ReservationStandIn
 from tools.runtime import REQUIRED_ENV, running_runtime_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.runtime]
@@ -26,21 +35,26 @@ PREEMPTIBILITY = "kai.scheduler/preemptibility"   # a pod-grouper label: only pr
 
 
 @pytest.fixture(scope="module")
-def kai_stack(e2e_summary, tmp_path_factory):
+def kai_stack(e2e_summary, runtime_totals, tmp_path_factory):
     reason = kai_unavailable_reason()
     if reason:
         if os.environ.get(REQUIRED_ENV) == "1":
             pytest.fail(f"{REQUIRED_ENV}=1 but {reason}")
         pytest.skip(reason)
     root = write_kai_borrowing_project(tmp_path_factory.mktemp("kai-runtime") / "project")
-    for applied in running_runtime_stack("staging", e2e_summary, root, what="staging + research beside eval, KAI"):
+    for applied in running_runtime_stack("staging", e2e_summary, root, what="staging + research beside eval, KAI",
+                                         totals=runtime_totals):
         try:
-            seconds = KaiScheduler(applied.plane.cp).start()
+            seconds = KaiScheduler(applied.plane.cp).start(binder_args=binder_args(applied))
+            applied.reservations = ReservationStandIn(applied.plane.cp).start()
         except BaseException:
             applied.plane.cp.stop()
             raise
         e2e_summary.append(f"runtime lane (staging + research beside eval, KAI): KAI Scheduler started in {seconds:.1f}s")
-        yield applied
+        try:
+            yield applied
+        finally:
+            applied.reservations.stop()
 
 
 @pytest.fixture
@@ -120,3 +134,62 @@ def test_over_quota_use_is_reclaimed_when_the_quotas_owner_submits(kai_stack, po
     evictions = [e for e in pods.core.list_namespaced_event("research").items
                  if e.reason == "Evict" and e.involved_object.kind == "PodGroup"]
     assert len(evictions) == 1, [(e.involved_object.name, e.message) for e in evictions]   # KAI's, on the reclaimed pod's group
+
+
+def _phase(pods, namespace: str, name: str) -> str | None:
+    try:
+        return pods.core.read_namespaced_pod(name, namespace).status.phase
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
+def _wait_running(pods, namespace: str, name: str, timeout: float = 90) -> Any:
+    wait_or_explain(pods.cp, lambda: _phase(pods, namespace, name) == "Running", f"{namespace}'s {name} Running",
+                    lambda: pods.explain(namespace, name) + f"\nstand-in: {pods.stack.reservations.errors[-3:]}", timeout)
+    return pods.core.read_namespaced_pod(name, namespace)
+
+
+def test_gpu_shares_of_two_tenants_run_on_one_gpu_the_reservation_pod_holds(kai_stack, pods, e2e_summary):
+    shares = {t: pods.submit(t, _quick_exit(kai_fraction_pod(0.5, queue=t, **on_pool(kai_stack, t, "a100-shared"))))
+              for t in ("eval", "research")}
+    running = {t: _wait_running(pods, t, name) for t, name in shares.items()}
+    groups = {pod.metadata.labels.get(GPU_GROUP_LABEL) for pod in running.values()}
+    assert len(groups) == 1 and None not in groups, groups   # one GPU group: both halves of one GPU
+    assert len({pod.spec.node_name for pod in running.values()}) == 1
+    [group] = groups
+    reservation = [p for p in pods.core.list_namespaced_pod(RESERVATION_NAMESPACE).items
+                   if (p.metadata.labels or {}).get(GPU_GROUP_LABEL) == group]
+    assert len(reservation) == 1, [p.metadata.name for p in reservation]   # one reservation pod holds the GPU
+    device = reservation[0].metadata.annotations[GPU_INDEX_ANNOTATION]
+    assert reservation[0].spec.node_name == running["eval"].spec.node_name
+    assert kai_stack.reservations.published[reservation[0].metadata.name] == device
+    for tenant, pod in running.items():   # the binder wrote the reserved GPU and the share into each pod's ConfigMap
+        data = share_config(pods.core, pod)
+        assert data[VISIBLE_DEVICES] == device and float(data[GPU_PORTION]) == 0.5, (tenant, data)
+    e2e_summary.append(f"runtime lane (staging + research beside eval, KAI): eval's and research's 0.5 shares Running "
+                       f"on one GPU of {running['eval'].spec.node_name} (group {group}, {device})")
+
+
+def test_over_quota_gpu_shares_are_reclaimed_when_the_quotas_owner_submits(kai_stack, pods, e2e_summary):
+    per_node = kai_stack.environment.platform.node_pools["a100-shared"].gpus_per_node
+    research, quota = on_pool(kai_stack, "research", "a100-shared"), kai_stack.find("Queue", "research")["spec"]["resources"]["gpu"]["quota"]
+    held = pods.submit("research", _quick_exit(kai_pod(quota, queue="research", **research)))   # its quota, not preemptible
+    _wait_running(pods, "research", held)
+    shares = [pods.submit("research", _quick_exit(kai_fraction_pod(0.5, queue="research", labels={PREEMPTIBILITY: "preemptible"},
+                                                                  **research))) for _ in range(4)]   # 2 GPUs over its quota
+    for name in shares:
+        _wait_running(pods, "research", name)
+    groups = {pods.pod_group("research", name)["metadata"]["name"] for name in shares}
+    free = per_node - quota - len(shares) // 2
+    owner = pods.submit("eval", _quick_exit(kai_pod(free + 2, queue="eval", **on_pool(kai_stack, "eval", "a100-shared"))))
+    _wait_running(pods, "eval", owner, timeout=120)   # on the GPUs the shares held
+    assert _phase(pods, "research", held) == "Running"   # what research holds inside its quota stays
+    left = [n for n in shares if _phase(pods, "research", n) == "Running"]
+    assert len(left) <= len(shares) - 2, left   # at least one GPU's worth of shares reclaimed
+    evicted = {e.involved_object.name for e in pods.core.list_namespaced_event("research").items
+               if e.reason == "Evict" and e.involved_object.kind == "PodGroup"} & groups
+    assert len(evicted) == len(shares) - len(left), (sorted(evicted), left)   # by KAI, each share's PodGroup
+    e2e_summary.append(f"runtime lane (staging + research beside eval, KAI): {len(evicted)} of research's "
+                       f"{len(shares)} over-quota 0.5 shares reclaimed by KAI for eval's {free + 2} GPUs")

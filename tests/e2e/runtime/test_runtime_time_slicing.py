@@ -6,10 +6,12 @@ and a tenant's `gpu: {l4: 2}` is 2 of those shares. Two tenants run their full s
 same two physical GPUs; each share is one unit of the tenant's quota, a share more is refused, and
 the quota comes back when the Jobs finish.
 
-llm-finetune runs a vCluster on dev; what it syncs to the host namespace besides the tenant's GPU
-pods (its control plane, CoreDNS) asks for CPU only. Every node of dev's inventory is a GPU node
-with the GPU taint, which a CPU pod may not tolerate (the placement policy), so such a pod runs only
-on a CPU node outside the inventory.
+llm-finetune runs a vCluster on dev, on shared pools only; its control plane and what it syncs to
+the host namespace besides the tenant's GPU pods (CoreDNS) ask for CPU only, with the node selector
+and tolerations our vCluster values give them. Every node of dev's inventory is a GPU node with the
+GPU taint, which a CPU pod may not tolerate (the placement policy), so such pods run only on a CPU
+node outside the inventory; they did not even there while the values pinned every synced pod to
+the tenant's GPU class (`components.manifests.vcluster.node_selector`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from kubernetes.client.rest import ApiException
 
 from components.fleet import gpu_capacity as cap
 from components.manifests.meta import GPU_TAINT_TOLERATION, pool_label
+from components.manifests.vcluster import vcluster_release
 from tests.e2e.runtime.runs import RuntimeJobs, timed_job
 from tests.e2e.scheduling.jobs import event_lines, wait_or_explain
 from tools.runtime import kwok_cpu_node, running_runtime_stack
@@ -30,8 +33,8 @@ POOL, TENANTS = "l4-shared", ("eval", "llm-finetune")
 
 
 @pytest.fixture(scope="module")
-def dev_stack(e2e_summary):
-    yield from running_runtime_stack("dev", e2e_summary)
+def dev_stack(e2e_summary, runtime_totals):
+    yield from running_runtime_stack("dev", e2e_summary, totals=runtime_totals)
 
 
 @pytest.fixture
@@ -76,42 +79,75 @@ def test_time_sliced_shares_run_side_by_side_each_one_unit_of_quota(dev_stack, j
                        f"({pool.gpus_per_node} L4s x {gpu_class.replication.replicas}), each 1 unit of its tenant's quota")
 
 
-def _coredns_pod() -> dict:
-    """A pod shaped like the CoreDNS a vCluster syncs into its host namespace: CPU only, no placement."""
-    values = {"cpu": "100m", "memory": "70Mi"}
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": "coredns-e2e-x-kube-system-x-vcluster", "labels": {"k8s-app": "kube-dns"}},
-            "spec": {"automountServiceAccountToken": False, "terminationGracePeriodSeconds": 1,
-                     "securityContext": {"runAsNonRoot": True, "runAsUser": 1000, "seccompProfile": {"type": "RuntimeDefault"}},
-                     "containers": [{"name": "coredns", "image": "registry.invalid/coredns:1.12",
-                                     "resources": {"requests": dict(values), "limits": dict(values)},
-                                     "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}}]}}
+def _toleration(text: str) -> dict:
+    """One of vCluster's `enforceTolerations` (`key[=value][:Effect]`) as a pod toleration.
+
+    >>> _toleration("gpu.acme.dev/tenant=inference:NoSchedule")
+    {'key': 'gpu.acme.dev/tenant', 'operator': 'Equal', 'value': 'inference', 'effect': 'NoSchedule'}
+    """
+    rest, _, effect = text.partition(":")
+    key, equal, value = rest.partition("=")
+    out = {"key": key, "operator": "Equal" if equal else "Exists"}
+    if equal:
+        out["value"] = value
+    if effect:
+        out["effect"] = effect
+    return out
 
 
-def test_a_vcluster_tenants_cpu_pods_find_no_inventory_node_and_run_on_a_cpu_node(dev_stack, e2e_summary):
+def _cpu_pod(name: str, labels: dict, requests: dict, values: dict, synced: bool) -> dict:
+    """A CPU-only pod of the vCluster as the host sees it: the chart's control-plane pod (`synced`
+    False: our values set no `controlPlane.statefulSet.scheduling`, so no selector, no toleration) or
+    one the syncer copies from inside (its CoreDNS): the node selector of `sync.fromHost.nodes` and
+    the tolerations of `sync.toHost.pods.enforceTolerations`."""
+    spec = {"automountServiceAccountToken": False, "terminationGracePeriodSeconds": 1,
+            "securityContext": {"runAsNonRoot": True, "runAsUser": 1000, "seccompProfile": {"type": "RuntimeDefault"}},
+            "containers": [{"name": name.split("-")[0], "image": "registry.invalid/vcluster-e2e:1",
+                            "resources": {"requests": dict(requests), "limits": dict(requests)},
+                            "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}}]}
+    if synced:
+        selector = values["sync"]["fromHost"]["nodes"]["selector"]["labels"]
+        tolerations = [_toleration(t) for t in values["sync"]["toHost"]["pods"]["enforceTolerations"]]
+        if selector:
+            spec["nodeSelector"] = dict(selector)
+        if tolerations:
+            spec["tolerations"] = tolerations
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels}, "spec": spec}
+
+
+def test_a_vcluster_tenants_cpu_pods_wait_for_a_cpu_node_and_run_there(dev_stack, e2e_summary):
     tenant = "llm-finetune"
-    assert dev_stack.tenant(tenant).vcluster.enabled
+    spec = dev_stack.tenant(tenant)
+    assert spec.vcluster.enabled and not spec.gpu.dedicated_pools   # its pools are shared
+    values = vcluster_release(spec, dev_stack.environment.view(spec))["values"]
+    control_plane = values["controlPlane"]["statefulSet"]["resources"]["requests"]
+    pods = [_cpu_pod("vcluster-0", {"app": "vcluster"}, control_plane, values, synced=False),
+            _cpu_pod("coredns-e2e-x-kube-system-x-vcluster", {"k8s-app": "kube-dns"},
+                     {"cpu": "100m", "memory": "70Mi"}, values, synced=True)]
     cp = dev_stack.plane.cp
     core = client.CoreV1Api(cp.api_client)
-    name = core.create_namespaced_pod(tenant, _coredns_pod()).metadata.name
+    names = [core.create_namespaced_pod(tenant, pod).metadata.name for pod in pods]
     try:
-        def refused() -> str | None:
-            lines = [line for line in event_lines(core, tenant, name) if "FailedScheduling" in line]
-            return lines[-1] if lines else None
+        for name in names:   # every inventory node is a GPU node with the GPU taint: none for a CPU pod
+            def refused(n=name) -> str | None:
+                lines = [line for line in event_lines(core, tenant, n) if "FailedScheduling" in line]
+                return lines[-1] if lines else None
 
-        why = wait_or_explain(cp, refused, f"kube-scheduler to find no node for {name}",
-                              lambda: str(core.read_namespaced_pod(name, tenant).status), timeout=60)
-        assert f"0/{len(dev_stack.node_pool)} nodes are available: {len(dev_stack.node_pool)} node(s) had untolerated taint" in why, why
+            why = wait_or_explain(cp, refused, f"kube-scheduler to find no node for {name}",
+                                  lambda n=name: str(core.read_namespaced_pod(n, tenant).status), timeout=60)
+            assert f"0/{len(dev_stack.node_pool)} nodes are available: {len(dev_stack.node_pool)} node(s) had untolerated taint" in why, why
         taints = {n: {t.key for t in core.read_node(n).spec.taints or []} for n in dev_stack.node_pool}
-        assert all(GPU_TAINT_TOLERATION["key"] in keys for keys in taints.values()), taints   # the pools' GPU taint
-        with kwok_cpu_node(cp, "e2e-cpu-01") as node:
-            def running():
-                pod = core.read_namespaced_pod(name, tenant)
-                return pod if pod.status.phase == "Running" else None
+        assert all(GPU_TAINT_TOLERATION["key"] in keys for keys in taints.values()), taints
+        with kwok_cpu_node(cp, "e2e-cpu-01") as node:   # the cluster's CPU nodes, which the inventory does not list
+            for name in names:
+                def running(n=name):
+                    pod = core.read_namespaced_pod(n, tenant)
+                    return pod if pod.status.phase == "Running" else None
 
-            pod = wait_or_explain(cp, running, f"{name} Running on {node}", lambda: "\n".join(event_lines(core, tenant, name)), 60)
-            assert pod.spec.node_name == node
-        e2e_summary.append(f"runtime lane (dev): a vCluster's CoreDNS-shaped CPU pod in {tenant}: no inventory node "
-                           f"(all {len(taints)} carry the GPU taint), Running once a CPU node exists")
+                pod = wait_or_explain(cp, running, f"{name} Running on {node}",
+                                      lambda n=name: "\n".join(event_lines(core, tenant, n)), 60)
+                assert pod.spec.node_name == node
+        e2e_summary.append(f"runtime lane (dev): {tenant}'s vCluster control plane and synced CoreDNS (CPU only, shared "
+                           f"pools): no inventory node (all {len(taints)} carry the GPU taint), both Running on a CPU node")
     finally:
-        cp.delete_pods(tenant, [name])
+        cp.delete_pods(tenant, names)

@@ -19,10 +19,12 @@ Ready nodes with GPU capacity, the stack's objects applied) this:
     (node selector, taints, resources) fit, and records each decision as a BindRequest;
   - **binder**: turns BindRequests into the pod's `binding`;
 * no admission webhook runs: KAI's (GPU-sharing mutation of fraction pods, Queue and Topology
-  validation) matter only to fraction pods, which this lane does not submit.
+  validation) matter only to fraction pods, which this lane does not submit (the runtime lane does,
+  shaped as the webhook leaves them: tests/e2e/runtime/kai_shares.py).
 
 Whole-GPU pods need nothing else: the binder reserves GPUs (reservation pods, which only a
-kubelet would run) only for fractional requests.
+kubelet would run) only for fractional requests; on the runtime lane kwok runs them and
+tools/kai_reservation.py publishes the GPU each holds, as their program would.
 """
 
 from __future__ import annotations
@@ -113,8 +115,9 @@ class KaiScheduler:
         argv = ["/usr/bin/env", f"KUBECONFIG={kubeconfig}", str(self.bin_dir / name), *args]
         self.cp._procs.append(Process(name, argv, self.cp.log_dir))
 
-    def start(self, timeout: float = 120.0) -> float:
-        """Install KAI's CRDs and namespaces, start its three processes, wait until they serve. Returns seconds."""
+    def start(self, timeout: float = 120.0, binder_args: tuple[str, ...] = ()) -> float:
+        """Install KAI's CRDs and namespaces, start its three processes (the binder with `binder_args` too),
+        wait until they serve. Returns seconds."""
         import time
 
         from kubernetes import client as k8s_client
@@ -143,7 +146,8 @@ class KaiScheduler:
         for name in ("kai-podgrouper", "kai-binder"):
             metrics, probe = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
             self._start(name, [f"--metrics-bind-address={metrics}", f"--health-probe-bind-address={probe}",
-                               "--leader-elect=false", f"--scheduler-name={SCHEDULER_NAME}"])
+                               "--leader-elect=false", f"--scheduler-name={SCHEDULER_NAME}",
+                               *(binder_args if name == "kai-binder" else ())])
             probes[name] = f"http://{probe}/readyz" if name == "kai-podgrouper" else f"http://{metrics}/metrics"
         metrics = f"127.0.0.1:{free_port()}"
         self._start("kai-scheduler", [
