@@ -147,3 +147,19 @@ def test_a_rerender_writes_the_files_when_they_cannot_be_linked(parallel_fleet, 
     render_directory(environment, out, 2)
     assert _written(out) == render_files(environment)
     assert not set(_inodes(out).items()) & set(before.items())
+
+
+def test_a_stack_whose_queues_count_dra_classes_gets_the_kueue_configuration_it_needs(tmp_path):
+    """`_kueue-configuration.yaml` beside `_platform.yaml`, written the same by either path, and re-rendered in place."""
+    environment = load_environment(REPO / "tests" / "fixtures" / "dra-kueue", "dra")
+    files = render_files(environment)
+    text = files["_kueue-configuration.yaml"]
+    assert text.startswith(render.KUEUE_HEADER)
+    assert yaml.safe_load(text)["resources"]["deviceClassMappings"][0] == {
+        "name": "deviceclass.resource.kubernetes.io/b200.gpu.dra.dev", "deviceClassNames": ["b200.gpu.dra.dev"]}
+    out = tmp_path / "out"
+    for _ in range(2):   # the second time over its own output, which it must recognise as its own
+        render.check_output_directory(out)
+        render_directory(environment, out, 1)
+    assert {p.name: p.read_text() for p in out.iterdir()} == files
+    assert "_kueue-configuration.yaml" not in render_files(load_environment(REPO / "tests" / "fixtures" / "dra", "dra"))
