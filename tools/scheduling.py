@@ -473,7 +473,10 @@ def node_allocatable(platform: Any, pool_name: str) -> dict[str, str]:
     from components.fleet import gpu_capacity as cap
 
     resources = {"cpu": NODE_CPU, "memory": NODE_MEMORY, "ephemeral-storage": NODE_EPHEMERAL, "pods": NODE_PODS}
-    for resource, count in cap.node_gpu_resources(platform, platform.node_pools[pool_name]).items():
+    pool = platform.node_pools[pool_name]
+    if cap.is_dra_only(platform, pool.gpu_class):   # no device plugin runs there: the DRA driver publishes ResourceSlices
+        return resources
+    for resource, count in cap.node_gpu_resources(platform, pool).items():
         resources[resource] = str(count)
     return resources
 
@@ -487,7 +490,7 @@ def inventory_nodes(environment: Any) -> Iterator[tuple[str, str, dict[str, str]
         for node in pool.nodes:
             labels = {"kubernetes.io/hostname": node, "kubernetes.io/os": "linux",
                       "kubernetes.io/arch": "amd64", "node.kubernetes.io/instance-type": "gpu-e2e"}
-            if gpu_class is not None:
+            if gpu_class is not None and gpu_class.product is not None:   # none on the GPU Operator's DRA stack (no GFD)
                 labels["nvidia.com/gpu.product"] = gpu_class.product
             yield node, pool_name, labels, allocatable
 

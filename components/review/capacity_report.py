@@ -139,7 +139,8 @@ def _class_entry(platform: Platform, capacity: cap.Capacity, active: list[Loaded
         "kaiFractions": gpu_class.kai_fractions.memory_bound if gpu_class.kai_fractions else None,
         "deviceClasses": sorted(n for n, spec in platform.device_classes.items() if spec.gpu_class == name),
         "draDevices": {dc: _dra_devices(dc, grants) for dc in sorted(n for n, spec in platform.device_classes.items() if spec.gpu_class == name)},
-        "resource": cap.class_resource(gpu_class),
+        # What its pods ask for: a class served by DRA alone is never requested as nvidia.com/gpu.
+        "resource": ", ".join(cap.queue_resources(platform, name, cap.class_resource(gpu_class))),
         "pools": list(pools),
         "nodes": sum(pool.node_count for pool in pools.values()),
         "gpus": sum(pool.node_count * pool.gpus_per_node for pool in pools.values()),
@@ -258,12 +259,13 @@ def pool_rows(environment: Environment) -> dict[str, Any]:
             free = limit - sum(by_tenant.values())
             if name in facts.unqueued_pools and status == "ok":
                 status = "unqueued"
-            resources[feas.commodity_resource(platform, commodity)] = {
+            resource = ", ".join(cap.queue_resources(platform, pool.gpu_class, feas.commodity_resource(platform, commodity)))
+            resources[resource] = {
                 "capacity": units, "limit": limit, "requested": sum(by_tenant.values()),
                 "free": free, "status": status, "byTenant": by_tenant,
             }
             if platform.scheduler == "kueue":
-                resources[feas.commodity_resource(platform, commodity)]["freeFor"] = _free_for(facts, name, commodity, free)
+                resources[resource]["freeFor"] = _free_for(facts, name, commodity, free)
         rows[name] = {"gpuClass": pool.gpu_class, "dedicatedTo": owners.get(name), "nodes": pool.node_count,
                       "resources": resources}
     return rows

@@ -163,3 +163,24 @@ def test_a_stack_whose_queues_count_dra_classes_gets_the_kueue_configuration_it_
         render_directory(environment, out, 1)
     assert {p.name: p.read_text() for p in out.iterdir()} == files
     assert "_kueue-configuration.yaml" not in render_files(load_environment(REPO / "tests" / "fixtures" / "dra", "dra"))
+
+
+def test_the_gpu_operators_dra_stack_renders_without_any_gfd_or_mig_label(tmp_path):
+    """tests/fixtures/dra-operator: classes described by ResourceSlice attributes, no `product`; every GPU
+    node gets the tool's pool and class labels only, and each class its generated DeviceClass."""
+    environment = load_environment(REPO / "tests" / "fixtures" / "dra-operator", "dra")
+    assert not environment.warnings
+    objects = [o for text in render_files(environment).values() for o in yaml.safe_load_all(text) if o]
+    nodes = [o for o in objects if o.get("kind") == "Node"]
+    # (a label patch and a taint patch per node; the shared pools keep the tool's nvidia.com/gpu=present taint)
+    assert len({o["metadata"]["name"] for o in nodes}) == 3
+    assert all(not [k for k in o["metadata"].get("labels", {}) if k.startswith("nvidia.com/")] for o in nodes)
+    assert not [o for o in objects if o.get("kind") == "ConfigMap" and o["metadata"]["namespace"] == "gpu-operator"]
+    classes = {o["metadata"]["name"]: o["spec"]["selectors"] for o in objects if o.get("kind") == "DeviceClass"}
+    assert sorted(classes) == ["b200.gpu.op.dev", "h100.gpu.op.dev"]
+    assert classes["h100.gpu.op.dev"][1]["cel"]["expression"] == (
+        "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H100 80GB HBM3' && device.attributes['gpu.nvidia.com'].type == 'gpu'")
+    quota = next(o for o in objects if o.get("kind") == "ResourceQuota" and o["metadata"]["namespace"] == "vision"
+                 and "requests.deviceclass.resource.kubernetes.io/b200.gpu.op.dev" in o["spec"]["hard"])
+    assert quota["spec"]["hard"]["b200.gpu.op.dev.deviceclass.resource.k8s.io/devices"] == "1"
+    assert quota["spec"]["hard"]["requests.deviceclass.resource.kubernetes.io/gpu.nvidia.com"] == "0"

@@ -233,3 +233,13 @@ def test_free_capacity_per_pool_as_queues_see_it(tmp_path):
     h100 = table["pools"]["h100-spare"]["resources"]["nvidia.com/gpu"]
     assert (h100["free"], h100["status"], h100["freeFor"]) == (16, "unqueued", "nothing queued")
     assert any(line.startswith("h100-spare") and line.endswith("16  unqueued  nothing queued") for line in format_text(table).splitlines())
+
+
+def test_a_class_served_by_dra_alone_is_shown_as_what_its_pods_ask_for_not_nvidia_com_gpu():
+    table = capacity_table(load_environment(REPO / "tests" / "fixtures" / "dra-operator", "dra"))
+    assert table["gpuClasses"]["b200"]["resource"] == "deviceclass.resource.kubernetes.io/b200.gpu.op.dev"
+    assert table["gpuClasses"]["b200"]["capacity"] == 16 and table["gpuClasses"]["b200"]["requested"] == 9
+    shared = table["pools"]["b200-shared"]["resources"]
+    assert list(shared) == ["deviceclass.resource.kubernetes.io/b200.gpu.op.dev"] and shared[list(shared)[0]]["byTenant"] == {"vision": 1}
+    # The migration fixture's h100 maps nvidia.com/gpu: still shown as that one budget.
+    assert capacity_table(load_environment(REPO / "tests" / "fixtures" / "dra", "dra"))["gpuClasses"]["h100"]["resource"] == "nvidia.com/gpu"
