@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 from ..manifests.build import PLATFORM, environment_objects, helm_releases, platform_objects, tenant_objects
+from ..manifests.gpu_nodes import node_group_requirements
 from ..manifests.kueue import kueue_configuration
 from ..fleet.environment import Environment
 from .yaml_output import dump_objects
@@ -24,18 +25,28 @@ HELM_HEADER = "# Helm releases installed by the Pulumi program (chart, version a
 KUEUE_HEADER = ("# Fields Kueue's own Configuration (config.kueue.x-k8s.io/v1beta2, its kueue-manager-config) must hold "
                 "for this stack; not a Kubernetes object.\n")
 KUEUE_CONFIGURATION = "_kueue-configuration.yaml"
-HEADERS = (HEADER, HELM_HEADER, KUEUE_HEADER)
+NODE_GROUPS_HEADER = ("# Labels and taints each autoscaled pool's node group must set on its nodes at creation (its "
+                      "definition is outside this project); not a Kubernetes object.\n")
+NODE_GROUPS = "_node-groups.yaml"
+HEADERS = (HEADER, HELM_HEADER, KUEUE_HEADER, NODE_GROUPS_HEADER)
 
 
 def platform_extras(environment: Environment) -> dict[str, str]:
     """Files beside `_platform.yaml` that are not objects to apply: the Kueue Configuration a stack with
-    DRA classes needs (`deviceClassMappings`), when it needs one.
+    DRA classes needs (`deviceClassMappings`), and what autoscaled pools' node groups must set (the
+    `nodeGroupRequirements` stack output), each when there is any.
 
-    >>> list(platform_extras(prod))
-    []
+    >>> list(platform_extras(prod)), list(platform_extras(dev))
+    ([], ['_node-groups.yaml'])
     """
+    files = {}
     configuration = kueue_configuration(environment.platform)
-    return {KUEUE_CONFIGURATION: KUEUE_HEADER + dump_objects([configuration])} if configuration else {}
+    if configuration:
+        files[KUEUE_CONFIGURATION] = KUEUE_HEADER + dump_objects([configuration])
+    groups = node_group_requirements(environment.facts)
+    if groups:
+        files[NODE_GROUPS] = NODE_GROUPS_HEADER + dump_objects([groups])
+    return files
 
 
 def render_files(environment: Environment, objects: dict[str, list[dict]] | None = None) -> dict[str, str]:

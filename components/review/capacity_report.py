@@ -268,7 +268,32 @@ def pool_rows(environment: Environment) -> dict[str, Any]:
                 resources[resource]["freeFor"] = _free_for(facts, name, commodity, free)
         rows[name] = {"gpuClass": pool.gpu_class, "dedicatedTo": owners.get(name), "nodes": pool.node_count,
                       "resources": resources}
+        if pool.max_nodes is not None:
+            rows[name]["autoscaled"] = _autoscaled(pool, resources)
     return rows
+
+
+def _autoscaled(pool, resources: dict[str, Any]) -> dict[str, Any]:
+    """An autoscaled pool promised (static nodes + maxNodes, what capacity counts) against present
+    (static nodes + minNodes, what is there without the autoscaler): nodes, and limit per resource."""
+    present = pool.present_node_count
+    return {"staticNodes": len(pool.nodes), "minNodes": pool.min_nodes or 0, "maxNodes": pool.max_nodes,
+            "presentNodes": present,
+            "presentLimit": {r: res["limit"] * present // pool.node_count if pool.node_count else 0 for r, res in resources.items()}}
+
+
+def _autoscaled_lines(table: dict[str, Any], bullet: str) -> list[str]:
+    """Per autoscaled pool: the nodes and devices it holds now, against what capacity counts it for."""
+    lines = []
+    for name, row in table["pools"].items():
+        scaled = row.get("autoscaled")
+        if scaled is None:
+            continue
+        devices = ", ".join(f"{r} {scaled['presentLimit'][r]} present of {res['limit']} promised, {res['requested']} placed"
+                            for r, res in row["resources"].items())
+        lines.append(f"{bullet}{name}: nodes {scaled['presentNodes']} present ({scaled['staticNodes']} static + minNodes "
+                     f"{scaled['minNodes']}) of {row['nodes']} promised (maxNodes {scaled['maxNodes']}); {devices}")
+    return lines
 
 
 def _free_for(facts, pool: str, commodity, free: int) -> str:
@@ -379,6 +404,9 @@ def format_text(table: dict[str, Any]) -> str:
         out += [""] + _aligned(_PROFILE_COLUMNS, _profile_rows(table))
     out += ["", "Per node pool (quota placed where each tenant may run; dedicated pools count for their owner only):"]
     out += _aligned(_POOL_COLUMNS, _pool_rows(table))
+    scaled = _autoscaled_lines(table, "  ")
+    if scaled:
+        out += ["", "Autoscaled pools (capacity counts maxNodes; present: static nodes + minNodes, there without a scale-up):", *scaled]
     out += ["", "Sharing:"]
     out += [f"  {name}: {row['sharing']}: {row['isolation']}" for name, row in table["gpuClasses"].items()]
     out += ["", "Requested by tenant:"]
@@ -411,6 +439,9 @@ def format_markdown(table: dict[str, Any]) -> str:
         out += ["", "#### MIG profiles", ""] + _md_table(_PROFILE_COLUMNS + ["by tenant"], profile_rows)
     out += ["", "#### Node pools", ""] + _md_table(_POOL_COLUMNS + ["by tenant"], [
         r + [_split(res["byTenant"])] for r, res in zip(_pool_rows(table), _pool_resources(table))])
+    scaled = _autoscaled_lines(table, "- ")
+    if scaled:
+        out += ["", "#### Autoscaled pools", "", "_capacity counts maxNodes; present: static nodes + minNodes_", "", *scaled]
     out += ["", "#### Sharing", ""]
     out += [f"- **{name}** ({row['sharing']}): {row['isolation']}" for name, row in table["gpuClasses"].items()]
     extra = _dra_and_kai_lines(table, "- ")

@@ -243,3 +243,14 @@ def test_a_class_served_by_dra_alone_is_shown_as_what_its_pods_ask_for_not_nvidi
     assert list(shared) == ["deviceclass.resource.kubernetes.io/b200.gpu.op.dev"] and shared[list(shared)[0]]["byTenant"] == {"vision": 1}
     # The migration fixture's h100 maps nvidia.com/gpu: still shown as that one budget.
     assert capacity_table(load_environment(REPO / "tests" / "fixtures" / "dra", "dra"))["gpuClasses"]["h100"]["resource"] == "nvidia.com/gpu"
+
+
+def test_an_autoscaled_pool_is_shown_present_against_promised():
+    table = capacity_table(load_environment(REPO, "dev"))
+    scaled = table["pools"]["l4-shared"]["autoscaled"]
+    assert scaled == {"staticNodes": 1, "minNodes": 0, "maxNodes": 1, "presentNodes": 1, "presentLimit": {"nvidia.com/gpu": 12}}
+    assert table["pools"]["l4-shared"]["resources"]["nvidia.com/gpu"]["limit"] == 24
+    assert ("  l4-shared: nodes 1 present (1 static + minNodes 0) of 2 promised (maxNodes 1); "
+            "nvidia.com/gpu 12 present of 24 promised, 6 placed") in format_text(table).splitlines()
+    assert "#### Autoscaled pools" in format_markdown(table)
+    assert "autoscaled" not in capacity_table(load_environment(REPO, "prod"))["pools"]["a100-shared"]

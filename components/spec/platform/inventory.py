@@ -219,6 +219,11 @@ class NodePool(Model):
         {}, description="labels that an autoscaled node group carries (its definition must set them)"
     )
     max_nodes: Optional[NonNegativeInt] = Field(None, description="capacity of an autoscaled pool, in nodes")
+    min_nodes: Optional[NonNegativeInt] = Field(
+        None,
+        description="autoscaled pools: nodes the group always keeps (its minimum size); unset: 0. Quotas may promise up "
+        "to `maxNodes`; validate warns when they need nodes beyond the static ones and `minNodes`, which may not be there yet",
+    )
     patch_taints: Optional[bool] = Field(
         None,
         description="patch the pool's taint onto its static nodes (a dedicated pool: <labelDomain>/tenant=<tenant>; "
@@ -230,7 +235,17 @@ class NodePool(Model):
 
     @property
     def node_count(self) -> int:
+        """Nodes the pool may have: its static nodes plus the most its autoscaled group may add (what quotas may promise)."""
         return len(self.nodes) + (self.max_nodes or 0)
+
+    @property
+    def present_node_count(self) -> int:
+        """Nodes the pool always has: its static nodes plus its group's `minNodes` (0 when unset).
+
+        >>> NodePool(gpuClass="l4", gpusPerNode=2, nodes=["n1"], nodeSelector={"pool": "l4"}, maxNodes=3).present_node_count
+        1
+        """
+        return len(self.nodes) + (self.min_nodes or 0)
 
     @model_validator(mode="after")
     def _has_nodes(self) -> "NodePool":
@@ -238,6 +253,8 @@ class NodePool(Model):
             raise ValueError("a pool needs static `nodes` or `maxNodes` for an autoscaled group")
         if self.max_nodes is not None and not self.node_selector:
             raise ValueError("an autoscaled pool (`maxNodes`) needs `nodeSelector` labels of its node group")
+        if self.min_nodes is not None and (self.max_nodes is None or self.min_nodes > self.max_nodes):
+            raise ValueError("`minNodes` is the least size of an autoscaled group: it needs `maxNodes`, and at most as many nodes")
         return self
 
 
