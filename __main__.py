@@ -13,6 +13,7 @@ from components.resources.departures import warn_about_departures
 from components.resources.fleet import Fleet
 from components.resources.kubernetes import cluster_provider
 from components.manifests.gpu_nodes import node_group_requirements
+from components.manifests.kueue import kueue_configuration
 from components.load import fewer_gc_passes_from_now, load_program_environment
 from components.spec.problems import InvalidInput
 
@@ -35,3 +36,5 @@ pulumi.export("tenants", fleet.summary)
 warn_about_departures(fleet.summary, fleet.renames)  # the preview lists a leaving tenant's objects as deletes; say what happens
 if fleet.platform is not None:
     pulumi.export("nodeGroupRequirements", node_group_requirements(environment.facts))
+    if kueue_configuration(environment.platform):   # what Kueue's own Configuration must hold (DRA mappings)
+        pulumi.export("kueueConfiguration", kueue_configuration(environment.platform))

@@ -105,7 +105,7 @@ def register_nodes(cp: ControlPlane, environment: Any, registered: Iterable[str]
             core.patch_node(node, {"metadata": {"labels": {"nvidia.com/mig.config": "all-disabled",
                                                            "nvidia.com/gpu.deploy.mig-manager": "true"}}},
                             field_manager=GPU_OPERATOR)
-            if gpu_class is not None:
+            if gpu_class is not None and gpu_class.product is not None:   # none on the GPU Operator's DRA stack (no GFD)
                 core.patch_node(node, {"metadata": {"labels": {"nvidia.com/gpu.product": gpu_class.product}}},
                                 field_manager=GFD)
 

@@ -61,7 +61,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
+import yaml
 
+from components.manifests.kueue import kueue_configuration
 from tools.applied_stack import AppliedStack, install_crds
 from tools.control_plane import (
     BIN_DIR,
@@ -323,7 +325,15 @@ def jobset_config(health_port: int, webhook_port: int, cert_dir: Path) -> str:
     )
 
 
-def kueue_config(health_port: int, webhook_port: int, cert_dir: Path) -> str:
+def kueue_config(health_port: int, webhook_port: int, cert_dir: Path, stack_fields: dict | None = None) -> str:
+    """Kueue's Configuration for the lane, plus the fields the stack needs Kueue to hold
+    (`components.manifests.kueue.kueue_configuration`: its DRA deviceClassMappings), as a real
+    installation holds them in its kueue-manager-config.
+
+    >>> "  deviceClassMappings: []" in kueue_config(1, 2, Path("/c"), {"resources": {"deviceClassMappings": []}}).splitlines()
+    True
+    """
+    more = yaml.safe_dump(stack_fields, sort_keys=True).splitlines() if stack_fields else []
     return _manager_config(
         "config.kueue.x-k8s.io/v1beta2", health_port, webhook_port, cert_dir,
         f"namespace: {KUEUE_NAMESPACE}",
@@ -337,6 +347,7 @@ def kueue_config(health_port: int, webhook_port: int, cert_dir: Path) -> str:
         # pod: bare GPU pods queue too; jobset: one Workload per JobSet (docs/queues-and-vclusters.md)
         # ray, lws: their CRDs only (the operators are impersonated), docs/queues-and-vclusters.md
         "  frameworks: [batch/job, pod, jobset.x-k8s.io/jobset, ray.io/rayjob, ray.io/raycluster, leaderworkerset.x-k8s.io/leaderworkerset]",
+        *more,
     )
 
 
@@ -420,8 +431,9 @@ class SchedulingPlane:
         self._wait_ready(f"http://127.0.0.1:{health_port}/readyz", "JobSet readyz (webhook server serving)", timeout)
         return time.monotonic() - started
 
-    def start_kueue(self, timeout: float = 120.0) -> float:
-        """Install Kueue's CRDs and webhooks, start it, wait until its webhooks serve. Returns seconds."""
+    def start_kueue(self, timeout: float = 120.0, stack_fields: dict | None = None) -> float:
+        """Install Kueue's CRDs and webhooks, start it (its Configuration holding `stack_fields`, see
+        `kueue_config`), wait until its webhooks serve. Returns seconds."""
         from kubernetes import client as k8s_client
 
         started = time.monotonic()
@@ -441,7 +453,7 @@ class SchedulingPlane:
         for config in kueue_webhook_configurations(module, url, ca_bundle):
             cp.apply(config, field_manager="e2e-kueue-install")
         config_path = cp.workdir / "kueue-config.yaml"
-        config_path.write_text(kueue_config(health_port, webhook_port, cert_dir))
+        config_path.write_text(kueue_config(health_port, webhook_port, cert_dir, stack_fields))
         kubeconfig = cp.kubeconfig_for("kueue-controller-manager", ["system:masters"], name="kueue")
         cp._start("kueue", [f"--config={config_path}", f"--kubeconfig={kubeconfig}", "--zap-log-level=2"])
         self.kueue_health = f"http://127.0.0.1:{health_port}/readyz"
@@ -461,7 +473,10 @@ def node_allocatable(platform: Any, pool_name: str) -> dict[str, str]:
     from components.fleet import gpu_capacity as cap
 
     resources = {"cpu": NODE_CPU, "memory": NODE_MEMORY, "ephemeral-storage": NODE_EPHEMERAL, "pods": NODE_PODS}
-    for resource, count in cap.node_gpu_resources(platform, platform.node_pools[pool_name]).items():
+    pool = platform.node_pools[pool_name]
+    if cap.is_dra_only(platform, pool.gpu_class):   # no device plugin runs there: the DRA driver publishes ResourceSlices
+        return resources
+    for resource, count in cap.node_gpu_resources(platform, pool).items():
         resources[resource] = str(count)
     return resources
 
@@ -475,7 +490,7 @@ def inventory_nodes(environment: Any) -> Iterator[tuple[str, str, dict[str, str]
         for node in pool.nodes:
             labels = {"kubernetes.io/hostname": node, "kubernetes.io/os": "linux",
                       "kubernetes.io/arch": "amd64", "node.kubernetes.io/instance-type": "gpu-e2e"}
-            if gpu_class is not None:
+            if gpu_class is not None and gpu_class.product is not None:   # none on the GPU Operator's DRA stack (no GFD)
                 labels["nvidia.com/gpu.product"] = gpu_class.product
             yield node, pool_name, labels, allocatable
 
@@ -570,7 +585,7 @@ def start_scheduling_stack(stack: str, workdir: Path, root: Path = REPO_ROOT, *,
         environment, objects = AppliedStack.render(stack, root)
         if environment.platform.scheduler == "kueue":
             timings["jobset"] = plane.start_jobset()
-            timings["kueue"] = plane.start_kueue()
+            timings["kueue"] = plane.start_kueue(stack_fields=kueue_configuration(environment.platform))
         # The vendored CRDs of the custom objects the builders emit (KAI Queues, PrometheusRules).
         # Kueue's are byte-identical to the ones just installed from its module, and server-side
         # apply leaves the conversion webhook, which the vendored files do not set, in place.

@@ -55,8 +55,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `tenants` console script and `python -m components`.
 
-    >>> main(["--root", str(root), "validate", "--stack", "dev"])
-    dev: 3 tenant(s) ok
+    >>> main(["--root", str(root), "validate", "--stack", "prod"])
+    prod: 3 tenant(s) ok
     0
     """
     parser = _parser()

@@ -30,10 +30,10 @@ def run(args: argparse.Namespace) -> int:
     """Write the stack's objects as YAML files under `--out`; exit 0, or 2 when `--out` cannot be replaced.
 
     >>> run(cli_args("render", "--stack", "dev", "--out", str(scratch / "dev")))
-    rendered dev: 3 tenants, 98 objects, 5 files in ...
+    rendered dev: 3 tenants, 98 objects, 6 files in ...
     0
     >>> sorted(p.name for p in (scratch / "dev").iterdir())
-    ['_platform.yaml', 'eval.yaml', 'inference.yaml', 'llm-finetune.helm.yaml', 'llm-finetune.yaml']
+    ['_node-groups.yaml', '_platform.yaml', 'eval.yaml', 'inference.yaml', 'llm-finetune.helm.yaml', 'llm-finetune.yaml']
     """
     started = time.perf_counter()
     try:

@@ -70,7 +70,7 @@ class Validate:
             print(f"tenants: no stacks found under {args.root / 'stacks'} (expected Pulumi.<env>.yaml)", file=sys.stderr)
             return EXIT_INVALID
         found: dict[str, list] = {}
-        summaries, shards = [], []
+        summaries, shards, groups = [], [], []
         for env in envs:
             try:
                 environment = load_environment(args.root, env, strict_warnings=args.strict)
@@ -83,6 +83,7 @@ class Validate:
                              + (f", {len(left_out)} left out on purpose ({', '.join(left_out)})" if left_out else ""))
             if environment.platform.sharding is not None:  # show where each tenant is deployed
                 shards.extend(f"  {describe(part)}" for part in stack_parts(environment))
+            groups.extend(_node_group_text(env, environment))
         problems = name_stacks(found)
         report(problems)
         if any(p.severity == "error" for p in problems) or (args.strict and problems):
@@ -93,7 +94,22 @@ class Validate:
         if shards:
             print("Pulumi stacks of sharded environments (platform first, then shards; tenants pinned or hashed):")
             print("\n".join(shards))
+        if groups:
+            print("Autoscaled pools: what each node group's definition (outside this project) must set on its nodes:")
+            print("\n".join(groups))
         return EXIT_OK
+
+
+def _node_group_text(env: str, environment) -> list[str]:
+    """`  <env>/<pool>:` and its requirement lines, for every autoscaled pool of the environment."""
+    from ..manifests.gpu_nodes import node_group_requirements
+    from ..review.diff_format import node_group_lines
+
+    lines = []
+    for pool, requires in node_group_requirements(environment.facts).items():
+        lines.append(f"  {env}/{pool}:")
+        lines += [f"    {line}" for line in node_group_lines(requires)]
+    return lines
 
 
 class Migrate:

@@ -178,6 +178,67 @@ def counts_in_device_plugin_resource(platform: Platform, name: str, gpu_class: G
     )
 
 
+def device_class_queue_resource(platform: Platform, name: str) -> str | None:
+    """The resource a Kueue ClusterQueue counts the devices of a DeviceClass under (its name in
+    Kueue's `deviceClassMappings`); None for a class metering no GPU class (Kueue then refuses its claims).
+
+    A class that maps its GPU class's device-plugin resource (`serving: both`) is counted in that
+    resource, as its ResourceQuota key is: Kueue resolves a pod's `nvidia.com/gpu` to the mapped class
+    too, so one name keeps one budget. Any other is counted under its implicit extended resource,
+    `deviceclass.resource.kubernetes.io/<class>`, the name a pod asking for it directly is counted
+    under as well (Kueue counts such a request as written), so all three DRA paths meet in one
+    resource.
+
+    >>> [device_class_queue_resource(dra.platform, n) for n in ("b200.gpu.dra.dev", "h100.gpu.dra.dev", "gpu.nvidia.com")]
+    ['deviceclass.resource.kubernetes.io/b200.gpu.dra.dev', 'nvidia.com/gpu', None]
+    """
+    spec = platform.device_classes[name]
+    gpu_class = platform.gpu_classes.get(spec.gpu_class) if spec.gpu_class else None
+    if gpu_class is None:
+        return None
+    if spec.extended_resource_name is not None and spec.extended_resource_name == class_resource(gpu_class):
+        return spec.extended_resource_name
+    return IMPLICIT_EXTENDED_RESOURCE_PREFIX + name
+
+
+def queue_resources(platform: Platform, class_name: str, resource: str) -> list[str]:
+    """What a queue counts a class's `resource` as: itself, or for a class served by DRA alone (whose
+    pods never ask for the device-plugin resource) the queue resources of its DeviceClasses.
+
+    >>> queue_resources(dra.platform, "b200", "nvidia.com/gpu"), queue_resources(dra.platform, "h100", "nvidia.com/gpu")
+    (['deviceclass.resource.kubernetes.io/b200.gpu.dra.dev'], ['nvidia.com/gpu'])
+    """
+    if not is_dra_only(platform, class_name) or resource != class_resource(platform.gpu_classes[class_name]):
+        return [resource]
+    return sorted({
+        queued for name, spec in platform.device_classes.items()
+        if spec.gpu_class == class_name and (queued := device_class_queue_resource(platform, name)) is not None
+    })
+
+
+def is_dra_only(platform: Platform, class_name: str) -> bool:
+    """Whether pods get the class's devices through DRA alone, never as its device-plugin resource.
+
+    >>> is_dra_only(dra.platform, "b200"), is_dra_only(dra.platform, "h100")
+    (True, False)
+    """
+    gpu_class = platform.gpu_classes.get(class_name)
+    return gpu_class is not None and not counts_in_device_plugin_resource(platform, class_name, gpu_class)
+
+
+def queue_gpu_resources(platform: Platform, pool: NodePool) -> dict[str, int]:
+    """`node_gpu_resources` as a queue counts them: a DRA-only class's devices under its DeviceClasses' names.
+
+    >>> queue_gpu_resources(dra.platform, dra.platform.node_pools["b200-train"])
+    {'deviceclass.resource.kubernetes.io/b200.gpu.dra.dev': 8}
+    """
+    result: dict[str, int] = {}
+    for resource, count in node_gpu_resources(platform, pool).items():
+        for queued in queue_resources(platform, pool.gpu_class, resource):
+            result[queued] = count
+    return dict(sorted(result.items()))
+
+
 def gpu_quota_by_resource(tenant: Tenant, platform: Platform) -> dict[str, int]:
     """What the namespace ResourceQuota enforces: requested devices per extended resource.
 

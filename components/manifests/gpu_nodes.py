@@ -163,6 +163,7 @@ def node_group_requirements(facts: FleetFacts) -> dict[str, dict[str, Any]]:
         result[pool_name] = {
             "nodeSelector": dict(sorted(pool.node_selector.items())),
             "maxNodes": pool.max_nodes,
+            "minNodes": pool.min_nodes or 0,
             "labels": pool_labels(facts, pool_name),
             "taints": pool_taints(facts, pool_name),
         }

@@ -80,15 +80,51 @@ def gpu_flavor_quotas(tenant: Tenant, view: TenantView) -> dict[str, dict[str, i
     platform = view.platform
     pools = flavor_pools(tenant, view)
     result: dict[str, dict[str, int]] = {
-        pool: {resource: 0 for resource in cap.node_gpu_resources(platform, platform.node_pools[pool])} for pool in pools
+        pool: {resource: 0 for resource in cap.queue_gpu_resources(platform, platform.node_pools[pool])} for pool in pools
     }
     # A tenant the fleet does not count (tests, previews) is split on its own (`FleetFacts.view`).
     for commodity, by_pool in view.quota_split:
-        resource = feas.commodity_resource(platform, commodity)
         for pool, units in by_pool:
-            if pool in result:
-                result[pool][resource] = result[pool].get(resource, 0) + units
+            for resource in _queued(platform, pool, commodity):
+                if pool in result:
+                    result[pool][resource] = result[pool].get(resource, 0) + units
     return {pool: dict(sorted(resources.items())) for pool, resources in sorted(result.items())}
+
+
+def _queued(platform: Platform, pool: str, commodity) -> list[str]:
+    """The queue resources a commodity's units on `pool` are counted as (`cap.queue_resources`)."""
+    return cap.queue_resources(platform, platform.node_pools[pool].gpu_class, feas.commodity_resource(platform, commodity))
+
+
+def device_class_mappings(platform: Platform) -> list[dict]:
+    """Kueue's `resources.deviceClassMappings` (its Configuration, v1beta2): every DeviceClass that
+    meters a GPU class, under the resource its tenants' ClusterQueues count it as
+    (`cap.device_class_queue_resource`). Kueue refuses a workload whose claim template names a class
+    no mapping lists, so a class metering no GPU class (pinned at 0) is left out on purpose.
+
+    >>> device_class_mappings(dra.platform)   # doctest: +NORMALIZE_WHITESPACE
+    [{'name': 'deviceclass.resource.kubernetes.io/b200.gpu.dra.dev', 'deviceClassNames': ['b200.gpu.dra.dev']},
+     {'name': 'nvidia.com/gpu', 'deviceClassNames': ['h100.gpu.dra.dev']}]
+    """
+    by_resource: dict[str, list[str]] = {}
+    for name in sorted(platform.device_classes):
+        resource = cap.device_class_queue_resource(platform, name)
+        if resource is not None:
+            by_resource.setdefault(resource, []).append(name)
+    return [{"name": resource, "deviceClassNames": names} for resource, names in sorted(by_resource.items())]
+
+
+def kueue_configuration(platform: Platform) -> dict:
+    """The fields of Kueue's own Configuration (`config.kueue.x-k8s.io/v1beta2`, the `kueue-manager-config`
+    ConfigMap of its installation) the stack needs: its DRA mappings; {} when it needs none.
+
+    >>> kueue_configuration(prod.platform)
+    {}
+    """
+    if platform.scheduler != "kueue":
+        return {}
+    mappings = device_class_mappings(platform)
+    return {"resources": {"deviceClassMappings": mappings}} if mappings else {}
 
 
 def gpu_class_quotas(tenant: Tenant, view: TenantView) -> dict[str, dict[str, int]]:
@@ -176,11 +212,19 @@ def resource_groups(tenant: Tenant, view: TenantView) -> list[dict]:
                 "flavors": [{"name": KUEUE_CPU_FLAVOR, "resources": [_resource(r, compute[r]) for r in sorted(compute)]}],
             }
         )
-    flavors = gpu_flavor_quotas(tenant, view)
-    covered = sorted({resource for resources in flavors.values() for resource in resources})
-    if covered:
-        groups.append({"coveredResources": covered, "flavors": _gpu_flavors(tenant, view, flavors, covered)})
+    for flavors in _by_serving(view.platform, gpu_flavor_quotas(tenant, view)):
+        covered = sorted({resource for resources in flavors.values() for resource in resources})
+        if covered:
+            groups.append({"coveredResources": covered, "flavors": _gpu_flavors(tenant, view, flavors, covered)})
     return groups
+
+
+def _by_serving(platform: Platform, by_pool: dict[str, dict[str, int]]) -> list[dict[str, dict[str, int]]]:
+    """The pools (flavors) of the device plugin, then those of classes served by DRA alone: a resource
+    group each, so a DRA-only pool's flavor lists its DeviceClasses' resources and never `nvidia.com/gpu`
+    (every flavor of a group lists every resource of the group; Kueue puts a flavor in one group only)."""
+    dra_only = {pool for pool in by_pool if cap.is_dra_only(platform, platform.node_pools[pool].gpu_class)}
+    return [{p: r for p, r in by_pool.items() if p not in dra_only}, {p: r for p, r in by_pool.items() if p in dra_only}]
 
 
 def _class_limits(tenant: Tenant, view: TenantView) -> tuple[bool, dict[str, int], dict[str, int]]:
@@ -205,10 +249,10 @@ def _gpu_flavors(tenant: Tenant, view: TenantView, flavors: dict[str, dict[str, 
     for pool_name, resources in flavors.items():
         class_name = platform.node_pools[pool_name].gpu_class
         gpu_class = platform.gpu_classes[class_name]
-        whole = cap.class_resource(gpu_class)
+        whole = cap.queue_resources(platform, class_name, cap.class_resource(gpu_class))
         items = []
         for resource in covered:
-            limited = resource == whole and resource in resources and not cap.is_mig_mixed(gpu_class)
+            limited = resource in whole and resource in resources and not cap.is_mig_mixed(gpu_class)
             items.append(
                 _resource(
                     resource,
@@ -610,15 +654,18 @@ def spare_quota_groups(facts: FleetFacts) -> list[dict]:
     by_pool: dict[str, dict[str, int]] = {}
     for commodity, pools in facts.pool_spare.items():
         for pool, units in pools.items():
-            by_pool.setdefault(pool, {})[feas.commodity_resource(platform, commodity)] = units
-    if not by_pool:
-        return []
-    covered = sorted({r for pool in by_pool for r in cap.node_gpu_resources(platform, platform.node_pools[pool])})
-    flavors = [
-        {"name": pool, "resources": [_resource(r, spare.get(r, 0)) for r in covered]}
-        for pool, spare in sorted(by_pool.items())
-    ]
-    return [{"coveredResources": covered, "flavors": flavors}]
+            for resource in _queued(platform, pool, commodity):
+                by_pool.setdefault(pool, {})[resource] = units
+    groups = []
+    for pools in _by_serving(platform, by_pool):
+        covered = sorted({r for pool in pools for r in cap.queue_gpu_resources(platform, platform.node_pools[pool])})
+        flavors = [
+            {"name": pool, "resources": [_resource(r, spare.get(r, 0)) for r in covered]}
+            for pool, spare in sorted(pools.items())
+        ]
+        if flavors:
+            groups.append({"coveredResources": covered, "flavors": flavors})
+    return groups
 
 
 def cohorts(facts: FleetFacts) -> list[KubeObject]:

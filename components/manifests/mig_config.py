@@ -15,6 +15,7 @@ import yaml
 
 from ..fleet.facts import FleetFacts
 from ..fleet import mig
+from ..fleet.gpu_capacity import is_dra_only
 from ..fleet.isolation import mode_of
 from ..spec.stack import NodePool, Platform
 from .meta import MIG_CONFIG_LABEL, KubeObject, kube_object, object_meta, platform_labels
@@ -37,7 +38,9 @@ def node_mig_config(platform: Platform, pool: NodePool) -> str | None:
     'all-disabled'
     """
     gpu_class = platform.gpu_classes.get(pool.gpu_class)
-    if gpu_class is None:
+    if gpu_class is None or is_dra_only(platform, pool.gpu_class):
+        # The DRA driver, not the MIG Manager, owns the GPUs of a class served by DRA alone (the GPU
+        # Operator's DRA stack runs no MIG Manager): no label for one to act on.
         return None
     if mode_of(gpu_class).partitions_gpus:
         return pool.mig_layout

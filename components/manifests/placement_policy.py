@@ -108,7 +108,8 @@ def placement(tenant: Tenant, view: TenantView) -> Placement:
         return [name for name, pool in platform.node_pools.items() if predicate(pool)]
 
     pinning_classes = [c for c in classes if set(pools_of(lambda p, c=c: p.gpu_class == c)) <= set(pools)]
-    products = sorted({platform.gpu_classes[c].product for c in classes})
+    # A class served by DRA alone may have no GFD product label (its nodes carry none): no product to select by.
+    products = sorted({platform.gpu_classes[c].product for c in classes} - {None})
 
     def product_of(pool) -> str | None:
         gpu_class = platform.gpu_classes.get(pool.gpu_class)
@@ -304,7 +305,7 @@ def foreign_pools(p: Placement, view: TenantView) -> list[dict[str, Any]]:
         pool = platform.node_pools[name]
         gpu_class = platform.gpu_classes.get(pool.gpu_class)
         labels = {gpu_class_label(platform): pool.gpu_class, pool_label(platform): name, tenant_label(platform): owner}
-        if gpu_class is not None:
+        if gpu_class is not None and gpu_class.product is not None:
             labels[GPU_PRODUCT_LABEL] = gpu_class.product
         pools.append({"labels": dict(sorted(labels.items())), "nodes": sorted(pool.nodes), "pool": name,
                       "staticNodes": pool.max_nodes is None, "tenant": owner})

@@ -139,7 +139,8 @@ def _class_entry(platform: Platform, capacity: cap.Capacity, active: list[Loaded
         "kaiFractions": gpu_class.kai_fractions.memory_bound if gpu_class.kai_fractions else None,
         "deviceClasses": sorted(n for n, spec in platform.device_classes.items() if spec.gpu_class == name),
         "draDevices": {dc: _dra_devices(dc, grants) for dc in sorted(n for n, spec in platform.device_classes.items() if spec.gpu_class == name)},
-        "resource": cap.class_resource(gpu_class),
+        # What its pods ask for: a class served by DRA alone is never requested as nvidia.com/gpu.
+        "resource": ", ".join(cap.queue_resources(platform, name, cap.class_resource(gpu_class))),
         "pools": list(pools),
         "nodes": sum(pool.node_count for pool in pools.values()),
         "gpus": sum(pool.node_count * pool.gpus_per_node for pool in pools.values()),
@@ -258,15 +259,41 @@ def pool_rows(environment: Environment) -> dict[str, Any]:
             free = limit - sum(by_tenant.values())
             if name in facts.unqueued_pools and status == "ok":
                 status = "unqueued"
-            resources[feas.commodity_resource(platform, commodity)] = {
+            resource = ", ".join(cap.queue_resources(platform, pool.gpu_class, feas.commodity_resource(platform, commodity)))
+            resources[resource] = {
                 "capacity": units, "limit": limit, "requested": sum(by_tenant.values()),
                 "free": free, "status": status, "byTenant": by_tenant,
             }
             if platform.scheduler == "kueue":
-                resources[feas.commodity_resource(platform, commodity)]["freeFor"] = _free_for(facts, name, commodity, free)
+                resources[resource]["freeFor"] = _free_for(facts, name, commodity, free)
         rows[name] = {"gpuClass": pool.gpu_class, "dedicatedTo": owners.get(name), "nodes": pool.node_count,
                       "resources": resources}
+        if pool.max_nodes is not None:
+            rows[name]["autoscaled"] = _autoscaled(pool, resources)
     return rows
+
+
+def _autoscaled(pool, resources: dict[str, Any]) -> dict[str, Any]:
+    """An autoscaled pool promised (static nodes + maxNodes, what capacity counts) against present
+    (static nodes + minNodes, what is there without the autoscaler): nodes, and limit per resource."""
+    present = pool.present_node_count
+    return {"staticNodes": len(pool.nodes), "minNodes": pool.min_nodes or 0, "maxNodes": pool.max_nodes,
+            "presentNodes": present,
+            "presentLimit": {r: res["limit"] * present // pool.node_count if pool.node_count else 0 for r, res in resources.items()}}
+
+
+def _autoscaled_lines(table: dict[str, Any], bullet: str) -> list[str]:
+    """Per autoscaled pool: the nodes and devices it holds now, against what capacity counts it for."""
+    lines = []
+    for name, row in table["pools"].items():
+        scaled = row.get("autoscaled")
+        if scaled is None:
+            continue
+        devices = ", ".join(f"{r} {scaled['presentLimit'][r]} present of {res['limit']} promised, {res['requested']} placed"
+                            for r, res in row["resources"].items())
+        lines.append(f"{bullet}{name}: nodes {scaled['presentNodes']} present ({scaled['staticNodes']} static + minNodes "
+                     f"{scaled['minNodes']}) of {row['nodes']} promised (maxNodes {scaled['maxNodes']}); {devices}")
+    return lines
 
 
 def _free_for(facts, pool: str, commodity, free: int) -> str:
@@ -377,6 +404,9 @@ def format_text(table: dict[str, Any]) -> str:
         out += [""] + _aligned(_PROFILE_COLUMNS, _profile_rows(table))
     out += ["", "Per node pool (quota placed where each tenant may run; dedicated pools count for their owner only):"]
     out += _aligned(_POOL_COLUMNS, _pool_rows(table))
+    scaled = _autoscaled_lines(table, "  ")
+    if scaled:
+        out += ["", "Autoscaled pools (capacity counts maxNodes; present: static nodes + minNodes, there without a scale-up):", *scaled]
     out += ["", "Sharing:"]
     out += [f"  {name}: {row['sharing']}: {row['isolation']}" for name, row in table["gpuClasses"].items()]
     out += ["", "Requested by tenant:"]
@@ -409,6 +439,9 @@ def format_markdown(table: dict[str, Any]) -> str:
         out += ["", "#### MIG profiles", ""] + _md_table(_PROFILE_COLUMNS + ["by tenant"], profile_rows)
     out += ["", "#### Node pools", ""] + _md_table(_POOL_COLUMNS + ["by tenant"], [
         r + [_split(res["byTenant"])] for r, res in zip(_pool_rows(table), _pool_resources(table))])
+    scaled = _autoscaled_lines(table, "- ")
+    if scaled:
+        out += ["", "#### Autoscaled pools", "", "_capacity counts maxNodes; present: static nodes + minNodes_", "", *scaled]
     out += ["", "#### Sharing", ""]
     out += [f"- **{name}** ({row['sharing']}): {row['isolation']}" for name, row in table["gpuClasses"].items()]
     extra = _dra_and_kai_lines(table, "- ")

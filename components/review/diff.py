@@ -274,7 +274,8 @@ def node_group_changes(before: Environment | None, after: Environment | None) ->
     new = node_group_requirements(after.facts) if after else {}
     return [
         {"pool": pool, "fields": field_changes(old.get(pool), new.get(pool)) if pool in old and pool in new else [],
-         "change": "added" if pool not in old else "removed" if pool not in new else "changed"}
+         "change": "added" if pool not in old else "removed" if pool not in new else "changed",
+         "requires": new.get(pool)}
         for pool in sorted(set(old) | set(new))
         if old.get(pool) != new.get(pool)
     ]

@@ -269,9 +269,28 @@ def _node_lines(stack: StackDiff) -> list[str]:
             patches = ", ".join(f"{p['id']} {p['change']}" for p in node.get("patches", []))
             lines.append(f"    same labels and taints; its patches: {patches}")
     for group in stack["nodeGroups"]:
+        if group["requires"] is None:
+            lines.append(f"- autoscaled pool {group['pool']} (removed): its node group no longer needs this tool's labels and taints")
+            continue
         lines.append(f"~ autoscaled pool {group['pool']} ({group['change']}): its node group must set")
-        lines += [f"    {f['path']}: {delta(f['from'], f['to'])}" for f in group["fields"]]
+        lines += ["    " + line for line in node_group_lines(group["requires"])]
+        lines += [f"    changed {f['path']}: {delta(f['from'], f['to'])}" for f in group["fields"]]
     return lines
+
+
+def node_group_lines(requires: dict[str, Any]) -> list[str]:
+    """What one autoscaled pool's node group must set on its nodes at creation, as lines to read
+    (`manifests.gpu_nodes.node_group_requirements`: diff, validate and render print the same).
+
+    >>> node_group_lines({"nodeSelector": {"pool": "l4"}, "maxNodes": 2, "minNodes": 0, "labels": {"a.dev/pool": "l4"},
+    ...     "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]})
+    ['labels: a.dev/pool=l4', 'taints: nvidia.com/gpu=present:NoSchedule', 'the group: nodes labelled pool=l4, 0 to 2 nodes']
+    """
+    labels = ", ".join(f"{k}={v}" for k, v in sorted(requires["labels"].items()))
+    taints = ", ".join(f"{t['key']}={t.get('value', '')}:{t['effect']}" for t in requires["taints"]) or "none"
+    selector = ", ".join(f"{k}={v}" for k, v in sorted(requires["nodeSelector"].items()))
+    size = f"{requires.get('minNodes', 0)} to {requires['maxNodes']} nodes"
+    return [f"labels: {labels}", f"taints: {taints}", f"the group: nodes labelled {selector}, {size}"]
 
 
 def _stack_summary(stack: StackDiff) -> str:

@@ -135,6 +135,7 @@ class NodeGroupChange(TypedDict):
     pool: str
     fields: list[FieldChange]
     change: Change
+    requires: dict[str, Any] | None   # what the node group must set now (`node_group_requirements`); None: removed
 
 
 ShardMove = TypedDict("ShardMove", {

@@ -32,6 +32,7 @@ from .platform.admission import (
 from .platform.inventory import (
     TAINT_PATCH_SUFFIX,
     DeviceClassSpec,
+    DraDevices,
     ExtendedResourceName,
     GpuClass,
     GpuOperator,
@@ -64,7 +65,7 @@ __all__ = [
     "SystemName", "SystemSubjects", "TenantAccessSettings",
     "CUSTOM_RESOURCE_KINDS", "DEFAULT_KIND_COUNTS", "NGINX", "AnnotationKey", "EphemeralStorageGuardRail", "GuardRails",
     "ImagePolicy", "IngressAnnotations", "PodSecurity", "ServiceAccountTokens",
-    "TAINT_PATCH_SUFFIX", "DeviceClassSpec", "ExtendedResourceName", "GpuClass", "GpuOperator", "GpuSharing",
+    "TAINT_PATCH_SUFFIX", "DeviceClassSpec", "DraDevices", "ExtendedResourceName", "GpuClass", "GpuOperator", "GpuSharing",
     "KaiFractions", "MigDeviceGroup", "MigSharing", "Mps", "NodePool", "TimeSlicing",
     "ApiServer", "Cidr", "ClusterDns", "ClusterNetwork", "GrantedDomain", "IngressHostGrants",
     "CohortSettings", "KaiDepartment", "KaiSettings", "KueuePreemption", "KueueSettings", "PriorityClassSpec", "QueueSettings",
@@ -187,6 +188,26 @@ class Platform(Model):
     monitoring: Optional[Monitoring] = Field(
         None, description="per-tenant GPU monitoring (PrometheusRule, Grafana dashboards); off when absent"
     )
+
+    # First of the DRA checks below (pydantic runs after-validators in the order they are defined).
+    @model_validator(mode="after")
+    def _device_classes_from_devices(self) -> "Platform":
+        """A class with `devices` gets its generated DeviceClass, or its selector in the entries naming it."""
+        for class_name, gpu_class in sorted(self.gpu_classes.items()):
+            if gpu_class.devices is None:
+                continue
+            selector = gpu_class.devices.selector
+            named = {n: d for n, d in self.device_classes.items() if d.gpu_class == class_name}
+            for device_class in named.values():
+                if device_class.owner == "tool" and device_class.selector is None:
+                    device_class.selector = selector
+                    device_class.driver = device_class.driver or gpu_class.devices.driver
+            if not named:
+                self.device_classes[f"{class_name}.{self.label_domain}"] = DeviceClassSpec(
+                    gpuClass=class_name, driver=gpu_class.devices.driver, selector=selector,
+                    extendedResourceName="nvidia.com/gpu" if gpu_class.serving == "both" else None,
+                    description=f"generated from gpuClasses.{class_name}.devices")
+        return self
 
     @model_validator(mode="after")
     def _device_classes_match_gpu_classes(self) -> "Platform":

@@ -46,6 +46,32 @@ not for a tenant filling pools dedicated to it, which is what they are for).
             problems += _over_promised(platform, doc, by_name, commodity, result)
         else:
             problems += _near_full(platform, doc, owners, ratio, commodity, result)
+            problems += _not_yet_present(platform, doc, commodity, result)
+    return problems
+
+
+def _not_yet_present(platform: Platform, doc: SourceDocument, commodity: feas.Commodity,
+                     result: feas.CommodityResult) -> list[Problem]:
+    """Warnings on each autoscaled pool whose placed quotas need more than its present nodes hold
+    (static ones plus `minNodes`): capacity counts `maxNodes`, which the autoscaler may never have added."""
+    problems: list[Problem] = []
+    for name in sorted(result.limit):
+        pool = platform.node_pools[name]
+        placed = result.assigned(name)
+        if pool.max_nodes is None or not pool.node_count or not placed:
+            continue
+        per_node = Fraction(result.limit[name], pool.node_count)
+        present = int(per_node * pool.present_node_count)
+        if placed <= present:
+            continue
+        who = ", ".join(f"{t}: {by_pool[name]}" for t, by_pool in sorted(result.flow.items()) if by_pool.get(name))
+        needed = -(-placed * pool.node_count // result.limit[name]) - len(pool.nodes)   # group nodes the quotas need
+        path = ("nodePools", name, "minNodes") if pool.min_nodes is not None else ("nodePools", name, "maxNodes")
+        problems.append(doc.problem(platform_path(*path), (
+            f"{feas.commodity_text(commodity)}: the quotas placed on autoscaled pool {name} ({who}) add up to {placed}, but "
+            f"its present nodes ({len(pool.nodes)} static + minNodes {pool.min_nodes or 0}) hold {present}; the rest is "
+            f"there only once the autoscaler adds nodes (up to maxNodes {pool.max_nodes}), so admitted pods may wait for a "
+            f"scale-up; set `minNodes: {needed}` to keep them, or lower the quotas"), severity="warning"))
     return problems
 
 

@@ -108,6 +108,7 @@ def check_queues(environment) -> list[Problem]:
             problems.append(doc.problem(platform_path("queues", "kueue", "preemption", "borrowWithinCohort"), "borrowWithinCohort needs reclaimWithinCohort other than Never (Kueue rejects the ClusterQueue otherwise)"))
         if KUEUE_CPU_FLAVOR in platform.node_pools:
             problems.append(doc.problem(platform_path("nodePools", KUEUE_CPU_FLAVOR), f"'{KUEUE_CPU_FLAVOR}' is the name of the Kueue ResourceFlavor for cpu and memory (GPU flavors are named after their node pools); rename the node pool"))
+        problems.extend(_device_class_mapping_problems(platform, doc))
     problems.extend(_cohort_tree_problems(platform, doc))
     if platform.scheduler == "kueue":
         for pool, why in environment.facts.unqueued_pools.items():
@@ -127,6 +128,37 @@ def check_queues(environment) -> list[Problem]:
             f"{word} '{cohort}' has no other member, while '{meant}' has {', '.join(members) or 'the stack settings'}; "
             f"did you mean '{meant}'?"
         ), severity="warning"))
+    return problems
+
+
+# Kueue v0.19.2's limits on `resources.deviceClassMappings` (pkg/config/validation.go): Kueue refuses
+# to start on a Configuration past them. A mapping's name is a label key, whose name part is at most
+# 63 characters of [-A-Za-z0-9_.] (the implicit resource's part is the DeviceClass name).
+KUEUE_MAX_MAPPINGS, KUEUE_MAX_CLASSES_PER_MAPPING, KUEUE_MAX_NAME_PART = 16, 8, 63
+
+
+def _device_class_mapping_problems(platform: Platform, doc) -> list[Problem]:
+    """The DeviceClasses Kueue's `deviceClassMappings` (`cap.device_class_queue_resource`) cannot hold."""
+    problems = []
+    by_resource: dict[str, list[str]] = {}
+    for name in sorted(platform.device_classes):
+        resource = cap.device_class_queue_resource(platform, name)
+        if resource is None:
+            continue
+        by_resource.setdefault(resource, []).append(name)
+        if len(resource.rpartition("/")[2]) > KUEUE_MAX_NAME_PART:
+            problems.append(doc.problem(platform_path("deviceClasses", name), (
+                f"Kueue counts this DeviceClass as '{resource}', whose name after the '/' may have at most "
+                f"{KUEUE_MAX_NAME_PART} characters (a Kueue deviceClassMappings name); shorten the DeviceClass name")))
+    for resource, names in sorted(by_resource.items()):
+        if len(names) > KUEUE_MAX_CLASSES_PER_MAPPING:
+            problems.append(doc.problem(platform_path("deviceClasses", names[KUEUE_MAX_CLASSES_PER_MAPPING]), (
+                f"{len(names)} DeviceClasses are counted as '{resource}' ({', '.join(names)}); Kueue maps at most "
+                f"{KUEUE_MAX_CLASSES_PER_MAPPING} classes to one resource; remove some of them")))
+    if len(by_resource) > KUEUE_MAX_MAPPINGS:
+        problems.append(doc.problem(platform_path("deviceClasses"), (
+            f"the DeviceClasses need {len(by_resource)} Kueue deviceClassMappings ({', '.join(sorted(by_resource))}); "
+            f"Kueue accepts at most {KUEUE_MAX_MAPPINGS}; remove DeviceClasses or give some no gpuClass")))
     return problems
 
 

@@ -31,14 +31,18 @@ def exit_code(capsys, *argv: str) -> tuple[int, str, str]:
 def test_validate_examples_ok(capsys):
     code, out, err = run(capsys, "--root", str(REPO), "validate")
     assert code == 0
-    assert out.strip() == "dev: 3 tenant(s) ok; prod: 3 tenant(s) ok; staging: 3 tenant(s) ok"
+    # The summary, then what dev's autoscaled pool's node group must set (tests/cli/test_validate.py).
+    assert out.splitlines()[0] == "dev: 3 tenant(s) ok; prod: 3 tenant(s) ok; staging: 3 tenant(s) ok"
+    assert out.splitlines()[1].startswith("Autoscaled pools: ") and "  dev/l4-shared:" in out.splitlines()
     assert all(": warning: " in line for line in err.splitlines())
 
 
 def test_validate_one_stack(capsys):
     code, out, _ = run(capsys, "--root", str(REPO), "validate", "--stack", "dev")
     assert code == 0
-    assert out.strip() == "dev: 3 tenant(s) ok"
+    assert out.splitlines()[0] == "dev: 3 tenant(s) ok"
+    code, out, _ = run(capsys, "--root", str(REPO), "validate", "--stack", "prod")
+    assert code == 0 and out.strip() == "prod: 3 tenant(s) ok"
 
 
 def test_strict_fails_on_the_example_warnings(capsys):

@@ -26,3 +26,18 @@ def test_a_problem_found_in_some_stacks_names_them_and_one_found_in_all_names_no
     assert main(["--root", str(project_copy), "validate", "--stack", "prod"]) == 1
     mine = [e for e in capsys.readouterr().err.splitlines() if e.startswith(f"tenants/vision.yaml:{line}:")]
     assert len(mine) == 1 and "(stack" not in mine[0], mine
+
+
+def test_validate_prints_what_each_autoscaled_pools_node_group_must_set(capsys):
+    repo = Path(__file__).resolve().parents[2]
+    assert main(["--root", str(repo), "validate"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    start = out.index("  dev/l4-shared:")
+    assert out[start - 1].startswith("Autoscaled pools: what each node group's definition")
+    assert out[start + 1:start + 4] == [
+        "    labels: gpu.acme.dev/gpu-class=l4, gpu.acme.dev/pool=l4-shared, nvidia.com/device-plugin.config=l4",
+        "    taints: nvidia.com/gpu=present:NoSchedule",
+        "    the group: nodes labelled cloud.google.com/gke-nodepool=l4-pool, 0 to 1 nodes",
+    ]
+    assert main(["--root", str(repo), "validate", "--stack", "prod"]) == 0
+    assert "Autoscaled pools" not in capsys.readouterr().out   # prod has none

@@ -121,6 +121,7 @@ def test_autoscaled_pools_get_requirements_not_patches(project_copy):
         "h100-serve": {
             "nodeSelector": {"karpenter.sh/nodepool": "h100-serve"},
             "maxNodes": 3,
+            "minNodes": 0,
             "labels": {
                 "gpu.acme.dev/gpu-class": "h100",
                 "gpu.acme.dev/pool": "h100-serve",

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -625,3 +627,52 @@ def test_a_gpu_leaderworkerset_must_name_the_local_queue(engine, pinning):
     sts_pod = _owned(_pod(queue="default", gates=False), "StatefulSet", api_version="apps/v1")   # as a StatefulSet makes it
     assert admit(sts_pod, resource="pods")[0].startswith("a pod that requests GPUs must go through the tenant's queue")
     assert admit(_owned(_pod(queue="default", gates=True), "StatefulSet", api_version="apps/v1"), resource="pods") == []
+
+
+# ---- DRA classes (tests/fixtures/dra-kueue) -------------------------------------------------------
+
+REPO = Path(__file__).resolve().parents[2]
+DRA_KUEUE = REPO / "tests" / "fixtures" / "dra-kueue"
+B200_QUEUED = "deviceclass.resource.kubernetes.io/b200.gpu.dra.dev"
+
+
+def _dra_kueue(tmp_path: Path, *edits: tuple[str, str]) -> Environment:
+    root = tmp_path / "project"
+    shutil.copytree(DRA_KUEUE, root)
+    for old, new in edits:
+        replace_once(root / "stacks" / "Pulumi.dra.yaml", old, new)
+    return load_environment(root, "dra")
+
+
+def test_a_dra_only_class_is_queued_under_its_device_class_in_a_group_of_its_own():
+    environment = load_environment(DRA_KUEUE, "dra")
+    vision = _queue(environment, "vision")["spec"]["resourceGroups"]
+    assert [g["coveredResources"] for g in vision] == [["cpu", "ephemeral-storage", "memory"], ["nvidia.com/gpu"], [B200_QUEUED]]
+    assert vision[2]["flavors"] == [{"name": "b200-train", "resources": [{"name": B200_QUEUED, "nominalQuota": "1"}]}]
+    # h100's DeviceClass maps nvidia.com/gpu: claims and device-plugin GPUs share the h100 pools' one resource.
+    assert vision[1]["flavors"] == [{"name": "h100-shared", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "2"}]}]
+    # No tenant's queue lists the b200 pool with nvidia.com/gpu, and one not granted b200 covers no B200 resource.
+    for tenant in ("vision", "robotics", "speech"):
+        groups = _queue(environment, tenant)["spec"]["resourceGroups"]
+        for group in groups:
+            assert not ("b200-train" in [f["name"] for f in group["flavors"]] and "nvidia.com/gpu" in group["coveredResources"])
+    assert all(B200_QUEUED not in g["coveredResources"] for g in _queue(environment, "robotics")["spec"]["resourceGroups"])
+
+
+def test_kueue_maps_every_device_class_that_meters_a_gpu_class_and_no_other():
+    platform = load_environment(DRA_KUEUE, "dra").platform
+    assert kueue.kueue_configuration(platform) == {"resources": {"deviceClassMappings": [
+        {"name": B200_QUEUED, "deviceClassNames": ["b200.gpu.dra.dev"]},
+        {"name": "nvidia.com/gpu", "deviceClassNames": ["h100.gpu.dra.dev"]},
+    ]}}
+    # Without Kueue the stack needs none; the same classes on the stack without a scheduler.
+    assert kueue.kueue_configuration(load_environment(REPO / "tests" / "fixtures" / "dra", "dra").platform) == {}
+
+
+def test_a_dra_only_pools_spare_capacity_is_offered_in_its_own_group(tmp_path):
+    environment = _dra_kueue(tmp_path, ("    scheduler: kueue\n", "    scheduler: kueue\n    queues: {defaultCohort: org}\n"))
+    (spare,) = kueue.cohorts(environment.facts)
+    groups = spare["spec"]["resourceGroups"]
+    assert [g["coveredResources"] for g in groups] == [["nvidia.com/gpu"], [B200_QUEUED]]
+    # 8 B200s, vision holds 1 nominally: 7 spare in the DRA-only group, none of it as nvidia.com/gpu.
+    assert groups[1]["flavors"] == [{"name": "b200-train", "resources": [{"name": B200_QUEUED, "nominalQuota": "7"}]}]

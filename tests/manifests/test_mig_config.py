@@ -7,6 +7,7 @@ from pathlib import Path
 import yaml
 
 from tests.project_edits import line_of, validation_errors
+from components.load import load_environment
 from components.manifests import mig_config
 from components.fleet.gpu_capacity import capacity
 from components.spec.stack import Platform
@@ -186,3 +187,11 @@ def test_unknown_named_layout_is_rejected(project_copy):
     assert any(
         e.startswith(f"stacks/Pulumi.dev.yaml:{line}:") and "unknown MIG layout 'all-1g.5gb'" in e for e in errors
     ), errors
+
+
+def test_a_class_served_by_dra_alone_gets_no_mig_label_nor_config_map():
+    """The GPU Operator's DRA stack runs no MIG Manager: nothing for one to act on (tests/fixtures/dra-operator)."""
+    environment = load_environment(Path(__file__).resolve().parents[1] / "fixtures" / "dra-operator", "dra")
+    platform = environment.platform
+    assert all(mig_config.node_labels(platform, pool) == {} for pool in platform.node_pools.values())
+    assert mig_config.mig_config_map(environment.facts) is None

@@ -41,8 +41,8 @@ def test_render_equals_mock_runtime_registrations(stack, tmp_path):
     assert main(["--root", str(REPO), "render", "--stack", stack, "--out", str(tmp_path)]) == 0
     rendered = {}
     for path in tmp_path.glob("*.yaml"):
-        if path.name.endswith(".helm.yaml"):
-            continue
+        if path.name.endswith(".helm.yaml") or path.name in render.platform_extras(load_environment(REPO, stack)):
+            continue   # not objects: Helm releases, what Kueue's config and node groups must hold
         for obj in yaml.safe_load_all(path.read_text()):
             # The Pulumi shell adds one annotation: its stable server-side apply field manager.
             rendered[object_id(obj)] = normalise({**obj, "metadata": registered_metadata(obj)})
@@ -147,3 +147,40 @@ def test_a_rerender_writes_the_files_when_they_cannot_be_linked(parallel_fleet, 
     render_directory(environment, out, 2)
     assert _written(out) == render_files(environment)
     assert not set(_inodes(out).items()) & set(before.items())
+
+
+def test_a_stack_whose_queues_count_dra_classes_gets_the_kueue_configuration_it_needs(tmp_path):
+    """`_kueue-configuration.yaml` beside `_platform.yaml`, written the same by either path, and re-rendered in place."""
+    environment = load_environment(REPO / "tests" / "fixtures" / "dra-kueue", "dra")
+    files = render_files(environment)
+    text = files["_kueue-configuration.yaml"]
+    assert text.startswith(render.KUEUE_HEADER)
+    assert yaml.safe_load(text)["resources"]["deviceClassMappings"][0] == {
+        "name": "deviceclass.resource.kubernetes.io/b200.gpu.dra.dev", "deviceClassNames": ["b200.gpu.dra.dev"]}
+    out = tmp_path / "out"
+    for _ in range(2):   # the second time over its own output, which it must recognise as its own
+        render.check_output_directory(out)
+        render_directory(environment, out, 1)
+    assert {p.name: p.read_text() for p in out.iterdir()} == files
+    assert "_kueue-configuration.yaml" not in render_files(load_environment(REPO / "tests" / "fixtures" / "dra", "dra"))
+
+
+def test_the_gpu_operators_dra_stack_renders_without_any_gfd_or_mig_label(tmp_path):
+    """tests/fixtures/dra-operator: classes described by ResourceSlice attributes, no `product`; every GPU
+    node gets the tool's pool and class labels only, and each class its generated DeviceClass."""
+    environment = load_environment(REPO / "tests" / "fixtures" / "dra-operator", "dra")
+    assert not environment.warnings
+    objects = [o for text in render_files(environment).values() for o in yaml.safe_load_all(text) if o]
+    nodes = [o for o in objects if o.get("kind") == "Node"]
+    # (a label patch and a taint patch per node; the shared pools keep the tool's nvidia.com/gpu=present taint)
+    assert len({o["metadata"]["name"] for o in nodes}) == 3
+    assert all(not [k for k in o["metadata"].get("labels", {}) if k.startswith("nvidia.com/")] for o in nodes)
+    assert not [o for o in objects if o.get("kind") == "ConfigMap" and o["metadata"]["namespace"] == "gpu-operator"]
+    classes = {o["metadata"]["name"]: o["spec"]["selectors"] for o in objects if o.get("kind") == "DeviceClass"}
+    assert sorted(classes) == ["b200.gpu.op.dev", "h100.gpu.op.dev"]
+    assert classes["h100.gpu.op.dev"][1]["cel"]["expression"] == (
+        "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H100 80GB HBM3' && device.attributes['gpu.nvidia.com'].type == 'gpu'")
+    quota = next(o for o in objects if o.get("kind") == "ResourceQuota" and o["metadata"]["namespace"] == "vision"
+                 and "requests.deviceclass.resource.kubernetes.io/b200.gpu.op.dev" in o["spec"]["hard"])
+    assert quota["spec"]["hard"]["b200.gpu.op.dev.deviceclass.resource.k8s.io/devices"] == "1"
+    assert quota["spec"]["hard"]["requests.deviceclass.resource.kubernetes.io/gpu.nvidia.com"] == "0"

@@ -233,3 +233,24 @@ def test_free_capacity_per_pool_as_queues_see_it(tmp_path):
     h100 = table["pools"]["h100-spare"]["resources"]["nvidia.com/gpu"]
     assert (h100["free"], h100["status"], h100["freeFor"]) == (16, "unqueued", "nothing queued")
     assert any(line.startswith("h100-spare") and line.endswith("16  unqueued  nothing queued") for line in format_text(table).splitlines())
+
+
+def test_a_class_served_by_dra_alone_is_shown_as_what_its_pods_ask_for_not_nvidia_com_gpu():
+    table = capacity_table(load_environment(REPO / "tests" / "fixtures" / "dra-operator", "dra"))
+    assert table["gpuClasses"]["b200"]["resource"] == "deviceclass.resource.kubernetes.io/b200.gpu.op.dev"
+    assert table["gpuClasses"]["b200"]["capacity"] == 16 and table["gpuClasses"]["b200"]["requested"] == 9
+    shared = table["pools"]["b200-shared"]["resources"]
+    assert list(shared) == ["deviceclass.resource.kubernetes.io/b200.gpu.op.dev"] and shared[list(shared)[0]]["byTenant"] == {"vision": 1}
+    # The migration fixture's h100 maps nvidia.com/gpu: still shown as that one budget.
+    assert capacity_table(load_environment(REPO / "tests" / "fixtures" / "dra", "dra"))["gpuClasses"]["h100"]["resource"] == "nvidia.com/gpu"
+
+
+def test_an_autoscaled_pool_is_shown_present_against_promised():
+    table = capacity_table(load_environment(REPO, "dev"))
+    scaled = table["pools"]["l4-shared"]["autoscaled"]
+    assert scaled == {"staticNodes": 1, "minNodes": 0, "maxNodes": 1, "presentNodes": 1, "presentLimit": {"nvidia.com/gpu": 12}}
+    assert table["pools"]["l4-shared"]["resources"]["nvidia.com/gpu"]["limit"] == 24
+    assert ("  l4-shared: nodes 1 present (1 static + minNodes 0) of 2 promised (maxNodes 1); "
+            "nvidia.com/gpu 12 present of 24 promised, 6 placed") in format_text(table).splitlines()
+    assert "#### Autoscaled pools" in format_markdown(table)
+    assert "autoscaled" not in capacity_table(load_environment(REPO, "prod"))["pools"]["a100-shared"]

@@ -350,3 +350,26 @@ def test_a_tenants_own_lower_quota_is_still_quota_lowered(project_copy):
 
     kinds = [w["kind"] for w in compare_stack("staging", Side(before), Side(after))["warnings"] if w["tenant"] == "eval"]
     assert "quota-lowered" in kinds and "borrowing-lowered" not in kinds, kinds
+
+
+def test_a_newly_added_autoscaled_pool_prints_the_labels_and_taints_its_node_group_must_set(tmp_path):
+    """It printed "its node group must set" followed by nothing: an added pool has no earlier value to compare."""
+    from components.review.diff_format import _node_lines
+
+    before = env(tmp_path / "a", {"a": 4})
+    pools = {"train": {"gpuClass": "h100", "gpusPerNode": 8, "nodes": ["n1"]},
+             "auto": {"gpuClass": "h100", "gpusPerNode": 8, "maxNodes": 2, "minNodes": 0, "nodeSelector": {"pool": "auto"}}}
+    after = env(tmp_path / "b", {"a": 4}, nodePools=pools)
+
+    result = compare_stack("prod", Side(before), Side(after))
+
+    (group,) = result["nodeGroups"]
+    assert group["change"] == "added" and group["requires"]["labels"]["gpu.example.com/pool"] == "auto"
+    lines = _node_lines(result)
+    start = lines.index("~ autoscaled pool auto (added): its node group must set")
+    assert lines[start + 1].startswith("    labels: gpu.example.com/gpu-class=h100, gpu.example.com/pool=auto")
+    assert lines[start + 2] == "    taints: nvidia.com/gpu=present:NoSchedule"
+    assert lines[start + 3] == "    the group: nodes labelled pool=auto, 0 to 2 nodes"
+
+    removed = compare_stack("prod", Side(after), Side(before))
+    assert _node_lines(removed)[-1] == "- autoscaled pool auto (removed): its node group no longer needs this tool's labels and taints"

@@ -50,3 +50,16 @@ def test_the_schema_names_each_model_by_its_class_name():
 
 def test_a_stack_without_priority_classes_gets_the_shipped_four():
     assert stack.Platform(labelDomain="g.dev").priority_classes == scheduling.default_priority_classes()
+
+
+def test_min_nodes_needs_an_autoscaled_group_and_at_most_its_max():
+    import pytest
+    from pydantic import ValidationError
+
+    from components.spec.stack import NodePool
+
+    base = {"gpuClass": "l4", "gpusPerNode": 2, "nodeSelector": {"pool": "l4"}}
+    assert NodePool.model_validate({**base, "nodes": ["n1"], "maxNodes": 3, "minNodes": 1}).present_node_count == 2
+    for bad in ({"nodes": ["n1"], "minNodes": 1}, {"maxNodes": 1, "minNodes": 2}):
+        with pytest.raises(ValidationError, match="`minNodes` is the least size of an autoscaled group"):
+            NodePool.model_validate({**base, **bad})

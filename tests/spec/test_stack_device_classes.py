@@ -74,3 +74,43 @@ def test_device_classes_need_kubernetes_1_34():
 
 def test_extended_resource_name_must_be_a_resource_name():
     assert "extendedResourceName" in refused(device_classes={"gpu.nvidia.com": {"owner": "driver", "extendedResourceName": "gpu"}})
+
+
+# ---- classes described by their devices' ResourceSlice attributes (`devices`) ----------------------
+
+B200_DEVICES = {"model": "B200-180GB", "memory": "180Gi", "serving": "dra",
+                "devices": {"productName": "NVIDIA B200", "minMemory": "170Gi"}}
+
+
+def test_a_class_with_devices_gets_its_device_class_generated_with_the_cel_selector():
+    p = platform({"b200": B200_DEVICES})
+    generated = p.device_classes["b200.gpu.example.com"]
+    assert (generated.owner, generated.gpu_class, generated.driver, generated.extended_resource_name) == ("tool", "b200", "gpu.nvidia.com", None)
+    assert generated.selector == ("device.attributes['gpu.nvidia.com'].productName == 'NVIDIA B200' && "
+                                  "device.attributes['gpu.nvidia.com'].type == 'gpu' && "
+                                  "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('170Gi')) >= 0")
+    # No GFD product label is needed: the GPU Operator's DRA stack has none.
+    assert p.gpu_classes["b200"].product is None
+
+
+def test_an_entry_naming_the_class_keeps_its_name_and_gets_the_selector_it_lacks():
+    p = platform({"b200": B200_DEVICES}, {"b200.dra.example.com": {"driver": "gpu.nvidia.com", "gpuClass": "b200"},
+                                          "h.example.com": {"driver": "gpu.nvidia.com", "gpuClass": "b200", "selector": "true"}})
+    assert sorted(p.device_classes) == ["b200.dra.example.com", "h.example.com"]
+    assert p.device_classes["b200.dra.example.com"].selector.startswith("device.attributes['gpu.nvidia.com'].productName == 'NVIDIA B200'")
+    assert p.device_classes["h.example.com"].selector == "true"
+
+
+def test_serving_both_with_devices_maps_the_device_plugin_resource():
+    p = platform({"h100": {**H100, "serving": "both", "devices": {"productName": "NVIDIA H100 80GB HBM3", "deviceType": None}}})
+    generated = p.device_classes["h100.gpu.example.com"]
+    assert generated.extended_resource_name == "nvidia.com/gpu" and "type" not in generated.selector
+
+
+def test_product_is_required_unless_the_class_is_dra_only_with_devices():
+    without = {k: v for k, v in H100.items() if k != "product"}
+    assert "`product` (the nvidia.com/gpu.product label) is required" in refused(gpu_classes={"h100": without})
+    assert "`product` (the nvidia.com/gpu.product label) is required" in refused(gpu_classes={"h100": {**without, "serving": "dra"}},
+                                                                                  device_classes={"h.example.com": {"driver": "d.dev", "gpuClass": "h100"}})
+    assert "`devices` describes DRA devices" in refused(gpu_classes={"h100": {**H100, "devices": {"productName": "NVIDIA H100"}}})
+    assert "productName" in refused(gpu_classes={"b200": {**B200_DEVICES, "devices": {"productName": "it's"}}})

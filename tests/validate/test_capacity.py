@@ -92,3 +92,33 @@ def test_plain_validate_points_at_the_pools_stack_line_too(tmp_path):
     [error] = validation_errors(tmp_path, "prod")
     assert error.startswith("tenants/llm-finetune.yaml:")
     assert f"add nodes to these pools (h100-train: stacks/Pulumi.prod.yaml:{_line('h100-train:', 'nodePools:')})" in error
+
+
+# ---- autoscaled pools: promised (maxNodes) against present (static + minNodes) --------------------
+
+
+def _dev_without_its_static_l4_node(tmp_path: Path, min_nodes: int) -> Path:
+    import shutil
+
+    root = tmp_path / "project"
+    for part in ("tenants", "stacks"):
+        shutil.copytree(REPO / part, root / part)
+    stack = root / "stacks" / "Pulumi.dev.yaml"
+    text = stack.read_text()
+    old = "        nodes: [dev-l4-01]\n        nodeSelector:\n          cloud.google.com/gke-nodepool: l4-pool\n        maxNodes: 1\n"
+    assert text.count(old) == 1
+    stack.write_text(text.replace(old, "        nodeSelector:\n          cloud.google.com/gke-nodepool: l4-pool\n"
+                                       f"        maxNodes: 2\n        minNodes: {min_nodes}\n"))
+    return root
+
+
+def test_quotas_that_rely_on_nodes_the_autoscaler_has_not_added_warn_at_min_nodes(tmp_path):
+    root = _dev_without_its_static_l4_node(tmp_path, 0)
+    warnings = [str(w) for w in load_environment(root, "dev").warnings if "autoscaled pool" in str(w)]
+    line = next(i for i, text in enumerate((root / "stacks" / "Pulumi.dev.yaml").read_text().splitlines(), 1) if "minNodes" in text)
+    assert len(warnings) == 1 and warnings[0].startswith(f"stacks/Pulumi.dev.yaml:{line}:")
+    assert "add up to 6, but its present nodes (0 static + minNodes 0) hold 0" in warnings[0]
+    assert "set `minNodes: 1` to keep them" in warnings[0]
+    # With the one node the quotas need kept by the group, nothing relies on a scale-up.
+    assert not [w for w in load_environment(_dev_without_its_static_l4_node(tmp_path / "kept", 1), "dev").warnings
+                if "autoscaled pool" in str(w)]

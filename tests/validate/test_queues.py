@@ -218,3 +218,40 @@ def test_direct_admission_cannot_borrow(project_copy):
     line = line_of(eval_file, "borrowingLimit")
     assert any(e.startswith(f"tenants/eval.yaml:{line}:3: queue.borrowingLimit: with `admission: direct` the tenant's pods may bypass its queue")
                for e in validation_errors(project_copy, "prod"))
+
+
+# ---- Kueue's deviceClassMappings (tests/fixtures/dra-kueue) ----------------------------------------
+
+DRA_KUEUE = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "dra-kueue"
+
+
+def _dra_kueue_copy(tmp_path: Path) -> Path:
+    import shutil
+
+    root = tmp_path / "project"
+    shutil.copytree(DRA_KUEUE, root)
+    return root
+
+
+def test_a_device_class_too_long_for_a_kueue_mapping_name_is_refused_at_its_line(tmp_path):
+    root = _dra_kueue_copy(tmp_path)
+    stack = root / "stacks" / "Pulumi.dra.yaml"
+    long_name = "b200-" + "x" * 55 + ".gpu.dra.dev"   # 72 characters: past the 63 of a mapping name's part
+    replace_once(stack, "      b200.gpu.dra.dev:\n", f"      {long_name}:\n")
+    (error,) = [e for e in validation_errors(root, "dra") if "deviceClassMappings" in e]
+    assert error.startswith(f"stacks/Pulumi.dra.yaml:{line_of(stack, long_name)}:")
+    assert f"deviceclass.resource.kubernetes.io/{long_name}" in error and "at most 63 characters" in error
+
+
+def test_more_than_eight_device_classes_counted_as_one_resource_are_refused(tmp_path):
+    root = _dra_kueue_copy(tmp_path)
+    stack = root / "stacks" / "Pulumi.dra.yaml"
+    more = "".join(f"      h100-{i}.gpu.dra.dev: {{driver: gpu.nvidia.com, gpuClass: h100, extendedResourceName: nvidia.com/gpu}}\n"
+                   for i in range(8))
+    replace_once(stack, "      gpu.nvidia.com: {owner: driver", more + "      gpu.nvidia.com: {owner: driver")
+    errors = [e for e in validation_errors(root, "dra") if "Kueue maps at most 8" in e]
+    assert len(errors) == 1 and "9 DeviceClasses are counted as 'nvidia.com/gpu'" in errors[0]
+
+
+def test_the_dra_kueue_fixture_needs_no_change():
+    assert not [w for w in _warnings(DRA_KUEUE, "dra")]

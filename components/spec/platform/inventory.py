@@ -62,11 +62,49 @@ class KaiFractions(Model):
     )
 
 
+class DraDevices(Model):
+    """The devices of a GPU class as its DRA driver publishes them in ResourceSlices: what the class's
+    generated DeviceClass selects (no node label involved, so no GPU Feature Discovery needed)."""
+
+    driver: DnsSubdomain = Field("gpu.nvidia.com", description="the DRA driver publishing the devices (ResourceSlice spec.driver)")
+    product_name: Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[^'\\]+$")] = Field(
+        description="the driver's `productName` attribute, e.g. NVIDIA B200 (as `nvidia-smi --query-gpu=name` prints it)"
+    )
+    device_type: Optional[Annotated[str, Field(pattern=r"^[a-z0-9-]+$")]] = Field(
+        "gpu", description="the driver's `type` attribute (the NVIDIA driver: gpu, mig); keeps MIG devices of the same product out; null: not checked"
+    )
+    min_memory: Optional[Annotated[str, Field(pattern=r"^[0-9]+(Mi|Gi|M|G)$")]] = Field(
+        None,
+        description="least `memory` capacity a device must publish, e.g. 170Gi; the driver publishes the device's real "
+        "total, a little below the nominal `memory` (so that is not used); unset: not checked",
+    )
+
+    @property
+    def selector(self) -> str:
+        """The CEL device selector of these attributes (beside the DeviceClass's `device.driver` check).
+
+        >>> DraDevices(productName="NVIDIA B200", minMemory="170Gi").selector   # doctest: +NORMALIZE_WHITESPACE
+        "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA B200' && device.attributes['gpu.nvidia.com'].type == 'gpu'
+         && device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('170Gi')) >= 0"
+        """
+        # The pattern of each value keeps quotes and backslashes out, so the literals need no escaping.
+        clauses = [f"device.attributes['{self.driver}'].productName == '{self.product_name}'"]
+        if self.device_type is not None:
+            clauses.append(f"device.attributes['{self.driver}'].type == '{self.device_type}'")
+        if self.min_memory is not None:
+            clauses.append(f"device.capacity['{self.driver}'].memory.compareTo(quantity('{self.min_memory}')) >= 0")
+        return " && ".join(clauses)
+
+
 class GpuClass(Model):
     """A kind of GPU device as tenants see it: model plus how it is shared."""
 
     model: str = Field(description="GPU model, e.g. H100-80GB (a key of the MIG geometry table for MIG classes)")
-    product: LabelValue = Field(description="GPU Feature Discovery label nvidia.com/gpu.product, e.g. NVIDIA-H100-80GB-HBM3")
+    product: Optional[LabelValue] = Field(
+        None,
+        description="GPU Feature Discovery label nvidia.com/gpu.product, e.g. NVIDIA-H100-80GB-HBM3; required unless the "
+        "class is served by DRA alone with `devices` (the GPU Operator's DRA stack runs no GPU Feature Discovery)",
+    )
     memory: Annotated[str, Field(pattern=r"^[0-9]+(Gi|G)$")] = Field(description="GPU memory per device, e.g. 80Gi")
     sharing: Literal["exclusive", "mig", "timeSlicing", "mps"] = Field(
         "exclusive",
@@ -90,10 +128,21 @@ class GpuClass(Model):
         "(ResourceClaims of the `deviceClasses` naming this class), or both during a migration (then each such "
         "DeviceClass must map `extendedResourceName` to the class's device-plugin resource: one budget, no double count)",
     )
+    devices: Optional[DraDevices] = Field(
+        None,
+        description="DRA classes: the ResourceSlice attributes of the class's devices; the tool then generates the "
+        "DeviceClass <class>.<labelDomain> selecting them (unless a deviceClasses entry names this class), and fills "
+        "in the selector of entries that name the class and set none",
+    )
     description: str = Field("", description="what the class is for, shown to tenants")
 
     @model_validator(mode="after")
     def _sharing_settings(self) -> "GpuClass":
+        if self.product is None and not (self.serving == "dra" and self.devices is not None):
+            raise ValueError("`product` (the nvidia.com/gpu.product label) is required unless `serving: dra` with `devices` "
+                             "(the ResourceSlice attributes of the class's devices)")
+        if self.devices is not None and self.serving == "devicePlugin":
+            raise ValueError("`devices` describes DRA devices, but serving is 'devicePlugin'; set `serving: dra` or `both`, or remove it")
         if self.sharing == "timeSlicing" and self.time_slicing is None:
             raise ValueError("sharing 'timeSlicing' needs `timeSlicing: {replicas: N}`")
         if self.sharing != "timeSlicing" and self.time_slicing is not None:
@@ -170,6 +219,11 @@ class NodePool(Model):
         {}, description="labels that an autoscaled node group carries (its definition must set them)"
     )
     max_nodes: Optional[NonNegativeInt] = Field(None, description="capacity of an autoscaled pool, in nodes")
+    min_nodes: Optional[NonNegativeInt] = Field(
+        None,
+        description="autoscaled pools: nodes the group always keeps (its minimum size); unset: 0. Quotas may promise up "
+        "to `maxNodes`; validate warns when they need nodes beyond the static ones and `minNodes`, which may not be there yet",
+    )
     patch_taints: Optional[bool] = Field(
         None,
         description="patch the pool's taint onto its static nodes (a dedicated pool: <labelDomain>/tenant=<tenant>; "
@@ -181,7 +235,17 @@ class NodePool(Model):
 
     @property
     def node_count(self) -> int:
+        """Nodes the pool may have: its static nodes plus the most its autoscaled group may add (what quotas may promise)."""
         return len(self.nodes) + (self.max_nodes or 0)
+
+    @property
+    def present_node_count(self) -> int:
+        """Nodes the pool always has: its static nodes plus its group's `minNodes` (0 when unset).
+
+        >>> NodePool(gpuClass="l4", gpusPerNode=2, nodes=["n1"], nodeSelector={"pool": "l4"}, maxNodes=3).present_node_count
+        1
+        """
+        return len(self.nodes) + (self.min_nodes or 0)
 
     @model_validator(mode="after")
     def _has_nodes(self) -> "NodePool":
@@ -189,6 +253,8 @@ class NodePool(Model):
             raise ValueError("a pool needs static `nodes` or `maxNodes` for an autoscaled group")
         if self.max_nodes is not None and not self.node_selector:
             raise ValueError("an autoscaled pool (`maxNodes`) needs `nodeSelector` labels of its node group")
+        if self.min_nodes is not None and (self.max_nodes is None or self.min_nodes > self.max_nodes):
+            raise ValueError("`minNodes` is the least size of an autoscaled group: it needs `maxNodes`, and at most as many nodes")
         return self
 
 

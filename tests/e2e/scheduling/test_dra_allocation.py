@@ -17,13 +17,12 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from components.manifests.meta import GPU_TAINT_TOLERATION
+from tests.e2e.scheduling.resource_slices import publish_resource_slices
 from tools.scheduling import running_scheduling_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.scheduling]
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "dra"
-PRODUCTS = {"h100": "NVIDIA H100 80GB HBM3", "b200": "NVIDIA B200"}
-DRIVER = "gpu.nvidia.com"
 H100, B200 = "h100.gpu.dra.dev", "b200.gpu.dra.dev"
 
 
@@ -32,19 +31,6 @@ def dra_plane(e2e_summary):
     for stack in running_scheduling_stack("dra", e2e_summary, root=FIXTURE, what="dra"):
         publish_resource_slices(stack)
         yield stack
-
-
-def publish_resource_slices(stack) -> None:
-    """One ResourceSlice per node, as the driver's kubelet plugin publishes it."""
-    platform = stack.environment.platform
-    for node, pool in sorted(stack.node_pool.items()):
-        gpu_class = platform.node_pools[pool].gpu_class
-        stack.plane.cp.apply({
-            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{node}-{DRIVER}"},
-            "spec": {"driver": DRIVER, "nodeName": node, "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-                     "devices": [{"name": f"gpu-{i}", "attributes": {"productName": {"string": PRODUCTS[gpu_class]}}}
-                                 for i in range(platform.node_pools[pool].gpus_per_node)]},
-        }, field_manager="nvidia-dra-driver")
 
 
 def developer(stack, tenant: str):
