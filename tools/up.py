@@ -86,6 +86,9 @@ def main() -> int:
     args = parser.parse_args()
     operation = "preview" if args.preview else "up"
     if args.one_stack:
+        from tools.reaping import become_subreaper
+
+        become_subreaper()   # the killed CLI's plugins become this worker's, for deploy_in_process to end
         return deploy_in_process(args.dir, args.one_stack, args.state, args.kubeconfig, operation)
     if args.workers < 1:
         parser.error("--workers must be at least 1")
@@ -499,9 +502,8 @@ def deploy_in_process(project: Path, stack: str, state: Path, kubeconfig: Path, 
     process the CLI started outlives it (tools/reaping.py: a killed CLI's provider is ended here).
     """
     from tools.engine import Engine
-    from tools.reaping import become_subreaper, reap_orphans
 
-    become_subreaper()
+    started_before = [pid for pid, _ in children(os.getpid())]   # none in a worker; kept when called in-process
     try:
         engine = Engine(project, stack, state, kubeconfig, checkpoints=True)
         for line in engine.recover():
@@ -513,7 +515,7 @@ def deploy_in_process(project: Path, stack: str, state: Path, kubeconfig: Path, 
     except Exception as err:  # the engine's error, whole: it says which resource failed and why
         print(str(err), flush=True)
         result = {"ok": False, "summary": f"failed: {failure_summary(str(err)) or type(err).__name__}"}
-    ended = reap_orphans()
+    ended = reap_orphans(keep=started_before)
     if ended:
         print(f"make up: {stack}: ended {len(ended)} process(es) the pulumi CLI left running: "
               + ", ".join(f"{name} (pid {pid})" for pid, name in ended), flush=True)
