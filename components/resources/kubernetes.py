@@ -156,8 +156,8 @@ def register(name: str, obj: KubeObject, opts: pulumi.ResourceOptions) -> pulumi
 
     >>> from components.manifests.meta import kube_object
     >>> namespace = kube_object("v1", "Namespace", {"name": "team-a"})
-    >>> [(r.type, r.inputs["metadata"]["annotations"]) for r in pulumi_mocks(lambda: register("team-a", namespace, pulumi.ResourceOptions()))]
-    [('kubernetes:core/v1:Namespace', {'pulumi.com/patchForce': 'true', 'pulumi.com/patchFieldManager': 'gpu-tenancy'})]
+    >>> [(r.type, sorted(r.inputs["metadata"]["annotations"].items())) for r in pulumi_mocks(lambda: register("team-a", namespace, pulumi.ResourceOptions()))]
+    [('kubernetes:core/v1:Namespace', [('pulumi.com/patchFieldManager', 'gpu-tenancy'), ('pulumi.com/patchForce', 'true')])]
     """
     cls = resource_class(obj["apiVersion"], obj["kind"])
     fields = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
