@@ -250,3 +250,26 @@ def test_deploy_environment_bounds_the_shard_workers_and_reports_a_failed_shard(
     assert result["needs"] == ["platform", "shards"] and result["if"] == "always()"
     script = run_lines(result)
     assert '"$SHARDS" != success' in script and "exit 1" in script
+
+
+def test_every_deploy_and_pr_preview_refreshes_so_drift_is_shown_and_repaired():
+    """Without a refresh the engine compares the program with its own state only: a quota raised by
+    hand, a deleted NetworkPolicy, a lowered Pod Security label stay (docs/when-things-fail.md)."""
+    environment = workflow("deploy-environment.yml")["jobs"]
+    runs = [*uses(environment["platform"], "pulumi/actions@v6"), *uses(environment["shards"], "pulumi/actions@v6"),
+            *uses(workflow("pr-preview.yml")["jobs"]["preview"], "pulumi/actions@v6")]
+    operations = [r["with"] for r in runs if r.get("with", {}).get("command") in ("up", "preview")]
+    assert len(operations) == 3 and all(op.get("refresh") is True for op in operations), operations
+
+
+def test_a_manual_deploy_can_first_recover_from_a_killed_one():
+    deploy, environment = workflow("deploy.yml"), workflow("deploy-environment.yml")
+    assert deploy["on"]["workflow_dispatch"]["inputs"]["recover"]["default"] is False
+    assert all(deploy["jobs"][f"up-{env}"]["with"]["recover"] == "${{ inputs.recover == true }}" for env in ("dev", "staging", "prod"))
+    assert environment["on"]["workflow_call"]["inputs"]["recover"]["default"] is False
+    platform = steps(environment["jobs"]["platform"])
+    recover = next(i for i, s in enumerate(platform) if s.get("name", "").startswith("Recover"))
+    move = next(i for i, s in enumerate(platform) if s.get("name", "").startswith("Move tenants"))
+    assert recover < move and platform[recover]["if"] == "inputs.recover"
+    script = platform[recover]["run"]
+    assert "pulumi cancel --yes" in script and "del(.deployment.pending_operations)" in script and "pulumi stack import" in script

@@ -13,9 +13,11 @@ Used by the `make e2e-pulumi` lane (tests/e2e/pulumi_engine/) and by `make up` (
 
 from __future__ import annotations
 
+import json
 import os
 import runpy
 import shutil
+import socket
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -201,7 +203,10 @@ class Engine:
 
     def __init__(self, project: Path, stack: str, state_dir: Path, kubeconfig: Path,
                  env: dict[str, str] | None = None, *, project_name: str = "gpu-tenancy",
-                 program: Callable[[], None] | None = None) -> None:
+                 program: Callable[[], None] | None = None, checkpoints: bool = False) -> None:
+        """`checkpoints`: write the state after every step, as production's backends do (`make up`
+        and the fault lane); off, the state is written once at the end (`PULUMI_SKIP_CHECKPOINTS`),
+        which the other scenarios of the lane use for speed but which cannot show what a crash leaves."""
         from pulumi import automation as auto
 
         self.project = project
@@ -217,7 +222,7 @@ class Engine:
             "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
             "PULUMI_SKIP_UPDATE_CHECK": "true",
             "PULUMI_SKIP_CONFIRMATIONS": "true",
-            "PULUMI_SKIP_CHECKPOINTS": "true",
+            **({} if checkpoints else {"PULUMI_SKIP_CHECKPOINTS": "true"}),
             "KUBECONFIG": str(kubeconfig),
             "PATH": os.pathsep.join(
                 [str(dirs["pulumi"]), str(dirs["pulumi-resource-kubernetes"]), os.environ.get("PATH", "")]
@@ -312,6 +317,44 @@ class Engine:
                 self._restore(saved)
         raise AssertionError(f"`pulumi {operation}` succeeded but was expected to fail")
 
+    def lock_holders(self) -> list[dict[str, Any]]:
+        """The locks on this stack in the file backend (`{"pid", "hostname", ...}` each, as the CLI
+        writes them while an operation runs; a killed CLI leaves its lock behind)."""
+        locks = self.state_dir / "backend" / ".pulumi" / "locks"
+        return [json.loads(path.read_text()) for path in sorted(locks.glob(f"*/*/{self.stack_name}/*.json"))]
+
+    def recover(self) -> list[str]:
+        """Undo what a killed `pulumi up` left in this stack's state, before the next operation:
+        a lock whose process is gone (`pulumi cancel`; a live holder is an error: wait for it),
+        then the pending operations (export, cleared, import; components/review/recovery.py says
+        why that is safe). Returns one line per repair, empty when there was nothing to do.
+
+        >>> Engine(project, "prod", state, kubeconfig).recover()   # doctest: +SKIP
+        ['the stack was locked by pulumi pid 16996, which is gone: lock removed (pulumi cancel)']
+        """
+        from components.review.recovery import pending_operations, without_pending
+
+        done = []
+        holders = self.lock_holders()
+        live = [h for h in holders if h.get("hostname") != socket.gethostname() or _alive(int(h.get("pid", 0)))]
+        if live:
+            raise RuntimeError(f"stack {self.stack_name} is locked by a running pulumi ("
+                               + ", ".join(f"pid {h.get('pid')} on {h.get('hostname')}" for h in live)
+                               + "): wait for it to end; if it is gone, `pulumi cancel --stack " + self.stack_name + "`")
+        if holders:
+            self.stack.cancel()
+            done.append(f"the stack was locked by pulumi pid {', '.join(str(h.get('pid')) for h in holders)}, "
+                        "which is gone: lock removed (pulumi cancel)")
+        state = self.stack.export_stack()
+        document = {"version": state.version, "deployment": state.deployment}
+        pending = pending_operations(document)
+        if pending:
+            self.stack.import_stack(self._auto.Deployment(version=state.version, deployment=without_pending(document)["deployment"]))
+            ops = ", ".join(f"{op} {urn.rsplit('::', 1)[-1]}" for op, urn in pending)
+            done.append(f"{len(pending)} operation(s) the killed run left pending cleared ({ops}); "
+                        "the refresh reads what they did")
+        return done
+
     def export(self) -> list[dict[str, Any]]:
         """The resources of `pulumi stack export`."""
         return list(self.stack.export_stack().deployment.get("resources") or [])
@@ -342,6 +385,16 @@ class Engine:
             cwd=str(self.project), additional_env=self.env,
         )
         return result.stdout
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return pid > 0
 
 
 def names_of(urns: Iterable[str]) -> set[str]:

@@ -45,6 +45,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Optional, Sequence
 
+from tools.reaping import children, reap_orphans
+
 REPO = Path(__file__).resolve().parents[1]
 os.environ["GRPC_ENABLE_FORK_SUPPORT"] = "false"  # see tests/e2e/pulumi_engine/conftest.py
 
@@ -84,6 +86,9 @@ def main() -> int:
     args = parser.parse_args()
     operation = "preview" if args.preview else "up"
     if args.one_stack:
+        from tools.reaping import become_subreaper
+
+        become_subreaper()   # the killed CLI's plugins become this worker's, for deploy_in_process to end
         return deploy_in_process(args.dir, args.one_stack, args.state, args.kubeconfig, operation)
     if args.workers < 1:
         parser.error("--workers must be at least 1")
@@ -101,6 +106,10 @@ def main() -> int:
     if missing:
         print(f"make up: {', '.join(missing)} not built; run `tools/build.sh pulumi pulumi-resource-kubernetes`", file=sys.stderr)
         return 2
+    from tools.reaping import become_subreaper
+
+    if become_subreaper():
+        _SUBREAPER.append(True)
     with kept_cluster(run, project, split_stack_name(args.stack)[0]) as cluster:
         deploy = subprocess_deploy(project, run / "state", cluster.kubeconfig, operation=operation)
         runs = deploy_stacks(graph, deploy, args.workers)
@@ -398,6 +407,8 @@ def state_commands(project: Path, state: Path, stacks: Sequence[str]) -> list[st
 
 
 _PRINT_LOCK = threading.Lock()
+_WORKERS: set[int] = set()   # pids of the live stack workers of this process
+_SUBREAPER: list[bool] = []  # non-empty once main() made this process the subreaper of its workers' orphans
 
 
 def subprocess_deploy(project: Path, state: Path, kubeconfig: Path,
@@ -406,8 +417,13 @@ def subprocess_deploy(project: Path, state: Path, kubeconfig: Path,
     program runs in the process that calls the engine, one at a time), its output prefixed with
     the stack's name; `operation` "preview" previews instead.
 
+    In `make up` (main: the subreaper of its workers' orphans) a worker killed before it could end
+    the plugins its CLI started leaves them to this process, which ends them once the worker is
+    gone, but never a process it had before the deploy began (the control plane).
+
     >>> deploy = subprocess_deploy(project, state, kubeconfig)   # doctest: +SKIP
     """
+    started_before = {pid for pid, _ in children(os.getpid())}
 
     def deploy(stack: str) -> StackRun:
         command = [sys.executable, "-m", "tools.up", "--one-stack", stack, "--dir", str(project),
@@ -415,12 +431,20 @@ def subprocess_deploy(project: Path, state: Path, kubeconfig: Path,
         start = time.monotonic()
         result: Optional[dict] = None
         with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO) as proc:
+            with _PRINT_LOCK:
+                _WORKERS.add(proc.pid)
             for line in proc.stdout:
                 if line.startswith(RESULT_MARKER):
                     result = json.loads(line[len(RESULT_MARKER):])
                     continue
                 with _PRINT_LOCK:
                     out(f"[{stack}] {line.rstrip()}")
+        with _PRINT_LOCK:   # a worker killed before it reaped its CLI's plugins leaves them to us (main)
+            _WORKERS.discard(proc.pid)
+            ended = reap_orphans(keep=_WORKERS | started_before) if _SUBREAPER else []
+        if ended:
+            out(f"[{stack}] make up: ended {len(ended)} process(es) the killed worker left running: "
+                + ", ".join(f"{name} (pid {pid})" for pid, name in ended))
         seconds = time.monotonic() - start
         if result is None:
             return StackRun(stack, False, f"worker exited with {proc.returncode} before reporting", seconds)
@@ -430,7 +454,7 @@ def subprocess_deploy(project: Path, state: Path, kubeconfig: Path,
     return deploy
 
 
-UNCHANGED = {"same", "read"}   # engine operations that change nothing
+UNCHANGED = {"same", "read", "refresh"}   # engine operations that change nothing (refresh: reading the cluster)
 
 
 def change_summary(summary: dict[str, int]) -> str:
@@ -470,21 +494,33 @@ def failure_summary(text: str) -> str:
 
 
 def deploy_in_process(project: Path, stack: str, state: Path, kubeconfig: Path, operation: str = "up") -> int:
-    """The worker: `pulumi up` (or `preview`) of one stack of the copied project; the last line is the result."""
+    """The worker: `pulumi up --refresh` (or `preview --refresh`) of one stack of the copied project,
+    with checkpoints on as production's backends write them; the last line is the result.
+
+    First it undoes what a killed run left (`Engine.recover`: a stale lock, pending operations);
+    the refresh reads the cluster, so drift made by hand is shown and repaired. Afterwards no
+    process the CLI started outlives it (tools/reaping.py: a killed CLI's provider is ended here).
+    """
     from tools.engine import Engine
 
+    started_before = [pid for pid, _ in children(os.getpid())]   # none in a worker; kept when called in-process
     try:
-        engine = Engine(project, stack, state, kubeconfig)
+        engine = Engine(project, stack, state, kubeconfig, checkpoints=True)
+        for line in engine.recover():
+            print(f"make up: {stack}: {line}", flush=True)
         run = engine.preview if operation == "preview" else engine.up
-        outcome = run(on_output=lambda line: print(line, end="" if line.endswith("\n") else "\n", flush=True))
+        outcome = run(refresh=True, on_output=lambda line: print(line, end="" if line.endswith("\n") else "\n", flush=True))
         steps = [[s.op, s.name, s.type] for s in outcome.steps if s.op not in UNCHANGED]
         result = {"ok": True, "summary": change_summary(outcome.summary), "steps": steps}
     except Exception as err:  # the engine's error, whole: it says which resource failed and why
         print(str(err), flush=True)
         result = {"ok": False, "summary": f"failed: {failure_summary(str(err)) or type(err).__name__}"}
+    ended = reap_orphans(keep=started_before)
+    if ended:
+        print(f"make up: {stack}: ended {len(ended)} process(es) the pulumi CLI left running: "
+              + ", ".join(f"{name} (pid {pid})" for pid, name in ended), flush=True)
     print(RESULT_MARKER + json.dumps(result), flush=True)
     return 0 if result["ok"] else 1
-
 
 if __name__ == "__main__":
     sys.exit(main())

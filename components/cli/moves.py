@@ -4,8 +4,11 @@ depends on which commit was deployed before (docs/sharding.md).
 
 Without EXPORT files it asks the `pulumi` CLI (on PATH, or `$PULUMI`), in the project directory,
 for the environment's stacks and their exports; `--run` then makes the moves, one tenant at a time.
-Each move is atomic in Pulumi's state and the plan is read from the state, so after a failure
-running it again does what is left.
+A move writes the destination's state, then the source's: a move killed between the two leaves
+the tenant in both stacks. That is found here and said (the copy in the stack the tenant's file
+does not assign it to is stale, components/review/recovery.py); `--run` removes the stale copy
+from that stack's state (export, import; the cluster keeps its objects) before it plans the moves,
+so running it again after any failure does what is left (docs/when-things-fail.md).
 """
 
 from __future__ import annotations
@@ -111,23 +114,25 @@ def run(args: argparse.Namespace) -> int:
     0
     """
     from ..load import load_environment
+    from ..review.recovery import stale_copies
     from ..review.stack_changes import move_warning
-    from ..review.state_moves import StateExportError, deployed_tenants, planned_moves
+    from ..review.state_moves import StateExportError, planned_moves
 
     environment = load_environment(args.root, args.stack)
-    deployed: dict[str, dict[str, str]] = {}
     existing: dict[str, str] | None = None
     try:
         # One listing serves both the exports to read and the moves' destinations.
         if args.run or not args.exports:
             existing = existing_stacks(args.root, environment.name)
-        for source, document in _read_exports(args, existing):
-            stack, tenants = deployed_tenants(document, source)
-            if stack is None:
-                continue
-            if stack in deployed:
-                raise StateExportError(f"{source}: a second export of stack {stack}; pass one file per stack")
-            deployed[stack] = tenants
+        deployed, documents = _deployed(args, existing)
+        stale = stale_copies(environment, deployed)
+        for copy in stale:
+            print(f"tenants moves: {stale_message(copy, environment.name)}", file=sys.stderr)
+        if stale and not args.run:
+            return EXIT_INVALID
+        for copy in stale:
+            _remove_stale_copy(args.root, copy, documents[copy["stale"]], existing or {})
+            del deployed[copy["stale"]][copy["tenant"]]
         moves = planned_moves(environment, deployed)
     except (StateExportError, PulumiCommandError) as exc:
         print(f"tenants moves: {exc}", file=sys.stderr)
@@ -146,6 +151,51 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _deployed(args: argparse.Namespace, existing: dict[str, str] | None) -> tuple[dict[str, dict[str, str]], dict[str, object]]:
+    """`{stack: {tenant: urn}}` and `{stack: export}` of every export read (empty states left out)."""
+    from ..review.state_moves import StateExportError, deployed_tenants
+
+    deployed: dict[str, dict[str, str]] = {}
+    documents: dict[str, object] = {}
+    for source, document in _read_exports(args, existing):
+        stack, tenants = deployed_tenants(document, source)
+        if stack is None:
+            continue
+        if stack in deployed:
+            raise StateExportError(f"{source}: a second export of stack {stack}; pass one file per stack")
+        deployed[stack], documents[stack] = tenants, document
+    return deployed, documents
+
+
+def stale_message(copy: dict[str, str], environment: str) -> str:
+    """What a half-done `pulumi state move` left, and the one command that repairs it.
+
+    >>> print(stale_message({"tenant": "vision", "stale": "lab.green", "kept": "lab.blue", "urn": "u"}, "lab"))
+    tenant vision is in the state of lab.blue and lab.green: a `pulumi state move` stopped half-way; the copy in lab.green is stale (the tenant's stack is lab.blue); `tenants moves --stack lab --run` removes it from lab.green's state (the cluster keeps the objects)
+    """
+    stacks = " and ".join(sorted((copy["stale"], copy["kept"])))
+    return (f"tenant {copy['tenant']} is in the state of {stacks}: a `pulumi state move` stopped half-way; "
+            f"the copy in {copy['stale']} is stale (the tenant's stack is {copy['kept']}); "
+            f"`tenants moves --stack {environment} --run` removes it from {copy['stale']}'s state (the cluster keeps the objects)")
+
+
+def _remove_stale_copy(root: Path, copy: dict[str, str], document: object, existing: dict[str, str]) -> None:
+    """`pulumi stack import` of the stale stack's export without the tenant's resources."""
+    import tempfile
+
+    from ..review.recovery import without_resource_tree
+
+    cleaned, removed = without_resource_tree(document, copy["urn"])
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(cleaned, f)
+    try:
+        pulumi(root, "stack", "import", "--stack", existing.get(copy["stale"], copy["stale"]), "--file", f.name)
+    finally:
+        os.unlink(f.name)
+    print(f"tenants moves: removed the stale copy of {copy['tenant']} from {copy['stale']}'s state "
+          f"({removed} resources; the cluster keeps them)", file=sys.stderr)
+
+
 def _run_moves(root: Path, environment: str, moves: list[dict], existing: dict[str, str]) -> int:
     done = 0
     try:
@@ -159,7 +209,7 @@ def _run_moves(root: Path, environment: str, moves: list[dict], existing: dict[s
             done += 1
             print(f"tenants moves: moved {move['tenant']} from {move['from']} to {move['to']}", file=sys.stderr)
     except PulumiCommandError as exc:
-        print(f"tenants moves: {exc}\ntenants moves: {done} of {len(moves)} moves made; each is complete on its own, "
-              f"so running `tenants moves --stack {environment} --run` again does the rest", file=sys.stderr)
+        print(f"tenants moves: {exc}\ntenants moves: {done} of {len(moves)} moves made; running "
+              f"`tenants moves --stack {environment} --run` again does the rest (and repairs a move the failure cut half-way)", file=sys.stderr)
         return EXIT_INVALID
     return EXIT_OK

@@ -7,7 +7,8 @@ resources (Kueue, KAI) become `apiextensions.CustomResource`, except KAI's `Conf
 Helm chart owns: its few fields of ours become an `apiextensions.CustomResourcePatch`.
 
 Every object is applied under one stable field manager, `gpu-tenancy` (the provider's
-`pulumi.com/patchFieldManager` annotation). The provider's default is a random manager per resource
+`pulumi.com/patchFieldManager` annotation), forced (`pulumi.com/patchForce`: a refresh repairs a
+field a person changed by hand instead of failing on the conflict; `with_field_manager`). The provider's default is a random manager per resource
 (`pulumi-kubernetes-<hex>`), so re-adopting an object Pulumi had let go of (a retained tenant whose
 file is restored) conflicted with the manager of its own earlier deployment. The one exception is a
 node's taint patch (`meta.is_taint_patch`): the provider applies the annotation to the Node too, and
@@ -23,7 +24,7 @@ from typing import Any, Mapping, Optional, Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
-from ..manifests.meta import FIELD_MANAGER, PATCH_FIELD_MANAGER, KubeObject, immutable_fields, is_taint_patch
+from ..manifests.meta import FIELD_MANAGER, PATCH_FIELD_MANAGER, PATCH_FORCE, KubeObject, immutable_fields, is_taint_patch
 from ..manifests.registration import Planned, object_key
 
 # Custom resources another installer creates, of which we own only some fields (deleting ours gives them back).
@@ -120,12 +121,19 @@ def registered_metadata(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def with_field_manager(metadata: Mapping[str, Any]) -> dict[str, Any]:
-    """The object's metadata with our stable server-side apply field manager (kept if already set).
+    """The object's metadata with our stable server-side apply field manager, applied forced (each
+    kept if already set).
+
+    Forced, because drift is repaired by applying again: a hand edit (`kubectl edit`, `label
+    --overwrite`, a client's update) makes its manager the owner of the field it changed, so an
+    unforced apply of our value is refused as a field conflict, and `pulumi up --refresh` /
+    `preview --refresh` fail instead of repairing (docs/when-things-fail.md). Only the fields we
+    declare are in the apply, so forcing takes none that another manager adds.
 
     >>> with_field_manager({"name": "a"})["annotations"]
-    {'pulumi.com/patchFieldManager': 'gpu-tenancy'}
+    {'pulumi.com/patchFieldManager': 'gpu-tenancy', 'pulumi.com/patchForce': 'true'}
     """
-    annotations = {PATCH_FIELD_MANAGER: FIELD_MANAGER, **(metadata.get("annotations") or {})}
+    annotations = {PATCH_FIELD_MANAGER: FIELD_MANAGER, PATCH_FORCE: "true", **(metadata.get("annotations") or {})}
     return {**metadata, "annotations": annotations}
 
 
@@ -148,8 +156,8 @@ def register(name: str, obj: KubeObject, opts: pulumi.ResourceOptions) -> pulumi
 
     >>> from components.manifests.meta import kube_object
     >>> namespace = kube_object("v1", "Namespace", {"name": "team-a"})
-    >>> [(r.type, r.inputs["metadata"]["annotations"]) for r in pulumi_mocks(lambda: register("team-a", namespace, pulumi.ResourceOptions()))]
-    [('kubernetes:core/v1:Namespace', {'pulumi.com/patchFieldManager': 'gpu-tenancy'})]
+    >>> [(r.type, sorted(r.inputs["metadata"]["annotations"].items())) for r in pulumi_mocks(lambda: register("team-a", namespace, pulumi.ResourceOptions()))]
+    [('kubernetes:core/v1:Namespace', [('pulumi.com/patchFieldManager', 'gpu-tenancy'), ('pulumi.com/patchForce', 'true')])]
     """
     cls = resource_class(obj["apiVersion"], obj["kind"])
     fields = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}

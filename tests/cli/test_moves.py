@@ -68,3 +68,13 @@ def test_without_files_or_a_pulumi_cli_it_says_what_to_do(capsys, monkeypatch, t
     code, out, err = run(capsys, "--root", str(FIXTURE), "moves", "--stack", "lab", "--run")
     assert code == 1 and out == ""
     assert "the pulumi CLI is not on PATH (or set PULUMI to it); or pass `pulumi stack export` files" in err
+
+
+def test_a_half_done_move_names_the_stale_copy_and_the_command_that_removes_it(capsys, tmp_path):
+    blue = write(tmp_path / "blue.json", export("lab.blue", ["audio", "vision"]))
+    green = write(tmp_path / "green.json", export("lab.green", ["vision"]))   # vision's own stack
+    code, out, err = run(capsys, "--root", str(FIXTURE), "moves", "--stack", "lab", blue, green)
+    assert (code, out) == (1, "")
+    assert ("tenant vision is in the state of lab.blue and lab.green: a `pulumi state move` stopped half-way; "
+            "the copy in lab.blue is stale (the tenant's stack is lab.green); "
+            "`tenants moves --stack lab --run` removes it from lab.blue's state") in err

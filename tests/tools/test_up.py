@@ -260,6 +260,9 @@ def test_a_failed_stacks_summary_carries_the_engines_error_not_the_empty_stderr(
         def __init__(self, *args, **kwargs):
             pass
 
+        def recover(self):
+            return []
+
         def up(self, **kwargs):
             raise error
 

@@ -1,0 +1,206 @@
+"""The fault lane (issue 40): crashes and hand-made drift on the real engine, each followed by the
+documented way back, with checkpoints on as production's backends write them.
+
+Every operation goes through `make up`'s stack worker (`python -m tools.up --one-stack`, what
+`make up` and `make up-preview` run per stack: `Engine.recover`, then `up --refresh` or `preview
+--refresh`, then no process left behind), except the half-done state move, repaired by
+`tenants moves --run` as the deploy workflow runs it. Each asserts that nothing was lost (the
+tenants' namespaces keep their uids), that the stacks converged (a preview after the repair
+changes nothing) and that the messages say what happened (docs/when-things-fail.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from kubernetes import client
+
+from components.load import load_environment
+from components.review.recovery import pending_operations
+from tools.engine import Engine, LocalCluster, copy_project
+from tools.reaping import children
+from tools.up import RESULT_MARKER
+
+pytestmark = pytest.mark.pulumi
+
+REPO = Path(__file__).resolve().parents[3]
+SHARDED = REPO / "tests" / "fixtures" / "sharded"
+NODE = "gpu-h100-06"          # a node of prod's dedicated pool h100-serve (tenant taint `inference`)
+POOL_LABEL = "gpu.acme.dev/pool"
+PSA = "pod-security.kubernetes.io/enforce"
+
+
+def worker(s, stack: str, *flags: str, kill_cli_after: int | None = None) -> tuple[dict, str, dict]:
+    """`make up`'s worker for one stack on the scenario's cluster and state: (result, output,
+    what was killed). With `kill_cli_after`, the `pulumi` CLI is SIGKILLed once that many
+    resources are created (the provider's pid is kept to check it did not survive)."""
+    command = [sys.executable, "-m", "tools.up", "--one-stack", stack, "--dir", str(s.project),
+               "--state", str(s.root / "state"), "--kubeconfig", str(s.cluster.kubeconfig), *flags]
+    lines, killed, created = [], {}, 0
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO) as proc:
+        for line in proc.stdout:
+            lines.append(line)
+            created += " created (" in line
+            if kill_cli_after is not None and not killed and created >= kill_cli_after:
+                cli = [pid for pid, name in children(proc.pid) if name == "pulumi"]
+                assert len(cli) == 1, children(proc.pid)
+                killed = {"cli": cli[0], "plugins": children(cli[0])}
+                os.kill(cli[0], signal.SIGKILL)
+    output = "".join(lines)
+    results = [json.loads(x[len(RESULT_MARKER):]) for x in lines if x.startswith(RESULT_MARKER)]
+    assert len(results) == 1, output[-3000:]
+    return results[0], output, killed
+
+
+def namespace_uids(s, stack: str) -> dict[str, str]:
+    core = client.CoreV1Api(s.api)
+    return {ns: core.read_namespace(ns).metadata.uid
+            for t in load_environment(s.project, stack).tenants for ns in t.spec.all_namespaces}
+
+
+def changed_steps(result: dict) -> set[tuple[str, str]]:
+    return {(op, name) for op, name, _ in result["steps"]}
+
+
+@pytest.fixture(scope="module")
+def prod(scenario_factory):
+    return scenario_factory("prod")
+
+
+def test_five_drifts_are_shown_by_up_preview_and_repaired_by_make_up(prod, timed):
+    s = prod
+    # Deployed in this process (the setup; the repair below is what goes through `make up`'s worker).
+    assert set(timed("first up", s.engine.up).changes) == {"create"}
+    uids = namespace_uids(s, "prod")
+    core, net = client.CoreV1Api(s.api), client.NetworkingV1Api(s.api)
+    quota = core.read_namespaced_resource_quota("tenant-quota", "eval")
+    cpu = next(k for k in quota.spec.hard if "cpu" in k)
+    declared = quota.spec.hard[cpu]
+    # The five drifts of the issue, each made by hand as a person with kubectl would (an update,
+    # not an apply: its manager takes the field over from ours).
+    core.patch_namespaced_resource_quota("tenant-quota", "eval", {"spec": {"hard": {cpu: "9999"}}})
+    net.delete_namespaced_network_policy("tenant-network", "eval")
+    core.patch_namespace("eval", {"metadata": {"labels": {PSA: "privileged"}}})
+    core.patch_node(NODE, {"spec": {"taints": None}, "metadata": {"labels": {POOL_LABEL: None}}})
+
+    # Without a refresh the engine compares the program with its own state only: it sees nothing.
+    assert s.engine.preview().changes == {}
+    preview, output, _ = timed("make up-preview of the drift", lambda: worker(s, "prod", "--preview"))
+    assert preview["ok"], output[-3000:]
+    repairs = {("update", "eval-resourcequota-eval-tenant-quota"), ("create", "eval-networkpolicy-eval-tenant-network"),
+               ("update", "eval-namespace-eval"), ("update", f"prod-platform-node-{NODE}"),
+               ("update", f"prod-platform-node-{NODE}-taints")}
+    assert changed_steps(preview) == repairs, preview
+    assert "conflict" not in output
+
+    up, output, _ = timed("make up repairing it", lambda: worker(s, "prod"))
+    assert up["ok"] and changed_steps(up) == repairs, output[-3000:]
+    assert core.read_namespaced_resource_quota("tenant-quota", "eval").spec.hard[cpu] == declared
+    assert net.read_namespaced_network_policy("tenant-network", "eval").spec.pod_selector is not None
+    assert core.read_namespace("eval").metadata.labels[PSA] == "baseline"
+    node = core.read_node(NODE)
+    assert node.metadata.labels[POOL_LABEL] == "h100-serve"
+    assert [(t.key, t.value) for t in node.spec.taints] == [("gpu.acme.dev/tenant", "inference")]
+    assert namespace_uids(s, "prod") == uids
+    again, _, _ = worker(s, "prod", "--preview")
+    assert again["ok"] and again["summary"] == "no change", again
+
+
+def test_a_killed_up_is_recovered_by_the_next_make_up(scenario_factory, timed):
+    s = scenario_factory("prod")
+    result, output, killed = timed("make up killed mid-way", lambda: worker(s, "prod", kill_cli_after=40))
+    assert not result["ok"] and killed, output[-3000:]
+    # No plugin of the killed CLI outlives it: the worker ended the provider it left behind.
+    plugins = dict(killed["plugins"])
+    assert "pulumi-resource" in plugins.values(), killed
+    assert all(not Path(f"/proc/{pid}").exists() for pid in plugins), killed
+    assert re.search(r"ended \d+ process\(es\) the pulumi CLI left running: .*pulumi-resource", output), output[-2000:]
+
+    # What the crash left, as production's backends keep it: the lock and the pending operations.
+    engine = Engine(s.project, "prod", s.root / "state", s.cluster.kubeconfig, checkpoints=True)
+    assert [h["pid"] for h in engine.lock_holders()] == [killed["cli"]]
+    state = engine.stack.export_stack()
+    pending = pending_operations({"deployment": state.deployment})
+    assert pending and len(state.deployment["resources"]) > 40, pending
+    error, _, _ = engine.failing("up")   # a plain `up` stops at the lock, changing nothing
+    assert "currently locked" in str(error)
+
+    again, output, _ = timed("make up after the kill", lambda: worker(s, "prod"))
+    assert again["ok"], output[-3000:]
+    assert f"the stack was locked by pulumi pid {killed['cli']}, which is gone: lock removed (pulumi cancel)" in output
+    assert f"{len(pending)} operation(s) the killed run left pending cleared" in output
+    assert engine.lock_holders() == []
+    state = engine.stack.export_stack()
+    assert pending_operations({"deployment": state.deployment}) == []
+    uids = namespace_uids(s, "prod")   # every tenant namespace exists
+    converged, output, _ = worker(s, "prod", "--preview")
+    assert converged["ok"] and converged["summary"] == "no change", output[-2000:]
+    assert "pending operations" not in output
+    assert namespace_uids(s, "prod") == uids
+
+
+def tenants_moves(s, engine: Engine, *flags: str) -> subprocess.CompletedProcess:
+    """`tenants moves --stack lab ...` as the deploy workflow runs it, on this backend (this checkout's code)."""
+    env = {**os.environ, **engine.env, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "components", "--root", str(s.project), "moves", "--stack", "lab", *flags],
+                          cwd=s.project, env=env, capture_output=True, text=True, check=False)
+
+
+def test_a_half_done_state_move_is_found_and_repaired_by_tenants_moves(tmp_path, timed):
+    # The sharded fixture's stack and tenant files in a project copy, on a cluster of its own.
+    s = SimpleNamespace(root=tmp_path, project=copy_project(tmp_path / "project"))
+    for part in ("stacks", "tenants"):
+        shutil.rmtree(s.project / part)
+        shutil.copytree(SHARDED / part, s.project / part)
+    s.cluster = LocalCluster(tmp_path / "cluster", s.project, "lab").start()
+    s.api = s.cluster.api_client
+    try:
+        _half_done_move(s, timed)
+    finally:
+        s.cluster.stop()
+
+
+def _half_done_move(s, timed) -> None:
+    # The deployed environment (in this process: the moves, not the ups, are what is under test here).
+    engines = {st: Engine(s.project, st, s.root / "state", s.cluster.kubeconfig, checkpoints=True)
+               for st in ("lab", "lab.blue", "lab.green")}
+    for engine in engines.values():
+        assert set(engine.up().changes) == {"create"}
+    uids = namespace_uids(s, "lab")
+    assert "vision" in engines["lab.green"].tenant_urns()
+    stack_file = s.project / "stacks" / "Pulumi.lab.yaml"
+    stack_file.write_text(stack_file.read_text().replace("vision: green", "vision: blue", 1))
+    # `pulumi state move` killed between its two writes: the destination holds the tenant, the
+    # source still does (its state as it was before the move).
+    before = engines["lab.green"].stack.export_stack()
+    moved = tenants_moves(s, engines["lab.green"], "--run")
+    assert moved.returncode == 0, moved.stderr
+    engines["lab.green"].stack.import_stack(before)
+    assert "vision" in engines["lab.blue"].tenant_urns() and "vision" in engines["lab.green"].tenant_urns()
+
+    found = tenants_moves(s, engines["lab.green"])
+    assert found.returncode == 1, (found.stdout, found.stderr)
+    assert ("tenant vision is in the state of lab.blue and lab.green: a `pulumi state move` stopped half-way; "
+            "the copy in lab.green is stale (the tenant's stack is lab.blue)") in found.stderr, found.stderr
+    assert "tenants moves --stack lab --run" in found.stderr
+
+    repaired = timed("tenants moves --run repairing it", lambda: tenants_moves(s, engines["lab.green"], "--run"))
+    assert repaired.returncode == 0, repaired.stderr
+    assert re.search(r"removed the stale copy of vision from lab\.green's state \(\d+ resources; the cluster keeps them\)",
+                     repaired.stderr), repaired.stderr
+    assert "vision" not in engines["lab.green"].tenant_urns() and "vision" in engines["lab.blue"].tenant_urns()
+    clean = tenants_moves(s, engines["lab.green"])
+    assert clean.returncode == 0 and "nothing to move" in clean.stderr, clean.stderr
+    for stack, engine in engines.items():   # the repaired states and the program agree: nothing to change
+        steps = [(x.op, x.name) for x in engine.preview().steps if x.op not in ("same", "read")]
+        assert steps == [], (stack, steps)
+    assert namespace_uids(s, "lab") == uids
