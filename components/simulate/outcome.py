@@ -96,13 +96,15 @@ def tenant_figures(outcome: Outcome, tenant: str) -> TenantFigures:
     )
 
 
-def utilisation(outcome: Outcome) -> dict[str, float]:
-    """Per pool: device-seconds used over devices times the span (0..1; a MIG slice is one device).
+def utilisation(outcome: Outcome, span: float | None = None) -> dict[str, float]:
+    """Per pool: device-seconds used over devices times the span (0..1; a MIG slice is one device);
+    `span` defaults to the replay's own (two sides compare over the longer of theirs).
 
     >>> utilisation(Outcome((), pool_used={"a": 50.0}, pool_devices={"a": 2, "b": 4}, span=100))
     {'a': 0.25, 'b': 0.0}
     """
-    return {pool: (outcome.pool_used.get(pool, 0.0) / (devices * outcome.span) if devices and outcome.span else 0.0)
+    span = outcome.span if span is None else span
+    return {pool: (outcome.pool_used.get(pool, 0.0) / (devices * span) if devices and span else 0.0)
             for pool, devices in sorted(outcome.pool_devices.items())}
 
 

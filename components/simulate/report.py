@@ -87,14 +87,15 @@ def compare(base: Outcome, change: Outcome, tolerance: Tolerance, context: Mappi
         findings += [{"kind": kind, "tenant": t, "text": text} for kind, rule in FINDINGS.items()
                      if (text := rule(t, b, c, tolerance))]
     pools = {}
-    ub, uc = utilisation(base), utilisation(change)
+    span = max(base.span, change.span)   # one window for both: a longer replay is not a less busy one
+    ub, uc = utilisation(base, span), utilisation(change, span)
     for pool in sorted(set(ub) | set(uc)):
         pools[pool] = {"base": ub.get(pool), "change": uc.get(pool)}
         if uc.get(pool) is not None and uc[pool] < IDLE_BELOW:
             was = f"; base {ub[pool]:.0%}" if pool in ub else "; new pool"
             findings.append({"kind": "idle-pool", "pool": pool, "text": f"pool {pool}: idle ({uc[pool]:.0%} used{was})"})
     return {"formatVersion": FORMAT_VERSION, "simulation": True, **dict(context),
-            "tolerance": asdict(tolerance), "tenants": tenants, "pools": pools, "findings": findings}
+            "tolerance": asdict(tolerance), "span": span, "tenants": tenants, "pools": pools, "findings": findings}
 
 
 def _duration(seconds: float | None) -> str:
@@ -113,7 +114,7 @@ ASSUMPTIONS = (
     "a simulation: the trace replayed on a throw-away control plane (kwok nodes from the stack's inventory, the real "
     "kube-scheduler and Kueue), not on the cluster",
     "durations as given in the trace (a job runs exactly its duration once its pods start); no node failures, no image pulls",
-    "time compressed {speed}x: trace seconds are wall seconds times {speed}",
+    "time compressed {speed:g}x: trace seconds are wall seconds times {speed:g}; utilisation over the longer side's span ({span})",
     "figures agree between runs of the same trace within the tolerance: {tolerance}",
     "MIG slices and shared GPUs count as one device each in utilisation and GPU-hours",
 )
@@ -137,7 +138,7 @@ def _rows(document: Mapping[str, Any]) -> tuple[list[str], list[list[str]], list
 def _assumptions(document: Mapping[str, Any]) -> list[str]:
     tol = document["tolerance"]
     text = f"±{_duration(tol['seconds'])} plus {tol['ratio']:.0%} of the larger value"
-    return [a.format(speed=document.get("speed", 1), tolerance=text) for a in ASSUMPTIONS]
+    return [a.format(speed=document.get("speed", 1), tolerance=text, span=_duration(document.get("span"))) for a in ASSUMPTIONS]
 
 
 def format_text(document: Mapping[str, Any]) -> str:

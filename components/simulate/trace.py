@@ -34,7 +34,7 @@ class TraceJob(Model):
     """One job of a trace: what a tenant submits, when, and for how long it runs once it starts."""
 
     tenant: DnsLabel = Field(description="the tenant that submits the job (its file's `name`)")
-    submit: float = Field(ge=0, description="seconds after the trace's start at which the job is submitted")
+    submit: float = Field(ge=0, description="seconds after the trace start at which the job is submitted")
     gpu: str = Field(min_length=1, description=(
         "what each pod requests: a GPU class of the stack (whole GPUs, or the class's shared device when the class "
         "time-slices or runs MPS) or a MIG profile of its layouts (e.g. 1g.10gb)"))
@@ -49,6 +49,20 @@ class Trace(Model):
     """A trace: its jobs in any order (the replay sorts them by `submit`)."""
 
     jobs: list[TraceJob] = Field(description="the jobs of the trace")
+
+
+def field_table() -> str:
+    """The Markdown table of a trace job's fields, from the model (docs/simulate.md holds it; a test
+    keeps the two equal).
+
+    >>> field_table().splitlines()[3]
+    '| `submit` | yes | seconds after the trace start at which the job is submitted |'
+    """
+    rows = ["| field | required | meaning |", "|---|---|---|"]
+    for name, info in TraceJob.model_fields.items():
+        default = "yes" if info.is_required() else f"no (default {info.default if info.default is not None else 'none'})"
+        rows.append(f"| `{name}` | {default} | {info.description} |")
+    return "\n".join(rows) + "\n"
 
 
 @dataclass(frozen=True)
@@ -182,13 +196,24 @@ def trace_from_document(doc: SourceDocument, environment: Environment) -> Trace:
     components.spec.problems.InvalidInput: t.csv:2:1: tenant: no tenant 'evl' in stack prod; did you mean 'eval'?
     """
     try:
-        trace = Trace.model_validate(doc.data)
+        Trace.model_validate({**doc.data, "jobs": []} if isinstance(doc.data, dict) else doc.data)
     except ValidationError as err:
         raise InvalidInput(model_problems(err, doc, doc.data, Trace)) from None
-    problems = trace_problems(trace, doc, environment)
+    jobs = doc.data.get("jobs")
+    if not isinstance(jobs, list):
+        raise InvalidInput([doc.problem(("jobs",), "must be a list of jobs (see docs/simulate.md)")])
+    # Each job on its own, so one bad cell does not hide the other rows' problems.
+    problems, valid, tenants = [], [], {t.name: t.spec for t in environment.tenants}
+    for index, raw in enumerate(jobs):
+        try:
+            valid.append(TraceJob.model_validate(raw))
+        except ValidationError as err:
+            problems += model_problems(err, doc, raw, TraceJob, prefix=("jobs", index))
+            continue
+        problems += _job_problems(valid[-1], ("jobs", index), doc, environment, tenants)
     if problems:
         raise InvalidInput(problems)
-    return trace
+    return Trace(jobs=valid)
 
 
 def trace_problems(trace: Trace, doc: SourceDocument, environment: Environment) -> list[Problem]:

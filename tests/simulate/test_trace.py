@@ -87,3 +87,15 @@ def test_a_class_asks_for_its_resource_on_its_nodes_and_a_profile_for_its_slice(
     assert request_of("h100", prod) == Request("nvidia.com/gpu", (("gpu.acme.dev/gpu-class", "h100"),))
     assert request_of("3g.40gb", prod) == Request("nvidia.com/mig-3g.40gb")
     assert request_of("h200", prod) is None
+
+
+def test_docs_simulate_holds_the_models_field_table():
+    from components.simulate.trace import field_table
+
+    assert field_table() in (REPO / "docs" / "simulate.md").read_text()
+
+
+def test_every_rows_problem_is_reported_at_once(tmp_path, prod):
+    path = tmp_path / "jobs.csv"
+    path.write_text("tenant,submit,gpu,count,duration\neval,0,a100,0,600\nevl,0,a100,1,60\n")
+    assert [e.split(": ")[1] for e in _errors(path, prod)] == ["count", "tenant"]
