@@ -27,7 +27,8 @@ class Outcome:
     """Everything one side's replay measured.
 
     `used` and `borrowed` are device-seconds per tenant, `pool_used` per pool, `pool_devices` the
-    devices each pool offers, `span` the trace seconds the replay covered.
+    devices each pool offers, `span` the trace seconds the replay covered, `lag` how late (trace
+    seconds) the latest Job was created against its `submit` (the replay's own delay, not the cluster's).
     """
 
     jobs: tuple[JobOutcome, ...]
@@ -36,6 +37,7 @@ class Outcome:
     pool_used: Mapping[str, float] = field(default_factory=dict)
     pool_devices: Mapping[str, int] = field(default_factory=dict)
     span: float = 0.0
+    lag: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -95,7 +95,8 @@ def compare(base: Outcome, change: Outcome, tolerance: Tolerance, context: Mappi
             was = f"; base {ub[pool]:.0%}" if pool in ub else "; new pool"
             findings.append({"kind": "idle-pool", "pool": pool, "text": f"pool {pool}: idle ({uc[pool]:.0%} used{was})"})
     return {"formatVersion": FORMAT_VERSION, "simulation": True, **dict(context),
-            "tolerance": asdict(tolerance), "span": span, "tenants": tenants, "pools": pools, "findings": findings}
+            "tolerance": asdict(tolerance), "span": span,
+            "lag": max(base.lag, change.lag), "tenants": tenants, "pools": pools, "findings": findings}
 
 
 def _duration(seconds: float | None) -> str:
@@ -115,6 +116,7 @@ ASSUMPTIONS = (
     "kube-scheduler and Kueue), not on the cluster",
     "durations as given in the trace (a job runs exactly its duration once its pods start); no node failures, no image pulls",
     "time compressed {speed:g}x: trace seconds are wall seconds times {speed:g}; utilisation over the longer side's span ({span})",
+    "jobs created up to {lag} after their submit time (the replay's own delay); waits count from creation",
     "figures agree between runs of the same trace within the tolerance: {tolerance}",
     "MIG slices and shared GPUs count as one device each in utilisation and GPU-hours",
 )
@@ -138,7 +140,8 @@ def _rows(document: Mapping[str, Any]) -> tuple[list[str], list[list[str]], list
 def _assumptions(document: Mapping[str, Any]) -> list[str]:
     tol = document["tolerance"]
     text = f"±{_duration(tol['seconds'])} plus {tol['ratio']:.0%} of the larger value"
-    return [a.format(speed=document.get("speed", 1), tolerance=text, span=_duration(document.get("span"))) for a in ASSUMPTIONS]
+    return [a.format(speed=document.get("speed", 1), tolerance=text, span=_duration(document.get("span")),
+                     lag=_duration(document.get("lag"))) for a in ASSUMPTIONS]
 
 
 def format_text(document: Mapping[str, Any]) -> str:
