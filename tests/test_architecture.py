@@ -1,5 +1,5 @@
 """The layers stay layered: `lint-imports` checks the contracts in pyproject.toml (cli -> resources |
-review | output | authoring -> manifests | load -> validate -> fleet -> spec, no cycles, builders
+review | output | authoring | simulate -> manifests | load -> validate -> fleet -> spec, no cycles, builders
 never import loading or validation, Pulumi only in resources/), and no import inside a function
 hides a cycle."""
 
@@ -41,7 +41,7 @@ def _lint_planted(tmp_path: Path, module: str, planted: str) -> subprocess.Compl
     )
 
 
-LAYERS = "Layers: cli -> resources | review | output | authoring -> manifests | load -> \nvalidate -> fleet -> spec BROKEN"
+LAYERS = "Layers: cli -> resources | review | output | authoring | simulate -> manifests |\nload -> validate -> fleet -> spec BROKEN"
 BUILDERS = "Builders take validated specs and fleet facts: manifests never import loading or\nvalidation BROKEN"
 
 

@@ -4,6 +4,9 @@ The base side is read from git objects into a temporary directory (`git ls-tree`
 the user's checkout, index and stash are never touched. The head side is the working tree as it
 is, uncommitted edits included. Invalid head input fails like `tenants validate` (exit 1); an
 invalid base is diffed as far as it loads, with a note, because the PR may be the fix.
+
+`tenants simulate` (`Simulate`, at the end) reads its base the same way and replays a trace on both
+sides (docs/simulate.md).
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ from pathlib import Path, PurePosixPath
 import yaml
 
 from ..review.diff import Side, compare_stack, report, to_json
+from ..simulate.report import FORMATS as SIMULATION_FORMATS, Tolerance, compare as compare_replays
+from ..simulate.synthetic import synthetic_trace
+from ..simulate.trace import read_trace
 from ..review.diff_format import format_markdown, format_text
 from ..fleet.environment import Environment, LoadedTenant
 from ..load import (
@@ -427,3 +433,90 @@ def preview_stacks(
     else:
         stacks = list(document["touchedStacks"])
     return [{"environment": split_stack_name(stack)[0], "stack": stack} for stack in stacks]
+
+
+# --------------------------------------------------------------------------
+# tenants simulate
+# --------------------------------------------------------------------------
+
+SIMULATE_SPEED = 60.0
+SIMULATE_EPILOG = """\
+Trace: --trace FILE (.csv or .yaml; docs/simulate.md) or --synthetic N [--seed S] (N jobs from the
+tenants' quotas of the working tree, the same for the same seed).
+
+Base: --base REF as for `tenants diff` (default: the merge base with origin/main, else HEAD).
+
+Exit codes:
+  0  the report was printed
+  1  invalid tenant, stack or trace files (located errors on stderr)
+  2  usage error, git error, or the runtime lane's binaries are not built here
+"""
+
+
+class Simulate:
+    """`tenants simulate`: replay a workload trace on the base's and on the working tree's queues,
+    each on a throw-away control plane of the real components (kwok nodes, kube-scheduler, Kueue),
+    and report how waits, GPU-hours, borrowing, preemptions and pool utilisation change
+    (docs/simulate.md). Thin: the trace and the report are `components.simulate`; the replay starts
+    binaries, so it is `tools/simulation.py`, run from a checkout with the runtime lane built."""
+
+    @staticmethod
+    def add_parser(sub) -> None:
+        """The `tenants simulate` subcommand.
+
+        >>> sub = argparse.ArgumentParser().add_subparsers()
+        >>> Simulate.add_parser(sub)
+        >>> sub.choices["simulate"].parse_args(["--stack", "prod", "--synthetic", "50"]).speed
+        60.0
+        """
+        parser = sub.add_parser(
+            "simulate", help="replay a workload trace on the base's and the change's queues (real scheduler and Kueue, kwok nodes)",
+            description="Replay a trace of jobs on the stack at --base and at the working tree, each on a throw-away\n"
+            "control plane (kwok nodes, kube-scheduler, Kueue), and compare waits, GPU-hours, borrowing and utilisation.",
+            epilog=SIMULATE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        parser.add_argument("--stack", required=True, metavar="ENV", help="the environment to simulate")
+        source = parser.add_mutually_exclusive_group(required=True)
+        source.add_argument("--trace", type=Path, metavar="FILE", help="the jobs to replay (.csv or .yaml)")
+        source.add_argument("--synthetic", type=int, metavar="N", help="replay N jobs generated from the tenants' quotas")
+        parser.add_argument("--seed", type=int, default=1, help="seed of --synthetic (default: 1)")
+        parser.add_argument("--base", metavar="GIT_REF", help="git ref to compare with (default: merge base with origin/main)")
+        parser.add_argument("--format", choices=sorted(SIMULATION_FORMATS), default="text", help="output format (default: text)")
+        parser.add_argument("--speed", type=float, default=SIMULATE_SPEED, help=f"trace seconds per wall second (default: {SIMULATE_SPEED:g})")
+
+    @staticmethod
+    def run(args: argparse.Namespace) -> int:
+        """Replay the trace on both sides and print the report.
+
+        >>> Simulate.run(cli_args("simulate", "--stack", "prod", "--synthetic", "5", "--speed", "0"))
+        2
+        """
+        if args.speed <= 0:
+            print("tenants simulate: --speed must be > 0 (trace seconds per wall second)", file=sys.stderr)
+            return common.EXIT_USAGE
+        root = args.root.resolve()
+        head = load_environment(root, args.stack)
+        trace = read_trace(args.trace, head) if args.trace else synthetic_trace(head, args.synthetic, args.seed)
+        try:
+            from tools import simulation
+        except ImportError:
+            print("tenants simulate: the replay (tools/simulation.py) runs from a checkout of gpu-tenancy", file=sys.stderr)
+            return common.EXIT_USAGE
+        reason = simulation.unavailable_reason()
+        try:
+            if reason:
+                raise UsageError(reason)
+            base = resolve_base(root, args.base)
+            with tempfile.TemporaryDirectory(prefix="tenants-simulate-", dir=memory_scratch_dir()) as scratch:
+                export_tree(root, base["commit"], Path(scratch))
+                read_base_as_current(Path(scratch))
+                say = lambda line: print(f"tenants simulate: {line}", file=sys.stderr)   # noqa: E731
+                outcomes = [simulation.replay(args.stack, simulation.Side(label, side), trace, args.speed, say=say)
+                            for label, side in (("base", Path(scratch)), ("change", root))]
+        except UsageError as err:
+            print(f"tenants simulate: {err}", file=sys.stderr)
+            return common.EXIT_USAGE
+        context = {"stack": args.stack, "base": base["ref"], "trace": str(args.trace or f"synthetic {args.synthetic} seed {args.seed}"),
+                   "jobs": len(trace.jobs), "speed": args.speed}
+        document = compare_replays(*outcomes, Tolerance(simulation.WALL_LATENCY_SECONDS * args.speed), context)
+        sys.stdout.write(SIMULATION_FORMATS[args.format](document))
+        return common.EXIT_OK

@@ -29,6 +29,7 @@ COMMANDS = {
     "report": reports.GpuHours,
     "stacks": stacks,
     "moves": moves,
+    "simulate": diff.Simulate,
 }
 
 

@@ -85,7 +85,7 @@ def test_every_command_in_the_table_has_a_parser():
     from components.cli.main import COMMANDS
 
     assert _subcommands() == sorted(COMMANDS)
-    assert {"init", "validate", "migrate", "schema", "new", "import", "render", "diff", "capacity", "report", "stacks", "moves"} == set(COMMANDS)
+    assert {"init", "validate", "migrate", "schema", "new", "import", "render", "diff", "capacity", "report", "stacks", "moves", "simulate"} == set(COMMANDS)
 
 
 @pytest.mark.parametrize("argv", [["--help"], *[[name, "--help"] for name in _subcommands()]], ids=" ".join)

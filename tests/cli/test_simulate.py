@@ -1,0 +1,71 @@
+"""`tenants simulate` as a command: what it refuses before any plane starts, and that it replays the
+exported base and the working tree and prints the comparison (the replay itself replaced here by
+recorded outcomes; tests/e2e/runtime/test_runtime_simulate.py runs it on the real components)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from components.cli.main import main
+from components.simulate.outcome import JobOutcome, Outcome
+from tools import simulation
+
+REPO = Path(__file__).resolve().parents[2]
+TRACE = REPO / "tests" / "fixtures" / "simulate" / "quota-cut.yaml"
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    for part in ("tenants", "stacks"):
+        shutil.copytree(REPO / part, tmp_path / part)
+    identity = ["-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"]
+    for command in (["init", "-q", "-b", "main"], ["add", "."], [*identity, "commit", "-q", "-m", "base"]):
+        subprocess.run(["git", "-C", str(tmp_path), *command], check=True, capture_output=True)
+    return tmp_path
+
+
+def test_an_invalid_trace_fails_with_located_errors_before_anything_starts(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(simulation, "replay", lambda *a, **k: pytest.fail("a plane was started"))
+    bad = tmp_path / "jobs.csv"
+    bad.write_text("tenant,submit,gpu,count,duration\nevl,0,a100,1,60\n")
+    assert main(["--root", str(REPO), "simulate", "--stack", "prod", "--trace", str(bad)]) == 1
+    assert "jobs.csv:2:1: tenant: no tenant 'evl' in stack prod; did you mean 'eval'?" in capsys.readouterr().err
+
+
+def test_without_the_runtime_lanes_binaries_it_says_what_to_build(capsys, monkeypatch):
+    monkeypatch.setattr(simulation, "unavailable_reason", lambda: "tenants simulate: kwok not built; run tools/build.sh kwok")
+    assert main(["--root", str(REPO), "simulate", "--stack", "prod", "--synthetic", "3"]) == 2
+    assert "kwok not built" in capsys.readouterr().err
+
+
+def test_it_replays_the_base_and_the_working_tree_and_compares_them(project, capsys, monkeypatch):
+    eval_yaml = project / "tenants" / "eval.yaml"
+    eval_yaml.write_text(eval_yaml.read_text().replace("gpu: {a100: 20}", "gpu: {a100: 8}"))
+    seen = []
+
+    def replay(stack, side, trace, speed, say=None):
+        seen.append((side.label, "gpu: {a100: 20}" in (side.root / "tenants" / "eval.yaml").read_text(), len(trace.jobs), speed))
+        wait = 600 if side.label == "change" else 10
+        return Outcome((JobOutcome("eval", "a", 0, 0), JobOutcome("eval", "b", 0, wait)), pool_devices={"a100-shared": 16},
+                       pool_used={"a100-shared": 16 * 600.0}, span=1200)
+
+    monkeypatch.setattr(simulation, "unavailable_reason", lambda: "")
+    monkeypatch.setattr(simulation, "replay", replay)
+    code = main(["--root", str(project), "simulate", "--stack", "prod", "--trace", str(TRACE), "--base", "HEAD",
+                 "--format", "json", "--speed", "30"])
+    assert code == 0
+    assert seen == [("base", True, 5, 30.0), ("change", False, 5, 30.0)]   # the base has the old quota
+    document = json.loads(capsys.readouterr().out)
+    assert document["simulation"] is True and document["base"] == "HEAD" and document["jobs"] == 5
+    assert document["tolerance"]["seconds"] == simulation.WALL_LATENCY_SECONDS * 30
+    assert [f["kind"] for f in document["findings"]] == ["longer-wait"]
+
+
+def test_speed_must_be_positive(capsys):
+    assert main(["--root", str(REPO), "simulate", "--stack", "prod", "--synthetic", "3", "--speed", "0"]) == 2
+    assert "--speed must be > 0" in capsys.readouterr().err

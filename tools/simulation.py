@@ -1,0 +1,334 @@
+"""`tenants simulate`'s replay: a trace run on a throw-away runtime plane of the real components.
+
+For one side (a project directory: the base exported from git, or the working tree) this starts
+the runtime lane's plane (tools/runtime.py: etcd, kube-apiserver, kube-controller-manager with the
+job and node lifecycle controllers, kube-scheduler, Kueue and JobSet, kwok as the kubelet of every
+inventory node), applies the stack's objects as `tenants render` builds them, then submits each
+job of the trace as a batch Job to its tenant's LocalQueue at `submit / speed` wall seconds, its
+pods annotated to run `duration / speed` (kwok's pod-complete Stage). What decides is the cluster:
+Kueue admits, borrows and preempts, kube-scheduler binds, kwok runs and completes.
+
+What is recorded, each from the component that knows it:
+* admission: a watch on Workloads, the local time the `Admitted` condition is first seen True
+  (API timestamps have whole seconds only; at speed 60 that would be a minute of trace time);
+  preemptions: the Workload's `Preempted` condition turning True (each transition once);
+* GPU use: the pods' runs (`PodLedger`: Running to Succeeded or deletion) times their devices;
+* borrowing: every second, each ClusterQueue's `flavorsUsage[].resources[].borrowed` of GPU
+  resources, integrated over time.
+
+All of it is turned into trace seconds (wall seconds times the speed) and handed to the pure
+`components.simulate.outcome.Outcome`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from components.simulate.outcome import JobOutcome, Outcome
+from components.simulate.trace import Trace, TraceJob, request_of
+from tools.runtime import (
+    GPU_RESOURCE_PREFIX,
+    RUNTIME_CONTROLLERS,
+    PodLedger,
+    kwok_nodes,
+    run_for,
+    runtime_unavailable_reason,
+    tenant_of,
+)
+from tools.scheduling import SchedulingStack, inventory_nodes, start_scheduling_stack
+
+KUEUE_GROUP, KUEUE_API = "kueue.x-k8s.io", "v1beta2"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+JOB_LABEL = "gpu-tenancy.dev/simulated-job"
+GRACE_SECONDS = 1      # a preempted pod's devices are free a second after Kueue evicts it
+BACKOFF_LIMIT = 6      # a preempted Job's pods count as failed: requeued, not failed at 0
+SAMPLE_SECONDS = 1.0   # ClusterQueue borrowing is sampled this often (wall time)
+# The components' own reaction time per job (Kueue's admission cycle, the job controller creating
+# pods, the scheduler binding, kwok's Stages): measured at under a second here, stated as two.
+WALL_LATENCY_SECONDS = 3.0
+# With nothing admitted and running, jobs still waiting this long (wall) can never be admitted
+# (larger than what their queue may ever hold): the replay ends, and the report says starved.
+QUIET_SECONDS = 5.0
+SUBMITTERS = 8         # Jobs created at once
+
+
+def unavailable_reason() -> str:
+    """Why a replay cannot run here ("" if it can): the runtime lane's binaries and kwok's Stages."""
+    return runtime_unavailable_reason().replace("runtime lane", "tenants simulate")
+
+
+def job_body(job: TraceJob, index: int, queue: str, environment: Any, speed: float) -> dict[str, Any]:
+    """The batch Job a trace job becomes: restricted Pod Security, its devices, its class's node
+    selector, its priority, and kwok's annotations to run `duration / speed` seconds.
+
+    >>> from components.load import load_environment
+    >>> env = load_environment(Path("."), "prod")
+    >>> body = job_body(TraceJob(tenant="eval", submit=0, gpu="a100", count=2, duration=600), 3, "default", env, 60)
+    >>> body["metadata"]["name"], body["spec"]["template"]["metadata"]["annotations"]["pod-complete.stage.kwok.x-k8s.io/delay"]
+    ('job-00003', '10s')
+    """
+    request = request_of(job.gpu, environment)
+    values = {"cpu": "100m", "memory": "128Mi", request.resource: str(job.count)}
+    pod: dict[str, Any] = {
+        "restartPolicy": "Never", "automountServiceAccountToken": False,
+        "terminationGracePeriodSeconds": GRACE_SECONDS,
+        "securityContext": {"runAsNonRoot": True, "runAsUser": 1000, "seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": [{"name": "main", "image": "registry.invalid/simulated:1",
+                        "resources": {"requests": dict(values), "limits": dict(values)},
+                        "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}}],
+    }
+    if request.node_selector:
+        pod["nodeSelector"] = dict(request.node_selector)
+    if job.priority:
+        pod["priorityClassName"] = job.priority
+    name = job.name or f"job-{index:05d}"
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "labels": {QUEUE_LABEL: queue, JOB_LABEL: name}},
+            "spec": {"parallelism": job.pods, "completions": job.pods, "backoffLimit": BACKOFF_LIMIT,
+                     "template": {"metadata": {"annotations": run_for(job.duration / speed), "labels": {JOB_LABEL: name}},
+                                  "spec": pod}}}
+
+
+def queues_of(objects: dict[str, list[dict[str, Any]]]) -> dict[str, tuple[str, str]]:
+    """Tenant -> (namespace, LocalQueue) it submits to: its first LocalQueue by namespace.
+
+    >>> queues_of({"eval": [{"kind": "LocalQueue", "metadata": {"namespace": "eval", "name": "default"}}]})
+    {'eval': ('eval', 'default')}
+    """
+    out = {}
+    for owner, objs in sorted(objects.items()):
+        queues = sorted((o["metadata"]["namespace"], o["metadata"]["name"]) for o in objs if o["kind"] == "LocalQueue")
+        if owner != "_platform" and queues:
+            out[owner] = queues[0]
+    return out
+
+
+class WorkloadWatch:
+    """When each Job's Workload was first admitted and how often it was preempted (local monotonic
+    time), from a watch on every Workload."""
+
+    def __init__(self, cp: Any) -> None:
+        from kubernetes import client as k8s_client
+
+        self.api = k8s_client.CustomObjectsApi(cp.client_for("simulate-workloads", ["system:masters"]))
+        self.admitted: dict[tuple[str, str], float] = {}
+        self.finished: set[tuple[str, str]] = set()
+        self.preempted: dict[tuple[str, str], set[str]] = {}
+        self.changed = time.monotonic()
+        self._lock, self._stop = threading.Lock(), threading.Event()
+        self._thread = threading.Thread(target=self._run, name="workload-watch", daemon=True)
+
+    def start(self) -> "WorkloadWatch":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def settled(self, created: set[tuple[str, str]], quiet: float = QUIET_SECONDS) -> bool:
+        """Every created Job finished, or none runs and none was admitted or finished for `quiet` seconds."""
+        with self._lock:
+            if created <= self.finished:
+                return True
+            running = (set(self.admitted) & created) - self.finished
+            return not running and time.monotonic() - self.changed >= quiet
+
+    def _record(self, workload: dict[str, Any]) -> None:
+        owners = [o["name"] for o in workload["metadata"].get("ownerReferences", []) if o.get("kind") == "Job"]
+        if not owners:
+            return
+        key, now = (workload["metadata"]["namespace"], owners[0]), time.monotonic()
+        with self._lock:
+            for c in workload.get("status", {}).get("conditions", []):
+                if c["status"] != "True":
+                    continue
+                if c["type"] == "Admitted" and key not in self.admitted:
+                    self.admitted[key], self.changed = now, now
+                elif c["type"] == "Finished" and key not in self.finished:
+                    self.finished.add(key)
+                    self.changed = now
+                elif c["type"] == "Preempted":
+                    self.preempted.setdefault(key, set()).add(c["lastTransitionTime"])
+
+    def _run(self) -> None:
+        from kubernetes import watch
+
+        while not self._stop.is_set():
+            try:
+                listed = self.api.list_cluster_custom_object(KUEUE_GROUP, KUEUE_API, "workloads")
+                for item in listed["items"]:
+                    self._record(item)
+                stream = watch.Watch()
+                for event in stream.stream(self.api.list_cluster_custom_object, KUEUE_GROUP, KUEUE_API, "workloads",
+                                           timeout_seconds=5, resource_version=listed["metadata"]["resourceVersion"]):
+                    self._record(event["object"])
+                    if self._stop.is_set():
+                        stream.stop()
+            except Exception:   # an expired watch (410) or a reset connection: list again
+                time.sleep(0.2)
+
+
+class BorrowSampler:
+    """Each ClusterQueue's borrowed GPU devices, sampled every SAMPLE_SECONDS and summed into
+    device-seconds (wall) per tenant (the queue's `gpu-tenancy.dev/tenant` label)."""
+
+    def __init__(self, cp: Any) -> None:
+        from kubernetes import client as k8s_client
+
+        self.api = k8s_client.CustomObjectsApi(cp.client_for("simulate-borrowing", ["system:masters"]))
+        self.seconds: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="borrow-sampler", daemon=True)
+
+    def start(self) -> "BorrowSampler":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        last = time.monotonic()
+        while not self._stop.wait(SAMPLE_SECONDS):
+            now = time.monotonic()
+            try:
+                queues = self.api.list_cluster_custom_object(KUEUE_GROUP, KUEUE_API, "clusterqueues")["items"]
+            except Exception:
+                continue
+            for cq in queues:
+                tenant = cq["metadata"].get("labels", {}).get("gpu-tenancy.dev/tenant", cq["metadata"]["name"])
+                borrowed = sum(int(r.get("borrowed", "0") or 0) for f in cq.get("status", {}).get("flavorsUsage", [])
+                               for r in f["resources"] if r["name"].startswith(GPU_RESOURCE_PREFIX))
+                if borrowed:
+                    self.seconds[tenant] = self.seconds.get(tenant, 0.0) + borrowed * (now - last)
+            last = now
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side to replay: a project directory and what to call it."""
+
+    label: str
+    root: Path
+
+
+def replay(stack: str, side: Side, trace: Trace, speed: float, horizon: float | None = None,
+           say: Callable[[str], None] = lambda _: None) -> Outcome:
+    """Replay `trace` on `stack` of the project at `side.root`; the plane is stopped and removed after.
+
+    The replay ends when every job finished, or when jobs still wait with nothing running (they can
+    never be admitted), or at `horizon` trace seconds (default: ten times the last job's end). Returns the measured `Outcome` in trace seconds.
+    """
+    workdir = Path(tempfile.mkdtemp(prefix="tenants-simulate-"))
+    try:
+        t0 = time.monotonic()
+        applied = start_scheduling_stack(stack, workdir, side.root, controllers=RUNTIME_CONTROLLERS, nodes=kwok_nodes)
+        say(f"{side.label}: control plane of stack {stack} up in {time.monotonic() - t0:.0f}s")
+        try:
+            return _run_trace(applied, trace, speed, horizon, say, side.label)
+        finally:
+            applied.plane.cp.stop()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _run_trace(applied: SchedulingStack, trace: Trace, speed: float, horizon: float | None,
+               say: Callable[[str], None], label: str) -> Outcome:
+    from kubernetes import client as k8s_client
+    from kubernetes.client.rest import ApiException
+
+    cp, environment = applied.plane.cp, applied.environment
+    batch = k8s_client.BatchV1Api(cp.api_client)
+    queues = queues_of(applied.objects)
+    jobs = sorted(enumerate(trace.jobs), key=lambda p: (p[1].submit, p[0]))
+    limit = horizon if horizon is not None else 10 * max((j.submit + j.duration for j in trace.jobs), default=0)
+    ledger, workloads, borrowing = PodLedger(cp).start(), WorkloadWatch(cp).start(), BorrowSampler(cp).start()
+    submitted: dict[int, tuple[str, str, float, str]] = {}
+
+    def create(index: int, job: TraceJob) -> None:
+        if job.tenant not in queues:   # a tenant only the other side has
+            submitted[index] = ("", job.name or f"job-{index:05d}", time.monotonic(), "no such tenant (or queue) on this side")
+            return
+        namespace, queue = queues[job.tenant]
+        body = job_body(job, index, queue, environment, speed)
+        asked = workloads.changed = time.monotonic()   # Kueue has not looked at it yet
+        try:
+            batch.create_namespaced_job(namespace, body)
+            submitted[index] = (namespace, body["metadata"]["name"], asked, "")
+        except ApiException as exc:
+            submitted[index] = (namespace, body["metadata"]["name"], asked, exc.reason or str(exc.status))
+
+    start = time.monotonic()
+    try:
+        # Creating a Job passes Kueue's webhooks and the admission policies (tens of ms under load):
+        # several at once keep a dense trace on time; the lag that remains is reported.
+        with ThreadPoolExecutor(max_workers=SUBMITTERS) as pool:
+            for index, job in jobs:
+                _sleep_until(start + job.submit / speed)
+                pool.submit(create, index, job)
+        say(f"{label}: {len(jobs)} job(s) submitted in {time.monotonic() - start:.0f}s; waiting for them to finish (at most {limit / speed:.0f}s wall)")
+        created = {(ns, name) for ns, name, _, why in submitted.values() if not why}
+        cp.wait_for(lambda: workloads.settled(created) or time.monotonic() - start >= limit / speed,
+                    timeout=limit / speed + 60, interval=0.5, what="the trace's jobs to finish")
+        end = time.monotonic()
+    finally:
+        for watcher in (ledger, workloads, borrowing):
+            watcher.stop()
+    return _outcome(applied, trace, submitted, workloads, borrowing, ledger, start, end, speed)
+
+
+def _sleep_until(moment: float) -> None:
+    delay = moment - time.monotonic()
+    if delay > 0:
+        time.sleep(delay)
+
+
+def _outcome(applied, trace, submitted, workloads, borrowing, ledger, start, end, speed) -> Outcome:
+    def trace_time(moment: float) -> float:
+        return (moment - start) * speed
+
+    jobs, lag = [], 0.0
+    for index, job in enumerate(trace.jobs):
+        namespace, name, at, why = submitted[index]
+        admitted = workloads.admitted.get((namespace, name))
+        created = trace_time(at)   # the wait starts when the Job exists, however late the replay made it
+        lag = max(lag, created - job.submit)
+        jobs.append(JobOutcome(job.tenant, name, created, None if admitted is None else max(trace_time(admitted), created),
+                               len(workloads.preempted.get((namespace, name), ())), why))
+    owners = tenant_of(applied.objects)
+    used: dict[str, float] = {}
+    pool_used: dict[str, float] = {}
+    for run in ledger.runs():
+        devices = sum(n for _, n in run.gpus)
+        tenant = owners.get(run.namespace)
+        if tenant is None or not devices:
+            continue
+        seconds = devices * min(run.seconds, (end - start)) * speed
+        used[tenant] = used.get(tenant, 0.0) + seconds
+        pool = applied.node_pool.get(run.node or "")
+        if pool:
+            pool_used[pool] = pool_used.get(pool, 0.0) + seconds
+    return Outcome(tuple(jobs), used, {t: s * speed for t, s in borrowing.seconds.items()},
+                   pool_used, pool_devices(applied.environment), trace_time(end), lag)
+
+
+def pool_devices(environment: Any) -> dict[str, int]:
+    """GPU devices (every nvidia.com/ resource) each pool's nodes offer.
+
+    >>> from components.load import load_environment
+    >>> pool_devices(load_environment(Path("."), "prod"))["a100-mig"]
+    72
+    """
+    out: dict[str, int] = {}
+    for _, pool, _, allocatable in inventory_nodes(environment):
+        out[pool] = out.get(pool, 0) + sum(int(v) for r, v in allocatable.items() if r.startswith(GPU_RESOURCE_PREFIX))
+    return out
