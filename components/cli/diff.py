@@ -35,7 +35,7 @@ from ..load import (
 from ..spec.problems import InvalidInput, errors_only, sorted_problems
 from ..fleet.shard_stacks import stack_parts
 from ..spec.sharding import split_stack_name
-from ..validate.capacity import stack_edit_problems
+from ..validate.capacity import dedication_edit_problems, stack_edit_problems
 from . import common
 
 DEFAULT_UPSTREAM = "origin/main"
@@ -235,6 +235,20 @@ def over_promised_by_stack_edit(root: Path, base_root: Path, env: str) -> list:
     return stack_edit_problems(base.platform, after, doc, [(t.name, t.spec) for t in base.tenants])
 
 
+def over_promised_by_dedication(root: Path, base_root: Path, env: str) -> list:
+    """Over-promises that a new `gpu.dedicatedPools` entry of the working tree causes for the
+    tenants that shared the pool, located at that entry (`dedication_edit_problems`); none when
+    either side's stack file does not load.
+
+    >>> over_promised_by_dedication(root, root, "prod")
+    []
+    """
+    base, head = load_lenient(base_root, env).environment, load_lenient(root, env).environment
+    if base is None or head is None:
+        return []
+    return dedication_edit_problems(base, head)
+
+
 def edited_files(root: Path, base_root: Path) -> list[str]:
     """Project files (as problems name them, e.g. `tenants/a.yaml`) added or changed since the base.
 
@@ -315,6 +329,7 @@ def _compare_sides(
             problems.extend(err.problems)
             if name in base_names:
                 problems.extend(over_promised_by_stack_edit(root, base_root, name))
+                problems.extend(over_promised_by_dedication(root, base_root, name))
     if errors_only(problems):
         raise InvalidInput(problems, first_files=edited_files(root, base_root))
     for environment in heads.values():
