@@ -664,3 +664,36 @@ def test_dedicating_a_whole_shared_pool_that_others_use_is_reported_at_the_dedic
     assert first.startswith("tenants/acme.yaml:11:20: gpu.dedicatedPools[0]: "), err
     assert "tenant acme takes pool a100-shared for itself" in first and "eval: 20" in first
     assert "undedicate a100-shared" in first
+
+
+def _use_local_chart(repo: Path, relative: str) -> None:
+    chart = repo / relative
+    chart.mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: vcluster\nversion: 0.36.1\n")
+    dev = repo / "stacks" / "Pulumi.dev.yaml"
+    data = yaml.safe_load(dev.read_text())
+    data["config"][CONFIG_KEY]["vcluster"] = {"chart": relative}
+    dev.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def test_a_committed_local_vcluster_chart_is_read_from_the_base_so_the_base_is_valid(repo, capsys):
+    _use_local_chart(repo, "charts/vcluster")
+    commit_all(repo, "air-gapped vcluster chart")
+    tenant = repo / "tenants" / "llm-finetune.yaml"
+    tenant.write_text(tenant.read_text().replace("interactive: {pods: 4, gpu: 1}", "interactive: {pods: 5, gpu: 1}", 1))
+
+    document = run_json(repo, capsys, "--base", "HEAD", "--stack", "dev")
+
+    assert "the base is invalid" not in json.dumps(document)
+    assert stack(document, "dev")["tenants"]["changed"] == ["llm-finetune"], stack(document, "dev")["tenants"]
+
+
+def test_a_local_chart_the_repository_does_not_hold_is_read_from_the_working_tree(repo, capsys):
+    # A chart CI downloads into a git-ignored directory before the diff is in neither commit.
+    (repo / ".gitignore").write_text("vendor/\n")
+    _use_local_chart(repo, "vendor/vcluster")
+    commit_all(repo, "chart fetched by CI")
+
+    document = run_json(repo, capsys, "--base", "HEAD", "--stack", "dev")
+
+    assert "the base is invalid" not in json.dumps(document)
