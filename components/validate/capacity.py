@@ -31,12 +31,27 @@ not for a tenant filling pools dedicated to it, which is what they are for).
     >>> [(p.severity, p.field) for p in capacity_problems(prod)][:1]
     [('warning', 'config.gpu-tenancy:platform.nodePools.a100-shared')]
     """
+    return [problem for _, _, found in _judgements(environment) for problem in found]
+
+
+def crowded_commodities(environment: Environment) -> dict[feas.Commodity, tuple[str, str]]:
+    """GPU class or MIG profile -> (`over` or `warning`, the first message) for each one the
+    capacity check reports: the one judgement `tenants diff`'s capacity warning asks too, so that
+    pools dedicated to a tenant that fills them count the same in both.
+
+    >>> crowded_commodities(prod)[("class", "a100")][0], ("class", "h100") in crowded_commodities(prod)
+    ('warning', False)
+    """
+    return {commodity: (kind, found[0].message) for commodity, kind, found in _judgements(environment) if found}
+
+
+def _judgements(environment: Environment):
+    """(commodity, `over` or `warning`, its problems) per commodity some tenant holds quota of."""
     platform: Platform = environment.platform
     doc: SourceDocument = environment.platform_doc
     active = [t for t in environment.tenants if t.spec.holds_capacity]
     by_name = {t.name: t for t in active}
     owners = feas.pool_owners([(t.name, t.spec) for t in environment.tenants], platform)
-    problems: list[Problem] = []
     ratio = Fraction(platform.capacity_warning_ratio)
     # A tenant listing a pool that another tenant already holds gets that error; the capacity it
     # then lacks is a consequence, not a second problem to report.
@@ -45,10 +60,9 @@ not for a tenant filling pools dedicated to it, which is what they are for).
         if result.violators and set(result.violators) & contested:
             continue
         if result.violators:
-            problems += _over_promised(platform, doc, by_name, commodity, result)
+            yield commodity, "over", _over_promised(platform, doc, by_name, commodity, result)
         else:
-            problems += _near_full(platform, doc, owners, ratio, commodity, result)
-    return problems
+            yield commodity, "warning", _near_full(platform, doc, owners, ratio, commodity, result)
 
 
 def _over_promised(platform: Platform, doc: SourceDocument, by_name: dict[str, LoadedTenant], commodity: feas.Commodity,
