@@ -83,7 +83,7 @@ def _over_promised(platform: Platform, doc: SourceDocument, by_name: dict[str, L
         f"({where}), which hold {held}; lower a quota, add nodes to these pools{f' ({lines})' if lines else ''} "
         f"or raise overcommit"
     )
-    return [by_name[name].doc.problem(_quota_path(by_name[name].spec, commodity), message) for name in tenants]
+    return [by_name[name].doc.problem(quota_path(by_name[name].spec, commodity), message) for name in tenants]
 
 
 def _near_full(platform: Platform, doc: SourceDocument, owners: Mapping[str, str], ratio: Fraction, commodity: feas.Commodity,
@@ -114,7 +114,12 @@ def _pool_bound(platform: Platform, result, pool: str) -> str:
     return f"capacity {result.supply[pool]} x overcommit {cap.ratio_text(overcommit)} = {result.limit[pool]}"
 
 
-def _quota_path(tenant, commodity) -> tuple:
+def quota_path(tenant, commodity) -> tuple:
+    """The path of a tenant's quota line for a GPU class or MIG profile (a plain count is `quota.gpu`).
+
+    >>> quota_path(tenant, ("class", "a100")), quota_path(tenant, ("mig", "1g.10gb"))
+    (('quota', 'gpu', 'a100'), ('quota', 'mig', '1g.10gb'))
+    """
     kind, name = commodity
     if kind == "mig":
         return ("quota", "mig", name)
@@ -260,7 +265,7 @@ def _dedication_problem(before: Environment, after: Environment, by_name: dict[s
     plural = len(violators) > 1
     stack_edits = _lowering_edits(before.platform, after.platform, after.platform_doc, commodity, [*pools, pool])
     quota_lines = ", ".join(
-        f"{v}: {by_name[v].doc.file}:{by_name[v].doc.position(_quota_path(by_name[v].spec, commodity))[0]}" for v in violators)
+        f"{v}: {by_name[v].doc.file}:{by_name[v].doc.position(quota_path(by_name[v].spec, commodity))[0]}" for v in violators)
     what = (f"tenant {owner} takes pool {pool} for itself, which tenant{'s' if len(losers) > 1 else ''} {', '.join(losers)} "
             f"may use otherwise" + (f"; with {', '.join(stack_edits)}" if stack_edits else ""))
     message = (
