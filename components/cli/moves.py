@@ -31,7 +31,7 @@ def add_parser(sub) -> None:
     >>> sub = argparse.ArgumentParser().add_subparsers()
     >>> add_parser(sub)
     >>> sub.choices["moves"].parse_args(['--stack', 'prod', 'prod.json'])
-    Namespace(stack='prod', exports=[PosixPath('prod.json')], format='text', run=False)
+    Namespace(stack='prod', exports=[PosixPath('prod.json')], format='text', run=False, rebalance=False)
     """
     parser = sub.add_parser(
         "moves",
@@ -48,6 +48,9 @@ def add_parser(sub) -> None:
     parser.add_argument("--format", choices=["text", "json"], default="text",
                         help="text: one command per line; json: the moves as `tenants diff` lists them")
     parser.add_argument("--run", action="store_true", help="make the moves with the pulumi CLI (creating missing shard stacks)")
+    parser.add_argument("--rebalance", action="store_true",
+                        help="instead: the pins (one `sharding.assignments` line to write) that bring every hashed shard "
+                        "within ±20%% of the target size, moving no other tenant; reads no state")
 
 
 def pulumi(root: Path, *argv: str) -> str:
@@ -115,6 +118,9 @@ def run(args: argparse.Namespace) -> int:
     from ..review.state_moves import StateExportError, deployed_tenants, planned_moves
 
     environment = load_environment(args.root, args.stack)
+    if args.rebalance:
+        sys.stdout.write(rebalance_text(environment))
+        return EXIT_OK
     deployed: dict[str, dict[str, str]] = {}
     existing: dict[str, str] | None = None
     try:
@@ -163,3 +169,34 @@ def _run_moves(root: Path, environment: str, moves: list[dict], existing: dict[s
               f"so running `tenants moves --stack {environment} --run` again does the rest", file=sys.stderr)
         return EXIT_INVALID
     return EXIT_OK
+
+
+def rebalance_text(environment) -> str:
+    """What `tenants moves --rebalance` prints: the hashed shards' sizes and band, and the one
+    `sharding.assignments` line (the pins there and the new ones) that brings them within it.
+
+    >>> print(rebalance_text(lab), end="")
+    lab: shards blue 2, green 2 tenants (target 2 ±20%: 2-2); every shard is within it, nothing to pin
+    """
+    from ..fleet.shard_balance import environment_rebalance
+    from ..spec.yaml_source import yaml_text
+    from ..validate.platform import platform_path
+
+    plan = environment_rebalance(environment)
+    if plan is None:
+        return f"{environment.name}: not sharded (one stack holds every tenant); nothing to balance\n"
+    sizes = ", ".join(f"{shard} {size}" for shard, size in plan.before.items())
+    head = (f"{environment.name}: shards {sizes} tenants (target {float(plan.target):.3g} ±20%: {plan.low}-{plan.high})")
+    if plan.balanced or not plan.pins:
+        tail = "every shard is within it, nothing to pin" if plan.balanced else "no pin of an unpinned tenant brings them closer"
+        return f"{head}; {tail}\n"
+    sharding = environment.platform.sharding
+    doc = environment.platform_doc
+    where = platform_path("sharding", "assignments") if sharding.assignments else platform_path("sharding")
+    line = doc.position(where)[0]
+    pins = {**sharding.assignments, **plan.pins}
+    after = ", ".join(f"{shard} {size}" for shard, size in plan.after.items())
+    return (f"{head}; {len(plan.pins)} pin(s) move {', '.join(f'{t} to {s}' for t, s in plan.pins.items())} "
+            f"(then {after}), and no other tenant:\n"
+            f"{doc.file}:{line}: sharding.assignments: {yaml_text(pins)}\n"
+            f"then `tenants diff` lists each move, and the deploy's `tenants moves --stack {environment.name} --run` makes them\n")
