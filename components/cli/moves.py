@@ -178,7 +178,7 @@ def rebalance_text(environment) -> str:
     >>> print(rebalance_text(lab), end="")
     lab: shards blue 2, green 2 tenants (target 2 ±20%: 2-2); every shard is within it, nothing to pin
     """
-    from ..fleet.shard_balance import environment_rebalance
+    from ..fleet.shard_stacks import environment_rebalance
     from ..spec.yaml_source import yaml_text
     from ..validate.platform import platform_path
 

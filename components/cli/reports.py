@@ -23,7 +23,6 @@ from typing import Any
 from ..load import load_environment
 from ..review import capacity_report
 from ..review import chargeback
-from ..review import idle_quota
 from .common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, report
 
 TIMEOUT_SECONDS = 120  # a month of 1-minute steps takes Prometheus a while on a large fleet
@@ -147,7 +146,7 @@ class GpuHours:
             print("tenants report: --idle compares the quotas of one stack's tenant files: give --stack ENV", file=sys.stderr)
             return EXIT_USAGE
         try:
-            queries = (idle_quota.period_queries if args.idle else chargeback.period_queries)(args.start, args.end)
+            queries = (chargeback.idle_period_queries if args.idle else chargeback.period_queries)(args.start, args.end)
         except ValueError as err:
             print(f"tenants report: {err}", file=sys.stderr)
             return EXIT_USAGE
@@ -160,8 +159,8 @@ class GpuHours:
             return EXIT_INVALID
         if environment is not None:
             hours = chargeback.period_seconds(args.start, args.end) / 3600
-            rows = idle_quota.idle_rows(environment, answers, hours, args.idle_below)
-            text = idle_quota.FORMATTERS[args.format](rows, args.start, args.end, args.idle_below)
+            rows = chargeback.idle_rows(environment, answers, hours, args.idle_below)
+            text = chargeback.IDLE_FORMATTERS[args.format](rows, args.start, args.end, args.idle_below)
         else:
             text = chargeback.FORMATTERS[args.format](chargeback.chargeback_rows(answers), args.start, args.end)
         if args.out:

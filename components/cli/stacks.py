@@ -14,8 +14,7 @@ import statistics
 import subprocess
 import sys
 
-from ..fleet.shard_balance import band
-from ..fleet.shard_stacks import StackPart, stack_parts
+from ..fleet.shard_stacks import StackPart, band, stack_parts
 from ..manifests.operator_stacks import OperatorSettings, operator_stacks
 from ..output.yaml_output import dump_objects
 from ..spec.stack import CONFIG_KEY
