@@ -84,7 +84,7 @@ def check_stack(env: str, doc: SourceDocument) -> list[Problem]:
     >>> check_stack("lab", stack_document(platform, "stacks/Pulumi.lab.yaml"))
     []
     >>> [str(p) for p in check_stack("lab", stack_document({"apiVersion": platform["apiVersion"]}, "stacks/Pulumi.lab.yaml"))]
-    ['stacks/Pulumi.lab.yaml: config.gpu-tenancy:platform.labelDomain: required field is missing']
+    ['stacks/Pulumi.lab.yaml: config.gpu-tenancy:platform.labelDomain: required field is missing; add `labelDomain:` (docs/file-format.md says what it holds)']
     """
     try:
         environment = environment_from_documents(env, doc, [], [], known_envs=[env])

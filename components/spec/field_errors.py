@@ -206,7 +206,7 @@ def model_problems(error: ValidationError, doc: SourceDocument, data: Any, model
     ...     Tenant.model_validate(doc.data)
     ... except ValidationError as err:
     ...     [str(p) for p in model_problems(err, doc, doc.data, Tenant)][:2]
-    ['tenants/team-a.yaml:1:1: apiVersion: required field is missing', "tenants/team-a.yaml:2:1: name: 'Team_A' is not a DNS label: lower-case letters, digits and '-', beginning and ending with a letter or digit (e.g. team-a)"]
+    ['tenants/team-a.yaml:1:1: apiVersion: required field is missing; add `apiVersion:` (docs/file-format.md says what it holds)', "tenants/team-a.yaml:2:1: name: 'Team_A' is not a DNS label: lower-case letters, digits and '-', beginning and ending with a letter or digit (e.g. team-a)"]
     """
     problems: list[Problem] = []
     seen: set[tuple] = set()

@@ -41,7 +41,7 @@ def tenant_names_are_unique(environment: Environment, all_tenants: list[LoadedTe
 
     >>> from dataclasses import replace
     >>> [p.message for p in tenant_names_are_unique(prod, [*prod.tenants, replace(prod.tenants[0], doc=prod.tenants[1].doc)])][:1]
-    ["tenant 'eval' is also defined in tenants/inference.yaml; tenant names must be unique"]
+    ["tenant 'eval' is also defined in tenants/inference.yaml; tenant names must be unique: rename one of them (its `name` and its file)"]
     """
     problems: list[Problem] = []
     files_by_name = _files_by_name(all_tenants)

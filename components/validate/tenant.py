@@ -150,7 +150,7 @@ def mig_quota_is_provided(tenant: Tenant, doc: SourceDocument, platform: Platfor
     >>> mig_quota_is_provided(tenant, prod.tenants[0].doc, prod.platform)
     []
     >>> [p.message for p in mig_quota_is_provided(tenant, prod.tenants[0].doc, dev.platform)][:1]
-    ['no node pool provides MIG profile 3g.40gb (offered: 1g.10gb)']
+    ['no node pool provides MIG profile 3g.40gb (offered: 1g.10gb); use an offered profile, or ask the platform team for a MIG layout with this one']
     """
     problems: list[Problem] = []
     add = _adder(problems, doc)
