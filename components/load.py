@@ -347,7 +347,7 @@ def _validate_merged(doc: SourceDocument, merged: SourceDocument, *, doc_checked
     """`doc_checked`: `doc` has passed here before (its version and `DECIDE`s are known to be fine)."""
     data = merged.data
     if not isinstance(data, dict):
-        raise InvalidInput([doc.problem((), "a tenant file must be a mapping of fields (apiVersion, kind, name, ...)")])
+        raise InvalidInput([doc.problem((), "a tenant file must be a mapping of fields (apiVersion, kind, name, ...); `tenants new NAME` writes one to start from")])
     outdated = [] if doc_checked else tenant_version_problems(doc) or undecided_problems(doc)
     if outdated:
         raise InvalidInput(outdated)

@@ -120,7 +120,7 @@ def test_an_error_inside_an_override_names_the_override():
     with pytest.raises(InvalidInput) as caught:
         validate_tenant(doc, "dev")
     assert [str(p) for p in caught.value.problems] == [
-        "tenants/t.yaml:16:17: environments.dev.quota.objects.pods: must be >= 0 (got -3) (stack dev)"
+        "tenants/t.yaml:16:17: environments.dev.quota.objects.pods: must be >= 0 (got -3); write 0 or more (stack dev)"
     ]
 
 

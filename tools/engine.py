@@ -326,13 +326,13 @@ class Engine:
     def recover(self) -> list[str]:
         """Undo what a killed `pulumi up` left in this stack's state, before the next operation:
         a lock whose process is gone (`pulumi cancel`; a live holder is an error: wait for it),
-        then the pending operations (export, cleared, import; components/review/recovery.py says
+        then the pending operations (export, cleared, import; components/review/state_moves.py says
         why that is safe). Returns one line per repair, empty when there was nothing to do.
 
         >>> Engine(project, "prod", state, kubeconfig).recover()   # doctest: +SKIP
         ['the stack was locked by pulumi pid 16996, which is gone: lock removed (pulumi cancel)']
         """
-        from components.review.recovery import pending_operations, without_pending
+        from components.review.state_moves import pending_operations, without_pending
 
         done = []
         holders = self.lock_holders()

@@ -84,7 +84,7 @@ def check_stack(env: str, doc: SourceDocument) -> list[Problem]:
     >>> check_stack("lab", stack_document(platform, "stacks/Pulumi.lab.yaml"))
     []
     >>> [str(p) for p in check_stack("lab", stack_document({"apiVersion": platform["apiVersion"]}, "stacks/Pulumi.lab.yaml"))]
-    ['stacks/Pulumi.lab.yaml: config.gpu-tenancy:platform.labelDomain: required field is missing']
+    ['stacks/Pulumi.lab.yaml: config.gpu-tenancy:platform.labelDomain: required field is missing; add `labelDomain:` (docs/file-format.md says what it holds)']
     """
     try:
         environment = environment_from_documents(env, doc, [], [], known_envs=[env])
@@ -95,6 +95,13 @@ def check_stack(env: str, doc: SourceDocument) -> list[Problem]:
 
 _ORDER = ("apiVersion", "environment", "kubeContext", "labelDomain", "platformAdminGroup", "platformNamespaces", "gpuClasses",
           "nodePools", "migLayouts", "tenants")
+
+
+_HEADER = (
+    "# Stack {env}: the cluster inventory of one environment, written by `tenants init`.\n"
+    "# Every field: docs/file-format.md (Platform). `tenants: all` deploys every tenants/*.yaml;\n"
+    "# a list, e.g. [team-a], deploys only those.\n"
+)
 
 
 def stack_text(env: str, platform: dict[str, Any]) -> str:
@@ -112,8 +119,52 @@ def stack_text(env: str, platform: dict[str, Any]) -> str:
     ordered = {key: platform[key] for key in _ORDER if key in platform}
     ordered.update({key: value for key, value in platform.items() if key not in ordered})
     body = yaml.safe_dump({"config": {CONFIG_KEY: ordered}}, sort_keys=False, default_flow_style=False, width=100)
-    return (
-        f"# Stack {env}: the cluster inventory of one environment, written by `tenants init`.\n"
-        "# Every field: docs/file-format.md (Platform). `tenants: all` deploys every tenants/*.yaml;\n"
-        "# a list, e.g. [team-a], deploys only those.\n" + body
-    )
+    return _HEADER.format(env=env) + body
+
+
+def stack_text_from_inventory(env: str, platform: dict[str, Any], inventory: str) -> str:
+    """The stack file for `platform` (the inventory file's text `inventory`, filled in by the flags
+    and the catalogue) that keeps the inventory as it is written: its comments, key order and flow
+    style; what the inventory leaves out is added next to what it says.
+
+    >>> inventory = "labelDomain: gpu.example.com  # the domain of our labels\\n# our GPUs\\ngpuClasses:\\n  l4: {model: L4}\\n"
+    >>> platform = in_current_format(fill_from_catalogue(yaml.safe_load(inventory)))
+    >>> print(stack_text_from_inventory("lab", {**platform, "tenants": "all"}, inventory), end="")
+    # Stack lab: ...
+    ...
+    config:
+      gpu-tenancy:platform:
+        apiVersion: gpu-tenancy.dev/v1alpha2
+        labelDomain: gpu.example.com  # the domain of our labels
+        # our GPUs
+        gpuClasses:
+          l4: {model: L4, product: NVIDIA-L4, memory: 24Gi}
+        tenants: all
+    """
+    from io import StringIO
+
+    from ruamel.yaml import YAML
+
+    rt = YAML()
+    rt.width = 4096  # never re-wrap a long line
+    rt.indent(mapping=2, sequence=4, offset=2)
+    tree = rt.load(inventory)
+    _merge_into(tree, platform)
+    out = StringIO()
+    rt.dump(tree, out)
+    # The platform object sits two levels down: indenting every line keeps its comments and block
+    # scalars as they were relative to their keys.
+    body = "".join(f"    {line}" if line.strip() else line for line in out.getvalue().splitlines(keepends=True))
+    return _HEADER.format(env=env) + f"config:\n  {CONFIG_KEY}:\n" + body
+
+
+def _merge_into(tree, wanted: dict[str, Any]) -> None:
+    """Add to the round-trip mapping `tree` what `wanted` has and it lacks (the flags and the catalogue
+    only add; a key given twice is refused before): a missing key goes after the keys that come
+    before it in `wanted`; a nested mapping is merged the same way, so its comments stay."""
+    for index, (key, value) in enumerate(wanted.items()):
+        if key in tree and isinstance(tree[key], dict) and isinstance(value, dict):
+            _merge_into(tree[key], value)
+        elif key not in tree:
+            before = sum(1 for k in list(wanted)[:index] if k in tree)
+            tree.insert(before, key, value)

@@ -1,7 +1,7 @@
 """`tenants diff`: what a change to tenants/ and stacks/ does, compared with a git ref (offline).
 
 The base side is read from git objects into a temporary directory (`git ls-tree` + `git cat-file`):
-the user's checkout, index and stash are never touched. The head side is the working tree as it
+tenants/, stacks/ and the local vCluster charts its stacks name; the user's checkout, index and stash are never touched. The head side is the working tree as it
 is, uncommitted edits included. Invalid head input fails like `tenants validate` (exit 1); an
 invalid base is diffed as far as it loads, with a note, because the PR may be the fix.
 
@@ -41,7 +41,8 @@ from ..load import (
 from ..spec.problems import InvalidInput, errors_only, sorted_problems
 from ..fleet.shard_stacks import stack_parts
 from ..spec.sharding import split_stack_name
-from ..validate.capacity import stack_edit_problems
+from ..spec.stack import CONFIG_KEY
+from ..validate.capacity import dedication_edit_problems, stack_edit_problems
 from . import common
 
 DEFAULT_UPSTREAM = "origin/main"
@@ -127,14 +128,52 @@ def memory_scratch_dir(candidate: Path = Path("/dev/shm")) -> str | None:
 
 
 def export_tree(root: Path, commit: str, dest: Path) -> None:
-    """Write the commit's tenants/ and stacks/ (of the project at `root`) under `dest`, checkout-free.
+    """Write the commit's tenants/ and stacks/ (of the project at `root`) under `dest`, checkout-free,
+    and what its stacks read from elsewhere in the project (a local vCluster chart, `base_inputs`).
 
     >>> export_tree(git_project, "HEAD", scratch)
     >>> sorted(p.name for p in (scratch / "stacks").iterdir())
     ['Pulumi.dev.yaml', 'Pulumi.prod.yaml', 'Pulumi.staging.yaml']
     """
+    _export_paths(root, commit, dest, PROJECT_DIRS)
+    inputs = base_inputs(dest)
+    if not inputs:
+        return
+    _export_paths(root, commit, dest, inputs)
+    for relative in inputs:
+        # Not in the commit (a chart CI fetches into an ignored directory): the working tree's copy
+        # is the one the base was used with too.
+        if not (dest / relative).exists() and (root / relative).exists():
+            (dest / relative).parent.mkdir(parents=True, exist_ok=True)
+            os.symlink((root / relative).resolve(), dest / relative)
+
+
+def base_inputs(project: Path) -> list[str]:
+    """Project files the stacks under `project` read besides tenants/ and stacks/: each stack's
+    local vCluster chart (`vcluster.chart`), as the stack writes it (relative, inside the project).
+
+    >>> _ = (scratch / "stacks").mkdir()
+    >>> _ = (scratch / "stacks" / "Pulumi.dev.yaml").write_text("config:\\n  gpu-tenancy:platform:\\n    vcluster: {chart: charts/vcluster}\\n")
+    >>> base_inputs(scratch)
+    ['charts/vcluster']
+    """
+    found = set()
+    for path in sorted(project.glob("stacks/Pulumi.*.y*ml")):
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            chart = data["config"][CONFIG_KEY]["vcluster"]["chart"]
+        except (OSError, UnicodeError, yaml.YAMLError, KeyError, TypeError):
+            continue   # validation says what is wrong with the stack; nothing more to export
+        parts = PurePosixPath(chart).parts if isinstance(chart, str) else ()
+        if parts and not PurePosixPath(chart).is_absolute() and ".." not in parts:
+            found.add(PurePosixPath(*parts).as_posix())
+    return sorted(found)
+
+
+def _export_paths(root: Path, commit: str, dest: Path, parts) -> None:
+    """Write the commit's files under `parts` (paths relative to the project at `root`) under `dest`."""
     prefix = _git(root, "rev-parse", "--show-prefix").decode().strip()
-    paths = [f"{prefix}{part}" for part in PROJECT_DIRS]
+    paths = [f"{prefix}{part}" for part in parts]
     listing = _git(root, "ls-tree", "-r", "-z", "--full-tree", commit, "--", *paths)
     entries = []
     for record in listing.split(b"\0"):
@@ -241,6 +280,20 @@ def over_promised_by_stack_edit(root: Path, base_root: Path, env: str) -> list:
     return stack_edit_problems(base.platform, after, doc, [(t.name, t.spec) for t in base.tenants])
 
 
+def over_promised_by_dedication(root: Path, base_root: Path, env: str) -> list:
+    """Over-promises that a new `gpu.dedicatedPools` entry of the working tree causes for the
+    tenants that shared the pool, located at that entry (`dedication_edit_problems`); none when
+    either side's stack file does not load.
+
+    >>> over_promised_by_dedication(root, root, "prod")
+    []
+    """
+    base, head = load_lenient(base_root, env).environment, load_lenient(root, env).environment
+    if base is None or head is None:
+        return []
+    return dedication_edit_problems(base, head)
+
+
 def edited_files(root: Path, base_root: Path) -> list[str]:
     """Project files (as problems name them, e.g. `tenants/a.yaml`) added or changed since the base.
 
@@ -321,6 +374,7 @@ def _compare_sides(
             problems.extend(err.problems)
             if name in base_names:
                 problems.extend(over_promised_by_stack_edit(root, base_root, name))
+                problems.extend(over_promised_by_dedication(root, base_root, name))
     if errors_only(problems):
         raise InvalidInput(problems, first_files=edited_files(root, base_root))
     for environment in heads.values():

@@ -155,7 +155,7 @@ def read_files(paths: list[Path]) -> list:
     >>> read_files([scratch / "bad.yaml"])
     Traceback (most recent call last):
     ...
-    components.spec.problems.InvalidInput: .../bad.yaml:3:1: invalid YAML: while parsing a flow node did not find expected node content
+    components.spec.problems.InvalidInput: .../bad.yaml:3:1: invalid YAML: while parsing a flow node did not find expected node content (close every ...)
     """
     from ..spec.problems import InvalidInput, Problem
     from ..spec.yaml_source import parse_yaml_documents

@@ -140,7 +140,9 @@ def run(args: argparse.Namespace) -> int:
     except Stop as stop:
         return stop.code
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(inv.stack_text(args.stack, platform), encoding="utf-8")
+    text = (inv.stack_text(args.stack, platform) if display is None
+            else inv.stack_text_from_inventory(args.stack, platform, args.inventory.read_text(encoding="utf-8")))
+    path.write_text(text, encoding="utf-8")
     (args.root / "tenants").mkdir(exist_ok=True)
     classes = platform.get("gpuClasses") or {}
     pools = platform.get("nodePools") or {}

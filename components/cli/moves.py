@@ -6,7 +6,7 @@ Without EXPORT files it asks the `pulumi` CLI (on PATH, or `$PULUMI`), in the pr
 for the environment's stacks and their exports; `--run` then makes the moves, one tenant at a time.
 A move writes the destination's state, then the source's: a move killed between the two leaves
 the tenant in both stacks. That is found here and said (the copy in the stack the tenant's file
-does not assign it to is stale, components/review/recovery.py); `--run` removes the stale copy
+does not assign it to is stale, components/review/state_moves.py); `--run` removes the stale copy
 from that stack's state (export, import; the cluster keeps its objects) before it plans the moves,
 so running it again after any failure does what is left (docs/when-things-fail.md).
 """
@@ -34,7 +34,7 @@ def add_parser(sub) -> None:
     >>> sub = argparse.ArgumentParser().add_subparsers()
     >>> add_parser(sub)
     >>> sub.choices["moves"].parse_args(['--stack', 'prod', 'prod.json'])
-    Namespace(stack='prod', exports=[PosixPath('prod.json')], format='text', run=False)
+    Namespace(stack='prod', exports=[PosixPath('prod.json')], format='text', run=False, rebalance=False)
     """
     parser = sub.add_parser(
         "moves",
@@ -51,6 +51,9 @@ def add_parser(sub) -> None:
     parser.add_argument("--format", choices=["text", "json"], default="text",
                         help="text: one command per line; json: the moves as `tenants diff` lists them")
     parser.add_argument("--run", action="store_true", help="make the moves with the pulumi CLI (creating missing shard stacks)")
+    parser.add_argument("--rebalance", action="store_true",
+                        help="instead: the pins (one `sharding.assignments` line to write) that bring every hashed shard "
+                        "within ±20%% of the target size, moving no other tenant; reads no state")
 
 
 def pulumi(root: Path, *argv: str) -> str:
@@ -114,11 +117,14 @@ def run(args: argparse.Namespace) -> int:
     0
     """
     from ..load import load_environment
-    from ..review.recovery import stale_copies
+    from ..review.state_moves import stale_copies
     from ..review.stack_changes import move_warning
     from ..review.state_moves import StateExportError, planned_moves
 
     environment = load_environment(args.root, args.stack)
+    if args.rebalance:
+        sys.stdout.write(rebalance_text(environment))
+        return EXIT_OK
     existing: dict[str, str] | None = None
     try:
         # One listing serves both the exports to read and the moves' destinations.
@@ -183,7 +189,7 @@ def _remove_stale_copy(root: Path, copy: dict[str, str], document: object, exist
     """`pulumi stack import` of the stale stack's export without the tenant's resources."""
     import tempfile
 
-    from ..review.recovery import without_resource_tree
+    from ..review.state_moves import without_resource_tree
 
     cleaned, removed = without_resource_tree(document, copy["urn"])
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
@@ -213,3 +219,34 @@ def _run_moves(root: Path, environment: str, moves: list[dict], existing: dict[s
               f"`tenants moves --stack {environment} --run` again does the rest (and repairs a move the failure cut half-way)", file=sys.stderr)
         return EXIT_INVALID
     return EXIT_OK
+
+
+def rebalance_text(environment) -> str:
+    """What `tenants moves --rebalance` prints: the hashed shards' sizes and band, and the one
+    `sharding.assignments` line (the pins there and the new ones) that brings them within it.
+
+    >>> print(rebalance_text(lab), end="")
+    lab: shards blue 2, green 2 tenants (target 2 ±20%: 2-2); every shard is within it, nothing to pin
+    """
+    from ..fleet.shard_stacks import environment_rebalance
+    from ..spec.yaml_source import yaml_text
+    from ..validate.platform import platform_path
+
+    plan = environment_rebalance(environment)
+    if plan is None:
+        return f"{environment.name}: not sharded (one stack holds every tenant); nothing to balance\n"
+    sizes = ", ".join(f"{shard} {size}" for shard, size in plan.before.items())
+    head = (f"{environment.name}: shards {sizes} tenants (target {float(plan.target):.3g} ±20%: {plan.low}-{plan.high})")
+    if plan.balanced or not plan.pins:
+        tail = "every shard is within it, nothing to pin" if plan.balanced else "no pin of an unpinned tenant brings them closer"
+        return f"{head}; {tail}\n"
+    sharding = environment.platform.sharding
+    doc = environment.platform_doc
+    where = platform_path("sharding", "assignments") if sharding.assignments else platform_path("sharding")
+    line = doc.position(where)[0]
+    pins = {**sharding.assignments, **plan.pins}
+    after = ", ".join(f"{shard} {size}" for shard, size in plan.after.items())
+    return (f"{head}; {len(plan.pins)} pin(s) move {', '.join(f'{t} to {s}' for t, s in plan.pins.items())} "
+            f"(then {after}), and no other tenant:\n"
+            f"{doc.file}:{line}: sharding.assignments: {yaml_text(pins)}\n"
+            f"then `tenants diff` lists each move, and the deploy's `tenants moves --stack {environment.name} --run` makes them\n")

@@ -136,20 +136,36 @@ class GpuHours:
                             "counted to within a step, so use a finer one for a period of minutes")
         parser.add_argument("--format", choices=sorted(chargeback.FORMATTERS), default="text", help="output format (default: text)")
         parser.add_argument("--out", type=Path, metavar="FILE", help="write to FILE instead of stdout")
+        parser.add_argument("--idle", action="store_true",
+                            help="instead: idle guaranteed quota, the tenants whose pods held less than --idle-below of "
+                            "their quota's GPU-hours, with the quota line to lower (needs --stack)")
+        parser.add_argument("--stack", metavar="ENV", help="with --idle: the stack whose tenant quotas are compared")
+        parser.add_argument("--idle-below", type=float, default=0.5, metavar="RATIO",
+                            help="with --idle: held GPU-hours under this share of the quota's are idle (default: 0.5)")
 
     @staticmethod
     def run(args: argparse.Namespace) -> int:
+        if args.idle and not args.stack:
+            print("tenants report: --idle compares the quotas of one stack's tenant files: give --stack ENV", file=sys.stderr)
+            return EXIT_USAGE
         try:
-            queries = chargeback.period_queries(args.start, args.end, args.step)
+            queries = (chargeback.idle_period_queries if args.idle else chargeback.period_queries)(args.start, args.end, args.step)
         except ValueError as err:
             print(f"tenants report: {err}", file=sys.stderr)
             return EXIT_USAGE
+        # Invalid files raise InvalidInput before Prometheus is asked: `cli.main.main` prints them, exit 1.
+        environment = load_environment(args.root, args.stack) if args.idle else None
         try:
             answers = {name: instant_query(args.prometheus, expr, args.end) for name, expr in queries.items()}
         except PrometheusError as err:
             print(f"tenants report: {err}", file=sys.stderr)
             return EXIT_INVALID
-        text = chargeback.FORMATTERS[args.format](chargeback.chargeback_rows(answers), args.start, args.end)
+        if environment is not None:
+            hours = chargeback.period_seconds(args.start, args.end) / 3600
+            rows = chargeback.idle_rows(environment, answers, hours, args.idle_below)
+            text = chargeback.IDLE_FORMATTERS[args.format](rows, args.start, args.end, args.idle_below)
+        else:
+            text = chargeback.FORMATTERS[args.format](chargeback.chargeback_rows(answers), args.start, args.end)
         if args.out:
             args.out.write_text(text)
         else:

@@ -14,7 +14,7 @@ import statistics
 import subprocess
 import sys
 
-from ..fleet.shard_stacks import StackPart, stack_parts
+from ..fleet.shard_stacks import StackPart, band, stack_parts
 from ..manifests.operator_stacks import OperatorSettings, operator_stacks
 from ..output.yaml_output import dump_objects
 from ..spec.stack import CONFIG_KEY
@@ -103,12 +103,22 @@ def sizes_line(parts: list[StackPart]) -> str:
     >>> sizes_line([StackPart("lab", None, True, ()), StackPart("lab.a", "a", False, ("x",), (), ("lab",)),
     ...             StackPart("lab.b", "b", False, ("y", "z"), (), ("lab",))])
     'shards: 1-2 tenants each (median 1); largest lab.b (2 tenants), whose previews take longest'
+    >>> sizes_line([StackPart("lab", None, True, ()), StackPart("lab.a", "a", False, ("x",), (), ("lab",)),
+    ...             StackPart("lab.b", "b", False, ("y", "z", "w"), (), ("lab",))]).split("; ")[-1]
+    'outside ±20% of the target (2-2): `tenants moves --stack lab --rebalance` prints the few pins that bring them in'
     """
     shards = [p for p in parts if p.shard is not None]
     sizes = sorted(len(p.tenants) for p in shards)
     largest = min(shards, key=lambda p: (-len(p.tenants), p.stack))
-    return (f"shards: {sizes[0]}-{sizes[-1]} tenants each (median {statistics.median_low(sizes)}); largest "
+    line = (f"shards: {sizes[0]}-{sizes[-1]} tenants each (median {statistics.median_low(sizes)}); largest "
             f"{largest.stack} ({len(largest.tenants)} tenants), whose previews take longest")
+    hashed = [len(p.tenants) for p in shards if not p.reserved]
+    low, high = band(sum(hashed), len(hashed)) if hashed else (0, 0)
+    if any(not low <= size <= high for size in hashed):
+        environment = parts[0].stack
+        line += (f"; outside ±20% of the target ({low}-{high}): `tenants moves --stack {environment} --rebalance` "
+                 f"prints the few pins that bring them in")
+    return line
 
 
 def origin_url(root) -> str | None:

@@ -64,6 +64,7 @@ class Validate:
         from ..load import load_environment
         from ..fleet.shard_stacks import stack_parts
         from .stacks import describe
+        from ..review.object_limits import object_size_problems
 
         envs = stacks(args.root, args.stack)
         if not envs:
@@ -77,7 +78,8 @@ class Validate:
             except InvalidInput as err:
                 found[env] = list(err.problems)
                 continue
-            found[env] = list(environment.warnings)
+            # Objects the API server would refuse for their size: an error here, not at `up`.
+            found[env] = list(environment.warnings) + object_size_problems(environment)
             left_out = [t for t in environment.disabled_tenants if environment.platform.leaves_out_on_purpose(t)]
             summaries.append(f"{env}: {len(environment.tenants)} tenant(s) ok"
                              + (f", {len(left_out)} left out on purpose ({', '.join(left_out)})" if left_out else ""))

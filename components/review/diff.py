@@ -40,6 +40,7 @@ from .stack_changes import move_warning, touched_stacks
 from ..spec.quantity import Quantity, QuantityError
 from ..spec.tenant import Tenant
 from .tenant_changes import set_change, tenant_changes
+from ..validate.capacity import crowded_commodities
 
 FORMAT_VERSION = 1
 
@@ -487,23 +488,35 @@ def _tenant_warnings(stack: str, detail: TenantDetail, before: Tenant | None, af
             + _ingress_host_warnings(stack, tenant, before, after, before_env, after_env))
 
 
-def _capacity_warnings(stack: str, capacity: list[CapacityRow]) -> list[DiffWarning]:
+def _capacity_warnings(stack: str, capacity: list[CapacityRow], judged_before: Mapping, judged_after: Mapping) -> list[DiffWarning]:
+    """A class or MIG profile the capacity check (`crowded_commodities`) reports on the head, with more
+    demand or less capacity than on the base: the same judgement as `tenants validate`, so a pool
+    dedicated to a tenant that fills it is no warning here either."""
     warnings: list[DiffWarning] = []
     for row in capacity:
         before, after = row["from"], row["to"]
-        if row["kind"] not in ("gpuClass", "migProfile") or not after or after["status"] == "ok":
+        commodity = _ROW_COMMODITY.get(row["kind"], ""), row["name"]
+        if not after or commodity not in judged_after:
             continue
-        worse = (before is None or before["status"] == "ok" or after["requested"] > before["requested"]
+        worse = (before is None or commodity not in judged_before or after["requested"] > before["requested"]
                  or after["limit"] < before["limit"])
         if not worse:
             continue
+        status, message = judged_after[commodity]
         subject = f"GPU class {row['name']}" if row["kind"] == "gpuClass" else f"MIG profile {row['name']}"
+        if after["status"] == "ok":
+            # The class as a whole has room (in pools dedicated to others): what is crowded is a group of its pools.
+            _warn(warnings, stack, None, "capacity", message if status == "over" else f"{subject}: {message.split(': ', 1)[1]}")
+            continue
         state = "exceeds" if after["status"] == "over" else "is in the warning band (capacityWarningRatio) of"
         _warn(warnings, stack, None, "capacity", (
             f"{subject}: quotas add up to {after['requested']}, which {state} the limit {after['limit']} "
             f"(capacity {after['capacity']} x overcommit {after['overcommit']})"
         ))
     return warnings
+
+
+_ROW_COMMODITY = {"gpuClass": "class", "migProfile": "mig"}
 
 
 def _quotas(objects: dict[str, list[KubeObject]]) -> dict[tuple[str, str], tuple[str, Mapping[str, object]]]:
@@ -758,7 +771,9 @@ def compare_capacity(built: Built, notes: list[str]) -> tuple[list[CapacityRow],
     name, before, after = built.name, built.before, built.after
     capacity = _safe(lambda: capacity_changes(before, after), [], notes, f"capacity of stack {name}")
     moved = _safe(lambda: split_moves(before, after), [], notes, f"the quota splits of stack {name}")
-    warnings = _capacity_warnings(name, capacity) + _split_move_warnings(name, moved, after.platform.scheduler if after else "none")
+    judged = [_safe(lambda env=env: crowded_commodities(env) if env else {}, {}, notes, f"the capacity check of stack {name}")
+              for env in (before, after)]
+    warnings = _capacity_warnings(name, capacity, *judged) + _split_move_warnings(name, moved, after.platform.scheduler if after else "none")
     return capacity, moved, warnings
 
 

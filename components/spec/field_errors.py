@@ -108,11 +108,13 @@ def _unknown_field(f: _Failed) -> str:
 
 
 _BOUNDS = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}
+_BOUND_FIX = {"greater_than_equal": "{bound} or more", "greater_than": "more than {bound}", "less_than_equal": "{bound} or less",
+              "less_than": "less than {bound}"}
 
 
 def _out_of_bounds(f: _Failed) -> str:
     bound = next(iter(f.ctx.values())) if f.ctx else "?"
-    return f"must be {_BOUNDS[f.error['type']]} {bound} (got {f.shown})"
+    return f"must be {_BOUNDS[f.error['type']]} {bound} (got {f.shown}); write {_BOUND_FIX[f.error['type']].format(bound=bound)}"
 
 
 def _pattern_mismatch(f: _Failed) -> str:
@@ -132,7 +134,7 @@ def _not_whole(f: _Failed) -> str:
     number = re.match(r"^\s*([0-9]+)\s*[A-Za-z]", f.got) if isinstance(f.got, str) else None
     if number:  # "4 GPUs": the count is there, the word is not allowed
         return f"must be a whole number (got {f.shown}); write just {number[1]}"
-    return f"must be a whole number (got {f.shown})"
+    return f"must be a whole number (got {f.shown}); write a count without quotes or units, e.g. 4"
 
 
 def _not_a_string(f: _Failed) -> str:
@@ -146,11 +148,14 @@ def _not_a_string(f: _Failed) -> str:
 
 
 def _not_a_mapping(f: _Failed) -> str:
-    return f"must be a mapping of fields (got {yaml_kind(f.got)}: {f.shown})" if f.got is not None else "must be a mapping of fields (got null)"
+    got = f"{yaml_kind(f.got)}: {f.shown}" if f.got is not None else "null"
+    return f"must be a mapping of fields (got {got}); write its fields as `key: value` lines indented under it"
 
 
 def _not_a_list(f: _Failed) -> str:
-    return f"must be a list (got {yaml_kind(f.got)}: {f.shown})" if f.got is not None else "must be a list (got null)"
+    got = f"{yaml_kind(f.got)}: {f.shown}" if f.got is not None else "null"
+    example = f"[{yaml_text(f.got, quote=False)}]" if isinstance(f.got, (str, int)) and not isinstance(f.got, bool) else "[a, b]"
+    return f"must be a list (got {got}); write it in brackets, e.g. {example}, or one `- item` per line"
 
 
 # Values people write for a field that mean something the format says another way: (field, value) -> how.
@@ -164,23 +169,24 @@ _LITERAL_HINTS: dict[tuple[str, str], str] = {
 
 def _not_a_choice(f: _Failed) -> str:
     hint = _LITERAL_HINTS.get((str(f.path[-1]) if f.path else "", str(f.got)))
-    return f"{f.shown} is not allowed; " + (hint if hint else f"expected one of {f.ctx.get('expected')}")
+    return f"{f.shown} is not allowed; " + (hint if hint else f"write one of {f.ctx.get('expected')}")
 
 
 # The message of each pydantic error type ("date_": every date_* type); any other type keeps pydantic's.
 _MESSAGES: dict[str, Callable[[_Failed], str]] = {
     "extra_forbidden": _unknown_field,
-    "missing": lambda f: "required field is missing",
+    "missing": lambda f: (f"required field is missing; add `{f.path[-1]}:` (docs/file-format.md says what it holds)"
+                          if f.path and isinstance(f.path[-1], str) else "required field is missing"),
     **{kind: _out_of_bounds for kind in _BOUNDS},
     "string_pattern_mismatch": _pattern_mismatch,
-    "string_too_long": lambda f: f"{f.shown} is too long (at most {f.ctx.get('max_length')} characters)",
+    "string_too_long": lambda f: f"{f.shown} is too long (at most {f.ctx.get('max_length')} characters); use a shorter one",
     "string_too_short": lambda f: "must not be empty",
     "literal_error": _not_a_choice,
     **{kind: _not_whole for kind in ("int_type", "int_parsing", "int_from_float")},
     "string_type": _not_a_string,
     **{kind: _not_a_mapping for kind in ("dict_type", "model_type", "model_attributes_type")},
     "list_type": _not_a_list,
-    **{kind: (lambda f: f"must be true or false (got {f.shown})") for kind in ("bool_type", "bool_parsing")},
+    **{kind: (lambda f: f"must be true or false (got {f.shown}); write true or false, unquoted") for kind in ("bool_type", "bool_parsing")},
     "date_": lambda f: f"{f.shown} is not a date: write a day as YYYY-MM-DD (no time), e.g. 2027-03-31",
     "quantity": lambda f: f.error["msg"],
     "value_error": lambda f: str(f.ctx.get("error", f.error["msg"])),
@@ -200,7 +206,7 @@ def model_problems(error: ValidationError, doc: SourceDocument, data: Any, model
     ...     Tenant.model_validate(doc.data)
     ... except ValidationError as err:
     ...     [str(p) for p in model_problems(err, doc, doc.data, Tenant)][:2]
-    ['tenants/team-a.yaml:1:1: apiVersion: required field is missing', "tenants/team-a.yaml:2:1: name: 'Team_A' is not a DNS label: lower-case letters, digits and '-', beginning and ending with a letter or digit (e.g. team-a)"]
+    ['tenants/team-a.yaml:1:1: apiVersion: required field is missing; add `apiVersion:` (docs/file-format.md says what it holds)', "tenants/team-a.yaml:2:1: name: 'Team_A' is not a DNS label: lower-case letters, digits and '-', beginning and ending with a letter or digit (e.g. team-a)"]
     """
     problems: list[Problem] = []
     seen: set[tuple] = set()

@@ -126,7 +126,12 @@ def split_stack_name(stack: str) -> tuple[str, Optional[str]]:
     return (environment, shard) if separator else (stack, None)
 
 
-def _score(shard: str, tenant: str) -> int:
+def shard_score(shard: str, tenant: str) -> int:
+    """The rendezvous score of (shard, tenant): a tenant hashes to the shard that scores highest.
+
+    >>> shard_score("a", "team-a") == shard_score("a", "team-a") != shard_score("b", "team-a")
+    True
+    """
     digest = hashlib.sha256(f"{shard}\0{tenant}".encode()).digest()
     return int.from_bytes(digest[:8], "big")
 
@@ -147,7 +152,7 @@ def hashed_shard(tenant: str, shards: list[str]) -> str:
 def _highest_scoring(tenant: str, shards: tuple[str, ...]) -> str:
     # Cached: the program, validation and the diff ask for the same tenants' shards several times,
     # and each answer is one digest per shard.
-    return max(shards, key=lambda shard: (_score(shard, tenant), shard))
+    return max(shards, key=lambda shard: (shard_score(shard, tenant), shard))
 
 
 def assigned_shard(tenant: str, sharding: Sharding) -> str:

@@ -210,7 +210,7 @@ class Port(Spec):
     @model_validator(mode="after")
     def _range(self) -> "Port":
         if self.end_port is not None and self.end_port < self.port:
-            raise ValueError(f"endPort ({self.end_port}) must be >= port ({self.port})")
+            raise ValueError(f"endPort ({self.end_port}) must be >= port ({self.port}); swap them, or write the range's first port as port")
         return self
 
 

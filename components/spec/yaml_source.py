@@ -186,14 +186,15 @@ class _Builder:
     def build(self, node: yaml.Node, path: Path_, depth: int) -> Any:
         self.nodes += 1
         if self.nodes > MAX_NODES:
-            raise _TooLarge(node, f"the document expands to more than {MAX_NODES} values (YAML aliases?)")
+            raise _TooLarge(node, f"the document expands to more than {MAX_NODES} values (YAML aliases?); write the "
+                            f"repeated values out instead of nesting anchors and aliases (&a, *a)")
         if depth > MAX_DEPTH:
             raise _TooLarge(node, f"nesting deeper than {MAX_DEPTH} levels")
         if isinstance(node, yaml.MappingNode):
             return self.build_mapping(node, path, depth)
         if isinstance(node, yaml.SequenceNode):
             if node.tag != "tag:yaml.org,2002:seq":
-                self.fail(node, dotted(path), f"unsupported YAML tag {_tag_text(node.tag)}; tenant and stack files are plain data")
+                self.fail(node, dotted(path), f"unsupported YAML tag {_tag_text(node.tag)}; tenant and stack files are plain data: write the value itself")
                 return None
             items = []
             for index, child in enumerate(node.value):
@@ -204,7 +205,7 @@ class _Builder:
 
     def build_mapping(self, node: yaml.MappingNode, path: Path_, depth: int) -> dict:
         if node.tag not in ("tag:yaml.org,2002:map",):
-            self.fail(node, dotted(path), f"unsupported YAML tag {_tag_text(node.tag)}; tenant and stack files are plain data")
+            self.fail(node, dotted(path), f"unsupported YAML tag {_tag_text(node.tag)}; tenant and stack files are plain data: write the value itself")
             return {}
         result: dict[str, Any] = {}
         for key_node, value_node in node.value:
@@ -245,7 +246,7 @@ class _Builder:
         if tag in ("tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:binary"):
             return node.value
         if tag not in _SCALAR_TAGS:
-            self.fail(node, dotted(path), f"unsupported YAML tag {_tag_text(tag)}; tenant and stack files are plain data")
+            self.fail(node, dotted(path), f"unsupported YAML tag {_tag_text(tag)}; tenant and stack files are plain data: write the value itself")
             return None
         try:
             return self.constructor.construct_object(node)
@@ -277,7 +278,7 @@ def parse_yaml(text: str, file: str) -> SourceDocument:
     """
     root = _composed(text, file, lambda loader: loader.get_single_node())
     if root is None:
-        raise InvalidInput([Problem(file, 1, 1, "", "the file is empty")])
+        raise InvalidInput([Problem(file, 1, 1, "", "the file is empty; write its content, or delete the file")])
     return _document(root, file)
 
 
@@ -325,6 +326,8 @@ def _composed(text: str, file: str, compose):
         # libyaml says "found character that cannot start any token" without naming the tab.
         if (mark is not None and _indented_with_tab(text, mark.line)) or "tab" in (err.problem or "") + (err.context or ""):
             message += " (YAML does not allow tabs for indentation; use spaces)"
+        elif "flow" in (err.context or ""):
+            message += " (close every '[' and '{' on the line where it opens, or write the list or mapping as block lines)"
         raise InvalidInput([Problem(file, line, column, "", message)]) from None
     except yaml.YAMLError as err:
         raise InvalidInput([Problem(file, 1, 1, "", f"invalid YAML: {err}")]) from None

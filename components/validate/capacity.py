@@ -1,7 +1,9 @@
 """The capacity check: quotas that cannot all be honoured at once on the pools their tenants may
 reach, and pools whose quotas are near full (the max-flow itself is `components.fleet.feasibility`);
 and, given the inventory before an edit of the stack file, the over-promises that edit causes,
-located at the edited setting (`stack_edit_problems`, for tenants diff)."""
+located at the edited setting (`stack_edit_problems`, for tenants diff); given the tenants before,
+those a new dedicated pool causes, located at the new `gpu.dedicatedPools` entry
+(`dedication_edit_problems`)."""
 
 from __future__ import annotations
 
@@ -29,12 +31,29 @@ not for a tenant filling pools dedicated to it, which is what they are for).
     >>> [(p.severity, p.field) for p in capacity_problems(prod)][:1]
     [('warning', 'config.gpu-tenancy:platform.nodePools.a100-shared')]
     """
+    return [problem for _, _, found in _judgements(environment) for problem in found]
+
+
+def crowded_commodities(environment: Environment) -> dict[feas.Commodity, tuple[str, str]]:
+    """GPU class or MIG profile -> (`over` or `warning`, the first message) for each one the
+    capacity check reports: the one judgement `tenants diff`'s capacity warning asks too, so that
+    pools dedicated to a tenant that fills them count the same in both.
+
+    >>> crowded_commodities(prod)[("class", "a100")][0], ("class", "h100") in crowded_commodities(prod)
+    ('warning', False)
+    """
+    return {commodity: (kind, found[0].message) for commodity, kind, found in _judgements(environment)
+            if found and kind in ("over", "warning")}
+
+
+def _judgements(environment: Environment):
+    """(commodity, `over`, `warning` or `absent` (quotas on autoscaled nodes not yet there), its problems)
+    per commodity some tenant holds quota of."""
     platform: Platform = environment.platform
     doc: SourceDocument = environment.platform_doc
     active = [t for t in environment.tenants if t.spec.holds_capacity]
     by_name = {t.name: t for t in active}
     owners = feas.pool_owners([(t.name, t.spec) for t in environment.tenants], platform)
-    problems: list[Problem] = []
     ratio = Fraction(platform.capacity_warning_ratio)
     # A tenant listing a pool that another tenant already holds gets that error; the capacity it
     # then lacks is a consequence, not a second problem to report.
@@ -43,36 +62,10 @@ not for a tenant filling pools dedicated to it, which is what they are for).
         if result.violators and set(result.violators) & contested:
             continue
         if result.violators:
-            problems += _over_promised(platform, doc, by_name, commodity, result)
+            yield commodity, "over", _over_promised(platform, doc, by_name, commodity, result)
         else:
-            problems += _near_full(platform, doc, owners, ratio, commodity, result)
-            problems += _not_yet_present(platform, doc, commodity, result)
-    return problems
-
-
-def _not_yet_present(platform: Platform, doc: SourceDocument, commodity: feas.Commodity,
-                     result: feas.CommodityResult) -> list[Problem]:
-    """Warnings on each autoscaled pool whose placed quotas need more than its present nodes hold
-    (static ones plus `minNodes`): capacity counts `maxNodes`, which the autoscaler may never have added."""
-    problems: list[Problem] = []
-    for name in sorted(result.limit):
-        pool = platform.node_pools[name]
-        placed = result.assigned(name)
-        if pool.max_nodes is None or not pool.node_count or not placed:
-            continue
-        per_node = Fraction(result.limit[name], pool.node_count)
-        present = int(per_node * pool.present_node_count)
-        if placed <= present:
-            continue
-        who = ", ".join(f"{t}: {by_pool[name]}" for t, by_pool in sorted(result.flow.items()) if by_pool.get(name))
-        needed = -(-placed * pool.node_count // result.limit[name]) - len(pool.nodes)   # group nodes the quotas need
-        path = ("nodePools", name, "minNodes") if pool.min_nodes is not None else ("nodePools", name, "maxNodes")
-        problems.append(doc.problem(platform_path(*path), (
-            f"{feas.commodity_text(commodity)}: the quotas placed on autoscaled pool {name} ({who}) add up to {placed}, but "
-            f"its present nodes ({len(pool.nodes)} static + minNodes {pool.min_nodes or 0}) hold {present}; the rest is "
-            f"there only once the autoscaler adds nodes (up to maxNodes {pool.max_nodes}), so admitted pods may wait for a "
-            f"scale-up; set `minNodes: {needed}` to keep them, or lower the quotas"), severity="warning"))
-    return problems
+            yield commodity, "warning", _near_full(platform, doc, owners, ratio, commodity, result)
+            yield commodity, "absent", _not_yet_present(platform, doc, commodity, result)
 
 
 def _over_promised(platform: Platform, doc: SourceDocument, by_name: dict[str, LoadedTenant], commodity: feas.Commodity,
@@ -93,7 +86,7 @@ def _over_promised(platform: Platform, doc: SourceDocument, by_name: dict[str, L
         f"({where}), which hold {held}; lower a quota, add nodes to these pools{f' ({lines})' if lines else ''} "
         f"or raise overcommit"
     )
-    return [by_name[name].doc.problem(_quota_path(by_name[name].spec, commodity), message) for name in tenants]
+    return [by_name[name].doc.problem(quota_path(by_name[name].spec, commodity), message) for name in tenants]
 
 
 def _near_full(platform: Platform, doc: SourceDocument, owners: Mapping[str, str], ratio: Fraction, commodity: feas.Commodity,
@@ -124,7 +117,12 @@ def _pool_bound(platform: Platform, result, pool: str) -> str:
     return f"capacity {result.supply[pool]} x overcommit {cap.ratio_text(overcommit)} = {result.limit[pool]}"
 
 
-def _quota_path(tenant, commodity) -> tuple:
+def quota_path(tenant, commodity) -> tuple:
+    """The path of a tenant's quota line for a GPU class or MIG profile (a plain count is `quota.gpu`).
+
+    >>> quota_path(tenant, ("class", "a100")), quota_path(tenant, ("mig", "1g.10gb"))
+    (('quota', 'gpu', 'a100'), ('quota', 'mig', '1g.10gb'))
+    """
     kind, name = commodity
     if kind == "mig":
         return ("quota", "mig", name)
@@ -210,4 +208,99 @@ def stack_edit_problems(before: Platform, after: Platform, doc: SourceDocument,
                 f"{who} may use hold {held} for {asked} asked; change it back ({back}), add nodes to these pools, "
                 f"lower a quota or raise overcommit"
             )))
+    return problems
+
+
+def _lowering_edits(before: Platform, after: Platform, doc: SourceDocument, commodity: feas.Commodity,
+                    pools: list[str]) -> list[str]:
+    """The stack edits among `pools` that leave less of `commodity` to promise, each with its line."""
+    def limit(platform: Platform, pool: str) -> int:
+        node_pool = platform.node_pools.get(pool)
+        units = feas.pool_supply(platform, node_pool).get(commodity, 0) if node_pool is not None else 0
+        return feas.pool_limit(platform, node_pool, units) if units else 0
+
+    lowered = [p for p in pools if limit(after, p) < limit(before, p)]
+    classes = {after.node_pools[p].gpu_class for p in lowered if p in after.node_pools}
+    return [f"{what} ({doc.file}:{doc.position(path)[0]})" for path, what, _ in _capacity_edits(before, after, lowered, classes)]
+
+
+def dedication_edit_problems(before: Environment, after: Environment) -> list[Problem]:
+    """Over-promises that a tenant's new `gpu.dedicatedPools` entry causes: a pool that tenants
+    shared (or would share: a pool the stack splits off) is taken by one tenant, and those who
+    shared it no longer fit. Each is located at the new entry (the line the change touched, not the
+    quota lines of the teams that did not change), names the stack edits that left less to share,
+    and "undedicate" is among the fixes; for `tenants diff`, given the base and the edited stack.
+
+    >>> from dataclasses import replace
+    >>> acme = prod.tenants[0].spec.model_copy(update={"name": "acme"}, deep=True)
+    >>> acme.gpu.dedicated_pools.append("a100-shared")
+    >>> edited = replace(prod, tenants=[*prod.tenants, replace(prod.tenants[0], spec=acme)])
+    >>> [problem] = dedication_edit_problems(prod, edited)
+    >>> problem.field, problem.message.split(": the pools")[0]
+    ('environments.prod.gpu.dedicatedPools[0]', "GPU class 'a100' is over-promised by this edit (tenant acme takes pool a100-shared for itself, which tenant eval may use otherwise)")
+    """
+    was = {t.name: set(t.spec.gpu.dedicated_pools) for t in before.tenants}
+    tenants = [(t.name, t.spec) for t in after.tenants]
+    owners = feas.pool_owners(tenants, after.platform)
+    taken = {pool: owner for pool, owner in owners.items() if pool not in was.get(owner, set())}
+    if not taken:
+        return []
+    shared = {pool: owner for pool, owner in owners.items() if pool not in taken}
+    by_name = {t.name: t for t in after.tenants}
+    old = feas.feasibility([(t.name, t.spec) for t in before.tenants if t.spec.holds_capacity], before.platform)
+    new = feas.feasibility([(n, s) for n, s in tenants if s.holds_capacity], after.platform, owners)
+    problems = []
+    for commodity, result in new.items():
+        if result.feasible or (commodity in old and not old[commodity].feasible):
+            continue
+        violators = result.violators
+        for pool, owner in taken.items():
+            losers = [v for v in violators if v != owner and pool in feas.reachable_pools(v, by_name[v].spec, after.platform, shared)]
+            if losers and commodity in feas.pool_supply(after.platform, after.platform.node_pools[pool]):
+                problems.append(_dedication_problem(before, after, by_name, commodity, result, pool, owner, losers))
+    return problems
+
+
+def _dedication_problem(before: Environment, after: Environment, by_name: dict[str, LoadedTenant], commodity: feas.Commodity,
+                        result: feas.CommodityResult, pool: str, owner: str, losers: list[str]) -> Problem:
+    violators = result.violators
+    pools = result.pools_of(violators)
+    plural = len(violators) > 1
+    stack_edits = _lowering_edits(before.platform, after.platform, after.platform_doc, commodity, [*pools, pool])
+    quota_lines = ", ".join(
+        f"{v}: {by_name[v].doc.file}:{by_name[v].doc.position(quota_path(by_name[v].spec, commodity))[0]}" for v in violators)
+    what = (f"tenant {owner} takes pool {pool} for itself, which tenant{'s' if len(losers) > 1 else ''} {', '.join(losers)} "
+            f"may use otherwise" + (f"; with {', '.join(stack_edits)}" if stack_edits else ""))
+    message = (
+        f"{feas.commodity_text(commodity)} is over-promised by this edit ({what}): the pools tenant{'s' if plural else ''} "
+        f"{', '.join(f'{v}: {result.demand[v]}' for v in violators)} may use ({', '.join(pools) or 'none'}) hold "
+        f"{sum(result.limit[p] for p in pools)} for {sum(result.demand[v] for v in violators)} asked; undedicate {pool}, "
+        f"add nodes to {'these pools' if len(pools) != 1 else 'pool ' + pools[0]}, lower {'their quotas' if plural else 'its quota'} "
+        f"({quota_lines}) or raise overcommit")
+    index = list(by_name[owner].spec.gpu.dedicated_pools).index(pool)
+    return by_name[owner].doc.problem(("gpu", "dedicatedPools", index), message)
+
+
+def _not_yet_present(platform: Platform, doc: SourceDocument, commodity: feas.Commodity,
+                     result: feas.CommodityResult) -> list[Problem]:
+    """Warnings on each autoscaled pool whose placed quotas need more than its present nodes hold
+    (static ones plus `minNodes`): capacity counts `maxNodes`, which the autoscaler may never have added."""
+    problems: list[Problem] = []
+    for name in sorted(result.limit):
+        pool = platform.node_pools[name]
+        placed = result.assigned(name)
+        if pool.max_nodes is None or not pool.node_count or not placed:
+            continue
+        per_node = Fraction(result.limit[name], pool.node_count)
+        present = int(per_node * pool.present_node_count)
+        if placed <= present:
+            continue
+        who = ", ".join(f"{t}: {by_pool[name]}" for t, by_pool in sorted(result.flow.items()) if by_pool.get(name))
+        needed = -(-placed * pool.node_count // result.limit[name]) - len(pool.nodes)   # group nodes the quotas need
+        path = ("nodePools", name, "minNodes") if pool.min_nodes is not None else ("nodePools", name, "maxNodes")
+        problems.append(doc.problem(platform_path(*path), (
+            f"{feas.commodity_text(commodity)}: the quotas placed on autoscaled pool {name} ({who}) add up to {placed}, but "
+            f"its present nodes ({len(pool.nodes)} static + minNodes {pool.min_nodes or 0}) hold {present}; the rest is "
+            f"there only once the autoscaler adds nodes (up to maxNodes {pool.max_nodes}), so admitted pods may wait for a "
+            f"scale-up; set `minNodes: {needed}` to keep them, or lower the quotas"), severity="warning"))
     return problems

@@ -41,14 +41,14 @@ def tenant_names_are_unique(environment: Environment, all_tenants: list[LoadedTe
 
     >>> from dataclasses import replace
     >>> [p.message for p in tenant_names_are_unique(prod, [*prod.tenants, replace(prod.tenants[0], doc=prod.tenants[1].doc)])][:1]
-    ["tenant 'eval' is also defined in tenants/inference.yaml; tenant names must be unique"]
+    ["tenant 'eval' is also defined in tenants/inference.yaml; tenant names must be unique: rename one of them (its `name` and its file)"]
     """
     problems: list[Problem] = []
     files_by_name = _files_by_name(all_tenants)
     for loaded in _by_file(all_tenants):
         others = [o for o in files_by_name[loaded.name] if o is not loaded]
         if others:
-            problems.append(loaded.doc.problem(("name",), f"tenant '{loaded.name}' is also defined in {', '.join(o.doc.file for o in others)}; tenant names must be unique"))
+            problems.append(loaded.doc.problem(("name",), f"tenant '{loaded.name}' is also defined in {', '.join(o.doc.file for o in others)}; tenant names must be unique: rename one of them (its `name` and its file)"))
     return problems
 
 
@@ -76,7 +76,7 @@ def namespaces_have_one_tenant(environment: Environment, all_tenants: list[Loade
             elif path == ("name",):
                 message = f"this tenant's own namespace '{namespace}' is also claimed by tenant {others} under namespaces; a namespace has one tenant"
             else:
-                message = f"namespace '{namespace}' is also claimed by tenant {others}; a namespace has one tenant"
+                message = f"namespace '{namespace}' is also claimed by tenant {others}; a namespace has one tenant: remove it from one of the two files"
             problems.append(loaded.doc.problem(path, message))
     return problems
 
@@ -94,7 +94,7 @@ def previous_names_are_free(environment: Environment, all_tenants: list[LoadedTe
         for previous in loaded.spec.previous_names:
             other = names.get(previous)
             if other is not None and other is not loaded:
-                problems.append(loaded.doc.problem(("previousNames",), f"previous name '{previous}' is the current name of tenant in {other.doc.file}"))
+                problems.append(loaded.doc.problem(("previousNames",), f"previous name '{previous}' is the current name of tenant in {other.doc.file}; remove '{previous}' from previousNames (a name has one tenant)"))
                 problems.append(other.doc.problem(("name",), f"tenant '{loaded.name}' ({loaded.doc.file}) lists '{previous}' under previousNames, but it is this tenant's name"))
     return problems
 
@@ -161,7 +161,7 @@ def dedicated_pools_have_one_tenant(environment: Environment, all_tenants: list[
     for pool, claims in dedicating.items():
         for loaded, index in claims if len({id(c[0]) for c in claims}) > 1 else []:
             others = ", ".join(f"'{o.name}' ({o.doc.file})" for o, _ in claims if o is not loaded)
-            problems.append(loaded.doc.problem(("gpu", "dedicatedPools", index), f"node pool '{pool}' is already dedicated to tenant {others}; a dedicated pool has one tenant"))
+            problems.append(loaded.doc.problem(("gpu", "dedicatedPools", index), f"node pool '{pool}' is already dedicated to tenant {others}; a dedicated pool has one tenant: remove it here, or ask the platform team for a pool of this tenant's own"))
     return problems
 
 

@@ -40,7 +40,7 @@ def node_pools_are_consistent(platform: Platform, doc: SourceDocument) -> list[P
             continue
         for index, node in enumerate(pool.nodes):
             if node in node_owner:
-                problems.append(doc.problem(where + ("nodes", index), f"node '{node}' is already in pool '{node_owner[node]}'; a node belongs to one pool"))
+                problems.append(doc.problem(where + ("nodes", index), f"node '{node}' is already in pool '{node_owner[node]}'; a node belongs to one pool: remove it from one of them"))
             node_owner.setdefault(node, pool_name)
         for index, node in enumerate(pool.nodes):
             base = node.removesuffix(TAINT_PATCH_SUFFIX)

@@ -67,7 +67,7 @@ def namespaces_are_free(tenant: Tenant, doc: SourceDocument, platform: Platform)
             add(path, f"namespace '{namespace}' is reserved for {owner}: a tenant holding it would read its Secrets, run "
                 "pods as its ServiceAccounts and change its configuration; choose another name")
     if len(set(tenant.all_namespaces)) != len(tenant.all_namespaces):
-        add(("namespaces",), "lists a namespace twice (the tenant's own namespace is its name and need not be listed)")
+        add(("namespaces",), "lists a namespace twice (the tenant's own namespace is its name and need not be listed); remove the repeated entry")
     return problems
 
 
@@ -150,7 +150,7 @@ def mig_quota_is_provided(tenant: Tenant, doc: SourceDocument, platform: Platfor
     >>> mig_quota_is_provided(tenant, prod.tenants[0].doc, prod.platform)
     []
     >>> [p.message for p in mig_quota_is_provided(tenant, prod.tenants[0].doc, dev.platform)][:1]
-    ['no node pool provides MIG profile 3g.40gb (offered: 1g.10gb)']
+    ['no node pool provides MIG profile 3g.40gb (offered: 1g.10gb); use an offered profile, or ask the platform team for a MIG layout with this one']
     """
     problems: list[Problem] = []
     add = _adder(problems, doc)
@@ -161,7 +161,7 @@ def mig_quota_is_provided(tenant: Tenant, doc: SourceDocument, platform: Platfor
             classes = providers.get(profile, set())
             if count and not classes:
                 offered = sorted(providers)
-                add(("quota", "mig", profile), f"no node pool provides MIG profile {profile} (offered: {', '.join(offered) or 'none'})")
+                add(("quota", "mig", profile), f"no node pool provides MIG profile {profile} (offered: {', '.join(offered) or 'none'}); use an offered profile, or ask the platform team for a MIG layout with this one")
             elif count and not classes & set(allowed):
                 add(("quota", "mig", profile), f"MIG profile {profile} is provided by GPU class(es) {yaml_text(sorted(classes))}, which the tenant may not use; add one to gpu.classes")
     return problems
@@ -193,7 +193,7 @@ def compute_quota_is_usable(tenant: Tenant, doc: SourceDocument, platform: Platf
         pair = getattr(tenant.quota, resource)
         key = {"ephemeral_storage": "ephemeralStorage"}.get(resource, resource)
         if pair is not None and _lower_than(pair.requests, pair.limits):
-            add(("quota", key, "limits"), f"limits ({pair.limits}) are below requests ({pair.requests}); every pod's limits are >= its requests, so this quota could never be used")
+            add(("quota", key, "limits"), f"limits ({pair.limits}) are below requests ({pair.requests}); every pod's limits are >= its requests, so this quota could never be used: raise limits to at least {pair.requests}, or lower requests")
         elif resource == "ephemeral_storage" and pair is not None:
             # One side written, the other from the stack's guard rails: the pair must still be usable.
             merged = ephemeral_storage_quota(tenant, platform)
@@ -263,7 +263,7 @@ def limit_range_is_ordered(tenant: Tenant, doc: SourceDocument, platform: Platfo
     for resource, key in (("cpu", "cpu"), ("memory", "memory"), ("ephemeral_storage", "ephemeralStorage")):
         request, default, maximum, minimum = (getattr(getattr(limits, part), resource) for part in ("default_request", "default", "max", "min"))
         if _lower_than(request, default):
-            add(("limits", "default", key), f"default limit ({default}) is below the default request ({request})")
+            add(("limits", "default", key), f"default limit ({default}) is below the default request ({request}); raise the limit to at least {request}, or lower the request")
         if _lower_than(default, maximum) or _lower_than(request, maximum):
             add(("limits", "max", key), f"max ({maximum}) is below the default ({default or request}); defaulted pods would be rejected")
         if _lower_than(minimum, request):
@@ -281,7 +281,7 @@ def ci_accounts_are_in_own_namespaces(tenant: Tenant, doc: SourceDocument, platf
     add = _adder(problems, doc)
     for index, grant in enumerate(tenant.access.ci_service_accounts):
         if grant.namespace is not None and grant.namespace not in tenant.all_namespaces:
-            add(("access", "ciServiceAccounts", index, "namespace"), f"'{grant.namespace}' is not one of the tenant's namespaces ({', '.join(tenant.all_namespaces)})")
+            add(("access", "ciServiceAccounts", index, "namespace"), f"'{grant.namespace}' is not one of the tenant's namespaces ({', '.join(tenant.all_namespaces)}); use one of them (a CI ServiceAccount lives in the tenant's own namespaces)")
     return problems
 
 
@@ -347,7 +347,7 @@ def pod_security_only_tightens(tenant: Tenant, doc: SourceDocument, platform: Pl
     problems: list[Problem] = []
     add = _adder(problems, doc)
     if tenant.pod_security is not None and _STRICTNESS[tenant.pod_security] < _STRICTNESS[platform.pod_security.level]:
-        add(("podSecurity",), f"'{tenant.pod_security}' is less strict than the stack's '{platform.pod_security.level}'; a tenant may only tighten Pod Security")
+        add(("podSecurity",), f"'{tenant.pod_security}' is less strict than the stack's '{platform.pod_security.level}'; a tenant may only tighten Pod Security: remove podSecurity (the stack's applies) or write a stricter level")
     return problems
 
 

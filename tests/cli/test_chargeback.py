@@ -18,12 +18,13 @@ import pytest
 from .running import run
 
 CANNED = Path(__file__).resolve().parents[1] / "review" / "chargeback"
+IDLE = Path(__file__).resolve().parents[1] / "review" / "idle_quota"
 
 
 class Endpoint:
     """`/api/v1/query` answering canned vectors by the series a query integrates; records each query."""
 
-    def __init__(self, refuse: bool = False) -> None:
+    def __init__(self, refuse: bool = False, canned: Path = CANNED) -> None:
         self.queries: list[dict[str, str]] = []
         endpoint = self
 
@@ -35,8 +36,9 @@ class Endpoint:
                 if refuse:
                     self._send(400, {"status": "error", "errorType": "bad_data", "error": "invalid parameter \"query\""})
                     return
-                name = "used" if "tenant_gpu_used" in params["query"] else "allocated"
-                self._send(200, json.loads((CANNED / f"{name}.json").read_text()))
+                query = params["query"]
+                name = "peak" if "max_over_time" in query else "used" if "tenant_gpu_used" in query else "allocated"
+                self._send(200, json.loads((canned / f"{name}.json").read_text()))
 
             def _send(self, code: int, body: dict) -> None:
                 data = json.dumps(body).encode()
@@ -129,3 +131,44 @@ def test_a_step_that_does_not_divide_an_hour_is_a_usage_error(capsys, endpoint):
     code, out, err = run(capsys, "report", "--prometheus", endpoint.url, "--from", "2026-11-01", "--to", "2026-12-01", "--step", "7")
     assert (code, out, endpoint.queries) == (2, "", [])
     assert "does not divide an hour" in err
+
+
+@pytest.fixture
+def idle_endpoint() -> Iterator[Endpoint]:
+    server = Endpoint(canned=IDLE)
+    yield server
+    server.close()
+
+
+def test_idle_guaranteed_quota_names_the_quota_line_to_lower_and_the_value(capsys, idle_endpoint):
+    code, out, err = run(capsys, "report", "--prometheus", idle_endpoint.url, "--from", "2026-11-01", "--to", "2026-12-01",
+                         "--idle", "--stack", "prod")
+    assert (code, err) == (0, ""), err
+    assert len(idle_endpoint.queries) == 3 and any("max_over_time" in q["query"] for q in idle_endpoint.queries)
+    lines = out.splitlines()
+    assert lines[0].startswith("Idle guaranteed quota from 2026-11-01") and "held below 50%" in lines[0]
+    # The most idle first: llm-finetune held 7,200 of 40 x 720 = 28,800 guaranteed H100-hours, at most 16 at once.
+    assert lines[2].split()[:8] == ["llm-finetune", "h100", "40", "28800.000", "7200.000", "3100.500", "25%", "16"]
+    assert lines[2].endswith("tenants/llm-finetune.yaml:31: lower to 16 (the most it held at once)")
+    mig = next(line for line in lines if line.startswith("eval ") and "a100-mig" in line)
+    assert "tenants/eval.yaml:36: lower its MIG quotas to hold at most 3.43 GPUs' worth" in mig
+    # Busy quotas are not listed: eval's A100s (83%) and inference's H100s (87%).
+    assert not any(line.split()[:2] in (["eval", "a100"], ["inference", "h100"]) for line in lines)
+
+
+def test_idle_csv_and_threshold(capsys, idle_endpoint):
+    code, out, _ = run(capsys, "report", "--prometheus", idle_endpoint.url, "--from", "2026-11-01", "--to", "2026-12-01",
+                       "--idle", "--stack", "prod", "--idle-below", "0.9", "--format", "csv")
+    assert code == 0
+    rows = out.splitlines()
+    assert rows[0] == "tenant,gpu_class,quota_gpus,quota_gpu_hours,held_gpu_hours,used_gpu_hours,peak_held_gpus,quota_line,lower_to"
+    # Most idle GPU-hours first: 21,600, 8,874, 2,400 (eval's A100s), 2,280 (inference's H100s).
+    assert [row.split(",")[:2] for row in rows[1:]] == [["llm-finetune", "h100"], ["eval", "a100-mig"], ["eval", "a100"],
+                                                          ["inference", "h100"]]
+    assert rows[1].split(",")[-2:] == ["tenants/llm-finetune.yaml:31", "16"]
+
+
+def test_idle_needs_a_stack(capsys, idle_endpoint):
+    code, out, err = run(capsys, "report", "--prometheus", idle_endpoint.url, "--from", "2026-11-01", "--to", "2026-12-01", "--idle")
+    assert (code, out, idle_endpoint.queries) == (2, "", [])
+    assert "give --stack ENV" in err

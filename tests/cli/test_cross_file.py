@@ -54,8 +54,8 @@ def stderr_of(capsys, argv: list[str], code: int = 1) -> list[str]:
 
 def test_a_pool_dedicated_twice_is_reported_on_both_files_and_the_edited_one_first(repo, capsys):
     (repo / "tenants" / "alpha.yaml").write_text(ALPHA)  # sorts before llm-finetune, which owns the pool
-    alpha = f"tenants/alpha.yaml:{line_of(repo / 'tenants' / 'alpha.yaml', 'dedicatedPools')}:20: gpu.dedicatedPools[0]: node pool 'h100-train' is already dedicated to tenant 'llm-finetune' (tenants/llm-finetune.yaml); a dedicated pool has one tenant"
-    owner = f"tenants/llm-finetune.yaml:{line_of(repo / 'tenants' / 'llm-finetune.yaml', 'dedicatedPools')}:20: gpu.dedicatedPools[0]: node pool 'h100-train' is already dedicated to tenant 'alpha' (tenants/alpha.yaml); a dedicated pool has one tenant"
+    alpha = f"tenants/alpha.yaml:{line_of(repo / 'tenants' / 'alpha.yaml', 'dedicatedPools')}:20: gpu.dedicatedPools[0]: node pool 'h100-train' is already dedicated to tenant 'llm-finetune' (tenants/llm-finetune.yaml); a dedicated pool has one tenant: remove it here, or ask the platform team for a pool of this tenant's own"
+    owner = f"tenants/llm-finetune.yaml:{line_of(repo / 'tenants' / 'llm-finetune.yaml', 'dedicatedPools')}:20: gpu.dedicatedPools[0]: node pool 'h100-train' is already dedicated to tenant 'alpha' (tenants/alpha.yaml); a dedicated pool has one tenant: remove it here, or ask the platform team for a pool of this tenant's own"
 
     validate = stderr_of(capsys, ["--root", str(repo), "validate", "--stack", "prod"])
     assert alpha in validate and owner in validate

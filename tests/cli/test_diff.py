@@ -603,3 +603,97 @@ def test_an_over_promise_from_a_quota_edit_stays_at_the_quota_line(repo, capsys)
     assert code == 1
     assert err.splitlines()[0].startswith("tenants/llm-finetune.yaml:") and "over-promised" in err
     assert "change it back" not in err and "stacks/Pulumi.prod.yaml:" not in err.split(": ", 1)[0]
+
+
+ACME = """\
+apiVersion: gpu-tenancy.dev/v1alpha2
+kind: Tenant
+name: acme
+displayName: Acme
+costCenter: cc-7100
+access:
+  owners:
+    groups: [acme-leads]
+gpu:
+  classes: [a100]
+  dedicatedPools: [a100-acme]
+quota:
+  cpu: {requests: "8", limits: "16"}
+  memory: {requests: 64Gi, limits: 128Gi}
+  gpu: {a100: 8}
+environments:
+  staging: {enabled: false}
+  dev: {enabled: false}
+"""
+
+
+def test_an_over_promise_from_dedicating_part_of_a_shared_pool_is_reported_at_the_lines_the_change_touched(repo, capsys):
+    # The platform splits one node off the shared A100 pool into a pool dedicated to a new customer:
+    # eval, who did not change, now asks 20 of the 10 the shared pool has left.
+    stack_file = repo / "stacks" / "Pulumi.prod.yaml"
+    data = yaml.safe_load(stack_file.read_text())
+    pools = data["config"][CONFIG_KEY]["nodePools"]
+    pools["a100-shared"]["nodes"] = ["gpu-a100-01"]
+    pools["a100-acme"] = {"gpuClass": "a100", "gpusPerNode": 8, "nodes": ["gpu-a100-02"]}
+    stack_file.write_text(yaml.safe_dump(data, sort_keys=False))
+    (repo / "tenants" / "acme.yaml").write_text(ACME)
+
+    code, out, err = run(repo, capsys, "--base", "HEAD", "--stack", "prod")
+
+    assert code == 1 and out == ""
+    lines = [line for line in err.splitlines() if ": warning: " not in line]
+    first = lines[0]
+    assert first.startswith("tenants/acme.yaml:11:20: gpu.dedicatedPools[0]: "), err
+    assert "GPU class 'a100' is over-promised by this edit (tenant acme takes pool a100-acme for itself" in first
+    assert "eval: 20" in first and "undedicate a100-acme" in first
+    # The stack lines the change moved the node with are named, and so is what to do there.
+    assert "with nodePools.a100-shared.nodes 2 nodes → 1 node (stacks/Pulumi.prod.yaml:" in first
+    assert "lower its quota (eval: tenants/eval.yaml:35)" in first
+    # The quota line it over-promises is still named, after the edited files.
+    assert lines[-1].startswith("tenants/eval.yaml:35:") and "over-promised" in lines[-1], err
+
+
+def test_dedicating_a_whole_shared_pool_that_others_use_is_reported_at_the_dedication(repo, capsys):
+    # A new customer takes the whole shared A100 pool that eval uses.
+    (repo / "tenants" / "acme.yaml").write_text(ACME.replace("[a100-acme]", "[a100-shared]"))
+
+    code, _, err = run(repo, capsys, "--base", "HEAD", "--stack", "prod")
+
+    assert code == 1
+    first = next(line for line in err.splitlines() if ": warning: " not in line)
+    assert first.startswith("tenants/acme.yaml:11:20: gpu.dedicatedPools[0]: "), err
+    assert "tenant acme takes pool a100-shared for itself" in first and "eval: 20" in first
+    assert "undedicate a100-shared" in first
+
+
+def _use_local_chart(repo: Path, relative: str) -> None:
+    chart = repo / relative
+    chart.mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: vcluster\nversion: 0.36.1\n")
+    dev = repo / "stacks" / "Pulumi.dev.yaml"
+    data = yaml.safe_load(dev.read_text())
+    data["config"][CONFIG_KEY]["vcluster"] = {"chart": relative}
+    dev.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def test_a_committed_local_vcluster_chart_is_read_from_the_base_so_the_base_is_valid(repo, capsys):
+    _use_local_chart(repo, "charts/vcluster")
+    commit_all(repo, "air-gapped vcluster chart")
+    tenant = repo / "tenants" / "llm-finetune.yaml"
+    tenant.write_text(tenant.read_text().replace("interactive: {pods: 4, gpu: 1}", "interactive: {pods: 5, gpu: 1}", 1))
+
+    document = run_json(repo, capsys, "--base", "HEAD", "--stack", "dev")
+
+    assert "the base is invalid" not in json.dumps(document)
+    assert stack(document, "dev")["tenants"]["changed"] == ["llm-finetune"], stack(document, "dev")["tenants"]
+
+
+def test_a_local_chart_the_repository_does_not_hold_is_read_from_the_working_tree(repo, capsys):
+    # A chart CI downloads into a git-ignored directory before the diff is in neither commit.
+    (repo / ".gitignore").write_text("vendor/\n")
+    _use_local_chart(repo, "vendor/vcluster")
+    commit_all(repo, "chart fetched by CI")
+
+    document = run_json(repo, capsys, "--base", "HEAD", "--stack", "dev")
+
+    assert "the base is invalid" not in json.dumps(document)

@@ -91,6 +91,43 @@ def test_init_from_an_inventory_file(capsys, tmp_path):
     assert environment.platform.gpu_classes["custom"].product == "ACME-X1"
 
 
+COMMENTED_INVENTORY = """\
+# The lab cluster, racks 3 and 4 (ticket OPS-118).
+labelDomain: gpu.example.com   # the label prefix our node pools already use
+gpuClasses:
+  # Bought in 2025; time-sliced for notebooks.
+  l4: {model: L4, sharing: timeSlicing, timeSlicing: {replicas: 4}}
+  h100:
+    model: H100-80GB
+    overcommit: 1.25   # finance agreed to 25% on training
+nodePools:
+  l4-shared: {gpuClass: l4, gpusPerNode: 2, nodes: [dev-gpu-01]}   # rack 3
+  h100-train:
+    gpuClass: h100
+    gpusPerNode: 8
+    # gpu-h100-02 comes back from repair in January.
+    nodes: [gpu-h100-01]
+"""
+
+
+def test_init_keeps_the_inventorys_comments(capsys, tmp_path):
+    # #41: the stack file tenants init wrote from an inventory dropped every comment of it.
+    inventory = tmp_path / "cluster.yaml"
+    inventory.write_text(COMMENTED_INVENTORY)
+    code, _, err = run(capsys, tmp_path, "init", "--stack", "lab", "--inventory", str(inventory))
+    assert code == 0 and err == "", err
+    text = (tmp_path / "stacks" / "Pulumi.lab.yaml").read_text()
+    for comment in [line.split("#", 1)[1] for line in COMMENTED_INVENTORY.splitlines() if "#" in line]:
+        assert f"#{comment}" in text
+    platform = yaml.safe_load(text)["config"][CONFIG_KEY]
+    assert list(platform)[:2] == ["apiVersion", "labelDomain"] and platform["tenants"] == "all"
+    assert platform["gpuClasses"]["h100"] == {"model": "H100-80GB", "product": "NVIDIA-H100-80GB-HBM3", "memory": "80Gi",
+                                              "overcommit": 1.25}
+    assert "    # gpu-h100-02 comes back from repair in January.\n" in text   # at its key's new depth
+    environment = load_environment(tmp_path, "lab", strict_warnings=True)
+    assert environment.platform.node_pools["h100-train"].nodes == ["gpu-h100-01"]
+
+
 def test_an_inventory_mistake_is_located_in_the_inventory(capsys, tmp_path):
     inventory = tmp_path / "cluster.yaml"
     inventory.write_text(INVENTORY.replace("gpuClass: l4,", "gpuClass: l44,"))

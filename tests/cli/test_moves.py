@@ -78,3 +78,48 @@ def test_a_half_done_move_names_the_stale_copy_and_the_command_that_removes_it(c
     assert ("tenant vision is in the state of lab.blue and lab.green: a `pulumi state move` stopped half-way; "
             "the copy in lab.blue is stale (the tenant's stack is lab.green); "
             "`tenants moves --stack lab --run` removes it from lab.blue's state") in err
+
+
+def test_rebalance_prints_one_assignments_line_that_balances_the_shards_and_moves_only_its_pins(capsys, tmp_path):
+    # #41: hashing left the 30-tenant fleet's hashed shards at 9 / 14 / 5 for a target of 9.3.
+    import yaml
+
+    from components.load import load_environment
+    from components.review.diff import Side, compare_stack, report
+    from components.spec.stack import CONFIG_KEY
+    from tests.sharded_fleet import write_sharded_fleet
+
+    root = write_sharded_fleet(tmp_path / "fleet")
+    base = load_environment(root, "bench")
+    code, out, err = run(capsys, "--root", str(root), "moves", "--stack", "bench", "--rebalance")
+    assert (code, err) == (0, "")
+    head, plan_line, _ = out.splitlines()
+    assert head.startswith("bench: shards a 9, b 14, c 5 tenants (target 9.33 ±20%: 8-11); 3 pin(s) move ")
+    where, _, assignments = plan_line.partition(": sharding.assignments: ")
+    stack_file = root / "stacks" / "Pulumi.bench.yaml"
+    assert where.startswith("stacks/Pulumi.bench.yaml:")
+    assert "assignments:" in stack_file.read_text().splitlines()[int(where.split(":")[1]) - 1]
+
+    data = yaml.safe_load(stack_file.read_text())
+    data["config"][CONFIG_KEY]["sharding"]["assignments"] = yaml.safe_load(assignments)
+    stack_file.write_text(yaml.safe_dump(data, sort_keys=False))
+    after = load_environment(root, "bench")
+
+    code, out, _ = run(capsys, "--root", str(root), "moves", "--stack", "bench", "--rebalance")
+    assert "every shard is within it, nothing to pin" in out
+    code, out, _ = run(capsys, "--root", str(root), "stacks", "--stack", "bench")
+    assert "outside ±20%" not in out
+    moves = report([compare_stack("bench", Side(base), Side(after), project="proj")], {"ref": "main", "commit": "0" * 40})["shardMoves"]
+    pinned = yaml.safe_load(assignments)
+    assert sorted(m["tenant"] for m in moves) == sorted(t for t in pinned if t not in base.platform.sharding.assignments)
+    assert all(m["to"] == f"bench.{pinned[m['tenant']]}" for m in moves)
+
+
+def test_the_stacks_summary_points_at_rebalance_when_shards_are_uneven(capsys, tmp_path):
+    from tests.sharded_fleet import write_sharded_fleet
+
+    root = write_sharded_fleet(tmp_path / "fleet")
+    code, out, _ = run(capsys, "--root", str(root), "stacks", "--stack", "bench")
+    assert code == 0
+    assert out.splitlines()[-1].endswith(
+        "; outside ±20% of the target (8-11): `tenants moves --stack bench --rebalance` prints the few pins that bring them in")

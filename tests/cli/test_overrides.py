@@ -75,7 +75,7 @@ def test_every_problem_of_a_merged_document_names_its_stack(project_copy, capsys
 
     assert code == 1
     line = line_of(path, "gpu: {l4: -1}")
-    assert f"tenants/eval.yaml:{line}:13: environments.dev.quota.gpu.l4: must be >= 0 (got -1) (stack dev)" in err.splitlines()
+    assert f"tenants/eval.yaml:{line}:13: environments.dev.quota.gpu.l4: must be >= 0 (got -1); write 0 or more (stack dev)" in err.splitlines()
 
 
 def test_plain_queue_limits_apply_to_every_whole_gpu_class_with_quota(project_copy, capsys, tmp_path):

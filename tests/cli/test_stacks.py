@@ -37,7 +37,9 @@ def test_stacks_names_the_largest_shard_of_an_uneven_spread():
         for name, size in (("a", 3), ("b", 7), ("c", 5), ("d", 7))
     ]
     # the largest wins, the first by name among equals; a reserved or empty shard still counts
-    assert sizes_line(parts) == "shards: 3-7 tenants each (median 5); largest p.b (7 tenants), whose previews take longest"
+    assert sizes_line(parts) == ("shards: 3-7 tenants each (median 5); largest p.b (7 tenants), whose previews take longest; "
+                                 "outside ±20% of the target (5-6): `tenants moves --stack p --rebalance` prints the few pins "
+                                 "that bring them in")
     parts.append(StackPart("p.e", "e", False, (), (), ("p",)))
     assert sizes_line(parts).startswith("shards: 0-7 tenants each (median 5); largest p.b")
 

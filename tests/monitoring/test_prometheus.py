@@ -32,8 +32,12 @@ import yaml
 from components.manifests import monitoring_dashboards as md
 from components.manifests import monitoring_rules as r
 
+from tests.project_edits import line_of
+
 from . import synthetic
 from .chargeback import GPU_HOURS_ALLOCATED, GPU_HOURS_USED
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"   # the lab stack's files (the `lab` fixture's)
 
 pytestmark = pytest.mark.monitoring
 MIB = synthetic.MIB
@@ -406,3 +410,24 @@ def test_pictures_show_what_the_dashboards_answer(answers, lab):
         path = pictures.DOCS / name
         assert path.exists(), f"{path} missing; {hint}"
         assert pictures.png_description(path) == f"data sha256 {data_digest}", f"{path} was drawn from other data; {hint}"
+
+
+def test_tenants_report_idle_quota_on_the_real_prometheus(chargeback_prometheus, capsys):
+    """`tenants report --idle` for the three hours: beta holds 11/7 of the 6 GPU-hours its 14 x 1g.10gb
+    quota guarantees (26%), at most 5 slices at once (mig-job's 3 and the burst's 2); alpha's 17 of 20
+    H100s and beta's 4 of 5 are busy enough. The peak is Prometheus' max_over_time subquery."""
+    from datetime import datetime, timezone
+
+    from components.cli.main import main
+
+    start, end = (datetime.fromtimestamp(t, timezone.utc).isoformat() for t in (chargeback_prometheus.start, chargeback_prometheus.end))
+    code = main(["--root", str(FIXTURES), "report", "--prometheus", chargeback_prometheus.url, "--from", start, "--to", end,
+                 "--idle", "--stack", "lab", "--format", "csv"])
+    out, err = capsys.readouterr()
+    assert (code, err) == (0, "")
+    header, *rows = [line.split(",") for line in out.splitlines()]
+    assert [row[:2] for row in rows] == [["beta", "a100-mig"]]
+    row = dict(zip(header, rows[0]))
+    assert (row["quota_gpus"], row["quota_gpu_hours"], row["held_gpu_hours"]) == ("2", "6.000", f"{11 / 7:.3f}")
+    assert (row["peak_held_gpus"], row["lower_to"]) == (f"{5 / 7:.2f}".rstrip("0"), "5")
+    assert row["quota_line"] == f"tenants/beta.yaml:{line_of(FIXTURES / 'tenants' / 'beta.yaml', 'mig: {1g.10gb', after='quota:')}"

@@ -373,3 +373,38 @@ def test_a_newly_added_autoscaled_pool_prints_the_labels_and_taints_its_node_gro
 
     removed = compare_stack("prod", Side(after), Side(before))
     assert _node_lines(removed)[-1] == "- autoscaled pool auto (removed): its node group no longer needs this tool's labels and taints"
+
+
+def _with_dedicated_pool(root: Path, owner_gpus: int, shared_gpus: int, dedicated_nodes: int):
+    """Pool train (2 nodes, 16 GPUs) shared by team a; pool own (`dedicated_nodes` x 8) dedicated to team o, its only pool."""
+    pools = {"train": {"gpuClass": "h100", "gpusPerNode": 8, "nodes": ["n1", "n2"]},
+             "own": {"gpuClass": "h100", "gpusPerNode": 8, "nodes": [f"o{i}" for i in range(dedicated_nodes)]}}
+    root = project(root, {"a": shared_gpus, "o": owner_gpus}, nodePools=pools)
+    path = root / "tenants" / "o.yaml"
+    path.write_text(path.read_text().replace("gpu: {classes: [h100]}", "gpu: {classes: [], dedicatedPools: [own]}"))
+    return load_environment(root, "prod")
+
+
+def test_a_dedicated_pool_its_owner_fills_is_no_capacity_warning_as_in_validate(tmp_path):
+    # #41: the class as a whole is 18/24 (75%, the band), so the diff warned; validate does not, since
+    # the full part is a pool dedicated to the tenant that fills it (8 of 8), and train has 6 of 16 free.
+    before = env(tmp_path / "a", {"a": 2})
+    after = _with_dedicated_pool(tmp_path / "b", owner_gpus=8, shared_gpus=10, dedicated_nodes=1)
+    assert [p for p in after.warnings if "tenant quotas" in p.message] == []
+
+    warnings = compare_stack("prod", Side(before), Side(after))["warnings"]
+
+    assert [w for w in warnings if w["kind"] == "capacity"] == []
+
+
+def test_a_crowded_shared_pool_warns_in_the_diff_as_in_validate_though_the_class_has_room(tmp_path):
+    # The class has 13 of 32 GPUs promised (41%), but the shared pool train holds 13 of 16 (81%):
+    # validate warns at the pool, and so does the diff, with the same figures.
+    before = _with_dedicated_pool(tmp_path / "a", owner_gpus=0, shared_gpus=4, dedicated_nodes=2)
+    after = _with_dedicated_pool(tmp_path / "b", owner_gpus=0, shared_gpus=13, dedicated_nodes=2)
+    [validated] = [p for p in after.warnings if "tenant quotas" in p.message]
+
+    [warning] = [w for w in compare_stack("prod", Side(before), Side(after))["warnings"] if w["kind"] == "capacity"]
+
+    assert warning["message"] == "GPU class h100: " + validated.message.split(": ", 1)[1]
+    assert "pool train add up to 13 (a: 13), 81% of what it holds (16)" in warning["message"]

@@ -23,10 +23,10 @@ def problems(model, text: str) -> list[str]:
 @pytest.mark.parametrize(
     "body, expected",
     [
-        ("quota:\n  gpu: -1\n", "t.yaml:7:3: quota.gpu: must be >= 0 (got -1)"),
+        ("quota:\n  gpu: -1\n", "t.yaml:7:3: quota.gpu: must be >= 0 (got -1); write 0 or more"),
         ("quota:\n  gpu: 4 GPUs\n", "t.yaml:7:3: quota.gpu: must be a whole number (got '4 GPUs'); write just 4"),
-        ("quota:\n  gpu: {h100: -2}\n", "t.yaml:7:9: quota.gpu.h100: must be >= 0 (got -2)"),
-        ("quota:\n  gpu: 1.5\n", "t.yaml:7:3: quota.gpu: must be a whole number (got 1.5)"),
+        ("quota:\n  gpu: {h100: -2}\n", "t.yaml:7:9: quota.gpu.h100: must be >= 0 (got -2); write 0 or more"),
+        ("quota:\n  gpu: 1.5\n", "t.yaml:7:3: quota.gpu: must be a whole number (got 1.5); write a count without quotes or units, e.g. 4"),
     ],
 )
 def test_a_union_reports_only_the_alternative_the_input_was_meant_for(body, expected):
@@ -36,13 +36,14 @@ def test_a_union_reports_only_the_alternative_the_input_was_meant_for(body, expe
 def test_when_no_alternative_fits_both_are_named():
     text = "labelDomain: gpu.example.com\ntenants: some\n"
     assert problems(Platform, text) == [
-        "t.yaml:2:1: tenants: 'some' is not allowed; expected one of 'all'; or must be a list (got a string: 'some')"
+        "t.yaml:2:1: tenants: 'some' is not allowed; write one of 'all'; or must be a list (got a string: 'some'); write it in "
+        "brackets, e.g. [some], or one `- item` per line"
     ]
 
 
 def test_list_alternative_errors_point_into_the_list():
     assert problems(MigDeviceGroup, "devices: [1, 99]\nprofiles: {1g.10gb: 7}\n") == [
-        "t.yaml:1:14: devices[1]: must be <= 63 (got 99)"
+        "t.yaml:1:14: devices[1]: must be <= 63 (got 99); write 63 or less"
     ]
 
 
@@ -63,8 +64,8 @@ def test_nested_unknown_fields_suggest_from_the_nested_model():
 def test_missing_required_fields_are_located_at_the_mapping():
     found = problems(Tenant, "apiVersion: gpu-tenancy.dev/v1alpha2\nkind: Tenant\nname: t\n")
     assert found == [
-        "t.yaml:1:1: displayName: required field is missing",
-        "t.yaml:1:1: costCenter: required field is missing",
+        "t.yaml:1:1: displayName: required field is missing; add `displayName:` (docs/file-format.md says what it holds)",
+        "t.yaml:1:1: costCenter: required field is missing; add `costCenter:` (docs/file-format.md says what it holds)",
     ]
 
 

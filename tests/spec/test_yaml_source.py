@@ -109,7 +109,7 @@ def test_bom_and_crlf_together(tmp_path):
 def test_non_standard_tags_are_refused_and_never_constructed(text, tag, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     found = problems_of(text)
-    assert found == [f"t.yaml:1:4: a: unsupported YAML tag {tag}; tenant and stack files are plain data"]
+    assert found == [f"t.yaml:1:4: a: unsupported YAML tag {tag}; tenant and stack files are plain data: write the value itself"]
     assert list(tmp_path.iterdir()) == []
 
 
@@ -177,7 +177,7 @@ def test_syntax_errors_are_located(text, where, words):
 
 @pytest.mark.parametrize("text", ["", "# only a comment\n", "\n\n"])
 def test_empty_documents_are_refused(text):
-    assert problems_of(text) == ["t.yaml:1:1: the file is empty"]
+    assert problems_of(text) == ["t.yaml:1:1: the file is empty; write its content, or delete the file"]
 
 
 def test_a_bare_document_marker_is_a_null_document():

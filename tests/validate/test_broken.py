@@ -58,6 +58,37 @@ def read_case(path: Path) -> Case:
     return case
 
 
+# How a message says what to do: a did-you-mean, an instruction, an example or the value to write.
+FIX_CUES = ("did you mean", "e.g.", "for example", "write ", "use ", "add ", "remove ", "set ", "give ", "pin ", "rename",
+            "lower ", "raise ", "change ", "list ", "drop ", "move ", "instead", "either ", "must be", "should be", "expected",
+            "confirm", "allowed", "known:", "valid ", "only ", "is one of", "one of", "put ", "quote", "replace", "delete", "keep ",
+            "spell", "name ", "choose", "save ", "need", "fix", "reduce", "increase", "split", "request", "leave", "take ")
+
+
+def rating(line: str, text: str, place: str) -> tuple[int, list[str]]:
+    """0-3, as the #41 trial rated messages: one point each for naming the field, for pointing at a
+    line the user wrote in the file they changed, and for saying how to fix it (`FIX_CUES`).
+
+    >>> rating("tenants/a.yaml:2:1: quota: unknown field; did you mean 'quota'?", "kind: Tenant\\nqouta: {}\\n", "tenants/a.yaml")
+    (3, [])
+    """
+    where, _, rest = line.partition(": ")
+    field_, _, message = rest.partition(": ")
+    missing = []
+    if not field_ or " " in field_.strip() or field_ == "warning":
+        field_, _, message = message.partition(": ") if field_ == "warning" else ("", "", rest)
+    if not field_ or " " in field_.strip():
+        missing.append("field")
+    parts = where.split(":")
+    lines = text.splitlines()
+    at = int(parts[1]) if len(parts) >= 2 and parts[1].isdigit() else 0
+    if not (where.startswith(place + ":") and 0 < at <= len(lines) and lines[at - 1].strip()):
+        missing.append("line the user changed")
+    if not any(cue in message.lower() for cue in FIX_CUES):
+        missing.append("fix")
+    return 3 - len(missing), missing
+
+
 def _snapshot(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
@@ -71,7 +102,7 @@ def _install(path: Path, project: Path) -> Case:
 
 
 def test_corpus_is_complete_and_every_file_says_what_it_expects():
-    assert len(CASES) >= 35
+    assert len(CASES) >= 64   # the #41 trial made 64 mistakes; each kind has a file here
     assert len([p for p in CASES if p.parent.name == "stacks"]) >= 10
     for path in CASES:
         case = read_case(path)
@@ -101,6 +132,11 @@ def test_broken_file_is_reported_at_its_line(path, project_copy, capsys, monkeyp
         at_place = [line for line in lines if line.startswith(where + ":")]
         assert at_place, f"nothing reported at {where}; got:\n{err}"
         assert any(fragment in line for line in at_place), f"at {where}, expected {fragment!r}; got:\n{err}"
+    # The message the user reads first at the file they changed is rated as #41 rated them.
+    where, fragment = next((w, f) for w, f in case.expects if w.startswith(case.place))
+    printed = next(line for line in lines if line.startswith(where + ":") and fragment in line)
+    score, missing = rating(printed, path.read_bytes().decode("latin-1"), case.place)
+    assert score >= 2, f"{path.name}: rated {score} of 3 (missing: {', '.join(missing)}): {printed}"
     if case.exit == 0:
         assert all(": warning: " in line for line in lines), err
     else:

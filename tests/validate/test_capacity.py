@@ -122,3 +122,32 @@ def test_quotas_that_rely_on_nodes_the_autoscaler_has_not_added_warn_at_min_node
     # With the one node the quotas need kept by the group, nothing relies on a scale-up.
     assert not [w for w in load_environment(_dev_without_its_static_l4_node(tmp_path / "kept", 1), "dev").warnings
                 if "autoscaled pool" in str(w)]
+
+
+def _with_tenant_dedicating(environment, pool: str):
+    from dataclasses import replace
+
+    eval_tenant = next(t for t in environment.tenants if t.name == "eval")
+    spec = eval_tenant.spec.model_copy(update={"name": "acme"}, deep=True)
+    spec.gpu.dedicated_pools.append(pool)
+    return replace(environment, tenants=[*environment.tenants, replace(eval_tenant, spec=spec)])
+
+
+def test_a_new_dedication_of_a_pool_others_share_is_reported_at_the_dedication_entry():
+    from components.validate.capacity import dedication_edit_problems
+
+    environment, _ = _prod_tenants()
+    [problem] = dedication_edit_problems(environment, _with_tenant_dedicating(environment, "a100-shared"))
+    assert problem.field.endswith("gpu.dedicatedPools[0]")
+    assert problem.message.startswith(
+        "GPU class 'a100' is over-promised by this edit (tenant acme takes pool a100-shared for itself, which tenant "
+        "eval may use otherwise): the pools tenant eval: 20 may use (none) hold 0 for 20 asked; undedicate a100-shared")
+
+
+def test_a_dedication_that_was_there_before_or_leaves_room_is_not_blamed():
+    from components.validate.capacity import dedication_edit_problems
+
+    environment, _ = _prod_tenants()
+    assert dedication_edit_problems(environment, environment) == []
+    # A pool another tenant holds already stays its (validate says so at the entry): nothing is taken from the sharers.
+    assert dedication_edit_problems(environment, _with_tenant_dedicating(environment, "h100-serve")) == []
