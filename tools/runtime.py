@@ -23,7 +23,7 @@ it never does).
 
 `PodLedger` watches every pod and keeps when each ran and what GPUs it held (a KAI share its
 fraction of a GPU, `KAI_SHARE`), for the lane summary (`runtime_summary`): per stack the Jobs Kueue
-admitted and that finished, the preemptions, and the GPU-seconds per tenant and resource.
+admitted and that finished, the preemptions, and the device-seconds per tenant and resource (a GPU, MIG slice or share as the nodes advertise it; chargeback weighs them).
 
 The lane (`make e2e-runtime`) is tests/e2e/runtime.
 """
@@ -396,16 +396,17 @@ SUMMARY_EVENTS = {
 
 
 def runtime_summary(what: str, counts: Mapping[tuple[str, str], int], seconds: Mapping[str, Mapping[str, float]]) -> list[str]:
-    """The lane summary's lines for one stack.
+    """The lane summary's lines for one stack. Seconds are per device as the nodes advertise it
+    (a GPU, a MIG slice, a time-sliced or MPS replica), not GPU-equivalents: chargeback weighs those.
 
     >>> runtime_summary("prod", {("Workload", "Admitted"): 3, ("Job", "Completed"): 2},
     ...                 {"eval": {"nvidia.com/gpu": 12.04}})
-    ['runtime lane (prod): 3 Jobs admitted by Kueue, 2 Jobs finished, 0 Kueue preemptions, 0 KAI evictions', 'runtime lane (prod): GPU-seconds eval: nvidia.com/gpu 12.0']
+    ['runtime lane (prod): 3 Jobs admitted by Kueue, 2 Jobs finished, 0 Kueue preemptions, 0 KAI evictions', 'runtime lane (prod): device-seconds eval: nvidia.com/gpu 12.0']
     """
     totals = ", ".join(f"{counts.get(key, 0)} {label}" for key, label in SUMMARY_EVENTS.items())
     lines = [f"runtime lane ({what}): {totals}"]
     for tenant, per in seconds.items():
-        lines.append(f"runtime lane ({what}): GPU-seconds {tenant}: "
+        lines.append(f"runtime lane ({what}): device-seconds {tenant}: "
                      + ", ".join(f"{resource} {value:.1f}" for resource, value in per.items()))
     return lines
 
@@ -420,13 +421,13 @@ class StackTotals:
 
 
 def summary_table(totals: Iterable[StackTotals]) -> list[str]:
-    """The lane summary: one row of SUMMARY_EVENTS counts per stack, then each stack's GPU-seconds per tenant.
+    """The lane summary: one row of SUMMARY_EVENTS counts per stack, then each stack's device-seconds per tenant.
 
     >>> for line in summary_table([StackTotals("dev", {("Job", "Completed"): 2}, {"eval": {"nvidia.com/gpu": 10.0}})]):
     ...     print(line)
     stack  Jobs admitted by Kueue  Jobs finished  Kueue preemptions  KAI evictions
     dev                         0              2                  0              0
-    GPU-seconds, dev: eval nvidia.com/gpu 10.0
+    device-seconds, dev: eval nvidia.com/gpu 10.0
     """
     totals = list(totals)
     width = max([len("stack"), *(len(t.what) for t in totals)])
@@ -437,7 +438,7 @@ def summary_table(totals: Iterable[StackTotals]) -> list[str]:
     for t in totals:
         per_tenant = "; ".join(f"{tenant} " + ", ".join(f"{r} {v:.1f}" for r, v in per.items())
                                for tenant, per in t.seconds.items())
-        lines.append(f"GPU-seconds, {t.what}: {per_tenant or 'none'}")
+        lines.append(f"device-seconds, {t.what}: {per_tenant or 'none'}")
     return lines
 
 

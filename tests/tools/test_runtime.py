@@ -75,8 +75,8 @@ def test_the_summary_names_each_count_and_each_tenants_gpu_seconds():
     lines = runtime_summary("dev", {("Job", "Completed"): 2, ("Workload", "Preempted"): 1},
                             {"eval": {"nvidia.com/gpu": 10.0}, "llm-finetune": {"nvidia.com/gpu": 9.96}})
     assert lines == ["runtime lane (dev): 0 Jobs admitted by Kueue, 2 Jobs finished, 1 Kueue preemptions, 0 KAI evictions",
-                     "runtime lane (dev): GPU-seconds eval: nvidia.com/gpu 10.0",
-                     "runtime lane (dev): GPU-seconds llm-finetune: nvidia.com/gpu 10.0"]
+                     "runtime lane (dev): device-seconds eval: nvidia.com/gpu 10.0",
+                     "runtime lane (dev): device-seconds llm-finetune: nvidia.com/gpu 10.0"]
 
 
 def test_tenant_of_maps_every_rendered_namespace_to_its_owner():
@@ -107,5 +107,5 @@ def test_the_summary_table_has_a_row_per_stack_and_their_gpu_seconds_after():
     assert re.split(r"\s{2,}", header)[1:] == list(runtime.SUMMARY_EVENTS.values())
     assert prod.split() == ["prod", "+", "cohort", "'shared'", "11", "0", "2", "0"] and dev.split() == ["dev", "0", "2", "0", "0"]
     assert len({len(header), len(prod), len(dev)}) == 1   # columns line up
-    assert prod_seconds == "GPU-seconds, prod + cohort 'shared': none"
-    assert dev_seconds == "GPU-seconds, dev: eval nvidia.com/gpu 10.0, nvidia.com/gpu (KAI share) 0.5"
+    assert prod_seconds == "device-seconds, prod + cohort 'shared': none"
+    assert dev_seconds == "device-seconds, dev: eval nvidia.com/gpu 10.0, nvidia.com/gpu (KAI share) 0.5"

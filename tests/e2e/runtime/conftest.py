@@ -8,7 +8,7 @@ runs at a time on the lane's two cores.
 
 At the end of the lane pytest's terminal summary prints the **runtime lane summary**: per stack the
 Jobs Kueue admitted and that finished, Kueue's preemptions and KAI's evictions (events of the
-Workloads, Jobs and PodGroups), and the GPU-seconds per tenant and resource (the pods' own start and
+Workloads, Jobs and PodGroups), and the device-seconds per tenant and resource (a GPU, MIG slice or share as the nodes advertise it; chargeback weighs them) (the pods' own start and
 finish), each stack's fixture handing its totals to `runtime_totals`.
 """
 
