@@ -45,7 +45,8 @@ def test_a_csv_cell_error_names_its_line_and_column(tmp_path, prod):
     path = tmp_path / "t.csv"
     path.write_text("tenant,submit,gpu,count,duration\neval,0,a100,4,600\neval,10,a10,0,-5\n")
     errors = _errors(path, prod)
-    assert errors == ["t.csv:3:13: count: must be >= 1 (got '0')", "t.csv:3:15: duration: must be > 0.0 (got '-5')"]
+    assert errors == ["t.csv:3:13: count: must be >= 1 (got '0'); write 1 or more",
+                      "t.csv:3:15: duration: must be > 0.0 (got '-5'); write more than 0.0"]
 
 
 def test_unknown_names_are_errors_with_the_close_name(tmp_path, prod):
