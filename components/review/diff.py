@@ -418,6 +418,34 @@ def _ingress_host_warnings(stack: str, tenant: str, before: Tenant | None, after
     return warnings
 
 
+def placement_narrowed_warnings(stack: str, tenant: str, before: Tenant | None, after: Tenant | None,
+                                before_env: Environment | None, after_env: Environment | None) -> list[DiffWarning]:
+    """A tenant that keeps running loses pools its pods may land on (a class dropped from `gpu.classes`,
+    a shared pool dedicated to another tenant, its own dedication ended; a pool the stack removes is
+    the nodes' change, not this): nothing running moves, but
+    each pod created afterwards (a restart, a rollout, the next job) is refused there by the placement
+    policy, or waits for room in the pools it has left. Said once, with the pools.
+
+    >>> shared = prod.tenants[0].spec.model_copy(update={"name": "eval"})
+    >>> gone = shared.model_copy(update={"gpu": shared.gpu.model_copy(update={"classes": []})})
+    >>> placement_narrowed_warnings("prod", "eval", shared, gone, prod, prod)[0]["message"][:84]
+    'tenant eval may no longer place pods on pools a100-mig, a100-shared (it keeps: none)'
+    """
+    warnings: list[DiffWarning] = []
+    if before is None or after is None or before_env is None or after_env is None or not after.is_active:
+        return warnings
+    # A pool removed from the stack is the nodes' change (and the split's), not this tenant's.
+    lost = sorted(p for p in set(before_env.view(before).reachable_pools) - set(after_env.view(after).reachable_pools)
+                  if p in after_env.platform.node_pools)
+    if lost:
+        kept = ", ".join(after_env.view(after).reachable_pools) or "none"
+        _warn(warnings, stack, tenant, "placement-narrowed", (
+            f"tenant {tenant} may no longer place pods on pools {', '.join(lost)} (it keeps: {kept}); "
+            "its pods running there keep running, but each one created afterwards (a restart, a rollout, the next job) "
+            "is refused there by the placement policy: move its workloads off them before the deploy, or keep the pools"))
+    return warnings
+
+
 # What a decommissioned tenant keeps until its namespaces are gone: the admission objects that hold for
 # everybody in them (and their parameters), deleted after the namespaces when the file is removed.
 _GUARDS = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "TenantGrant")
@@ -485,7 +513,8 @@ def _tenant_warnings(stack: str, detail: TenantDetail, before: Tenant | None, af
             ))
     return (warnings + _object_warnings(stack, detail, after) + _egress_warnings(stack, detail)
             + _image_warnings(stack, tenant, before, after, before_env, after_env)
-            + _ingress_host_warnings(stack, tenant, before, after, before_env, after_env))
+            + _ingress_host_warnings(stack, tenant, before, after, before_env, after_env)
+            + placement_narrowed_warnings(stack, tenant, before, after, before_env, after_env))
 
 
 def _capacity_warnings(stack: str, capacity: list[CapacityRow], judged_before: Mapping, judged_after: Mapping) -> list[DiffWarning]:

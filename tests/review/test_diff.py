@@ -408,3 +408,21 @@ def test_a_crowded_shared_pool_warns_in_the_diff_as_in_validate_though_the_class
 
     assert warning["message"] == "GPU class h100: " + validated.message.split(": ", 1)[1]
     assert "pool train add up to 13 (a: 13), 81% of what it holds (16)" in warning["message"]
+
+
+def test_a_shared_pool_dedicated_to_another_tenant_warns_that_the_sharers_pods_are_refused_there_on_their_next_start(tmp_path):
+    # #41: moving a customer off a shared pool did not say that its running pods are refused on their next rollout.
+    pools = {"train": {"gpuClass": "h100", "gpusPerNode": 8, "nodes": ["n1", "n2"]},
+             "own": {"gpuClass": "h100", "gpusPerNode": 8, "nodes": ["o1"]}}
+    before = env(tmp_path / "a", {"a": 4, "o": 2}, nodePools=pools)
+    after = _with_dedicated_pool(tmp_path / "b", owner_gpus=2, shared_gpus=4, dedicated_nodes=1)
+
+    warnings = [w for w in compare_stack("prod", Side(before), Side(after))["warnings"] if w["kind"] == "placement-narrowed"]
+
+    # a loses the pool o takes; o, whose file now lists no class, loses the shared pool it had.
+    assert [(w["tenant"], w["message"].split(" (")[0]) for w in warnings] == [
+        ("a", "tenant a may no longer place pods on pools own"), ("o", "tenant o may no longer place pods on pools train")]
+    assert "(it keeps: train)" in warnings[0]["message"] and "refused there by the placement policy" in warnings[0]["message"]
+    assert "(it keeps: own)" in warnings[1]["message"]
+    # A diff that takes nothing away says nothing.
+    assert not [w for w in compare_stack("prod", Side(after), Side(after))["warnings"] if w["kind"] == "placement-narrowed"]
