@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
 from components.load import load_environment
 from components.spec.problems import InvalidInput
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def append_to(path: Path, text: str) -> None:
@@ -55,3 +58,15 @@ def rename_llm_finetune(root: Path, *, keep_namespace: bool = True) -> None:
     old.unlink()
     (root / "tenants" / "finetune.yaml").write_text(text)
     replace_once(root / "tenants" / "eval.yaml", "tenants: [llm-finetune]", "tenants: [finetune]")
+
+
+def example_with_registry_tenant(root: Path, registries: int) -> Path:
+    """The example project copied to `root`, plus tenant `sizelab` listing `registries` image registries
+    (the lists a tenant file may hold but the API server's limits may refuse)."""
+    for part in ("tenants", "stacks"):
+        shutil.copytree(REPO / part, root / part)
+    listed = ", ".join(f"registry.example.com/team-sizelab/project-{i:05d}" for i in range(registries))
+    (root / "tenants" / "sizelab.yaml").write_text(
+        "apiVersion: gpu-tenancy.dev/v1alpha2\nkind: Tenant\nname: sizelab\ndisplayName: Size lab\ncostCenter: cc-1\n"
+        f"access:\n  owners:\n    groups: [sizelab-leads]\nimages:\n  registries: [{listed}]\n")
+    return root

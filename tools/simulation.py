@@ -110,7 +110,22 @@ def queues_of(objects: dict[str, list[dict[str, Any]]]) -> dict[str, tuple[str, 
     return out
 
 
-class WorkloadWatch:
+class _Background:
+    """A daemon thread running `_run` until `stop`: the Workload watch and the borrowing sampler."""
+
+    _thread: threading.Thread
+    _stop: threading.Event
+
+    def start(self):
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+
+class WorkloadWatch(_Background):
     """When each Job's Workload was first admitted and how often it was preempted (local monotonic
     time), from a watch on every Workload."""
 
@@ -124,14 +139,6 @@ class WorkloadWatch:
         self.changed = time.monotonic()
         self._lock, self._stop = threading.Lock(), threading.Event()
         self._thread = threading.Thread(target=self._run, name="workload-watch", daemon=True)
-
-    def start(self) -> "WorkloadWatch":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
 
     def settled(self, created: set[tuple[str, str]], quiet: float = QUIET_SECONDS) -> bool:
         """Every created Job finished, or none runs and none was admitted or finished for `quiet` seconds."""
@@ -176,7 +183,7 @@ class WorkloadWatch:
                 time.sleep(0.2)
 
 
-class BorrowSampler:
+class BorrowSampler(_Background):
     """Each ClusterQueue's borrowed GPU devices, sampled every SAMPLE_SECONDS and summed into
     device-seconds (wall) per tenant (the queue's `gpu-tenancy.dev/tenant` label)."""
 
@@ -187,14 +194,6 @@ class BorrowSampler:
         self.seconds: dict[str, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="borrow-sampler", daemon=True)
-
-    def start(self) -> "BorrowSampler":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
 
     def _run(self) -> None:
         last = time.monotonic()

@@ -6,7 +6,6 @@ tenant's registry list."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -15,20 +14,14 @@ from kubernetes.client.rest import ApiException
 from components.load import load_environment
 from components.manifests.build import tenant_objects
 from components.review.object_limits import CEL_EXPRESSION_CODE_POINTS, longest_expression, object_size_problems
+from tests.project_edits import example_with_registry_tenant
 
 pytestmark = pytest.mark.e2e
 
-REPO = Path(__file__).resolve().parents[2]
 
 
 def _image_policy(tmp_path: Path, registries: int):
-    root = tmp_path / f"project-{registries}"
-    for part in ("tenants", "stacks"):
-        shutil.copytree(REPO / part, root / part)
-    listed = ", ".join(f"registry.example.com/team-sizelab/project-{i:05d}" for i in range(registries))
-    (root / "tenants" / "sizelab.yaml").write_text(
-        "apiVersion: gpu-tenancy.dev/v1alpha2\nkind: Tenant\nname: sizelab\ndisplayName: Size lab\ncostCenter: cc-1\n"
-        f"access:\n  owners:\n    groups: [sizelab-leads]\nimages:\n  registries: [{listed}]\n")
+    root = example_with_registry_tenant(tmp_path / f"project-{registries}", registries)
     environment = load_environment(root, "prod")
     tenant = next(t for t in environment.tenants if t.name == "sizelab")
     policy = next(o for o in tenant_objects(tenant.spec, environment.view(tenant.spec)) if o["kind"] == "ValidatingAdmissionPolicy")

@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from components.cli.main import main
 from components.review.object_limits import CEL_EXPRESSION_CODE_POINTS
-from tests.project_edits import line_of
+from tests.project_edits import example_with_registry_tenant, line_of
 
-REPO = Path(__file__).resolve().parents[2]
 
 
 def _project(tmp_path: Path, registries: int) -> Path:
-    root = tmp_path / "project"
-    for part in ("tenants", "stacks"):
-        shutil.copytree(REPO / part, root / part)
-    listed = ", ".join(f"registry.example.com/team-sizelab/project-{i:05d}" for i in range(registries))
-    (root / "tenants" / "sizelab.yaml").write_text(
-        "apiVersion: gpu-tenancy.dev/v1alpha2\nkind: Tenant\nname: sizelab\ndisplayName: Size lab\ncostCenter: cc-1\n"
-        f"access:\n  owners:\n    groups: [sizelab-leads]\nimages:\n  registries: [{listed}]\n")
-    return root
+    return example_with_registry_tenant(tmp_path / "project", registries)
 
 
 def test_a_registry_list_too_long_for_the_cel_parser_is_an_error_at_its_line(tmp_path, capsys):

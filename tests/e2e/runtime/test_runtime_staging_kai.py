@@ -116,13 +116,7 @@ def test_over_quota_use_is_reclaimed_when_the_quotas_owner_submits(kai_stack, po
                                                             labels={PREEMPTIBILITY: "preemptible"}, **research)))
                 for _ in range(2)]   # the whole pool: 8 GPUs on a queue quota of 4
 
-    def phase(namespace: str, name: str) -> str | None:
-        try:
-            return pods.core.read_namespaced_pod(name, namespace).status.phase
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
+    phase = lambda namespace, name: _phase(pods, namespace, name)   # noqa: E731
 
     for name in borrowed:
         wait_or_explain(pods.cp, lambda n=name: phase("research", n) == "Running", f"research's {name} Running",
