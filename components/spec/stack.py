@@ -30,6 +30,7 @@ from .platform.admission import (
     ServiceAccountTokens,
 )
 from .platform.inventory import (
+    GPU_STACKS,
     TAINT_PATCH_SUFFIX,
     DeviceClassSpec,
     DraDevices,
@@ -37,6 +38,7 @@ from .platform.inventory import (
     GpuClass,
     GpuOperator,
     GpuSharing,
+    GpuStackRole,
     KaiFractions,
     MigDeviceGroup,
     MigSharing,
@@ -179,6 +181,13 @@ class Platform(Model):
     queues: QueueSettings = QueueSettings()
     vcluster: VClusterPlatform = VClusterPlatform()
     gpu_operator: GpuOperator = GpuOperator()
+    gpu_stack: Optional[Literal["devicePlugin", "dra", "both"]] = Field(
+        None,
+        description="the GPU Operator's stack: devicePlugin (GPU Feature Discovery, device plugin, MIG Manager), dra "
+        "(the NVIDIA DRA driver alone: no nvidia.com/gpu.product or nvidia.com/mig.config labels), or both during the "
+        "cutover; decides which gpuClasses.<c>.serving can work (docs/gpu-sharing.md, The cutover); unset: "
+        "devicePlugin, or both when a class is served by DRA",
+    )
     role_bundles: dict[DnsLabel, RoleBundle] = Field(
         {},
         description="named RBAC rule bundles tenants may add to a role (access.<role>.bundles), besides the shipped "
@@ -230,6 +239,9 @@ class Platform(Model):
         for class_name, gpu_class in self.gpu_classes.items():
             if gpu_class.serving == "devicePlugin":
                 continue
+            if gpu_class.sharing == "mps":
+                raise ValueError(f"gpuClasses.{class_name}: MPS and the DRA driver's ConsumableShares cannot both share one device; "
+                                 "keep `serving: devicePlugin` for MPS, or set `sharing: exclusive` and let DRA share it")
             if gpu_class.sharing not in ("exclusive",):
                 raise ValueError(f"gpuClasses.{class_name}: serving '{gpu_class.serving}' needs sharing 'exclusive' (a DRA driver's own sharing is not modelled yet)")
             served_by = {n: d for n, d in self.device_classes.items() if d.gpu_class == class_name}
@@ -243,6 +255,26 @@ class Platform(Model):
                         "ResourceClaims would each get the whole grant (twice the GPUs)"
                     )
         return self
+
+    @property
+    def effective_gpu_stack(self) -> str:
+        """`gpuStack`, or when unset `devicePlugin`, or `both` when a class is served by DRA.
+
+        >>> Platform(labelDomain="g.dev").effective_gpu_stack
+        'devicePlugin'
+        """
+        if self.gpu_stack is not None:
+            return self.gpu_stack
+        return "both" if any(c.serving != "devicePlugin" for c in self.gpu_classes.values()) else "devicePlugin"
+
+    @property
+    def gpu_stack_role(self) -> GpuStackRole:
+        """The consequences of the stack's GPU stack (`GPU_STACKS`).
+
+        >>> Platform(labelDomain="g.dev", gpuStack="dra").gpu_stack_role.mig_config_label
+        False
+        """
+        return GPU_STACKS[self.effective_gpu_stack]
 
     def leaves_out_on_purpose(self, tenant: str) -> bool:
         """Whether the stack's `tenantsLeftOut` names the tenant (or is `others` and `tenants` does not list it).

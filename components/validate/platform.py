@@ -257,7 +257,32 @@ def ingress_host_grants_have_one_tenant(platform: Platform, doc: SourceDocument)
     return problems
 
 
+def classes_fit_the_gpu_stack(platform: Platform, doc: SourceDocument) -> list[Problem]:
+    r"""Every class is served the way `gpuStack` can serve it, and MIG classes keep their MIG Manager (`GPU_STACKS`).
+
+    >>> from components.spec.yaml_source import parse_yaml
+    >>> p = Platform(labelDomain="g.dev", gpuStack="dra", gpuClasses={"l4": {"model": "L4", "product": "NVIDIA-L4", "memory": "24Gi"}})
+    >>> [x.message.split(" (")[0] for x in classes_fit_the_gpu_stack(p, parse_yaml("config: {}\n", "stacks/Pulumi.dev.yaml"))]
+    ["serving 'devicePlugin' cannot work on gpuStack 'dra'"]
+    """
+    role, stack, problems = platform.gpu_stack_role, platform.effective_gpu_stack, []
+    for name, gpu_class in sorted(platform.gpu_classes.items()):
+        where = platform_path("gpuClasses", name)
+        if gpu_class.serving not in role.servings:
+            fix = ("give it `devices` (its ResourceSlice attributes) and `serving: dra`, or keep `gpuStack: both` until it has them"
+                   if stack == "dra" else "set `gpuStack: both` while the DRA driver runs beside the device plugin")
+            field = "product" if gpu_class.serving == "devicePlugin" and gpu_class.product else "serving"
+            problems.append(doc.problem(where + (field,), f"serving '{gpu_class.serving}' cannot work on gpuStack '{stack}' "
+                                        f"(its pools key on {role.pools_key_on}); {fix}"))
+        if gpu_class.sharing == "mig" and not role.mig_config_label:
+            problems.append(doc.problem(where + ("sharing",), (
+                f"sharing 'mig' needs the MIG Manager and its nvidia.com/mig.config node label, which gpuStack '{stack}' "
+                "does not run; keep `gpuStack: both` until MIG is served through DRA")))
+    return problems
+
+
 PLATFORM_VALIDATORS = (
+    classes_fit_the_gpu_stack,
     node_pools_are_consistent,
     mig_layouts_do_not_overlap,
     one_default_priority_class,

@@ -5,6 +5,7 @@ node pools, MIG layouts, and where the NVIDIA GPU Operator runs (`Platform.gpuCl
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Annotated, Literal, Optional, Union
 
@@ -17,6 +18,32 @@ from ..base import DnsLabel, DnsSubdomain, LabelValue, Model, NonNegativeInt
 # (resources/kubernetes.py `logical_name`), so a node may not be named like another node plus it
 # (validate/platform.py).
 TAINT_PATCH_SUFFIX = "-taints"
+
+
+@dataclass(frozen=True)
+class GpuStackRole:
+    """What one `platform.gpuStack` means for the rest of the stack: the single table of its consequences."""
+
+    servings: frozenset[str]      # the `gpuClasses.<c>.serving` values that can work on this stack
+    quota_keys: str               # what a tenant's GPU grant is metered under
+    kueue: str                    # what the Kueue ClusterQueues count for a class
+    pools_key_on: str             # how a node pool's GPUs are told apart
+    mig_config_label: bool        # the MIG Manager runs and reads nodes' nvidia.com/mig.config label
+    gfd_labels: bool              # GPU Feature Discovery labels nodes (nvidia.com/gpu.product)
+
+
+# The GPU Operator's two stacks and the migration between them (docs/gpu-sharing.md, The cutover).
+GPU_STACKS: dict[str, GpuStackRole] = {
+    "devicePlugin": GpuStackRole(
+        frozenset({"devicePlugin"}), "requests.nvidia.com/gpu (nvidia.com/mig-<profile> for MIG classes)",
+        "one ResourceFlavor per class counting nvidia.com/gpu", "node labels: nvidia.com/gpu.product and the pool label", True, True),
+    "both": GpuStackRole(
+        frozenset({"devicePlugin", "dra", "both"}), "requests.nvidia.com/gpu and <deviceclass>.deviceclass.resource.kubernetes.io/devices",
+        "nvidia.com/gpu flavors for plugin classes, deviceClassMappings for DRA classes", "node labels, or ResourceSlice attributes for classes with `devices`", True, True),
+    "dra": GpuStackRole(
+        frozenset({"dra"}), "<deviceclass>.deviceclass.resource.kubernetes.io/devices only",
+        "deviceClassMappings only: no nvidia.com/gpu flavor", "ResourceSlice attributes (`devices`) and the pool label", False, False),
+}
 
 
 class TimeSlicing(Model):
