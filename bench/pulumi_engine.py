@@ -140,7 +140,7 @@ def change_one_tenant(root: Path, count: int, tenant: Optional[str] = None) -> s
 
 def stacks_to_preview(document: dict) -> tuple[list[str], str]:
     """The Pulumi stacks a change touches, from a `tenants diff --format json` document (its
-    `touchedStacks`, components/review/stack_changes.py), and where the answer came from.
+    `touchedStacks`, components/review/moves/stack_changes.py), and where the answer came from.
 
     >>> stacks_to_preview({"touchedStacks": ["prod.b"]})
     (['prod.b'], 'tenants diff touchedStacks')

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from components.review.stack_changes import TENANT_TYPE, tenant_urn
+from components.review.moves.stack_changes import TENANT_TYPE, tenant_urn
 
 
 def export(stack: str, tenants: dict[str, str] | list[str], project: str = "proj") -> dict:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from components.review.state_moves import tenant_urns
+from components.review.moves.state_moves import tenant_urns
 from tools.applied_stack import install_crds, register_nodes
 from tools.control_plane import BIN_DIR, TEST_QUOTA_SYNC_PERIOD, ControlPlane
 from tools.lanes import tool_versions
@@ -326,13 +326,13 @@ class Engine:
     def recover(self) -> list[str]:
         """Undo what a killed `pulumi up` left in this stack's state, before the next operation:
         a lock whose process is gone (`pulumi cancel`; a live holder is an error: wait for it),
-        then the pending operations (export, cleared, import; components/review/state_moves.py says
+        then the pending operations (export, cleared, import; components/review/moves/state_moves.py says
         why that is safe). Returns one line per repair, empty when there was nothing to do.
 
         >>> Engine(project, "prod", state, kubeconfig).recover()   # doctest: +SKIP
         ['the stack was locked by pulumi pid 16996, which is gone: lock removed (pulumi cancel)']
         """
-        from components.review.state_moves import pending_operations, without_pending
+        from components.review.moves.state_moves import pending_operations, without_pending
 
         done = []
         holders = self.lock_holders()

@@ -6,7 +6,7 @@ Without EXPORT files it asks the `pulumi` CLI (on PATH, or `$PULUMI`), in the pr
 for the environment's stacks and their exports; `--run` then makes the moves, one tenant at a time.
 A move writes the destination's state, then the source's: a move killed between the two leaves
 the tenant in both stacks. That is found here and said (the copy in the stack the tenant's file
-does not assign it to is stale, components/review/state_moves.py); `--run` removes the stale copy
+does not assign it to is stale, components/review/moves/state_moves.py); `--run` removes the stale copy
 from that stack's state (export, import; the cluster keeps its objects) before it plans the moves,
 so running it again after any failure does what is left (docs/when-things-fail.md).
 """
@@ -90,7 +90,7 @@ def existing_stacks(root: Path, environment: str) -> dict[str, str]:
 
 def _read_exports(args: argparse.Namespace, existing: dict[str, str] | None) -> list[tuple[str, object]]:
     """`(source, document)` of each export: the files given, else each existing stack's from the CLI."""
-    from ..review.state_moves import StateExportError
+    from ..review.moves.state_moves import StateExportError
 
     if not args.exports:
         return [(f"pulumi stack export --stack {name}", json.loads(pulumi(args.root, "stack", "export", "--stack", name)))
@@ -117,9 +117,9 @@ def run(args: argparse.Namespace) -> int:
     0
     """
     from ..load import load_environment
-    from ..review.state_moves import stale_copies
-    from ..review.stack_changes import move_warning
-    from ..review.state_moves import StateExportError, planned_moves
+    from ..review.moves.state_moves import stale_copies
+    from ..review.moves.stack_changes import move_warning
+    from ..review.moves.state_moves import StateExportError, planned_moves
 
     environment = load_environment(args.root, args.stack)
     if args.rebalance:
@@ -159,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _deployed(args: argparse.Namespace, existing: dict[str, str] | None) -> tuple[dict[str, dict[str, str]], dict[str, object]]:
     """`{stack: {tenant: urn}}` and `{stack: export}` of every export read (empty states left out)."""
-    from ..review.state_moves import StateExportError, deployed_tenants
+    from ..review.moves.state_moves import StateExportError, deployed_tenants
 
     deployed: dict[str, dict[str, str]] = {}
     documents: dict[str, object] = {}
@@ -189,7 +189,7 @@ def _remove_stale_copy(root: Path, copy: dict[str, str], document: object, exist
     """`pulumi stack import` of the stale stack's export without the tenant's resources."""
     import tempfile
 
-    from ..review.state_moves import without_resource_tree
+    from ..review.moves.state_moves import without_resource_tree
 
     cleaned, removed = without_resource_tree(document, copy["urn"])
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:

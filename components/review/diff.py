@@ -36,7 +36,7 @@ from ..fleet import gpu_capacity as cap
 from ..fleet.environment import Environment
 from ..fleet.feasibility import commodity_text
 from ..fleet.ingress_hosts import WILDCARD, at_or_below, below
-from .stack_changes import move_warning, touched_stacks
+from .moves.stack_changes import move_warning, touched_stacks
 from ..spec.quantity import Quantity, QuantityError
 from ..spec.tenant import Tenant
 from .tenant_changes import set_change, tenant_changes

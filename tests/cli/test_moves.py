@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from components.review.stack_changes import tenant_urn
+from components.review.moves.stack_changes import tenant_urn
 from tests.cli.running import run
 from tests.state_exports import export
 

@@ -25,7 +25,7 @@ import pytest
 from kubernetes import client
 
 from components.load import load_environment
-from components.review.state_moves import pending_operations
+from components.review.moves.state_moves import pending_operations
 from tools.engine import Engine, LocalCluster, copy_project
 from tools.reaping import children
 from tools.up import RESULT_MARKER

@@ -29,7 +29,7 @@ from kubernetes import client
 
 from components.load import load_environment
 from components.fleet.shard_stacks import stack_parts, tenant_stack
-from components.review.stack_changes import FLEET_TYPE, TENANT_TYPE
+from components.review.moves.stack_changes import FLEET_TYPE, TENANT_TYPE
 from tools.engine import (
     Engine,
     engine_changes,

@@ -40,9 +40,9 @@ from __future__ import annotations
 import copy
 from typing import Any, Mapping
 
-from ..fleet.environment import Environment
-from ..fleet.shard_stacks import tenant_stack
-from ..spec.sharding import split_stack_name
+from ...fleet.environment import Environment
+from ...fleet.shard_stacks import tenant_stack
+from ...spec.sharding import split_stack_name
 from .stack_changes import TENANT_TYPE, shard_move
 
 

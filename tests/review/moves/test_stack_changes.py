@@ -11,10 +11,10 @@ from components.load import load_environment
 from components.review.diff import Side, compare_stack, report
 from components.review.diff_format import format_markdown, format_text
 from components.spec.sharding import hashed_shard
-from components.review.stack_changes import tenant_urn
+from components.review.moves.stack_changes import tenant_urn
 from tests.project_edits import replace_once
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 FIXTURE = REPO / "tests" / "fixtures" / "sharded"
 
 

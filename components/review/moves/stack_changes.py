@@ -15,8 +15,8 @@ from __future__ import annotations
 import shlex
 from typing import Any, Optional
 
-from ..fleet.environment import Environment
-from ..fleet.shard_stacks import stack_parts, tenant_stack
+from ...fleet.environment import Environment
+from ...fleet.shard_stacks import stack_parts, tenant_stack
 
 FLEET_TYPE = "gpu-tenancy:index:Fleet"
 TENANT_TYPE = "gpu-tenancy:index:Tenant"

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from components.load import load_environment
-from components.review.stack_changes import TENANT_TYPE, tenant_urn
-from components.review.state_moves import (StateExportError, deployed_tenants, pending_operations, planned_moves, stack_of_urn,
+from components.review.moves.stack_changes import TENANT_TYPE, tenant_urn
+from components.review.moves.state_moves import (StateExportError, deployed_tenants, pending_operations, planned_moves, stack_of_urn,
                                            stale_copies, without_pending, without_resource_tree)
 from tests.project_edits import replace_once
 from tests.state_exports import export
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 FIXTURE = REPO / "tests" / "fixtures" / "sharded"
 
 
