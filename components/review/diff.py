@@ -30,6 +30,7 @@ from .documents import (
     ObjectTotals, ShardMove, SplitMove, StackDiff, TenantDetail, TenantNames,
 )
 from .expiry import expiry_warnings
+from .gpu_cutover import cutover_warnings
 from .inventory_changes import summarise
 from .object_changes import field_changes, object_changes
 from ..fleet import gpu_capacity as cap
@@ -565,8 +566,8 @@ def _amount(value: object) -> Quantity | None:
 
 
 def quota_lowered_warnings(stack: str, before: dict[str, list[KubeObject]], after: dict[str, list[KubeObject]],
-                           own_quota_kept: frozenset[str] = frozenset(), gpu_keys: frozenset[str] = frozenset()
-                           ) -> list[DiffWarning]:
+                           own_quota_kept: frozenset[str] = frozenset(), gpu_keys: frozenset[str] = frozenset(),
+                           explained: frozenset[tuple[str, str]] = frozenset()) -> list[DiffWarning]:
     """A warning per namespace whose ResourceQuotas go down (or to zero) on a key both sides set.
 
     Workloads already running keep running, but every pod created afterwards (a restart, a rollout,
@@ -575,7 +576,8 @@ def quota_lowered_warnings(stack: str, before: dict[str, list[KubeObject]], afte
     decreases; ResourceQuotas that appear or vanish are shown with their objects. A tenant in
     `own_quota_kept` did not change its quota: a GPU key of it (`gpu_keys`, the only ones a queue's
     borrowing raises: quota.py's GPU ceiling) that goes down is what its queue may borrow from the
-    cohort (another tenant's change), said as such (`borrowing-lowered`).
+    cohort (another tenant's change), said as such (`borrowing-lowered`). The (namespace, key) pairs
+    in `explained` are said by the GPU stack cutover's warnings instead (`gpu_cutover.py`).
 
     >>> rq = lambda cpu: {"x": [{"kind": "ResourceQuota", "metadata": {"name": "tenant-quota", "namespace": "x"},
     ...     "spec": {"hard": {"requests.cpu": cpu}}}]}
@@ -590,7 +592,7 @@ def quota_lowered_warnings(stack: str, before: dict[str, list[KubeObject]], afte
         owner, hard = new[(namespace, name)]
         _, previous = old[(namespace, name)]
         lowered = []
-        for key in sorted(set(previous) & set(hard)):
+        for key in sorted(set(previous) & set(hard) - {k for ns, k in explained if ns == namespace}):
             left, right = _amount(previous[key]), _amount(hard[key])
             if left is not None and right is not None and right < left:
                 lowered.append((key, previous[key], hard[key], right == Quantity.parse(0)))
@@ -934,7 +936,9 @@ def compare_stack(name: str, base: Side, head: Side, *, project: str = "gpu-tena
     kept = frozenset(t for t, spec in built.new_tenants.items()
                      if t in built.old_tenants and built.old_tenants[t].quota == spec.quota)
     gpu_keys = frozenset(cap.quota_key(r) for side in (built.before, built.after) if side for r in side.facts.quota_gpu_resources)
-    warnings = [*quota_lowered_warnings(name, built.old_objects, built.new_objects, kept, gpu_keys), *tenant_warnings,
+    cutover, explained = cutover_warnings(name, built.before, built.after, built.old_objects, built.new_objects, kept)
+    warnings = [*quota_lowered_warnings(name, built.old_objects, built.new_objects, kept, gpu_keys, explained),
+                *cutover, *tenant_warnings,
                 *expiry_warnings(name, built.after), *_not_deployed_warnings(name, left_out),
                 *capacity_warnings, *platform.warnings, *move_warnings]
     change = _stack_change(built, base, details, platform, moves, capacity)
