@@ -35,7 +35,7 @@ lint: $(VENV)/.installed ## workflows through actionlint; time-slicing and MIG c
 # (cached outside git, ~7 min cold, seconds warm) and runs tests/e2e against them.
 export GPU_TENANCY_CACHE_DIR ?= $(HOME)/.cache/gpu-tenancy
 e2e: $(VENV)/.installed
-	tools/build.sh
+	tools/build.sh k8s integration-crds
 	GPU_TENANCY_E2E_REQUIRED=1 $(PY) -m pytest -q tests/e2e -m "e2e and not scheduling and not runtime" -ra -p no:cacheprovider
 
 # The scheduling lane: the same control plane plus kube-scheduler, the Kueue and JobSet controller

@@ -27,6 +27,8 @@
 #                 monitoring (promtool prometheus), pulumi (the CLI and the provider),
 #                 validators (nvidia-validators), kai (KAI's scheduler, binder and pod-grouper),
 #                 network (kube-network-policies), all
+#   integration-crds  no binary: the module sources whose CRDs the e2e lane's Kueue-integration tests
+#                 read (Kueue's go.mod, and KubeRay and LWS at the versions it requires; tools/scheduling.py)
 set -euo pipefail
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/go-env.sh"
 
@@ -72,8 +74,10 @@ version_for() {
 if [ "${1:-}" = "--print-dir" ]; then out_dir_for "${2:-k8s}"; exit 0; fi
 
 targets=()
+integration_crds=""
 for arg in "${@:-k8s}"; do
   case "$arg" in
+    integration-crds) integration_crds=1 ;;
     k8s) targets+=("${k8s_bins[@]}") ;;
     scheduling) targets+=("${sched_bins[@]}") ;;
     runtime) targets+=("${runtime_bins[@]}") ;;
@@ -268,6 +272,25 @@ go_ok() {  # the wrapper go.mod files say "go 1.26.0"; GOTOOLCHAIN=local forbids
   v="$(go env GOVERSION 2>/dev/null)"; v="${v#go}"
   [ "$(printf '%s\n' "1.26" "$v" | sort -V | head -1)" = "1.26" ]
 }
+
+# The e2e lane runs no Kueue but checks our policies against the CRDs of Kueue's Ray and LWS
+# integrations: download those sources (about 30 MB, seconds warm) without building anything.
+download_integration_sources() {
+  local kueue_mod="$GOMODCACHE/sigs.k8s.io/kueue@$KUEUE_VERSION/go.mod" module version
+  (cd "$TOOLS_DIR/controllers" && go mod download "sigs.k8s.io/kueue@$KUEUE_VERSION")
+  for module in github.com/ray-project/kuberay/ray-operator sigs.k8s.io/lws; do
+    version="$(awk -v m="$module" '$1 == m { print $2; exit }' "$kueue_mod")"
+    if [ -z "$version" ]; then echo "build.sh: Kueue $KUEUE_VERSION's go.mod requires no $module" >&2; exit 1; fi
+    (cd "$TOOLS_DIR/controllers" && go mod download "$module@$version")
+  done
+}
+if [ -n "$integration_crds" ]; then
+  if ! command -v go >/dev/null 2>&1; then
+    echo "build.sh: integration-crds needs Go >= 1.26 to download module sources; install it and rerun." >&2
+    exit 1
+  fi
+  download_integration_sources
+fi
 
 for name in "${targets[@]}"; do
   case " ${all[*]} " in *" $name "*) ;; *) echo "build.sh: unknown binary '$name'" >&2; exit 2;; esac
