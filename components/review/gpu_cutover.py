@@ -14,7 +14,7 @@ ClusterQueue must count the new path too (`coveredResources`). The consequences 
 come from its row of `GPU_STACKS`; only the fields that differ are named.
 
 >>> cutover_warnings("dev", dev, dev, {}, {})
-[]
+([], frozenset())
 """
 
 from __future__ import annotations
