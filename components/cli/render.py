@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     """Write the stack's objects as YAML files under `--out`; exit 0, or 2 when `--out` cannot be replaced.
 
     >>> run(cli_args("render", "--stack", "dev", "--out", str(scratch / "dev")))
-    rendered dev: 3 tenants, 98 objects, 6 files in ...
+    rendered dev: 3 tenants, 101 objects, 6 files in ...
     0
     >>> sorted(p.name for p in (scratch / "dev").iterdir())
     ['_node-groups.yaml', '_platform.yaml', 'eval.yaml', 'inference.yaml', 'llm-finetune.helm.yaml', 'llm-finetune.yaml']

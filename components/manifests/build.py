@@ -9,7 +9,7 @@ from typing import Collection
 from ..fleet.facts import TenantView
 from ..fleet.environment import Environment
 from ..spec.tenant import Tenant
-from . import gpu_platform, monitoring_rules, queues, tenant_core, vcluster, vcluster_guard
+from . import api_fairness, gpu_platform, monitoring_rules, queues, tenant_core, vcluster, vcluster_guard
 from .meta import KubeObject, sort_objects
 
 PLATFORM = "_platform"
@@ -36,11 +36,12 @@ def platform_objects(environment: Environment) -> list[KubeObject]:
     """Cluster-wide objects: PriorityClasses, node labels, MIG/time-slicing configs, policies, shared RBAC, monitoring.
 
     >>> sorted({o["kind"] for o in platform_objects(prod)})
-    ['ClusterRole', 'ClusterRoleBinding', 'ConfigMap', 'CustomResourceDefinition', 'Node', 'PriorityClass', 'PrometheusRule', 'ResourceFlavor', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']
+    ['ClusterRole', 'ClusterRoleBinding', 'ConfigMap', 'CustomResourceDefinition', 'FlowSchema', 'Node', 'PriorityClass', 'PriorityLevelConfiguration', 'PrometheusRule', 'ResourceFlavor', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']
     """
     return sort_objects(
         [
             *tenant_core.platform_core_objects(environment.facts),
+            *api_fairness.api_fairness_objects(environment.facts),
             *gpu_platform.platform_gpu_objects(environment.facts),
             *queues.platform_queue_objects(environment.facts),
             *vcluster_guard.vcluster_guard_objects(environment.facts),

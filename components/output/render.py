@@ -85,7 +85,7 @@ def render_directory(environment: Environment, out: Path, processes: int) -> tup
     mounted with `discard`, creating a file soon after many deletions costs ~0.5 ms of kernel time).
 
     >>> render_directory(prod, scratch / "prod", 2)
-    (4, 136)
+    (4, 139)
     >>> sorted(p.name for p in (scratch / "prod").iterdir()) == sorted(render_files(prod))
     True
     """

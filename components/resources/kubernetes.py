@@ -41,6 +41,7 @@ _GROUP_MODULES = {
     "policy": "policy",
     "admissionregistration.k8s.io": "admissionregistration",
     "apiextensions.k8s.io": "apiextensions",
+    "flowcontrol.apiserver.k8s.io": "flowcontrol",
     # DeviceClass resource.k8s.io/v1: pulumi-kubernetes 4.25 types only up to v1beta2, so v1 objects go
     # through the generic CustomResource until the SDK has the typed class (then it is picked up here).
     "resource.k8s.io": "resource",

@@ -16,7 +16,7 @@ from pydantic import Field, model_validator
 
 from .base import DnsLabel, DnsSubdomain, Model
 from .monitoring import Monitoring
-from .platform.access import SystemName, SystemSubjects, TenantAccessSettings
+from .platform.access import ApiFairness, SystemName, SystemSubjects, TenantAccessSettings
 from .platform.admission import (
     CUSTOM_RESOURCE_KINDS,
     DEFAULT_KIND_COUNTS,
@@ -64,7 +64,7 @@ from .tenant import LimitRangeSpec, Port, ResourceValues
 # The models of spec/platform/ stay importable from here while code moves to the concept modules.
 __all__ = [
     "CONFIG_KEY", "Platform", "StackConfig", "VClusterPlatform",
-    "SystemName", "SystemSubjects", "TenantAccessSettings",
+    "ApiFairness", "SystemName", "SystemSubjects", "TenantAccessSettings",
     "CUSTOM_RESOURCE_KINDS", "DEFAULT_KIND_COUNTS", "NGINX", "AnnotationKey", "EphemeralStorageGuardRail", "GuardRails",
     "ImagePolicy", "IngressAnnotations", "PodSecurity", "ServiceAccountTokens",
     "TAINT_PATCH_SUFFIX", "DeviceClassSpec", "DraDevices", "ExtendedResourceName", "GpuClass", "GpuOperator", "GpuSharing",
@@ -139,6 +139,9 @@ class Platform(Model):
     )
     guard_rails: GuardRails = Field(default_factory=GuardRails, description="quota keys every namespace gets: object counts, storage and ephemeral storage")
     tenant_access: TenantAccessSettings = Field(TenantAccessSettings(), description="what tenant members may see and bind")
+    api_fairness: ApiFairness = Field(
+        ApiFairness(), description="tenants' namespaced writes in an API Priority and Fairness level of their own, queued per "
+        "namespace, so one tenant's churn cannot starve the others or the platform (docs/security.md)")
     images: ImagePolicy = Field(ImagePolicy(), description="image registries tenants may pull from, and whether digests are required")
     gpu_classes: dict[DnsLabel, GpuClass] = {}
     gpu_sharing: GpuSharing = Field(GpuSharing(), description="what the stack accepts about GPUs shared between tenants")
