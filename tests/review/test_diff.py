@@ -303,6 +303,20 @@ def test_decommissioning_on_kueue_says_the_cluster_queue_is_stopped(tmp_path):
     assert "ClusterQueue inference is stopped (stopPolicy: HoldAndDrain), not deleted: admitted workloads must finish" in warning["message"]
 
 
+def test_decommissioning_a_direct_tenant_says_nothing_of_a_cluster_queue(tmp_path):
+    # #41: a `queue.admission: direct` tenant has no ClusterQueue; the warning said it was stopped and evicted work.
+    base, head = _example_copy(tmp_path / "base"), _example_copy(tmp_path / "head")
+    for root in (base, head):
+        path = root / "tenants" / "inference.yaml"
+        path.write_text(path.read_text() + "queue: {admission: direct}\n")
+    tenant = head / "tenants" / "inference.yaml"
+    tenant.write_text(tenant.read_text() + "lifecycle: decommissioned\ndecommission: {confirm: inference}\n")
+    document = compare_stack("prod", Side(load_environment(base, "prod")), Side(load_environment(head, "prod")))
+    (warning,) = [w for w in document["warnings"] if w["kind"] == "tenant-decommissioned"]
+    assert "tenant inference is decommissioned" in warning["message"]
+    assert "ClusterQueue" not in warning["message"] and "evict" not in warning["message"], warning["message"]
+
+
 def test_decommissioning_names_whose_write_access_goes_and_which_guards_stay(tmp_path):
     """Issue 34: the same deploy takes the members' writes; the guard, image and placement bindings
     stay until the namespaces are gone."""
