@@ -317,6 +317,21 @@ def test_decommissioning_a_direct_tenant_says_nothing_of_a_cluster_queue(tmp_pat
     assert "ClusterQueue" not in warning["message"] and "evict" not in warning["message"], warning["message"]
 
 
+def test_renaming_a_direct_tenant_says_nothing_of_a_cluster_queue(tmp_path):
+    # #41: the rename warning spoke of a stopped ClusterQueue evicting work a queue-less tenant never had.
+    from tests.project_edits import rename_llm_finetune
+
+    base, head = _example_copy(tmp_path / "base"), _example_copy(tmp_path / "head")
+    for root in (base, head):
+        path = root / "tenants" / "llm-finetune.yaml"
+        path.write_text(path.read_text() + "queue: {admission: direct}\n")
+    rename_llm_finetune(head)
+    document = compare_stack("prod", Side(load_environment(base, "prod")), Side(load_environment(head, "prod")))
+    (warning,) = [w for w in document["warnings"] if w["kind"] == "tenant-renamed"]
+    assert warning["message"].startswith("tenant llm-finetune is renamed to finetune")
+    assert "ClusterQueue" not in warning["message"] and "evict" not in warning["message"], warning["message"]
+
+
 def test_decommissioning_names_whose_write_access_goes_and_which_guards_stay(tmp_path):
     """Issue 34: the same deploy takes the members' writes; the guard, image and placement bindings
     stay until the namespaces are gone."""
