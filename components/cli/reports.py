@@ -140,8 +140,9 @@ class GpuHours:
                             help="instead: idle guaranteed quota, the tenants whose pods held less than --idle-below of "
                             "their quota's GPU-hours, with the quota line to lower (needs --stack)")
         parser.add_argument("--stack", metavar="ENV", help="with --idle: the stack whose tenant quotas are compared")
-        parser.add_argument("--idle-below", type=float, default=0.5, metavar="RATIO",
-                            help="with --idle: held GPU-hours under this share of the quota's are idle (default: 0.5)")
+        parser.add_argument("--idle-below", type=float, default=chargeback.IDLE_BELOW, metavar="RATIO",
+                            help=f"with --idle: held GPU-hours under this share of the quota's are idle (default: {chargeback.IDLE_BELOW:g}, "
+                            "as the dashboard's row)")
 
     @staticmethod
     def run(args: argparse.Namespace) -> int:

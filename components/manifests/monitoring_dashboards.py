@@ -5,7 +5,8 @@ never repeats the joins there):
 
 * **GPU fleet overview**: per GPU class the stack's capacity, the sum of quotas, the devices
   requested and the devices busy; per tenant the GPUs held, busy share, quota use, queue wait and
-  pending work; a table of idle GPU pods.
+  pending work; GPU-hours per cost centre (chargeback) and idle guaranteed quota over the time
+  range, with the queries `tenants report` asks (`monitoring_rules.PERIOD_FIGURES`); a table of idle GPU pods.
 * **GPU tenant**: one tenant (a `tenant` variable): held vs quota per class, namespace quota
   used vs hard, engine activity and framebuffer per class, activity per pod, queue wait.
 
@@ -69,10 +70,11 @@ def fleet_panels(exporters: frozenset[str], monitoring: Monitoring) -> list[tupl
 
     >>> monitoring = prod.platform.monitoring
     >>> [row for row, _ in fleet_panels(monitoring.exporters_for(prod.platform.scheduler), monitoring)]
-    ['GPU classes', 'Tenants', 'Chargeback', 'Idle GPUs']
+    ['GPU classes', 'Tenants', 'Chargeback', 'Idle guaranteed quota', 'Idle GPUs']
     """
     tenants = [*_tenant_load_panels(exporters), *_fleet_queue_panels(exporters, monitoring)]
-    rows = [("GPU classes", _class_panels(exporters)), ("Tenants", tenants), ("Chargeback", [chargeback_panel(exporters)])]
+    rows = [("GPU classes", _class_panels(exporters)), ("Tenants", tenants), ("Chargeback", [chargeback_panel(exporters)]),
+            idle_quota_row(exporters)]
     if "dcgm" in exporters:
         rows.append(_idle_row(monitoring))
     return rows
@@ -192,7 +194,7 @@ def _idle_row(monitoring: Monitoring) -> tuple[str, list[PanelSpec]]:
     )
 
 
-CHARGEBACK_RANGE = "$__range"  # Grafana's dashboard time range, e.g. a month
+CHARGEBACK_RANGE, RANGE_SECONDS = r.DASHBOARD_PERIOD.window, r.DASHBOARD_PERIOD.seconds   # Grafana's time range, e.g. a month
 
 
 def chargeback_panel(exporters: frozenset[str]) -> PanelSpec:
@@ -203,18 +205,53 @@ def chargeback_panel(exporters: frozenset[str]) -> PanelSpec:
     'GPU-hours by cost centre, tenant and class (time range)'
     """
     legend = "{{cost_center}} {{tenant}} {{gpu_class}}"
-    queries = [Query(r.gpu_hours_expr(r.TENANT_ALLOCATED_GPUS, CHARGEBACK_RANGE), legend + " allocated")]
-    if "dcgm" in exporters:
-        queries.append(Query(r.gpu_hours_expr(r.TENANT_USED_GPUS, CHARGEBACK_RANGE), legend + " used"))
+    queries = r.figure_queries(r.DASHBOARD_PERIOD, (r.ALLOCATED, r.USED), exporters)
     return PanelSpec(
         "GPU-hours by cost centre, tenant and class (time range)",
         "GPU-hours over the dashboard's time range: allocated = devices held by scheduled pods, used = their engine "
         "activity; a MIG instance or time-slice share counts as what it is of a GPU (a 1g.10gb of an A100 is 1/7).",
-        tuple(queries),
+        tuple(Query(expr, f"{legend} {name}") for name, expr in queries.items()),
         unit="none",
         kind="table",
         width=24,
     )
+
+
+IDLE_QUOTA_FIGURES = (r.GUARANTEED, r.ALLOCATED, r.USED, r.PEAK)
+
+
+def idle_quota_row(exporters: frozenset[str]) -> tuple[str, list[PanelSpec]]:
+    """Idle guaranteed quota over the dashboard's time range: per tenant and class the quota's,
+    the held and the used GPU-hours and the most held at once, and the share held where under
+    `IDLE_BELOW`; the queries `tenants report --idle` asks (`monitoring_rules.PERIOD_FIGURES`).
+
+    >>> [p.title for p in idle_quota_row(frozenset({"dcgm"}))[1]]
+    ['Guaranteed quota vs GPU-hours held and used, by tenant and class (time range)', 'Quota held under 50% of its GPU-hours (time range)']
+    """
+    legend = "{{tenant}} {{gpu_class}}"
+    figures = r.figure_queries(r.DASHBOARD_PERIOD, IDLE_QUOTA_FIGURES, exporters)
+    report = "`tenants report --idle --stack <env>` asks the same queries for any period and names the quota line to lower"
+    return ("Idle guaranteed quota", [
+        PanelSpec(
+            "Guaranteed quota vs GPU-hours held and used, by tenant and class (time range)",
+            "Per tenant and GPU class over the time range, in GPU-equivalents: the quota's GPU-hours (the tenant files' "
+            "quota for every hour), the GPU-hours its scheduled pods held and used, and the most it held at once; "
+            f"{report}.",
+            tuple(Query(expr, f"{legend} {r.PERIOD_FIGURES[name].label}") for name, expr in figures.items()),
+            unit="none",
+            kind="table",
+            width=24,
+        ),
+        PanelSpec(
+            f"Quota held under {r.IDLE_BELOW:.0%} of its GPU-hours (time range)",
+            f"Held over guaranteed GPU-hours where under {r.IDLE_BELOW:.0%}: quota a tenant holds and does not use "
+            f"(0 when its pods held nothing); {report}.",
+            (Query(r.idle_share_query(r.DASHBOARD_PERIOD), legend),),
+            unit="percentunit",
+            kind="table",
+            width=24,
+        ),
+    ])
 
 
 def tenant_panels(exporters: frozenset[str], monitoring: Monitoring) -> list[tuple[str, list[PanelSpec]]]:

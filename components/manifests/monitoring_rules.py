@@ -18,8 +18,9 @@ rule groups are also what `promtool check rules` / `promtool test rules` read (d
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, Callable, Optional
 
 from ..fleet import gpu_capacity as cap
 from ..fleet.isolation import mode_of
@@ -187,10 +188,98 @@ def gpu_hours_expr(series: str, period: str, step_seconds: int = GPU_HOURS_RESOL
     >>> print(gpu_hours_expr(TENANT_ALLOCATED_GPUS, "90s", step_seconds=1))
     sum by (cost_center, tenant, gpu_class) (sum_over_time(gpu_tenancy:tenant_gpu_allocated:gpus[90s:1s])) / 3600
     """
+    return f"sum by ({', '.join(CHARGEBACK_LABELS)}) (sum_over_time({series}[{period}:{_step(step_seconds)}])) / {3600 // step_seconds}"
+
+
+def _step(step_seconds: int) -> str:
+    """A subquery's resolution (`1m`, `15s`): a step that divides an hour, else ValueError."""
     if step_seconds <= 0 or 3600 % step_seconds:
         raise ValueError(f"a GPU-hours step of {step_seconds} s does not divide an hour; use one that does (1, 5, 15, 60, ...)")
-    step = f"{step_seconds // 60}m" if step_seconds % 60 == 0 else f"{step_seconds}s"
-    return f"sum by ({', '.join(CHARGEBACK_LABELS)}) (sum_over_time({series}[{period}:{step}])) / {3600 // step_seconds}"
+    return f"{step_seconds // 60}m" if step_seconds % 60 == 0 else f"{step_seconds}s"
+
+
+# --- figures over a period: one table that `tenants report` and the fleet dashboard both read -----
+
+
+@dataclass(frozen=True)
+class Period:
+    """A period as a query over it reads it: a PromQL range (`10800s`; in the dashboard Grafana's
+    `$__range`), the same length in seconds (`10800`; `$__range_s`) and the integration step.
+
+    >>> Period.of_seconds(10800)
+    Period(window='10800s', seconds='10800', step_seconds=60)
+    """
+
+    window: str
+    seconds: str
+    step_seconds: int = GPU_HOURS_RESOLUTION_MINUTES * 60
+
+    @classmethod
+    def of_seconds(cls, seconds: int, step_seconds: int = GPU_HOURS_RESOLUTION_MINUTES * 60) -> "Period":
+        return cls(f"{seconds}s", str(seconds), step_seconds)
+
+
+DASHBOARD_PERIOD = Period("$__range", "$__range_s")   # the dashboard's time range (a month: pick it in Grafana)
+IDLE_BELOW = 0.5   # held GPU-hours under this share of the quota's are idle (`--idle-below`'s default, the panel's)
+ALLOCATED, USED, PEAK, GUARANTEED = "allocated", "used", "peak", "guaranteed"
+
+
+@dataclass(frozen=True)
+class PeriodFigure:
+    """One figure per (cost centre,) tenant and GPU class over a period, in GPU-equivalents
+    (`device_gpu_fractions`): its column or legend, its query, the exporter it needs beyond
+    kube-state-metrics (None: none)."""
+
+    label: str
+    query: Callable[[Period], str]
+    exporter: Optional[str] = None
+
+
+def _guaranteed_hours(period: Period) -> str:
+    # The tenants' quota series (their files, as deployed) weighted like the chargeback, for every hour of the period.
+    quota = f"{TENANT_QUOTA_STACK} * on (gpu_class, resource) group_left () {DEVICE_GPU_FRACTION}"
+    return f"sum by (tenant, gpu_class) ({quota}) * {period.seconds} / 3600"
+
+
+def _peak_held(period: Period) -> str:
+    return (f"max by ({', '.join(CHARGEBACK_LABELS)}) "
+            f"(max_over_time({TENANT_ALLOCATED_GPUS}[{period.window}:{_step(period.step_seconds)}]))")
+
+
+# Chargeback (`tenants report`, the dashboard's "Chargeback" row) reads allocated and used; idle
+# guaranteed quota (`tenants report --idle`, the "Idle guaranteed quota" row) all four: the report
+# takes the quota from the tenant files instead, with their lines.
+PERIOD_FIGURES: dict[str, PeriodFigure] = {
+    GUARANTEED: PeriodFigure("quota GPU-h", _guaranteed_hours),
+    ALLOCATED: PeriodFigure("held GPU-h", lambda p: gpu_hours_expr(TENANT_ALLOCATED_GPUS, p.window, p.step_seconds)),
+    USED: PeriodFigure("used GPU-h", lambda p: gpu_hours_expr(TENANT_USED_GPUS, p.window, p.step_seconds), "dcgm"),
+    PEAK: PeriodFigure("peak held GPUs", _peak_held),
+}
+
+
+def figure_queries(period: Period, names: tuple[str, ...], exporters: Optional[frozenset[str]] = None) -> dict[str, str]:
+    """The queries of the named `PERIOD_FIGURES` over `period`, by name, leaving out those whose
+    exporter is not in `exporters` (None: keep all).
+
+    >>> figure_queries(Period.of_seconds(10800), (PEAK,))
+    {'peak': 'max by (cost_center, tenant, gpu_class) (max_over_time(gpu_tenancy:tenant_gpu_allocated:gpus[10800s:1m]))'}
+    >>> list(figure_queries(DASHBOARD_PERIOD, (ALLOCATED, USED), frozenset()))
+    ['allocated']
+    """
+    return {name: PERIOD_FIGURES[name].query(period) for name in names
+            if exporters is None or PERIOD_FIGURES[name].exporter in (None, *exporters)}
+
+
+def idle_share_query(period: Period, below: float = IDLE_BELOW) -> str:
+    """Held over guaranteed GPU-hours per tenant and class, where under `below`: the rows `tenants
+    report --idle` lists (a tenant that held nothing counts as 0, not as missing).
+
+    >>> print(idle_share_query(Period.of_seconds(3600)))   # doctest: +ELLIPSIS
+    (sum by (tenant, gpu_class) (sum by (...) (sum_over_time(...[3600s:1m])) / 60) or on (tenant, gpu_class) (... * 0)) / on (tenant, gpu_class) (... > 0) < 0.5
+    """
+    held = f"sum by (tenant, gpu_class) ({PERIOD_FIGURES[ALLOCATED].query(period)})"
+    guaranteed = PERIOD_FIGURES[GUARANTEED].query(period)
+    return f"({held} or on (tenant, gpu_class) ({guaranteed} * 0)) / on (tenant, gpu_class) ({guaranteed} > 0) < {below:g}"
 
 
 def tenant_class_quotas(tenant: Tenant, view: TenantView) -> dict[tuple[str, str], int]:

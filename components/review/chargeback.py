@@ -23,7 +23,8 @@ from ..fleet.environment import Environment, LoadedTenant
 from ..manifests import monitoring_rules as r
 from ..validate.capacity import quota_path
 
-ALLOCATED, USED = "allocated", "used"
+ALLOCATED, USED, PEAK = r.ALLOCATED, r.USED, r.PEAK   # names of the figures asked (monitoring_rules.PERIOD_FIGURES)
+IDLE_BELOW = r.IDLE_BELOW
 CSV_COLUMNS = ("cost_center", "tenant", "gpu_class", "allocated_gpu_hours", "used_gpu_hours")
 
 
@@ -68,9 +69,7 @@ def period_queries(start: datetime, end: datetime, step_seconds: int = DEFAULT_S
     >>> print(period_queries(datetime(2026, 11, 1, tzinfo=timezone.utc), datetime(2026, 11, 1, 3, tzinfo=timezone.utc))["allocated"])
     sum by (cost_center, tenant, gpu_class) (sum_over_time(gpu_tenancy:tenant_gpu_allocated:gpus[10800s:1m])) / 60
     """
-    window = f"{period_seconds(start, end, step_seconds)}s"
-    return {ALLOCATED: r.gpu_hours_expr(r.TENANT_ALLOCATED_GPUS, window, step_seconds),
-            USED: r.gpu_hours_expr(r.TENANT_USED_GPUS, window, step_seconds)}
+    return r.figure_queries(r.Period.of_seconds(period_seconds(start, end, step_seconds), step_seconds), (ALLOCATED, USED))
 
 
 def _by_key(result: list[dict[str, Any]]) -> dict[tuple[str, ...], float]:
@@ -166,7 +165,6 @@ FORMATTERS: dict[str, Callable[[list[ChargebackRow], datetime, datetime], str]] 
 # tenant file and a value to lower it to: the most it held at once, so that nothing it ran in the
 # period would have been refused. The quota is read from the files as they are now (a quota changed
 # during the period is counted at its current value; the report says so).
-PEAK = "peak"
 IDLE_CSV_COLUMNS = ("tenant", "gpu_class", "quota_gpus", "quota_gpu_hours", "held_gpu_hours", "used_gpu_hours",
                "peak_held_gpus", "quota_line", "lower_to")
 
@@ -185,17 +183,14 @@ class IdleRow:
 
 
 def idle_period_queries(start: datetime, end: datetime, step_seconds: int = DEFAULT_STEP_SECONDS) -> dict[str, str]:
-    """The chargeback's queries plus the most GPU-equivalents each tenant held at once in the period.
+    """The chargeback's queries plus the most GPU-equivalents each tenant held at once in the period
+    (the figures the dashboard's row "Idle guaranteed quota" shows, from the same table).
 
     >>> from datetime import timezone
     >>> print(idle_period_queries(datetime(2026, 11, 1, tzinfo=timezone.utc), datetime(2026, 11, 1, 3, tzinfo=timezone.utc))["peak"])
     max by (cost_center, tenant, gpu_class) (max_over_time(gpu_tenancy:tenant_gpu_allocated:gpus[10800s:1m]))
     """
-    queries = period_queries(start, end, step_seconds)
-    window = f"{period_seconds(start, end, step_seconds)}s"
-    step = f"{step_seconds // 60}m" if step_seconds % 60 == 0 else f"{step_seconds}s"
-    peak = f"max by ({', '.join(r.CHARGEBACK_LABELS)}) (max_over_time({r.TENANT_ALLOCATED_GPUS}[{window}:{step}]))"
-    return {**queries, PEAK: peak}
+    return r.figure_queries(r.Period.of_seconds(period_seconds(start, end, step_seconds), step_seconds), (ALLOCATED, USED, PEAK))
 
 
 def guaranteed_quota(environment: Environment) -> dict[tuple[str, str], tuple[Fraction, Optional[Fraction], tuple]]:

@@ -469,8 +469,10 @@ def decommission_message(tenant: Tenant, environment: Environment | None) -> str
     gpu-tenancy-guard-eval, ValidatingAdmissionPolicyBinding gpu-tenancy-placement-eval, TenantGrant eval
     """
     name = tenant.name
+    objects = tenant_objects(tenant, environment.view(tenant)) if environment is not None else []
     queue = ""
-    if environment is not None and environment.platform.scheduler == "kueue":
+    # Asked of the objects, not of the scheduler: a `queue.admission: direct` tenant has no ClusterQueue to stop (#41).
+    if any(o["kind"] == "ClusterQueue" and o["metadata"]["name"] == name for o in objects):
         queue = (f"; its ClusterQueue {name} is stopped (stopPolicy: HoldAndDrain), not deleted: admitted workloads "
                  f"must finish before Kueue lets a ClusterQueue go, so Kueue evicts them now, and removing the file "
                  f"deletes the empty queue")
@@ -483,7 +485,6 @@ def decommission_message(tenant: Tenant, environment: Environment | None) -> str
     )
     guards = ""
     if environment is not None:
-        objects = tenant_objects(tenant, environment.view(tenant))
         kept = sorted((_GUARDS.index(o["kind"]), o["kind"], o["metadata"]["name"])
                       for o in objects if o["kind"] in _GUARDS and not o["metadata"].get("namespace"))
         guards = (" Guards that stay until the namespaces are gone (removing the file deletes the namespaces first, "

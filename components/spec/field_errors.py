@@ -217,12 +217,46 @@ def model_problems(error: ValidationError, doc: SourceDocument, data: Any, model
             continue
         path = _data_path(data, tuple(item["loc"]))
         message = _message(item, model, path)
+        if item["type"] == "value_error":
+            path, message = _named_path(data, path, message)
         key = (path, message)
         if key in seen:
             continue
         seen.add(key)
         problems.append(doc.problem(prefix + path, message, field_name=doc.field_name(prefix + path)))
     return _collapse_union_noise(problems)
+
+
+def _named_path(data: Any, path: tuple, message: str) -> tuple[tuple, str]:
+    """A model validator's message that starts with the dotted path of the field it is about
+    (`gpuClasses.l4: ...`, `deviceClasses.l4.gpu.acme.dev meters ...`: keys may hold dots) is
+    located at that field, not at the model pydantic locates it at (#41: stack errors pointed at
+    the config block); a colon after the path goes with it. One key alone is a word, not a path.
+
+    >>> _named_path({"gpuClasses": {"l4": {}}}, (), "gpuClasses.l4: MPS and DRA cannot both share it")
+    (('gpuClasses', 'l4'), 'MPS and DRA cannot both share it')
+    >>> _named_path({"default": "1Gi"}, (), "default (1Gi) is above max")
+    ((), 'default (1Gi) is above max')
+    """
+    node: Any = data
+    for part in path:
+        if not isinstance(node, (dict, list)):
+            return path, message
+        node = node[part]
+    found, rest = [], message
+    while isinstance(node, dict):
+        keys = [k for k in node if isinstance(k, str) and rest.startswith(k) and rest[len(k):len(k) + 1] in (".", ":", " ")]
+        if not keys:
+            break
+        key = max(keys, key=len)
+        found.append(key)
+        node, rest = node[key], rest[len(key):]
+        if not rest.startswith("."):
+            break
+        rest = rest[1:]
+    if len(found) < 2 or rest.startswith("."):
+        return path, message
+    return path + tuple(found), rest[1:].strip() if rest.startswith(":") else message
 
 
 _CONTAINER_KINDS = {"dict_type", "model_type", "model_attributes_type", "list_type"}

@@ -230,7 +230,7 @@ class Platform(Model):
             if device_class.gpu_class is None:
                 continue
             if gpu_class is None:
-                raise ValueError(f"deviceClasses.{name}.gpuClass '{device_class.gpu_class}' is not a key of gpuClasses ({', '.join(sorted(self.gpu_classes)) or 'none'})")
+                raise ValueError(f"deviceClasses.{name}.gpuClass: '{device_class.gpu_class}' is not a key of gpuClasses; name one of: {', '.join(sorted(self.gpu_classes)) or 'none'}")
             if gpu_class.serving == "devicePlugin":
                 raise ValueError(f"deviceClasses.{name} meters gpuClasses.{device_class.gpu_class}, which is served by the device plugin only; set its `serving: dra` or `both`")
         return self

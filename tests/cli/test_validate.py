@@ -28,6 +28,19 @@ def test_a_problem_found_in_some_stacks_names_them_and_one_found_in_all_names_no
     assert len(mine) == 1 and "(stack" not in mine[0], mine
 
 
+def test_a_warning_every_stack_sees_is_printed_once_naming_the_stacks(project_copy, capsys):
+    """#41: warnings printed once per stack (three times); a tenant file's warning is one line."""
+    path = project_copy / "tenants" / "research.yaml"
+    path.write_text("apiVersion: gpu-tenancy.dev/v1alpha2\nkind: Tenant\nname: research\ndisplayName: Research\n"
+                    "costCenter: cc-7000\nqueue: {admission: direct, cohort: research}\n")
+    assert main(["--root", str(project_copy), "validate"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    cohort = [e for e in err if "queue.cohort does nothing" in e]
+    assert len(cohort) == 1 and cohort[0].startswith(f"tenants/research.yaml:{line_of(path, 'queue:')}:"), err
+    assert cohort[0].endswith("(stacks prod, staging)"), cohort   # dev lists its tenants and leaves research out
+    assert len(err) == len(set(err)), err
+
+
 def test_validate_prints_what_each_autoscaled_pools_node_group_must_set(capsys):
     repo = Path(__file__).resolve().parents[2]
     assert main(["--root", str(repo), "validate"]) == 0

@@ -107,3 +107,38 @@ def test_chargeback_panel_integrates_over_the_dashboard_range(make_environment):
     assert all(t["instant"] and t["format"] == "table" for t in with_dcgm["targets"])
     # Without DCGM there is no activity to charge: allocated GPU-hours only.
     assert [t["refId"] for t in chargeback(make_environment(monitoring={"exporters": []}))["targets"]] == ["A"]
+
+
+def _row(dashboard, title: str) -> list[dict]:
+    """The panels under the row `title`, up to the next row."""
+    panels, inside = [], False
+    for panel in dashboard["panels"]:
+        if panel["type"] == "row":
+            inside = panel["title"] == title
+        elif inside:
+            panels.append(panel)
+    return panels
+
+
+def test_the_idle_quota_row_asks_what_tenants_report_idle_asks(make_environment):
+    """#41: `tenants report --idle` and the fleet dashboard read one table of queries
+    (monitoring_rules.PERIOD_FIGURES): the row's are the report's, over Grafana's time range
+    instead of --from/--to, plus the quota's GPU-hours the report reads from the files."""
+    from datetime import datetime, timezone
+
+    from components.review.chargeback import ALLOCATED, PEAK, USED, idle_period_queries
+
+    three_hours = idle_period_queries(datetime(2026, 11, 1, tzinfo=timezone.utc), datetime(2026, 11, 1, 3, tzinfo=timezone.utc))
+    report = {name: expr.replace("[10800s:", "[$__range:") for name, expr in three_hours.items()}
+    table, share = _row(md.dashboards(make_environment(monitoring={}).facts)[md.FLEET], "Idle guaranteed quota")
+    guaranteed, *asked = [t["expr"] for t in table["targets"]]
+    assert asked == [report[ALLOCATED], report[USED], report[PEAK]]
+    assert guaranteed == ("sum by (tenant, gpu_class) (gpu_tenancy:tenant_gpu_quota:stack * on (gpu_class, resource) "
+                          "group_left () gpu_tenancy:gpu_class_device_gpu_fraction:stack) * $__range_s / 3600")
+    assert all(t["instant"] and t["format"] == "table" for t in table["targets"] + share["targets"])
+    # The share is the report's test, held under half the quota's GPU-hours, on the same two queries.
+    (idle,) = [t["expr"] for t in share["targets"]]
+    assert idle.endswith(" < 0.5") and report[ALLOCATED] in idle and idle.count(guaranteed) == 2, idle
+    # Without DCGM: nothing used to show, the rest stays.
+    bare = _row(md.dashboards(make_environment(monitoring={"exporters": []}).facts)[md.FLEET], "Idle guaranteed quota")
+    assert [t["expr"] for t in bare[0]["targets"]] == [guaranteed, report[ALLOCATED], report[PEAK]]

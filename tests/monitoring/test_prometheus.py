@@ -35,7 +35,7 @@ from components.manifests import monitoring_rules as r
 from tests.project_edits import line_of
 
 from . import synthetic
-from .chargeback import GPU_HOURS_ALLOCATED, GPU_HOURS_USED
+from .chargeback import CC1_ALPHA, CC2_BETA, GPU_HOURS_ALLOCATED, GPU_HOURS_USED, HOURS, SLICE_OF_A100
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"   # the lab stack's files (the `lab` fixture's)
 
@@ -165,10 +165,13 @@ def chargeback_prometheus(prometheus, lab, promtool, prometheus_binary, tmp_path
     own rule backfill (`promtool tsdb create-blocks-from rules`, against the first server) wrote
     them for the whole three hours: a live server records rules only from its start, and GPU-hours
     integrate the past. The backfill cannot read rules of its own run (a documented limitation),
-    so the two chargeback records are backfilled with the rules they read inlined."""
+    so the two chargeback records (and the static quota and weight series the idle-quota row reads)
+    are backfilled with the rules they read inlined."""
     work = tmp_path_factory.mktemp("chargeback-prometheus")
     rules = [rule for group in r.rule_groups(lab.facts) for rule in group["rules"]]
-    records = [{"record": name, "expr": inlined(name, rules)} for name in (r.TENANT_ALLOCATED_GPUS, r.TENANT_USED_GPUS)]
+    # With the tenants' quota series and the device weights, for the idle-quota row's guaranteed GPU-hours.
+    backfilled = (r.TENANT_ALLOCATED_GPUS, r.TENANT_USED_GPUS, r.TENANT_QUOTA_STACK, r.DEVICE_GPU_FRACTION)
+    records = [{"record": name, "expr": inlined(name, rules)} for name in backfilled]
     (work / "chargeback.yaml").write_text(yaml.safe_dump({"groups": [{"name": "chargeback", "interval": "1m", "rules": records}]},
                                                          sort_keys=False, width=100000))
     _backfill(promtool, work, prometheus.start, "tsdb")
@@ -222,6 +225,15 @@ FLEET: dict[str, dict[str, Expected]] = {
     "Pods holding idle GPUs now": {"A": [({"tenant": "alpha", "namespace": "alpha", "pod": "notebook", **H100}, 0.01)]},
     # Over the dashboard's range = the three hours of data (chargeback_prometheus).
     "GPU-hours by cost centre, tenant and class (time range)": {"A": GPU_HOURS_ALLOCATED, "B": GPU_HOURS_USED},
+    # The same three hours: `tenants report --idle`'s figures (test_tenants_report_idle_quota_on_the_real_prometheus).
+    "Guaranteed quota vs GPU-hours held and used, by tenant and class (time range)": {
+        "A": [({"tenant": "alpha", **H100}, 20 * HOURS), ({"tenant": "beta", **H100}, 5 * HOURS),
+              ({"tenant": "beta", **MIG}, 14 * SLICE_OF_A100 * HOURS)],
+        "B": GPU_HOURS_ALLOCATED, "C": GPU_HOURS_USED,
+        "D": [({**CC1_ALPHA, **H100}, 17), ({**CC2_BETA, **H100}, 4), ({**CC2_BETA, **MIG}, 5 * SLICE_OF_A100)],
+    },
+    # alpha held 51 of 60, beta 12 of 15 H100 GPU-hours; beta's slices 11/7 of 6: only those are idle.
+    "Quota held under 50% of its GPU-hours (time range)": {"A": [({"tenant": "beta", **MIG}, (11 / 7) / 6)]},
 }
 
 TENANT: dict[str, dict[str, dict[str, Expected]]] = {
@@ -286,8 +298,9 @@ def fleet_answer(prometheus: Prometheus, chargeback: Prometheus, expr: str) -> l
     three hours of data, from the server holding the chargeback rules' past."""
     if md.CHARGEBACK_RANGE not in expr:
         return answer(prometheus, expr)
-    period = f"{chargeback.end - chargeback.start}s"
-    return answer(chargeback, expr.replace(md.CHARGEBACK_RANGE, period), time=str(chargeback.end))
+    seconds = chargeback.end - chargeback.start
+    expr = expr.replace(md.RANGE_SECONDS, str(seconds)).replace(md.CHARGEBACK_RANGE, f"{seconds}s")
+    return answer(chargeback, expr, time=str(chargeback.end))
 
 
 def dashboard_answers(prometheus: Prometheus, chargeback: Prometheus, lab) -> dict[str, Any]:
@@ -333,6 +346,18 @@ def test_tenant_dashboard_answers_per_tenant(answers, tenant):
         for title, refs in got_panels.items() for ref, got in refs.items() if not _matches(got, TENANT[tenant][title][ref])
     }
     assert wrong == {}
+
+
+IDLE_TABLE = "Guaranteed quota vs GPU-hours held and used, by tenant and class (time range)"
+
+
+def test_the_idle_quota_row_and_the_report_agree_on_the_quota(answers, lab):
+    """The row reads the quota from Prometheus (the tenants' quota series, as deployed), `tenants report
+    --idle` from the tenant files (`guaranteed_quota`): the same GPU-equivalents per tenant and class."""
+    from components.review.chargeback import guaranteed_quota
+
+    got = {(labels["tenant"], labels["gpu_class"]): value / HOURS for labels, value in answers["fleet"][IDLE_TABLE]["A"]}
+    assert got == pytest.approx({key: float(gpus) for key, (gpus, _, _) in guaranteed_quota(lab).items()})
 
 
 def test_tenant_variable_lists_the_tenants(prometheus, lab):

@@ -294,26 +294,50 @@ def test_a_mig_layout_change_names_the_nodes_to_drain(tmp_path):
     assert not [w for w in unchanged["warnings"] if w["kind"] == "mig-drain"]
 
 
+def _prod_warning(tmp_path, kind: str, tenant: str, both: str = "", head: str = "", edit=None) -> tuple[dict, dict]:
+    """(the one `kind` warning, the document) of prod's diff when `tenant`'s file gets `both` on both
+    sides and `head` (or `edit(head_root)`) on the head side."""
+    base, after = _example_copy(tmp_path / "base"), _example_copy(tmp_path / "head")
+    for root, text in ((base, both), (after, both + head)):
+        path = root / "tenants" / f"{tenant}.yaml"
+        path.write_text(path.read_text() + text)
+    if edit is not None:
+        edit(after)
+    document = compare_stack("prod", Side(load_environment(base, "prod")), Side(load_environment(after, "prod")))
+    (warning,) = [w for w in document["warnings"] if w["kind"] == kind]
+    return warning, document
+
+
+DECOMMISSION = "lifecycle: decommissioned\ndecommission: {{confirm: {}}}\n"
+
+
 def test_decommissioning_on_kueue_says_the_cluster_queue_is_stopped(tmp_path):
-    base, head = _example_copy(tmp_path / "base"), _example_copy(tmp_path / "head")
-    tenant = head / "tenants" / "inference.yaml"
-    tenant.write_text(tenant.read_text() + "lifecycle: decommissioned\ndecommission: {confirm: inference}\n")
-    document = compare_stack("prod", Side(load_environment(base, "prod")), Side(load_environment(head, "prod")))
-    (warning,) = [w for w in document["warnings"] if w["kind"] == "tenant-decommissioned"]
+    warning, _ = _prod_warning(tmp_path, "tenant-decommissioned", "inference", head=DECOMMISSION.format("inference"))
     assert "ClusterQueue inference is stopped (stopPolicy: HoldAndDrain), not deleted: admitted workloads must finish" in warning["message"]
+
+
+def test_decommissioning_a_direct_tenant_says_nothing_of_a_cluster_queue(tmp_path):
+    # #41: a `queue.admission: direct` tenant has no ClusterQueue; the warning said it was stopped and evicted work.
+    warning, _ = _prod_warning(tmp_path, "tenant-decommissioned", "inference", both="queue: {admission: direct}\n",
+                               head=DECOMMISSION.format("inference"))
+    assert "tenant inference is decommissioned" in warning["message"]
+    assert "ClusterQueue" not in warning["message"] and "evict" not in warning["message"], warning["message"]
+
+
+def test_renaming_a_direct_tenant_says_nothing_of_a_cluster_queue(tmp_path):
+    # #41: the rename warning spoke of a stopped ClusterQueue evicting work a queue-less tenant never had.
+    from tests.project_edits import rename_llm_finetune
+
+    warning, _ = _prod_warning(tmp_path, "tenant-renamed", "llm-finetune", both="queue: {admission: direct}\n", edit=rename_llm_finetune)
+    assert warning["message"].startswith("tenant llm-finetune is renamed to finetune")
+    assert "ClusterQueue" not in warning["message"] and "evict" not in warning["message"], warning["message"]
 
 
 def test_decommissioning_names_whose_write_access_goes_and_which_guards_stay(tmp_path):
     """Issue 34: the same deploy takes the members' writes; the guard, image and placement bindings
     stay until the namespaces are gone."""
-    base, head = _example_copy(tmp_path / "base"), _example_copy(tmp_path / "head")
-    for root in (base, head):
-        path = root / "tenants" / "llm-finetune.yaml"
-        path.write_text(path.read_text() + "images: {registries: [ghcr.io/llm-finetune]}\n")
-    path = head / "tenants" / "llm-finetune.yaml"
-    path.write_text(path.read_text() + "lifecycle: decommissioned\ndecommission: {confirm: llm-finetune}\n")
-    document = compare_stack("prod", Side(load_environment(base, "prod")), Side(load_environment(head, "prod")))
-    (warning,) = [w for w in document["warnings"] if w["kind"] == "tenant-decommissioned"]
+    warning, document = _prod_warning(tmp_path, "tenant-decommissioned", "llm-finetune",
+                                      both="images: {registries: [ghcr.io/llm-finetune]}\n", head=DECOMMISSION.format("llm-finetune"))
     message = warning["message"]
     assert ("its owners and developers (Group llm-finetune-eng, Group llm-finetune-leads, ServiceAccount "
             "llm-finetune/trainer-ci) keep read access only, as viewers") in message

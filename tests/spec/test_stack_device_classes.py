@@ -49,7 +49,7 @@ def test_device_class_of_a_device_plugin_class_is_refused():
 def test_unknown_gpu_class_is_named():
     message = refused(gpu_classes={"h100": {**H100, "serving": "dra"}},
                       device_classes={"x.gpu.example.com": {"driver": "gpu.nvidia.com", "gpuClass": "h200"}})
-    assert "'h200' is not a key of gpuClasses (h100)" in message
+    assert "'h200' is not a key of gpuClasses; name one of: h100" in message
 
 
 def test_tool_owned_class_needs_a_driver():

@@ -60,11 +60,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 class Scenario:
-    """A project copy, a fresh control plane prepared for `stack`, and the engine on that stack."""
+    """A project copy, a fresh control plane prepared for `stack`, and the engine on that stack. With
+    `fixture` (a folder of `stacks/` and `tenants/`), those files replace the example's in the copy."""
 
-    def __init__(self, root: Path, stack: str) -> None:
+    def __init__(self, root: Path, stack: str, fixture: Path | None = None) -> None:
         self.root = root
         self.project = copy_project(root / "project")
+        for part in ("stacks", "tenants") if fixture is not None else ():
+            shutil.rmtree(self.project / part)
+            shutil.copytree(fixture / part, self.project / part)
         self.stack = stack
         self.cluster = LocalCluster(root / "cluster", self.project, stack).start()
         self.engine = Engine(self.project, stack, root / "state", self.cluster.kubeconfig)
@@ -87,10 +91,10 @@ def scenario_factory(e2e_summary: list[str]) -> Iterator[Callable[[str], Scenari
     keep = os.environ.get("GPU_TENANCY_E2E_KEEP") == "1"
     roots: list[Path] = []
 
-    def make(stack: str) -> Scenario:
+    def make(stack: str, fixture: Path | None = None) -> Scenario:
         root = Path(tempfile.mkdtemp(prefix=f"gpu-tenancy-pulumi-{stack}-"))
         roots.append(root)
-        s = Scenario(root, stack)
+        s = Scenario(root, stack, fixture)
         made.append(s)
         return s
 

@@ -14,19 +14,17 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from kubernetes import client
 
 from components.load import load_environment
 from components.review.moves.state_moves import pending_operations
-from tools.engine import Engine, LocalCluster, copy_project
+from tools.engine import Engine
 from tools.reaping import children
 from tools.up import RESULT_MARKER
 
@@ -155,18 +153,9 @@ def tenants_moves(s, engine: Engine, *flags: str) -> subprocess.CompletedProcess
                           cwd=s.project, env=env, capture_output=True, text=True, check=False)
 
 
-def test_a_half_done_state_move_is_found_and_repaired_by_tenants_moves(tmp_path, timed):
+def test_a_half_done_state_move_is_found_and_repaired_by_tenants_moves(scenario_factory, timed):
     # The sharded fixture's stack and tenant files in a project copy, on a cluster of its own.
-    s = SimpleNamespace(root=tmp_path, project=copy_project(tmp_path / "project"))
-    for part in ("stacks", "tenants"):
-        shutil.rmtree(s.project / part)
-        shutil.copytree(SHARDED / part, s.project / part)
-    s.cluster = LocalCluster(tmp_path / "cluster", s.project, "lab").start()
-    s.api = s.cluster.api_client
-    try:
-        _half_done_move(s, timed)
-    finally:
-        s.cluster.stop()
+    _half_done_move(scenario_factory("lab", fixture=SHARDED), timed)
 
 
 def _half_done_move(s, timed) -> None:

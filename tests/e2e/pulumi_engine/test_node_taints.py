@@ -10,14 +10,14 @@ The previous version's program is this one with the node patches of that version
 
 from __future__ import annotations
 
-import threading
 from unittest import mock
 
 import pytest
-from kubernetes import client, watch
+from kubernetes import client
 
 from components.load import load_environment
 from components.manifests.gpu_nodes import pool_taints
+from tests.e2e.object_watch import ObjectWatch
 from tests.node_patch_forms import tainted_before, with_single_patches
 from tools.engine import Engine, program_for
 
@@ -41,37 +41,6 @@ def _previous_version(project):
     return run
 
 
-class NodeWatch(threading.Thread):
-    """Every version of every Node from `resource_version` on, until `stop`: short watches one after
-    the other, each resuming where the last one ended, so none is lost while the engine runs."""
-
-    def __init__(self, core, resource_version: str) -> None:
-        super().__init__(daemon=True)
-        self.core, self.resource_version = core, resource_version
-        self.events: list[tuple[str, dict]] = []
-        self.error: BaseException | None = None
-        self._done = threading.Event()
-
-    def run(self) -> None:
-        try:
-            while not self._done.is_set():
-                for event in watch.Watch().stream(self.core.list_node, resource_version=self.resource_version,
-                                                  timeout_seconds=2):
-                    if event["type"] == "ERROR":
-                        raise RuntimeError(f"node watch failed: {event['raw_object']}")
-                    self.events.append((event["type"], event["raw_object"]))
-                    self.resource_version = event["raw_object"]["metadata"]["resourceVersion"]
-        except BaseException as exc:   # reported by stop()
-            self.error = exc
-
-    def stop(self) -> list[tuple[str, dict]]:
-        self._done.set()
-        self.join(timeout=30)
-        if self.error is not None:
-            raise self.error
-        return self.events
-
-
 NOT_READY = "node.kubernetes.io/not-ready"
 
 
@@ -92,7 +61,7 @@ def upgraded(scenario_factory):
     serialize = s.api.sanitize_for_serialization
     nodes = core.list_node()
     before = {n.metadata.name: serialize(n) for n in nodes.items}
-    watcher = NodeWatch(core, nodes.metadata.resource_version)
+    watcher = ObjectWatch(core.list_node, resource_version=nodes.metadata.resource_version)
     watcher.start()
     try:
         upgrade = s.engine.up()
