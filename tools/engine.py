@@ -326,13 +326,16 @@ class Engine:
     def recover(self) -> list[str]:
         """Undo what a killed `pulumi up` left in this stack's state, before the next operation:
         a lock whose process is gone (`pulumi cancel`; a live holder is an error: wait for it),
-        then the pending operations (export, cleared, import; components/review/moves/state_moves.py says
-        why that is safe). Returns one line per repair, empty when there was nothing to do.
+        a checkpoint it left cut off (the file backend's newest readable copy put back,
+        tools/file_backend.py; `CheckpointLost` when none reads), then the pending operations
+        (export, cleared, import; components/review/moves/state_moves.py says why that is safe).
+        Returns one line per repair, empty when there was nothing to do.
 
         >>> Engine(project, "prod", state, kubeconfig).recover()   # doctest: +SKIP
         ['the stack was locked by pulumi pid 16996, which is gone: lock removed (pulumi cancel)']
         """
         from components.review.moves.state_moves import pending_operations, without_pending
+        from tools.file_backend import repair_checkpoint
 
         done = []
         holders = self.lock_holders()
@@ -341,6 +344,7 @@ class Engine:
             raise RuntimeError(f"stack {self.stack_name} is locked by a running pulumi ("
                                + ", ".join(f"pid {h.get('pid')} on {h.get('hostname')}" for h in live)
                                + "): wait for it to end; if it is gone, `pulumi cancel --stack " + self.stack_name + "`")
+        done += repair_checkpoint(self.state_dir / "backend", self.stack_name)   # no live CLI writes it now
         if holders:
             self.stack.cancel()
             done.append(f"the stack was locked by pulumi pid {', '.join(str(h.get('pid')) for h in holders)}, "
