@@ -184,9 +184,10 @@ def test_a_cut_off_checkpoint_is_put_back_by_the_next_make_up_or_refused_with_th
     assert checkpoint.read_bytes() == b"" and namespace_uids(s, "prod") == uids
 
 
-def taint_list_owners(core, node: str) -> set[str]:
+def taint_list_owners(s, node: str) -> set[str]:
     """The managers that own the node's taint list by server-side apply."""
-    return set(taint_owners(client.ApiClient().sanitize_for_serialization(e) for e in core.read_node(node).metadata.managed_fields))
+    entries = client.CoreV1Api(s.api).read_node(node).metadata.managed_fields
+    return set(taint_owners(s.api.sanitize_for_serialization(e) for e in entries))
 
 
 def test_after_a_lost_state_each_taint_list_has_one_owner_and_a_pool_change_applies(scenario_factory, timed):
@@ -195,7 +196,7 @@ def test_after_a_lost_state_each_taint_list_has_one_owner_and_a_pool_change_appl
     assert first["ok"], output[-3000:]
     core = client.CoreV1Api(s.api)
     nodes = sorted(taint_patch_managers(Engine(s.project, "prod", s.root / "state", s.cluster.kubeconfig).export()))
-    before = {node: taint_list_owners(core, node) for node in nodes}
+    before = {node: taint_list_owners(s, node) for node in nodes}
     assert NODE in nodes and all(len(owners) == 1 for owners in before.values()), before
     uids = namespace_uids(s, "prod")
 
@@ -209,7 +210,7 @@ def test_after_a_lost_state_each_taint_list_has_one_owner_and_a_pool_change_appl
         assert f"make up: prod: node {node}: released the taint list's owner {next(iter(before[node]))} of a lost state" in output, output[-3000:]
     ours = taint_patch_managers(Engine(s.project, "prod", lost, s.cluster.kubeconfig).export())
     assert set(ours) == set(nodes) and not set(ours.values()) & set().union(*before.values())
-    assert {node: taint_list_owners(core, node) for node in nodes} == {node: {ours[node]} for node in nodes}
+    assert {node: taint_list_owners(s, node) for node in nodes} == {node: {ours[node]} for node in nodes}
 
     # A pool's taint changed afterwards: h100-serve no longer dedicated to inference, so shared.
     replace_once(s.tenant_file("inference"), "dedicatedPools: [h100-serve]", "classes: [h100]")
@@ -217,7 +218,7 @@ def test_after_a_lost_state_each_taint_list_has_one_owner_and_a_pool_change_appl
     assert changed["ok"] and "conflict" not in output.lower(), output[-3000:]
     assert ("update", f"prod-platform-node-{NODE}-taints") in changed_steps(changed), changed
     assert [(t.key, t.value, t.effect) for t in core.read_node(NODE).spec.taints] == [("nvidia.com/gpu", "present", "NoSchedule")]
-    assert taint_list_owners(core, NODE) == {ours[NODE]}
+    assert taint_list_owners(s, NODE) == {ours[NODE]}
     assert namespace_uids(s, "prod") == uids
 
 
