@@ -14,8 +14,9 @@ the orphaned one.
 manager co-owns it (so both applied the same list), is released by an empty server-side apply under
 its name: the list stays, owned by the state's manager alone. A manager owning anything besides
 the list, or a list the state's manager does not own, is only reported. `make up`'s worker runs it
-after each `up`; for another backend, `python -m tools.taint_owners --kubeconfig FILE EXPORT`
-with a `pulumi stack export` of the stack (`--check` lists without releasing).
+before and after each `up`, the deploy workflow after the environment's `up` (`python -m tools.taint_owners
+--stack ENV --kubeconfig FILE EXPORT`, with a `pulumi stack export` of the stack; `--check` lists
+without releasing).
 
 The footprint is the taint patch's, not a proof: another Pulumi program patching the same nodes'
 taints would look the same, and it is not something to run next to this one (docs/gpu-sharing.md).
@@ -113,13 +114,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("export", type=Path, help="the stack's `pulumi stack export` (JSON)")
     parser.add_argument("--kubeconfig", required=True, help="the cluster the stack deploys to")
-    parser.add_argument("--context", default=None, help="its context (default: the current one)")
+    parser.add_argument("--context", default=None, help="its context (default: the stack's `kubeContext`, else the current one)")
+    parser.add_argument("--stack", default=None, help="the environment whose stack file names the `kubeContext`")
     parser.add_argument("--check", action="store_true", help="list the orphaned owners, release none")
     args = parser.parse_args(argv)
     from kubernetes import config
 
+    context = args.context
+    if context is None and args.stack:
+        from components.load import load_environment
+
+        context = load_environment(Path.cwd(), args.stack).platform.kube_context
     resources = (json.loads(args.export.read_text()).get("deployment") or {}).get("resources") or []
-    api_client = config.new_client_from_config(args.kubeconfig, context=args.context)
+    api_client = config.new_client_from_config(args.kubeconfig, context=context)
     lines = release_orphaned_taint_owners(api_client, resources, check=args.check)
     print("\n".join(lines) or "every node's taint list has one owner of this stack")
     return 1 if args.check and lines else 0

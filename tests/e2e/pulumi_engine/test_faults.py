@@ -220,6 +220,13 @@ def test_after_a_lost_state_each_taint_list_has_one_owner_and_a_pool_change_appl
     assert [(t.key, t.value, t.effect) for t in core.read_node(NODE).spec.taints] == [("nvidia.com/gpu", "present", "NoSchedule")]
     assert taint_list_owners(s, NODE) == {ours[NODE]}
     assert namespace_uids(s, "prod") == uids
+    # What the deploy workflow runs after its up says the same, from a `pulumi stack export`.
+    export = s.root / "lost.json"
+    export.write_text(json.dumps({"deployment": {"resources": Engine(s.project, "prod", lost, s.cluster.kubeconfig).export()}}))
+    checked = subprocess.run([sys.executable, "-m", "tools.taint_owners", "--stack", "prod", "--kubeconfig", str(s.cluster.kubeconfig),
+                              str(export), "--check"], cwd=s.project, env={**os.environ, "PYTHONPATH": str(REPO)},
+                             capture_output=True, text=True, check=False)
+    assert checked.returncode == 0 and checked.stdout.strip() == "every node's taint list has one owner of this stack", checked
 
 
 def tenants_moves(s, engine: Engine, *flags: str) -> subprocess.CompletedProcess:
