@@ -497,19 +497,20 @@ def deploy_in_process(project: Path, stack: str, state: Path, kubeconfig: Path, 
     """The worker: `pulumi up --refresh` (or `preview --refresh`) of one stack of the copied project,
     with checkpoints on as production's backends write them; the last line is the result.
 
-    First it undoes what a killed run left (`Engine.recover`: a stale lock, a cut-off checkpoint,
-    pending operations); the refresh reads the cluster, so drift made by hand is shown and
+    First it undoes what a killed run left (`recover_checkpoint`: a cut-off checkpoint;
+    `Engine.recover`: a stale lock, pending operations); the refresh reads the cluster, so drift made by hand is shown and
     repaired. Before and after an `up` each node's taint list is left with the one owner of the
     stack's state (tools/taint_owners.py: a lost state's manager released; a preview only says
     so). Afterwards no process the CLI started outlives it (tools/reaping.py: a killed CLI's
     provider is ended here).
     """
-    from tools.engine import Engine
+    from tools.engine import Engine, recover_checkpoint
 
     started_before = [pid for pid, _ in children(os.getpid())]   # none in a worker; kept when called in-process
     try:
+        repaired = recover_checkpoint(state, stack)
         engine = Engine(project, stack, state, kubeconfig, checkpoints=True)
-        for line in engine.recover():
+        for line in [*repaired, *engine.recover()]:
             print(f"make up: {stack}: {line}", flush=True)
         one_taint_owner(engine, kubeconfig, check=operation == "preview")
         run = engine.preview if operation == "preview" else engine.up

@@ -180,7 +180,7 @@ def test_a_cut_off_checkpoint_is_put_back_by_the_next_make_up_or_refused_with_th
         path.write_bytes(b"")
     refused, output, _ = timed("make up with no readable copy", lambda: worker(s, "prod"))
     assert not refused["ok"], output[-3000:]
-    assert f"`mv {checkpoint} {checkpoint}.unreadable`, then `make up` again" in refused["summary"], refused
+    assert f"`mv {checkpoint} {checkpoint}.unreadable`, then `make up` again" in refused["summary"], output[-3000:]
     assert checkpoint.read_bytes() == b"" and namespace_uids(s, "prod") == uids
 
 
