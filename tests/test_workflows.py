@@ -273,3 +273,15 @@ def test_a_manual_deploy_can_first_recover_from_a_killed_one():
     assert recover < move and platform[recover]["if"] == "inputs.recover"
     script = platform[recover]["run"]
     assert "pulumi cancel --yes" in script and "del(.deployment.pending_operations)" in script and "pulumi stack import" in script
+
+
+def test_after_the_environments_up_each_node_taint_list_is_left_with_one_owner():
+    """After a lost state the nodes' taint lists have two owners and a later pool change conflicts
+    (docs/when-things-fail.md, "A lost state"); the platform job releases the lost state's."""
+    platform = steps(workflow("deploy-environment.yml")["jobs"]["platform"])
+    up = next(i for i, s in enumerate(platform) if s.get("with", {}).get("command") == "up")
+    owners = next(i for i, s in enumerate(platform) if "tools.taint_owners" in s.get("run", ""))
+    assert up < owners
+    script = platform[owners]["run"]
+    assert 'pulumi stack export --stack "$ENVIRONMENT" --file state.json' in script
+    assert 'python -m tools.taint_owners --stack "$ENVIRONMENT" --kubeconfig "$HOME/.kube/config" state.json' in script

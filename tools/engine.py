@@ -318,16 +318,15 @@ class Engine:
         raise AssertionError(f"`pulumi {operation}` succeeded but was expected to fail")
 
     def lock_holders(self) -> list[dict[str, Any]]:
-        """The locks on this stack in the file backend (`{"pid", "hostname", ...}` each, as the CLI
-        writes them while an operation runs; a killed CLI leaves its lock behind)."""
-        locks = self.state_dir / "backend" / ".pulumi" / "locks"
-        return [json.loads(path.read_text()) for path in sorted(locks.glob(f"*/*/{self.stack_name}/*.json"))]
+        """The locks on this stack in the file backend (`lock_holders`)."""
+        return lock_holders(self.state_dir, self.stack_name)
 
     def recover(self) -> list[str]:
         """Undo what a killed `pulumi up` left in this stack's state, before the next operation:
         a lock whose process is gone (`pulumi cancel`; a live holder is an error: wait for it),
-        then the pending operations (export, cleared, import; components/review/moves/state_moves.py says
-        why that is safe). Returns one line per repair, empty when there was nothing to do.
+        then the pending operations (export, cleared, import; components/review/moves/state_moves.py
+        says why that is safe). A checkpoint it left cut off is repaired before the `Engine` is
+        made (`recover_checkpoint`). Returns one line per repair, empty when there was nothing to do.
 
         >>> Engine(project, "prod", state, kubeconfig).recover()   # doctest: +SKIP
         ['the stack was locked by pulumi pid 16996, which is gone: lock removed (pulumi cancel)']
@@ -336,11 +335,7 @@ class Engine:
 
         done = []
         holders = self.lock_holders()
-        live = [h for h in holders if h.get("hostname") != socket.gethostname() or _alive(int(h.get("pid", 0)))]
-        if live:
-            raise RuntimeError(f"stack {self.stack_name} is locked by a running pulumi ("
-                               + ", ".join(f"pid {h.get('pid')} on {h.get('hostname')}" for h in live)
-                               + "): wait for it to end; if it is gone, `pulumi cancel --stack " + self.stack_name + "`")
+        refuse_live_holders(self.stack_name, holders)
         if holders:
             self.stack.cancel()
             done.append(f"the stack was locked by pulumi pid {', '.join(str(h.get('pid')) for h in holders)}, "
@@ -385,6 +380,42 @@ class Engine:
             cwd=str(self.project), additional_env=self.env,
         )
         return result.stdout
+
+
+def lock_holders(state_dir: Path, stack: str) -> list[dict[str, Any]]:
+    """The locks on `stack` in the file backend of `state_dir` (`{"pid", "hostname", ...}` each, as
+    the CLI writes them while an operation runs; a killed CLI leaves its lock behind).
+
+    >>> lock_holders(Path("/nonexistent"), "prod")
+    []
+    """
+    locks = state_dir / "backend" / ".pulumi" / "locks"
+    return [json.loads(path.read_text()) for path in sorted(locks.glob(f"*/*/{stack}/*.json"))]
+
+
+def refuse_live_holders(stack: str, holders: list[dict[str, Any]]) -> None:
+    """Raise when a `pulumi` process that is still running holds the stack's lock (another host's
+    counts as running: it cannot be checked from here)."""
+    live = [h for h in holders if h.get("hostname") != socket.gethostname() or _alive(int(h.get("pid", 0)))]
+    if live:
+        raise RuntimeError(f"stack {stack} is locked by a running pulumi ("
+                           + ", ".join(f"pid {h.get('pid')} on {h.get('hostname')}" for h in live)
+                           + f"): wait for it to end; if it is gone, `pulumi cancel --stack {stack}`")
+
+
+def recover_checkpoint(state_dir: Path, stack: str) -> list[str]:
+    """Before an `Engine` is made for `stack` (selecting a stack whose checkpoint is cut off fails
+    with `failed to load checkpoint: EOF`): put back the file backend's newest readable copy of a
+    checkpoint a killed CLI left cut off (tools/file_backend.py; `CheckpointLost` when none reads),
+    unless a running `pulumi` holds the stack's lock. One line per repair.
+
+    >>> recover_checkpoint(Path("/nonexistent"), "prod")
+    []
+    """
+    from tools.file_backend import repair_checkpoint
+
+    refuse_live_holders(stack, lock_holders(state_dir, stack))   # no live CLI writes the checkpoint now
+    return repair_checkpoint(state_dir / "backend", stack)
 
 
 def _alive(pid: int) -> bool:

@@ -497,19 +497,26 @@ def deploy_in_process(project: Path, stack: str, state: Path, kubeconfig: Path, 
     """The worker: `pulumi up --refresh` (or `preview --refresh`) of one stack of the copied project,
     with checkpoints on as production's backends write them; the last line is the result.
 
-    First it undoes what a killed run left (`Engine.recover`: a stale lock, pending operations);
-    the refresh reads the cluster, so drift made by hand is shown and repaired. Afterwards no
-    process the CLI started outlives it (tools/reaping.py: a killed CLI's provider is ended here).
+    First it undoes what a killed run left (`recover_checkpoint`: a cut-off checkpoint;
+    `Engine.recover`: a stale lock, pending operations); the refresh reads the cluster, so drift made by hand is shown and
+    repaired. Before and after an `up` each node's taint list is left with the one owner of the
+    stack's state (tools/taint_owners.py: a lost state's manager released; a preview only says
+    so). Afterwards no process the CLI started outlives it (tools/reaping.py: a killed CLI's
+    provider is ended here).
     """
-    from tools.engine import Engine
+    from tools.engine import Engine, recover_checkpoint
 
     started_before = [pid for pid, _ in children(os.getpid())]   # none in a worker; kept when called in-process
     try:
+        repaired = recover_checkpoint(state, stack)
         engine = Engine(project, stack, state, kubeconfig, checkpoints=True)
-        for line in engine.recover():
+        for line in [*repaired, *engine.recover()]:
             print(f"make up: {stack}: {line}", flush=True)
+        one_taint_owner(engine, kubeconfig, check=operation == "preview")
         run = engine.preview if operation == "preview" else engine.up
         outcome = run(refresh=True, on_output=lambda line: print(line, end="" if line.endswith("\n") else "\n", flush=True))
+        if operation == "up":
+            one_taint_owner(engine, kubeconfig)
         steps = [[s.op, s.name, s.type] for s in outcome.steps if s.op not in UNCHANGED]
         result = {"ok": True, "summary": change_summary(outcome.summary), "steps": steps}
     except Exception as err:  # the engine's error, whole: it says which resource failed and why
@@ -521,6 +528,29 @@ def deploy_in_process(project: Path, stack: str, state: Path, kubeconfig: Path, 
               + ", ".join(f"{name} (pid {pid})" for pid, name in ended), flush=True)
     print(RESULT_MARKER + json.dumps(result), flush=True)
     return 0 if result["ok"] else 1
+
+
+def one_taint_owner(engine, kubeconfig: Path, *, check: bool = False) -> None:
+    """Release (`check`: only name) the owners of the stack's nodes' taint lists that a lost state
+    left (tools/taint_owners.py), saying so on the worker's output. A stack without taint patches
+    needs no cluster; a cluster that does not answer is said, and the operation goes on (its own
+    errors say more)."""
+    import urllib3
+    from kubernetes import config
+    from kubernetes.client.exceptions import ApiException
+
+    from tools.taint_owners import release_orphaned_taint_owners, taint_patch_managers
+
+    resources = engine.export()
+    if not taint_patch_managers(resources):
+        return
+    try:
+        lines = release_orphaned_taint_owners(config.new_client_from_config(str(kubeconfig)), resources, check=check)
+    except (ApiException, urllib3.exceptions.HTTPError) as err:
+        lines = [f"the owners of the nodes' taint lists were not checked: {err}"]
+    for line in lines:
+        print(f"make up: {engine.stack_name}: {line}", flush=True)
+
 
 if __name__ == "__main__":
     sys.exit(main())

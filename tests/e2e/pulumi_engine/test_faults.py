@@ -24,8 +24,10 @@ from kubernetes import client
 
 from components.load import load_environment
 from components.review.moves.state_moves import pending_operations
+from tests.project_edits import replace_once
 from tools.engine import Engine
 from tools.reaping import children
+from tools.taint_owners import taint_owners, taint_patch_managers
 from tools.up import RESULT_MARKER
 
 pytestmark = pytest.mark.pulumi
@@ -37,12 +39,13 @@ POOL_LABEL = "gpu.acme.dev/pool"
 PSA = "pod-security.kubernetes.io/enforce"
 
 
-def worker(s, stack: str, *flags: str, kill_cli_after: int | None = None) -> tuple[dict, str, dict]:
-    """`make up`'s worker for one stack on the scenario's cluster and state: (result, output,
-    what was killed). With `kill_cli_after`, the `pulumi` CLI is SIGKILLed once that many
-    resources are created (the provider's pid is kept to check it did not survive)."""
+def worker(s, stack: str, *flags: str, kill_cli_after: int | None = None, state: Path | None = None) -> tuple[dict, str, dict]:
+    """`make up`'s worker for one stack on the scenario's cluster and state (`state`, else the
+    scenario's): (result, output, what was killed). With `kill_cli_after`, the `pulumi` CLI is
+    SIGKILLed once that many resources are created (the provider's pid is kept to check it did
+    not survive)."""
     command = [sys.executable, "-m", "tools.up", "--one-stack", stack, "--dir", str(s.project),
-               "--state", str(s.root / "state"), "--kubeconfig", str(s.cluster.kubeconfig), *flags]
+               "--state", str(state or s.root / "state"), "--kubeconfig", str(s.cluster.kubeconfig), *flags]
     lines, killed, created = [], {}, 0
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO) as proc:
         for line in proc.stdout:
@@ -144,6 +147,86 @@ def test_a_killed_up_is_recovered_by_the_next_make_up(scenario_factory, timed):
     assert converged["ok"] and converged["summary"] == "no change", output[-2000:]
     assert "pending operations" not in output
     assert namespace_uids(s, "prod") == uids
+
+
+def test_a_cut_off_checkpoint_is_put_back_by_the_next_make_up_or_refused_with_the_command(scenario_factory, timed):
+    s = scenario_factory("prod")
+    first, output, _ = timed("make up", lambda: worker(s, "prod"))
+    assert first["ok"], output[-3000:]
+    backend = s.root / "state" / "backend"
+    engine = Engine(s.project, "prod", s.root / "state", s.cluster.kubeconfig, checkpoints=True)
+    urns, uids = engine.urns(), namespace_uids(s, "prod")
+    # The CLI killed while it rewrote the checkpoint: the file cut off half-way (made here, no timing luck).
+    checkpoint = backend / ".pulumi" / "stacks" / "gpu-tenancy" / "prod.json"
+    whole = checkpoint.read_bytes()
+    checkpoint.write_bytes(whole[: len(whole) // 2])
+    error, _, _ = engine.failing("preview")   # what every operation then says
+    assert "failed to load checkpoint" in str(error), error
+
+    again, output, _ = timed("make up after the cut", lambda: worker(s, "prod"))
+    assert again["ok"], output[-3000:]
+    assert re.search(r"make up: prod: the checkpoint prod\.json was unreadable \(not JSON, \d+ bytes: .*\): "
+                     r"restored from \.pulumi/stacks/gpu-tenancy/prod\.json\.bak \(\d+ resources;", output), output[-3000:]
+    assert (checkpoint.parent / "prod.json.unreadable").read_bytes() == whole[: len(whole) // 2]
+    assert engine.urns() == urns and namespace_uids(s, "prod") == uids   # nothing lost
+    converged, output, _ = worker(s, "prod", "--preview")
+    assert converged["ok"] and converged["summary"] == "no change", output[-2000:]
+
+    # The checkpoint and every copy the backend keeps of it unreadable: refused, with the command.
+    copies = [p for kind in ("stacks", "backups", "history") for p in (backend / ".pulumi" / kind).rglob("*")
+              if p.is_file() and p.name.startswith("prod") and ".history." not in p.name and not p.name.endswith(".unreadable")]
+    assert {checkpoint, checkpoint.with_name("prod.json.bak")} < set(copies), copies
+    for path in copies:
+        path.write_bytes(b"")
+    refused, output, _ = timed("make up with no readable copy", lambda: worker(s, "prod"))
+    assert not refused["ok"], output[-3000:]
+    assert f"`mv {checkpoint} {checkpoint}.unreadable`, then `make up` again" in refused["summary"], output[-3000:]
+    assert checkpoint.read_bytes() == b"" and namespace_uids(s, "prod") == uids
+
+
+def taint_list_owners(s, node: str) -> set[str]:
+    """The managers that own the node's taint list by server-side apply."""
+    entries = client.CoreV1Api(s.api).read_node(node).metadata.managed_fields
+    return set(taint_owners(s.api.sanitize_for_serialization(e) for e in entries))
+
+
+def test_after_a_lost_state_each_taint_list_has_one_owner_and_a_pool_change_applies(scenario_factory, timed):
+    s = scenario_factory("prod")
+    first, output, _ = timed("make up", lambda: worker(s, "prod"))
+    assert first["ok"], output[-3000:]
+    core = client.CoreV1Api(s.api)
+    nodes = sorted(taint_patch_managers(Engine(s.project, "prod", s.root / "state", s.cluster.kubeconfig).export()))
+    before = {node: taint_list_owners(s, node) for node in nodes}
+    assert NODE in nodes and all(len(owners) == 1 for owners in before.values()), before
+    uids = namespace_uids(s, "prod")
+
+    # The state lost (a deleted stack, a backend restored from before the first up): a new, empty
+    # backend. Its up creates every object again, adopting the live ones; the taint patches get new
+    # managers, which share each list with the lost state's until the worker releases those.
+    lost = s.root / "lost-state"
+    again, output, _ = timed("make up on an empty state", lambda: worker(s, "prod", state=lost))
+    assert again["ok"] and again["summary"].startswith("create "), output[-3000:]
+    for node in nodes:
+        assert f"make up: prod: node {node}: released the taint list's owner {next(iter(before[node]))} of a lost state" in output, output[-3000:]
+    ours = taint_patch_managers(Engine(s.project, "prod", lost, s.cluster.kubeconfig).export())
+    assert set(ours) == set(nodes) and not set(ours.values()) & set().union(*before.values())
+    assert {node: taint_list_owners(s, node) for node in nodes} == {node: {ours[node]} for node in nodes}
+
+    # A pool's taint changed afterwards: h100-serve no longer dedicated to inference, so shared.
+    replace_once(s.tenant_file("inference"), "dedicatedPools: [h100-serve]", "classes: [h100]")
+    changed, output, _ = timed("make up with h100-serve made shared", lambda: worker(s, "prod", state=lost))
+    assert changed["ok"] and "conflict" not in output.lower(), output[-3000:]
+    assert ("update", f"prod-platform-node-{NODE}-taints") in changed_steps(changed), changed
+    assert [(t.key, t.value, t.effect) for t in core.read_node(NODE).spec.taints] == [("nvidia.com/gpu", "present", "NoSchedule")]
+    assert taint_list_owners(s, NODE) == {ours[NODE]}
+    assert namespace_uids(s, "prod") == uids
+    # What the deploy workflow runs after its up says the same, from a `pulumi stack export`.
+    export = s.root / "lost.json"
+    export.write_text(json.dumps({"deployment": {"resources": Engine(s.project, "prod", lost, s.cluster.kubeconfig).export()}}))
+    checked = subprocess.run([sys.executable, "-m", "tools.taint_owners", "--stack", "prod", "--kubeconfig", str(s.cluster.kubeconfig),
+                              str(export), "--check"], cwd=s.project, env={**os.environ, "PYTHONPATH": str(REPO)},
+                             capture_output=True, text=True, check=False)
+    assert checked.returncode == 0 and checked.stdout.strip() == "every node's taint list has one owner of this stack", checked
 
 
 def tenants_moves(s, engine: Engine, *flags: str) -> subprocess.CompletedProcess:
