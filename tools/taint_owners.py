@@ -87,8 +87,9 @@ def release_orphaned_taint_owners(api_client: Any, resources: Iterable[Mapping[s
     """Release the orphaned owners of the taint lists of the stack's nodes (module docstring);
     one line per node where one was found. `check`: say what would be released, change nothing.
 
-    >>> release_orphaned_taint_owners(api_client, engine.export())   # doctest: +SKIP
-    ["node gpu-h100-06: released the taint list's owner pulumi-kubernetes-3f2a... of a lost state (...)"]
+    On a live cluster (the fault lane, tests/e2e/pulumi_engine/test_faults.py, runs it so),
+    `release_orphaned_taint_owners(api_client, engine.export())` returns lines such as
+    "node gpu-h100-06: released the taint list's owner pulumi-kubernetes-3f2a... of a lost state (...)".
     """
     from kubernetes import client
 
