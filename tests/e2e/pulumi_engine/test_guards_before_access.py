@@ -23,6 +23,7 @@ import time
 
 from components.manifests.tenant_grant import CRD_NAME, GROUP, PLURAL, VERSION
 from tools.applied_stack import AppliedStack
+from tools.engine import Engine
 
 pytestmark = pytest.mark.pulumi
 
@@ -66,6 +67,9 @@ def _refusal_in_force(s, timeout: float = 60) -> None:
 @pytest.fixture(scope="module")
 def refused(scenario_factory, e2e_summary):
     s = scenario_factory(STACK)
+    # Checkpoints on, as production's backends write them (the fault lane's setting): the refusal
+    # leaves the state the way a production `up` would.
+    s.engine = Engine(s.project, STACK, s.root / "state", s.cluster.kubeconfig, checkpoints=True)
     admission = client.AdmissionregistrationV1Api(s.api)
     admission.create_validating_admission_policy({
         "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy", "metadata": {"name": REFUSER},
