@@ -32,13 +32,13 @@ from .documents import (
 from .expiry import expiry_warnings
 from .gpu_cutover import cutover_warnings
 from .inventory_changes import summarise
-from .object_changes import field_changes, object_changes
+from .object_changes import field_changes, object_changes, quota_amount, resource_quotas
 from ..fleet import gpu_capacity as cap
 from ..fleet.environment import Environment
 from ..fleet.feasibility import commodity_text
 from ..fleet.ingress_hosts import WILDCARD, at_or_below, below
 from .moves.stack_changes import move_warning, touched_stacks
-from ..spec.quantity import Quantity, QuantityError
+from ..spec.quantity import Quantity
 from ..spec.tenant import Tenant
 from .tenant_changes import set_change, tenant_changes
 from ..validate.capacity import crowded_commodities
@@ -550,22 +550,6 @@ def _capacity_warnings(stack: str, capacity: list[CapacityRow], judged_before: M
 _ROW_COMMODITY = {"gpuClass": "class", "migProfile": "mig"}
 
 
-def _quotas(objects: dict[str, list[KubeObject]]) -> dict[tuple[str, str], tuple[str, Mapping[str, object]]]:
-    """(namespace, ResourceQuota name) -> (owning tenant, spec.hard) for every ResourceQuota."""
-    return {
-        (obj["metadata"]["namespace"], obj["metadata"]["name"]): (owner, (obj.get("spec") or {}).get("hard") or {})
-        for owner, items in objects.items() if owner != PLATFORM
-        for obj in items if obj.get("kind") == "ResourceQuota" and obj["metadata"].get("namespace")
-    }
-
-
-def _amount(value: object) -> Quantity | None:
-    try:
-        return Quantity.parse(value)
-    except (QuantityError, TypeError):
-        return None
-
-
 def quota_lowered_warnings(stack: str, before: dict[str, list[KubeObject]], after: dict[str, list[KubeObject]],
                            own_quota_kept: frozenset[str] = frozenset(), gpu_keys: frozenset[str] = frozenset(),
                            explained: frozenset[tuple[str, str]] = frozenset()) -> list[DiffWarning]:
@@ -586,7 +570,7 @@ def quota_lowered_warnings(stack: str, before: dict[str, list[KubeObject]], afte
     'namespace x: ResourceQuota goes DOWN TO ZERO (tenant-quota requests.cpu 8 → 0); pods that run there keep running, but new pods beyond the quota are refused'
     """
     warnings: list[DiffWarning] = []
-    old, new = _quotas(before), _quotas(after)
+    old, new = resource_quotas(before), resource_quotas(after)
     by_namespace: dict[str, tuple[str, list[tuple[str, list[tuple[str, str, str, bool]]]]]] = {}
     # The namespace's own budget first, then its PriorityClass caps.
     for (namespace, name) in sorted(set(old) & set(new), key=lambda k: (k[0], k[1] != "tenant-quota", k[1])):
@@ -594,7 +578,7 @@ def quota_lowered_warnings(stack: str, before: dict[str, list[KubeObject]], afte
         _, previous = old[(namespace, name)]
         lowered = []
         for key in sorted(set(previous) & set(hard) - {k for ns, k in explained if ns == namespace}):
-            left, right = _amount(previous[key]), _amount(hard[key])
+            left, right = quota_amount(previous[key]), quota_amount(hard[key])
             if left is not None and right is not None and right < left:
                 lowered.append((key, previous[key], hard[key], right == Quantity.parse(0)))
         if lowered:

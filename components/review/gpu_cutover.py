@@ -26,8 +26,9 @@ from ..fleet.environment import Environment
 from ..manifests.build import PLATFORM
 from ..manifests.meta import KubeObject
 from ..manifests.quota import TENANT_QUOTA
-from ..spec.quantity import Quantity, QuantityError
+from ..spec.quantity import Quantity
 from .documents import DiffWarning
+from .object_changes import quota_amount, resource_quotas
 
 # How each field of a `GPU_STACKS` row is said in a cutover warning (one label per field).
 STACK_FIELDS = (
@@ -57,35 +58,23 @@ def gpu_path(key: str, gpu_resources: frozenset[str]) -> str | None:
 
 
 def _count(value: object) -> Quantity:
-    try:
-        return Quantity.parse(value)
-    except (QuantityError, TypeError):
-        return Quantity.parse(0)
+    amount = quota_amount(value)
+    return amount if amount is not None else Quantity.parse(0)
 
 
 def _gpu_budgets(objects: Mapping[str, list[KubeObject]], gpu_resources: frozenset[str]) -> dict[tuple[str, str], dict[str, str]]:
     """(tenant, namespace) -> {GPU quota key: hard} of each tenant namespace's `tenant-quota`."""
-    budgets: dict[tuple[str, str], dict[str, str]] = {}
-    for owner, items in objects.items():
-        if owner == PLATFORM:
-            continue
-        for obj in items:
-            meta = obj.get("metadata") or {}
-            if obj.get("kind") == "ResourceQuota" and meta.get("name") == TENANT_QUOTA:
-                hard = (obj.get("spec") or {}).get("hard") or {}
-                budgets[(owner, meta["namespace"])] = {
-                    k: str(v) for k, v in hard.items() if gpu_path(k, gpu_resources) is not None}
-    return budgets
+    return {(owner, namespace): {k: str(v) for k, v in hard.items() if gpu_path(k, gpu_resources) is not None}
+            for (namespace, name), (owner, hard) in resource_quotas(objects).items() if name == TENANT_QUOTA}
 
 
 def _queue_resources(objects: Mapping[str, list[KubeObject]]) -> dict[str, set[str]]:
     """Tenant -> the resources its ClusterQueues count (`coveredResources`)."""
     covered: dict[str, set[str]] = {}
     for owner, items in objects.items():
-        for obj in items:
-            if obj.get("kind") == "ClusterQueue" and owner != PLATFORM:
-                for group in (obj.get("spec") or {}).get("resourceGroups") or []:
-                    covered.setdefault(owner, set()).update(group.get("coveredResources") or [])
+        queues = [o for o in items if o.get("kind") == "ClusterQueue"] if owner != PLATFORM else []
+        for group in (g for q in queues for g in (q.get("spec") or {}).get("resourceGroups") or []):
+            covered.setdefault(owner, set()).update(group.get("coveredResources") or [])
     return covered
 
 

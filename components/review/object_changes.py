@@ -6,11 +6,13 @@ are matched by identity (`subjects[Group/ml-leads]`) so an insertion is one chan
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import yaml
 
+from ..manifests.build import PLATFORM
 from ..manifests.meta import KubeObject, object_id
+from ..spec.quantity import Quantity, QuantityError
 from .documents import FieldChange, ObjectChange
 
 _MISSING = object()
@@ -125,3 +127,29 @@ def object_changes(before: Iterable[KubeObject], after: Iterable[KubeObject]) ->
     return changes
 
 
+
+
+def resource_quotas(objects: Mapping[str, list[KubeObject]]) -> dict[tuple[str, str], tuple[str, Mapping[str, object]]]:
+    """(namespace, ResourceQuota name) -> (owning tenant, spec.hard) for every tenant's ResourceQuota.
+
+    >>> resource_quotas({"a": [{"kind": "ResourceQuota", "metadata": {"name": "q", "namespace": "a"},
+    ...     "spec": {"hard": {"pods": "5"}}}]})
+    {('a', 'q'): ('a', {'pods': '5'})}
+    """
+    return {
+        (obj["metadata"]["namespace"], obj["metadata"]["name"]): (owner, (obj.get("spec") or {}).get("hard") or {})
+        for owner, items in objects.items() if owner != PLATFORM
+        for obj in items if obj.get("kind") == "ResourceQuota" and obj["metadata"].get("namespace")
+    }
+
+
+def quota_amount(value: object) -> Quantity | None:
+    """A quota value as a Quantity, or None when it is not one.
+
+    >>> quota_amount("8") == Quantity.parse(8), quota_amount("eight")
+    (True, None)
+    """
+    try:
+        return Quantity.parse(value)
+    except (QuantityError, TypeError):
+        return None
