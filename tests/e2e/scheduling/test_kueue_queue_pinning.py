@@ -20,7 +20,7 @@ from kubernetes.client.rest import ApiException
 from components.manifests.meta import GPU_TAINT_TOLERATION, KUEUE_ADMISSION_GATE, pool_label
 from components.manifests.quota import TENANT_QUOTA
 from tests.e2e.scheduling.borrowing import write_borrowing_project
-from tests.e2e.scheduling.jobs import KUEUE, QUEUE_LABEL, job, wait_or_explain
+from tests.e2e.scheduling.jobs import QUEUE_LABEL, Jobs, job, wait_or_explain
 from tests.e2e.scheduling.kai import developer_of
 from tools.applied_stack import AppliedStack
 from tools.scheduling import SchedulingStack, cpu_node, running_scheduling_stack
@@ -114,7 +114,8 @@ def test_a_gpu_pod_that_escapes_kueue_is_refused_and_the_queued_one_is_admitted(
     try:
         # Kueue's pod webhook answers 404 for a Job its cache has not seen yet (seen under load): its
         # Workload for the Job says it has.
-        pods.cp.wait_for(lambda: _workload_of(pods, "eval", made.metadata.name), what=f"Kueue's Workload of Job {made.metadata.name}")
+        pods.cp.wait_for(lambda: Jobs(kueue_stack).workload("eval", made.metadata.name),
+                         what=f"Kueue's Workload of Job {made.metadata.name}")
         _escaping_pod_is_refused(pods, made)
     finally:
         client.BatchV1Api(pods.cp.api_client).delete_namespaced_job(made.metadata.name, "eval", propagation_policy="Background")
@@ -125,12 +126,6 @@ def test_a_gpu_pod_that_escapes_kueue_is_refused_and_the_queued_one_is_admitted(
     pod = pods.wait_bound("eval", name)   # Kueue admitted its Workload and lifted the gate
     assert not pod.spec.scheduling_gates
     assert kueue_stack.node_pool[pod.spec.node_name] == "a100-shared"
-
-
-def _workload_of(pods: Pods, namespace: str, job_name: str) -> dict | None:
-    res = pods.cp.dynamic.resources.get(api_version="/".join(KUEUE), kind="Workload")
-    return next((wl for wl in pods.cp.dynamic.get(res, namespace=namespace).to_dict()["items"]
-                 if any(o["kind"] == "Job" and o["name"] == job_name for o in wl["metadata"].get("ownerReferences", []))), None)
 
 
 def _escaping_pod_is_refused(pods: Pods, owner: client.V1Job) -> None:
