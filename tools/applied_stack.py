@@ -5,6 +5,7 @@ prepares a cluster with the same steps before `pulumi up`)."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -131,6 +132,7 @@ def apply_example_stack(apiserver: ControlPlane, stack_name: str = "prod") -> Ap
     stack.results = apiserver.apply_rendered(stack.all_objects)
     apiserver.wait_namespaces_ready(stack.all_objects)
     wait_policies_typechecked(apiserver, stack.all_objects)
+    wait_policies_in_force(apiserver)
     return stack
 
 
@@ -144,6 +146,48 @@ def wait_policies_typechecked(cp: ControlPlane, objects: Iterable[dict[str, Any]
 
     for vap in (o for o in objects if o["kind"] == "ValidatingAdmissionPolicy"):
         cp.wait_for(lambda n=vap["metadata"]["name"]: typechecked(n), what=f"type checking of {vap['metadata']['name']}")
+
+
+# The canary's name: a ConfigMap by this name is what its policy refuses, nothing else.
+CANARY = "gpu-tenancy-policies-in-force"
+
+
+def wait_policies_in_force(cp: ControlPlane, timeout: float = 60.0) -> None:
+    """Wait until the API server enforces every admission policy and binding applied so far.
+
+    The API server accepts a policy and its binding before its admission plugin has them: its
+    informers deliver them a moment later (seen: a refusal the stack owes, admitted right after the
+    apply). A canary policy + binding refusing one ConfigMap name is applied last; once a dry-run
+    create of that ConfigMap is refused, the plugin's policy and binding informers have delivered
+    every event before the canary's (a watch delivers one kind in resourceVersion order) and it
+    recompiles the whole set from them, so every earlier policy is in force too. Then the canary is
+    removed. For example, after `cp.apply_rendered(objects)`: `wait_policies_in_force(cp)`.
+    """
+    adm = k8s_client.AdmissionregistrationV1Api(cp.api_client)
+    core = k8s_client.CoreV1Api(cp.api_client)
+    name = f"{CANARY}-{time.monotonic_ns()}"
+    adm.create_validating_admission_policy({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy", "metadata": {"name": name},
+        "spec": {"failurePolicy": "Fail",
+                 "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                                                         "resources": ["configmaps"]}]},
+                 "validations": [{"expression": f"object.metadata.name != '{CANARY}'", "message": "canary"}]}})
+    adm.create_validating_admission_policy_binding({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": name},
+        "spec": {"policyName": name, "validationActions": ["Deny"]}})
+
+    def refused() -> bool:
+        try:
+            core.create_namespaced_config_map("default", {"metadata": {"name": CANARY}}, dry_run="All")
+        except ApiException as exc:
+            return exc.status in (403, 422) and name in (exc.body or "")
+        return False
+
+    try:
+        cp.wait_for(refused, timeout=timeout, interval=0.1, what="the admission policies applied so far in force (canary)")
+    finally:
+        adm.delete_validating_admission_policy_binding(name)
+        adm.delete_validating_admission_policy(name)
 
 
 def apply_tenant(cp: ControlPlane, objects: list[dict[str, Any]]) -> None:
@@ -161,6 +205,7 @@ def apply_tenant(cp: ControlPlane, objects: list[dict[str, Any]]) -> None:
             return status is not None and status.type_checking is not None and status
         status = cp.wait_for(checked, what=f"type checking of {vap['metadata']['name']}")
         assert not (status.type_checking.expression_warnings or []), status.type_checking.expression_warnings
+    wait_policies_in_force(cp)
 
 
 def remove_tenant(cp: ControlPlane, objects: list[dict[str, Any]]) -> None:

@@ -64,7 +64,7 @@ from typing import Any, Callable, Iterable, Iterator
 import yaml
 
 from components.manifests.kueue import kueue_configuration
-from tools.applied_stack import AppliedStack, install_crds
+from tools.applied_stack import AppliedStack, install_crds, wait_policies_in_force
 from tools.control_plane import (
     BIN_DIR,
     CONTROLLERS,
@@ -601,6 +601,7 @@ def start_scheduling_stack(stack: str, workdir: Path, root: Path = REPO_ROOT, *,
         applied.results = cp.apply_rendered(applied.all_objects)
         clear_not_ready_taints(cp, node_pool)
         cp.wait_namespaces_ready(applied.all_objects)
+        wait_policies_in_force(cp)
         timings["apply stack"] = time.monotonic() - t1 - own
     except BaseException:
         cp.stop()
