@@ -34,7 +34,7 @@ import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 
 from tools.lanes import tool_versions
@@ -389,8 +389,9 @@ class ControlPlane:
     """A running etcd + kube-apiserver + kube-controller-manager."""
 
     def __init__(self, bin_dir: Path, workdir: Path, controllers: Iterable[str] = CONTROLLERS,
-                 quota_sync_period: str = TEST_QUOTA_SYNC_PERIOD) -> None:
+                 quota_sync_period: str = TEST_QUOTA_SYNC_PERIOD, flags: Mapping[str, Sequence[str]] | None = None) -> None:
         self.bin_dir = bin_dir
+        self.flags = dict(flags or {})   # component name -> flags added to its own (e.g. its client's rate limits)
         self.controllers = tuple(controllers)
         self.quota_sync_period = quota_sync_period
         self.workdir = workdir
@@ -630,7 +631,7 @@ class ControlPlane:
     # ---- lifecycle -------------------------------------------------------
 
     def _start(self, name: str, args: list[str]) -> Process:
-        proc = Process(name, [str(self.bin_dir / name), *args], self.log_dir)
+        proc = Process(name, [str(self.bin_dir / name), *args, *self.flags.get(name, ())], self.log_dir)
         self._procs.append(proc)
         return proc
 

@@ -63,6 +63,14 @@ STAGE_SETS = ("node/fast", "node/heartbeat", "pod/general")
 # The node lifecycle controller turns kwok's Ready and heartbeats into the taints scheduling reads.
 RUNTIME_CONTROLLERS = (*SCHEDULING_CONTROLLERS, "node-lifecycle-controller")
 STAGE_ANNOTATION = "{stage}.stage.kwok.x-k8s.io/{knob}"
+# The client rate limits of a plane that must keep up with a replay or a scale run (ControlPlane's
+# `flags`), as kwokctl's `disableQPSLimits` sets them for its scale clusters: kube-controller-manager's
+# default 20 requests/s (its job, quota and garbage collectors share them) and kube-scheduler's 50
+# would meter the components' throughput instead of the queues'. kwok's own client has no limiter
+# and Kueue's defaults are 300/500.
+UNTHROTTLED: dict[str, tuple[str, ...]] = {
+    component: ("--kube-api-qps=5000", "--kube-api-burst=10000") for component in ("kube-controller-manager", "kube-scheduler")
+}
 GPU_RESOURCE_PREFIX = "nvidia.com/"
 # A KAI GPU share asks by annotation, not by resource (its reservation pod, in KAI's namespace, holds
 # the whole GPU): the ledger counts it as its fraction of a GPU, under a name of its own.

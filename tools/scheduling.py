@@ -59,7 +59,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import yaml
 
@@ -571,10 +571,11 @@ def ready_nodes(plane: SchedulingPlane, environment: Any, timings: dict[str, flo
 def start_scheduling_stack(stack: str, workdir: Path, root: Path = REPO_ROOT, *,
                            controllers: Iterable[str] = SCHEDULING_CONTROLLERS,
                            nodes: Callable[[SchedulingPlane, Any, dict[str, float]], dict[str, str]] = ready_nodes,
-                           ) -> SchedulingStack:
+                           flags: Mapping[str, Sequence[str]] | None = None) -> SchedulingStack:
     """The stack applied to a control plane with `controllers`, kube-scheduler, Kueue and JobSet (Kueue
-    stacks), its inventory registered by `nodes` (which returns node -> pool and may add to the timings)."""
-    cp = ControlPlane(BIN_DIR, workdir, controllers=controllers)
+    stacks), its inventory registered by `nodes` (which returns node -> pool and may add to the timings);
+    `flags` adds to a component's own (ControlPlane)."""
+    cp = ControlPlane(BIN_DIR, workdir, controllers=controllers, flags=flags)
     timings: dict[str, float] = {}
     t0 = time.monotonic()
     try:

@@ -36,6 +36,7 @@ from components.simulate.trace import Trace, TraceJob, request_of
 from tools.runtime import (
     GPU_RESOURCE_PREFIX,
     RUNTIME_CONTROLLERS,
+    UNTHROTTLED,
     PodLedger,
     kwok_nodes,
     run_for,
@@ -230,7 +231,8 @@ def replay(stack: str, side: Side, trace: Trace, speed: float, horizon: float | 
     workdir = Path(tempfile.mkdtemp(prefix="tenants-simulate-"))
     try:
         t0 = time.monotonic()
-        applied = start_scheduling_stack(stack, workdir, side.root, controllers=RUNTIME_CONTROLLERS, nodes=kwok_nodes)
+        applied = start_scheduling_stack(stack, workdir, side.root, controllers=RUNTIME_CONTROLLERS, nodes=kwok_nodes,
+                                         flags=UNTHROTTLED)
         say(f"{side.label}: control plane of stack {stack} up in {time.monotonic() - t0:.0f}s")
         try:
             return _run_trace(applied, trace, speed, horizon, say, side.label)
