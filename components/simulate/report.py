@@ -91,7 +91,8 @@ def compare(base: Outcome, change: Outcome, tolerance: Tolerance, context: Mappi
     ub, uc = utilisation(base, span), utilisation(change, span)
     for pool in sorted(set(ub) | set(uc)):
         pools[pool] = {"base": ub.get(pool), "change": uc.get(pool)}
-        if uc.get(pool) is not None and uc[pool] < IDLE_BELOW:
+        # Called out when the change leaves it idle: new, or busy on the base (idle on both is no change).
+        if uc.get(pool) is not None and uc[pool] < IDLE_BELOW and not (pool in ub and ub[pool] < IDLE_BELOW):
             was = f"; base {ub[pool]:.0%}" if pool in ub else "; new pool"
             findings.append({"kind": "idle-pool", "pool": pool, "text": f"pool {pool}: idle ({uc[pool]:.0%} used{was})"})
     return {"formatVersion": FORMAT_VERSION, "simulation": True, **dict(context),

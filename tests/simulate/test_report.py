@@ -40,8 +40,16 @@ def test_borrowing_moved_and_more_preemptions_are_called_out():
     assert kinds == [("borrowing-moved", "a"), ("more-preemptions", "a")]
 
 
-def test_an_idle_pool_is_called_out():
+def test_a_pool_the_change_leaves_idle_is_called_out():
     assert _kinds(_side({"a": [0]}), _side({"a": [0]}, used=0.0)) == [("idle-pool", "p")]
+
+
+def test_a_new_idle_pool_is_called_out_and_one_idle_on_both_sides_is_not():
+    base = _side({"a": [0]}, used=0.0)
+    change = Outcome(base.jobs, pool_used={}, pool_devices={"p": 8, "new": 8}, span=100)
+    findings = compare(base, change, TOL, {})["findings"]
+    assert [(f["kind"], f["pool"]) for f in findings] == [("idle-pool", "new")]
+    assert "new pool" in findings[0]["text"]
 
 
 def test_every_finding_kind_has_a_test_above():
