@@ -28,6 +28,7 @@ from ..simulate.period import period_trace, queries as period_queries
 from ..simulate.synthetic import synthetic_trace
 from ..simulate.trace import Trace, read_trace, trace_yaml
 from ..review.diff_format import format_markdown, format_text
+from ..review.queue_changes import simulations
 from ..fleet.environment import Environment, LoadedTenant
 from ..load import (
     for_environment,
@@ -58,7 +59,8 @@ Output: text (terminal), markdown (a PR comment: warnings, summary table, <detai
 json (formatVersion 1, documented in docs/diff.md), stacks (the Pulumi stacks a PR must preview, as
 a JSON list of {environment, stack}: those the change touches, or every stack when files other than
 tenants/, stacks/ and documentation changed, since code can change what Pulumi does without
-changing a rendered object).
+changing a rendered object), simulate (the stacks whose quotas, pools, cohorts or queue settings
+change, as a JSON list of {environment, changes}: what the PR's queue simulation replays; [] skips it).
 
 Exit codes:
   0  the diff was printed (whether or not anything changed)
@@ -408,7 +410,7 @@ def add_parser(sub) -> None:
     )
     parser.add_argument("--base", metavar="GIT_REF", help=f"git ref to compare with (default: merge base with {DEFAULT_UPSTREAM})")
     parser.add_argument("--stack", action="append", metavar="ENV", help="environment(s) to compare (default: every stack on either side)")
-    parser.add_argument("--format", choices=["text", "markdown", "json", "stacks"], default="text", help="output format (default: text)")
+    parser.add_argument("--format", choices=["text", "markdown", "json", "stacks", "simulate"], default="text", help="output format (default: text)")
     parser.add_argument("--all-fields", action="store_true",
                         help="text: print every field change, also of placement policies and ClusterQueues (otherwise "
                         "summarised as allowed pools, flavors and quotas)")
@@ -445,6 +447,9 @@ def run(args: argparse.Namespace) -> int:
         return common.EXIT_USAGE
     if args.format == "text":
         sys.stdout.write(format_text(document, all_fields=args.all_fields))
+        return common.EXIT_OK
+    if args.format == "simulate":
+        sys.stdout.write(json.dumps(simulations(document)) + "\n")
         return common.EXIT_OK
     formatter = {"markdown": format_markdown, "json": to_json}[args.format]
     sys.stdout.write(formatter(document))
