@@ -15,7 +15,8 @@ and labels, `job_name`/`namespace`):
   `kube_pod_container_resource_requests` (whole GPUs, shares, MIG slices, DRA-backed extended
   resources: whatever resource the stack's classes and profiles name), the class from the pod's
   node (`kube_node_labels`, the class label) where several classes share a resource;
-* priority: the pods' `priority_class` (`kube_pod_info`).
+* priority: the pods' `priority_class` (`kube_pod_info`); the stack's default class is left
+  unnamed, as a pod that names none gets it.
 
 What cannot be replayed is left out and said in `notes` (a Job still running or queued at the end,
 a Job without GPUs or outside Kueue, a tenant the stack no longer has); what cannot be read at all
@@ -186,10 +187,13 @@ class _Reading:
         return {"gpu": names[0], "count": max(1, int(amount))} if names else None
 
     def _priority(self, name: str) -> str | None:
-        if name and name not in self.environment.platform.priority_classes:
+        """The trace's `priority`: None for the stack's default class (what a pod naming none gets, as
+        the trace's default does) and, said, for a class the stack does not have."""
+        classes = self.environment.platform.priority_classes
+        if name and name not in classes:
             self.noted[f"replayed at the stack's default priority: their priority class {name} is not the stack's"] += 1
             return None
-        return name or None
+        return None if not name or classes[name].global_default else name
 
 
 def period_trace(series: Series, environment: Environment, since: float, until: float, source: str = "prometheus") -> PeriodTrace:

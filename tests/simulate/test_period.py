@@ -58,7 +58,7 @@ RAN = [
     {"ns": "llm-finetune", "name": "train", "created": SINCE + 10, "start": SINCE + 12, "end": SINCE + 3612, "pods": 4,
      "gpus": {"nvidia_com_gpu": 8}, "node": "h1"},
     {"ns": "eval", "name": "sweep", "created": SINCE + 120, "start": SINCE + 400, "end": SINCE + 1000, "pods": 2,
-     "gpus": {"nvidia_com_gpu": 4}, "node": "a1", "priority": "batch"},
+     "gpus": {"nvidia_com_gpu": 4}, "node": "a1", "priority": "training"},
     {"ns": "eval", "name": "probe", "created": SINCE + 300, "start": SINCE + 300, "end": SINCE + 1200,
      "gpus": {"nvidia_com_mig_1g_10gb": 7}},
 ]
@@ -69,7 +69,7 @@ def test_the_jobs_that_ran_come_back_as_the_trace(prod):
 
     assert read.trace.jobs == [
         TraceJob(tenant="llm-finetune", submit=10, gpu="h100", count=8, duration=3600, pods=4, name="train"),
-        TraceJob(tenant="eval", submit=120, gpu="a100", count=4, duration=600, pods=2, priority="batch", name="sweep"),
+        TraceJob(tenant="eval", submit=120, gpu="a100", count=4, duration=600, pods=2, priority="training", name="sweep"),
         TraceJob(tenant="eval", submit=300, gpu="1g.10gb", count=7, duration=900, name="probe"),
     ]
     assert read.notes == []
@@ -97,6 +97,12 @@ def test_what_cannot_be_replayed_is_left_out_and_counted(prod):
         "1 Job(s) left out: of a tenant the stack does not have",
         "1 Job(s) left out: still running at --until or failed (no completion time: no duration to replay)",
     ]
+
+
+def test_the_stacks_default_priority_class_is_left_unnamed_as_a_pod_naming_none_gets_it(prod):
+    read = period_trace(_series({**RAN[0], "priority": "batch"}), prod, SINCE, UNTIL)
+    assert prod.platform.priority_classes["batch"].global_default
+    assert read.trace.jobs[0].priority is None and read.notes == []
 
 
 def test_a_priority_class_the_stack_lacks_is_replayed_at_the_default_and_said(prod):
