@@ -27,6 +27,7 @@ import pytest
 
 from components.cli.diff import read_period
 from components.simulate.trace import Trace, TraceJob
+from components.spec.problems import InvalidInput
 from tools import runtime_exporter as x
 from tools import simulation
 from tools.control_plane import REPO_ROOT
@@ -65,9 +66,14 @@ def _read_back(server, applied, since: float, expected: int, timeout: float = 60
     """The period read from Prometheus once it holds the `expected` completed Jobs (scrapes lag a second)."""
     begin, deadline = datetime.fromtimestamp(int(since), timezone.utc), time.monotonic() + timeout
     while True:
-        trace, notes = read_period(server.url, applied.environment, begin, datetime.now(timezone.utc))
-        if len(trace.jobs) >= expected or time.monotonic() > deadline:
-            return trace, notes
+        try:
+            trace, notes = read_period(server.url, applied.environment, begin, datetime.now(timezone.utc))
+        except InvalidInput:   # no Job scraped yet; at the deadline the error is the test's
+            if time.monotonic() > deadline:
+                raise
+        else:
+            if len(trace.jobs) >= expected or time.monotonic() > deadline:
+                return trace, notes
         time.sleep(1)
 
 
