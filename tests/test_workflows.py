@@ -285,3 +285,59 @@ def test_after_the_environments_up_each_node_taint_list_is_left_with_one_owner()
     script = platform[owners]["run"]
     assert 'pulumi stack export --stack "$ENVIRONMENT" --file state.json' in script
     assert 'python -m tools.taint_owners --stack "$ENVIRONMENT" --kubeconfig "$HOME/.kube/config" state.json' in script
+
+
+def _step(job: dict, name_starts: str) -> dict:
+    return next(s for s in steps(job) if s.get("name", "").startswith(name_starts))
+
+
+def test_pr_preview_simulates_the_queues_only_when_the_change_may_move_them():
+    data = workflow("pr-preview.yml")
+    check, simulate = data["jobs"]["check"], data["jobs"]["simulate"]
+
+    decide = next(s for s in steps(check) if s.get("id") == "simulations")
+    assert 'tenants diff --base "origin/$BASE_REF" --format simulate' in decide["run"]   # queue_changes.simulations
+    assert check["outputs"]["simulations"] == "${{ steps.simulations.outputs.simulations }}"
+    assert simulate["needs"] == "check" and "head.repo.full_name == github.repository" in simulate["if"]
+    assert simulate["permissions"]["pull-requests"] == "write"
+    assert uses(simulate, "actions/checkout@")[0]["with"]["fetch-depth"] == 0   # the base is replayed from git
+    skipped = _step(simulate, "Skipped")
+    assert skipped["if"] == "needs.check.outputs.simulations == '[]'"
+    for name in ("Build the runtime lane", "Simulate each stack"):
+        assert _step(simulate, name)["if"] == "needs.check.outputs.simulations != '[]'"
+    assert "tools/build.sh k8s runtime" in _step(simulate, "Build the runtime lane")["run"]
+    comment = uses(simulate, "marocchino/sticky-pull-request-comment@")[0]
+    assert comment["with"] == {"header": "tenants-simulate", "path": "simulate.md"}
+    assert comment["if"].startswith("always()") and "hashFiles('simulate.md')" in comment["if"]
+
+
+def _run_step(script: str, tmp_path: Path, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path, capture_output=True, text=True,
+                          env={**os.environ, "PATH": f"{tmp_path / 'bin'}:{BIN}:{os.environ['PATH']}", **env})
+
+
+def test_the_skipped_step_posts_the_one_line(tmp_path):
+    from components.review.queue_changes import SKIPPED
+
+    (tmp_path / "bin").mkdir()
+    script = _step(workflow("pr-preview.yml")["jobs"]["simulate"], "Skipped")["run"]
+    done = _run_step(script, tmp_path, {"PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "simulate.md").read_text() == SKIPPED + "\n"
+
+
+def test_the_simulate_step_runs_tenants_simulate_per_stack_in_markdown(tmp_path):
+    simulate = workflow("pr-preview.yml")["jobs"]["simulate"]
+    (tmp_path / "bin").mkdir()
+    fake = tmp_path / "bin" / "tenants"
+    fake.write_text('#!/bin/sh\necho "tenants $*"\n')
+    fake.chmod(0o755)
+    env = {k: str(v) for k, v in simulate["env"].items() if k != "SIMULATIONS"}
+    env |= {"SIMULATIONS": '[{"environment": "prod", "changes": ["quotas"]}, {"environment": "dev", "changes": ["pools"]}]',
+            "BASE_REF": "main", "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
+    done = _run_step(_step(simulate, "Simulate each stack")["run"], tmp_path, env)
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in (tmp_path / "simulate.md").read_text().splitlines() if line]
+    assert lines == [f"tenants simulate --stack {stack} --synthetic {env['SIMULATED_JOBS']} --seed {env['SIMULATION_SEED']} "
+                     "--base origin/main --format markdown" for stack in ("prod", "dev")]
+    assert (tmp_path / "summary.md").read_text() == (tmp_path / "simulate.md").read_text()

@@ -1,6 +1,6 @@
 """The runtime lane's exporters and the Prometheus that scrapes them (the shell of tools/runtime_metrics.py).
 
-`MetricsExporter` lists the cluster's namespaces, nodes, pods, ResourceQuotas and (on a Kueue stack)
+`MetricsExporter` lists the cluster's namespaces, nodes, pods, Jobs, ResourceQuotas and (on a Kueue stack)
 ClusterQueues, LocalQueues and Workloads every `REFRESH_SECONDS`, turns them into the series
 kube-state-metrics, Kueue and the DCGM exporter would publish (`runtime_metrics`), and serves the
 last exposition on 127.0.0.1 `/metrics`: a scrape never waits for the API server, so a slow list
@@ -63,7 +63,7 @@ class MetricsExporter:
         from kubernetes import client as k8s_client
 
         api = cp.client_for("e2e-metrics", ["system:masters"])   # its own connection pool
-        self.core, self.custom = k8s_client.CoreV1Api(api), k8s_client.CustomObjectsApi(api)
+        self.core, self.custom, self.batch = k8s_client.CoreV1Api(api), k8s_client.CustomObjectsApi(api), k8s_client.BatchV1Api(api)
         self.kueue, self.prefix = kueue, dcgm_label_prefix
         self.text = "# no data yet\n"
         self.waits: dict[str, tuple[str, float]] = {}   # Workload uid -> (ClusterQueue, seconds), kept once seen
@@ -97,7 +97,8 @@ class MetricsExporter:
         pods = self._items(self.core.list_pod_for_all_namespaces(_preload_content=False))
         samples = [*m.namespace_series(self._items(self.core.list_namespace(_preload_content=False))),
                    *m.node_series(self._items(self.core.list_node(_preload_content=False))),
-                   *m.pod_series(pods),
+                   *m.pod_series(pods), *m.pod_owner_series(pods),
+                   *m.job_series(self._items(self.batch.list_job_for_all_namespaces(_preload_content=False))),
                    *m.quota_series(self._items(self.core.list_resource_quota_for_all_namespaces(_preload_content=False))),
                    *m.dcgm_series(pods, self.prefix)]
         if self.kueue:

@@ -5,11 +5,15 @@ kube-state-metrics, the DCGM exporter and Kueue publish. The runtime lane runs n
 kubelet, no GPU), so this module derives the same series from the API objects the lane's cluster
 serves (camelCase dicts, as `ApiClient.sanitize_for_serialization` gives them):
 
-* kube-state-metrics: `kube_namespace_labels` and `kube_node_labels` (every label, as with
-  `--metric-labels-allowlist=namespaces=[*],nodes=[*]`), `kube_node_status_allocatable` and
-  `kube_pod_container_resource_requests` of GPU resources (`nvidia.com/...`: whole GPUs, MIG
-  instances, time-sliced shares; CPU and memory are left out, no rule reads them),
-  `kube_pod_status_phase`, `kube_resourcequota` (hard and used of every key);
+* kube-state-metrics: `kube_namespace_labels`, `kube_node_labels` and `kube_job_labels` (every
+  label, as with `--metric-labels-allowlist=namespaces=[*],nodes=[*],jobs=[*]`),
+  `kube_node_status_allocatable` and `kube_pod_container_resource_requests` of GPU resources
+  (`nvidia.com/...`: whole GPUs, MIG instances, time-sliced shares; CPU and memory are left out,
+  no rule reads them), `kube_pod_status_phase`, `kube_pod_owner`, `kube_pod_info`,
+  `kube_resourcequota` (hard and used of every key); of each Job `kube_job_created`,
+  `kube_job_status_start_time`, `kube_job_status_completion_time` (once set) and
+  `kube_job_spec_parallelism` / `kube_job_spec_completions` (what `tenants simulate
+  --from-prometheus` reads);
 * Kueue: `kueue_pending_workloads` per ClusterQueue and status, and the
   `kueue_admission_wait_time_seconds` histogram (creation to `Admitted`, of every Workload seen
   admitted, so it only grows, as Kueue's counter does);
@@ -46,6 +50,14 @@ TYPES = {
     "kube_node_status_allocatable": "gauge",
     "kube_pod_container_resource_requests": "gauge",
     "kube_pod_status_phase": "gauge",
+    "kube_pod_owner": "gauge",
+    "kube_pod_info": "gauge",
+    "kube_job_labels": "gauge",
+    "kube_job_created": "gauge",
+    "kube_job_status_start_time": "gauge",
+    "kube_job_status_completion_time": "gauge",
+    "kube_job_spec_parallelism": "gauge",
+    "kube_job_spec_completions": "gauge",
     "kube_resourcequota": "gauge",
     "kueue_pending_workloads": "gauge",
     "kueue_admission_wait_time_seconds": "histogram",
@@ -127,6 +139,60 @@ def pod_series(pods: Iterable[Mapping[str, Any]]) -> list[Sample]:
         out += [("kube_pod_container_resource_requests",
                  {**ident, "container": container, "node": node, "resource": sanitize(resource), "unit": "integer"}, amount)
                 for container, resource, amount in pod_gpu_requests(pod)]
+    return out
+
+
+def pod_owner_series(pods: Iterable[Mapping[str, Any]]) -> list[Sample]:
+    """`kube_pod_owner` (one per owner reference, `<none>` without one) and `kube_pod_info` of each
+    pod (its node and PriorityClass; the lane's pods have no IPs).
+
+    >>> pod = {"metadata": {"namespace": "eval", "name": "p", "uid": "u", "ownerReferences": [
+    ...     {"kind": "Job", "name": "j", "controller": True}]}, "spec": {"nodeName": "n1", "priorityClassName": "batch"}}
+    >>> pod_owner_series([pod])[0]
+    ('kube_pod_owner', {'namespace': 'eval', 'pod': 'p', 'uid': 'u', 'owner_kind': 'Job', 'owner_name': 'j', 'owner_is_controller': 'true'}, 1.0)
+    >>> pod_owner_series([pod])[1][1]["priority_class"]
+    'batch'
+    """
+    out: list[Sample] = []
+    for pod in pods:
+        meta, spec = pod["metadata"], pod.get("spec") or {}
+        ident = {"namespace": meta["namespace"], "pod": meta["name"], "uid": meta.get("uid", "")}
+        owners = meta.get("ownerReferences") or [{"kind": "<none>", "name": "<none>"}]
+        out += [("kube_pod_owner", {**ident, "owner_kind": o["kind"], "owner_name": o["name"],
+                                    "owner_is_controller": str(bool(o.get("controller"))).lower() if "controller" in o else "<none>"}, 1.0)
+                for o in owners]
+        controller = next((o for o in owners if o.get("controller")), {"kind": "<none>", "name": "<none>"})
+        out.append(("kube_pod_info", {**ident, "host_ip": "", "pod_ip": "", "node": spec.get("nodeName", ""),
+                                      "created_by_kind": controller["kind"], "created_by_name": controller["name"],
+                                      "priority_class": spec.get("priorityClassName", ""),
+                                      "host_network": str(bool(spec.get("hostNetwork"))).lower()}, 1.0))
+    return out
+
+
+def job_series(jobs: Iterable[Mapping[str, Any]]) -> list[Sample]:
+    """kube-state-metrics' series of each Job: `kube_job_labels`, `kube_job_created`, the start and
+    completion times once the job controller set them (Unix seconds), parallelism and completions.
+
+    >>> job = {"metadata": {"namespace": "eval", "name": "j", "creationTimestamp": "2026-01-01T00:00:00Z",
+    ...        "labels": {"kueue.x-k8s.io/queue-name": "default"}}, "spec": {"parallelism": 2, "completions": 2},
+    ...        "status": {"startTime": "2026-01-01T00:00:07Z"}}
+    >>> [(name, value) for name, _, value in job_series([job])]
+    [('kube_job_labels', 1.0), ('kube_job_created', 1767225600.0), ('kube_job_status_start_time', 1767225607.0), ('kube_job_spec_parallelism', 2.0), ('kube_job_spec_completions', 2.0)]
+    >>> job_series([job])[0][1]
+    {'job_name': 'j', 'namespace': 'eval', 'label_kueue_x_k8s_io_queue_name': 'default'}
+    """
+    out: list[Sample] = []
+    for job in jobs:
+        meta, spec, status = job["metadata"], job.get("spec") or {}, job.get("status") or {}
+        ident = {"job_name": meta["name"], "namespace": meta["namespace"]}
+        out.append(("kube_job_labels", {**ident, **{ksm_label(k): v for k, v in sorted((meta.get("labels") or {}).items())}}, 1.0))
+        out.append(("kube_job_created", ident, _time(meta["creationTimestamp"]).timestamp()))
+        for field, metric in (("startTime", "kube_job_status_start_time"), ("completionTime", "kube_job_status_completion_time")):
+            if status.get(field):
+                out.append((metric, ident, _time(status[field]).timestamp()))
+        for field, metric in (("parallelism", "kube_job_spec_parallelism"), ("completions", "kube_job_spec_completions")):
+            if spec.get(field) is not None:
+                out.append((metric, ident, float(spec[field])))
     return out
 
 

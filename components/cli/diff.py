@@ -24,9 +24,11 @@ import yaml
 
 from ..review.diff import Side, compare_stack, report, to_json
 from ..simulate.report import FORMATS as SIMULATION_FORMATS, Tolerance, compare as compare_replays
+from ..simulate.period import period_trace, queries as period_queries
 from ..simulate.synthetic import synthetic_trace
-from ..simulate.trace import read_trace
+from ..simulate.trace import Trace, read_trace, trace_yaml
 from ..review.diff_format import format_markdown, format_text
+from ..review.queue_changes import simulations
 from ..fleet.environment import Environment, LoadedTenant
 from ..load import (
     for_environment,
@@ -44,6 +46,7 @@ from ..spec.sharding import split_stack_name
 from ..spec.stack import CONFIG_KEY
 from ..validate.capacity import dedication_edit_problems, stack_edit_problems
 from . import common
+from .reports import PrometheusError, instant_query, moment
 
 DEFAULT_UPSTREAM = "origin/main"
 PROJECT_DIRS = ("tenants", "stacks")
@@ -56,7 +59,8 @@ Output: text (terminal), markdown (a PR comment: warnings, summary table, <detai
 json (formatVersion 1, documented in docs/diff.md), stacks (the Pulumi stacks a PR must preview, as
 a JSON list of {environment, stack}: those the change touches, or every stack when files other than
 tenants/, stacks/ and documentation changed, since code can change what Pulumi does without
-changing a rendered object).
+changing a rendered object), simulate (the stacks whose quotas, pools, cohorts or queue settings
+change, as a JSON list of {environment, changes}: what the PR's queue simulation replays; [] skips it).
 
 Exit codes:
   0  the diff was printed (whether or not anything changed)
@@ -406,7 +410,7 @@ def add_parser(sub) -> None:
     )
     parser.add_argument("--base", metavar="GIT_REF", help=f"git ref to compare with (default: merge base with {DEFAULT_UPSTREAM})")
     parser.add_argument("--stack", action="append", metavar="ENV", help="environment(s) to compare (default: every stack on either side)")
-    parser.add_argument("--format", choices=["text", "markdown", "json", "stacks"], default="text", help="output format (default: text)")
+    parser.add_argument("--format", choices=["text", "markdown", "json", "stacks", "simulate"], default="text", help="output format (default: text)")
     parser.add_argument("--all-fields", action="store_true",
                         help="text: print every field change, also of placement policies and ClusterQueues (otherwise "
                         "summarised as allowed pools, flavors and quotas)")
@@ -443,6 +447,9 @@ def run(args: argparse.Namespace) -> int:
         return common.EXIT_USAGE
     if args.format == "text":
         sys.stdout.write(format_text(document, all_fields=args.all_fields))
+        return common.EXIT_OK
+    if args.format == "simulate":
+        sys.stdout.write(json.dumps(simulations(document)) + "\n")
         return common.EXIT_OK
     formatter = {"markdown": format_markdown, "json": to_json}[args.format]
     sys.stdout.write(formatter(document))
@@ -495,16 +502,38 @@ def preview_stacks(
 
 SIMULATE_SPEED = 60.0
 SIMULATE_EPILOG = """\
-Trace: --trace FILE (.csv or .yaml; docs/simulate.md) or --synthetic N [--seed S] (N jobs from the
-tenants' quotas of the working tree, the same for the same seed).
+Trace: --trace FILE (.csv or .yaml; docs/simulate.md), --synthetic N [--seed S] (N jobs from the
+tenants' quotas of the working tree, the same for the same seed), or --from-prometheus URL --since T
+--until T (the Jobs the cluster ran then, from kube-state-metrics' series; Jobs still queued or
+running at T are left out, and stderr says how many). --save-trace FILE writes the trace replayed
+(.yaml, the format --trace reads), so a period read once can be replayed again or edited.
 
 Base: --base REF as for `tenants diff` (default: the merge base with origin/main, else HEAD).
 
 Exit codes:
   0  the report was printed
   1  invalid tenant, stack or trace files (located errors on stderr)
-  2  usage error, git error, or the runtime lane's binaries are not built here
+  2  usage error, git error, Prometheus unreachable, or the runtime lane's binaries are not built here
 """
+
+
+def read_period(url: str, environment: Environment, since, until) -> tuple[Trace, list[str]]:
+    """The trace of the period from Prometheus at `url` (one instant query per series at `until`,
+    `components.simulate.period`), and what it left out; PrometheusError when it cannot be asked.
+
+    >>> from datetime import datetime, timezone
+    >>> read_period("http://127.0.0.1:9", prod, datetime(2026, 1, 1, tzinfo=timezone.utc), datetime(2026, 1, 2, tzinfo=timezone.utc))
+    Traceback (most recent call last):
+    ...
+    components.cli.reports.PrometheusError: cannot query Prometheus at http://127.0.0.1:9: ...
+    """
+    if until <= since:
+        raise UsageError(f"--until ({until.isoformat()}) must be after --since ({since.isoformat()})")
+    span = (until - since).total_seconds()
+    series = {metric: [(r["metric"], float(r["value"][1])) for r in instant_query(url, expr, until)]
+              for metric, expr in period_queries(environment, span).items()}
+    read = period_trace(series, environment, since.timestamp(), until.timestamp(), source=url)
+    return read.trace, read.notes
 
 
 class Simulate:
@@ -532,7 +561,11 @@ class Simulate:
         source = parser.add_mutually_exclusive_group(required=True)
         source.add_argument("--trace", type=Path, metavar="FILE", help="the jobs to replay (.csv or .yaml)")
         source.add_argument("--synthetic", type=int, metavar="N", help="replay N jobs generated from the tenants' quotas")
+        source.add_argument("--from-prometheus", metavar="URL", help="replay the Jobs the cluster ran from --since to --until")
         parser.add_argument("--seed", type=int, default=1, help="seed of --synthetic (default: 1)")
+        parser.add_argument("--since", type=moment, metavar="T", help="with --from-prometheus: start (a date or ISO 8601 time)")
+        parser.add_argument("--until", type=moment, metavar="T", help="with --from-prometheus: end (a date or ISO 8601 time)")
+        parser.add_argument("--save-trace", type=Path, metavar="FILE", help="also write the trace replayed to FILE (YAML)")
         parser.add_argument("--base", metavar="GIT_REF", help="git ref to compare with (default: merge base with origin/main)")
         parser.add_argument("--format", choices=sorted(SIMULATION_FORMATS), default="text", help="output format (default: text)")
         parser.add_argument("--speed", type=float, default=SIMULATE_SPEED, help=f"trace seconds per wall second (default: {SIMULATE_SPEED:g})")
@@ -549,7 +582,11 @@ class Simulate:
             return common.EXIT_USAGE
         root = args.root.resolve()
         head = load_environment(root, args.stack)
-        trace = read_trace(args.trace, head) if args.trace else synthetic_trace(head, args.synthetic, args.seed)
+        try:
+            trace = Simulate.trace(args, head)
+        except (UsageError, PrometheusError) as err:
+            print(f"tenants simulate: {err}", file=sys.stderr)
+            return common.EXIT_USAGE
         try:
             from tools import simulation
         except ImportError:
@@ -569,8 +606,46 @@ class Simulate:
         except UsageError as err:
             print(f"tenants simulate: {err}", file=sys.stderr)
             return common.EXIT_USAGE
-        context = {"stack": args.stack, "base": base["ref"], "trace": str(args.trace or f"synthetic {args.synthetic} seed {args.seed}"),
+        context = {"stack": args.stack, "base": base["ref"], "trace": Simulate.trace_name(args),
                    "jobs": len(trace.jobs), "speed": args.speed}
         document = compare_replays(*outcomes, Tolerance(simulation.WALL_LATENCY_SECONDS * args.speed), context)
         sys.stdout.write(SIMULATION_FORMATS[args.format](document))
         return common.EXIT_OK
+
+    @staticmethod
+    def trace(args: argparse.Namespace, head: Environment) -> Trace:
+        """The trace to replay, from the file, the generator or Prometheus; written to --save-trace too.
+
+        >>> Simulate.trace(cli_args("simulate", "--stack", "prod", "--synthetic", "5", "--since", "2026-01-01"), prod)
+        Traceback (most recent call last):
+        ...
+        components.cli.diff.UsageError: --since and --until go with --from-prometheus
+        """
+        period = (args.since, args.until)
+        if args.from_prometheus is None and period != (None, None):
+            raise UsageError("--since and --until go with --from-prometheus")
+        if args.from_prometheus is not None and None in period:
+            raise UsageError("--from-prometheus needs the period: --since T --until T (dates or ISO 8601 times)")
+        if args.trace:
+            trace = read_trace(args.trace, head)
+        elif args.synthetic is not None:
+            trace = synthetic_trace(head, args.synthetic, args.seed)
+        else:
+            trace, notes = read_period(args.from_prometheus, head, *period)
+            for note in notes:
+                print(f"tenants simulate: {args.from_prometheus}: {note}", file=sys.stderr)
+            print(f"tenants simulate: {len(trace.jobs)} Job(s) read from {args.from_prometheus}", file=sys.stderr)
+        if args.save_trace:
+            args.save_trace.write_text(trace_yaml(trace, f"tenants simulate trace: {Simulate.trace_name(args)}"), encoding="utf-8")
+        return trace
+
+    @staticmethod
+    def trace_name(args: argparse.Namespace) -> str:
+        """What the report calls the trace.
+
+        >>> Simulate.trace_name(cli_args("simulate", "--stack", "prod", "--synthetic", "5"))
+        'synthetic 5 seed 1'
+        """
+        if args.from_prometheus:
+            return f"{args.from_prometheus} from {args.since.isoformat()} to {args.until.isoformat()}"
+        return str(args.trace or f"synthetic {args.synthetic} seed {args.seed}")

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+import yaml
 from pydantic import Field, ValidationError
 
 from ..fleet import gpu_capacity as cap
@@ -163,6 +165,26 @@ def _column(line: str, index: int) -> int:
     """1-based column of the `index`th cell of a CSV line (quotes holding commas are rare in traces;
     a wrong column there still names the right line and field)."""
     return sum(len(cell) + 1 for cell in line.split(",")[:index]) + 1
+
+
+def trace_yaml(trace: Trace, comment: str = "") -> str:
+    """The trace as the YAML `read_trace` reads: one flow mapping a job, defaults left out.
+
+    >>> print(trace_yaml(Trace(jobs=[TraceJob(tenant="eval", submit=30, gpu="a100", count=2, duration=600, name="j")])), end="")
+    jobs:
+      - {tenant: eval, submit: 30, gpu: a100, count: 2, duration: 600, name: j}
+    """
+    def value(v: Any) -> str:
+        if isinstance(v, float) and v.is_integer():
+            return str(int(v))
+        text = str(v)   # a name YAML would read as another type (`123`, `null`) is quoted
+        return text if isinstance(v, (int, float)) or yaml.safe_load(text) == text else json.dumps(text)
+
+    lines = [f"# {line}" for line in comment.splitlines()] + (["jobs:"] if trace.jobs else ["jobs: []"])
+    for job in trace.jobs:
+        fields = job.model_dump(exclude_defaults=True)
+        lines.append("  - {" + ", ".join(f"{k}: {value(fields[k])}" for k in TraceJob.model_fields if k in fields) + "}")
+    return "\n".join(lines) + "\n"
 
 
 READERS = {".csv": parse_trace_csv, ".yaml": parse_trace_yaml, ".yml": parse_trace_yaml}

@@ -69,3 +69,77 @@ def test_it_replays_the_base_and_the_working_tree_and_compares_them(project, cap
 def test_speed_must_be_positive(capsys):
     assert main(["--root", str(REPO), "simulate", "--stack", "prod", "--synthetic", "3", "--speed", "0"]) == 2
     assert "--speed must be > 0" in capsys.readouterr().err
+
+
+# --- --from-prometheus ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fake_prometheus():
+    """A Prometheus answering each instant query with the fixture series of its metric (tests/simulate/test_period.py)."""
+    import threading
+    import urllib.parse
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from tests.simulate.test_period import RAN, SINCE, _series
+
+    series, asked = _series(*RAN), []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+            query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+            asked.append((self.path.split("?")[0], query["query"][0], float(query["time"][0])))
+            metric = query["query"][0].removeprefix("last_over_time(").split("{")[0].split("[")[0]
+            result = [{"metric": labels, "value": [0, str(value)]} for labels, value in series.get(metric, [])]
+            body = json.dumps({"status": "success", "data": {"resultType": "vector", "result": result}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", SINCE, asked
+    server.shutdown()
+    server.server_close()
+
+
+def test_from_prometheus_replays_the_period_and_saves_its_trace(fake_prometheus, project, tmp_path, capsys, monkeypatch):
+    from datetime import datetime, timezone
+
+    url, since, asked = fake_prometheus
+    replayed = []
+    monkeypatch.setattr(simulation, "unavailable_reason", lambda: "")
+    monkeypatch.setattr(simulation, "replay", lambda stack, side, trace, speed, say=None: replayed.append(trace) or Outcome(()))
+    start = datetime.fromtimestamp(since, timezone.utc)
+    saved = tmp_path / "period.yaml"
+    code = main(["--root", str(project), "simulate", "--stack", "prod", "--from-prometheus", url, "--base", "HEAD",
+                 "--since", start.isoformat(), "--until", start.replace(hour=start.hour + 2).isoformat(),
+                 "--save-trace", str(saved), "--format", "json"])
+    assert code == 0
+    assert [(j.tenant, j.gpu, j.submit) for j in replayed[0].jobs] == [("llm-finetune", "h100", 10), ("eval", "a100", 120),
+                                                                      ("eval", "1g.10gb", 300)]
+    assert replayed[0] == replayed[1]   # both sides replay the same period
+    assert {path for path, _, _ in asked} == {"/api/v1/query"} and {at for _, _, at in asked} == {since + 7200}
+    from components import load_environment
+    from components.simulate.trace import read_trace
+    assert read_trace(saved, load_environment(project, "prod")) == replayed[0]
+    captured = capsys.readouterr()
+    assert "3 Job(s) read from " + url in captured.err
+    assert json.loads(captured.out)["trace"].startswith(f"{url} from {start.isoformat()}")
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--from-prometheus", "http://127.0.0.1:9"], "--from-prometheus needs the period: --since T --until T"),
+    (["--synthetic", "3", "--until", "2026-01-01"], "--since and --until go with --from-prometheus"),
+    (["--from-prometheus", "http://127.0.0.1:9", "--since", "2026-01-02", "--until", "2026-01-01"], "must be after --since"),
+    (["--from-prometheus", "http://127.0.0.1:9", "--since", "2026-01-01", "--until", "2026-01-02"],
+     "cannot query Prometheus at http://127.0.0.1:9"),
+])
+def test_from_prometheus_refuses_a_bad_period_or_an_unreachable_prometheus(args, says, capsys, monkeypatch):
+    monkeypatch.setattr(simulation, "replay", lambda *a, **k: pytest.fail("a plane was started"))
+    assert main(["--root", str(REPO), "simulate", "--stack", "prod", *args]) == 2
+    assert says in capsys.readouterr().err
