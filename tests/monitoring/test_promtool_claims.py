@@ -5,12 +5,13 @@ stack (tests/fixtures/dra, monitoring on with its defaults) on series shaped as 
 The scenario, three hours at one sample a minute; the pool of each ResourceSlice is its node:
 * vision's claim `train` holds two B200s (gpu-b200-01) for the first hour, then is deallocated;
 * vision's pod `serve` asks for `nvidia.com/gpu: 1` (h100 is served by both, its DeviceClass maps
-  the name): the pod's request is charged, the claim the scheduler made for it
-  (`container-0-request-0`) is not charged again;
+  the name) and got it through DRA: the claim the scheduler made for it (`container-0-request-0`,
+  reserved for the pod) is charged, the pod's own request is not charged again; vision's pod
+  `plugin` asks for the same and got a device-plugin GPU (no claim): its request is charged;
 * vision's `share` and robotics' `lab` hold one H100 of gpu-h100-01 at once for two hours
   (consumable capacity): half a GPU each;
 * robotics' `sim` holds an H100 of its own pool (gpu-h100-02) all along.
-GPU-hours over the three hours: vision b200 2, vision h100 3 + 1, robotics h100 1 + 3.
+GPU-hours over the three hours: vision b200 2, vision h100 3 + 3 + 1, robotics h100 1 + 3.
 """
 
 from __future__ import annotations
@@ -59,12 +60,16 @@ def input_series(dra) -> list[dict[str, str]]:
         out.append(_series("kube_node_labels", ALL_ALONG, node=node, **{class_label: gpu_class}))
         out.append(_series(r.KSM_SLICE_INFO, ALL_ALONG, resourceslice=f"{node}-{DRIVER}", driver=DRIVER, pool_name=node,
                            node_name=node, all_nodes="false"))
-    pod = {"namespace": "vision", "pod": "serve", "uid": "u1"}
+    for name in ("serve", "plugin"):
+        pod = {"namespace": "vision", "pod": name, "uid": f"uid-{name}"}
+        out += [_series("kube_pod_container_resource_requests", ALL_ALONG, **pod, container="main", node="gpu-h100-01",
+                        resource="nvidia_com_gpu", unit="integer"),
+                _series("kube_pod_status_phase", ALL_ALONG, **pod, phase="Running")]
+    made = "serve-extended-resources-x7k2p"
     out += [
-        _series("kube_pod_container_resource_requests", ALL_ALONG, **pod, container="main", node="gpu-h100-01",
-                resource="nvidia_com_gpu", unit="integer"),
-        _series("kube_pod_status_phase", ALL_ALONG, **pod, phase="Running"),
-        _device("vision", "serve-extended-resources-x7k2p", "container-0-request-0", "gpu-h100-01", "gpu-7", ALL_ALONG),
+        _device("vision", made, "container-0-request-0", "gpu-h100-01", "gpu-7", ALL_ALONG),
+        _series(r.KSM_CLAIM_RESERVED, ALL_ALONG, namespace="vision", resourceclaim=made, consumer_apigroup="",
+                consumer_resource="pods", consumer_name="serve", consumer_uid="uid-serve"),
         _device("vision", "train", "gpu", "gpu-b200-01", "gpu-0", FIRST_HOUR),
         _device("vision", "train", "gpu", "gpu-b200-01", "gpu-1", FIRST_HOUR),
         _device("vision", "share", "gpu", "gpu-h100-01", "gpu-3", TWO_HOURS),
@@ -91,19 +96,25 @@ def expression_tests() -> list[dict[str, Any]]:
             ({**share, "namespace": "vision", "resourceclaim": "share"}, 0.5),
             ({**share, "namespace": "robotics", "resourceclaim": "lab"}, 0.5),
             ({"namespace": "robotics", "resourceclaim": "sim", "request": "gpu", "driver": DRIVER, "pool": "gpu-h100-02", "device": "gpu-0"}, 1),
+            ({"namespace": "vision", "resourceclaim": "serve-extended-resources-x7k2p", "request": "container-0-request-0",
+              "driver": DRIVER, "pool": "gpu-h100-01", "device": "gpu-7"}, 1),
         ]),
         (r.CLAIM_ALLOCATED_GPUS, "30m", [
             (_claim(VISION, "b200", "train"), 2), (_claim(VISION, "h100", "share"), 0.5),
+            (_claim(VISION, "h100", "serve-extended-resources-x7k2p"), 1),
             (_claim(ROBOTICS, "h100", "lab"), 0.5), (_claim(ROBOTICS, "h100", "sim"), 1),
         ]),
-        (r.TENANT_CLAIM_GPUS, "30m", [({**VISION, "gpu_class": "b200"}, 2), ({**VISION, "gpu_class": "h100"}, 0.5),
+        (r.TENANT_CLAIM_GPUS, "30m", [({**VISION, "gpu_class": "b200"}, 2), ({**VISION, "gpu_class": "h100"}, 1.5),
                                       ({**ROBOTICS, "gpu_class": "h100"}, 1.5)]),
-        # The pod's GPU and the claims' under one name: what `tenants report` and the dashboards read.
-        (r.TENANT_ALLOCATED_GPUS, "30m", [({**VISION, "gpu_class": "b200"}, 2), ({**VISION, "gpu_class": "h100"}, 1.5),
+        (r.EXTENDED_RESOURCE_PODS, "30m", [({"namespace": "vision", "pod": "serve"}, 1)]),
+        # Only the device-plugin pod's request: serve's GPU is its claim's.
+        (r.POD_ALLOCATED_GPUS, "30m", [({"tenant": "vision", "gpu_class": "h100", "namespace": "vision", "pod": "plugin"}, 1)]),
+        # The pods' GPUs and the claims' under one name: what `tenants report` and the dashboards read.
+        (r.TENANT_ALLOCATED_GPUS, "30m", [({**VISION, "gpu_class": "b200"}, 2), ({**VISION, "gpu_class": "h100"}, 2.5),
                                           ({**ROBOTICS, "gpu_class": "h100"}, 1.5)]),
-        (r.TENANT_ALLOCATED_GPUS, "150m", [({**VISION, "gpu_class": "h100"}, 1), ({**ROBOTICS, "gpu_class": "h100"}, 1)]),
+        (r.TENANT_ALLOCATED_GPUS, "150m", [({**VISION, "gpu_class": "h100"}, 2), ({**ROBOTICS, "gpu_class": "h100"}, 1)]),
         (r.gpu_hours_expr(r.TENANT_ALLOCATED_GPUS, "3h"), "3h", [
-            ({**VISION, "gpu_class": "b200"}, 2), ({**VISION, "gpu_class": "h100"}, 3 + 1), ({**ROBOTICS, "gpu_class": "h100"}, 1 + 3)]),
+            ({**VISION, "gpu_class": "b200"}, 2), ({**VISION, "gpu_class": "h100"}, 3 + 3 + 1), ({**ROBOTICS, "gpu_class": "h100"}, 1 + 3)]),
     ]
     return [{"expr": expr, "eval_time": at, "exp_samples": _samples(expr if re.fullmatch(r"[a-z_:]+", expr) else "", rows)}
             for expr, at, rows in cases]
@@ -131,11 +142,11 @@ def test_claims_are_charged_per_tenant_and_class(dra, promtool, tmp_path):
 
 
 def test_a_claim_charged_twice_fails_the_test(dra, promtool, tmp_path):
-    """The same harness expecting the extended-resource pod's claim charged on top of its request must fail."""
+    """The same harness expecting the DRA-served pod charged twice (its request and its claim) must fail."""
     rules = write_rules(dra, tmp_path / "rules.yaml")
     wrong = expression_tests()
     for case in wrong:
         if case["expr"] == r.TENANT_ALLOCATED_GPUS and case["eval_time"] == "150m":
-            case["exp_samples"][0]["value"] = 2
+            case["exp_samples"][0]["value"] = 3
     result = run(promtool, "test", "rules", unit_test_file(dra, rules, tmp_path / "tests.yaml", wrong).name, cwd=tmp_path)
     assert result.returncode != 0 and r.TENANT_ALLOCATED_GPUS in result.stdout + result.stderr
