@@ -12,8 +12,8 @@ serves (camelCase dicts, as `ApiClient.sanitize_for_serialization` gives them):
   `kube_pod_status_phase`, `kube_resourcequota` (hard and used of every key); with its
   `resourceclaims` and `resourceslices` collectors, `kube_resourceclaim_allocation_device_info` (a
   series per device result of an allocated claim), `kube_resourceclaim_status_reserved_for` (per
-  consumer) and `kube_resourceslice_info` (per slice: driver, pool, node), labelled as KSM's own
-  stores (internal/store/resourceclaim.go, resourceslice.go) label them;
+  consumer) and `kube_resourceslice_info` (per slice: driver, pool, node), labelled as KSM's
+  native stores of kubernetes/kube-state-metrics#3020 label them (no KSM release has them yet);
 * Kueue: `kueue_pending_workloads` per ClusterQueue and status, and the
   `kueue_admission_wait_time_seconds` histogram (creation to `Admitted`, of every Workload seen
   admitted, so it only grows, as Kueue's counter does);

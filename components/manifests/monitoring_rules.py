@@ -78,8 +78,9 @@ POD_ALLOCATED_GPUS = "gpu_tenancy:pod_gpu_allocated:gpus"
 TENANT_ALLOCATED_GPUS = "gpu_tenancy:tenant_gpu_allocated:gpus"
 TENANT_USED_GPUS = "gpu_tenancy:tenant_gpu_used:gpus"
 CHARGEBACK_LABELS = ("cost_center", "tenant", "gpu_class")
-# DRA: devices allocated to ResourceClaims, from kube-state-metrics' own `resourceclaims` and
-# `resourceslices` collectors (not custom-resource-state: KSM ignores a CRS entry for a built-in kind).
+# DRA: devices allocated to ResourceClaims, as kube-state-metrics' native `resourceclaims` and
+# `resourceslices` collectors publish them (kubernetes/kube-state-metrics#3020, not in v2.20.0; a
+# custom-resource-state entry cannot: KSM resolves CRS kinds from CRDs only and drops a built-in one).
 KSM_CLAIM_DEVICES = "kube_resourceclaim_allocation_device_info"
 KSM_SLICE_INFO = "kube_resourceslice_info"
 KSM_CLAIM_RESERVED = "kube_resourceclaim_status_reserved_for"

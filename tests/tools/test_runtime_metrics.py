@@ -119,8 +119,8 @@ def test_every_exporter_series_the_rules_read_is_published_or_named_as_left_out(
     assert read >= {"kube_pod_container_resource_requests", "kube_resourcequota", "kueue_admission_wait_time_seconds_bucket"}
 
 
-# The label keys kube-state-metrics' own stores give these families (internal/store/resourceclaim.go,
-# resourceslice.go: the default labels, then each family's).
+# The label keys kube-state-metrics' native stores give these families (kubernetes/kube-state-metrics#3020,
+# internal/store/resourceclaim.go and resourceslice.go: the default labels, then each family's).
 KSM_DRA_LABELS = {
     "kube_resourceclaim_allocation_device_info": {"resourceclaim", "namespace", "request", "driver", "pool", "device"},
     "kube_resourceclaim_status_reserved_for": {"resourceclaim", "namespace", "consumer_apigroup", "consumer_resource",
