@@ -43,6 +43,11 @@ def with_monitoring(environment: Environment) -> Environment:
     return dataclasses.replace(environment, platform=platform)   # its fleet facts are made anew
 
 
+def dra_with_monitoring() -> Environment:
+    """The DRA fixture (tests/fixtures/dra: a DeviceClass metering each GPU class) with monitoring on, its defaults."""
+    return with_monitoring(load_environment(REPO_ROOT / "tests" / "fixtures" / "dra", "dra"))
+
+
 def run(*argv: Any, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([str(a) for a in argv], capture_output=True, text=True, cwd=cwd, timeout=300)
 

@@ -23,13 +23,11 @@ from typing import Any
 import pytest
 import yaml
 
-from components.load import load_environment
 from components.manifests import monitoring_rules as r
-from tests.monitoring.test_promtool import run, with_monitoring, write_rules
+from tests.monitoring.test_promtool import dra_with_monitoring, run, write_rules
 
 pytestmark = pytest.mark.monitoring
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "dra"
 DRIVER = "gpu.nvidia.com"
 ALL_ALONG, FIRST_HOUR, TWO_HOURS = "1x180", "1x60 stale", "1x120 stale"   # (0, 3h] counts minutes 1..180
 VISION, ROBOTICS = {"cost_center": "cc-vision", "tenant": "vision"}, {"cost_center": "cc-robotics", "tenant": "robotics"}
@@ -37,7 +35,7 @@ VISION, ROBOTICS = {"cost_center": "cc-vision", "tenant": "vision"}, {"cost_cent
 
 @pytest.fixture(scope="module")
 def dra():
-    return with_monitoring(load_environment(FIXTURE, "dra"))
+    return dra_with_monitoring()
 
 
 def _series(name: str, values: str, **labels: str) -> dict[str, str]:

@@ -132,9 +132,9 @@ KSM_DRA_LABELS = {
 def test_the_claim_series_the_dra_rules_read_are_published_with_kube_state_metrics_labels():
     """The dra fixture's rules (monitoring on) read claim and slice families; the exporter publishes
     each with the label keys KSM gives it, and every label the rules select or group them by."""
-    from tests.monitoring.test_promtool import with_monitoring
+    from tests.monitoring.test_promtool import dra_with_monitoring
 
-    dra = with_monitoring(load_environment(REPO_ROOT / "tests" / "fixtures" / "dra", "dra"))
+    dra = dra_with_monitoring()
     exprs = " ".join(rule["expr"] for group in r.rule_groups(dra.facts) for rule in group["rules"])
     read = set(re.findall(r"\b(kube_resource(?:claim|slice)_[a-z_]+)\b", exprs))
     assert read == set(KSM_DRA_LABELS) and read <= set(m.TYPES)
@@ -146,7 +146,8 @@ def test_the_claim_series_the_dra_rules_read_are_published_with_kube_state_metri
     samples = [*m.claim_series([claim, unallocated]), *m.slice_series(slices)]
     assert {name: set(labels) for name, labels, _ in samples} == KSM_DRA_LABELS
     assert len(samples) == 3   # nothing for the unallocated claim
-    used = {name: set(re.findall(r"\b([a-z_]+)(?:=|!=|=~|!~)\"", matcher)) for name, matcher in re.findall(r"(kube_resource(?:claim|slice)_\w+)\{([^}]*)\}", exprs)}
+    matchers = re.findall(r"(kube_resource(?:claim|slice)_\w+)\{([^}]*)\}", exprs)
+    used = {name: set(re.findall(r"\b([a-z_]+)(?:=|!=|=~|!~)\"", matcher)) for name, matcher in matchers}
     assert all(labels <= KSM_DRA_LABELS[name] for name, labels in used.items()), used
 
 
