@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from components.manifests import monitoring_rules as r
-from tests.monitoring.test_promtool import dra_with_monitoring, run, write_rules
+from tests.monitoring.test_promtool import dra_with_monitoring, promtool_test_rules
 
 pytestmark = pytest.mark.monitoring
 
@@ -133,18 +133,16 @@ def test_every_claim_rule_has_an_expression_test(dra):
 
 
 def test_claims_are_charged_per_tenant_and_class(dra, promtool, tmp_path):
-    rules = write_rules(dra, tmp_path / "rules.yaml")
-    result = run(promtool, "test", "rules", unit_test_file(dra, rules, tmp_path / "tests.yaml", expression_tests()).name, cwd=tmp_path)
+    result = promtool_test_rules(promtool, tmp_path, dra, unit_test_file, expression_tests())
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
     assert "SUCCESS" in result.stdout
 
 
 def test_a_claim_charged_twice_fails_the_test(dra, promtool, tmp_path):
     """The same harness expecting the DRA-served pod charged twice (its request and its claim) must fail."""
-    rules = write_rules(dra, tmp_path / "rules.yaml")
     wrong = expression_tests()
     for case in wrong:
         if case["expr"] == r.TENANT_ALLOCATED_GPUS and case["eval_time"] == "150m":
             case["exp_samples"][0]["value"] = 3
-    result = run(promtool, "test", "rules", unit_test_file(dra, rules, tmp_path / "tests.yaml", wrong).name, cwd=tmp_path)
+    result = promtool_test_rules(promtool, tmp_path, dra, unit_test_file, wrong)
     assert result.returncode != 0 and r.TENANT_ALLOCATED_GPUS in result.stdout + result.stderr
