@@ -1,7 +1,8 @@
 """The runtime lane's exporters and the Prometheus that scrapes them (the shell of tools/runtime_metrics.py).
 
-`MetricsExporter` lists the cluster's namespaces, nodes, pods, Jobs, ResourceQuotas and (on a Kueue stack)
-ClusterQueues, LocalQueues and Workloads every `REFRESH_SECONDS`, turns them into the series
+`MetricsExporter` lists the cluster's namespaces, nodes, pods, Jobs, ResourceQuotas, ResourceClaims,
+ResourceSlices and (on a Kueue stack) ClusterQueues, LocalQueues and Workloads every
+`REFRESH_SECONDS`, turns them into the series
 kube-state-metrics, Kueue and the DCGM exporter would publish (`runtime_metrics`), and serves the
 last exposition on 127.0.0.1 `/metrics`: a scrape never waits for the API server, so a slow list
 delays a change by at most one refresh and never fails a scrape (a failed scrape would mark every
@@ -37,6 +38,7 @@ REFRESH_SECONDS = 0.5
 INTERVAL_SECONDS = 1      # scrape and rule evaluation
 SERVER_SECONDS = 600      # hard upper bound of Prometheus' life (`timeout`)
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
+DRA = ("resource.k8s.io", "v1")
 
 
 def prometheus_bin_dir() -> Path:
@@ -92,6 +94,10 @@ class MetricsExporter:
     def _custom(self, plural: str) -> list[dict[str, Any]]:
         return self.custom.list_cluster_custom_object(*KUEUE, plural)["items"]
 
+    def _resource(self, plural: str) -> list[dict[str, Any]]:
+        """DRA objects (resource.k8s.io/v1) of every namespace, as kube-state-metrics' collectors list them."""
+        return self.custom.list_cluster_custom_object(*DRA, plural)["items"]
+
     def collect(self) -> str:
         """The exposition of the cluster as it is now."""
         pods = self._items(self.core.list_pod_for_all_namespaces(_preload_content=False))
@@ -100,7 +106,8 @@ class MetricsExporter:
                    *m.pod_series(pods), *m.pod_owner_series(pods),
                    *m.job_series(self._items(self.batch.list_job_for_all_namespaces(_preload_content=False))),
                    *m.quota_series(self._items(self.core.list_resource_quota_for_all_namespaces(_preload_content=False))),
-                   *m.dcgm_series(pods, self.prefix)]
+                   *m.dcgm_series(pods, self.prefix),
+                   *m.claim_series(self._resource("resourceclaims")), *m.slice_series(self._resource("resourceslices"))]
         if self.kueue:
             workloads = self._custom("workloads")
             for workload in workloads:

@@ -13,7 +13,11 @@ serves (camelCase dicts, as `ApiClient.sanitize_for_serialization` gives them):
   `kube_resourcequota` (hard and used of every key); of each Job `kube_job_created`,
   `kube_job_status_start_time`, `kube_job_status_completion_time` (once set) and
   `kube_job_spec_parallelism` / `kube_job_spec_completions` (what `tenants simulate
-  --from-prometheus` reads);
+  --from-prometheus` reads); with its `resourceclaims` and `resourceslices` collectors,
+  `kube_resourceclaim_allocation_device_info` (a series per device result of an allocated claim),
+  `kube_resourceclaim_status_reserved_for` (per consumer) and `kube_resourceslice_info` (per
+  slice: driver, pool, node), labelled as KSM's native stores of kubernetes/kube-state-metrics#3020
+  label them (no KSM release has them yet);
 * Kueue: `kueue_pending_workloads` per ClusterQueue and status, and the
   `kueue_admission_wait_time_seconds` histogram (creation to `Admitted`, of every Workload seen
   admitted, so it only grows, as Kueue's counter does);
@@ -59,6 +63,9 @@ TYPES = {
     "kube_job_spec_parallelism": "gauge",
     "kube_job_spec_completions": "gauge",
     "kube_resourcequota": "gauge",
+    "kube_resourceclaim_allocation_device_info": "gauge",
+    "kube_resourceclaim_status_reserved_for": "gauge",
+    "kube_resourceslice_info": "gauge",
     "kueue_pending_workloads": "gauge",
     "kueue_admission_wait_time_seconds": "histogram",
     "DCGM_FI_DEV_GPU_UTIL": "gauge",
@@ -211,6 +218,43 @@ def quota_series(quotas: Iterable[Mapping[str, Any]]) -> list[Sample]:
                 out.append(("kube_resourcequota", {"namespace": meta["namespace"], "resourcequota": meta["name"],
                                                    "resource": resource, "type": kind}, quantity(amount)))
     return out
+
+
+def claim_series(claims: Iterable[Mapping[str, Any]]) -> list[Sample]:
+    """Per claim, a `kube_resourceclaim_allocation_device_info` per allocated device result (none
+    while unallocated) and a `kube_resourceclaim_status_reserved_for` per consumer.
+
+    >>> claim = {"metadata": {"namespace": "vision", "name": "c"}, "status": {
+    ...     "allocation": {"devices": {"results": [{"request": "gpu", "driver": "gpu.nvidia.com", "pool": "n1", "device": "gpu-0"}]}},
+    ...     "reservedFor": [{"resource": "pods", "name": "p", "uid": "u"}]}}
+    >>> for sample in claim_series([claim]): print(sample)
+    ('kube_resourceclaim_allocation_device_info', {'resourceclaim': 'c', 'namespace': 'vision', 'request': 'gpu', 'driver': 'gpu.nvidia.com', 'pool': 'n1', 'device': 'gpu-0'}, 1.0)
+    ('kube_resourceclaim_status_reserved_for', {'resourceclaim': 'c', 'namespace': 'vision', 'consumer_apigroup': '', 'consumer_resource': 'pods', 'consumer_name': 'p', 'consumer_uid': 'u'}, 1.0)
+    """
+    out: list[Sample] = []
+    for claim in claims:
+        ident = {"resourceclaim": claim["metadata"]["name"], "namespace": claim["metadata"]["namespace"]}
+        status = claim.get("status") or {}
+        for result in ((status.get("allocation") or {}).get("devices") or {}).get("results") or []:
+            out.append(("kube_resourceclaim_allocation_device_info",
+                        {**ident, **{key: result.get(key, "") for key in ("request", "driver", "pool", "device")}}, 1.0))
+        for consumer in status.get("reservedFor") or []:
+            out.append(("kube_resourceclaim_status_reserved_for", {**ident, "consumer_apigroup": consumer.get("apiGroup", ""),
+                        "consumer_resource": consumer.get("resource", ""), "consumer_name": consumer.get("name", ""),
+                        "consumer_uid": consumer.get("uid", "")}, 1.0))
+    return out
+
+
+def slice_series(slices: Iterable[Mapping[str, Any]]) -> list[Sample]:
+    """`kube_resourceslice_info` of each ResourceSlice (`all_nodes` as Go formats a bool).
+
+    >>> slice_series([{"metadata": {"name": "n1-gpu"}, "spec": {"driver": "gpu.nvidia.com", "nodeName": "n1", "pool": {"name": "n1"}}}])
+    [('kube_resourceslice_info', {'resourceslice': 'n1-gpu', 'driver': 'gpu.nvidia.com', 'pool_name': 'n1', 'node_name': 'n1', 'all_nodes': 'false'}, 1.0)]
+    """
+    return [("kube_resourceslice_info", {"resourceslice": s["metadata"]["name"], "driver": s["spec"]["driver"],
+                                         "pool_name": s["spec"]["pool"]["name"], "node_name": s["spec"].get("nodeName") or "",
+                                         "all_nodes": str(bool(s["spec"].get("allNodes"))).lower()}, 1.0)
+            for s in slices]
 
 
 def _time(text: str) -> datetime.datetime:

@@ -6,7 +6,8 @@ never repeats the joins there):
 * **GPU fleet overview**: per GPU class the stack's capacity, the sum of quotas, the devices
   requested and the devices busy; per tenant the GPUs held, busy share, quota use, queue wait and
   pending work; GPU-hours per cost centre (chargeback) and idle guaranteed quota over the time
-  range, with the queries `tenants report` asks (`monitoring_rules.PERIOD_FIGURES`); a table of idle GPU pods.
+  range, with the queries `tenants report` asks (`monitoring_rules.PERIOD_FIGURES`), and the GPUs
+  held through ResourceClaims when a DeviceClass meters a GPU class; a table of idle GPU pods.
 * **GPU tenant**: one tenant (a `tenant` variable): held vs quota per class, namespace quota
   used vs hard, engine activity and framebuffer per class, activity per pod, queue wait.
 
@@ -65,15 +66,19 @@ def _busy_share(selector: str = "") -> str:
     )
 
 
-def fleet_panels(exporters: frozenset[str], monitoring: Monitoring) -> list[tuple[str, list[PanelSpec]]]:
-    """Rows and panels of the fleet overview (queries of missing exporters are left out).
+def fleet_panels(exporters: frozenset[str], monitoring: Monitoring, claims: bool = False) -> list[tuple[str, list[PanelSpec]]]:
+    """Rows and panels of the fleet overview (queries of missing exporters are left out; the claims
+    panel only when a DeviceClass meters a GPU class: `monitoring_rules.claims_metered`).
 
     >>> monitoring = prod.platform.monitoring
     >>> [row for row, _ in fleet_panels(monitoring.exporters_for(prod.platform.scheduler), monitoring)]
     ['GPU classes', 'Tenants', 'Chargeback', 'Idle guaranteed quota', 'Idle GPUs']
+    >>> [p.title for p in dict(fleet_panels(frozenset(), monitoring, claims=True))["Chargeback"]][1:]
+    ['GPUs held through ResourceClaims, by tenant and class']
     """
     tenants = [*_tenant_load_panels(exporters), *_fleet_queue_panels(exporters, monitoring)]
-    rows = [("GPU classes", _class_panels(exporters)), ("Tenants", tenants), ("Chargeback", [chargeback_panel(exporters)]),
+    chargeback = [chargeback_panel(exporters), *([claims_panel("")] if claims else [])]
+    rows = [("GPU classes", _class_panels(exporters)), ("Tenants", tenants), ("Chargeback", chargeback),
             idle_quota_row(exporters)]
     if "dcgm" in exporters:
         rows.append(_idle_row(monitoring))
@@ -217,6 +222,25 @@ def chargeback_panel(exporters: frozenset[str]) -> PanelSpec:
     )
 
 
+def claims_panel(selector: str) -> PanelSpec:
+    """GPU-equivalents held through ResourceClaims (DRA) per tenant and class: the claims' part of
+    the held GPUs the chargeback integrates (`monitoring_rules.claim_rules`); `selector` narrows it
+    (the tenant dashboard's `{tenant="$tenant"}`).
+
+    >>> claims_panel("").queries[0].expr
+    'sum by (tenant, gpu_class) (gpu_tenancy:tenant_claim_gpu_allocated:gpus)'
+    """
+    return PanelSpec(
+        "GPUs held through ResourceClaims, by tenant and class",
+        "Devices allocated to the tenant's ResourceClaims (written by the tenant, made from a template or by the "
+        "scheduler for a DRA extended resource), counted while allocated; a device shared by N claims (consumable "
+        "capacity) counts 1/N to each. Included in the GPU-hours held above and in `tenants report`.",
+        (Query(f"sum by (tenant, gpu_class) ({r.TENANT_CLAIM_GPUS}{selector})", "{{tenant}} {{gpu_class}}"),),
+        unit="none",
+        width=24,
+    )
+
+
 IDLE_QUOTA_FIGURES = (r.GUARANTEED, r.ALLOCATED, r.USED, r.PEAK)
 
 
@@ -254,15 +278,17 @@ def idle_quota_row(exporters: frozenset[str]) -> tuple[str, list[PanelSpec]]:
     ])
 
 
-def tenant_panels(exporters: frozenset[str], monitoring: Monitoring) -> list[tuple[str, list[PanelSpec]]]:
+def tenant_panels(exporters: frozenset[str], monitoring: Monitoring, claims: bool = False) -> list[tuple[str, list[PanelSpec]]]:
     """Rows and panels of the per-tenant dashboard; queries select `tenant="$tenant"`.
 
     >>> monitoring = prod.platform.monitoring
     >>> [row for row, _ in tenant_panels(monitoring.exporters_for(prod.platform.scheduler), monitoring)]
     ['Allocation', 'Utilisation', 'Queue']
+    >>> [p.title for p in dict(tenant_panels(frozenset(), monitoring, claims=True))["Allocation"]][-1]
+    'GPUs held through ResourceClaims, by tenant and class'
     """
     t = f'{{tenant="${TENANT_VARIABLE}"}}'
-    rows = [("Allocation", _allocation_panels(t))]
+    rows = [("Allocation", [*_allocation_panels(t), *([claims_panel(t)] if claims else [])])]
     if "dcgm" in exporters:
         rows.append(("Utilisation", _utilisation_panels(t)))
     queue = _tenant_queue_panels(exporters, monitoring, t)
@@ -431,13 +457,14 @@ def dashboards(facts: FleetFacts) -> dict[str, dict[str, Any]]:
         return {}
     env = facts.environment_label
     exporters = monitoring.exporters_for(facts.platform.scheduler)
+    claims = r.claims_metered(facts.platform)
     tags = ["gpu-tenancy", env]
     return {
         FLEET: dashboard_json(
-            build_dashboard(f"{FLEET}-{env}"[:40], f"GPU fleet overview ({env})", fleet_panels(exporters, monitoring), tags, False)
+            build_dashboard(f"{FLEET}-{env}"[:40], f"GPU fleet overview ({env})", fleet_panels(exporters, monitoring, claims), tags, False)
         ),
         TENANT: dashboard_json(
-            build_dashboard(f"{TENANT}-{env}"[:40], f"GPU tenant ({env})", tenant_panels(exporters, monitoring), tags, True)
+            build_dashboard(f"{TENANT}-{env}"[:40], f"GPU tenant ({env})", tenant_panels(exporters, monitoring, claims), tags, True)
         ),
     }
 

@@ -78,6 +78,21 @@ POD_ALLOCATED_GPUS = "gpu_tenancy:pod_gpu_allocated:gpus"
 TENANT_ALLOCATED_GPUS = "gpu_tenancy:tenant_gpu_allocated:gpus"
 TENANT_USED_GPUS = "gpu_tenancy:tenant_gpu_used:gpus"
 CHARGEBACK_LABELS = ("cost_center", "tenant", "gpu_class")
+# DRA: devices allocated to ResourceClaims, as kube-state-metrics' native `resourceclaims` and
+# `resourceslices` collectors publish them (kubernetes/kube-state-metrics#3020, not in v2.20.0; a
+# custom-resource-state entry cannot: KSM resolves CRS kinds from CRDs only and drops a built-in one).
+KSM_CLAIM_DEVICES = "kube_resourceclaim_allocation_device_info"
+KSM_SLICE_INFO = "kube_resourceslice_info"
+KSM_CLAIM_RESERVED = "kube_resourceclaim_status_reserved_for"
+KSM_CLAIM_COLLECTORS = ("resourceclaims", "resourceslices")
+# The requests of the claim the scheduler makes for a pod's DRA extended resources (KEP-5004,
+# `container-<i>-request-<j>`): the pod's own request of a mapped name is then not charged again.
+EXTENDED_RESOURCE_REQUESTS = "container-[0-9]+-request-[0-9]+"
+POOL_NODE = "gpu_tenancy:dra_pool_node:info"
+CLAIM_DEVICE_SHARE = "gpu_tenancy:claim_device_share:ratio"
+CLAIM_ALLOCATED_GPUS = "gpu_tenancy:claim_gpu_allocated:gpus"
+TENANT_CLAIM_GPUS = "gpu_tenancy:tenant_claim_gpu_allocated:gpus"
+EXTENDED_RESOURCE_PODS = "gpu_tenancy:pod_extended_resource_claim:info"
 GPU_HOURS_RESOLUTION_MINUTES = 1
 
 
@@ -447,9 +462,87 @@ def utilisation_rules(monitoring: Monitoring) -> list[dict[str, Any]]:
     ]
 
 
+def claims_metered(platform: Platform) -> bool:
+    """Whether any DeviceClass of the stack meters a GPU class (`deviceClasses.<c>.gpuClass`): then
+    devices allocated to ResourceClaims are charged (`claim_rules`); classes a driver installs that
+    meter none pin every tenant at 0, so no claim of theirs is ever charged.
+
+    >>> claims_metered(prod.platform), claims_metered(dra.platform)
+    (False, True)
+    """
+    return any(spec.gpu_class is not None for spec in platform.device_classes.values())
+
+
+def claim_rules(platform: Platform) -> list[dict[str, Any]]:
+    """GPUs held through ResourceClaims per claim, tenant and class; [] unless `claims_metered`.
+
+    Each allocated device result of a claim (`kube_resourceclaim_allocation_device_info`: it exists
+    while the claim is allocated, whether its pods run yet or not) counts its share of the device:
+    1 when the claim has the device alone, 1/N when N results hold it at once (consumable capacity
+    shares a device between claims; KSM publishes no consumed amount, so holders split it evenly
+    and a device never counts more than once). The class is the one of the node of the device's
+    pool (`kube_resourceslice_info`: a node-local pool, as a GPU driver's is); a DRA device of a
+    class is a whole GPU (DRA classes are exclusive, MIG is not served through DRA). The claims the
+    scheduler makes for DRA extended resources count too (a `deviceclass.resource.kubernetes.io/*`
+    request is in no KSM pod series); the pods they are reserved for are listed so that the pod's
+    own request of a mapped name is not charged again (`chargeback_rules`).
+
+    >>> [rule["record"] for rule in claim_rules(dra.platform)]   # doctest: +NORMALIZE_WHITESPACE
+    ['gpu_tenancy:dra_pool_node:info', 'gpu_tenancy:claim_device_share:ratio', 'gpu_tenancy:claim_gpu_allocated:gpus',
+     'gpu_tenancy:tenant_claim_gpu_allocated:gpus', 'gpu_tenancy:pod_extended_resource_claim:info']
+    >>> claim_rules(prod.platform)
+    []
+    """
+    if not claims_metered(platform):
+        return []
+    pool_node = f'label_replace(label_replace({KSM_SLICE_INFO}{{node_name!=""}}, "pool", "$1", "pool_name", "(.+)"), "node", "$1", "node_name", "(.+)")'
+    result = "namespace, resourceclaim, request, driver, pool, device"
+    holders = f"count by (driver, pool, device) ({KSM_CLAIM_DEVICES})"
+    on_node = f"{CLAIM_DEVICE_SHARE} * on (driver, pool) group_left (node) {POOL_NODE}"
+    claim = "tenant, gpu_class, namespace, resourceclaim"
+    made = f'max by (namespace, resourceclaim) ({KSM_CLAIM_DEVICES}{{request=~"{EXTENDED_RESOURCE_REQUESTS}"}})'
+    reserved = f'label_replace({KSM_CLAIM_RESERVED}{{consumer_resource="pods"}}, "pod", "$1", "consumer_name", "(.+)")'
+    return [
+        _record(POOL_NODE, f"max by (driver, pool, node) ({pool_node})"),
+        _record(CLAIM_DEVICE_SHARE, f"max by ({result}) ({KSM_CLAIM_DEVICES}) / on (driver, pool, device) group_left () {holders}"),
+        _record(CLAIM_ALLOCATED_GPUS, f"sum by ({claim}) ({_by_class(_by_tenant(on_node))})"),
+        _record(TENANT_CLAIM_GPUS, f"sum by ({', '.join(CHARGEBACK_LABELS)}) ({CLAIM_ALLOCATED_GPUS} * {_by_cost_center()})"),
+        _record(EXTENDED_RESOURCE_PODS, f"max by (namespace, pod) ({reserved} * on (namespace, resourceclaim) group_left () {made})"),
+    ]
+
+
+def dra_mapped_resources(facts: FleetFacts) -> list[str]:
+    """The GPU resources of the cluster (kube-state-metrics names) that a DeviceClass maps as its
+    `extendedResourceName`: a pod's request of one is served by the device plugin or by DRA (then
+    through a claim the scheduler makes, charged as a claim).
+
+    >>> dra_mapped_resources(dra.facts), dra_mapped_resources(prod.facts)
+    (['nvidia_com_gpu'], [])
+    """
+    mapped = {sanitize(spec.extended_resource_name) for spec in facts.platform.device_classes.values()
+              if spec.gpu_class is not None and spec.extended_resource_name is not None}
+    return sorted(mapped & set(gpu_resources(facts)))
+
+
+def _pod_requests_charged(facts: FleetFacts) -> str:
+    """The pods' requests the chargeback counts: all, but a mapped resource's of a pod that has a
+    scheduler-made claim (its devices are the claim's, charged there)."""
+    mapped = dra_mapped_resources(facts)
+    if not claims_metered(facts.platform) or not mapped:
+        return POD_REQUESTS
+    names = _alternatives(mapped)
+    return (f'(({POD_REQUESTS}{{resource=~"{names}"}} unless on (namespace, pod) {EXTENDED_RESOURCE_PODS})'
+            f' or {POD_REQUESTS}{{resource!~"{names}"}})')
+
+
+def _by_cost_center() -> str:
+    return f"on (namespace) group_left (cost_center) {NAMESPACE_COST_CENTER}"
+
+
 def chargeback_rules(facts: FleetFacts, exporters: frozenset[str]) -> list[dict[str, Any]]:
-    """GPU-equivalents held (requests of scheduled pods) and busy (DCGM activity x held), per tenant,
-    cost centre and class: each device weighted by what it is of a GPU (`device_gpu_fractions`).
+    """GPU-equivalents held (requests of scheduled pods, and devices of allocated claims when a
+    DeviceClass meters a GPU class: `claim_rules`) and busy (DCGM activity x held, pods only), per
+    tenant, cost centre and class: each device weighted by what it is of a GPU (`device_gpu_fractions`).
 
     >>> exporters = prod.platform.monitoring.exporters_for(prod.platform.scheduler)
     >>> sorted({rule["record"] for rule in chargeback_rules(prod.facts, exporters)})[:3]
@@ -460,13 +553,15 @@ def chargeback_rules(facts: FleetFacts, exporters: frozenset[str]) -> list[dict[
         for (gpu_class, resource), fraction in device_gpu_fractions(facts.platform).items()
     ]
     pod = "tenant, gpu_class, namespace, pod"
-    by_cost_center = f"on (namespace) group_left (cost_center) {NAMESPACE_COST_CENTER}"
+    by_cost_center = _by_cost_center()
+    # A claim's GPUs join the pods' under the same name: each series has `pod` or `resourceclaim`, never both.
+    held = f"({POD_ALLOCATED_GPUS} or {CLAIM_ALLOCATED_GPUS})" if claims_metered(facts.platform) else POD_ALLOCATED_GPUS
     rules += [
         _record(
             POD_ALLOCATED_GPUS,
-            f"sum by ({pod}) ({POD_REQUESTS} * on (gpu_class, resource) group_left () {DEVICE_GPU_FRACTION})",
+            f"sum by ({pod}) ({_pod_requests_charged(facts)} * on (gpu_class, resource) group_left () {DEVICE_GPU_FRACTION})",
         ),
-        _record(TENANT_ALLOCATED_GPUS, f"sum by ({', '.join(CHARGEBACK_LABELS)}) ({POD_ALLOCATED_GPUS} * {by_cost_center})"),
+        _record(TENANT_ALLOCATED_GPUS, f"sum by ({', '.join(CHARGEBACK_LABELS)}) ({held} * {by_cost_center})"),
     ]
     if "dcgm" in exporters:
         # A pod's busy GPU-equivalents: the average activity of its devices times what it holds, so a
@@ -652,7 +747,7 @@ def platform_rule_group(facts: FleetFacts) -> dict[str, Any] | None:
     if monitoring is None:
         return None
     exporters = monitoring.exporters_for(facts.platform.scheduler)
-    rules = [*mapping_rules(facts.platform), *stack_rules(facts), *allocation_rules(facts)]
+    rules = [*mapping_rules(facts.platform), *stack_rules(facts), *allocation_rules(facts), *claim_rules(facts.platform)]
     if "dcgm" in exporters:
         rules += utilisation_rules(monitoring)
     rules += chargeback_rules(facts, exporters)

@@ -142,3 +142,20 @@ def test_the_idle_quota_row_asks_what_tenants_report_idle_asks(make_environment)
     # Without DCGM: nothing used to show, the rest stays.
     bare = _row(md.dashboards(make_environment(monitoring={"exporters": []}).facts)[md.FLEET], "Idle guaranteed quota")
     assert [t["expr"] for t in bare[0]["targets"]] == [guaranteed, report[ALLOCATED], report[PEAK]]
+
+
+
+def test_claims_panels_exist_only_where_a_device_class_meters_a_gpu_class(prod):
+    from tests.monitoring.test_promtool import dra_with_monitoring
+
+    dra = dra_with_monitoring()
+    records = {rule["record"] for g in r.rule_groups(dra.facts) for rule in g["rules"] if "record" in rule}
+    boards = md.dashboards(dra.facts)
+    claims = [t["expr"] for d in boards.values() for p in d["panels"] if "ResourceClaims" in p["title"] for t in p["targets"]]
+    assert claims == [f"sum by (tenant, gpu_class) ({r.TENANT_CLAIM_GPUS})",
+                      f'sum by (tenant, gpu_class) ({r.TENANT_CLAIM_GPUS}{{tenant="$tenant"}})']
+    assert [p["title"] for p in _row(boards[md.FLEET], "Chargeback")][-1] == "GPUs held through ResourceClaims, by tenant and class"
+    for dashboard in boards.values():
+        for expr in (t["expr"] for p in dashboard["panels"] if p["type"] != "row" for t in p["targets"]):
+            assert set(re.findall(r"gpu_tenancy:[a-z0-9_]+:[a-z0-9_]+", expr)) <= records, expr
+    assert not any("ResourceClaims" in p["title"] for d in md.dashboards(prod.facts).values() for p in d["panels"])

@@ -284,3 +284,22 @@ def test_chargeback_rules_join_requests_with_weights_and_cost_centres(make_envir
     assert r.DEVICE_GPU_FRACTION in rules[r.POD_ALLOCATED_GPUS]["expr"]
     with_dcgm = {rule.get("record") for rule in r.platform_rule_group(environment(make_environment).facts)["rules"]}
     assert r.TENANT_USED_GPUS in with_dcgm
+
+
+def test_claims_join_the_chargeback_only_where_a_device_class_meters_a_gpu_class(prod):
+    """prod's DeviceClasses are the driver's, metering nothing: its rules read no claim series. The
+    DRA fixture's do: held GPUs are the pods' requests (but a mapped request of a pod holding a
+    scheduler-made claim) or the claims', in the group's order (claims before the chargeback)."""
+    from tests.monitoring.test_promtool import dra_with_monitoring
+
+    dra = dra_with_monitoring()
+
+    def rules(env):
+        return {rule["record"]: rule["expr"] for g in r.rule_groups(env.facts) for rule in g["rules"] if "record" in rule}
+
+    assert not any("resourceclaim" in expr for expr in rules(prod).values())
+    held = rules(dra)
+    assert f"({r.POD_ALLOCATED_GPUS} or {r.CLAIM_ALLOCATED_GPUS})" in held[r.TENANT_ALLOCATED_GPUS]
+    assert f'{r.POD_REQUESTS}{{resource=~"nvidia_com_gpu"}} unless on (namespace, pod) {r.EXTENDED_RESOURCE_PODS}' in held[r.POD_ALLOCATED_GPUS]
+    order = list(held)
+    assert order.index(r.EXTENDED_RESOURCE_PODS) < order.index(r.POD_ALLOCATED_GPUS) and order.index(r.CLAIM_ALLOCATED_GPUS) < order.index(r.TENANT_ALLOCATED_GPUS)

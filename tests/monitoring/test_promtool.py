@@ -43,6 +43,11 @@ def with_monitoring(environment: Environment) -> Environment:
     return dataclasses.replace(environment, platform=platform)   # its fleet facts are made anew
 
 
+def dra_with_monitoring() -> Environment:
+    """The DRA fixture (tests/fixtures/dra: a DeviceClass metering each GPU class) with monitoring on, its defaults."""
+    return with_monitoring(load_environment(REPO_ROOT / "tests" / "fixtures" / "dra", "dra"))
+
+
 def run(*argv: Any, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([str(a) for a in argv], capture_output=True, text=True, cwd=cwd, timeout=300)
 
@@ -269,21 +274,24 @@ def test_every_recording_rule_has_an_expression_test(lab):
     assert records <= tested, f"recording rules without a promtool test: {sorted(records - tested)}"
 
 
+def promtool_test_rules(promtool: Path, tmp_path: Path, environment: Environment, test_file, expr_tests: list[dict[str, Any]]) -> subprocess.CompletedProcess:
+    """`promtool test rules` on the environment's rules and the file `test_file(environment, rules, path, expr_tests)` writes."""
+    rules = write_rules(environment, tmp_path / "rules.yaml")
+    return run(promtool, "test", "rules", test_file(environment, rules, tmp_path / "tests.yaml", expr_tests).name, cwd=tmp_path)
+
+
 def test_rules_on_synthetic_series(lab, promtool, tmp_path):
-    rules = write_rules(lab, tmp_path / "rules.yaml")
-    tests = unit_test_file(lab, rules, tmp_path / "tests.yaml", expression_tests())
-    result = run(promtool, "test", "rules", tests.name, cwd=tmp_path)
+    result = promtool_test_rules(promtool, tmp_path, lab, unit_test_file, expression_tests())
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
     assert "SUCCESS" in result.stdout
 
 
 def test_rule_tests_can_fail(lab, promtool, tmp_path):
     """The same harness with one wrong expectation (p95 of alpha) must fail: the tests can catch a bug."""
-    rules = write_rules(lab, tmp_path / "rules.yaml")
     wrong = expression_tests()
     for case in wrong:
         if case["expr"] == r.QUEUE_WAIT_P95:
             case["exp_samples"][0]["value"] = 60
-    result = run(promtool, "test", "rules", unit_test_file(lab, rules, tmp_path / "tests.yaml", wrong).name, cwd=tmp_path)
+    result = promtool_test_rules(promtool, tmp_path, lab, unit_test_file, wrong)
     assert result.returncode != 0
     assert r.QUEUE_WAIT_P95 in result.stdout + result.stderr

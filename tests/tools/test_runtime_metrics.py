@@ -119,6 +119,38 @@ def test_every_exporter_series_the_rules_read_is_published_or_named_as_left_out(
     assert read >= {"kube_pod_container_resource_requests", "kube_resourcequota", "kueue_admission_wait_time_seconds_bucket"}
 
 
+# The label keys kube-state-metrics' native stores give these families (kubernetes/kube-state-metrics#3020,
+# internal/store/resourceclaim.go and resourceslice.go: the default labels, then each family's).
+KSM_DRA_LABELS = {
+    "kube_resourceclaim_allocation_device_info": {"resourceclaim", "namespace", "request", "driver", "pool", "device"},
+    "kube_resourceclaim_status_reserved_for": {"resourceclaim", "namespace", "consumer_apigroup", "consumer_resource",
+                                               "consumer_name", "consumer_uid"},
+    "kube_resourceslice_info": {"resourceslice", "driver", "pool_name", "node_name", "all_nodes"},
+}
+
+
+def test_the_claim_series_the_dra_rules_read_are_published_with_kube_state_metrics_labels():
+    """The dra fixture's rules (monitoring on) read claim and slice families; the exporter publishes
+    each with the label keys KSM gives it, and every label the rules select or group them by."""
+    from tests.monitoring.test_promtool import dra_with_monitoring
+
+    dra = dra_with_monitoring()
+    exprs = " ".join(rule["expr"] for group in r.rule_groups(dra.facts) for rule in group["rules"])
+    read = set(re.findall(r"\b(kube_resource(?:claim|slice)_[a-z_]+)\b", exprs))
+    assert read == set(KSM_DRA_LABELS) and read <= set(m.TYPES)
+    claim = {"metadata": {"namespace": "vision", "name": "c"}, "status": {
+        "allocation": {"devices": {"results": [{"request": "gpu", "driver": "gpu.nvidia.com", "pool": "n1", "device": "gpu-0"}]}},
+        "reservedFor": [{"resource": "pods", "name": "p", "uid": "u"}]}}
+    unallocated = {"metadata": {"namespace": "vision", "name": "waiting"}, "status": {}}
+    slices = [{"metadata": {"name": "n1-gpu"}, "spec": {"driver": "gpu.nvidia.com", "nodeName": "n1", "pool": {"name": "n1"}}}]
+    samples = [*m.claim_series([claim, unallocated]), *m.slice_series(slices)]
+    assert {name: set(labels) for name, labels, _ in samples} == KSM_DRA_LABELS
+    assert len(samples) == 3   # nothing for the unallocated claim
+    matchers = re.findall(r"(kube_resource(?:claim|slice)_\w+)\{([^}]*)\}", exprs)
+    used = {name: set(re.findall(r"\b([a-z_]+)(?:=|!=|=~|!~)\"", matcher)) for name, matcher in matchers}
+    assert all(labels <= KSM_DRA_LABELS[name] for name, labels in used.items()), used
+
+
 def test_ran_gpu_seconds_weights_each_device_and_leaves_out_what_is_no_tenants():
     ns = [{"metadata": {"name": "eval", "labels": {TENANT_LABEL: "eval", COST_CENTER_LABEL: "cc-1"}}},
           {"metadata": {"name": "kube-system", "labels": {}}}]
