@@ -325,15 +325,33 @@ def jobset_config(health_port: int, webhook_port: int, cert_dir: Path) -> str:
     )
 
 
-def kueue_config(health_port: int, webhook_port: int, cert_dir: Path, stack_fields: dict | None = None) -> str:
-    """Kueue's Configuration for the lane, plus the fields the stack needs Kueue to hold
-    (`components.manifests.kueue.kueue_configuration`: its DRA deviceClassMappings), as a real
-    installation holds them in its kueue-manager-config.
+# What Kueue's shipped kueue-manager-config sets (config/components/manager/controller_manager_config.yaml
+# of its module) that the lane keeps as upstream has it: each controller's worker count
+# (controller-runtime's default is one: Kueue's Job reconciler then unsuspended 81 of 3,651 admitted
+# Jobs in ten minutes of a 1,000-tenant run) and its client's rate limits.
+UPSTREAM_MANAGER_FIELDS = ("controller", "clientConnection")
+
+
+def upstream_manager_fields(module: Path) -> dict[str, Any]:
+    """UPSTREAM_MANAGER_FIELDS of the Configuration Kueue's module ships; at v0.19.2, for example,
+    `upstream_manager_fields(kueue_module_dir())["controller"]["groupKindConcurrency"]["Job.batch"]` is 5."""
+    shipped = yaml.safe_load((module / "config" / "components" / "manager" / "controller_manager_config.yaml").read_text())
+    return {field: shipped[field] for field in UPSTREAM_MANAGER_FIELDS}
+
+
+def kueue_config(health_port: int, webhook_port: int, cert_dir: Path, stack_fields: dict | None = None,
+                 upstream: dict | None = None) -> str:
+    """Kueue's Configuration for the lane: `upstream` (`upstream_manager_fields`: what Kueue's shipped
+    configuration sets for its controllers' workers and its client), plus the fields the stack needs
+    Kueue to hold (`components.manifests.kueue.kueue_configuration`: its DRA deviceClassMappings), as
+    a real installation holds them in its kueue-manager-config.
 
     >>> "  deviceClassMappings: []" in kueue_config(1, 2, Path("/c"), {"resources": {"deviceClassMappings": []}}).splitlines()
     True
+    >>> "    Job.batch: 5" in kueue_config(1, 2, Path("/c"), upstream={"controller": {"groupKindConcurrency": {"Job.batch": 5}}}).splitlines()
+    True
     """
-    more = yaml.safe_dump(stack_fields, sort_keys=True).splitlines() if stack_fields else []
+    more = [line for fields in (upstream, stack_fields) if fields for line in yaml.safe_dump(fields, sort_keys=True).splitlines()]
     return _manager_config(
         "config.kueue.x-k8s.io/v1beta2", health_port, webhook_port, cert_dir,
         f"namespace: {KUEUE_NAMESPACE}",
@@ -453,7 +471,7 @@ class SchedulingPlane:
         for config in kueue_webhook_configurations(module, url, ca_bundle):
             cp.apply(config, field_manager="e2e-kueue-install")
         config_path = cp.workdir / "kueue-config.yaml"
-        config_path.write_text(kueue_config(health_port, webhook_port, cert_dir, stack_fields))
+        config_path.write_text(kueue_config(health_port, webhook_port, cert_dir, stack_fields, upstream_manager_fields(module)))
         kubeconfig = cp.kubeconfig_for("kueue-controller-manager", ["system:masters"], name="kueue")
         cp._start("kueue", [f"--config={config_path}", f"--kubeconfig={kubeconfig}", "--zap-log-level=2"])
         self.kueue_health = f"http://127.0.0.1:{health_port}/readyz"
