@@ -31,13 +31,12 @@ from typing import Iterable, Mapping
 
 from ..fleet import gpu_capacity as cap
 from ..fleet.environment import Environment
-from ..manifests.meta import TENANT_LABEL, gpu_class_label
+from ..manifests.meta import KUEUE_QUEUE_NAME_LABEL, TENANT_LABEL, gpu_class_label
 from ..manifests.monitoring_rules import ksm_label, sanitize
 from ..spec.problems import InvalidInput, Problem
 from ..spec.yaml_source import SourceDocument
 from .trace import MIG_RESOURCE_PREFIX, Trace, TraceJob, mig_profiles, trace_problems
 
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 GPU_RESOURCE_PREFIX = "nvidia_com_"   # `nvidia.com/...` as kube-state-metrics writes a resource
 ALLOWLIST = ("namespaces=[gpu-tenancy.dev/tenant],nodes=[<labelDomain>/gpu-class],jobs=[kueue.x-k8s.io/queue-name]")
 
@@ -59,7 +58,7 @@ def queries(environment: Environment, seconds: float) -> dict[str, str]:
         "kube_job_created": "",
         "kube_job_status_start_time": "",
         "kube_job_status_completion_time": "",
-        "kube_job_labels": f'{{{ksm_label(QUEUE_LABEL)}!=""}}',
+        "kube_job_labels": f'{{{ksm_label(KUEUE_QUEUE_NAME_LABEL)}!=""}}',
         "kube_job_spec_parallelism": "",
         "kube_pod_owner": '{owner_kind="Job"}',
         "kube_pod_container_resource_requests": f'{{resource=~"{GPU_RESOURCE_PREFIX}.*"}}',
@@ -134,7 +133,7 @@ class _Reading:
         label = ksm_label(TENANT_LABEL)
         self.tenants = {s["namespace"]: s[label] for s, _ in series.get("kube_namespace_labels", []) if s.get(label)}
         self.known = {t.name for t in environment.tenants}
-        self.queued = {key for key, (s, _) in _by_job(series.get("kube_job_labels", [])).items() if s.get(ksm_label(QUEUE_LABEL))}
+        self.queued = {key for key, (s, _) in _by_job(series.get("kube_job_labels", [])).items() if s.get(ksm_label(KUEUE_QUEUE_NAME_LABEL))}
         self.started = _by_job(series.get("kube_job_status_start_time", []))
         self.completed = _by_job(series.get("kube_job_status_completion_time", []))
         self.parallelism = _by_job(series.get("kube_job_spec_parallelism", []))
@@ -235,7 +234,7 @@ def _check_series(series: Series, source: str, since: float, until: float) -> No
         fail("no Job was created in the period (kube_job_created); check --since and --until, and that "
              "kube-state-metrics' jobs collector is on and scraped")
     if not series.get("kube_job_labels"):
-        fail(f"no Job carries the Kueue queue label (kube_job_labels{{{ksm_label(QUEUE_LABEL)}}}); allow-list it: "
+        fail(f"no Job carries the Kueue queue label (kube_job_labels{{{ksm_label(KUEUE_QUEUE_NAME_LABEL)}}}); allow-list it: "
              f"--metric-labels-allowlist={ALLOWLIST}")
 
 
