@@ -18,6 +18,7 @@ Quota is admission-time accounting: a key says how many devices or shares a name
 
 from __future__ import annotations
 
+import dataclasses
 import typing
 from dataclasses import dataclass
 from fractions import Fraction
@@ -148,15 +149,12 @@ _DRA = Isolation(
 )
 
 
-_MIG_DRA = Isolation(
+# The GPU isolates a GPU instance whoever made it: memory, faults and compute are MIG's row.
+_MIG_DRA = dataclasses.replace(
+    _MIG,
     mode="MIG through DRA",
     set_by="`sharing: mig`, `serving: dra` with `devices`, and a pool's `migLayout` (the partitions quotas may promise)",
     sharing=None,
-    shares_a_gpu=True,
-    bounds_memory=True,
-    memory_bound=_MIG.memory_bound,
-    fault_isolation=_MIG.fault_isolation,
-    compute_share=_MIG.compute_share,
     metered_by=_keys(*cap.device_class_quota_keys("<class>-<profile>.<labelDomain>"), joined_by=" and ") + " (`quota.mig`)",
     enforced_by="the GPU (instances the DRA driver makes when a claim is prepared; the scheduler allocates a partition only "
     "within its GPU's shared counters: memory slices, multiprocessors)",
