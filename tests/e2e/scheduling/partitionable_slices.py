@@ -74,15 +74,12 @@ def node_slices(platform, pool_name: str) -> list[dict]:
     return [{"sharedCounters": counter_sets}] + [{"devices": partitions(gpu_class.model, product, i)} for i in gpus]
 
 
-def publish_partitionable_slices(stack) -> int:
-    """Every node's slices, applied as the driver's kubelet plugin would; returns how many MIG devices were published."""
+def publish_partitionable_slices(stack) -> None:
+    """Every node's slices, applied as the driver's kubelet plugin would."""
     platform = stack.environment.platform
-    published = 0
     for node, pool_name in sorted(stack.node_pool.items()):
         specs = node_slices(platform, pool_name)
         for index, body in enumerate(specs):
             spec = {"driver": DRIVER, "nodeName": node, "pool": {"name": node, "generation": 1, "resourceSliceCount": len(specs)}, **body}
-            published += sum(1 for d in body.get("devices", []) if d["attributes"]["type"]["string"] == "mig")
             stack.plane.cp.apply({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
                                   "metadata": {"name": f"{node}-{DRIVER}-{index}"}, "spec": spec}, field_manager="nvidia-dra-driver")
-    return published

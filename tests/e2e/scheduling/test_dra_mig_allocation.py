@@ -19,6 +19,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from components.fleet import mig
 from components.manifests.meta import GPU_TAINT_TOLERATION
 from tests.e2e.scheduling.partitionable_slices import publish_partitionable_slices
 from tools.scheduling import running_scheduling_stack
@@ -33,7 +34,7 @@ GROUP, VERSION = "resource.k8s.io", "v1"
 @pytest.fixture(scope="module")
 def mig_plane(e2e_summary):
     for stack in running_scheduling_stack("dra", e2e_summary, root=FIXTURE, what="dra-mig"):
-        stack.published_mig_devices = publish_partitionable_slices(stack)
+        publish_partitionable_slices(stack)
         yield stack
 
 
@@ -98,7 +99,9 @@ def test_the_api_server_keeps_the_counters(mig_plane):
     counter_sets = [s["name"] for sl in slices for s in sl["spec"].get("sharedCounters", [])]
     consuming = [d for sl in slices for d in sl["spec"].get("devices", []) if d.get("consumesCounters")]
     assert sorted(counter_sets) == ["gpu-0-counter-set", "gpu-0-counter-set"]   # one per node's GPU, in its pool
-    assert len(consuming) == mig_plane.published_mig_devices + 2 == 2 * 26
+    # Per A100-80GB: the full GPU and 25 partitions (7 + 7 + 4 + 3 + 2 + 1 + 1 placements of its 7 profiles).
+    assert len(consuming) == 2 * 26 and {d["attributes"]["profile"]["string"] for d in consuming if "profile" in d["attributes"]} == set(
+        mig.geometry()["A100-80GB"].profiles)
 
 
 def test_two_granted_slices_then_counters_refuse_what_quota_allows(mig_plane):
