@@ -4,7 +4,8 @@ Loaded once per session: `prod`, `staging`, `dev` (the stacks of stacks/ with th
 tenants/), `environment` (= `prod`, for examples about any environment), `tenant` (prod's first
 tenant spec, `eval`), `view` (that tenant's view of prod's fleet), `lab` (tests/fixtures/sharded:
 one environment split across the shard stacks `lab.blue` and `lab.green`) and `dra`
-(tests/fixtures/dra: GPUs claimed through DRA device classes). `root` is the example project,
+(tests/fixtures/dra: GPUs claimed through DRA device classes), `dra_mig` (tests/fixtures/dra-mig: MIG
+through DRA). `root` is the example project,
 `git_project` a committed copy of it in its own git repository, `scratch` an empty directory of the
 example's own, `cli_args(*argv)` the arguments `tenants --root <example project> *argv` parses to,
 and `pulumi_mocks(body)` runs `body` under Pulumi's mock runtime and returns what it registered.
@@ -39,6 +40,7 @@ def example_namespace(tmp_path_factory: pytest.TempPathFactory) -> dict:
         "lab": load_environment(SHARDED, "lab"),
         "lab_root": SHARDED,
         "dra": load_environment(REPO / "tests" / "fixtures" / "dra", "dra"),
+        "dra_mig": load_environment(REPO / "tests" / "fixtures" / "dra-mig", "dra"),
         "git_project": _committed_copy(tmp_path_factory.mktemp("git-project")),
         "pulumi_mocks": _pulumi_mocks,
         "cli_args": _cli_args,

@@ -208,12 +208,15 @@ def queue_resources(platform: Platform, class_name: str, resource: str) -> list[
     >>> queue_resources(dra.platform, "b200", "nvidia.com/gpu"), queue_resources(dra.platform, "h100", "nvidia.com/gpu")
     (['deviceclass.resource.kubernetes.io/b200.gpu.dra.dev'], ['nvidia.com/gpu'])
     """
-    if not is_dra_only(platform, class_name) or resource != class_resource(platform.gpu_classes[class_name]):
+    if not is_dra_only(platform, class_name):
         return [resource]
-    return sorted({
-        queued for name, spec in platform.device_classes.items()
-        if spec.gpu_class == class_name and (queued := device_class_queue_resource(platform, name)) is not None
-    })
+    whole = resource == class_resource(platform.gpu_classes[class_name])
+    # A MIG class served by DRA: each profile's devices are its DeviceClass's (`migProfile`), not the class's GPUs.
+    named = [name for name, spec in platform.device_classes.items() if spec.gpu_class == class_name
+             and (spec.mig_profile is None if whole else spec.mig_profile is not None and mig.resource_name(spec.mig_profile) == resource)]
+    if not whole and not named:
+        return [resource]
+    return sorted({queued for name in named if (queued := device_class_queue_resource(platform, name)) is not None})
 
 
 def is_dra_only(platform: Platform, class_name: str) -> bool:

@@ -18,6 +18,7 @@ Quota is admission-time accounting: a key says how many devices or shares a name
 
 from __future__ import annotations
 
+import dataclasses
 import typing
 from dataclasses import dataclass
 from fractions import Fraction
@@ -148,6 +149,18 @@ _DRA = Isolation(
 )
 
 
+# The GPU isolates a GPU instance whoever made it: memory, faults and compute are MIG's row.
+_MIG_DRA = dataclasses.replace(
+    _MIG,
+    mode="MIG through DRA",
+    set_by="`sharing: mig`, `serving: dra` with `devices`, and a pool's `migLayout` (the partitions quotas may promise)",
+    sharing=None,
+    metered_by=_keys(*cap.device_class_quota_keys("<class>-<profile>.<labelDomain>"), joined_by=" and ") + " (`quota.mig`)",
+    enforced_by="the GPU (instances the DRA driver makes when a claim is prepared; the scheduler allocates a partition only "
+    "within its GPU's shared counters: memory slices, multiprocessors)",
+)
+
+
 @dataclass(frozen=True)
 class SharingMode:
     """What one value of the stack's `sharing` does; `BY_SHARING` holds one per value.
@@ -261,6 +274,9 @@ def _mps_statement(gpu_class: GpuClass) -> str:
 
 
 def _mig_statement(gpu_class: GpuClass) -> str:
+    if gpu_class.serving == "dra":
+        return ("MIG instances with their own memory and compute, made by the DRA driver when a claim is prepared and "
+                "claimed through a DeviceClass per profile; the scheduler keeps them within each GPU's shared counters")
     if not cap.is_mig_mixed(gpu_class):
         return "MIG slices with their own memory and compute, each advertised as nvidia.com/gpu"
     return (
@@ -278,7 +294,7 @@ _MODES: tuple[SharingMode, ...] = (
     SharingMode(
         isolation=_MIG, resource=_whole_gpu, node_devices=_mig_devices, device_share=_mig_share,
         device_plugin=None, partitions_gpus=True,
-        label=lambda c: f"MIG ({c.mig.strategy if c.mig else 'mixed'})", statement=_mig_statement,
+        label=lambda c: "MIG (DRA)" if c.serving == "dra" else f"MIG ({c.mig.strategy if c.mig else 'mixed'})", statement=_mig_statement,
     ),
     SharingMode(
         # One MPS client per container: two shares would not widen its memory or thread limit, so the
@@ -299,7 +315,7 @@ _MODES: tuple[SharingMode, ...] = (
 BY_SHARING: dict[str, SharingMode] = {mode.sharing: mode for mode in _MODES}
 
 # Rows of modes no `sharing` value selects (a class's `kaiFractions`, its `serving`).
-OTHER_ROWS: tuple[Isolation, ...] = (_KAI_FRACTION, _KAI_HAMICORE, _DRA)
+OTHER_ROWS: tuple[Isolation, ...] = (_KAI_FRACTION, _KAI_HAMICORE, _DRA, _MIG_DRA)
 
 
 def _spec_sharing_values() -> tuple[str, ...]:
@@ -346,7 +362,11 @@ def isolation_of(gpu_class: GpuClass) -> Isolation:
     'hardware: a fault stays in its GPU instance'
     >>> isolation_of(dev.platform.gpu_classes["l4"]).bounds_memory
     False
+    >>> isolation_of(dra_mig.platform.gpu_classes["a100-mig"]).mode
+    'MIG through DRA'
     """
+    if gpu_class.sharing == "mig" and gpu_class.serving == "dra":
+        return _MIG_DRA
     return mode_of(gpu_class).isolation
 
 

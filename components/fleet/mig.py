@@ -102,6 +102,17 @@ def layout_problems(model: str, devices: Mapping[str, int]) -> list[str]:
     return problems
 
 
+def placements(model: str, profile: str) -> list[int]:
+    """The memory slices a GPU instance of `profile` may start at on one GPU of `model` (aligned to its
+    size, its compute slices within the GPU's): where NVML, and so the DRA driver, can place it.
+
+    >>> placements("A100-80GB", "3g.40gb"), placements("A100-80GB", "4g.40gb")
+    ([0, 4], [0])
+    """
+    geo = geometry()[model]
+    return _starts(geo, geo.profiles[profile])
+
+
 def _starts(geo: GpuGeometry, profile: MigProfile) -> list[int]:
     return [
         start

@@ -41,7 +41,7 @@ def claimable_device_classes(tenant: Tenant, view: TenantView) -> list[str]:
     >>> claimable_device_classes(dra.tenants[0].spec, dra.view(dra.tenants[0].spec))
     ['h100.gpu.dra.dev']
     """
-    return sorted(name for name, count in device_class_grants(view.gpu_quota_by_class, view.platform).items() if count > 0)
+    return sorted(name for name, count in device_class_grants(view.gpu_quota_by_class, view.platform, view.gpu_quota_by_resource).items() if count > 0)
 
 
 def claim_rules(tenant: Tenant, role: str, view: TenantView) -> list[dict]:

@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from ..fleet import gpu_capacity as cap
+from ..fleet import mig
 from ..fleet.facts import FleetFacts, TenantView
 from ..spec.stack import Platform
 from .meta import KubeObject, gpu_class_label, kube_object, object_meta, platform_labels
@@ -34,11 +35,15 @@ from .meta import KubeObject, gpu_class_label, kube_object, object_meta, platfor
 IMPLICIT_EXTENDED_RESOURCE_PREFIX = cap.IMPLICIT_EXTENDED_RESOURCE_PREFIX
 
 
-def device_class_grants(by_class: Mapping[str, int], platform: Platform) -> dict[str, int]:
+def device_class_grants(by_class: Mapping[str, int], platform: Platform, by_resource: Mapping[str, int] | None = None) -> dict[str, int]:
     """Devices the tenant may claim per DeviceClass of the stack: its grant of the class's GPU class
-    (`by_class`: its `gpu_quota_by_class`), else 0.
+    (`by_class`: its `gpu_quota_by_class`), else 0; for a MIG class served by DRA (`migProfile`), its
+    `quota.mig` grant of the profile (`by_resource`: its `gpu_quota_by_resource`, `nvidia.com/mig-<profile>`).
 
     A plain `quota.gpu` number over several classes grants no DeviceClass (it names no class).
+
+    >>> device_class_grants({}, dra_mig.platform, {"nvidia.com/mig-1g.10gb": 10})["a100-mig-1g.10gb.gpu.mig.dev"]
+    10
 
     >>> from components.spec.stack import Platform
     >>> p = Platform(labelDomain="gpu.example.com", gpuClasses={"h100": {"model": "H100-80GB",
@@ -48,8 +53,10 @@ def device_class_grants(by_class: Mapping[str, int], platform: Platform) -> dict
     >>> device_class_grants({"h100": 4}, p)
     {'h100.gpu.example.com': 4, 'mig.nvidia.com': 0}
     """
+    profiles = by_resource or {}
     return {
-        name: by_class.get(spec.gpu_class, 0) if spec.gpu_class else 0
+        name: (profiles.get(mig.resource_name(spec.mig_profile), 0) if spec.mig_profile else by_class.get(spec.gpu_class, 0))
+        if spec.gpu_class else 0
         for name, spec in sorted(platform.device_classes.items())
     }
 
@@ -69,7 +76,7 @@ def device_class_hard(view: TenantView, gpu_keys: set[str]) -> dict[str, str]:
     platform = view.platform
     hard: dict[str, str] = {}
     own_keys: dict[str, int] = {}
-    for name, count in device_class_grants(view.gpu_quota_by_class, platform).items():
+    for name, count in device_class_grants(view.gpu_quota_by_class, platform, view.gpu_quota_by_resource).items():
         for key in cap.device_class_quota_keys(name):
             hard[key] = str(count)
         mapped = platform.device_classes[name].extended_resource_name

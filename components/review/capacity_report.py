@@ -106,7 +106,7 @@ def capacity_table(environment: Environment) -> dict[str, Any]:
     capacity = cap.capacity(platform)
     ratio = Fraction(platform.capacity_warning_ratio)
     active = [t for t in environment.tenants if t.spec.holds_capacity]
-    grants = {t.name: device_class_grants(cap.gpu_quota_by_class(t.spec, platform), platform) for t in active}
+    grants = {t.name: device_class_grants(cap.gpu_quota_by_class(t.spec, platform), platform, cap.gpu_quota_by_resource(t.spec, platform)) for t in active}
     classes = {name: _class_entry(platform, capacity, active, grants, ratio, name, gpu_class)
                for name, gpu_class in sorted(platform.gpu_classes.items())}
     pools = pool_rows(environment)
@@ -186,7 +186,7 @@ def _tenant_entries(environment: Environment) -> dict[str, Any]:
             "counted": loaded.spec.holds_capacity,
             "gpu": {k: v for k, v in cap.gpu_quota_by_class(loaded.spec, platform).items() if v},
             "mig": {k: v for k, v in sorted(loaded.spec.quota.mig.items()) if v},
-            "draDevices": {k: v for k, v in sorted(device_class_grants(cap.gpu_quota_by_class(loaded.spec, platform), platform).items()) if v},
+            "draDevices": {k: v for k, v in sorted(device_class_grants(cap.gpu_quota_by_class(loaded.spec, platform), platform, cap.gpu_quota_by_resource(loaded.spec, platform)).items()) if v},
         }
         if platform.scheduler == "kai":
             tenants[loaded.name]["kaiQueueGpu"] = _number(kai_amounts(loaded.spec, platform).gpu)

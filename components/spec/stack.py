@@ -208,6 +208,9 @@ class Platform(Model):
         for class_name, gpu_class in sorted(self.gpu_classes.items()):
             if gpu_class.devices is None:
                 continue
+            if gpu_class.sharing == "mig":
+                self._mig_device_classes(class_name, gpu_class.devices)
+                continue
             selector = gpu_class.devices.selector
             named = {n: d for n, d in self.device_classes.items() if d.gpu_class == class_name}
             for device_class in named.values():
@@ -220,6 +223,37 @@ class Platform(Model):
                     extendedResourceName="nvidia.com/gpu" if gpu_class.serving == "both" else None,
                     description=f"generated from gpuClasses.{class_name}.devices")
         return self
+
+    def _mig_device_classes(self, class_name: str, devices: DraDevices) -> None:
+        """MIG through DRA: a DeviceClass per profile of the class's pool layouts (`mig_device_class_name`),
+        selecting the driver's MIG devices of that profile; entries naming the class and profile get the selector."""
+        for profile in self.layout_profiles(class_name):
+            named = [d for d in self.device_classes.values() if d.gpu_class == class_name and d.mig_profile == profile]
+            for device_class in named:
+                if device_class.owner == "tool" and device_class.selector is None:
+                    device_class.selector = devices.mig_selector(profile)
+                    device_class.driver = device_class.driver or devices.driver
+            if not named:
+                self.device_classes[mig_device_class_name(class_name, profile, self.label_domain)] = DeviceClassSpec(
+                    gpuClass=class_name, driver=devices.driver, selector=devices.mig_selector(profile), migProfile=profile,
+                    description=f"generated from gpuClasses.{class_name}.devices: its {profile} MIG devices")
+
+    def layout_profiles(self, class_name: str) -> list[str]:
+        """The MIG profiles the layouts of the class's pools name (`all-<profile>` included), sorted.
+
+        >>> Platform(labelDomain="g.dev", nodePools={"p": {"gpuClass": "a", "gpusPerNode": 1, "nodes": ["n"],
+        ...     "migLayout": "all-1g.10gb"}}).layout_profiles("a")
+        ['1g.10gb']
+        """
+        profiles: set[str] = set()
+        for pool in self.node_pools.values():
+            if pool.gpu_class != class_name or pool.mig_layout is None:
+                continue
+            if pool.mig_layout in self.mig_layouts:
+                profiles |= {p for group in self.mig_layouts[pool.mig_layout] for p in group.profiles}
+            elif pool.mig_layout.startswith("all-"):
+                profiles.add(pool.mig_layout.removeprefix("all-"))
+        return sorted(profiles)
 
     @model_validator(mode="after")
     def _device_classes_match_gpu_classes(self) -> "Platform":
@@ -245,8 +279,10 @@ class Platform(Model):
             if gpu_class.sharing == "mps":
                 raise ValueError(f"gpuClasses.{class_name}: MPS and the DRA driver's ConsumableShares cannot both share one device; "
                                  "keep `serving: devicePlugin` for MPS, or set `sharing: exclusive` and let DRA share it")
-            if gpu_class.sharing not in ("exclusive",):
-                raise ValueError(f"gpuClasses.{class_name}: serving '{gpu_class.serving}' needs sharing 'exclusive' (a DRA driver's own sharing is not modelled yet)")
+            if gpu_class.sharing == "mig":
+                _check_mig_through_dra(class_name, gpu_class)
+            elif gpu_class.sharing != "exclusive":
+                raise ValueError(f"gpuClasses.{class_name}: serving '{gpu_class.serving}' needs sharing 'exclusive' or 'mig' (a DRA driver's own time-slicing is not modelled yet)")
             served_by = {n: d for n, d in self.device_classes.items() if d.gpu_class == class_name}
             if not served_by:
                 raise ValueError(f"gpuClasses.{class_name} is served by DRA but no deviceClasses entry has `gpuClass: {class_name}`")
@@ -309,6 +345,25 @@ class Platform(Model):
                     f"remove {exporter} from monitoring.exporters or set `scheduler: {exporter}`"
                 )
         return self
+
+
+def mig_device_class_name(class_name: str, profile: str, label_domain: str) -> str:
+    """The generated DeviceClass of one MIG profile of a class served by DRA (`+` of a profile as `.`).
+
+    >>> mig_device_class_name("a100-mig", "1g.10gb+me", "gpu.example.com")
+    'a100-mig-1g.10gb.me.gpu.example.com'
+    """
+    return f"{class_name}-{profile.replace('+', '.')}.{label_domain}"
+
+
+def _check_mig_through_dra(class_name: str, gpu_class: GpuClass) -> None:
+    """MIG through DRA: the driver publishes each profile's devices (no device plugin, no strategy), found by attributes."""
+    if gpu_class.serving != "dra" or gpu_class.devices is None:
+        raise ValueError(f"gpuClasses.{class_name}: MIG through DRA needs `serving: dra` and `devices` (the ResourceSlice "
+                         "attributes of its GPUs); one class is partitioned by the MIG Manager or by the DRA driver, not both")
+    if gpu_class.mig is not None and gpu_class.mig.strategy != "mixed":
+        raise ValueError(f"gpuClasses.{class_name}: the MIG strategy is the device plugin's; MIG through DRA has a "
+                         "DeviceClass per profile (strategy: mixed, the default)")
 
 
 class StackConfig(Model):

@@ -192,7 +192,7 @@ def _check_pool_layout(platform: Platform, doc: SourceDocument, pool_name: str) 
         problems = []
         for index, group in enumerate(groups):
             for reason in mig.layout_problems(gpu_class.model, group.profiles):
-                problems.append(doc.problem(platform_path("migLayouts", pool.mig_layout, index, "profiles"), f"invalid for pool '{pool_name}' ({gpu_class.model}): {reason}"))
+                problems.append(doc.problem(platform_path("migLayouts", pool.mig_layout, index, "profiles"), f"invalid for pool '{pool_name}' ({gpu_class.model}): {reason}{_counters(gpu_class)}"))
             if group.devices != "all":
                 beyond = [d for d in group.devices if d >= pool.gpus_per_node]
                 if beyond:
@@ -205,6 +205,13 @@ def _check_pool_layout(platform: Platform, doc: SourceDocument, pool_name: str) 
     if mig.expand_named_layout(pool.mig_layout, gpu_class.model) is None:
         return [doc.problem(where, f"unknown MIG layout '{pool.mig_layout}': define it under migLayouts or use all-<profile> with a profile of {gpu_class.model} ({', '.join(mig.geometry()[gpu_class.model].profiles)})")]
     return []
+
+
+def _counters(gpu_class) -> str:
+    """What a layout beyond one GPU means when the DRA driver partitions it: more than its shared counters."""
+    if gpu_class.serving != "dra":
+        return ""
+    return "; through DRA that is more than one GPU's shared counters (memory-slice-0..7, multiprocessors): the scheduler cannot allocate it"
 
 
 def limit_range_defaults_within_guard_rails(platform: Platform, doc: SourceDocument) -> list[Problem]:
@@ -274,15 +281,55 @@ def classes_fit_the_gpu_stack(platform: Platform, doc: SourceDocument) -> list[P
             field = "product" if gpu_class.serving == "devicePlugin" and gpu_class.product else "serving"
             problems.append(doc.problem(where + (field,), f"serving '{gpu_class.serving}' cannot work on gpuStack '{stack}' "
                                         f"(its pools key on {role.pools_key_on}); {fix}"))
-        if gpu_class.sharing == "mig" and not role.mig_config_label:
+        if gpu_class.sharing == "mig" and gpu_class.serving != "dra" and not role.mig_config_label:
             problems.append(doc.problem(where + ("sharing",), (
                 f"sharing 'mig' needs the MIG Manager and its nvidia.com/mig.config node label, which gpuStack '{stack}' "
-                "does not run; keep `gpuStack: both` until MIG is served through DRA")))
+                "does not run; serve it through DRA (`serving: dra` and `devices`: the driver's MIG partitions), or keep "
+                "`gpuStack: both` until then")))
     return problems
+
+
+def mig_through_dra_is_modelled(platform: Platform, doc: SourceDocument) -> list[Problem]:
+    """MIG through DRA: each MIG DeviceClass names a profile the GPU model holds, no profile is both a device
+    plugin's and a DRA driver's (a tenant's quota.mig would be granted twice), and no queue counts it yet.
+
+    >>> mig_through_dra_is_modelled(dra_mig.platform, dra_mig.platform_doc)
+    []
+    """
+    problems: list[Problem] = []
+    plugin_profiles = {p for c in platform.gpu_classes.values() if c.sharing == "mig" and c.serving != "dra"
+                       for p in _class_profiles(platform, c)}
+    for name, device_class in sorted(platform.device_classes.items()):
+        gpu_class = platform.gpu_classes.get(device_class.gpu_class) if device_class.gpu_class else None
+        if device_class.mig_profile is None or gpu_class is None:
+            continue
+        where = platform_path("deviceClasses", name, "migProfile")
+        geometry = mig.geometry().get(gpu_class.model)
+        if gpu_class.sharing != "mig" or gpu_class.serving != "dra":
+            problems.append(doc.problem(where, f"gpuClasses.{device_class.gpu_class} is not MIG served by DRA (sharing "
+                                        f"'{gpu_class.sharing}', serving '{gpu_class.serving}'); remove migProfile or make it so"))
+        elif geometry is None or device_class.mig_profile not in geometry.profiles:
+            known = ", ".join(geometry.profiles) if geometry else "none: the model has no MIG"
+            problems.append(doc.problem(where, f"a {gpu_class.model} GPU has no MIG profile {device_class.mig_profile} "
+                                        f"(its profiles: {known}); the driver publishes no such device"))
+        elif device_class.mig_profile in plugin_profiles:
+            problems.append(doc.problem(where, f"MIG profile {device_class.mig_profile} is also a device-plugin class's: "
+                                        "a tenant's quota.mig would be granted once to each (twice the slices); serve "
+                                        "the profile one way"))
+        elif platform.scheduler != "none":
+            problems.append(doc.problem(where, f"scheduler '{platform.scheduler}' would not count MIG devices claimed "
+                                        "through DRA yet (not modelled); use `scheduler: none` for MIG through DRA"))
+    return problems
+
+
+def _class_profiles(platform: Platform, gpu_class) -> set[str]:
+    names = [n for n, c in platform.gpu_classes.items() if c is gpu_class]
+    return {p for n in names for p in platform.layout_profiles(n)}
 
 
 PLATFORM_VALIDATORS = (
     classes_fit_the_gpu_stack,
+    mig_through_dra_is_modelled,
     node_pools_are_consistent,
     mig_layouts_do_not_overlap,
     one_default_priority_class,

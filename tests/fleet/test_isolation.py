@@ -43,7 +43,8 @@ def test_every_sharing_value_of_the_stack_file_has_exactly_one_record():
 
 
 def test_the_issue_s_modes_are_all_there_in_a_stable_order():
-    assert list(BY_MODE) == ["exclusive", "MIG", "MPS", "time-slicing", "KAI fraction", "KAI fraction with HAMi-core", "DRA"]
+    assert list(BY_MODE) == ["exclusive", "MIG", "MPS", "time-slicing", "KAI fraction", "KAI fraction with HAMi-core", "DRA",
+                            "MIG through DRA"]
 
 
 @pytest.mark.parametrize("mode", ["time-slicing", "KAI fraction"])
@@ -62,9 +63,10 @@ def test_mps_bounds_memory_per_client_but_not_faults():
 
 
 def test_mig_is_the_only_shared_mode_with_hardware_isolation():
+    """Whether the MIG Manager or the DRA driver makes the instances, the GPU isolates them."""
     hardware = [r.mode for r in isolation_rows() if r.shares_a_gpu and r.fault_isolation.startswith("hardware")]
 
-    assert hardware == ["MIG"] and BY_MODE["MIG"].memory_bound.startswith("hardware")
+    assert hardware == ["MIG", "MIG through DRA"] and all(BY_MODE[m].memory_bound.startswith("hardware") for m in hardware)
 
 
 def test_hami_core_is_a_soft_bound_in_the_container_with_no_fault_isolation():

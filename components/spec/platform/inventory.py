@@ -122,6 +122,17 @@ class DraDevices(Model):
             clauses.append(f"device.capacity['{self.driver}'].memory.compareTo(quantity('{self.min_memory}')) >= 0")
         return " && ".join(clauses)
 
+    def mig_selector(self, profile: str) -> str:
+        """The CEL selector of the MIG devices of one profile the driver publishes for these GPUs
+        (`type: mig`, its `profile` attribute, the parent's `productName`).
+
+        >>> DraDevices(productName="NVIDIA A100-SXM4-40GB").mig_selector("1g.5gb")   # doctest: +NORMALIZE_WHITESPACE
+        "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA A100-SXM4-40GB' && device.attributes['gpu.nvidia.com'].type == 'mig'
+         && device.attributes['gpu.nvidia.com'].profile == '1g.5gb'"
+        """
+        attributes = f"device.attributes['{self.driver}']"
+        return f"{attributes}.productName == '{self.product_name}' && {attributes}.type == 'mig' && {attributes}.profile == '{profile}'"
+
 
 class GpuClass(Model):
     """A kind of GPU device as tenants see it: model plus how it is shared."""
@@ -197,6 +208,8 @@ class GpuClass(Model):
         return self.time_slicing if self.sharing == "timeSlicing" else self.mps if self.sharing == "mps" else None
 
 
+MigProfileName = Annotated[str, Field(pattern=r"^[1-7]g\.[0-9]+gb(\+me)?$")]
+
 ExtendedResourceName = Annotated[
     str,
     Field(
@@ -225,6 +238,12 @@ class DeviceClassSpec(Model):
         description="the class's KEP-5004 extendedResourceName: pods asking for it get devices of this class (for "
         "driver-owned classes, what the driver sets, so the quota meters it)",
     )
+    mig_profile: Optional[MigProfileName] = Field(
+        None,
+        description="MIG through DRA: the class holds the MIG devices of this profile (the driver's `profile` attribute) "
+        "of its gpuClass, a `sharing: mig` class served by DRA, and meters the tenant's quota.mig.<profile> instead of "
+        "its quota.gpu; generated per profile of the class's pool layouts when the class has `devices`",
+    )
     description: str = Field("", description="what the class is for")
 
     @model_validator(mode="after")
@@ -233,6 +252,8 @@ class DeviceClassSpec(Model):
             raise ValueError("a tool-owned DeviceClass needs `driver` (the DRA driver whose devices it selects, e.g. gpu.nvidia.com)")
         if self.owner == "driver" and (self.driver is not None or self.selector is not None):
             raise ValueError("`driver` and `selector` describe a DeviceClass this tool creates; the driver writes its own (remove them, or set `owner: tool`)")
+        if self.mig_profile is not None and self.gpu_class is None:
+            raise ValueError("`migProfile` says which MIG devices of a GPU class the DeviceClass holds: it needs `gpuClass`")
         return self
 
 
