@@ -222,9 +222,27 @@ def kai_gpu_units(resource: str, count: int) -> Fraction:
     return Fraction(int(match[1]) * count) if match else Fraction(0)
 
 
+def kai_dra_only_gpus(tenant: Tenant, platform: Platform) -> int:
+    """The tenant's GPUs of classes served by DRA alone (no device-plugin resource key holds them).
+
+    KAI charges a queue one GPU per device a pod's ResourceClaims request from a DeviceClass whose
+    name contains "gpu" (its `IsGPUDeviceClass`; validate requires such names on KAI stacks), so
+    these grants belong in the queue's GPUs beside the device-plugin resources.
+
+    >>> kai_dra_only_gpus(dra.tenants[2].spec, dra.platform)   # vision: h100 2 (device plugin too), b200 1 (DRA only)
+    1
+    """
+    return sum(
+        count for name, count in cap.gpu_quota_by_class(tenant, platform).items()
+        if (gpu_class := platform.gpu_classes.get(name)) is not None and gpu_class.sharing != "mig"
+        and not cap.counts_in_device_plugin_resource(platform, name, gpu_class)
+    )
+
+
 def kai_amounts(tenant: Tenant, platform: Platform, by_resource: Mapping[str, int] | None = None) -> KaiAmounts:
-    """The tenant's quota as KAI counts it; memory and CPU from the quota's requests, rounded down.
-    `by_resource`: its `gpu_quota_by_resource` when known already.
+    """The tenant's quota as KAI counts it: GPUs of every extended resource and DRA-only class,
+    memory and CPU from the quota's requests, rounded down. `by_resource`: its
+    `gpu_quota_by_resource` when known already.
 
     >>> from components.spec.stack import Platform
     >>> t = Tenant.model_validate({"apiVersion": "gpu-tenancy.dev/v1alpha2", "kind": "Tenant", "name": "a",
@@ -235,7 +253,7 @@ def kai_amounts(tenant: Tenant, platform: Platform, by_resource: Mapping[str, in
     gpu = sum(
         (kai_gpu_units(resource, count) for resource, count in
          (cap.gpu_quota_by_resource(tenant, platform) if by_resource is None else by_resource).items()),
-        Fraction(0),
+        Fraction(kai_dra_only_gpus(tenant, platform)),
     )
     cpu = tenant.quota.cpu.requests.value * 1000 if tenant.quota.cpu and tenant.quota.cpu.requests is not None else 0
     memory = (

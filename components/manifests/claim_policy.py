@@ -12,7 +12,10 @@ request and every `firstAvailable` subrequest:
   tenants' included;
 * `allocationMode: All` is refused: it takes every matching device of a node, and quota charges
   it 32 devices, so it is never what a tenant with a per-class grant means;
-* a request of a kind the policy does not know (neither `exactly` nor `firstAvailable`) is refused.
+* a request of a kind the policy does not know (neither `exactly` nor `firstAvailable`) is refused;
+* on `scheduler: kai` (`_SCHEDULER_RULES`): `firstAvailable` is refused too, since KAI's queues count
+  only `exactly` requests; and a standalone ResourceClaim must carry `kai.scheduler/queue: <tenant>`,
+  without which KAI leaves its pod unschedulable.
 
 Where the devices are. A claim is allocated when a pod that uses it is scheduled, on devices of
 the node the pod lands on, so the pod's placement is the claim's placement: the placement policy
@@ -23,11 +26,13 @@ the DeviceClass's own selection, never reach a node the pod cannot; they are lef
 
 from __future__ import annotations
 
+from typing import Callable
+
 from ..fleet.facts import TenantView
 from ..spec.tenant import Tenant
 from .cel import cel_list, names_or_none
 from .device_classes import device_class_grants
-from .meta import deny_binding, TENANT_LABEL, KubeObject, kube_object, object_meta, owned_labels
+from .meta import deny_binding, KAI_QUEUE_LABEL, TENANT_LABEL, KubeObject, kube_object, object_meta, owned_labels
 
 API_VERSION = "admissionregistration.k8s.io/v1"
 NAME_PREFIX = "gpu-tenancy-claims"
@@ -77,7 +82,39 @@ def _variables() -> list[dict[str, str]]:
     ]
 
 
-def _validations(tenant: str, allowed: list[str]) -> list[dict[str, str]]:
+def _kai_exactly_only(tenant: str) -> dict[str, str]:
+    # KAI charges a queue for a claim's `exactly` requests alone (pkg/common/resources/dra.go,
+    # countGPUDevicesFromClaim): devices chosen from a `firstAvailable` list would be held by no queue.
+    return {
+        "expression": "variables.requests.all(r, !has(r.firstAvailable))",
+        "message": "firstAvailable is refused on this KAI stack: KAI's queues count only `exactly` requests, so devices "
+                   "chosen from a list would be held by no queue; ask for one DeviceClass with `exactly`",
+        "reason": "Forbidden",
+    }
+
+
+def _kai_claim_queue_label(tenant: str) -> dict[str, str]:
+    # KAI schedules a pod using a standalone claim (not one made from a template) only when the claim
+    # carries the pod's queue label (its validateSharedGpuClaimQueueLabel): say so at creation, not as
+    # an Unschedulable pod later.
+    label = f'object.metadata.labels["{KAI_QUEUE_LABEL}"]'
+    return {
+        "expression": f'request.resource.resource != "resourceclaims" || (has(object.metadata.labels) && '
+                      f'"{KAI_QUEUE_LABEL}" in object.metadata.labels && {label} == "{tenant}")',
+        "message": f"a ResourceClaim of tenant {tenant} needs the label {KAI_QUEUE_LABEL}: {tenant} on this KAI stack: KAI "
+                   "schedules a pod with a standalone claim only when the claim names the pod's queue (claims made from "
+                   "a ResourceClaimTemplate need no label)",
+        "reason": "Forbidden",
+    }
+
+
+# What a scheduler needs of claims, refused only where that scheduler runs.
+_SCHEDULER_RULES: dict[str, tuple[Callable[[str], dict[str, str]], ...]] = {
+    "kai": (_kai_exactly_only, _kai_claim_queue_label),
+}
+
+
+def _validations(tenant: str, allowed: list[str], scheduler: str = "none") -> list[dict[str, str]]:
     choices = "variables.choices.all(list, list.all(s, {}))"
     return [
         {
@@ -100,6 +137,7 @@ def _validations(tenant: str, allowed: list[str]) -> list[dict[str, str]]:
             "message": "allocationMode All is refused (it takes every matching device of a node and quota charges it 32); ask for a count",
             "reason": "Forbidden",
         },
+        *(rule(tenant) for rule in _SCHEDULER_RULES.get(scheduler, ())),
     ]
 
 
@@ -118,7 +156,7 @@ def claim_policy(tenant: Tenant, view: TenantView) -> KubeObject:
             ],
         },
         "variables": _variables(),
-        "validations": _validations(tenant.name, claimable_device_classes(tenant, view)),
+        "validations": _validations(tenant.name, claimable_device_classes(tenant, view), view.platform.scheduler),
     }
     name = f"{NAME_PREFIX}-{tenant.name}"
     return kube_object(API_VERSION, "ValidatingAdmissionPolicy", object_meta(name, labels=owned_labels(tenant, view)), spec=spec)

@@ -3,6 +3,7 @@ PriorityClasses and the Pod Security pin; one small validator per concern, run b
 
 from __future__ import annotations
 
+from ..fleet import gpu_capacity as cap
 from ..fleet import mig
 from ..fleet.ingress_hosts import at_or_below
 from ..fleet.isolation import fraction_isolation, isolation_of, mode_of
@@ -322,6 +323,41 @@ def mig_through_dra_is_modelled(platform: Platform, doc: SourceDocument) -> list
     return problems
 
 
+def dra_classes_are_counted_by_kai(platform: Platform, doc: SourceDocument) -> list[Problem]:
+    r"""On `scheduler: kai`, every GPU class's DeviceClass is one KAI's queues count.
+
+    KAI charges a queue for a pod's ResourceClaims only for `exactly` requests (the claim policy
+    refuses `firstAvailable` there) of a DeviceClass whose name contains "gpu" (its
+    `IsGPUDeviceClass`, pkg/common/resources/dra.go), and of a pod's requests counts only
+    `nvidia.com/gpu` and MIG resources as GPUs: a class named otherwise, or a DRA-backed extended
+    resource of another name, would be metered by the ResourceQuota and held by no queue.
+
+    >>> from components.spec.yaml_source import parse_yaml
+    >>> p = dra.platform.model_copy(update={"scheduler": "kai"})
+    >>> [x.message.split(":")[0] for x in dra_classes_are_counted_by_kai(p, parse_yaml("config: {}\n", "stacks/Pulumi.dra.yaml"))]
+    ["KAI counts no pod request of 'gpu.dra.dev/b200' as GPUs"]
+    """
+    if platform.scheduler != "kai":
+        return []
+    problems: list[Problem] = []
+    for name, device_class in sorted(platform.device_classes.items()):
+        if not device_class.gpu_class or device_class.mig_profile:
+            continue
+        where = platform_path("deviceClasses", name)
+        if "gpu" not in name.lower():
+            problems.append(doc.problem(where, (
+                f"KAI counts claims toward a queue's GPUs only for DeviceClasses whose name contains 'gpu': claims of "
+                f"'{name}' would be metered by the ResourceQuota and held by no queue; rename it, e.g. "
+                f"'{device_class.gpu_class}.gpu.{platform.label_domain}'")))
+        mapped = device_class.extended_resource_name
+        if mapped is not None and mapped != cap.GPU:
+            problems.append(doc.problem(where + ("extendedResourceName",), (
+                f"KAI counts no pod request of '{mapped}' as GPUs: pods asking for it would be metered by the "
+                f"ResourceQuota and held by no queue; map {cap.GPU} or remove it (pods then claim '{name}' "
+                "through a ResourceClaim)")))
+    return problems
+
+
 def _class_profiles(platform: Platform, gpu_class) -> set[str]:
     names = [n for n, c in platform.gpu_classes.items() if c is gpu_class]
     return {p for n in names for p in platform.layout_profiles(n)}
@@ -330,6 +366,7 @@ def _class_profiles(platform: Platform, gpu_class) -> set[str]:
 PLATFORM_VALIDATORS = (
     classes_fit_the_gpu_stack,
     mig_through_dra_is_modelled,
+    dra_classes_are_counted_by_kai,
     node_pools_are_consistent,
     mig_layouts_do_not_overlap,
     one_default_priority_class,
