@@ -292,7 +292,8 @@ def classes_fit_the_gpu_stack(platform: Platform, doc: SourceDocument) -> list[P
 
 def mig_through_dra_is_modelled(platform: Platform, doc: SourceDocument) -> list[Problem]:
     """MIG through DRA: each MIG DeviceClass names a profile the GPU model holds, no profile is both a device
-    plugin's and a DRA driver's (a tenant's quota.mig would be granted twice), and no queue counts it yet.
+    plugin's and a DRA driver's (a tenant's quota.mig would be granted twice), and KAI, which would charge a
+    partition as a whole GPU, is not the scheduler (Kueue counts each profile's DeviceClass as mapped).
 
     >>> mig_through_dra_is_modelled(dra_mig.platform, dra_mig.platform_doc)
     []
@@ -317,9 +318,11 @@ def mig_through_dra_is_modelled(platform: Platform, doc: SourceDocument) -> list
             problems.append(doc.problem(where, f"MIG profile {device_class.mig_profile} is also a device-plugin class's: "
                                         "a tenant's quota.mig would be granted once to each (twice the slices); serve "
                                         "the profile one way"))
-        elif platform.scheduler != "none":
-            problems.append(doc.problem(where, f"scheduler '{platform.scheduler}' would not count MIG devices claimed "
-                                        "through DRA yet (not modelled); use `scheduler: none` for MIG through DRA"))
+        elif platform.scheduler == "kai":
+            problems.append(doc.problem(where, "KAI charges a queue one whole GPU per device claimed from a DeviceClass "
+                                        "named with 'gpu' and nothing for any other, never a MIG partition's compute "
+                                        "slices: its queues would not count MIG through DRA as their quotas say; use "
+                                        "`scheduler: kueue` (deviceClassMappings per profile) or `none`"))
     return problems
 
 

@@ -55,11 +55,13 @@ def test_a_mig_device_class_of_a_profile_the_model_lacks_is_refused_at_its_mig_p
     assert "a A100-80GB GPU has no MIG profile 1g.5gb" in error
 
 
-def test_queues_do_not_count_mig_through_dra_yet(copy):
+def test_kai_is_refused_with_mig_through_dra_and_kueue_counts_it(copy):
     stack = copy / STACK
-    replace_once(stack, "    gpuStack: dra\n", "    gpuStack: dra\n    scheduler: kueue\n")
+    replace_once(stack, "    gpuStack: dra\n", "    gpuStack: dra\n    scheduler: kai\n")
     errors = validation_errors(copy, "dra")
-    assert any("scheduler 'kueue' would not count MIG devices claimed through DRA" in e for e in errors), errors
+    assert len(errors) == 2 and all("KAI charges a queue one whole GPU per device" in e and "migProfile" in e for e in errors), errors
+    replace_once(stack, "    scheduler: kai\n", "    scheduler: kueue\n")
+    load_environment(copy, "dra")   # valid: tests/e2e/scheduling/test_kueue_dra_mig.py shows the real Kueue counting it
 
 
 def test_mig_on_the_dra_stack_without_dra_serving_is_refused_at_the_class():
