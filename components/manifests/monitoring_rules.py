@@ -482,7 +482,7 @@ def claim_rules(platform: Platform) -> list[dict[str, Any]]:
     shares a device between claims; KSM publishes no consumed amount, so holders split it evenly
     and a device never counts more than once). The class is the one of the node of the device's
     pool (`kube_resourceslice_info`: a node-local pool, as a GPU driver's is); a DRA device of a
-    class is a whole GPU (DRA classes are exclusive, MIG is not served through DRA). The claims the
+    class counts 1 (a whole GPU; a MIG partition claimed through DRA too, not yet its share of the GPU). The claims the
     scheduler makes for DRA extended resources count too (a `deviceclass.resource.kubernetes.io/*`
     request is in no KSM pod series); the pods they are reserved for are listed so that the pod's
     own request of a mapped name is not charged again (`chargeback_rules`).
