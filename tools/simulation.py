@@ -16,6 +16,11 @@ What is recorded, each from the component that knows it:
 * borrowing: every second, each ClusterQueue's `flavorsUsage[].resources[].borrowed` of GPU
   resources, integrated over time.
 
+On a KAI stack (`SCHEDULERS`, one row per scheduler) the plane also runs KAI (tools/kai.py), the
+Jobs name its scheduler and their tenant's Queue, and admission is KAI binding a Job's first pod
+(`KaiJobWatch`), borrowing what a tenant's bound pods hold beyond its Queue's GPU quota
+(`KaiBorrowSampler`).
+
 All of it is turned into trace seconds (wall seconds times the speed) and handed to the pure
 `components.simulate.outcome.Outcome`.
 """
@@ -33,16 +38,19 @@ from typing import Any, Callable
 
 from components.simulate.outcome import JobOutcome, Outcome
 from components.simulate.trace import Trace, TraceJob, request_of
+from components.manifests.meta import GPU_TAINT_TOLERATION, KAI_QUEUE_LABEL, gpu_class_label, pool_label, tenant_label
 from tools.runtime import (
     GPU_RESOURCE_PREFIX,
     RUNTIME_CONTROLLERS,
     UNTHROTTLED,
     PodLedger,
     kwok_nodes,
+    pod_gpus,
     run_for,
     runtime_unavailable_reason,
     tenant_of,
 )
+from tools.kai import SCHEDULER_NAME as KAI_SCHEDULER_NAME
 from tools.scheduling import SchedulingStack, inventory_nodes, start_scheduling_stack
 
 KUEUE_GROUP, KUEUE_API = "kueue.x-k8s.io", "v1beta2"
@@ -58,16 +66,32 @@ WALL_LATENCY_SECONDS = 3.0
 # (larger than what their queue may ever hold): the replay ends, and the report says starved.
 QUIET_SECONDS = 5.0
 SUBMITTERS = 8         # Jobs created at once
+POLL_SECONDS = 0.25    # how often KAI's bindings and the Jobs' completion are read (wall time)
 
 
-def unavailable_reason() -> str:
-    """Why a replay cannot run here ("" if it can): the runtime lane's binaries and kwok's Stages."""
-    return runtime_unavailable_reason().replace("runtime lane", "tenants simulate")
+def unavailable_reason(scheduler: str = "kueue") -> str:
+    """Why a replay of a stack with `scheduler` cannot run here ("" if it can): a scheduler without
+    queues, the runtime lane's binaries and kwok's Stages, KAI's binaries for a KAI stack.
+
+    >>> unavailable_reason("none")
+    "the stack's scheduler is 'none': no queue to replay on (tenants simulate replays kueue and kai stacks)"
+    """
+    if scheduler not in SCHEDULERS:
+        return (f"the stack's scheduler is '{scheduler}': no queue to replay on "
+                f"(tenants simulate replays {' and '.join(SCHEDULERS)} stacks)")
+    reason = runtime_unavailable_reason().replace("runtime lane", "tenants simulate")
+    if not reason and scheduler == "kai":
+        from tools.kai import kai_unavailable_reason
+
+        reason = kai_unavailable_reason()
+    return reason
 
 
 def job_body(job: TraceJob, index: int, queue: str, environment: Any, speed: float) -> dict[str, Any]:
     """The batch Job a trace job becomes: restricted Pod Security, its devices, its class's node
-    selector, its priority, and kwok's annotations to run `duration / speed` seconds.
+    selector, its priority, kwok's annotations to run `duration / speed` seconds, and what the
+    stack's scheduler needs of it (`SCHEDULERS`: its queue label; for KAI its scheduler name and the
+    tolerations no Kueue flavor adds).
 
     >>> from components.load import load_environment
     >>> env = load_environment(Path("."), "prod")
@@ -90,23 +114,65 @@ def job_body(job: TraceJob, index: int, queue: str, environment: Any, speed: flo
     if job.priority:
         pod["priorityClassName"] = job.priority
     name = job.name or f"job-{index:05d}"
+    scheduler = SCHEDULERS[environment.platform.scheduler]
+    labels = {scheduler.queue_label: queue, JOB_LABEL: name}
+    scheduler.shape_pod(pod, job, environment)
     return {"apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": name, "labels": {QUEUE_LABEL: queue, JOB_LABEL: name}},
+            "metadata": {"name": name, "labels": dict(labels)},
             "spec": {"parallelism": job.pods, "completions": job.pods, "backoffLimit": BACKOFF_LIMIT,
-                     "template": {"metadata": {"annotations": run_for(job.duration / speed), "labels": {JOB_LABEL: name}},
+                     "template": {"metadata": {"annotations": run_for(job.duration / speed),
+                                               "labels": {JOB_LABEL: name, **scheduler.pod_labels(queue)}},
                                   "spec": pod}}}
 
 
-def queues_of(objects: dict[str, list[dict[str, Any]]]) -> dict[str, tuple[str, str]]:
-    """Tenant -> (namespace, LocalQueue) it submits to: its first LocalQueue by namespace.
+def _kueue_pod(pod: dict[str, Any], job: TraceJob, environment: Any) -> None:
+    """Kueue's flavors add the pool's selector and tolerations when it admits the Job."""
+
+
+def _kai_pod(pod: dict[str, Any], job: TraceJob, environment: Any) -> None:
+    """KAI schedules pods that name it, and no flavor places them: the pod selects the pools of its
+    class the tenant may reach (a class selector alone could reach another tenant's dedicated pool,
+    which the placement policy refuses) and tolerates their taints (the shared GPU pools', the
+    tenant's own dedicated pools')."""
+    platform = environment.platform
+    spec = next(t.spec for t in environment.tenants if t.name == job.tenant)
+    reachable = environment.view(spec).reachable_pools
+    gpu_class = dict(pod.pop("nodeSelector", {})).get(gpu_class_label(platform))
+
+    def serves(pool: str) -> bool:   # the job's class, or (a MIG profile: no class selector) a MIG class
+        name = platform.node_pools[pool].gpu_class
+        return name == gpu_class if gpu_class else platform.gpu_classes[name].sharing == "mig"
+
+    pools = sorted(name for name in reachable if serves(name))
+    pod["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": pool_label(platform), "operator": "In", "values": pools}]}]}}}
+    pod["schedulerName"] = KAI_SCHEDULER_NAME
+    pod["tolerations"] = [dict(GPU_TAINT_TOLERATION),
+                          {"key": tenant_label(platform), "operator": "Equal", "value": job.tenant, "effect": "NoSchedule"}]
+
+
+def queues_of(objects: dict[str, list[dict[str, Any]]], scheduler: str = "kueue") -> dict[str, tuple[str, str]]:
+    """Tenant -> (namespace, queue) it submits to: with Kueue its first LocalQueue by namespace; with
+    KAI its leaf Queue (named like the tenant) from the namespace named like it, else its first.
 
     >>> queues_of({"eval": [{"kind": "LocalQueue", "metadata": {"namespace": "eval", "name": "default"}}]})
     {'eval': ('eval', 'default')}
+    >>> queues_of({"eval": [{"kind": "Queue", "metadata": {"name": "eval"}},
+    ...                     {"kind": "Namespace", "metadata": {"name": "eval"}}]}, "kai")
+    {'eval': ('eval', 'eval')}
     """
     out = {}
     for owner, objs in sorted(objects.items()):
+        if owner == "_platform":
+            continue
+        if scheduler == "kai":
+            namespaces = sorted(o["metadata"]["name"] for o in objs if o["kind"] == "Namespace")
+            queue = any(o["kind"] == "Queue" and o["metadata"]["name"] == owner for o in objs)
+            if queue and namespaces:
+                out[owner] = (owner if owner in namespaces else namespaces[0], owner)
+            continue
         queues = sorted((o["metadata"]["namespace"], o["metadata"]["name"]) for o in objs if o["kind"] == "LocalQueue")
-        if owner != "_platform" and queues:
+        if queues:
             out[owner] = queues[0]
     return out
 
@@ -213,6 +279,130 @@ class BorrowSampler(_Background):
             last = now
 
 
+class KaiJobWatch(_Background):
+    """The KAI counterpart of `WorkloadWatch`: a Job is admitted when KAI binds its first pod (KAI
+    decides placement and quota in one step), finished when the job controller says Complete, and
+    preempted once per pod of it that was bound and ended without succeeding (KAI evicts to
+    reclaim or preempt). Polled every POLL_SECONDS: the replay's Jobs are few."""
+
+    def __init__(self, cp: Any) -> None:
+        from kubernetes import client as k8s_client
+
+        api = cp.client_for("simulate-kai-jobs", ["system:masters"])
+        self.core, self.batch = k8s_client.CoreV1Api(api), k8s_client.BatchV1Api(api)
+        self.admitted: dict[tuple[str, str], float] = {}
+        self.finished: set[tuple[str, str]] = set()
+        self.preempted: dict[tuple[str, str], set[str]] = {}
+        self.changed = time.monotonic()
+        self._bound: dict[str, tuple[str, str]] = {}   # pod uid -> its Job, once bound
+        self._lock, self._stop = threading.Lock(), threading.Event()
+        self._thread = threading.Thread(target=self._run, name="kai-job-watch", daemon=True)
+
+    settled = WorkloadWatch.settled
+
+    def _poll(self) -> None:
+        now = time.monotonic()
+        pods = self.core.list_pod_for_all_namespaces(label_selector=JOB_LABEL).items
+        jobs = self.batch.list_job_for_all_namespaces(label_selector=JOB_LABEL).items
+        with self._lock:
+            seen = set()
+            for pod in pods:
+                key = (pod.metadata.namespace, pod.metadata.labels[JOB_LABEL])
+                seen.add(pod.metadata.uid)
+                if pod.spec.node_name and pod.metadata.uid not in self._bound:
+                    self._bound[pod.metadata.uid] = key
+                    if key not in self.admitted:
+                        self.admitted[key], self.changed = now, now
+                if pod.metadata.uid in self._bound and (pod.status.phase == "Failed" or pod.metadata.deletion_timestamp):
+                    self.preempted.setdefault(key, set()).add(pod.metadata.uid)
+            for uid, key in self._bound.items():
+                if uid not in seen and key not in self.finished:
+                    self.preempted.setdefault(key, set()).add(uid)   # gone before its Job completed
+            for job in jobs:
+                key = (job.metadata.namespace, job.metadata.labels[JOB_LABEL])
+                complete = any(c.type == "Complete" and c.status == "True" for c in (job.status.conditions or []))
+                if complete and key not in self.finished:
+                    self.finished.add(key)
+                    self.changed = now
+
+    def _run(self) -> None:
+        while not self._stop.wait(POLL_SECONDS):
+            try:
+                self._poll()
+            except Exception:   # a reset connection under load: poll again
+                continue
+
+
+class KaiBorrowSampler(_Background):
+    """What each tenant holds beyond its KAI queue's GPU quota (KAI's over-quota use, what it
+    reclaims first), sampled every SAMPLE_SECONDS from the bound, unfinished pods of the replay, in
+    device-seconds (wall) per tenant."""
+
+    def __init__(self, cp: Any, objects: dict[str, list[dict[str, Any]]]) -> None:
+        from kubernetes import client as k8s_client
+
+        self.core = k8s_client.CoreV1Api(cp.client_for("simulate-kai-borrowing", ["system:masters"]))
+        self.owners = tenant_of(objects)
+        self.quota = {o["metadata"]["name"]: float(o["spec"]["resources"]["gpu"]["quota"])
+                      for objs in objects.values() for o in objs if o["kind"] == "Queue" and o["metadata"]["name"] in objects}
+        self.seconds: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="kai-borrow-sampler", daemon=True)
+
+    def _run(self) -> None:
+        last = time.monotonic()
+        while not self._stop.wait(SAMPLE_SECONDS):
+            now = time.monotonic()
+            try:
+                pods = self.core.list_pod_for_all_namespaces(label_selector=JOB_LABEL).to_dict()["items"]
+            except Exception:
+                continue
+            held: dict[str, float] = {}
+            for pod in pods:
+                tenant = self.owners.get(pod["metadata"]["namespace"])
+                if tenant and pod["spec"].get("node_name") and pod["status"].get("phase") not in ("Succeeded", "Failed"):
+                    held[tenant] = held.get(tenant, 0.0) + sum(n for _, n in pod_gpus(_camel(pod)))
+            for tenant, devices in held.items():
+                over = devices - self.quota.get(tenant, 0.0)
+                if over > 0:
+                    self.seconds[tenant] = self.seconds.get(tenant, 0.0) + over * (now - last)
+            last = now
+
+
+def _camel(pod: dict[str, Any]) -> dict[str, Any]:
+    """The containers' requests of a pod as the client library's to_dict() gives them, in the API's shape."""
+    return {"metadata": pod["metadata"], "spec": {"containers": [{"resources": c.get("resources") or {}}
+                                                                 for c in pod["spec"].get("containers", [])]}}
+
+
+@dataclass(frozen=True)
+class Scheduler:
+    """What the replay does differently per stack scheduler: the queue label a Job carries, what its
+    pods need, the components started beside the plane, and who says admitted and borrowed."""
+
+    queue_label: str
+    pod_labels: Callable[[str], dict[str, str]]
+    shape_pod: Callable[[dict[str, Any], TraceJob, Any], None]
+    start: Callable[[Any], None]
+    watch: Callable[[Any], Any]
+    borrowing: Callable[[Any, dict[str, list[dict[str, Any]]]], Any]
+
+
+def _start_kai(cp: Any) -> None:
+    from tools.kai import KaiScheduler
+
+    KaiScheduler(cp).start()
+
+
+# One row per scheduler `tenants simulate` replays on; a stack with another is refused (cli/diff.py).
+SCHEDULERS: dict[str, Scheduler] = {
+    "kueue": Scheduler(QUEUE_LABEL, lambda queue: {}, _kueue_pod, lambda cp: None, WorkloadWatch,
+                       lambda cp, objects: BorrowSampler(cp)),
+    "kai": Scheduler(KAI_QUEUE_LABEL, lambda queue: {KAI_QUEUE_LABEL: queue}, _kai_pod, _start_kai, KaiJobWatch,
+                     KaiBorrowSampler),
+}
+
+
 @dataclass(frozen=True)
 class Side:
     """One side to replay: a project directory and what to call it."""
@@ -233,8 +423,9 @@ def replay(stack: str, side: Side, trace: Trace, speed: float, horizon: float | 
         t0 = time.monotonic()
         applied = start_scheduling_stack(stack, workdir, side.root, controllers=RUNTIME_CONTROLLERS, nodes=kwok_nodes,
                                          flags=UNTHROTTLED)
-        say(f"{side.label}: control plane of stack {stack} up in {time.monotonic() - t0:.0f}s")
         try:
+            SCHEDULERS[applied.environment.platform.scheduler].start(applied.plane.cp)
+            say(f"{side.label}: control plane of stack {stack} up in {time.monotonic() - t0:.0f}s")
             return _run_trace(applied, trace, speed, horizon, say, side.label)
         finally:
             applied.plane.cp.stop()
@@ -249,10 +440,12 @@ def _run_trace(applied: SchedulingStack, trace: Trace, speed: float, horizon: fl
 
     cp, environment = applied.plane.cp, applied.environment
     batch = k8s_client.BatchV1Api(cp.api_client)
-    queues = queues_of(applied.objects)
+    scheduler = SCHEDULERS[environment.platform.scheduler]
+    queues = queues_of(applied.objects, environment.platform.scheduler)
     jobs = sorted(enumerate(trace.jobs), key=lambda p: (p[1].submit, p[0]))
     limit = horizon if horizon is not None else 10 * max((j.submit + j.duration for j in trace.jobs), default=0)
-    ledger, workloads, borrowing = PodLedger(cp).start(), WorkloadWatch(cp).start(), BorrowSampler(cp).start()
+    ledger, workloads = PodLedger(cp).start(), scheduler.watch(cp).start()
+    borrowing = scheduler.borrowing(cp, applied.objects).start()
     submitted: dict[int, tuple[str, str, float, str]] = {}
 
     def create(index: int, job: TraceJob) -> None:

@@ -553,9 +553,9 @@ class Simulate:
         60.0
         """
         parser = sub.add_parser(
-            "simulate", help="replay a workload trace on the base's and the change's queues (real scheduler and Kueue, kwok nodes)",
+            "simulate", help="replay a workload trace on the base's and the change's queues (real scheduler and Kueue or KAI, kwok nodes)",
             description="Replay a trace of jobs on the stack at --base and at the working tree, each on a throw-away\n"
-            "control plane (kwok nodes, kube-scheduler, Kueue), and compare waits, GPU-hours, borrowing and utilisation.",
+            "control plane (kwok nodes, kube-scheduler, Kueue or KAI), and compare waits, GPU-hours, borrowing and utilisation.",
             epilog=SIMULATE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
         parser.add_argument("--stack", required=True, metavar="ENV", help="the environment to simulate")
         source = parser.add_mutually_exclusive_group(required=True)
@@ -592,7 +592,7 @@ class Simulate:
         except ImportError:
             print("tenants simulate: the replay (tools/simulation.py) runs from a checkout of gpu-tenancy", file=sys.stderr)
             return common.EXIT_USAGE
-        reason = simulation.unavailable_reason()
+        reason = simulation.unavailable_reason(head.platform.scheduler)
         try:
             if reason:
                 raise UsageError(reason)
@@ -606,8 +606,8 @@ class Simulate:
         except UsageError as err:
             print(f"tenants simulate: {err}", file=sys.stderr)
             return common.EXIT_USAGE
-        context = {"stack": args.stack, "base": base["ref"], "trace": Simulate.trace_name(args),
-                   "jobs": len(trace.jobs), "speed": args.speed}
+        context = {"stack": args.stack, "scheduler": head.platform.scheduler, "base": base["ref"],
+                   "trace": Simulate.trace_name(args), "jobs": len(trace.jobs), "speed": args.speed}
         document = compare_replays(*outcomes, Tolerance(simulation.WALL_LATENCY_SECONDS * args.speed), context)
         sys.stdout.write(SIMULATION_FORMATS[args.format](document))
         return common.EXIT_OK

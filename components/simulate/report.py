@@ -61,6 +61,10 @@ def _preempted(t: str, b: TenantFigures, c: TenantFigures, tol: Tolerance) -> st
     return None
 
 
+# What decided admission on each side, by the stack's `scheduler` (the report's `scheduler` field).
+QUEUEING_NAMES = {"kueue": "Kueue", "kai": "the KAI Scheduler"}
+
+
 # kind -> (tenant predicate and sentence); the report lists them in this order.
 FINDINGS: dict[str, Callable[[str, TenantFigures, TenantFigures, Tolerance], str | None]] = {
     "longer-wait": _longer_wait,
@@ -182,7 +186,8 @@ def format_markdown(document: Mapping[str, Any]) -> str:
     header, rows, pools = _rows(document)
     out = [f"### Queue simulation: stack `{document.get('stack', '?')}`", "",
            f"> A **simulation**: the trace `{document.get('trace', '?')}` replayed on the base "
-           f"(`{document.get('base', '?')}`) and on this change, each on a throw-away cluster of the real scheduler and Kueue.", ""]
+           f"(`{document.get('base', '?')}`) and on this change, each on a throw-away cluster of the real scheduler and "
+           f"{QUEUEING_NAMES.get(document.get('scheduler', 'kueue'), 'Kueue')}.", ""]
     findings = document["findings"]
     out += [f"- :warning: {f['text']}" for f in findings] or ["No change that matters (within the tolerance)."]
     out += ["", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]

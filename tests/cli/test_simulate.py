@@ -38,7 +38,7 @@ def test_an_invalid_trace_fails_with_located_errors_before_anything_starts(tmp_p
 
 
 def test_without_the_runtime_lanes_binaries_it_says_what_to_build(capsys, monkeypatch):
-    monkeypatch.setattr(simulation, "unavailable_reason", lambda: "tenants simulate: kwok not built; run tools/build.sh kwok")
+    monkeypatch.setattr(simulation, "unavailable_reason", lambda scheduler: "tenants simulate: kwok not built; run tools/build.sh kwok")
     assert main(["--root", str(REPO), "simulate", "--stack", "prod", "--synthetic", "3"]) == 2
     assert "kwok not built" in capsys.readouterr().err
 
@@ -54,7 +54,7 @@ def test_it_replays_the_base_and_the_working_tree_and_compares_them(project, cap
         return Outcome((JobOutcome("eval", "a", 0, 0), JobOutcome("eval", "b", 0, wait)), pool_devices={"a100-shared": 16},
                        pool_used={"a100-shared": 16 * 600.0}, span=1200)
 
-    monkeypatch.setattr(simulation, "unavailable_reason", lambda: "")
+    monkeypatch.setattr(simulation, "unavailable_reason", lambda scheduler: "")
     monkeypatch.setattr(simulation, "replay", replay)
     code = main(["--root", str(project), "simulate", "--stack", "prod", "--trace", str(TRACE), "--base", "HEAD",
                  "--format", "json", "--speed", "30"])
@@ -62,6 +62,7 @@ def test_it_replays_the_base_and_the_working_tree_and_compares_them(project, cap
     assert seen == [("base", True, 5, 30.0), ("change", False, 5, 30.0)]   # the base has the old quota
     document = json.loads(capsys.readouterr().out)
     assert document["simulation"] is True and document["base"] == "HEAD" and document["jobs"] == 5
+    assert document["scheduler"] == "kueue"
     assert document["tolerance"]["seconds"] == simulation.WALL_LATENCY_SECONDS * 30
     assert [f["kind"] for f in document["findings"]] == ["longer-wait"]
 
@@ -112,7 +113,7 @@ def test_from_prometheus_replays_the_period_and_saves_its_trace(fake_prometheus,
 
     url, since, asked = fake_prometheus
     replayed = []
-    monkeypatch.setattr(simulation, "unavailable_reason", lambda: "")
+    monkeypatch.setattr(simulation, "unavailable_reason", lambda scheduler: "")
     monkeypatch.setattr(simulation, "replay", lambda stack, side, trace, speed, say=None: replayed.append(trace) or Outcome(()))
     start = datetime.fromtimestamp(since, timezone.utc)
     saved = tmp_path / "period.yaml"

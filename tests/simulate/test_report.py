@@ -66,3 +66,11 @@ def test_the_formats_say_it_is_a_simulation_and_state_the_assumptions():
         assert "a: p95 wait 4.0 times longer (1m40s -> 6m40s)" in out
         assert "time compressed 60x" in out and "±1m00s plus 10%" in out
     assert "| a | 2 | 2 | 10s | 1m40s -> 6m40s |" in markdown
+
+
+def test_the_markdown_names_the_scheduler_that_decided():
+    context = {"stack": "staging", "base": "main", "trace": "t.csv", "speed": 60}
+    kai = format_markdown(compare(_side({"a": [10]}), _side({"a": [10]}), TOL, {**context, "scheduler": "kai"}))
+    kueue = format_markdown(compare(_side({"a": [10]}), _side({"a": [10]}), TOL, context))
+    assert "cluster of the real scheduler and the KAI Scheduler." in kai
+    assert "cluster of the real scheduler and Kueue." in kueue

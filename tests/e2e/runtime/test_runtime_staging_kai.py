@@ -21,8 +21,8 @@ from kubernetes.client.rest import ApiException
 from components.fleet import gpu_capacity as cap
 from components.manifests.placement_policy import placement
 from tests.e2e.scheduling.jobs import wait_or_explain
-from tests.e2e.scheduling.kai import (KaiPods, KaiScheduler, kai_pod, kai_unavailable_reason, on_pool,
-                                      write_kai_borrowing_project)
+from tests.e2e.scheduling.kai import KaiPods, kai_pod, on_pool, write_kai_borrowing_project
+from tools.kai import KaiScheduler, kai_unavailable_reason
 from tests.e2e.runtime.kai_shares import GPU_PORTION, VISIBLE_DEVICES, binder_args, kai_fraction_pod, share_config
 from tests.e2e.runtime.runs import GRACE_SECONDS
 from tools.kai_reservation import GPU_GROUP_LABEL, GPU_INDEX_ANNOTATION, RESERVATION_NAMESPACE, ReservationStandIn

@@ -21,7 +21,8 @@ from components.manifests.meta import pool_label
 from components.manifests.placement_policy import placement
 from components.fleet import gpu_capacity as cap
 from tests.e2e.scheduling.jobs import wait_or_explain
-from tests.e2e.scheduling.kai import KaiPods, kai_crd_dir, kai_pod, on_pool, running_kai_stack
+from tests.e2e.scheduling.kai import KaiPods, kai_pod, on_pool, running_kai_stack
+from tools.kai import kai_crd_dir
 from tools.applied_stack import AppliedStack
 from tools.control_plane import REPO_ROOT
 
