@@ -26,7 +26,7 @@ Per N (tools/synthetic.py: N tenant files, a stack whose capacity grows with N) 
   the selection's ratio to the unsharded diff of the same change (what sharding adds).
 
 Each phase runs in its own process (so each peak-memory figure is that phase's), `--repeat` times
-for render, floor and diff (the best time counts; phases alternate so that load on the machine
+for render, floor, diff, validate and the stack selection (the best time counts; phases alternate so that load on the machine
 hits both sides of a ratio alike), once for the Pulumi phases. Outputs are deleted only when the run
 ends: on ext4 mounted with `discard` (our build machine) creating files soon after deleting a
 thousand costs ~0.5 ms each, which would charge one phase for another's clean-up. Times are
@@ -52,6 +52,8 @@ import tempfile
 import time
 from pathlib import Path
 
+# (bench.pulumi_engine sets GRPC_ENABLE_FORK_SUPPORT=false here, and so in every phase started: the
+# Pulumi phases, which load gRPC, do not fork; render, which forks, does not load gRPC.)
 from bench.pulumi_engine import change_one_tenant, shard_names, sharded_stack_data
 from tools.synthetic import STACK, dump, write_project
 
