@@ -235,10 +235,8 @@ def pool_rows(environment: Environment) -> dict[str, Any]:
     """
     platform = environment.platform
     ratio = Fraction(platform.capacity_warning_ratio)
-    active = [(t.name, t.spec) for t in environment.tenants if t.spec.holds_capacity]
-    owners = feas.pool_owners([(t.name, t.spec) for t in environment.tenants], platform)
-    results = feas.feasibility(active, platform, owners)
     facts = environment.facts
+    owners, results = facts.pool_owners, facts.placement   # the flow of the tenants holding capacity, solved once
     rows: dict[str, Any] = {}
     for name, pool in sorted(platform.node_pools.items()):
         if pool.gpu_class not in platform.gpu_classes:

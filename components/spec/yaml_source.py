@@ -236,6 +236,10 @@ class _Builder:
         tag = node.tag
         if tag == "tag:yaml.org,2002:str":
             return node.value  # what SafeConstructor.construct_yaml_str returns, without its bookkeeping
+        if tag == "tag:yaml.org,2002:int":
+            text = node.value
+            if text.isascii() and text.isdigit() and (text[0] != "0" or text == "0"):
+                return int(text)  # what construct_yaml_int returns for plain decimals (not 0-led: octal), ~10x faster
         if tag == "tag:yaml.org,2002:float":
             text = node.value.replace("_", "")
             try:

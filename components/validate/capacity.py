@@ -53,12 +53,14 @@ def _judgements(environment: Environment):
     doc: SourceDocument = environment.platform_doc
     active = [t for t in environment.tenants if t.spec.holds_capacity]
     by_name = {t.name: t for t in active}
-    owners = feas.pool_owners([(t.name, t.spec) for t in environment.tenants], platform)
+    # The fleet facts' flow: the same tenants (those holding capacity), owners and capacity,
+    # solved once per environment for validation, the diff's capacity warning and the builders.
+    owners = environment.facts.pool_owners
     ratio = Fraction(platform.capacity_warning_ratio)
     # A tenant listing a pool that another tenant already holds gets that error; the capacity it
     # then lacks is a consequence, not a second problem to report.
     contested = {t.name for t in active if any(owners.get(p, t.name) != t.name for p in t.spec.gpu.dedicated_pools)}
-    for commodity, result in feas.feasibility([(t.name, t.spec) for t in active], platform, owners, environment.facts.capacity).items():
+    for commodity, result in environment.facts.placement.items():
         if result.violators and set(result.violators) & contested:
             continue
         if result.violators:

@@ -10,7 +10,7 @@ from .fleet import check_fleet
 from .platform import check_platform
 from .queues import check_environment_queues
 from .role_bundles import check_environment_bundles
-from .tenant import check_tenant
+from .tenant import TenantCheck, check_tenant
 from .vcluster import check_environment_vclusters
 
 
@@ -30,15 +30,18 @@ def overrides_name_stacks(all_tenants: list[LoadedTenant], known_envs: list[str]
     return problems
 
 
-def check_environment(environment: Environment, all_tenants: list[LoadedTenant], known_envs: list[str]) -> list[Problem]:
+def check_environment(environment: Environment, all_tenants: list[LoadedTenant], known_envs: list[str],
+                      tenant_check: TenantCheck = check_tenant) -> list[Problem]:
     """Every cross-file check for one environment, in the order its problems are reported.
+    `tenant_check`: `check_tenant` or one that gives the same problems (load.py remembers them
+    across the two sides of a diff).
 
     >>> [(p.severity, p.field) for p in check_environment(prod, prod.tenants, ["prod", "staging", "dev"])]
     [('warning', 'config.gpu-tenancy:platform.nodePools.a100-shared'), ('warning', 'config.gpu-tenancy:platform.nodePools.a100-mig')]
     """
     problems = check_platform(environment.platform, environment.platform_doc)
     for loaded in environment.tenants:
-        problems.extend(check_tenant(loaded.spec, loaded.doc, environment.platform))
+        problems.extend(tenant_check(loaded.spec, loaded.doc, environment.platform))
     problems.extend(overrides_name_stacks(all_tenants, known_envs))
     problems.extend(check_fleet(environment, all_tenants))
     problems.extend(check_environment_queues(environment) + check_environment_vclusters(environment))

@@ -400,6 +400,9 @@ TENANT_VALIDATORS = (
 )
 
 
+TenantCheck = Callable[[Tenant, SourceDocument, Platform], list[Problem]]
+
+
 def check_tenant(tenant: Tenant, doc: SourceDocument, platform: Platform) -> list[Problem]:
     """Problems of one tenant against its environment's inventory.
 

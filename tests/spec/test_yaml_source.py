@@ -6,6 +6,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+import yaml
 
 from components.spec import yaml_source
 from components.spec.problems import InvalidInput
@@ -134,6 +135,16 @@ def test_decimals_stay_exact_and_dates_stay_text():
     doc = parse_yaml("overcommit: 1.10\nsince: 2024-01-01\ncount: 1_000\n", "t.yaml")
     assert doc.data == {"overcommit": Decimal("1.10"), "since": "2024-01-01", "count": 1000}
     assert isinstance(doc.data["overcommit"], Decimal)
+
+
+@pytest.mark.parametrize("text", ["0", "7", "2", "10", "0010", "010", "0o17", "0x1F", "0b101", "1_000", "+3", "-3",
+                                  "1:30", "-0", "12345678901234567890", "!!int '42'", "!!int '017'"])
+def test_integers_read_as_pyyaml_reads_them(text):
+    # Plain decimals take a shortcut past PyYAML's int constructor; every other spelling (0-led
+    # octals, hex, binary, underscores, signs, sexagesimal, explicit tags) must still read the same.
+    expected = yaml.safe_load(f"n: {text}\n")["n"]
+    read = parse_yaml(f"n: {text}\n", "t.yaml").data["n"]
+    assert (read, type(read)) == (expected, type(expected))
 
 
 def test_merge_keys_are_refused():
