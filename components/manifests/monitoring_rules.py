@@ -23,6 +23,7 @@ from fractions import Fraction
 from typing import Any, Callable, Optional
 
 from ..fleet import gpu_capacity as cap
+from ..fleet import mig
 from ..fleet.isolation import mode_of
 from ..fleet.facts import FleetFacts, TenantView
 from ..spec.monitoring import Monitoring, MonitoringThresholds
@@ -93,6 +94,10 @@ CLAIM_DEVICE_SHARE = "gpu_tenancy:claim_device_share:ratio"
 CLAIM_ALLOCATED_GPUS = "gpu_tenancy:claim_gpu_allocated:gpus"
 TENANT_CLAIM_GPUS = "gpu_tenancy:tenant_claim_gpu_allocated:gpus"
 EXTENDED_RESOURCE_PODS = "gpu_tenancy:pod_extended_resource_claim:info"
+MIG_PARTITION_FRACTION = "gpu_tenancy:mig_partition_gpu_fraction:stack"
+# The NVIDIA DRA driver names a MIG partition `gpu-<minor>-mig-<profile without dots>-<profile id>-<start>`
+# (its MigSpec canonical name, e.g. gpu-2-mig-1g24gb-19-0): the compute slices lead the profile.
+MIG_DEVICE_SLICES = ".+-mig-([0-9]+)g[0-9]+gb.*"
 GPU_HOURS_RESOLUTION_MINUTES = 1
 
 
@@ -473,6 +478,24 @@ def claims_metered(platform: Platform) -> bool:
     return any(spec.gpu_class is not None for spec in platform.device_classes.values())
 
 
+def mig_partition_fractions(platform: Platform) -> dict[tuple[str, int], Fraction]:
+    """What a MIG partition of each compute-slice size is of its GPU, per class served as MIG through
+    DRA: its compute slices over the model's (a 1g on an A100 is 1/7, as a device-plugin 1g.10gb is).
+
+    >>> mig_partition_fractions(dra_mig.platform)
+    {('a100-mig', 1): Fraction(1, 7), ('a100-mig', 3): Fraction(3, 7)}
+    """
+    out: dict[tuple[str, int], Fraction] = {}
+    for name, gpu_class in sorted(platform.gpu_classes.items()):
+        geo = mig.geometry().get(gpu_class.model)
+        if gpu_class.sharing != "mig" or gpu_class.serving != "dra" or geo is None:
+            continue
+        for profile in platform.layout_profiles(name):
+            slices = geo.profiles[profile].compute
+            out[(name, slices)] = Fraction(slices, geo.compute_slices)
+    return dict(sorted(out.items()))
+
+
 def claim_rules(platform: Platform) -> list[dict[str, Any]]:
     """GPUs held through ResourceClaims per claim, tenant and class; [] unless `claims_metered`.
 
@@ -482,7 +505,8 @@ def claim_rules(platform: Platform) -> list[dict[str, Any]]:
     shares a device between claims; KSM publishes no consumed amount, so holders split it evenly
     and a device never counts more than once). The class is the one of the node of the device's
     pool (`kube_resourceslice_info`: a node-local pool, as a GPU driver's is); a DRA device of a
-    class counts 1 (a whole GPU; a MIG partition claimed through DRA too, not yet its share of the GPU). The claims the
+    class counts 1, a MIG partition (MIG through DRA) its compute slices' share of the GPU
+    (`mig_partition_fractions`, the slices read from the driver's device name). The claims the
     scheduler makes for DRA extended resources count too (a `deviceclass.resource.kubernetes.io/*`
     request is in no KSM pod series); the pods they are reserved for are listed so that the pod's
     own request of a mapped name is not charged again (`chargeback_rules`).
@@ -502,10 +526,19 @@ def claim_rules(platform: Platform) -> list[dict[str, Any]]:
     claim = "tenant, gpu_class, namespace, resourceclaim"
     made = f'max by (namespace, resourceclaim) ({KSM_CLAIM_DEVICES}{{request=~"{EXTENDED_RESOURCE_REQUESTS}"}})'
     reserved = f'label_replace({KSM_CLAIM_RESERVED}{{consumer_resource="pods"}}, "pod", "$1", "consumer_name", "(.+)")'
+    held = _by_class(_by_tenant(on_node))
+    fractions = mig_partition_fractions(platform)
+    if fractions:
+        # A MIG partition claimed through DRA is its compute slices' share of the GPU, as a device-plugin
+        # MIG slice is (`device_gpu_fractions`); every other device of a claim is a whole one.
+        sliced = f'label_replace({held}, "mig_slices", "$1", "device", "{MIG_DEVICE_SLICES}")'
+        held = f"({sliced} * on (gpu_class, mig_slices) group_left () {MIG_PARTITION_FRACTION}) or on ({result}) {held}"
     return [
+        *(_record(MIG_PARTITION_FRACTION, f"vector({_number(fraction)})", {"gpu_class": gpu_class, "mig_slices": str(slices)})
+          for (gpu_class, slices), fraction in fractions.items()),
         _record(POOL_NODE, f"max by (driver, pool, node) ({pool_node})"),
         _record(CLAIM_DEVICE_SHARE, f"max by ({result}) ({KSM_CLAIM_DEVICES}) / on (driver, pool, device) group_left () {holders}"),
-        _record(CLAIM_ALLOCATED_GPUS, f"sum by ({claim}) ({_by_class(_by_tenant(on_node))})"),
+        _record(CLAIM_ALLOCATED_GPUS, f"sum by ({claim}) ({held})"),
         _record(TENANT_CLAIM_GPUS, f"sum by ({', '.join(CHARGEBACK_LABELS)}) ({CLAIM_ALLOCATED_GPUS} * {_by_cost_center()})"),
         _record(EXTENDED_RESOURCE_PODS, f"max by (namespace, pod) ({reserved} * on (namespace, resourceclaim) group_left () {made})"),
     ]
