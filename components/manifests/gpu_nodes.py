@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from ..fleet import gpu_capacity as cap
 from ..fleet.facts import FleetFacts
 from . import mig_config, time_slicing
 from .meta import (FIELD_MANAGER, GPU_TAINT_KEY, GPU_TAINT_VALUE, PATCH_FIELD_MANAGER, PATCH_FORCE,
@@ -160,11 +161,65 @@ def node_group_requirements(facts: FleetFacts) -> dict[str, dict[str, Any]]:
     for pool_name, pool in sorted(facts.platform.node_pools.items()):
         if pool.max_nodes is None or pool.gpu_class not in facts.platform.gpu_classes:
             continue
-        result[pool_name] = {
+        requirements: dict[str, Any] = {
             "nodeSelector": dict(sorted(pool.node_selector.items())),
             "maxNodes": pool.max_nodes,
             "minNodes": pool.min_nodes or 0,
             "labels": pool_labels(facts, pool_name),
             "taints": pool_taints(facts, pool_name),
         }
+        if pool.autoscaler is not None:
+            key, fragment = AUTOSCALER_FRAGMENTS[pool.autoscaler]
+            requirements[key] = fragment(requirements, cap.node_gpu_resources(facts.platform, pool))
+        result[pool_name] = requirements
     return result
+
+
+def _group_labels(requirements: Mapping[str, Any]) -> dict[str, str]:
+    # What every node of the group carries: the labels the pool selects it by, and ours.
+    return dict(sorted({**requirements["nodeSelector"], **requirements["labels"]}.items()))
+
+
+def karpenter_node_pool(requirements: Mapping[str, Any], resources: Mapping[str, int]) -> dict[str, Any]:
+    """The part of a Karpenter `karpenter.sh/v1` NodePool that makes its nodes the pool's: labels and
+    taints in `spec.template`, set when each node is created (merge it into the NodePool that names
+    the instance types and the node class). Karpenter sets the labels of its own domains
+    (`karpenter.sh/nodepool`, ...) itself and refuses them in a template, so a pool selecting its
+    nodes by one keeps it out; the GPU resources are the instance type's, not the template's.
+
+    >>> karpenter_node_pool({"nodeSelector": {"karpenter.sh/nodepool": "l4"}, "labels": {"x.dev/pool": "l4"},
+    ...     "taints": [{"effect": "NoSchedule", "key": "nvidia.com/gpu", "value": "present"}]}, {})["spec"]["template"]
+    {'metadata': {'labels': {'x.dev/pool': 'l4'}}, 'spec': {'taints': [{'effect': 'NoSchedule', 'key': 'nvidia.com/gpu', 'value': 'present'}]}}
+    """
+    labels = {k: v for k, v in _group_labels(requirements).items() if not k.split("/")[0].endswith(KARPENTER_DOMAIN)}
+    return {"apiVersion": "karpenter.sh/v1", "kind": "NodePool",
+            "spec": {"template": {"metadata": {"labels": labels}, "spec": {"taints": [dict(t) for t in requirements["taints"]]}}}}
+
+
+def cluster_autoscaler_tags(requirements: Mapping[str, Any], resources: Mapping[str, int]) -> dict[str, str]:
+    """The node-template tags the cluster-autoscaler reads from an Auto Scaling group to scale it up
+    from zero nodes (with none to look at, it learns the labels, taints and GPUs a new node would
+    have only from them): `.../label/<key>`, `.../taint/<key>: <value>:<effect>`, `.../resources/<name>`.
+    The group's nodes must still get the labels and taints themselves (kubelet flags, the node group).
+
+    >>> cluster_autoscaler_tags({"nodeSelector": {}, "labels": {"x.dev/pool": "l4"},
+    ...     "taints": [{"effect": "NoSchedule", "key": "nvidia.com/gpu", "value": "present"}]}, {"nvidia.com/gpu": 8})
+    ... # doctest: +NORMALIZE_WHITESPACE
+    {'k8s.io/cluster-autoscaler/node-template/label/x.dev/pool': 'l4',
+     'k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu': '8',
+     'k8s.io/cluster-autoscaler/node-template/taint/nvidia.com/gpu': 'present:NoSchedule'}
+    """
+    tags = {f"{CA_NODE_TEMPLATE}/label/{k}": v for k, v in _group_labels(requirements).items()}
+    tags.update({f"{CA_NODE_TEMPLATE}/taint/{t['key']}": f"{t.get('value', '')}:{t['effect']}" for t in requirements["taints"]})
+    tags.update({f"{CA_NODE_TEMPLATE}/resources/{name}": str(count) for name, count in resources.items()})
+    return dict(sorted(tags.items()))
+
+
+KARPENTER_DOMAIN = "karpenter.sh"
+CA_NODE_TEMPLATE = "k8s.io/cluster-autoscaler/node-template"
+# One row per autoscaler a pool may name (`nodePools.<pool>.autoscaler`): the key of its fragment in
+# the node group requirements, and how it is built from them and a node's GPU resources.
+AUTOSCALER_FRAGMENTS = {
+    "karpenter": ("karpenterNodePool", karpenter_node_pool),
+    "cluster-autoscaler": ("clusterAutoscalerTags", cluster_autoscaler_tags),
+}

@@ -290,7 +290,13 @@ def node_group_lines(requires: dict[str, Any]) -> list[str]:
     taints = ", ".join(f"{t['key']}={t.get('value', '')}:{t['effect']}" for t in requires["taints"]) or "none"
     selector = ", ".join(f"{k}={v}" for k, v in sorted(requires["nodeSelector"].items()))
     size = f"{requires.get('minNodes', 0)} to {requires['maxNodes']} nodes"
-    return [f"labels: {labels}", f"taints: {taints}", f"the group: nodes labelled {selector}, {size}"]
+    lines = [f"labels: {labels}", f"taints: {taints}", f"the group: nodes labelled {selector}, {size}"]
+    if "karpenterNodePool" in requires:
+        lines.append("Karpenter NodePool: these labels and taints in spec.template (karpenterNodePool in _node-groups.yaml)")
+    if "clusterAutoscalerTags" in requires:
+        lines.append("cluster-autoscaler node-template tags of the group (to scale it from zero):")
+        lines += [f"  {k}: {v}" for k, v in requires["clusterAutoscalerTags"].items()]
+    return lines
 
 
 def _stack_summary(stack: StackDiff) -> str:

@@ -5,16 +5,24 @@ every validation, a failed one reporting its messageExpression.
 `authorizer` has no equivalent offline, so a test passes the value of a variable that uses it
 (e.g. `operator`) in `given`; a policy with `paramKind` reads the object its binding names, which
 a test passes as `params`. Of the Kubernetes CEL libraries both engines get `<list>.sum()` (of
-ints) and `<list>.join(separator)` (of strings), which neither ships.
+ints), `<list>.join(separator)` (of strings) and `<string>.find(regex)` (the first match, or ""),
+which neither ships.
 """
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import Any
 
 import cel
 import celpy
+
+
+def _find(text: str, regex: str) -> str:
+    """Kubernetes CEL's `find`: the first match of `regex` in `text`, "" when none."""
+    match = re.search(regex, text)
+    return match.group(0) if match else ""
 
 
 class RustCel:
@@ -29,6 +37,7 @@ class RustCel:
         context = cel.Context()
         context.add_function("sum", lambda values: sum(values))
         context.add_function("join", lambda values, separator: separator.join(values))
+        context.add_function("find", _find)
         context.update(activation)
         return self.compile(expression).execute(context)
 
@@ -45,7 +54,8 @@ class CelPy:
     def compile(cls, expression: str):
         return cls._env.program(cls._env.compile(expression),
                                 functions={"sum": lambda values: celpy.celtypes.IntType(sum(values)),
-                                           "join": lambda values, separator: celpy.celtypes.StringType(separator.join(values))})
+                                           "join": lambda values, separator: celpy.celtypes.StringType(separator.join(values)),
+                                           "find": lambda text, regex: celpy.celtypes.StringType(_find(text, regex))})
 
     def run(self, expression: str, activation: dict[str, Any]) -> Any:
         converted = {k: v if k == "variables" else celpy.json_to_cel(v) for k, v in activation.items()}

@@ -279,6 +279,13 @@ class NodePool(Model):
         "never forced (spec.taints is one atomic list); unset: yes; set false only if the nodes register with the taint themselves",
     )
     mig_layout: Optional[str] = Field(None, description="MIG layout of every GPU in the pool (MIG classes)")
+    autoscaler: Optional[Literal["karpenter", "cluster-autoscaler"]] = Field(
+        None,
+        description="autoscaled pools: what creates the group's nodes. validate, render (`_node-groups.yaml`) and the "
+        "stack output then give the fragment to copy into its definition: for karpenter the NodePool's "
+        "`spec.template` labels and taints, for cluster-autoscaler the node-template tags it reads to scale the "
+        "group from zero (labels, taints, GPU resources; the AWS Auto Scaling group form)",
+    )
     description: str = Field("", description="what the pool is for")
 
     @property
@@ -303,6 +310,8 @@ class NodePool(Model):
             raise ValueError("an autoscaled pool (`maxNodes`) needs `nodeSelector` labels of its node group")
         if self.min_nodes is not None and (self.max_nodes is None or self.min_nodes > self.max_nodes):
             raise ValueError("`minNodes` is the least size of an autoscaled group: it needs `maxNodes`, and at most as many nodes")
+        if self.autoscaler is not None and self.max_nodes is None:
+            raise ValueError("`autoscaler` names what grows an autoscaled group: it needs `maxNodes` (static nodes are patched instead)")
         return self
 
 
