@@ -361,18 +361,12 @@ class KaiBorrowSampler(_Background):
             for pod in pods:
                 tenant = self.owners.get(pod["metadata"]["namespace"])
                 if tenant and pod["spec"].get("node_name") and pod["status"].get("phase") not in ("Succeeded", "Failed"):
-                    held[tenant] = held.get(tenant, 0.0) + sum(n for _, n in pod_gpus(_camel(pod)))
+                    held[tenant] = held.get(tenant, 0.0) + sum(n for _, n in pod_gpus(pod))
             for tenant, devices in held.items():
                 over = devices - self.quota.get(tenant, 0.0)
                 if over > 0:
                     self.seconds[tenant] = self.seconds.get(tenant, 0.0) + over * (now - last)
             last = now
-
-
-def _camel(pod: dict[str, Any]) -> dict[str, Any]:
-    """The containers' requests of a pod as the client library's to_dict() gives them, in the API's shape."""
-    return {"metadata": pod["metadata"], "spec": {"containers": [{"resources": c.get("resources") or {}}
-                                                                 for c in pod["spec"].get("containers", [])]}}
 
 
 @dataclass(frozen=True)

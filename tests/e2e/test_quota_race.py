@@ -100,6 +100,16 @@ def churn(member: client.CoreV1Api, stop: threading.Event, refusals: list[str], 
         n += 1
 
 
+def run_for(seconds: float, workers: list[threading.Thread], stop: threading.Event) -> None:
+    """Start the churn's threads, let them run `seconds`, then stop them and wait for each."""
+    for thread in workers:
+        thread.start()
+    time.sleep(seconds)
+    stop.set()
+    for thread in workers:
+        thread.join()
+
+
 def test_churn_at_the_quota_edge_never_gets_an_ungranted_priority_class(apiserver, race_tenant, e2e_summary):
     core = client.CoreV1Api(apiserver.api_client)
     members = [client.CoreV1Api(apiserver.client_for(f"race-dev-{i}", [GROUP])) for i in range(10)]
@@ -108,12 +118,7 @@ def test_churn_at_the_quota_edge_never_gets_an_ungranted_priority_class(apiserve
     stop, refusals = threading.Event(), []
     workers = [threading.Thread(target=churn, args=(members[i], stop, refusals, i)) for i in range(8)]
     workers += [threading.Thread(target=reap, args=(members[8 + i], TENANT, "race=batch", stop, i)) for i in range(2)]
-    for thread in workers:
-        thread.start()
-    time.sleep(CHURN_SECONDS)
-    stop.set()
-    for thread in workers:
-        thread.join()
+    run_for(CHURN_SECONDS, workers, stop)
 
     assert census.peak["training"] == 0, census.peak
     guarded = [m for m in refusals if "PriorityClass 'training' is not granted to tenant race" in m]
@@ -197,12 +202,7 @@ def test_a_suspended_tenants_members_get_no_pod_under_churn(apiserver, halted_te
     stop, refusals = threading.Event(), []
     workers = [threading.Thread(target=make_pods_and_configmaps, args=(members[i], stop, refusals, i)) for i in range(6)]
     workers += [threading.Thread(target=reap_configmaps, args=(members[6 + i], stop)) for i in range(2)]
-    for thread in workers:
-        thread.start()
-    time.sleep(CHURN_SECONDS)
-    stop.set()
-    for thread in workers:
-        thread.join()
+    run_for(CHURN_SECONDS, workers, stop)
     core = client.CoreV1Api(apiserver.api_client)
     existing = [p.metadata.name for p in core.list_namespaced_pod(HALTED).items]
     refused = [m for m in refusals if "suspended" in m]

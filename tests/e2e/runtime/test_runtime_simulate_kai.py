@@ -21,9 +21,8 @@ import pytest
 from components.load import load_environment
 from components.simulate.report import Tolerance, compare
 from components.simulate.trace import read_trace
-from tests.e2e.scheduling.kai import write_kai_borrowing_project
+from tests.e2e.scheduling.kai import require_kai, write_kai_borrowing_project
 from tests.project_edits import replace_once
-from tools.kai import kai_unavailable_reason
 from tools.runtime import REQUIRED_ENV
 from tools.simulation import WALL_LATENCY_SECONDS, Side, replay
 
@@ -45,13 +44,7 @@ def _project(root: Path, research_a100: int) -> Path:
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory) -> dict:
-    import os
-
-    reason = kai_unavailable_reason()
-    if reason:
-        if os.environ.get(REQUIRED_ENV) == "1":
-            pytest.fail(f"{REQUIRED_ENV}=1 but {reason}")
-        pytest.skip(reason)
+    require_kai(REQUIRED_ENV)
     scratch = tmp_path_factory.mktemp("kai-simulate")
     roots = {"base": _project(scratch / "base", 4), "cut": _project(scratch / "cut", 2)}
     trace = read_trace(TRACE, load_environment(roots["base"], "staging"))

@@ -12,7 +12,6 @@ start it."""
 from __future__ import annotations
 
 import datetime
-import os
 from typing import Any
 
 import pytest
@@ -21,8 +20,8 @@ from kubernetes.client.rest import ApiException
 from components.fleet import gpu_capacity as cap
 from components.manifests.placement_policy import placement
 from tests.e2e.scheduling.jobs import wait_or_explain
-from tests.e2e.scheduling.kai import KaiPods, kai_pod, on_pool, write_kai_borrowing_project
-from tools.kai import KaiScheduler, kai_unavailable_reason
+from tests.e2e.scheduling.kai import KaiPods, kai_pod, on_pool, require_kai, write_kai_borrowing_project
+from tools.kai import KaiScheduler
 from tests.e2e.runtime.kai_shares import GPU_PORTION, VISIBLE_DEVICES, binder_args, kai_fraction_pod, share_config
 from tests.e2e.runtime.runs import GRACE_SECONDS
 from tools.kai_reservation import GPU_GROUP_LABEL, GPU_INDEX_ANNOTATION, RESERVATION_NAMESPACE, ReservationStandIn
@@ -36,11 +35,7 @@ PREEMPTIBILITY = "kai.scheduler/preemptibility"   # a pod-grouper label: only pr
 
 @pytest.fixture(scope="module")
 def kai_stack(e2e_summary, runtime_totals, tmp_path_factory):
-    reason = kai_unavailable_reason()
-    if reason:
-        if os.environ.get(REQUIRED_ENV) == "1":
-            pytest.fail(f"{REQUIRED_ENV}=1 but {reason}")
-        pytest.skip(reason)
+    require_kai(REQUIRED_ENV)
     root = write_kai_borrowing_project(tmp_path_factory.mktemp("kai-runtime") / "project")
     for applied in running_runtime_stack("staging", e2e_summary, root, what="staging + research beside eval, KAI",
                                          totals=runtime_totals):

@@ -43,17 +43,23 @@ from tools.kai import BINDREQUEST_VERSION, GROUP, KAI_VERSION, PODGROUP_VERSION,
 from tools.scheduling import REQUIRED_ENV, SchedulingStack, running_scheduling_stack
 
 
+def require_kai(required_env: str) -> None:
+    """Skip, saying what to build, when KAI's binaries are missing; with `required_env`=1 (the lane's
+    make target sets it) fail instead, so a lane cannot pass by skipping."""
+    reason = kai_unavailable_reason()
+    if reason:
+        if os.environ.get(required_env) == "1":
+            pytest.fail(f"{required_env}=1 but {reason}")
+        pytest.skip(reason)
+
+
 def running_kai_stack(stack: str, e2e_summary: list[str], root: Path = REPO_ROOT, what: str = "") -> Iterator[SchedulingStack]:
     """A scheduling stack (control plane, kube-scheduler, Ready nodes, the stack applied) plus KAI.
 
     Skips with the reason when KAI is not built; with GPU_TENANCY_SCHEDULING_REQUIRED=1 (`make
     e2e-scheduling`) that is a failure instead, so the lane cannot pass by skipping.
     """
-    reason = kai_unavailable_reason()
-    if reason:
-        if os.environ.get(REQUIRED_ENV) == "1":
-            pytest.fail(f"{REQUIRED_ENV}=1 but {reason}")
-        pytest.skip(reason)
+    require_kai(REQUIRED_ENV)
     for applied in running_scheduling_stack(stack, e2e_summary, root, what):
         try:
             seconds = KaiScheduler(applied.plane.cp).start()
