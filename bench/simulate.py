@@ -21,9 +21,9 @@ from pathlib import Path
 
 from components.load import load_environment
 from components.simulate.outcome import tenant_figures, tenants_of
-from components.simulate.report import Tolerance, compare
+from components.simulate.report import compare
 from components.simulate.synthetic import synthetic_trace
-from tools.simulation import WALL_LATENCY_SECONDS, Side, replay, unavailable_reason
+from tools.simulation import Side, replay, tolerance, unavailable_reason
 from tools.synthetic import STACK, tenant_name, write_project
 
 TARGET_SECONDS = 300.0   # issue 37: a 100-tenant, 5,000-job day in under 5 minutes, both sides
@@ -51,14 +51,15 @@ def main() -> None:
         raise SystemExit(reason)
     with tempfile.TemporaryDirectory(prefix="bench-simulate-") as scratch:
         base, change = _projects(Path(scratch), args.tenants)
-        trace = synthetic_trace(load_environment(change, STACK), args.jobs, args.seed)
+        environment = load_environment(change, STACK)
+        trace = synthetic_trace(environment, args.jobs, args.seed)
         walls, outcomes = {}, []
         for label, root in (("base", base), ("change", change)):
             t0 = time.monotonic()
             outcomes.append(replay(STACK, Side(label, root), trace, args.speed,
                                    say=lambda line: print(f"bench.simulate: {line}", flush=True)))
             walls[label] = round(time.monotonic() - t0, 1)
-    document = compare(*outcomes, Tolerance(WALL_LATENCY_SECONDS * args.speed), {"speed": args.speed})
+    document = compare(*outcomes, tolerance(environment.platform.scheduler, args.speed), {"speed": args.speed})
     total = sum(walls.values())
     print(json.dumps({
         "tenants": args.tenants, "jobs": len(trace.jobs), "speed": args.speed,

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from components.simulate.outcome import JobOutcome, Outcome
+from components.simulate.report import Tolerance
 from components.simulate.trace import Trace, TraceJob, request_of
 from components.manifests.meta import GPU_TAINT_TOLERATION, KAI_QUEUE_LABEL, gpu_class_label, pool_label, tenant_label
 from tools.runtime import (
@@ -59,9 +60,13 @@ JOB_LABEL = "gpu-tenancy.dev/simulated-job"
 GRACE_SECONDS = 1      # a preempted pod's devices are free a second after Kueue evicts it
 BACKOFF_LIMIT = 6      # a preempted Job's pods count as failed: requeued, not failed at 0
 SAMPLE_SECONDS = 1.0   # ClusterQueue borrowing is sampled this often (wall time)
-# The components' own reaction time per job (Kueue's admission cycle, the job controller creating
-# pods, the scheduler binding, kwok's Stages): measured at under a second here, stated as two.
+# The components' own reaction time per job on a Kueue stack (Kueue's admission cycle, the job
+# controller creating pods, the scheduler binding, kwok's Stages): measured at under a second here,
+# stated as three. A KAI stack's row in `SCHEDULERS` states its own.
 WALL_LATENCY_SECONDS = 3.0
+# KAI's chain is longer: the pod-grouper's PodGroup, a scheduling cycle (`--schedule-period=1s`),
+# the binder, and this replay's poll: a job's first bind came 2.8 s (p50) after its creation here.
+KAI_WALL_LATENCY_SECONDS = 5.0
 # With nothing admitted and running, jobs still waiting this long (wall) can never be admitted
 # (larger than what their queue may ever hold): the replay ends, and the report says starved.
 QUIET_SECONDS = 5.0
@@ -380,6 +385,7 @@ class Scheduler:
     start: Callable[[Any], None]
     watch: Callable[[Any], Any]
     borrowing: Callable[[Any, dict[str, list[dict[str, Any]]]], Any]
+    latency_seconds: float   # its reaction time per job, wall seconds: the report's tolerance (`tolerance`)
 
 
 def _start_kai(cp: Any) -> None:
@@ -391,10 +397,20 @@ def _start_kai(cp: Any) -> None:
 # One row per scheduler `tenants simulate` replays on; a stack with another is refused (cli/diff.py).
 SCHEDULERS: dict[str, Scheduler] = {
     "kueue": Scheduler(QUEUE_LABEL, lambda queue: {}, _kueue_pod, lambda cp: None, WorkloadWatch,
-                       lambda cp, objects: BorrowSampler(cp)),
+                       lambda cp, objects: BorrowSampler(cp), WALL_LATENCY_SECONDS),
     "kai": Scheduler(KAI_QUEUE_LABEL, lambda queue: {KAI_QUEUE_LABEL: queue}, _kai_pod, _start_kai, KaiJobWatch,
-                     KaiBorrowSampler),
+                     KaiBorrowSampler, KAI_WALL_LATENCY_SECONDS),
 }
+
+
+def tolerance(scheduler: str, speed: float) -> Tolerance:
+    """The tolerance a replay on a stack with `scheduler` states: its reaction time per job (wall
+    seconds) times the speed, plus 10%.
+
+    >>> tolerance("kueue", 60), tolerance("kai", 60)
+    (Tolerance(seconds=180.0, ratio=0.1), Tolerance(seconds=300.0, ratio=0.1))
+    """
+    return Tolerance(SCHEDULERS[scheduler].latency_seconds * speed)
 
 
 @dataclass(frozen=True)
@@ -491,7 +507,7 @@ def _outcome(applied, trace, submitted, workloads, borrowing, ledger, start, end
         created = trace_time(at)   # the wait starts when the Job exists, however late the replay made it
         lag = max(lag, created - job.submit)
         jobs.append(JobOutcome(job.tenant, name, created, None if admitted is None else max(trace_time(admitted), created),
-                               len(workloads.preempted.get((namespace, name), ())), why))
+                               len(workloads.preempted.get((namespace, name), ())), why, job.count * job.pods))
     owners = tenant_of(applied.objects)
     used: dict[str, float] = {}
     pool_used: dict[str, float] = {}

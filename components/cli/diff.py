@@ -23,7 +23,7 @@ from pathlib import Path, PurePosixPath
 import yaml
 
 from ..review.diff import Side, compare_stack, report, to_json
-from ..simulate.report import FORMATS as SIMULATION_FORMATS, Tolerance, compare as compare_replays
+from ..simulate.report import FORMATS as SIMULATION_FORMATS, compare as compare_replays
 from ..simulate.period import period_trace, queries as period_queries
 from ..simulate.synthetic import synthetic_trace
 from ..simulate.trace import Trace, read_trace, trace_yaml
@@ -608,7 +608,7 @@ class Simulate:
             return common.EXIT_USAGE
         context = {"stack": args.stack, "scheduler": head.platform.scheduler, "base": base["ref"],
                    "trace": Simulate.trace_name(args), "jobs": len(trace.jobs), "speed": args.speed}
-        document = compare_replays(*outcomes, Tolerance(simulation.WALL_LATENCY_SECONDS * args.speed), context)
+        document = compare_replays(*outcomes, simulation.tolerance(head.platform.scheduler, args.speed), context)
         sys.stdout.write(SIMULATION_FORMATS[args.format](document))
         return common.EXIT_OK
 

@@ -20,6 +20,7 @@ class JobOutcome:
     admitted: Optional[float]        # first admission by the queue; None: never admitted
     preemptions: int = 0
     rejected: str = ""               # why the API server refused the Job ("": it was created)
+    devices: int = 0                 # devices its pods ask for together (count x pods)
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,7 @@ class TenantFigures:
     gpu_hours: float
     borrowed_hours: float
     preemptions: int
+    devices: int = 0   # devices its admitted jobs asked for: the scale of its GPU-hours' tolerance
 
     @property
     def starved(self) -> bool:
@@ -81,7 +83,7 @@ def tenant_figures(outcome: Outcome, tenant: str) -> TenantFigures:
 
     >>> o = Outcome((JobOutcome("eval", "a", 0, 10), JobOutcome("eval", "b", 5, None)), used={"eval": 7200}, span=100)
     >>> tenant_figures(o, "eval")
-    TenantFigures(submitted=2, admitted=1, rejected=0, wait_p50=10, wait_p95=95, gpu_hours=2.0, borrowed_hours=0.0, preemptions=0)
+    TenantFigures(submitted=2, admitted=1, rejected=0, wait_p50=10, wait_p95=95, gpu_hours=2.0, borrowed_hours=0.0, preemptions=0, devices=0)
     """
     jobs = [j for j in outcome.jobs if j.tenant == tenant]
     created = [j for j in jobs if not j.rejected]
@@ -95,6 +97,7 @@ def tenant_figures(outcome: Outcome, tenant: str) -> TenantFigures:
         gpu_hours=outcome.used.get(tenant, 0.0) / 3600,
         borrowed_hours=outcome.borrowed.get(tenant, 0.0) / 3600,
         preemptions=sum(j.preemptions for j in jobs),
+        devices=sum(j.devices for j in created if j.admitted is not None),
     )
 
 

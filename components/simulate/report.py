@@ -35,6 +35,15 @@ class Tolerance:
         """Whether `a` and `b` differ by no more than the tolerance."""
         return abs(a - b) <= self.seconds + self.ratio * max(abs(a), abs(b))
 
+    def same_device_seconds(self, a: float, b: float, devices: int) -> bool:
+        """Whether two device-seconds figures agree: a job holding `devices` devices that runs
+        `seconds` longer on one side adds `seconds` times `devices`, so the margin scales with them.
+
+        >>> Tolerance(30, 0.1).same_device_seconds(2400, 2880, 8), Tolerance(30, 0.1).same(2400, 2880)
+        (True, False)
+        """
+        return abs(a - b) <= self.seconds * max(devices, 1) + self.ratio * max(abs(a), abs(b))
+
 
 def _longer_wait(t: str, b: TenantFigures, c: TenantFigures, tol: Tolerance) -> str | None:
     if c.wait_p95 >= WAIT_RATIO * max(b.wait_p95, 1) and not tol.same(b.wait_p95, c.wait_p95):
@@ -50,7 +59,7 @@ def _starved(t: str, b: TenantFigures, c: TenantFigures, tol: Tolerance) -> str 
 
 
 def _borrowing(t: str, b: TenantFigures, c: TenantFigures, tol: Tolerance) -> str | None:
-    if not tol.same(b.borrowed_hours * 3600, c.borrowed_hours * 3600):
+    if not tol.same_device_seconds(b.borrowed_hours * 3600, c.borrowed_hours * 3600, max(b.devices, c.devices)):
         return f"{t}: borrows {c.borrowed_hours:.1f} GPU-hours (base {b.borrowed_hours:.1f})"
     return None
 
@@ -122,7 +131,8 @@ ASSUMPTIONS = (
     "durations as given in the trace (a job runs exactly its duration once its pods start); no node failures, no image pulls",
     "time compressed {speed:g}x: trace seconds are wall seconds times {speed:g}; utilisation over the longer side's span ({span})",
     "jobs created up to {lag} after their submit time (the replay's own delay); waits count from creation",
-    "figures agree between runs of the same trace within the tolerance: {tolerance}",
+    "figures agree between runs of the same trace within the tolerance: {tolerance}; GPU-hours within that "
+    "many seconds per device a tenant's jobs hold",
     "MIG slices and shared GPUs count as one device each in utilisation and GPU-hours",
 )
 

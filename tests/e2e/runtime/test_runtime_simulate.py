@@ -72,7 +72,7 @@ def test_no_other_tenants_figures_move_beyond_the_tolerance(report):
         assert base["admitted"] == change["admitted"] == base["submitted"], (tenant, sides)
         for figure in ("wait_p50", "wait_p95"):
             assert tolerance.same(base[figure], change[figure]), (tenant, figure, sides)
-        assert tolerance.same(base["gpu_hours"] * 3600, change["gpu_hours"] * 3600), (tenant, sides)
+        assert tolerance.same_device_seconds(base["gpu_hours"] * 3600, change["gpu_hours"] * 3600, base["devices"]), (tenant, sides)
     assert [f for f in report["findings"] if f.get("tenant") in others] == []
 
 

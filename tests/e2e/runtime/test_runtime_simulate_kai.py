@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 
 from components.load import load_environment
-from components.simulate.report import Tolerance, compare
+from components.simulate.report import compare
 from components.simulate.trace import read_trace
 from tests.e2e.scheduling.kai import require_kai, write_kai_borrowing_project
 from tests.project_edits import replace_once
 from tools.runtime import REQUIRED_ENV
-from tools.simulation import WALL_LATENCY_SECONDS, Side, replay
+from tools.simulation import Side, replay, tolerance
 
 pytestmark = [pytest.mark.e2e, pytest.mark.runtime]
 
@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parents[3]
 TRACE = REPO / "tests" / "fixtures" / "simulate" / "kai.yaml"
 SPEED = 60
 JOB_SECONDS = 600
-TOLERANCE = Tolerance(WALL_LATENCY_SECONDS * SPEED)
+TOLERANCE = tolerance("kai", SPEED)   # as `tenants simulate` states it for a KAI stack
 
 
 def _project(root: Path, research_a100: int) -> Path:
@@ -59,7 +59,7 @@ def test_a_quota_cut_on_a_kai_queue_makes_its_own_wait_longer_and_nobody_elses(r
     assert TOLERANCE.same(research["change"]["wait_p95"], JOB_SECONDS), research   # the second waits for the first
     assert [f["tenant"] for f in report["findings"] if f["kind"] == "longer-wait"] == ["research"], report["findings"]
     for side in ("base", "change"):
-        assert TOLERANCE.same(research[side]["gpu_hours"] * 3600, 4 * JOB_SECONDS), research
+        assert TOLERANCE.same_device_seconds(research[side]["gpu_hours"] * 3600, 4 * JOB_SECONDS, research[side]["devices"]), research
         assert research[side]["borrowed_hours"] == 0, research   # non-preemptible: never over its quota
     finetune = report["tenants"]["llm-finetune"]
     assert finetune["base"]["admitted"] == finetune["change"]["admitted"] == 1

@@ -104,4 +104,5 @@ def test_a_pool_nobody_may_use_is_reported_idle_and_moves_nobody(outcomes):
             assert TOLERANCE.same(*busy), (pool, used)
     for tenant, sides in report["tenants"].items():
         assert sides["base"]["admitted"] == sides["change"]["admitted"] == sides["base"]["submitted"], tenant
-        assert TOLERANCE.same(sides["base"]["gpu_hours"] * 3600, sides["change"]["gpu_hours"] * 3600), (tenant, sides)
+        assert TOLERANCE.same_device_seconds(sides["base"]["gpu_hours"] * 3600, sides["change"]["gpu_hours"] * 3600,
+                                             sides["base"]["devices"]), (tenant, sides)
