@@ -11,7 +11,7 @@ serves (camelCase dicts, as `ApiClient.sanitize_for_serialization` gives them):
   (`nvidia.com/...`: whole GPUs, MIG instances, time-sliced shares; CPU and memory are left out,
   no rule reads them), `kube_pod_status_phase`, `kube_pod_owner`, `kube_pod_info`,
   `kube_resourcequota` (hard and used of every key); of each Job `kube_job_created`,
-  `kube_job_status_start_time`, `kube_job_status_completion_time` (once set) and
+  `kube_job_status_start_time`, `kube_job_status_completion_time` (once set), `kube_job_status_active` and
   `kube_job_spec_parallelism` / `kube_job_spec_completions` (what `tenants simulate
   --from-prometheus` reads); with its `resourceclaims` and `resourceslices` collectors,
   `kube_resourceclaim_allocation_device_info` (a series per device result of an allocated claim),
@@ -60,6 +60,7 @@ TYPES = {
     "kube_job_created": "gauge",
     "kube_job_status_start_time": "gauge",
     "kube_job_status_completion_time": "gauge",
+    "kube_job_status_active": "gauge",
     "kube_job_spec_parallelism": "gauge",
     "kube_job_spec_completions": "gauge",
     "kube_resourcequota": "gauge",
@@ -178,13 +179,14 @@ def pod_owner_series(pods: Iterable[Mapping[str, Any]]) -> list[Sample]:
 
 def job_series(jobs: Iterable[Mapping[str, Any]]) -> list[Sample]:
     """kube-state-metrics' series of each Job: `kube_job_labels`, `kube_job_created`, the start and
-    completion times once the job controller set them (Unix seconds), parallelism and completions.
+    completion times once the job controller set them (Unix seconds), its active pods (0 when the
+    status has none, as kube-state-metrics writes it), parallelism and completions.
 
     >>> job = {"metadata": {"namespace": "eval", "name": "j", "creationTimestamp": "2026-01-01T00:00:00Z",
     ...        "labels": {"kueue.x-k8s.io/queue-name": "default"}}, "spec": {"parallelism": 2, "completions": 2},
     ...        "status": {"startTime": "2026-01-01T00:00:07Z"}}
     >>> [(name, value) for name, _, value in job_series([job])]
-    [('kube_job_labels', 1.0), ('kube_job_created', 1767225600.0), ('kube_job_status_start_time', 1767225607.0), ('kube_job_spec_parallelism', 2.0), ('kube_job_spec_completions', 2.0)]
+    [('kube_job_labels', 1.0), ('kube_job_created', 1767225600.0), ('kube_job_status_start_time', 1767225607.0), ('kube_job_status_active', 0.0), ('kube_job_spec_parallelism', 2.0), ('kube_job_spec_completions', 2.0)]
     >>> job_series([job])[0][1]
     {'job_name': 'j', 'namespace': 'eval', 'label_kueue_x_k8s_io_queue_name': 'default'}
     """
@@ -197,6 +199,7 @@ def job_series(jobs: Iterable[Mapping[str, Any]]) -> list[Sample]:
         for field, metric in (("startTime", "kube_job_status_start_time"), ("completionTime", "kube_job_status_completion_time")):
             if status.get(field):
                 out.append((metric, ident, _time(status[field]).timestamp()))
+        out.append(("kube_job_status_active", ident, float(status.get("active") or 0)))
         for field, metric in (("parallelism", "kube_job_spec_parallelism"), ("completions", "kube_job_spec_completions")):
             if spec.get(field) is not None:
                 out.append((metric, ident, float(spec[field])))

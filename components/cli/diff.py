@@ -504,8 +504,8 @@ SIMULATE_SPEED = 60.0
 SIMULATE_EPILOG = """\
 Trace: --trace FILE (.csv or .yaml; docs/simulate.md), --synthetic N [--seed S] (N jobs from the
 tenants' quotas of the working tree, the same for the same seed), or --from-prometheus URL --since T
---until T (the Jobs the cluster ran then, from kube-state-metrics' series; Jobs still queued or
-running at T are left out, and stderr says how many). --save-trace FILE writes the trace replayed
+--until T (the Jobs the cluster ran then, from kube-state-metrics' series; Jobs still queued at T
+are left out, those still running run until T, and stderr says how many). --save-trace FILE writes the trace replayed
 (.yaml, the format --trace reads), so a period read once can be replayed again or edited.
 
 Base: --base REF as for `tenants diff` (default: the merge base with origin/main, else HEAD).

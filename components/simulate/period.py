@@ -18,8 +18,10 @@ and labels, `job_name`/`namespace`):
 * priority: the pods' `priority_class` (`kube_pod_info`); the stack's default class is left
   unnamed, as a pod that names none gets it.
 
-What cannot be replayed is left out and said in `notes` (a Job still running or queued at the end,
-a Job without GPUs or outside Kueue, a tenant the stack no longer has); what cannot be read at all
+A Job still running at the end (`kube_job_status_active` above 0 in its last sample, no completion
+time) is replayed as running until the end: its duration is a lower bound, and `notes` says how
+many. What cannot be replayed is left out and said in `notes` (a Job still queued at the end, one
+that failed, one without GPUs or outside Kueue, a tenant the stack no longer has); what cannot be read at all
 (no series, GPUs no class or profile of the stack names) is an `InvalidInput` saying how to fix it.
 """
 
@@ -58,6 +60,7 @@ def queries(environment: Environment, seconds: float) -> dict[str, str]:
         "kube_job_created": "",
         "kube_job_status_start_time": "",
         "kube_job_status_completion_time": "",
+        "kube_job_status_active": "",
         "kube_job_labels": f'{{{ksm_label(KUEUE_QUEUE_NAME_LABEL)}!=""}}',
         "kube_job_spec_parallelism": "",
         "kube_pod_owner": '{owner_kind="Job"}',
@@ -136,6 +139,7 @@ class _Reading:
         self.queued = {key for key, (s, _) in _by_job(series.get("kube_job_labels", [])).items() if s.get(ksm_label(KUEUE_QUEUE_NAME_LABEL))}
         self.started = _by_job(series.get("kube_job_status_start_time", []))
         self.completed = _by_job(series.get("kube_job_status_completion_time", []))
+        self.active = _by_job(series.get("kube_job_status_active", []))
         self.parallelism = _by_job(series.get("kube_job_spec_parallelism", []))
         self.pods = _Pods(series)
         class_label = ksm_label(gpu_class_label(environment.platform))
@@ -147,10 +151,13 @@ class _Reading:
     def problem(self, where: str, message: str) -> None:
         self.problems.append(Problem(self.source, 0, 0, where, message))
 
-    def read(self, namespace: str, job: str, created: float, since: float) -> None:
-        """Add the Job created at `created` to the trace, or note why it is left out."""
+    def read(self, namespace: str, job: str, created: float, since: float, until: float) -> None:
+        """Add the Job created at `created` to the trace (one still running runs until `until`), or
+        note why it is left out."""
         key = (namespace, job)
-        why = _left_out(self.tenants[namespace], self.known, key in self.queued, self.started.get(key), self.completed.get(key))
+        running = key in self.started and key not in self.completed and self.active.get(key, ({}, 0.0))[1] > 0
+        completed = self.completed.get(key) or (({}, until) if running else None)
+        why = _left_out(self.tenants[namespace], self.known, key in self.queued, self.started.get(key), completed)
         gpus = None if why else self.pods.first_with_gpus(namespace, job)
         if why or gpus is None:
             self.noted[f"left out: {why or 'no pod of theirs requested GPUs'}"] += 1
@@ -158,7 +165,9 @@ class _Reading:
         spec = self._gpu(namespace, job, *gpus)
         if spec is None:
             return
-        duration = self.completed[key][1] - self.started[key][1]
+        duration = completed[1] - self.started[key][1]
+        if running:
+            self.noted["replayed as running until --until, where they still ran (their durations a lower bound)"] += 1
         pods = int(self.parallelism[key][1]) if key in self.parallelism else 1
         self.jobs.append(TraceJob(tenant=self.tenants[namespace], submit=created - since, duration=max(1.0, duration),
                                   pods=max(1, pods), priority=self._priority(self.pods.priority.get((namespace, gpus[0]), "")),
@@ -197,8 +206,8 @@ class _Reading:
 
 def period_trace(series: Series, environment: Environment, since: float, until: float, source: str = "prometheus") -> PeriodTrace:
     """The trace of the Jobs of the stack's tenants created from `since` to `until` (Unix seconds)
-    that ran to completion, submit times counted from `since`; raise `InvalidInput` with every
-    problem.
+    that ran to completion or still ran at `until` (as if they ended then), submit times counted
+    from `since`; raise `InvalidInput` with every problem.
 
     >>> s = {"kube_namespace_labels": [({"namespace": "eval", "label_gpu_tenancy_dev_tenant": "eval"}, 1)],
     ...      "kube_job_created": [({"namespace": "eval", "job_name": "j"}, 1030)],
@@ -214,7 +223,7 @@ def period_trace(series: Series, environment: Environment, since: float, until: 
     reading = _Reading(series, environment, source)
     for (namespace, job), (_, created) in sorted(_by_job(series.get("kube_job_created", [])).items()):
         if since <= created < until and namespace in reading.tenants:   # else: outside the period, or not a tenant's Job
-            reading.read(namespace, job, created, since)
+            reading.read(namespace, job, created, since, until)
     trace = Trace(jobs=sorted(reading.jobs, key=lambda j: (j.submit, j.name or "")))
     problems = reading.problems or trace_problems(trace, SourceDocument(source, {}), environment)
     if problems:
@@ -246,7 +255,7 @@ def _left_out(tenant: str, known: set[str], queued: bool, started, completed) ->
     if started is None:
         return "never started in the period (still queued at --until: no duration to replay)"
     if completed is None:
-        return "still running at --until or failed (no completion time: no duration to replay)"
+        return "failed, or deleted before completing (no completion time: no duration to replay)"
     return ""
 
 

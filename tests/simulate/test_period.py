@@ -40,7 +40,8 @@ def _series(*jobs: dict) -> dict:
         ident = {"namespace": job["ns"], "job_name": job["name"]}
         add("kube_job_created", ident, job["created"])
         add("kube_job_labels", {**ident, **({"label_kueue_x_k8s_io_queue_name": "default"} if job.get("queue", True) else {})}, 1.0)
-        for metric, key in (("kube_job_status_start_time", "start"), ("kube_job_status_completion_time", "end")):
+        for metric, key in (("kube_job_status_start_time", "start"), ("kube_job_status_completion_time", "end"),
+                            ("kube_job_status_active", "active")):
             if job.get(key) is not None:
                 add(metric, ident, job[key])
         add("kube_job_spec_parallelism", ident, job.get("pods", 1))
@@ -80,7 +81,7 @@ def test_what_cannot_be_replayed_is_left_out_and_counted(prod):
         {"ns": "eval", "name": "before", "created": SINCE - 5, "start": SINCE, "end": SINCE + 60, "gpus": {"nvidia_com_gpu": 1}, "node": "a1"},
         {"ns": "eval", "name": "after", "created": UNTIL, "start": UNTIL + 1, "end": UNTIL + 60, "gpus": {"nvidia_com_gpu": 1}, "node": "a1"},
         {"ns": "eval", "name": "queued", "created": SINCE + 1, "gpus": {"nvidia_com_gpu": 1}},
-        {"ns": "eval", "name": "running", "created": SINCE + 1, "start": SINCE + 2, "gpus": {"nvidia_com_gpu": 1}, "node": "a1"},
+        {"ns": "eval", "name": "failed", "created": SINCE + 1, "start": SINCE + 2, "active": 0, "gpus": {"nvidia_com_gpu": 1}, "node": "a1"},
         {"ns": "eval", "name": "cpu-only", "created": SINCE + 1, "start": SINCE + 2, "end": SINCE + 9},
         {"ns": "eval", "name": "unqueued", "created": SINCE + 1, "start": SINCE + 2, "end": SINCE + 9, "queue": False,
          "gpus": {"nvidia_com_gpu": 1}, "node": "a1"},
@@ -91,12 +92,22 @@ def test_what_cannot_be_replayed_is_left_out_and_counted(prod):
 
     assert [j.name for j in read.trace.jobs] == ["train", "sweep", "probe"]
     assert read.notes == [
+        "1 Job(s) left out: failed, or deleted before completing (no completion time: no duration to replay)",
         "1 Job(s) left out: never started in the period (still queued at --until: no duration to replay)",
         "1 Job(s) left out: no pod of theirs requested GPUs",
         "1 Job(s) left out: not submitted to a Kueue queue (no kueue.x-k8s.io/queue-name label)",
         "1 Job(s) left out: of a tenant the stack does not have",
-        "1 Job(s) left out: still running at --until or failed (no completion time: no duration to replay)",
     ]
+
+
+def test_a_job_still_running_at_the_end_is_replayed_as_running_until_then_and_said(prod):
+    running = {"ns": "eval", "name": "long", "created": SINCE + 100, "start": SINCE + 160, "active": 2, "pods": 2,
+               "gpus": {"nvidia_com_gpu": 4}, "node": "a1"}
+    read = period_trace(_series(*RAN, running), prod, SINCE, UNTIL)
+
+    long = next(j for j in read.trace.jobs if j.name == "long")
+    assert (long.submit, long.duration, long.pods, long.count) == (100, UNTIL - SINCE - 160, 2, 4)
+    assert read.notes == ["1 Job(s) replayed as running until --until, where they still ran (their durations a lower bound)"]
 
 
 def test_the_stacks_default_priority_class_is_left_unnamed_as_a_pod_naming_none_gets_it(prod):
@@ -162,7 +173,7 @@ def test_the_trace_it_makes_is_the_documented_format(prod, tmp_path):
 def test_the_queries_ask_each_series_seen_in_the_period_at_its_end(prod):
     asked = queries(prod, 7 * 86400)
     assert set(asked) == {"kube_namespace_labels", "kube_node_labels", "kube_job_created", "kube_job_status_start_time",
-                          "kube_job_status_completion_time", "kube_job_labels", "kube_job_spec_parallelism", "kube_pod_owner",
+                          "kube_job_status_completion_time", "kube_job_status_active", "kube_job_labels", "kube_job_spec_parallelism", "kube_pod_owner",
                           "kube_pod_container_resource_requests", "kube_pod_info"}
     assert all(expr.startswith(f"last_over_time({metric}") and expr.endswith("[604800s])") for metric, expr in asked.items())
     assert asked["kube_node_labels"] == f'last_over_time(kube_node_labels{{{CLASS}!=""}}[604800s])'

@@ -13,8 +13,9 @@ name the same tenants, GPUs, pods, priorities and Jobs, with submit offsets with
 (whole-second creation times, the submitter's own delay) and durations within `DURATION_SECONDS` of
 what ran (whole-second start and completion times, and the components' reaction between a pod's
 start and the Job's: `simulation.WALL_LATENCY_SECONDS`). A Job still queued at the end is left out
-and said. Then the read trace is replayed on a fresh plane (`simulation.replay`) and admits as many
-Jobs as ran. About 2 minutes warm: two planes, ~20 s of Jobs each.
+and said; one still running at the end comes back as running until then (its duration a lower
+bound), and said. Then the read trace is replayed on a fresh plane (`simulation.replay`) and admits
+as many Jobs as ran. About 2 minutes warm: two planes, ~20 s of Jobs each.
 """
 
 from __future__ import annotations
@@ -46,6 +47,9 @@ RAN = Trace(jobs=[
 ])
 # Submitted last and larger than eval's A100 quota: never admitted, so never started, left out.
 NEVER = TraceJob(tenant="eval", submit=4, gpu="a100", count=8, pods=4, duration=5, name="too-big")
+# Still running when the period is read (the plane is stopped long before it would end).
+LONG = TraceJob(tenant="inference", submit=4, gpu="h100", count=4, duration=600, name="long-serve")
+RUNNING_NOTE = "1 Job(s) replayed as running until --until, where they still ran (their durations a lower bound)"
 
 
 def _submit(applied, jobs: list[TraceJob]) -> float:
@@ -63,7 +67,8 @@ def _submit(applied, jobs: list[TraceJob]) -> float:
 
 
 def _read_back(server, applied, since: float, expected: int, timeout: float = 60) -> tuple[Trace, list[str]]:
-    """The period read from Prometheus once it holds the `expected` completed Jobs (scrapes lag a second)."""
+    """The period read from Prometheus once it holds the `expected` completed Jobs and `LONG`
+    running (scrapes lag a second)."""
     begin, deadline = datetime.fromtimestamp(int(since), timezone.utc), time.monotonic() + timeout
     while True:
         try:
@@ -72,7 +77,7 @@ def _read_back(server, applied, since: float, expected: int, timeout: float = 60
             if time.monotonic() > deadline:
                 raise
         else:
-            if len(trace.jobs) >= expected or time.monotonic() > deadline:
+            if (len(trace.jobs) >= expected + 1 and RUNNING_NOTE in notes) or time.monotonic() > deadline:
                 return trace, notes
         time.sleep(1)
 
@@ -89,7 +94,7 @@ def period(e2e_summary, tmp_path_factory) -> tuple[Trace, list[str], float]:
     read = None
     for applied in running_runtime_stack("prod", e2e_summary, REPO_ROOT, what="prod, a period read back from Prometheus"):
         with x.MetricsExporter(applied.plane.cp, kueue=True) as exporter, x.prometheus(work / "prometheus", exporter.url, []) as server:
-            start = _submit(applied, [*RAN.jobs, NEVER])
+            start = _submit(applied, [*RAN.jobs, LONG, NEVER])
             read = (*_read_back(server, applied, start, len(RAN.jobs)), start)
     assert read is not None
     e2e_summary.extend(f"period read back: {j.name} {j.tenant} submit {j.submit:.0f}s duration {j.duration:.0f}s "
@@ -100,7 +105,7 @@ def period(e2e_summary, tmp_path_factory) -> tuple[Trace, list[str], float]:
 def test_the_period_read_back_is_the_trace_that_ran(period):
     trace, _, start = period
     by_name = {job.name: job for job in trace.jobs}
-    assert sorted(by_name) == sorted(job.name for job in RAN.jobs), trace
+    assert sorted(by_name) == sorted(job.name for job in [*RAN.jobs, LONG]), trace
     offset = start - int(start)   # the period starts at the whole second before the first submission
     for ran in RAN.jobs:
         read = by_name[ran.name]
@@ -112,11 +117,20 @@ def test_the_period_read_back_is_the_trace_that_ran(period):
 def test_a_job_still_queued_at_the_end_is_left_out_and_said(period):
     trace, notes, _ = period
     assert NEVER.name not in {job.name for job in trace.jobs}
-    assert notes == ["1 Job(s) left out: never started in the period (still queued at --until: no duration to replay)"]
+    assert notes[0] == "1 Job(s) left out: never started in the period (still queued at --until: no duration to replay)"
+
+
+def test_a_job_still_running_at_the_end_comes_back_running_until_then_and_said(period):
+    trace, notes, start = period
+    read = next(job for job in trace.jobs if job.name == LONG.name)
+    assert (read.tenant, read.gpu, read.count, read.pods) == (LONG.tenant, LONG.gpu, LONG.count, LONG.pods)
+    # From its start to the moment the period was read: far short of its 600 s, never above it.
+    assert 1 <= read.duration < LONG.duration / 10, read
+    assert notes[1:] == [RUNNING_NOTE], notes
 
 
 def test_the_period_replays_to_the_same_admissions(period):
     trace, _, _ = period
     outcome = simulation.replay("prod", simulation.Side("period", REPO_ROOT), trace, speed=1.0)
     admitted = [job for job in outcome.jobs if job.admitted is not None]
-    assert len(admitted) == len(RAN.jobs), outcome.jobs
+    assert len(admitted) == len(RAN.jobs) + 1, outcome.jobs   # LONG too, for the part of it the period saw
