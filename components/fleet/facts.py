@@ -23,7 +23,7 @@ so building every tenant stays linear in the fleet size; a member's view is made
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from functools import cached_property
 from types import MappingProxyType
 from typing import Mapping
@@ -266,12 +266,28 @@ class FleetFacts:
             made = self._member_views[tenant.name] = self._view_of(tenant)
         return made
 
-    def _view_of(self, tenant: Tenant) -> TenantView:
+    def fleet_inputs(self, tenant: Tenant) -> tuple:
+        """What `tenant`'s view reads of the fleet beyond its spec and the platform (`VIEW_FIELDS`:
+        the fields made of the fleet): one spec under one platform has equal views in two fleets
+        exactly when these are equal, so `tenants diff` compares them instead of making both views.
+
+        >>> prod.facts.fleet_inputs(tenant) == prod.facts.fleet_inputs(tenant)
+        True
+        """
+        return (self.environment_label, tuple(self.pool_owners.items()), self._quota_split_of(tenant),
+                self._granted_namespaces(tenant), self._accepting_of(tenant))
+
+    def _granted_namespaces(self, tenant: Tenant) -> tuple[tuple[str, tuple[str, ...]], ...]:
         granted = sorted(set(tenant.network.ingress_from.tenants) - {tenant.name})
-        accepting = tuple(
+        return tuple((name, tuple(self.namespaces[name])) for name in granted if name in self.namespaces)
+
+    def _accepting_of(self, tenant: Tenant) -> tuple[tuple[str, tuple[str, ...], tuple], ...]:
+        return tuple(
             (other, tuple(self.namespaces[other]), tuple(self.specs[other].network.ingress_from.ports))
             for other in self.accepting.get(tenant.name, ())
         )
+
+    def _view_of(self, tenant: Tenant) -> TenantView:
         platform = self.platform
         reachable = tuple(feas.reachable_pools(tenant.name, tenant, platform, self.pool_owners))
         by_resource = MappingProxyType(cap.gpu_quota_by_resource(tenant, platform))
@@ -284,8 +300,8 @@ class FleetFacts:
             pool_owners=tuple(self.pool_owners.items()),
             reachable_pools=reachable,
             quota_split=self._quota_split_of(tenant),
-            granted_namespaces=tuple((name, tuple(self.namespaces[name])) for name in granted if name in self.namespaces),
-            accepting=accepting,
+            granted_namespaces=self._granted_namespaces(tenant),
+            accepting=self._accepting_of(tenant),
             allowed_classes=tuple(cap.allowed_classes(tenant, platform)),
             gpu_quota_by_class=MappingProxyType(cap.gpu_quota_by_class(tenant, platform)),
             gpu_quota_by_resource=by_resource,
@@ -439,9 +455,34 @@ class TenantView:
         """The pools the fleet gives this tenant alone, by name."""
         return [pool for pool, owner in self.pool_owners if owner == self.tenant]
 
-    def without_platform(self) -> tuple:
-        """Every field but the platform: what views of one platform (compared once) can differ in."""
-        return tuple(getattr(self, f.name) for f in fields(self) if f.name != "platform")
+
+# Each TenantView field by what it is made of: "spec" (the tenant's own spec), "platform" (the
+# stack alone, or the spec and the stack), "fleet" (what `FleetFacts.fleet_inputs` reads: the other
+# tenants, the dedicated pools, the capacity check's split). A new field joins this table; the
+# facts' tests check it against the view's fields and that equal fleet inputs give equal views.
+VIEW_FIELDS: dict[str, str] = {
+    "tenant": "spec",
+    "platform": "platform",
+    "environment_label": "fleet",
+    "pool_owners": "fleet",
+    "reachable_pools": "fleet",          # the spec, the stack and `pool_owners`
+    "quota_split": "fleet",
+    "granted_namespaces": "fleet",
+    "accepting": "fleet",
+    "allowed_classes": "platform",
+    "gpu_quota_by_class": "platform",
+    "gpu_quota_by_resource": "platform",
+    "quota_gpu_resources": "platform",   # the stack's classes and their models' MIG geometry
+    "dedicated_only_classes": "platform",
+    "borrowing_limits": "platform",
+    "lending_limits": "platform",
+    "queue_borrows": "platform",
+    "gpu_ceiling_by_resource": "fleet",  # `reachable_pools`, the stack's capacity and the spec's own numbers
+    "effective_limits": "platform",
+    "role_bundles": "platform",
+    "kai_quota": "platform",
+    "kueue_compute_nominal": "platform",
+}
 
 
 def _read_only(mapping: Mapping | None) -> Mapping | None:

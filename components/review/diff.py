@@ -607,7 +607,9 @@ def unchanged_tenants(before: Environment | None, after: Environment | None) -> 
 
     A tenant's builders read its spec and its view (`components.fleet.facts.TenantView`) and nothing
     else, so such a tenant's objects are equal by construction: the diff need not build them. A
-    platform that changes changes every view: then no tenant is skipped.
+    platform that changes changes every view: then no tenant is skipped. Under one platform an
+    equal spec has equal views when what they read of the fleet is equal (`fleet_inputs`), so the
+    views themselves are not made (at 10,000 tenants, 20,000 views).
 
     >>> unchanged_tenants(prod, prod) == {t.name for t in prod.tenants}
     True
@@ -619,7 +621,7 @@ def unchanged_tenants(before: Environment | None, after: Environment | None) -> 
     for loaded in after.tenants:
         spec = old.get(loaded.name)
         if spec is not None and spec == loaded.spec \
-                and before.view(spec).without_platform() == after.view(loaded.spec).without_platform():
+                and before.facts.fleet_inputs(spec) == after.facts.fleet_inputs(loaded.spec):
             result.add(loaded.name)
     return result
 

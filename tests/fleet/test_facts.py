@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import copy
-from dataclasses import FrozenInstanceError, replace
+from dataclasses import FrozenInstanceError, fields, replace
 from pathlib import Path
 
 import pytest
@@ -11,7 +11,7 @@ from components.fleet import feasibility as feas
 from components.fleet import gpu_capacity as cap
 from components.fleet.budget import effective_limits
 from components.fleet.environment import Environment
-from components.fleet.facts import lendable_on_pools
+from components.fleet.facts import VIEW_FIELDS, TenantView, lendable_on_pools
 from components.load import load_environment
 from components.fleet.queue_arithmetic import kai_amounts, queue_group
 from components.manifests.build import environment_objects
@@ -161,3 +161,51 @@ def test_an_environment_keeps_its_facts_only_while_made_of_the_same_parts(exampl
     assert replace(prod, platform=prod.platform.model_copy()).facts is not prod.facts
     with pytest.raises(FrozenInstanceError):
         prod.tenants = []
+
+
+def test_every_view_field_says_what_it_is_made_of():
+    assert list(VIEW_FIELDS) == [f.name for f in fields(TenantView)]
+    assert set(VIEW_FIELDS.values()) == {"spec", "platform", "fleet"}
+
+
+def _fleet_edits(prod) -> dict:
+    """prod with one other tenant's part of the fleet changed, each a way a view can change."""
+    def edit(name, update):
+        return replace(prod, tenants=[replace(t, spec=t.spec.model_copy(update=update(t.spec))) if t.name == name else t
+                                      for t in prod.tenants])
+
+    network = lambda spec, **kw: {"network": spec.network.model_copy(update={  # noqa: E731
+        "ingress_from": spec.network.ingress_from.model_copy(update=kw)})}
+    return {
+        "ports narrowed": edit("eval", lambda spec: network(spec, ports=[])),
+        "grant withdrawn": edit("eval", lambda spec: network(spec, tenants=[])),
+        "namespace added": edit("llm-finetune", lambda spec: {"namespaces": [*spec.namespaces, "llm-finetune-extra"]}),
+        "pool no longer dedicated": edit("inference", lambda spec: {"gpu": spec.gpu.model_copy(update={"dedicated_pools": []})}),
+        "quota moved": edit("llm-finetune", lambda spec: {"quota": spec.quota.model_copy(update={"gpu": {"h100": 8}})}),
+        "renamed only": edit("eval", lambda spec: {"display_name": "Renamed"}),
+        "other label": replace(prod, platform=prod.platform.model_copy(update={"environment": "prod-b"})),
+    }
+
+
+def test_equal_fleet_inputs_are_exactly_equal_views(examples):
+    # What `tenants diff` relies on to skip an unchanged tenant without making its two views: for
+    # one spec under one platform, the fleet inputs agree exactly when the views do.
+    prod = examples["prod"]
+    moved = set()
+    for what, other in _fleet_edits(prod).items():
+        for loaded in prod.tenants:
+            spec = next((t.spec for t in other.tenants if t.name == loaded.name and t.spec is loaded.spec), None)
+            if spec is None:
+                continue   # the edited tenant itself: its spec differs, it is built
+            same_inputs = prod.facts.fleet_inputs(spec) == other.facts.fleet_inputs(spec)
+            a, b = prod.view(spec), other.view(spec)
+            same_view = all(getattr(a, f) == getattr(b, f) for f in VIEW_FIELDS if f != "platform")
+            assert same_inputs == same_view, (what, loaded.name)
+            for field, made_of in VIEW_FIELDS.items():
+                if made_of != "fleet" and field != "platform":
+                    assert getattr(a, field) == getattr(b, field), (what, loaded.name, field)
+            if not same_view:
+                moved.add(what)
+    # Each edit reaches some other tenant's view (else the test proves nothing of it) but the rename
+    # and the quota: prod's pools hold every quota with room, so no other tenant's split moves.
+    assert moved == set(_fleet_edits(prod)) - {"renamed only", "quota moved"}, moved
