@@ -140,3 +140,53 @@ class KaiScheduler:
 
             cp.wait_for(ready, timeout=timeout, interval=0.5, what=f"{name} serving {url}")
         return time.monotonic() - started
+
+
+# A GPU share (docs/gpu-sharing.md, `kaiFractions`): what KAI's admission webhook leaves on a pod
+# asking for a fraction of a GPU (pkg/admission/webhook/v1alpha2/gpusharing), which no lane runs.
+GPU_FRACTION = "gpu-fraction"
+GPU_PORTION = "GPU_PORTION"
+VISIBLE_DEVICES = "NVIDIA_VISIBLE_DEVICES"
+
+
+def make_gpu_share(meta: dict[str, Any], spec: dict[str, Any], fraction: float, prefix: str) -> None:
+    """Turn a pod's (or a pod template's) `meta` and `spec` into a share of `fraction` of one GPU:
+    the `gpu-fraction` annotation and no GPU resource, the ConfigMap-name annotation `prefix` (as the
+    webhook makes it, `<pod>-<7 random>-shared-gpu`), the container's NVIDIA_VISIBLE_DEVICES,
+    RUNAI_NUM_OF_GPUS and GPU_PORTION read from ConfigMap `<prefix>-0`, `envFrom` of `<prefix>-0-evar`
+    and the ConfigMap volume; the binder creates (or, for another pod of the same Job, updates)
+    both ConfigMaps and writes the reserved GPU into them. A share tolerates the shared pools'
+    taint as a GPU pod does (the placement policy counts it one).
+
+    >>> meta, spec = {}, {"containers": [{"resources": {"requests": {"nvidia.com/gpu": "0"}, "limits": {}}}]}
+    >>> make_gpu_share(meta, spec, 0.5, "j-abcdefg-shared-gpu")
+    >>> meta["annotations"]["gpu-fraction"], spec["containers"][0]["resources"]["requests"], spec["volumes"][0]["configMap"]
+    ('0.5', {}, {'name': 'j-abcdefg-shared-gpu-0'})
+    """
+    from components.manifests.meta import GPU_TAINT_TOLERATION, KAI_SHARED_GPU_CONFIGMAP_ANNOTATION
+
+    meta["annotations"] = {**meta.get("annotations", {}), GPU_FRACTION: f"{fraction:g}",
+                           KAI_SHARED_GPU_CONFIGMAP_ANNOTATION: prefix}
+    tolerations = [t for t in spec.get("tolerations", []) if t != GPU_TAINT_TOLERATION]
+    spec["tolerations"] = [dict(GPU_TAINT_TOLERATION), *tolerations]
+    config_map = f"{prefix}-0"
+    container = spec["containers"][0]
+    for values in container["resources"].values():
+        values.pop("nvidia.com/gpu", None)
+    container["env"] = [{"name": key, "valueFrom": {"configMapKeyRef": {"name": config_map, "key": key}}}
+                        for key in (VISIBLE_DEVICES, "RUNAI_NUM_OF_GPUS", GPU_PORTION)]
+    container["envFrom"] = [{"configMapRef": {"name": f"{config_map}-evar"}}]
+    spec["volumes"] = [{"name": f"{config_map}-vol", "configMap": {"name": config_map}}]
+
+
+def binder_args(config: dict[str, Any] | None) -> tuple[str, ...]:
+    """The binder's `--plugins` as KAI's operator writes it from the stack's KAI `Config` object
+    (`spec.binder.plugins`; pkg/operator/operands/binder/resources.go), none without such plugins.
+
+    >>> binder_args({"spec": {"binder": {"plugins": {"hamicore": {"enabled": True}}}}}), binder_args(None)
+    (('--plugins={"hamicore": {"enabled": true}}',), ())
+    """
+    import json
+
+    plugins = (((config or {}).get("spec") or {}).get("binder") or {}).get("plugins")
+    return (f"--plugins={json.dumps(plugins, sort_keys=True)}",) if plugins else ()

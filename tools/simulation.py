@@ -27,6 +27,7 @@ All of it is turned into trace seconds (wall seconds times the speed) and handed
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import tempfile
 import threading
@@ -67,6 +68,10 @@ WALL_LATENCY_SECONDS = 3.0
 # KAI's chain is longer: the pod-grouper's PodGroup, a scheduling cycle (`--schedule-period=1s`),
 # the binder, and this replay's poll: a job's first bind came 2.8 s (p50) after its creation here.
 KAI_WALL_LATENCY_SECONDS = 5.0
+# A KAI GPU share's first bind waits for its GPU group's reservation pod: the binder creates it,
+# kwok starts it, the stand-in publishes its GPU, the binder's watch sees it: 7-10 s here (twice,
+# 2026-12-07), which the report shows as wait (times the speed) on both sides alike.
+KAI_SHARE_WALL_SECONDS = 12.0
 # With nothing admitted and running, jobs still waiting this long (wall) can never be admitted
 # (larger than what their queue may ever hold): the replay ends, and the report says starved.
 QUIET_SECONDS = 5.0
@@ -106,6 +111,8 @@ def job_body(job: TraceJob, index: int, queue: str, environment: Any, speed: flo
     """
     request = request_of(job.gpu, environment)
     values = {"cpu": "100m", "memory": "128Mi", request.resource: str(job.count)}
+    if job.fraction is not None:
+        del values[request.resource]   # a KAI share asks by annotation only (`_as_share`)
     pod: dict[str, Any] = {
         "restartPolicy": "Never", "automountServiceAccountToken": False,
         "terminationGracePeriodSeconds": GRACE_SECONDS,
@@ -122,12 +129,33 @@ def job_body(job: TraceJob, index: int, queue: str, environment: Any, speed: flo
     scheduler = SCHEDULERS[environment.platform.scheduler]
     labels = {scheduler.queue_label: queue, JOB_LABEL: name}
     scheduler.shape_pod(pod, job, environment)
+    template = {"metadata": {"annotations": run_for(job.duration / speed),
+                             "labels": {JOB_LABEL: name, **scheduler.pod_labels(queue)}},
+                "spec": pod}
+    if job.fraction is not None:
+        _as_share(template, name, job.fraction)
     return {"apiVersion": "batch/v1", "kind": "Job",
             "metadata": {"name": name, "labels": dict(labels)},
             "spec": {"parallelism": job.pods, "completions": job.pods, "backoffLimit": BACKOFF_LIMIT,
-                     "template": {"metadata": {"annotations": run_for(job.duration / speed),
-                                               "labels": {JOB_LABEL: name, **scheduler.pod_labels(queue)}},
-                                  "spec": pod}}}
+                     "template": template}}
+
+
+def _as_share(template: dict[str, Any], job: str, fraction: float) -> None:
+    """A trace job's `fraction` (a KAI stack; the trace's checks said so): its pods become shares of
+    one GPU each (`tools.kai.make_gpu_share`). The ConfigMap prefix KAI's webhook would make per pod
+    is made per Job, from its name (the binder updates the ConfigMap for a Job's later pods), cut so
+    that the volume name stays a 63-character label as the webhook cuts it.
+
+    >>> t = {"metadata": {}, "spec": {"containers": [{"resources": {"requests": {}, "limits": {}}}]}}
+    >>> _as_share(t, "job-00001", 0.25)
+    >>> t["metadata"]["annotations"]["gpu-fraction"], t["spec"]["volumes"][0]["name"]
+    ('0.25', 'job-00001-5fc3739-shared-gpu-0-vol')
+    """
+    from components.manifests.meta import KAI_SHARED_GPU_PREFIX_SUFFIX
+    from tools.kai import make_gpu_share
+
+    tail = f"-{hashlib.sha256(job.encode()).hexdigest()[:7]}{KAI_SHARED_GPU_PREFIX_SUFFIX}"
+    make_gpu_share(template["metadata"], template["spec"], fraction, job[:63 - len(tail) - len("-0-vol")] + tail)
 
 
 def _kueue_pod(pod: dict[str, Any], job: TraceJob, environment: Any) -> None:
@@ -382,21 +410,28 @@ class Scheduler:
     queue_label: str
     pod_labels: Callable[[str], dict[str, str]]
     shape_pod: Callable[[dict[str, Any], TraceJob, Any], None]
-    start: Callable[[Any], None]
+    start: Callable[[Any], Callable[[], None] | None]   # the applied stack -> what stops what it started
     watch: Callable[[Any], Any]
     borrowing: Callable[[Any, dict[str, list[dict[str, Any]]]], Any]
     latency_seconds: float   # its reaction time per job, wall seconds: the report's tolerance (`tolerance`)
 
 
-def _start_kai(cp: Any) -> None:
-    from tools.kai import KaiScheduler
+def _start_kai(applied: Any) -> Callable[[], None]:
+    """KAI's three processes (the binder with the plugins the stack's KAI `Config` turns on) and the
+    stand-in for its GPU reservation pods' program, which GPU shares wait for (tools/kai_reservation.py)."""
+    from tools.kai import KaiScheduler, binder_args
+    from tools.kai_reservation import ReservationStandIn
 
-    KaiScheduler(cp).start()
+    cp = applied.plane.cp
+    configs = [o for objects in applied.objects.values() for o in objects
+               if o.get("kind") == "Config" and o["metadata"]["name"] == "kai-config"]
+    KaiScheduler(cp).start(binder_args=binder_args(configs[0] if configs else None))
+    return ReservationStandIn(cp).start().stop
 
 
 # One row per scheduler `tenants simulate` replays on; a stack with another is refused (cli/diff.py).
 SCHEDULERS: dict[str, Scheduler] = {
-    "kueue": Scheduler(QUEUE_LABEL, lambda queue: {}, _kueue_pod, lambda cp: None, WorkloadWatch,
+    "kueue": Scheduler(QUEUE_LABEL, lambda queue: {}, _kueue_pod, lambda applied: None, WorkloadWatch,
                        lambda cp, objects: BorrowSampler(cp), WALL_LATENCY_SECONDS),
     "kai": Scheduler(KAI_QUEUE_LABEL, lambda queue: {KAI_QUEUE_LABEL: queue}, _kai_pod, _start_kai, KaiJobWatch,
                      KaiBorrowSampler, KAI_WALL_LATENCY_SECONDS),
@@ -434,9 +469,13 @@ def replay(stack: str, side: Side, trace: Trace, speed: float, horizon: float | 
         applied = start_scheduling_stack(stack, workdir, side.root, controllers=RUNTIME_CONTROLLERS, nodes=kwok_nodes,
                                          flags=UNTHROTTLED)
         try:
-            SCHEDULERS[applied.environment.platform.scheduler].start(applied.plane.cp)
-            say(f"{side.label}: control plane of stack {stack} up in {time.monotonic() - t0:.0f}s")
-            return _run_trace(applied, trace, speed, horizon, say, side.label)
+            stop = SCHEDULERS[applied.environment.platform.scheduler].start(applied)
+            try:
+                say(f"{side.label}: control plane of stack {stack} up in {time.monotonic() - t0:.0f}s")
+                return _run_trace(applied, trace, speed, horizon, say, side.label)
+            finally:
+                if stop is not None:
+                    stop()
         finally:
             applied.plane.cp.stop()
     finally:

@@ -217,7 +217,7 @@ def period_trace(series: Series, environment: Environment, since: float, until: 
     ...      "kube_pod_owner": [({"namespace": "eval", "pod": "j-1", "owner_kind": "Job", "owner_name": "j"}, 1)],
     ...      "kube_pod_container_resource_requests": [({"namespace": "eval", "pod": "j-1", "resource": "nvidia_com_mig_1g_10gb"}, 7)]}
     >>> period_trace(s, prod, 1000, 2000).trace.jobs[0]
-    TraceJob(tenant='eval', submit=30.0, gpu='1g.10gb', count=7, duration=600.0, priority=None, pods=1, name='j')
+    TraceJob(tenant='eval', submit=30.0, gpu='1g.10gb', count=7, duration=600.0, priority=None, pods=1, name='j', fraction=None)
     """
     _check_series(series, source, since, until)
     reading = _Reading(series, environment, source)

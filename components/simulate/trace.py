@@ -28,7 +28,7 @@ from ..spec.problems import InvalidInput, Problem
 from ..spec.yaml_source import SourceDocument, parse_yaml
 
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
-CSV_COLUMNS = ("tenant", "submit", "gpu", "count", "duration", "priority", "pods", "name")
+CSV_COLUMNS = ("tenant", "submit", "gpu", "count", "duration", "priority", "pods", "name", "fraction")
 REQUIRED_CSV_COLUMNS = ("tenant", "submit", "gpu", "count", "duration")
 
 
@@ -45,6 +45,9 @@ class TraceJob(Model):
     priority: Optional[DnsLabel] = Field(None, description="a PriorityClass of the stack (default: the stack's default class)")
     pods: int = Field(1, ge=1, description="pods of the job, all admitted together (Kueue gang-admits a Job)")
     name: Optional[DnsLabel] = Field(None, description="the Job's name (default: job-<index>)")
+    fraction: Optional[float] = Field(None, gt=0, lt=1, description=(
+        "a KAI GPU share: each pod asks KAI for this part of one GPU (`gpu-fraction`) instead of whole "
+        "devices, on a `scheduler: kai` stack whose class `gpu` has `kaiFractions`; `count` must be 1"))
 
 
 class Trace(Model):
@@ -266,9 +269,31 @@ def _job_problems(job: TraceJob, path: tuple, doc: SourceDocument, environment: 
         known = [*platform.gpu_classes, *mig_profiles(environment)]
         return problems + [doc.problem((*path, "gpu"), f"'{job.gpu}' is neither a GPU class nor a MIG profile of the stack"
                                        + did_you_mean(job.gpu, known, "classes and profiles"))]
+    if job.fraction is not None:
+        problems += _share_problems(job, path, doc, environment)
     view = environment.facts.view(tenants[job.tenant])
     is_class = job.gpu in platform.gpu_classes
     if is_class and job.gpu not in view.allowed_classes:
         problems.append(doc.problem((*path, "gpu"), f"tenant {job.tenant} may not use GPU class '{job.gpu}' "
                                     f"(its classes: {', '.join(view.allowed_classes) or 'none'}); use one of them or grant it in the tenant file"))
     return problems
+
+
+def _share_problems(job: TraceJob, path: tuple, doc: SourceDocument, environment: Environment) -> list[Problem]:
+    """What keeps a `fraction` job from being a KAI share: another scheduler, a class without
+    `kaiFractions` (or a MIG profile), more than one device a pod."""
+    platform = environment.platform
+    where = (*path, "fraction")
+    if platform.scheduler != "kai":
+        return [doc.problem(where, f"a GPU share by fraction needs the KAI Scheduler; stack {environment.name} "
+                                   f"schedules with '{platform.scheduler}': ask for whole devices, a MIG profile or "
+                                   "the class's shared device instead")]
+    gpu_class = platform.gpu_classes.get(job.gpu)
+    if gpu_class is None or gpu_class.kai_fractions is None:
+        with_fractions = sorted(name for name, c in platform.gpu_classes.items() if c.kai_fractions is not None)
+        return [doc.problem(where, f"'{job.gpu}' is not a GPU class with kaiFractions, so KAI gives no share of it "
+                                   f"(classes with kaiFractions: {', '.join(with_fractions) or 'none'})")]
+    if job.count != 1:
+        return [doc.problem((*path, "count"), f"a share is a part of one GPU: set count to 1 (not {job.count}) "
+                                              "and the share in `fraction`")]
+    return []

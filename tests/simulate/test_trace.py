@@ -100,3 +100,23 @@ def test_every_rows_problem_is_reported_at_once(tmp_path, prod):
     path = tmp_path / "jobs.csv"
     path.write_text("tenant,submit,gpu,count,duration\neval,0,a100,0,600\nevl,0,a100,1,60\n")
     assert [e.split(": ")[1] for e in _errors(path, prod)] == ["count", "tenant"]
+
+
+def test_a_kai_share_reads_on_a_class_with_fractions_and_nowhere_else(tmp_path, prod):
+    staging = load_environment(REPO, "staging")
+    assert staging.platform.gpu_classes["a100"].kai_fractions is not None
+    path = tmp_path / "t.csv"
+    path.write_text("tenant,submit,gpu,count,duration,fraction\neval,0,a100,1,600,0.5\n")
+    assert read_trace(path, staging).jobs[0].fraction == 0.5
+    path.write_text("tenant,submit,gpu,count,duration,fraction\n"
+                    "eval,0,a100,2,600,0.5\nllm-finetune,0,h100,1,600,0.5\neval,0,1g.10gb,1,60,0.5\neval,0,a100,1,60,1.5\n")
+    assert [e.split(": ", 2)[1:] for e in _errors(path, staging)] == [
+        ["count", "a share is a part of one GPU: set count to 1 (not 2) and the share in `fraction`"],
+        ["fraction", "'h100' is not a GPU class with kaiFractions, so KAI gives no share of it (classes with kaiFractions: a100)"],
+        ["fraction", "'1g.10gb' is not a GPU class with kaiFractions, so KAI gives no share of it (classes with kaiFractions: a100)"],
+        ["fraction", "must be < 1.0 (got '1.5'); write less than 1.0"],
+    ]
+    path.write_text("tenant,submit,gpu,count,duration,fraction\neval,0,a100,1,600,0.5\n")
+    [error] = _errors(path, prod)
+    assert error == ("t.csv:2:19: fraction: a GPU share by fraction needs the KAI Scheduler; stack prod schedules with "
+                     "'kueue': ask for whole devices, a MIG profile or the class's shared device instead"), error
