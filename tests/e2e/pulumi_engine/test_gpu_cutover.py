@@ -24,6 +24,7 @@ from components.load import load_environment
 from components.manifests.build import environment_objects
 from components.review.diff import Side, compare_stack
 from tests.e2e.test_tenancy_dra import IMPLICIT, claim, create_claim, gpu_pod, placed
+from tools.applied_stack import wait_policies_in_force
 from tools.engine import Engine, LocalCluster, copy_project
 
 pytestmark = pytest.mark.pulumi
@@ -79,8 +80,12 @@ def gpu_keys(environment) -> dict[str, int]:
     return found
 
 
-def quotas_in_force(cluster: LocalCluster, environment, timeout: float = 60) -> None:
-    """Quota admission judges by status.hard: wait until the controller has copied every new spec.hard."""
+def in_force(cluster: LocalCluster, environment, timeout: float = 60) -> None:
+    """Wait until what an `up` applied judges admission: the admission policies and bindings (the
+    API server loads them a moment after the apply; a CI run saw vision's claim refused by its
+    claims policy of the step before), and the quotas, whose admission judges by status.hard (the
+    controller copies every new spec.hard)."""
+    wait_policies_in_force(cluster.cp, timeout)
     core = client.CoreV1Api(cluster.api_client)
     deadline = time.monotonic() + timeout
     for tenant in GROUPS:
@@ -107,7 +112,7 @@ def test_each_step_refuses_exactly_the_pods_the_diff_names(cutover, timed):
     before = cutover.environment()
     up = timed("up of the device-plugin form", cutover.engine.up)
     assert set(up.changes) == {"create"}, up.changes
-    quotas_in_force(cutover.cluster, before)
+    in_force(cutover.cluster, before)
     for step in STEPS[1:]:
         cutover.to(step)
         after = cutover.environment()
@@ -118,7 +123,7 @@ def test_each_step_refuses_exactly_the_pods_the_diff_names(cutover, timed):
         for tenant, n in asked.items():
             assert admits(cutover.cluster, before, tenant, {"nvidia.com/gpu": str(n)}) == "admitted", (step, tenant)
         timed(f"up of step {step}", cutover.engine.up)
-        quotas_in_force(cutover.cluster, after)
+        in_force(cutover.cluster, after)
         refused = {t for t, n in asked.items()
                    if admits(cutover.cluster, after, t, {"nvidia.com/gpu": str(n)}) != "admitted"}
         assert refused == named, (step, refused, named)
