@@ -179,14 +179,20 @@ def make_gpu_share(meta: dict[str, Any], spec: dict[str, Any], fraction: float, 
     spec["volumes"] = [{"name": f"{config_map}-vol", "configMap": {"name": config_map}}]
 
 
-def binder_args(config: dict[str, Any] | None) -> tuple[str, ...]:
-    """The binder's `--plugins` as KAI's operator writes it from the stack's KAI `Config` object
-    (`spec.binder.plugins`; pkg/operator/operands/binder/resources.go), none without such plugins.
+def binder_args(applied: Any) -> tuple[str, ...]:
+    """The binder's `--plugins` as KAI's operator writes it from the applied stack's KAI `Config`
+    (`spec.binder.plugins`; pkg/operator/operands/binder/resources.go), none without one (a stack
+    renders `kai-config` only when a class asks for a KAI setting).
 
-    >>> binder_args({"spec": {"binder": {"plugins": {"hamicore": {"enabled": True}}}}}), binder_args(None)
-    (('--plugins={"hamicore": {"enabled": true}}',), ())
+    >>> class Applied:
+    ...     def of_kind(self, kind): return [{"metadata": {"name": "kai-config"}, "spec": {"binder": {"plugins": {"hamicore": {"enabled": True}}}}}]
+    >>> binder_args(Applied())
+    ('--plugins={"hamicore": {"enabled": true}}',)
     """
     import json
 
+    from components.manifests.kai_config import NAME
+
+    config = next((o for o in applied.of_kind("Config") if o["metadata"]["name"] == NAME), None)
     plugins = (((config or {}).get("spec") or {}).get("binder") or {}).get("plugins")
     return (f"--plugins={json.dumps(plugins, sort_keys=True)}",) if plugins else ()

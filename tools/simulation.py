@@ -111,8 +111,6 @@ def job_body(job: TraceJob, index: int, queue: str, environment: Any, speed: flo
     """
     request = request_of(job.gpu, environment)
     values = {"cpu": "100m", "memory": "128Mi", request.resource: str(job.count)}
-    if job.fraction is not None:
-        del values[request.resource]   # a KAI share asks by annotation only (`_as_share`)
     pod: dict[str, Any] = {
         "restartPolicy": "Never", "automountServiceAccountToken": False,
         "terminationGracePeriodSeconds": GRACE_SECONDS,
@@ -128,12 +126,10 @@ def job_body(job: TraceJob, index: int, queue: str, environment: Any, speed: flo
     name = job.name or f"job-{index:05d}"
     scheduler = SCHEDULERS[environment.platform.scheduler]
     labels = {scheduler.queue_label: queue, JOB_LABEL: name}
-    scheduler.shape_pod(pod, job, environment)
     template = {"metadata": {"annotations": run_for(job.duration / speed),
                              "labels": {JOB_LABEL: name, **scheduler.pod_labels(queue)}},
                 "spec": pod}
-    if job.fraction is not None:
-        _as_share(template, name, job.fraction)
+    scheduler.shape_pod(template, name, job, environment)
     return {"apiVersion": "batch/v1", "kind": "Job",
             "metadata": {"name": name, "labels": dict(labels)},
             "spec": {"parallelism": job.pods, "completions": job.pods, "backoffLimit": BACKOFF_LIMIT,
@@ -141,8 +137,8 @@ def job_body(job: TraceJob, index: int, queue: str, environment: Any, speed: flo
 
 
 def _as_share(template: dict[str, Any], job: str, fraction: float) -> None:
-    """A trace job's `fraction` (a KAI stack; the trace's checks said so): its pods become shares of
-    one GPU each (`tools.kai.make_gpu_share`). The ConfigMap prefix KAI's webhook would make per pod
+    """A trace job's `fraction` (only on a KAI stack: the trace's checks say so): its pods become
+    shares of one GPU each, asking by annotation, not by resource (`tools.kai.make_gpu_share`). The ConfigMap prefix KAI's webhook would make per pod
     is made per Job, from its name (the binder updates the ConfigMap for a Job's later pods), cut so
     that the volume name stays a 63-character label as the webhook cuts it.
 
@@ -158,15 +154,16 @@ def _as_share(template: dict[str, Any], job: str, fraction: float) -> None:
     make_gpu_share(template["metadata"], template["spec"], fraction, job[:63 - len(tail) - len("-0-vol")] + tail)
 
 
-def _kueue_pod(pod: dict[str, Any], job: TraceJob, environment: Any) -> None:
+def _kueue_pod(template: dict[str, Any], name: str, job: TraceJob, environment: Any) -> None:
     """Kueue's flavors add the pool's selector and tolerations when it admits the Job."""
 
 
-def _kai_pod(pod: dict[str, Any], job: TraceJob, environment: Any) -> None:
+def _kai_pod(template: dict[str, Any], name: str, job: TraceJob, environment: Any) -> None:
     """KAI schedules pods that name it, and no flavor places them: the pod selects the pools of its
     class the tenant may reach (a class selector alone could reach another tenant's dedicated pool,
     which the placement policy refuses) and tolerates their taints (the shared GPU pools', the
-    tenant's own dedicated pools')."""
+    tenant's own dedicated pools'). A job with `fraction` asks for a share (`_as_share`)."""
+    pod = template["spec"]
     platform = environment.platform
     spec = next(t.spec for t in environment.tenants if t.name == job.tenant)
     reachable = environment.view(spec).reachable_pools
@@ -182,6 +179,8 @@ def _kai_pod(pod: dict[str, Any], job: TraceJob, environment: Any) -> None:
     pod["schedulerName"] = KAI_SCHEDULER_NAME
     pod["tolerations"] = [dict(GPU_TAINT_TOLERATION),
                           {"key": tenant_label(platform), "operator": "Equal", "value": job.tenant, "effect": "NoSchedule"}]
+    if job.fraction is not None:
+        _as_share(template, name, job.fraction)
 
 
 def queues_of(objects: dict[str, list[dict[str, Any]]], scheduler: str = "kueue") -> dict[str, tuple[str, str]]:
@@ -409,7 +408,7 @@ class Scheduler:
 
     queue_label: str
     pod_labels: Callable[[str], dict[str, str]]
-    shape_pod: Callable[[dict[str, Any], TraceJob, Any], None]
+    shape_pod: Callable[[dict[str, Any], str, TraceJob, Any], None]   # (pod template, Job name, job, environment)
     start: Callable[[Any], Callable[[], None] | None]   # the applied stack -> what stops what it started
     watch: Callable[[Any], Any]
     borrowing: Callable[[Any, dict[str, list[dict[str, Any]]]], Any]
@@ -423,9 +422,7 @@ def _start_kai(applied: Any) -> Callable[[], None]:
     from tools.kai_reservation import ReservationStandIn
 
     cp = applied.plane.cp
-    configs = [o for objects in applied.objects.values() for o in objects
-               if o.get("kind") == "Config" and o["metadata"]["name"] == "kai-config"]
-    KaiScheduler(cp).start(binder_args=binder_args(configs[0] if configs else None))
+    KaiScheduler(cp).start(binder_args=binder_args(applied))
     return ReservationStandIn(cp).start().stop
 
 

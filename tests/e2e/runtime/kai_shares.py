@@ -8,8 +8,7 @@ from typing import Any
 
 from components.manifests.meta import KAI_SHARED_GPU_CONFIGMAP_ANNOTATION, KAI_SHARED_GPU_PREFIX_SUFFIX
 from tests.e2e.scheduling.kai import kai_pod
-from tools import kai
-from tools.kai import GPU_FRACTION, GPU_PORTION, VISIBLE_DEVICES, make_gpu_share
+from tools.kai import GPU_FRACTION, GPU_PORTION, VISIBLE_DEVICES, binder_args, make_gpu_share
 
 __all__ = ["GPU_FRACTION", "GPU_PORTION", "VISIBLE_DEVICES", "binder_args", "kai_fraction_pod", "share_config"]
 
@@ -27,11 +26,6 @@ def kai_fraction_pod(fraction: float, *, queue: str, selector: dict | None = Non
     name = body["metadata"]["name"]
     make_gpu_share(body["metadata"], body["spec"], fraction, f"{name}-{uuid.uuid4().hex[:7]}{KAI_SHARED_GPU_PREFIX_SUFFIX}")
     return body
-
-
-def binder_args(stack: Any) -> tuple[str, ...]:
-    """The binder's `--plugins` from the applied stack's KAI `Config` (`tools.kai.binder_args`)."""
-    return kai.binder_args(stack.find("Config", "kai-config"))
 
 
 def share_config(core: Any, pod: Any) -> dict[str, str]:
