@@ -17,6 +17,14 @@ Running it picks a GPU of the node that no other reservation pod there holds, an
 with that GPU's UUID (stable per node and index, `device_uuid`). The device plugin's choice among
 the node's free GPUs is not modelled: whole-GPU pods hold no device identity here, so only the
 reservation pods' GPUs are kept apart (what the binder's sharing depends on).
+
+kwok starts a pod 2-10 s after it is bound unless the pod's annotations say otherwise (its Stages'
+defaults), and the binder creates the reservation pods without them. The binder holds the GPU
+group's lock while it waits (and every bind to the node syncs the node's groups under those locks),
+so that random start would also hold back whole-GPU pods bound to the node meanwhile: seconds of
+wall time, minutes of a compressed replay. `reservation_start_policy` gives the reservation pods
+the start the replay's own pods have (at once, `tools.runtime.start_at_once`), by a
+MutatingAdmissionPolicy on the KAI reservation namespace: what a node with the image cached does.
 """
 
 from __future__ import annotations
@@ -31,6 +39,40 @@ GPU_INDEX_ANNOTATION = "run.ai/reserve_for_gpu_index"
 GPU_GROUP_LABEL = "runai-gpu-group"
 GPU_RESOURCE = "nvidia.com/gpu"
 _UUIDS = uuid.UUID("6f1c1a52-5b0e-4c59-9d4a-000000000036")   # the namespace of the stand-in's device UUIDs
+
+
+START_POLICY = "gpu-tenancy-kwok-reservation-start"
+
+
+def reservation_start_policy(namespace: str = RESERVATION_NAMESPACE) -> list[dict[str, Any]]:
+    """A MutatingAdmissionPolicy and its binding that annotate every pod created in `namespace`
+    (KAI's reservation pods) to be started by kwok as soon as it is bound.
+
+    >>> policy, binding = reservation_start_policy()
+    >>> binding["spec"]["policyName"] == policy["metadata"]["name"] == START_POLICY
+    True
+    """
+    from tools.runtime import start_at_once
+
+    annotations = ", ".join(f'"{key}": "{value}"' for key, value in sorted(start_at_once().items()))
+    policy = {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy",
+        "metadata": {"name": START_POLICY},
+        "spec": {
+            "failurePolicy": "Fail", "reinvocationPolicy": "Never",
+            "matchConstraints": {
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+                "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}],
+            },
+            "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {
+                "expression": f"Object{{metadata: Object.metadata{{annotations: {{{annotations}}}}}}}"}}],
+        },
+    }
+    binding = {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicyBinding",
+        "metadata": {"name": START_POLICY}, "spec": {"policyName": START_POLICY},
+    }
+    return [policy, binding]
 
 
 def device_uuid(node: str, index: int) -> str:
@@ -74,7 +116,8 @@ class ReservationStandIn:
 
     def start(self) -> "ReservationStandIn":
         """Create the ServiceAccount the reservation pods run as (KAI's chart does; without it the API
-        server refuses them), then start annotating."""
+        server refuses them) and apply `reservation_start_policy`, wait until a dry-run pod shows it
+        in force, then start annotating."""
         from kubernetes.client.rest import ApiException
 
         try:
@@ -82,12 +125,24 @@ class ReservationStandIn:
         except ApiException as exc:
             if exc.status != 409:
                 raise
+        for manifest in reservation_start_policy(self.namespace):
+            self.cp.apply(manifest, field_manager="e2e-kai-reservation-stand-in")
+        self.cp.wait_for(self._starts_at_once, timeout=30, what=f"{START_POLICY} in force")
         self._thread.start()
         return self
 
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
+
+    def _starts_at_once(self) -> bool:
+        from tools.runtime import start_at_once
+
+        probe = {"metadata": {"generateName": "start-policy-probe-"},
+                 "spec": {"serviceAccountName": RESERVATION_SERVICE_ACCOUNT, "automountServiceAccountToken": False,
+                          "containers": [{"name": "probe", "image": "registry.invalid/probe:1"}]}}
+        created = self.core.create_namespaced_pod(self.namespace, probe, dry_run="All")
+        return start_at_once().items() <= (created.metadata.annotations or {}).items()
 
     def _gpus(self, node: str) -> int:
         return int((self.core.read_node(node).status.allocatable or {}).get(GPU_RESOURCE, "0"))

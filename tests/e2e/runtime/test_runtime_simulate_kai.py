@@ -8,9 +8,9 @@ KAI decides placement and quota in one step, so a job is admitted when KAI binds
 is above KAI's threshold), so they never go over their queue's quota: with 2, its second 2-GPU job
 waits for the first (a job's duration), and the report calls out research's longer wait;
 llm-finetune's job on its dedicated pool moves within the tolerance, and eval's two half-GPU shares
-(`fraction`, bound once the GPU reservation stand-in publishes their GPU: 7-10 s wall after their
-creation, `KAI_SHARE_WALL_SECONDS`) run together, as late on one side as on the other, charged half
-a GPU each. (A KAI queue has one GPU
+(`fraction`, bound once the GPU reservation stand-in publishes their GPU, about a second of wall
+time after their creation, within KAI's stated reaction time) run together, as late on one side as
+on the other, charged half a GPU each. (A KAI queue has one GPU
 number for every class: eval's MIG slices count in it as compute slices, which is why the cut is
 research's.) About 1.5 minutes warm.
 """
@@ -27,7 +27,7 @@ from components.simulate.trace import read_trace
 from tests.e2e.scheduling.kai import require_kai, write_kai_borrowing_project
 from tests.project_edits import replace_once
 from tools.runtime import REQUIRED_ENV
-from tools.simulation import KAI_SHARE_WALL_SECONDS, Side, replay, tolerance
+from tools.simulation import Side, replay, tolerance
 
 pytestmark = [pytest.mark.e2e, pytest.mark.runtime]
 
@@ -68,7 +68,7 @@ def test_a_quota_cut_on_a_kai_queue_makes_its_own_wait_longer_and_nobody_elses(r
     # one side than the other), half a GPU each.
     shares = report["tenants"]["eval"]
     for side in ("base", "change"):
-        assert shares[side]["admitted"] == 2 and shares[side]["wait_p95"] <= KAI_SHARE_WALL_SECONDS * SPEED, shares
+        assert shares[side]["admitted"] == 2 and shares[side]["wait_p95"] <= TOLERANCE.seconds, shares
         assert shares[side]["wait_p95"] - shares[side]["wait_p50"] <= TOLERANCE.seconds, shares   # together
         assert TOLERANCE.same_device_seconds(shares[side]["gpu_hours"] * 3600, 2 * 0.5 * JOB_SECONDS, 2), shares
     assert TOLERANCE.same(shares["base"]["wait_p95"], shares["change"]["wait_p95"]), shares

@@ -25,7 +25,7 @@ from tools.kai import KaiScheduler
 from tests.e2e.runtime.kai_shares import GPU_PORTION, VISIBLE_DEVICES, binder_args, kai_fraction_pod, share_config
 from tests.e2e.runtime.runs import GRACE_SECONDS
 from tools.kai_reservation import GPU_GROUP_LABEL, GPU_INDEX_ANNOTATION, RESERVATION_NAMESPACE, ReservationStandIn
-from tools.runtime import REQUIRED_ENV, running_runtime_stack
+from tools.runtime import REQUIRED_ENV, running_runtime_stack, start_at_once
 
 pytestmark = [pytest.mark.e2e, pytest.mark.runtime]
 
@@ -154,6 +154,8 @@ def test_gpu_shares_of_two_tenants_run_on_one_gpu_the_reservation_pod_holds(kai_
     device = reservation[0].metadata.annotations[GPU_INDEX_ANNOTATION]
     assert reservation[0].spec.node_name == running["eval"].spec.node_name
     assert kai_stack.reservations.published[reservation[0].metadata.name] == device
+    # kwok started it at once (the stand-in's MutatingAdmissionPolicy), not after its Stages' random delay
+    assert start_at_once().items() <= reservation[0].metadata.annotations.items(), reservation[0].metadata.annotations
     for tenant, pod in running.items():   # the binder wrote the reserved GPU and the share into each pod's ConfigMap
         data = share_config(pods.core, pod)
         assert data[VISIBLE_DEVICES] == device and float(data[GPU_PORTION]) == 0.5, (tenant, data)
