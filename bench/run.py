@@ -157,8 +157,10 @@ def _pulumi_run(body) -> tuple[float, int]:
     started = time.perf_counter()
     registrations, _ = run_body(STACK, {}, body)
     seconds = time.perf_counter() - started
-    # Objects and providers; not the reads of inventory Nodes (GpuPlatform.joined), which bare registers none of.
-    return seconds, sum(1 for r in registrations if not r.type.startswith("gpu-tenancy:") and not r.read)
+    # Objects and providers; not the reads of inventory Nodes (GpuPlatform.joined) nor the engine-only
+    # gate of the node taints (GpuPlatform._gate), which bare registers none of.
+    return seconds, sum(1 for r in registrations
+                        if not r.type.startswith(("gpu-tenancy:", "pulumi:index:Stash")) and not r.read)
 
 
 def phase_fleet(root: Path) -> dict:

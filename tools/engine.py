@@ -164,6 +164,8 @@ class Outcome:
     stdout: str = ""
     outputs: dict[str, Any] = field(default_factory=dict)
     done: list[Step] = field(default_factory=list)  # res_outputs events: steps in completion order
+    # Both, in the order the engine sent them: ("start", step) at resource_pre, ("done", step) at res_outputs.
+    timeline: list[tuple[str, Step]] = field(default_factory=list)
 
     def ops(self, *ops: str) -> list[Step]:
         return [s for s in self.steps if s.op in ops]
@@ -248,6 +250,7 @@ class Engine:
         steps: list[Step] = []
         diags: list[tuple[str, str, str]] = []
         self._done: list[Step] = []
+        self._timeline: list[tuple[str, Step]] = []
 
         def step_of(meta: Any) -> Step:
             op = meta.op.value if hasattr(meta.op, "value") else str(meta.op)
@@ -256,8 +259,10 @@ class Engine:
         def on_event(event: Any) -> None:
             if event.resource_pre_event is not None:
                 steps.append(step_of(event.resource_pre_event.metadata))
+                self._timeline.append(("start", steps[-1]))
             if event.res_outputs_event is not None:
                 self._done.append(step_of(event.res_outputs_event.metadata))
+                self._timeline.append(("done", self._done[-1]))
             diag = event.diagnostic_event
             if diag is not None:
                 diags.append((diag.severity, diag.urn or "", diag.message))
@@ -289,7 +294,7 @@ class Engine:
         summary = dict(result.summary.resource_changes or {})
         OPERATIONS.append(("up", self.stack_name, summary))
         outputs = {k: v.value for k, v in (result.outputs or {}).items()}
-        return Outcome("up", summary, steps, diags, result.stdout, outputs, list(self._done))
+        return Outcome("up", summary, steps, diags, result.stdout, outputs, list(self._done), list(self._timeline))
 
     def preview(self, **kwargs: Any) -> Outcome:
         steps, diags, on_event = self._collect()

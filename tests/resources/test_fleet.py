@@ -117,7 +117,8 @@ def test_a_decommissioned_tenant_deletes_its_namespaces_before_its_policies(tmp_
 
 def test_node_taints_land_after_the_placement_policies_and_the_kueue_flavors():
     """Rollout order (docs/gpu-sharing.md): a node's taint patch depends on the placement policy, every
-    tenant's placement binding and TenantGrant, and on the platform's other objects; the label patch of
+    tenant's placement binding and TenantGrant (through the one gate they all have, which the patch
+    depends on), and on the platform's other objects; the label patch of
     a tainted node depends on its taint patch (so an upgrade from one patch with both never drops the
     taint, GpuPlatform)."""
     registrations, _ = run_program("prod")
@@ -137,9 +138,12 @@ def test_node_taints_land_after_the_placement_policies_and_the_kueue_flavors():
     labelling = {r.inputs["metadata"]["name"]: r for r in patches if r.inputs["metadata"].get("labels")}
     # Every static node of prod, MIG pools included (gpu-a100-03), has both.
     assert set(tainting) == set(labelling) >= {"gpu-a100-01", "gpu-a100-03", "gpu-h100-01"}
+    (gate,) = [r for r in registrations if r.type == "pulumi:index:Stash"]   # GpuPlatform._gate, nothing on the cluster
+    tenants_gates = {u for u in policies if "GpuPlatform$" not in u}   # every tenant's placement binding and grant
+    assert len(tenants_gates) == len(policies) - 1 and set(gate.options["dependencies"]) == tenants_gates
     for name, taints in tainting.items():
         assert taints.name == f"prod-platform-node-{name}-taints" and labelling[name].name == f"prod-platform-node-{name}"
-        assert policies | flavors | others <= set(taints.options["dependencies"]), taints.name
+        assert (policies - tenants_gates) | flavors | others | {gate.urn} <= set(taints.options["dependencies"]), taints.name
         assert not {r.urn for r in patches} & set(taints.options["dependencies"]), taints.name
         # Both patches wait for the read of their Node, which fails when it is not on the cluster (no phantom Node).
         assert joined[f"prod-platform-node-{name}-joined"] in taints.options["dependencies"], taints.name

@@ -68,7 +68,11 @@ def test_up_creates_the_fleet_through_the_programs_own_provider_and_a_second_up_
     assert len([r for r in kubernetes if not r.get("external")]) == len(expected)
     nodes = {node for pool in environment.platform.node_pools.values() for node in pool.nodes}
     assert nodes and sorted(r["id"] for r in kubernetes if r.get("external")) == sorted(nodes)
-    assert {r["type"] for r in state if r["type"].startswith("pulumi:providers:")} == {"pulumi:providers:kubernetes"}
+    # The program's Kubernetes provider, and the engine's builtin one of the node taints' gate
+    # (GpuPlatform._gate, a `pulumi:index:Stash`: nothing on the cluster).
+    assert {r["type"] for r in state if r["type"].startswith("pulumi:providers:")} == {"pulumi:providers:kubernetes",
+                                                                                        "pulumi:providers:pulumi"}
+    assert [r["type"] for r in state if "::pulumi:providers:pulumi::" in r.get("provider", "")] == ["pulumi:index:Stash"]
     assert all(r["provider"].split("::")[-2] == "gpu-cluster" for r in kubernetes)
     core = client.CoreV1Api(cluster.api_client)
     assert {"search", "ranking"} <= {ns.metadata.name for ns in core.list_namespace().items}

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
+from components.load import load_environment
 from tools.engine import engine_changes, kubernetes_resources, offline_changes
 from tests.project_edits import line_of, rename_llm_finetune, replace_once
 
@@ -27,8 +28,23 @@ STACK = "prod"
 @pytest.fixture(scope="module")
 def prod(scenario_factory):
     s = scenario_factory(STACK)
-    s.engine.up()
+    s.first_up = s.engine.up()
     return s
+
+
+def test_the_first_up_taints_nodes_only_after_every_tenants_grant_and_placement_binding(prod):
+    """A taint lands only once the grants and placement bindings that say who may tolerate it are
+    on the cluster (GpuPlatform: the taint patches depend on one gate that depends on all of them):
+    in the engine's own events, every taint patch starts after the last of those is done."""
+    started = {step.name: i for i, (kind, step) in enumerate(prod.first_up.timeline) if kind == "start"}
+    done = {step.name: i for i, (kind, step) in enumerate(prod.first_up.timeline) if kind == "done"}
+    steps = {step.name: step for step in prod.first_up.steps}
+    gates = [n for n, step in steps.items() if step.type == "kubernetes:gpu-tenancy.dev/v1alpha1:TenantGrant"
+             or "-validatingadmissionpolicybinding-gpu-tenancy-placement-" in n]
+    taints = [n for n, step in steps.items() if step.type == "kubernetes:core/v1:NodePatch" and n.endswith("-taints")]
+    assert len(gates) == 2 * len(load_environment(prod.project, STACK).tenants) and len(taints) == 12, (gates, taints)
+    assert max(done[n] for n in gates) < min(started[n] for n in taints)
+    assert [steps[n].op for n in steps if steps[n].type == "pulumi:index:Stash"] == ["create"]
 
 
 def _snapshot(s, tmp_path: Path) -> Path:
