@@ -163,9 +163,13 @@ class Outcome:
     diagnostics: list[tuple[str, str, str]]  # (severity, urn, message)
     stdout: str = ""
     outputs: dict[str, Any] = field(default_factory=dict)
-    done: list[Step] = field(default_factory=list)  # res_outputs events: steps in completion order
-    # Both, in the order the engine sent them: ("start", step) at resource_pre, ("done", step) at res_outputs.
+    # ("start", step) at each resource_pre event, ("done", step) at each res_outputs, as the engine sent them.
     timeline: list[tuple[str, Step]] = field(default_factory=list)
+
+    @property
+    def done(self) -> list[Step]:
+        """The steps in completion order (res_outputs events)."""
+        return [step for kind, step in self.timeline if kind == "done"]
 
     def ops(self, *ops: str) -> list[Step]:
         return [s for s in self.steps if s.op in ops]
@@ -249,7 +253,6 @@ class Engine:
     def _collect(self) -> tuple[list[Step], list[tuple[str, str, str]], Any]:
         steps: list[Step] = []
         diags: list[tuple[str, str, str]] = []
-        self._done: list[Step] = []
         self._timeline: list[tuple[str, Step]] = []
 
         def step_of(meta: Any) -> Step:
@@ -261,8 +264,7 @@ class Engine:
                 steps.append(step_of(event.resource_pre_event.metadata))
                 self._timeline.append(("start", steps[-1]))
             if event.res_outputs_event is not None:
-                self._done.append(step_of(event.res_outputs_event.metadata))
-                self._timeline.append(("done", self._done[-1]))
+                self._timeline.append(("done", step_of(event.res_outputs_event.metadata)))
             diag = event.diagnostic_event
             if diag is not None:
                 diags.append((diag.severity, diag.urn or "", diag.message))
@@ -294,7 +296,7 @@ class Engine:
         summary = dict(result.summary.resource_changes or {})
         OPERATIONS.append(("up", self.stack_name, summary))
         outputs = {k: v.value for k, v in (result.outputs or {}).items()}
-        return Outcome("up", summary, steps, diags, result.stdout, outputs, list(self._done), list(self._timeline))
+        return Outcome("up", summary, steps, diags, result.stdout, outputs, list(self._timeline))
 
     def preview(self, **kwargs: Any) -> Outcome:
         steps, diags, on_event = self._collect()

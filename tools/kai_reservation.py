@@ -33,6 +33,8 @@ import threading
 import uuid
 from typing import Any, Iterable
 
+from tools.runtime import start_at_once
+
 RESERVATION_NAMESPACE = "kai-resource-reservation"   # the binder's --resource-reservation-namespace default
 RESERVATION_SERVICE_ACCOUNT = "kai-resource-reservation"   # its --resource-reservation-service-account default
 GPU_INDEX_ANNOTATION = "run.ai/reserve_for_gpu_index"
@@ -52,8 +54,6 @@ def reservation_start_policy(namespace: str = RESERVATION_NAMESPACE) -> list[dic
     >>> binding["spec"]["policyName"] == policy["metadata"]["name"] == START_POLICY
     True
     """
-    from tools.runtime import start_at_once
-
     annotations = ", ".join(f'"{key}": "{value}"' for key, value in sorted(start_at_once().items()))
     policy = {
         "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy",
@@ -136,8 +136,6 @@ class ReservationStandIn:
         self._thread.join(timeout=5)
 
     def _starts_at_once(self) -> bool:
-        from tools.runtime import start_at_once
-
         probe = {"metadata": {"generateName": "start-policy-probe-"},
                  "spec": {"serviceAccountName": RESERVATION_SERVICE_ACCOUNT, "automountServiceAccountToken": False,
                           "containers": [{"name": "probe", "image": "registry.invalid/probe:1"}]}}

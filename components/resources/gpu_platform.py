@@ -21,8 +21,8 @@ class GpuPlatform(pulumi.ComponentResource):
     Order: a node's taint patch depends on every other object here but the label patches of tainted
     nodes (the Kueue flavors carry the matching tolerations) and on `taint_after` (the tenants'
     placement policies, which decide who may tolerate it; through one gate resource, `_gate`): a
-    taint lands only once the rest of the platform is in place. The label patch of a tainted node depends on that node's taint patch: a
-    stack deployed when one patch carried both (its logical name is the label patch's now) owns the
+    taint lands only once the rest of the platform is in place. The label patch of a tainted node
+    depends on that node's taint patch: a stack deployed when one patch carried both (its logical name is the label patch's now) owns the
     taints under `gpu-tenancy` alone, and the label patch that no longer carries them would remove
     them; applied first, the taint patch co-owns the same list (same value: no conflict), so the
     taint stays when the label patch lets go of it. (The rules: `PLATFORM_PLACES` in
